@@ -1,0 +1,453 @@
+"""Algorithm 1 of the consensus paper (norm-threshold adaptive consensus) as batched JAX kernels.
+
+Two exact execution paths share one round policy:
+
+* **modal** (``W1``, ``W2`` symmetric and commuting, e.g. any pair of symmetric circulants such as
+  complete K_N + ring C_N): both matrices are diagonalised once on ``1-perp`` by an orthonormal basis
+  ``U`` (``N x (N-1)``). With ``Y = U^T X0`` the disagreement after ``m1`` mode-1 and ``m2`` mode-2
+  rounds is ``D^2 = (1/N) sum_j lambda1_j^(2 m1) lambda2_j^(2 m2) ||Y_j||^2``, so a round costs O(N)
+  per trajectory (per-mode energies ``e_j = ||Y_j||^2`` times squared eigenvalues). With noise the
+  modal coordinates ``Y`` themselves evolve (O(N d) per round): isotropic Gaussian noise has the same
+  law in any orthonormal basis. The final beliefs are reconstructed only when asked for.
+* **matrix** (any doubly stochastic pair): beliefs are laid out as one ``(N, B*d)`` matrix so a round is
+  one large matrix product ``[W1; W2] X``; finished trajectories are retired between segments of a
+  few rounds (compaction to power-of-two buckets, so at most ``log2 B`` shapes are compiled).
+
+Each round (Algorithm 1): stop if ``D <= eps``; otherwise pick ``sigma = 1`` if ``D > eta`` else 2
+(``strategy`` can fix it), return BudgetFail if ``b < c_sigma`` (before the round), else
+``X <- W_sigma X (+ noise)``, ``b <- b - c_sigma``. A trajectory still above ``eps`` after
+``max_rounds`` rounds gets status 2.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import NamedTuple, Optional
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from mascot.theory.consensus import validate_doubly_stochastic
+
+__all__ = ["ConsensusResult", "simulate_consensus", "common_eigenbasis", "noise_draws", "STRATEGIES"]
+
+STRATEGIES = ("adaptive", "mode1", "mode2")
+_MIN_BUCKET = 512
+
+
+class ConsensusResult(NamedTuple):
+    """Per-trajectory outcome of Algorithm 1 (all arrays have leading dimension B).
+
+    ``status``: 0 consensus (``D <= eps``), 1 BudgetFail (``b < c_sigma`` before a round),
+    2 max_rounds. With ``trace=True``: ``d_trace`` and ``b_trace`` are ``(B, max_rounds + 1)`` with
+    ``D(k)``, ``b_k`` for ``k <= rounds`` and NaN after; ``sigma_trace`` is ``(B, max_rounds)`` with the
+    mode of each executed round and 0 after. ``x_final`` is ``(B, N, d)`` when ``return_x=True``.
+    """
+
+    rounds: np.ndarray
+    spent: np.ndarray
+    d_final: np.ndarray
+    status: np.ndarray
+    d_trace: Optional[np.ndarray] = None
+    b_trace: Optional[np.ndarray] = None
+    sigma_trace: Optional[np.ndarray] = None
+    x_final: Optional[np.ndarray] = None
+    method: str = ""
+
+
+# ----------------------------------------------------------------------------- set-up helpers
+def common_eigenbasis(W1, W2, tol: float = 1e-9):
+    """Orthonormal basis of ``1-perp`` diagonalising both symmetric ``W1`` and ``W2``, or ``None``.
+
+    Returns ``(U, lam1, lam2)`` with ``U`` of shape ``(N, N-1)``, ``U^T 1 = 0`` and
+    ``U^T W_i U = diag(lam_i)``. ``None`` if either matrix is not symmetric or they do not commute
+    (then no common orthonormal eigenbasis exists). Degenerate eigenspaces of ``W1`` are resolved
+    by diagonalising ``W2`` inside them.
+    """
+    W1 = np.asarray(W1, dtype=np.float64)
+    W2 = np.asarray(W2, dtype=np.float64)
+    n = W1.shape[0]
+    if n < 2:
+        return None
+    if not (np.allclose(W1, W1.T, rtol=0, atol=1e-12) and np.allclose(W2, W2.T, rtol=0, atol=1e-12)):
+        return None
+    if np.max(np.abs(W1 @ W2 - W2 @ W1)) > 1e-10:
+        return None
+    # Householder reflection mapping e_0 to 1/sqrt(n): its other columns span 1-perp.
+    v = np.full(n, 1.0 / math.sqrt(n))
+    v[0] -= 1.0
+    H = np.eye(n) - 2.0 * np.outer(v, v) / (v @ v)
+    Q = H[:, 1:]
+    A1, A2 = Q.T @ W1 @ Q, Q.T @ W2 @ Q
+    lam1, V = np.linalg.eigh((A1 + A1.T) / 2)
+    start = 0
+    while start < lam1.size:  # resolve clusters of equal W1-eigenvalues with W2
+        stop = start + 1
+        while stop < lam1.size and abs(lam1[stop] - lam1[start]) <= tol:
+            stop += 1
+        if stop - start > 1:
+            Vc = V[:, start:stop]
+            _, R = np.linalg.eigh(Vc.T @ A2 @ Vc)
+            V[:, start:stop] = Vc @ R
+        start = stop
+    D1, D2 = V.T @ A1 @ V, V.T @ A2 @ V
+    if max(np.max(np.abs(D1 - np.diag(np.diag(D1)))), np.max(np.abs(D2 - np.diag(np.diag(D2))))) > 1e-8:
+        return None
+    return Q @ V, np.diag(D1).copy(), np.diag(D2).copy()
+
+
+def noise_draws(keys, rounds, n: int, d: int, dtype):
+    """Standard normal ``(B, n, d)`` perturbations for round ``rounds[b]`` of trajectory ``b``.
+
+    Trajectory ``b`` uses ``normal(fold_in(keys[b], rounds[b]))``, so a trajectory's noise depends only
+    on its own key and round, never on batch size, chunking or compaction.
+    """
+    return jax.vmap(lambda k, r: jax.random.normal(jax.random.fold_in(k, r), (n, d), dtype))(keys, rounds)
+
+
+def _bucket(n: int, full: int) -> int:
+    if n >= full:
+        return full
+    return min(full, max(_MIN_BUCKET, 1 << (max(n, 1) - 1).bit_length()))
+
+
+# ----------------------------------------------------------------------------- the round loop
+def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_rounds, trace):
+    """Run up to ``n_steps`` rounds of Algorithm 1 on all lanes (a ``lax.while_loop``).
+
+    ``advance(carry, mode1, step, rounds) -> (carry, d_new)`` applies one round to the lanes where
+    ``step`` is true and leaves the others unchanged. ``lanes`` holds per-trajectory ``(B,)`` arrays.
+    """
+    c1, c2, eta, eps = lanes["c1"], lanes["c2"], lanes["eta"], lanes["eps"]
+
+    def cond(state):
+        it, _, ln, _ = state
+        return (it < n_steps) & jnp.any(ln["active"])
+
+    def body(state):
+        it, carry, ln, tr = state
+        d, b, rounds, status, active = ln["d"], ln["b"], ln["rounds"], ln["status"], ln["active"]
+        if strategy == "adaptive":
+            mode1 = d > eta
+        else:
+            mode1 = jnp.full(d.shape, strategy == "mode1")
+        cost = jnp.where(mode1, c1, c2)
+        fail = active & (b < cost)
+        status = jnp.where(fail, 1, status)
+        step = active & ~fail
+        carry, d_new = advance(carry, mode1, step, rounds)
+        d = jnp.where(step, d_new, d)
+        b = jnp.where(step, b - cost, b)
+        rounds = rounds + step.astype(rounds.dtype)
+        reached = step & (d <= eps)
+        status = jnp.where(reached, 0, status)
+        active = step & ~reached
+        status = jnp.where(active & (rounds >= max_rounds), 2, status)
+        active = active & (rounds < max_rounds)
+        if trace:
+            col = it + offset
+            nan = jnp.full_like(d, jnp.nan)
+            tr = dict(
+                d=jax.lax.dynamic_update_index_in_dim(tr["d"], jnp.where(step, d, nan), col + 1, 1),
+                b=jax.lax.dynamic_update_index_in_dim(tr["b"], jnp.where(step, b, nan), col + 1, 1),
+                s=jax.lax.dynamic_update_index_in_dim(
+                    tr["s"], jnp.where(step, jnp.where(mode1, 1, 2), 0).astype(tr["s"].dtype), col, 1),
+            )
+        ln = dict(ln, d=d, b=b, rounds=rounds, status=status, active=active)
+        return it + 1, carry, ln, tr
+
+    _, carry, lanes, traces = jax.lax.while_loop(cond, body, (jnp.int32(0), carry, lanes, traces))
+    return carry, lanes, traces
+
+
+@partial(jax.jit, static_argnames=("strategy", "max_rounds", "trace", "n_agents", "noisy"))
+def _modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, strategy, max_rounds,
+                   trace, n_agents, noisy):
+    inv_n = jnp.asarray(1.0 / n_agents, lam1.dtype)
+    if noisy:
+        def advance(carry, mode1, step, rounds):
+            Y, mean = carry  # (B, N-1, d) modal coordinates on 1-perp, (B, d) mean belief
+            lam = jnp.where(mode1[:, None], lam1, lam2)
+            z = noise_draws(lanes["keys"], rounds, n_agents, Y.shape[-1], Y.dtype)
+            Y_new = lam[:, :, None] * Y + sigma * z[:, 1:, :]
+            mean_new = mean + sigma * z[:, 0, :] * jnp.sqrt(inv_n)
+            d_new = jnp.sqrt(jnp.sum(Y_new * Y_new, axis=(1, 2)) * inv_n)
+            return (jnp.where(step[:, None, None], Y_new, Y), jnp.where(step[:, None], mean_new, mean)), d_new
+    else:
+        sq1, sq2 = lam1 * lam1, lam2 * lam2
+
+        def advance(carry, mode1, step, rounds):
+            energy, m1, m2 = carry  # (B, N-1) weighted mode energies, mode-1/-2 round counts
+            energy_new = energy * jnp.where(mode1[:, None], sq1, sq2)
+            d_new = jnp.sqrt(jnp.sum(energy_new, axis=1) * inv_n)
+            m1 = m1 + (step & mode1).astype(m1.dtype)
+            m2 = m2 + (step & ~mode1).astype(m2.dtype)
+            return (jnp.where(step[:, None], energy_new, energy), m1, m2), d_new
+    return _segment(advance, carry, lanes, traces, n_steps, offset, strategy=strategy,
+                    max_rounds=max_rounds, trace=trace)
+
+
+@partial(jax.jit, static_argnames=("strategy", "max_rounds", "trace", "noisy"))
+def _matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, strategy, max_rounds,
+                    trace, noisy):
+    n = W1.shape[0]
+    inv_n = jnp.asarray(1.0 / n, W1.dtype)
+    if strategy == "adaptive":
+        W = jnp.concatenate([W1, W2], axis=0)  # one (2N, N) @ (N, B*d) product per round
+    else:
+        W = W1 if strategy == "mode1" else W2
+
+    def advance(carry, mode1, step, rounds):
+        (X,) = carry  # (N, B, d)
+        _, B, d = X.shape
+        Y = (W @ X.reshape(n, B * d)).reshape(-1, B, d)
+        X_new = jnp.where(mode1[None, :, None], Y[:n], Y[n:]) if strategy == "adaptive" else Y
+        if noisy:
+            z = noise_draws(lanes["keys"], rounds, n, d, X.dtype)
+            X_new = X_new + sigma * jnp.transpose(z, (1, 0, 2))
+        centred = X_new - jnp.mean(X_new, axis=0, keepdims=True)
+        d_new = jnp.sqrt(jnp.sum(centred * centred, axis=(0, 2)) * inv_n)
+        return (jnp.where(step[None, :, None], X_new, X),), d_new
+
+    return _segment(advance, carry, lanes, traces, n_steps, offset, strategy=strategy,
+                    max_rounds=max_rounds, trace=trace)
+
+
+@partial(jax.jit, static_argnums=1)
+def _gather(tree, axes, idx):
+    """Keep lanes ``idx`` of every array in ``tree`` (``axes`` gives each array's batch axis)."""
+    return jax.tree_util.tree_map(lambda a, ax: jnp.take(a, idx, axis=ax), tree, axes)
+
+
+@jax.jit
+def _gather_lanes(lanes, idx):
+    return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), lanes)
+
+
+# ----------------------------------------------------------------------------- validation
+def _per_trajectory(name, value, B, dtype, *, positive=False, nonnegative=False):
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        arr = np.full(B, float(arr))
+    elif arr.shape != (B,):
+        raise ValueError(f"{name} must be a scalar or have shape ({B},) (one per trajectory); got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    if positive and not np.all(arr > 0):
+        raise ValueError(f"{name} must be > 0; got min {arr.min():g}")
+    if nonnegative and not np.all(arr >= 0):
+        raise ValueError(f"{name} must be >= 0; got min {arr.min():g}")
+    return arr
+
+
+def _resolve_dtype(dtype):
+    if dtype is None:
+        return jnp.dtype(jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
+    dt = jnp.dtype(dtype)
+    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
+        raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
+    if dt == jnp.float64 and not jax.config.jax_enable_x64:
+        raise ValueError(
+            "dtype='float64' needs 64-bit JAX: call jax.config.update('jax_enable_x64', True) once at "
+            "start-up (the mascot CLI does this for float64 runs)"
+        )
+    return dt
+
+
+def _batch_keys(key, B):
+    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
+    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+    single = key.shape == () if typed else key.shape == (2,)
+    if single:
+        return jax.random.split(key, B)
+    if key.shape[0] != B:
+        raise ValueError(f"key must be one PRNG key or a batch of {B} keys; got shape {key.shape}")
+    return key
+
+
+# ----------------------------------------------------------------------------- public entry point
+def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64,
+                       noise: float = 0.0, key=None, trace: bool = False, *, dtype=None,
+                       method: str = "auto", return_x: bool = False,
+                       segment_rounds: int | None = None) -> ConsensusResult:
+    """Run Algorithm 1 of the consensus paper on a batch of B trajectories.
+
+    Implements ``X(k+1) = W_sigma_k X(k)`` (eq. 5), ``b(k+1) = b(k) - c_sigma_k`` (eq. 7) with
+    norm-threshold switching ``sigma_k = 1 if D(k) > eta else 2`` (eq. 8), stopping at ``D <= eps``
+    (consensus), ``b_k < c_sigma_k`` before a round (BudgetFail) or after ``max_rounds`` rounds.
+
+    Args:
+      X0: initial beliefs, ``(B, N, d)`` (a single ``(N, d)`` is treated as B = 1).
+      W1, W2: doubly stochastic ``(N, N)`` weight matrices of mode 1 (dense) and mode 2 (sparse).
+      c1, c2: per-round token costs (> 0), scalars or ``(B,)``.
+      eta: switching threshold, eps: consensus tolerance (``eta > eps > 0`` for ``"adaptive"``), b0: initial
+        budget (>= 0); scalars or ``(B,)``.
+      strategy: ``"adaptive"`` (Algorithm 1), ``"mode1"`` or ``"mode2"`` (one topology throughout).
+      max_rounds: the most rounds any trajectory runs (status 2 when exceeded).
+      noise: standard deviation of i.i.d. Gaussian perturbations added to every belief entry after each
+        round (the LLM stochasticity of Remark 3). Needs ``key``.
+      key: one PRNG key (split into one key per trajectory) or a batch of B keys.
+      trace: also return per-round ``D``, ``b`` and ``sigma``.
+      dtype: float32 or float64 (default: float64 if ``jax_enable_x64`` is on, else float32).
+      method: ``"auto"`` (modal when W1, W2 are symmetric and commute, else matrix), ``"modal"``,
+        ``"matrix"``.
+      return_x: also return the final beliefs (``x_final``).
+      segment_rounds: rounds between compactions (default: 4 for the matrix path; the modal path does
+        not compact since a round costs O(N)).
+
+    Returns:
+      :class:`ConsensusResult` of numpy arrays.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}")
+    if method not in ("auto", "modal", "matrix"):
+        raise ValueError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
+    if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0:
+        raise ValueError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
+    max_rounds = int(max_rounds)
+    dt = _resolve_dtype(dtype)
+    X0 = np.asarray(X0, dtype=np.float64)
+    if X0.ndim == 2:
+        X0 = X0[None]
+    if X0.ndim != 3 or X0.shape[0] < 1 or X0.shape[1] < 1 or X0.shape[2] < 1:
+        raise ValueError(f"X0 must have shape (B, N, d) with B, N, d >= 1; got shape {X0.shape}")
+    if not np.all(np.isfinite(X0)):
+        raise ValueError("X0 contains NaN or inf")
+    B, N, d = X0.shape
+    W1 = validate_doubly_stochastic(W1, "W1")
+    W2 = validate_doubly_stochastic(W2, "W2")
+    for name, W in (("W1", W1), ("W2", W2)):
+        if W.shape != (N, N):
+            raise ValueError(f"{name} must have shape ({N}, {N}) to match X0's N = {N}; got {W.shape}")
+    c1a = _per_trajectory("c1", c1, B, dt, positive=True)
+    c2a = _per_trajectory("c2", c2, B, dt, positive=True)
+    eps_a = _per_trajectory("eps", eps, B, dt, positive=True)
+    eta_a = _per_trajectory("eta", eta, B, dt, positive=True)
+    b0a = _per_trajectory("b0", b0, B, dt, nonnegative=True)
+    if strategy == "adaptive" and not np.all(eta_a > eps_a):
+        raise ValueError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
+                         "selected; use strategy='mode1')")
+    noise = float(noise)
+    if not (math.isfinite(noise) and noise >= 0):
+        raise ValueError(f"noise must be a finite standard deviation >= 0; got {noise}")
+    noisy = noise > 0
+    if noisy and key is None:
+        raise ValueError("key is required when noise > 0 (e.g. key=jax.random.key(0))")
+
+    basis = common_eigenbasis(W1, W2) if method in ("auto", "modal") else None
+    if method == "modal" and basis is None:
+        raise ValueError("method='modal' needs W1 and W2 symmetric and commuting; use method='matrix'")
+    use_modal = basis is not None
+
+    j = lambda a: jnp.asarray(a, dtype=dt)  # noqa: E731
+    X0j = j(X0)
+    lanes = dict(c1=j(c1a), c2=j(c2a), eta=j(eta_a), eps=j(eps_a), b=j(b0a),
+                 rounds=jnp.zeros(B, jnp.int32))
+    lanes["keys"] = _batch_keys(key, B) if noisy else jnp.zeros(B, jnp.int32)
+    if use_modal:
+        U, lam1, lam2 = basis
+        Y0 = jnp.einsum("nm,bnd->bmd", j(U), X0j)  # (B, N-1, d): the O(N^2 d) part, done once
+        if noisy:
+            carry = (Y0, jnp.mean(X0j, axis=1))
+            carry_axes = (0, 0)
+        else:
+            energy = jnp.sum(Y0 * Y0, axis=2)
+            carry = (energy, jnp.zeros(B, jnp.int32), jnp.zeros(B, jnp.int32))
+            carry_axes = (0, 0, 0)
+        d0 = jnp.sqrt(jnp.sum(Y0 * Y0, axis=(1, 2)) / N)
+        seg_default = max_rounds
+    else:
+        carry = (jnp.transpose(X0j, (1, 0, 2)),)
+        carry_axes = (1,)
+        centred = X0j - jnp.mean(X0j, axis=1, keepdims=True)
+        d0 = jnp.sqrt(jnp.sum(centred * centred, axis=(1, 2)) / N)
+        seg_default = 4
+    lanes["d"] = d0
+    lanes["status"] = jnp.where(d0 <= lanes["eps"], 0, 2).astype(jnp.int32)
+    lanes["active"] = (d0 > lanes["eps"]) & (max_rounds > 0)
+    if trace:
+        traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
+                      b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),
+                      s=jnp.zeros((B, max_rounds), jnp.int32))
+        seg = max_rounds  # traces are indexed by round: run in one segment, no compaction
+    else:
+        traces = {}
+        seg = max(1, int(segment_rounds or seg_default))
+
+    out_rounds = np.zeros(B, np.int32)
+    out_b = np.array(b0a, dtype=dt)
+    out_d = np.zeros(B, dt)
+    out_status = np.zeros(B, np.int32)
+    out_x = np.zeros((B, N, d), dt) if return_x else None
+    lane_ids = np.arange(B)
+    sigma = jnp.asarray(noise, dt)
+    static = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy)
+    if use_modal:
+        run = partial(_modal_segment, lam1=j(lam1), lam2=j(lam2), n_agents=N, **static)
+    else:
+        run = partial(_matrix_segment, W1=j(W1), W2=j(W2), **static)
+
+    def harvest(carry, lanes, finished):
+        ids = lane_ids[finished]
+        out_rounds[ids] = np.asarray(lanes["rounds"])[finished]
+        out_b[ids] = np.asarray(lanes["b"])[finished]
+        out_d[ids] = np.asarray(lanes["d"])[finished]
+        out_status[ids] = np.asarray(lanes["status"])[finished]
+        if return_x:
+            out_x[ids] = _reconstruct(carry, lanes, finished)
+
+    def _reconstruct(carry, lanes, finished):
+        if not use_modal:
+            return np.transpose(np.asarray(carry[0]), (1, 0, 2))[finished]
+        Um = np.asarray(U, dtype=np.float64)
+        if noisy:
+            Y, mean = (np.asarray(c, dtype=np.float64)[finished] for c in carry)
+        else:  # signed eigenvalue powers applied to the initial modal coordinates
+            m1 = np.asarray(carry[1])[finished]
+            m2 = np.asarray(carry[2])[finished]
+            f = lam1[None, :] ** m1[:, None] * lam2[None, :] ** m2[:, None]
+            Y = f[:, :, None] * np.einsum("nm,bnd->bmd", Um, X0[lane_ids[finished]])
+            mean = X0[lane_ids[finished]].mean(axis=1)
+        return mean[:, None, :] + np.einsum("nm,bmd->bnd", Um, Y)
+
+    valid = np.ones(B, bool)
+    offset = 0
+    harvest(carry, lanes, valid & ~np.asarray(lanes["active"]))
+    while offset < max_rounds:
+        n_steps = min(seg, max_rounds - offset)
+        carry, lanes, traces = run(carry, lanes, traces, sigma=sigma, n_steps=jnp.int32(n_steps),
+                                   offset=jnp.int32(offset))
+        offset += n_steps
+        active = np.asarray(lanes["active"])
+        was_running = valid.copy()
+        finished = was_running & ~active
+        harvest(carry, lanes, finished)
+        valid = valid & active
+        n_active = int(valid.sum())
+        if n_active == 0:
+            break
+        size = active.shape[0]
+        new_size = _bucket(n_active, size)
+        if new_size < size and not trace:
+            keep = np.nonzero(valid)[0]
+            idx = np.concatenate([keep, np.full(new_size - keep.size, keep[0])])
+            carry = _gather(carry, carry_axes, jnp.asarray(idx))
+            lanes = _gather_lanes(lanes, jnp.asarray(idx))
+            pad = np.arange(new_size) >= keep.size
+            lanes["active"] = lanes["active"] & jnp.asarray(~pad)
+            lane_ids = lane_ids[idx]
+            valid = ~pad
+        # trajectories still active after max_rounds are impossible: the kernel sets status 2
+        # and deactivates them at rounds == max_rounds.
+
+    spent = np.asarray(b0a, dtype=dt) - out_b
+    res = ConsensusResult(rounds=out_rounds, spent=spent, d_final=out_d, status=out_status,
+                          method="modal" if use_modal else "matrix")
+    if trace:
+        res = res._replace(d_trace=np.asarray(traces["d"]), b_trace=np.asarray(traces["b"]),
+                           sigma_trace=np.asarray(traces["s"]))
+    if return_x:
+        res = res._replace(x_final=out_x)
+    return res

@@ -1,0 +1,355 @@
+"""Closed forms of the consensus paper, in float64 numpy.
+
+"A Control-Theoretic Approach for Resource-Aware Consensus in Multi-Agent AI" (the consensus paper):
+disagreement (eq. 4), consensus-contraction rates (Def. 6, Remark 6), Theorem 1, Corollary 1, the
+certificate region (Def. 11, Theorem 2), and Algorithm 1 as a plain Python loop. These are the
+ground truth that the JAX kernels in :mod:`mascot.kernels` are tested against.
+
+Conventions that go beyond the paper (each one documented where it is implemented):
+
+* ``rounds_to_reach`` treats a log-ratio within 1e-9 of an integer as that integer, so that e.g.
+  ``0.25**2 * D0`` is reached in 2 rounds, not 3, despite floating-point rounding.
+* Theorem 1 assumes ``D(0) > eta > eps``. Outside that range we define: ``D(0) <= eps`` needs no round
+  (K1 = K2 = 0); ``eps < D(0) <= eta`` needs no mode-1 round (K1 = 0) and
+  ``K2 = ceil(log(eps/D0)/log lambda2)``, which is never larger than the paper's ``K2`` from eta and so
+  still a valid bound; ``eta <= eps`` means mode 2 is never selected by Algorithm 1 (it stops at
+  ``D <= eps`` first), so K2 = 0 and ``K1 = ceil(log(eps/D0)/log lambda1)``, as the paper does itself
+  for the Claude example of Sec. V-C.
+* Def. 11 written literally gives ``ceil(log(eta/D)/log lambda1) < 0`` for ``D < eta``, i.e. a
+  *negative* number of mode-1 rounds, which can certify budgets that are too small; we clamp at 0
+  (see ``results/consensus/errata.md``).
+* A mode with ``lambda >= 1`` is not contracting: when its phase is needed, K and B* are ``inf`` and
+  nothing is certified, with the reason stated in ``Certificate.reason``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "disagreement",
+    "validate_doubly_stochastic",
+    "contraction_rate",
+    "circulant_contraction_rate",
+    "is_circulant",
+    "rounds_to_reach",
+    "Certificate",
+    "theorem1",
+    "certificate_budget",
+    "in_certificate_region",
+    "Corollary",
+    "corollary1",
+    "Algorithm1Result",
+    "algorithm1",
+    "STATUS_NAMES",
+]
+
+STATUS_NAMES = {0: "consensus", 1: "BudgetFail", 2: "max_rounds"}
+
+_INT_TOL = 1e-9
+
+
+# ----------------------------------------------------------------------------- disagreement
+def disagreement(X) -> np.ndarray | float:
+    """Aggregate disagreement ``D(X) = ||P X||_F / sqrt(N)`` with ``P = I - 11^T/N`` (eq. 4).
+
+    ``X`` has shape ``(..., N, d)`` (a leading batch is allowed) and the result has shape ``(...)``.
+    """
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim < 2:
+        raise ValueError(f"X must have shape (..., N, d); got shape {X.shape}")
+    n = X.shape[-2]
+    centred = X - X.mean(axis=-2, keepdims=True)
+    d = np.sqrt(np.sum(centred * centred, axis=(-2, -1)) / n)
+    return float(d) if d.ndim == 0 else d
+
+
+# ----------------------------------------------------------------------------- contraction rates
+def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.ndarray:
+    """Return ``W`` as float64 after checking Def. 3 (nonnegative, rows and columns sum to 1).
+
+    Raises ``ValueError`` naming the matrix (``name``) and the violated condition.
+    """
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
+        raise ValueError(f"{name} must be a square (N, N) matrix; got shape {W.shape}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError(f"{name} contains NaN or inf")
+    if W.min() < -atol:
+        raise ValueError(f"{name} must be nonnegative (doubly stochastic); min entry is {W.min():.3g}")
+    rows, cols = W.sum(axis=1), W.sum(axis=0)
+    if np.max(np.abs(rows - 1.0)) > atol:
+        raise ValueError(
+            f"{name} is not doubly stochastic: row sums must be 1 within {atol:g}; "
+            f"worst row sums to {rows[np.argmax(np.abs(rows - 1.0))]:.12g}"
+        )
+    if np.max(np.abs(cols - 1.0)) > atol:
+        raise ValueError(
+            f"{name} is not doubly stochastic: column sums must be 1 within {atol:g}; "
+            f"worst column sums to {cols[np.argmax(np.abs(cols - 1.0))]:.12g}"
+        )
+    return W
+
+
+def is_circulant(W, atol: float = 1e-12) -> bool:
+    """True if every row of ``W`` is the previous row shifted right by one."""
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim != 2 or W.shape[0] != W.shape[1]:
+        return False
+    return all(np.allclose(W[i], np.roll(W[0], i), rtol=0, atol=atol) for i in range(W.shape[0]))
+
+
+def contraction_rate(W, name: str = "W", method: str = "auto") -> float:
+    """Consensus-contraction rate ``lambda(W) = ||W|_{1-perp}||_2 = ||W - 11^T/N||_2`` (Def. 6).
+
+    For doubly stochastic ``W`` both ``1`` and ``1-perp`` are invariant, so the restriction's norm is
+    the largest singular value of ``W - 11^T/N``. ``method="auto"`` uses the circulant DFT path
+    (Remark 6) when ``W`` is circulant, else the SVD; ``"svd"`` and ``"circulant"`` force one.
+    """
+    W = validate_doubly_stochastic(W, name)
+    if method not in ("auto", "svd", "circulant"):
+        raise ValueError(f"method must be 'auto', 'svd' or 'circulant'; got {method!r}")
+    if method == "circulant" or (method == "auto" and is_circulant(W)):
+        if method == "circulant" and not is_circulant(W):
+            raise ValueError(f"{name} is not circulant; use method='svd'")
+        return circulant_contraction_rate(W[0], name=name)
+    n = W.shape[0]
+    return float(np.linalg.norm(W - np.full((n, n), 1.0 / n), ord=2))
+
+
+def circulant_contraction_rate(first_row, name: str = "W") -> float:
+    """Contraction rate of the circulant matrix with first row ``w`` (Remark 6).
+
+    The eigenvalues of a circulant are the DFT of its first row, ``lambda_k = sum_j w_j omega^(jk)``;
+    circulants are normal, so the singular values on ``1-perp`` are ``|lambda_k|, k = 1..N-1`` and the
+    rate is their maximum (``k = 0`` is the consensus direction, eigenvalue ``sum_j w_j = 1``).
+    """
+    w = np.asarray(first_row, dtype=np.float64)
+    if w.ndim != 1 or w.size < 1:
+        raise ValueError(f"{name}: first row must be a 1-D vector; got shape {w.shape}")
+    if np.any(w < -1e-9) or abs(w.sum() - 1.0) > 1e-9:
+        raise ValueError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1")
+    if w.size == 1:
+        return 0.0
+    return float(np.max(np.abs(np.fft.fft(w)[1:])))
+
+
+# ----------------------------------------------------------------------------- Theorem 1
+def _check_scalar(name: str, value, *, positive=False, nonnegative=False) -> float:
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a real number; got {value!r}") from None
+    if math.isnan(v):
+        raise ValueError(f"{name} must not be NaN")
+    if positive and not v > 0:
+        raise ValueError(f"{name} must be > 0; got {v}")
+    if nonnegative and not v >= 0:
+        raise ValueError(f"{name} must be >= 0; got {v}")
+    return v
+
+
+def rounds_to_reach(start: float, target: float, lam: float) -> float:
+    """Smallest ``K >= 0`` with ``lam**K * start <= target``: ``ceil(log(target/start) / log lam)``.
+
+    Returns ``0`` when ``start <= target``, ``1`` when ``lam == 0`` (one round reaches consensus) and
+    ``math.inf`` when ``lam >= 1`` (the mode does not contract). Log-ratios within 1e-9 of an
+    integer are treated as that integer.
+    """
+    if start <= target:
+        return 0
+    if lam <= 0.0:
+        return 1
+    if lam >= 1.0:
+        return math.inf
+    r = math.log(target / start) / math.log(lam)
+    k = math.ceil(r - _INT_TOL * max(1.0, abs(r)))
+    return max(int(k), 0)
+
+
+class Certificate(NamedTuple):
+    """Theorem 1 bounds and the Def. 11 membership verdict for one (D0, b0)."""
+
+    d0: float
+    eta: float
+    eps: float
+    lambda1: float
+    lambda2: float
+    c1: float
+    c2: float
+    K1: float
+    K2: float
+    K_star: float
+    B_star: float
+    reason: str
+
+    @property
+    def finite(self) -> bool:
+        return math.isfinite(self.B_star)
+
+    def certifies(self, b0: float) -> bool:
+        """Def. 11: ``(X0, b0)`` is in the certificate region iff ``b0 >= B*(D(X0))``."""
+        return self.finite and float(b0) >= self.B_star
+
+    def margin(self, b0: float) -> float:
+        """``b0 - B*``: positive means spare budget, negative a shortfall (``-inf`` if uncertifiable)."""
+        return float(b0) - self.B_star
+
+
+def theorem1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Certificate:
+    """Theorem 1 (Resource-Aware Consensus): ``K1, K2, K* = K1 + K2, B* = K1 c1 + K2 c2``.
+
+    ``K1 = ceil(log(eta/D0)/log lambda1)``, ``K2 = ceil(log(eps/eta)/log lambda2)`` (eq. 11), with the
+    edge cases of the module docstring. ``B*`` is ``inf`` when a needed mode does not contract.
+    """
+    d0 = _check_scalar("d0", d0, nonnegative=True)
+    eta = _check_scalar("eta", eta, positive=True)
+    eps = _check_scalar("eps", eps, positive=True)
+    lambda1 = _check_scalar("lambda1", lambda1, nonnegative=True)
+    lambda2 = _check_scalar("lambda2", lambda2, nonnegative=True)
+    c1 = _check_scalar("c1", c1, positive=True)
+    c2 = _check_scalar("c2", c2, positive=True)
+    eta_eff = max(eta, eps)
+    if d0 <= eps:
+        k1, k2, reason = 0, 0, "D0 <= eps: already in consensus, no round needed"
+    elif d0 <= eta_eff:
+        k1 = 0
+        k2 = rounds_to_reach(d0, eps, lambda2)
+        reason = "eps < D0 <= eta: no mode-1 phase"
+    else:
+        k1 = rounds_to_reach(d0, eta_eff, lambda1)
+        k2 = rounds_to_reach(eta_eff, eps, lambda2)
+        reason = "eta <= eps: mode 2 is never selected" if eta <= eps else "D0 > eta > eps (Theorem 1)"
+    bad = []
+    if k1 == math.inf:
+        bad.append(f"mode 1 does not contract (lambda1 = {lambda1:.6g} >= 1)")
+    if k2 == math.inf:
+        bad.append(f"mode 2 does not contract (lambda2 = {lambda2:.6g} >= 1)")
+    if bad:
+        reason = "no certificate: " + "; ".join(bad)
+        b_star = math.inf
+    else:
+        b_star = k1 * c1 + k2 * c2
+    return Certificate(d0, eta, eps, lambda1, lambda2, c1, c2, k1, k2, k1 + k2, b_star, reason)
+
+
+def certificate_budget(d, eta, eps, lambda1, lambda2, c1, c2) -> np.ndarray | float:
+    """The certificate boundary ``b = B*(D)`` of Def. 11 / Remark 5, for scalar or array ``D``."""
+    d_arr = np.asarray(d, dtype=np.float64)
+    out = np.array([theorem1(x, eta, eps, lambda1, lambda2, c1, c2).B_star for x in d_arr.ravel()])
+    out = out.reshape(d_arr.shape)
+    return float(out) if out.ndim == 0 else out
+
+
+def in_certificate_region(d, b, eta, eps, lambda1, lambda2, c1, c2) -> bool:
+    """Def. 11: ``(X, b)`` with ``D(X) = d`` is in ``Omega_cert`` iff ``b >= B*(d)`` (and ``b >= 0``)."""
+    b = _check_scalar("b", b)
+    return b >= 0 and theorem1(d, eta, eps, lambda1, lambda2, c1, c2).certifies(b)
+
+
+# ----------------------------------------------------------------------------- Corollary 1
+class Corollary(NamedTuple):
+    """Corollary 1 quantities and which of its claimed chains actually hold (computed, not assumed)."""
+
+    K_cmpl: float
+    K_ring: float
+    B_cmpl: float
+    B_ring: float
+    K_star: float
+    B_star: float
+    applies: bool  # lambda1 < lambda2
+    condition: bool  # c1/c2 >= log(lambda1)/log(lambda2)
+    log_ratio: float  # log(lambda1)/log(lambda2)
+    rounds_chain: bool  # K_cmpl <= K* <= K_ring
+    cost_chain: bool  # K_ring c2 <= B* <= K_cmpl c1
+
+
+def corollary1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Corollary:
+    """Corollary 1 (Topology Trade-Off): single-mode round counts and costs versus the adaptive bound.
+
+    ``K_cmpl = ceil(log(eps/D0)/log lambda1)``, ``K_ring = ceil(log(eps/D0)/log lambda2)``. The paper
+    claims ``K_cmpl <= K* <= K_ring`` when ``lambda1 < lambda2`` and ``K_ring c2 <= B* <= K_cmpl c1``
+    when additionally ``c1/c2 >= log lambda1 / log lambda2``. The ceilings can break either chain
+    by one round (see the errata), so both are evaluated here rather than assumed.
+    """
+    cert = theorem1(d0, eta, eps, lambda1, lambda2, c1, c2)
+    k_c = rounds_to_reach(cert.d0, cert.eps, cert.lambda1)
+    k_r = rounds_to_reach(cert.d0, cert.eps, cert.lambda2)
+    b_c = k_c * cert.c1
+    b_r = k_r * cert.c2
+    applies = cert.lambda1 < cert.lambda2
+    if 0 < cert.lambda1 < 1 and 0 < cert.lambda2 < 1:
+        log_ratio = math.log(cert.lambda1) / math.log(cert.lambda2)
+    else:
+        log_ratio = math.nan
+    condition = bool(applies and math.isfinite(log_ratio) and cert.c1 / cert.c2 >= log_ratio)
+    return Corollary(
+        K_cmpl=k_c, K_ring=k_r, B_cmpl=b_c, B_ring=b_r, K_star=cert.K_star, B_star=cert.B_star,
+        applies=applies, condition=condition, log_ratio=log_ratio,
+        rounds_chain=bool(k_c <= cert.K_star <= k_r),
+        cost_chain=bool(b_r <= cert.B_star <= b_c),
+    )
+
+
+# ----------------------------------------------------------------------------- Algorithm 1
+class Algorithm1Result(NamedTuple):
+    rounds: int
+    spent: float
+    d_final: float
+    status: int  # 0 consensus, 1 BudgetFail, 2 max_rounds
+    d_trace: list  # D(0..rounds)
+    b_trace: list  # b_0..b_rounds
+    sigma_trace: list  # mode of each executed round (1 or 2)
+    cost_trace: list  # cost of each executed round
+    x_final: np.ndarray
+
+
+def algorithm1(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64,
+               noise=None) -> Algorithm1Result:
+    """Algorithm 1 (Norm-Threshold Adaptive Consensus) as a plain Python loop in float64.
+
+    At each round ``k``: stop with consensus if ``D(k) <= eps``; stop with ``max_rounds`` if ``k`` rounds
+    were already executed; pick ``sigma_k = 1`` if ``D(k) > eta`` else ``2`` (``strategy="mode1"``/
+    ``"mode2"`` fix it); return BudgetFail if ``b_k < c_sigma`` (before the round, as the paper states);
+    else ``X <- W_sigma X`` (+ ``noise[k]`` if given, an ``(max_rounds, N, d)`` array of perturbations)
+    and ``b <- b - c_sigma``.
+    """
+    X = np.array(X0, dtype=np.float64)
+    Ws = {1: np.asarray(W1, dtype=np.float64), 2: np.asarray(W2, dtype=np.float64)}
+    costs = {1: float(c1), 2: float(c2)}
+    b = float(b0)
+    d = disagreement(X)
+    d_trace, b_trace, sigmas, cost_trace = [d], [b], [], []
+    k = 0
+    while True:
+        if d <= eps:
+            status = 0
+            break
+        if k >= max_rounds:
+            status = 2
+            break
+        if strategy == "adaptive":
+            sigma = 1 if d > eta else 2
+        elif strategy == "mode1":
+            sigma = 1
+        elif strategy == "mode2":
+            sigma = 2
+        else:
+            raise ValueError(f"strategy must be 'adaptive', 'mode1' or 'mode2'; got {strategy!r}")
+        if b < costs[sigma]:
+            status = 1
+            break
+        X = Ws[sigma] @ X
+        if noise is not None:
+            X = X + np.asarray(noise[k], dtype=np.float64)
+        b -= costs[sigma]
+        k += 1
+        d = disagreement(X)
+        d_trace.append(d)
+        b_trace.append(b)
+        sigmas.append(sigma)
+        cost_trace.append(costs[sigma])
+    return Algorithm1Result(k, float(b0) - b, d, status, d_trace, b_trace, sigmas, cost_trace, X)
