@@ -1,0 +1,27 @@
+"""Shared figure helpers: a non-interactive backend and PNG + PDF output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+__all__ = ["plt", "save_figure"]
+
+
+def save_figure(fig, path_stem: Path) -> list[Path]:
+    """Write ``fig`` as ``<stem>.png`` (150 dpi) and ``<stem>.pdf``; return both paths."""
+    path_stem = Path(path_stem)
+    path_stem.parent.mkdir(parents=True, exist_ok=True)
+    out = []
+    for ext in ("png", "pdf"):
+        p = path_stem.with_suffix("." + ext)
+        tmp = p.with_name(p.name + ".tmp")
+        fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext)
+        tmp.replace(p)
+        out.append(p)
+    plt.close(fig)
+    return out

@@ -1,0 +1,124 @@
+"""The ``mascot`` command.
+
+    mascot reproduce consensus [--out DIR]     recompute the consensus paper's simulation section
+    mascot reproduce all [--out DIR]           every reproduction mascot has (consensus, for now)
+    mascot certify --d0 ... --b0 ... [--json]  Theorem 1 / Def. 11 certificate calculator
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _cmd_reproduce(args) -> int:
+    from mascot.analysis.consensus_paper import reproduce
+
+    if args.what == "consensus":
+        out = Path(args.out or "results/consensus")
+        reproduce(out)
+    else:  # all
+        root = Path(args.out or "results")
+        reproduce(root / "consensus")
+    return 0
+
+
+def _load_matrix(path: str, name: str):
+    import numpy as np
+
+    p = Path(path)
+    if not p.exists():
+        raise ValueError(f"{name}: file not found: {path}")
+    if p.suffix == ".npy":
+        return np.load(p, allow_pickle=False)
+    if p.suffix == ".json":
+        return np.asarray(json.loads(p.read_text()), dtype=float)
+    return np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
+
+
+def _json_safe(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def _cmd_certify(args) -> int:
+    from mascot.theory import contraction_rate, corollary1, theorem1
+
+    lam1, lam2 = args.lambda1, args.lambda2
+    if args.w1:
+        lam1 = contraction_rate(_load_matrix(args.w1, "--w1"), name="W1 (--w1)")
+    if args.w2:
+        lam2 = contraction_rate(_load_matrix(args.w2, "--w2"), name="W2 (--w2)")
+    if lam1 is None or lam2 is None:
+        raise ValueError("give --lambda1 and --lambda2, or --w1 and --w2 (weight-matrix files)")
+    if not args.b0 >= 0:
+        raise ValueError(f"--b0 must be >= 0; got {args.b0}")
+    cert = theorem1(args.d0, args.eta, args.eps, lam1, lam2, args.c1, args.c2)
+    cor = corollary1(args.d0, args.eta, args.eps, lam1, lam2, args.c1, args.c2)
+    certified = cert.certifies(args.b0)
+    verdict = ("applies" if cor.condition else
+               ("does not apply: c1/c2 < log(lambda1)/log(lambda2)" if cor.applies else
+                "does not apply: needs lambda1 < lambda2"))
+    out = dict(d0=cert.d0, b0=args.b0, eta=cert.eta, eps=cert.eps, lambda1=lam1, lambda2=lam2, c1=cert.c1,
+               c2=cert.c2, K1=cert.K1, K2=cert.K2, K_star=cert.K_star, B_star=cert.B_star, certified=certified,
+               margin=cert.margin(args.b0), reason=cert.reason, K_cmpl=cor.K_cmpl, K_ring=cor.K_ring,
+               B_cmpl=cor.B_cmpl, B_ring=cor.B_ring, corollary_condition=cor.condition,
+               corollary=verdict, rounds_chain=cor.rounds_chain, cost_chain=cor.cost_chain)
+    if args.json:
+        print(json.dumps({k: _json_safe(v) for k, v in out.items()}, indent=2))
+        return 0
+    yes = "YES" if certified else "NO"
+    print(f"lambda1 = {lam1:.6g}   lambda2 = {lam2:.6g}   ({cert.reason})")
+    print(f"K1 = {cert.K1}   K2 = {cert.K2}   K* = {cert.K_star}   B* = {cert.B_star:g}")
+    print(f"(D0 = {cert.d0:g}, b0 = {args.b0:g}) in the certificate region: {yes}   "
+          f"margin b0 - B* = {cert.margin(args.b0):g}")
+    if certified:
+        print(f"  => eps-consensus within {cert.K_star} rounds and {cert.B_star:g} tokens (Theorem 2)")
+    print(f"Corollary 1: {verdict}; K_cmpl = {cor.K_cmpl}, K_ring = {cor.K_ring}, "
+          f"B_cmpl = {cor.B_cmpl:g}, B_ring = {cor.B_ring:g}")
+    print(f"  K_cmpl <= K* <= K_ring: {cor.rounds_chain}   K_ring c2 <= B* <= K_cmpl c1: {cor.cost_chain}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mascot", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("reproduce", help="recompute a paper's tables and figures")
+    r.add_argument("what", choices=["consensus", "all"])
+    r.add_argument("--out", help="output directory (default results/consensus, or results/ for 'all')")
+    r.set_defaults(func=_cmd_reproduce)
+
+    c = sub.add_parser("certify", help="consensus-budget certificate (Theorem 1, Def. 11, Corollary 1)")
+    c.add_argument("--d0", type=float, required=True, help="initial disagreement D(X0)")
+    c.add_argument("--b0", type=float, required=True, help="initial token budget")
+    c.add_argument("--eta", type=float, required=True, help="switching threshold")
+    c.add_argument("--eps", type=float, required=True, help="consensus tolerance")
+    c.add_argument("--c1", type=float, required=True, help="token cost per mode-1 round")
+    c.add_argument("--c2", type=float, required=True, help="token cost per mode-2 round")
+    c.add_argument("--lambda1", type=float, help="contraction rate of mode 1")
+    c.add_argument("--lambda2", type=float, help="contraction rate of mode 2")
+    c.add_argument("--w1", help="mode-1 weight matrix (.npy, .csv, .json, whitespace text)")
+    c.add_argument("--w2", help="mode-2 weight matrix")
+    c.add_argument("--json", action="store_true", help="print a JSON object")
+    c.set_defaults(func=_cmd_certify)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except ValueError as e:
+        print(f"mascot: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
