@@ -1,0 +1,212 @@
+"""Closed forms of the consensus paper against hand-computed values and independent references."""
+
+import math
+
+import numpy as np
+import pytest
+import scipy.linalg
+from conftest import random_doubly_stochastic
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mascot.kernels import circulant, complete_weights, paper_modes, ring_weights
+from mascot.theory import (
+    algorithm1,
+    certificate_budget,
+    circulant_contraction_rate,
+    contraction_rate,
+    corollary1,
+    disagreement,
+    in_certificate_region,
+    rounds_to_reach,
+    theorem1,
+    validate_doubly_stochastic,
+)
+
+PAPER = dict(eta=0.1, eps=0.03, c1=600.0, c2=100.0)
+
+
+def test_disagreement_hand_computed():
+    # two agents at 0 and 2: mean 1, P X = [-1, 1], ||.||_F = sqrt(2), / sqrt(2) = 1
+    assert disagreement(np.array([[0.0], [2.0]])) == pytest.approx(1.0)
+    # consensus -> 0; batch axis
+    X = np.stack([np.ones((4, 3)) * 0.7, np.array([[1.0, 0], [0, 0], [0, 0], [0, 0]]).repeat(1, 0)[:, :2].repeat(2, 1)[:, :3]])
+    d = disagreement(X)
+    assert d[0] == 0.0
+    Xc = X[1] - X[1].mean(0)
+    assert d[1] == pytest.approx(np.sqrt((Xc ** 2).sum() / 4))
+
+
+def test_paper_contraction_rates_closed_form():
+    W1, W2 = paper_modes()
+    assert contraction_rate(W1) == pytest.approx(0.4 - 0.15, abs=1e-15)
+    assert contraction_rate(W2) == pytest.approx(0.6 + 0.4 * math.cos(2 * math.pi / 5), abs=1e-15)
+    assert contraction_rate(W2, method="svd") == pytest.approx(contraction_rate(W2, method="circulant"), abs=1e-14)
+
+
+def _rate_reference(W):
+    """Independent reference: spectral norm of W restricted to an orthonormal basis of 1-perp."""
+    n = W.shape[0]
+    Q = scipy.linalg.null_space(np.ones((1, n)))
+    return np.linalg.svd(Q.T @ W @ Q, compute_uv=False).max()
+
+
+def test_contraction_rate_general_matches_restriction(rng):
+    for n in (2, 3, 5, 8, 17):
+        for _ in range(5):
+            W = random_doubly_stochastic(rng, n)
+            assert contraction_rate(W) == pytest.approx(_rate_reference(W), abs=1e-12)
+
+
+def test_circulant_fast_path_agrees_with_general(rng):
+    for n in (3, 5, 6, 11, 32):
+        for _ in range(5):
+            row = rng.dirichlet(np.ones(n))  # non-symmetric circulant: still normal
+            W = circulant(row)
+            assert circulant_contraction_rate(row) == pytest.approx(contraction_rate(W, method="svd"), abs=1e-12)
+            assert contraction_rate(W, method="circulant") == pytest.approx(_rate_reference(W), abs=1e-12)
+    for n in (4, 9, 64):
+        for a in (0.1, 0.5, 0.9):
+            assert contraction_rate(complete_weights(n, a)) == pytest.approx(abs(a - (1 - a) / (n - 1)), abs=1e-12)
+            lam = a + (1 - a) * np.cos(2 * np.pi * np.arange(1, n) / n)
+            assert contraction_rate(ring_weights(n, a)) == pytest.approx(np.abs(lam).max(), abs=1e-12)
+
+
+@pytest.mark.parametrize("W, msg", [
+    (np.array([[0.5, 0.5], [0.6, 0.4]]), "column sums"),
+    (np.array([[0.5, 0.6], [0.5, 0.4]]), "row sums"),
+    (np.array([[1.5, -0.5], [-0.5, 1.5]]), "nonnegative"),
+    (np.ones((2, 3)) / 3, "square"),
+    (np.array([[np.nan, 1.0], [1.0, 0.0]]), "NaN"),
+])
+def test_doubly_stochastic_validation_names_matrix(W, msg):
+    with pytest.raises(ValueError, match=f"W7.*{msg}|{msg}") as e:
+        validate_doubly_stochastic(W, "W7")
+    assert "W7" in str(e.value)
+    with pytest.raises(ValueError, match="W7"):
+        contraction_rate(W, name="W7")
+
+
+def test_theorem1_paper_numbers():
+    W1, W2 = paper_modes()
+    cert = theorem1(0.3009, 0.1, 0.03, contraction_rate(W1), contraction_rate(W2), 600, 100)
+    # eq. (11) by hand: ceil(log(0.1/0.3009)/log 0.25) = ceil(0.795) = 1; ceil(log 0.3 / log 0.7236) = ceil(3.72) = 4
+    assert (cert.K1, cert.K2, cert.K_star, cert.B_star) == (1, 4, 5, 1000.0)
+    assert cert.certifies(2000) and not cert.certifies(650)
+    cor = corollary1(0.3009, 0.1, 0.03, contraction_rate(W1), contraction_rate(W2), 600, 100)
+    assert (cor.K_cmpl, cor.K_ring, cor.B_cmpl, cor.B_ring) == (2, 8, 1200.0, 800.0)
+    assert cor.log_ratio == pytest.approx(math.log(0.25) / math.log(0.6 + 0.4 * math.cos(2 * math.pi / 5)))
+    assert cor.condition and cor.rounds_chain and cor.cost_chain
+
+
+def test_claude_example_sec_vc():
+    # eta = eps: mode 2 never selected; K* = K1 = ceil(log(0.05/0.6864)/log 0.7574) = 10
+    cert = theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025)
+    assert (cert.K1, cert.K2, cert.B_star) == (10, 0, 120250.0)
+    assert not cert.certifies(100000)
+
+
+def test_rounds_to_reach_exact_integers():
+    assert rounds_to_reach(1.0, 0.25 ** 2, 0.25) == 2
+    assert rounds_to_reach(0.3, 0.3 * 0.5 ** 7, 0.5) == 7
+    assert rounds_to_reach(1.0, 0.26, 0.5) == 2
+    assert rounds_to_reach(1.0, 1.0, 0.5) == 0
+
+
+def test_edge_cases():
+    e = dict(eta=0.1, eps=0.03, lambda1=0.25, lambda2=0.7, c1=600, c2=100)
+    # D0 <= eps: already in consensus
+    c = theorem1(0.02, **e)
+    assert (c.K1, c.K2, c.B_star) == (0, 0, 0.0) and c.certifies(0)
+    c = theorem1(0.03, **e)  # exactly eps
+    assert c.K_star == 0
+    # eps < D0 <= eta: no mode-1 phase, K2 from D0
+    c = theorem1(0.1, **e)
+    assert c.K1 == 0 and c.K2 == math.ceil(math.log(0.03 / 0.1) / math.log(0.7))
+    # lambda = 0: one round
+    c = theorem1(0.5, 0.1, 0.03, 0.0, 0.0, 600, 100)
+    assert (c.K1, c.K2, c.B_star) == (1, 1, 700.0)
+    # lambda >= 1: no certificate, said clearly
+    c = theorem1(0.5, 0.1, 0.03, 1.0, 0.7, 600, 100)
+    assert c.B_star == math.inf and not c.certifies(1e12) and "does not contract" in c.reason
+    c = theorem1(0.5, 0.1, 0.03, 0.25, 1.3, 600, 100)
+    assert c.K2 == math.inf and "mode 2" in c.reason and not c.finite
+    # a non-contracting mode 1 is harmless when no mode-1 phase is needed
+    c = theorem1(0.05, 0.1, 0.03, 1.5, 0.7, 600, 100)
+    assert c.finite and c.K1 == 0
+    # eta <= eps: mode 2 never used
+    c = theorem1(0.5, 0.03, 0.05, 0.25, 0.7, 600, 100)
+    assert c.K2 == 0 and c.K1 == math.ceil(math.log(0.05 / 0.5) / math.log(0.25))
+    # budget exactly at the boundary is certified; a hair below is not
+    c = theorem1(0.3009, **e)
+    assert c.certifies(c.B_star) and not c.certifies(c.B_star - 1e-9)
+    assert in_certificate_region(0.3009, c.B_star, **e)
+    assert not in_certificate_region(0.3009, -1.0, **e)
+
+
+@pytest.mark.parametrize("kw, name", [
+    (dict(eps=0.0), "eps"), (dict(eps=-1.0), "eps"), (dict(eta=0.0), "eta"), (dict(c1=0.0), "c1"),
+    (dict(c2=-5.0), "c2"), (dict(d0=-0.1), "d0"), (dict(lambda1=-0.1), "lambda1"), (dict(d0=float("nan")), "d0"),
+])
+def test_theorem1_bad_input(kw, name):
+    args = dict(d0=0.3, eta=0.1, eps=0.03, lambda1=0.25, lambda2=0.7, c1=600, c2=100)
+    args.update(kw)
+    with pytest.raises(ValueError, match=name):
+        theorem1(**args)
+
+
+def test_definition11_clamps_negative_mode1_rounds():
+    # D = eta * lambda1^2.5: the literal Def. 11 ceiling is -2 (negative rounds), certifying 300 tokens
+    # while the ring phase from D to eps needs ceil(log(eps/D)/log lambda2) = 4 rounds = 400 tokens.
+    lam1, lam2, eta, eps = 0.25, 0.6 + 0.4 * math.cos(2 * math.pi / 5), 0.1, 0.001
+    D = eta * lam1 ** 2.5
+    literal = math.ceil(math.log(eta / D) / math.log(lam1)) * 600 + math.ceil(math.log(eps / eta) / math.log(lam2)) * 100
+    assert literal == 300
+    need = math.ceil(math.log(eps / D) / math.log(lam2)) * 100
+    assert certificate_budget(D, eta, eps, lam1, lam2, 600, 100) == need == 400
+    # and the reference algorithm indeed needs those rounds for a state with that disagreement
+    X = np.cos(2 * np.pi * np.arange(5) / 5)[:, None]  # the ring's slowest eigenvector: D decays at lambda2
+    X *= D / disagreement(X)
+    W1, W2 = complete_weights(5, 0.4), ring_weights(5, 0.6)
+    r = algorithm1(X, W1, W2, 600, 100, eta, eps, 300)
+    assert r.status == 1  # 300 tokens are not enough
+
+
+def test_corollary1_counterexample_from_ceilings():
+    cor = corollary1(1.0, 0.9, 0.8, 0.5, 0.6, 100, 10)
+    assert cor.applies and cor.K_star == 2 and cor.K_ring == 1
+    assert not cor.rounds_chain
+
+
+def test_certificate_budget_is_monotone_boundary():
+    D = np.linspace(0.001, 1.0, 400)
+    B = certificate_budget(D, 0.1, 0.03, 0.25, 0.7236, 600, 100)
+    assert B.shape == D.shape and np.all(np.diff(B) >= 0)
+    assert B[0] == 0.0
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    n=st.integers(2, 7),
+    eta=st.floats(0.05, 0.5),
+    ratio=st.floats(0.05, 0.9),
+    slack=st.floats(0.0, 3000.0),
+)
+def test_theorem2_holds_for_reference_algorithm(seed, n, eta, ratio, slack):
+    """Whenever (X0, b0) is in Omega_cert: consensus within K* rounds spending at most B*."""
+    rng = np.random.default_rng(seed)
+    W1, W2 = random_doubly_stochastic(rng, n), random_doubly_stochastic(rng, n)
+    lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
+    X0 = rng.normal(size=(n, 3))
+    eps = eta * ratio
+    cert = theorem1(disagreement(X0), eta, eps, lam1, lam2, 300.0, 50.0)
+    if not cert.finite or cert.K_star > 2000:  # e.g. W = I up to rounding: lambda = 1 - 1e-16
+        return
+    r = algorithm1(X0, W1, W2, 300.0, 50.0, eta, eps, cert.B_star + slack, max_rounds=int(cert.K_star) + 1)
+    assert r.status == 0
+    assert r.rounds <= cert.K_star
+    assert r.spent <= cert.B_star
+    # eq. (6): D(k+1) <= lambda_sigma D(k)
+    for k, s in enumerate(r.sigma_trace):
+        assert r.d_trace[k + 1] <= (lam1 if s == 1 else lam2) * r.d_trace[k] * (1 + 1e-12) + 1e-15
