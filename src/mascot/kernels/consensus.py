@@ -28,6 +28,7 @@ from typing import NamedTuple, Optional
 import jax
 import jax.numpy as jnp
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from mascot.theory.consensus import validate_doubly_stochastic
 
@@ -35,6 +36,21 @@ __all__ = ["ConsensusResult", "simulate_consensus", "common_eigenbasis", "noise_
 
 STRATEGIES = ("adaptive", "mode1", "mode2")
 _MIN_BUCKET = 512
+_SMALL_N = 12
+_BLAS = None
+
+
+def _single_thread_blas():
+    """Limit BLAS to one thread for the small host-side set-up (eigh, W1 @ W2).
+
+    Multi-threaded OpenBLAS on N x N matrices is slower than one thread, and its worker threads keep
+    spinning afterwards: on a 2-core machine that halves the speed of the JAX kernel that follows
+    (measured: the O(N^2 d) projection at N = 64, B = 2e4 took 60 ms instead of 25 ms).
+    """
+    global _BLAS
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 class ConsensusResult(NamedTuple):
@@ -180,11 +196,22 @@ def _modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, 
 
         def advance(carry, mode1, step, rounds):
             energy, m1, m2 = carry  # (B, N-1) weighted mode energies, mode-1/-2 round counts
-            energy_new = energy * jnp.where(mode1[:, None], sq1, sq2)
+            # Energies of lanes that do not step are never read again (D is frozen by the caller and
+            # x_final is rebuilt from the round counts), so they are updated unmasked. When every
+            # stepping lane uses one mode (most rounds) the factor is a broadcast vector.
+            if strategy == "adaptive":
+                only1, only2 = jnp.all(mode1 | ~step), jnp.all(~mode1 | ~step)
+                energy_new = jax.lax.switch(jnp.where(only1, 0, jnp.where(only2, 1, 2)), [
+                    lambda: energy * sq1,
+                    lambda: energy * sq2,
+                    lambda: energy * jnp.where(mode1[:, None], sq1, sq2),
+                ])
+            else:
+                energy_new = energy * (sq1 if strategy == "mode1" else sq2)
             d_new = jnp.sqrt(jnp.sum(energy_new, axis=1) * inv_n)
             m1 = m1 + (step & mode1).astype(m1.dtype)
             m2 = m2 + (step & ~mode1).astype(m2.dtype)
-            return (jnp.where(step[:, None], energy_new, energy), m1, m2), d_new
+            return (energy_new, m1, m2), d_new
     return _segment(advance, carry, lanes, traces, n_steps, offset, strategy=strategy,
                     max_rounds=max_rounds, trace=trace)
 
@@ -194,25 +221,75 @@ def _matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, str
                     trace, noisy):
     n = W1.shape[0]
     inv_n = jnp.asarray(1.0 / n, W1.dtype)
-    if strategy == "adaptive":
-        W = jnp.concatenate([W1, W2], axis=0)  # one (2N, N) @ (N, B*d) product per round
-    else:
-        W = W1 if strategy == "mode1" else W2
+    W12 = jnp.concatenate([W1, W2], axis=0)
+    centre = jnp.eye(n, dtype=W1.dtype) - inv_n  # P = I - 11^T/N (as a product: XLA's CPU mean over
+    # the leading axis is ~30x slower than this small matrix product)
 
     def advance(carry, mode1, step, rounds):
-        (X,) = carry  # (N, B, d)
-        _, B, d = X.shape
-        Y = (W @ X.reshape(n, B * d)).reshape(-1, B, d)
-        X_new = jnp.where(mode1[None, :, None], Y[:n], Y[n:]) if strategy == "adaptive" else Y
+        # Xc = P X laid out (N, d, B); m = the mean belief (d, B). Since W is doubly stochastic,
+        # P W X = W P X, so the centred beliefs evolve by the same product and D = ||Xc||_F / sqrt(N).
+        Xc, m = carry
+        _, d, B = Xc.shape
+        flat = Xc.reshape(n, d * B)
+        if strategy == "adaptive":
+            # W1 or W2 alone when every stepping lane uses the same mode; the stacked (2N, N)
+            # product only in rounds where lanes are split between modes
+            only1, only2 = jnp.all(mode1 | ~step), jnp.all(~mode1 | ~step)
+            X_new = jax.lax.switch(jnp.where(only1, 0, jnp.where(only2, 1, 2)), [
+                lambda: (W1 @ flat).reshape(n, d, B),
+                lambda: (W2 @ flat).reshape(n, d, B),
+                lambda: jnp.where(mode1[None, None, :], *(W12 @ flat).reshape(2, n, d, B)),
+            ])
+        else:
+            X_new = ((W1 if strategy == "mode1" else W2) @ flat).reshape(n, d, B)
         if noisy:
-            z = noise_draws(lanes["keys"], rounds, n, d, X.dtype)
-            X_new = X_new + sigma * jnp.transpose(z, (1, 0, 2))
-        centred = X_new - jnp.mean(X_new, axis=0, keepdims=True)
-        d_new = jnp.sqrt(jnp.sum(centred * centred, axis=(0, 2)) * inv_n)
-        return (jnp.where(step[None, :, None], X_new, X),), d_new
+            z = jnp.transpose(noise_draws(lanes["keys"], rounds, n, d, Xc.dtype), (1, 2, 0)).reshape(n, d * B)
+            X_new = X_new + sigma * (centre @ z).reshape(n, d, B)
+            m_new = m + sigma * (jnp.full((1, n), inv_n, Xc.dtype) @ z).reshape(d, B)
+            m = jnp.where(step[None, :], m_new, m)
+        d_new = jnp.sqrt(jnp.sum((X_new * X_new).reshape(n * d, B), axis=0) * inv_n)
+        return (jnp.where(step[None, None, :], X_new, Xc), m), d_new
 
     return _segment(advance, carry, lanes, traces, n_steps, offset, strategy=strategy,
                     max_rounds=max_rounds, trace=trace)
+
+
+@partial(jax.jit, static_argnames=("noisy",))
+def _modal_init(X0, U, S, *, noisy):
+    """Modal coordinates ``U^T X0`` (the O(N^2 d) part, done once) and ``D(0)``.
+
+    One ``(B*d, N) @ (N, N-1)`` product. A NaN or inf anywhere in a trajectory's X0 makes its ``D(0)``
+    non-finite (every row of ``U`` is nonzero), which the caller checks instead of a separate pass.
+    """
+    B, n, d = X0.shape
+    if n <= _SMALL_N:
+        # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
+        # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5)
+        K = jnp.kron(U, jnp.eye(d, dtype=U.dtype))
+        Y, axis_d = (X0.reshape(B, n * d) @ K).reshape(B, n - 1, d), 2
+    else:
+        Y, axis_d = jnp.einsum("bnd,nm->bdm", X0, U), 1  # (B, d, N-1)
+    if noisy:
+        Y = jax.lax.optimization_barrier(Y if axis_d == 2 else jnp.transpose(Y, (0, 2, 1)))
+        d0 = jnp.sqrt(jnp.sum(Y * Y, axis=(1, 2)) / n)
+        return (Y, jnp.mean(X0, axis=1)), d0
+    # energies summed over modes that share an eigenvalue pair (group matrix S, e.g. the ring's
+    # cos(2 pi k/N) = cos(2 pi (N-k)/N) pairs); the barrier stops XLA from recomputing the product
+    # inside the D(0) reduction
+    sq = jax.lax.optimization_barrier(jnp.sum(Y * Y, axis=axis_d) @ S)
+    zeros = jnp.zeros(X0.shape[0], jnp.int32)
+    return (sq, zeros, zeros), jnp.sqrt(jnp.sum(sq, axis=1) / n)
+
+
+@jax.jit
+def _matrix_init(X0):
+    """Centred beliefs ``P X0`` as ``(N, d, B)``, the mean belief ``(d, B)`` and ``D(0)``."""
+    B, n, d = X0.shape
+    Xt = jnp.transpose(X0, (1, 2, 0)).reshape(n, d * B)
+    m = jnp.full((1, n), 1.0 / n, X0.dtype) @ Xt
+    Xc = (Xt - m).reshape(n, d, B)
+    d0 = jnp.sqrt(jnp.sum((Xc * Xc).reshape(n * d, B), axis=0) / n)
+    return (Xc, m.reshape(d, B)), d0
 
 
 @partial(jax.jit, static_argnums=1)
@@ -223,15 +300,15 @@ def _gather(tree, axes, idx):
 
 @jax.jit
 def _gather_lanes(lanes, idx):
-    return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0), lanes)
+    """Keep lanes ``idx`` of every per-trajectory array; 0-d (shared) parameters stay as they are."""
+    return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0) if a.ndim else a, lanes)
 
 
 # ----------------------------------------------------------------------------- validation
 def _per_trajectory(name, value, B, dtype, *, positive=False, nonnegative=False):
+    """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
     arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim == 0:
-        arr = np.full(B, float(arr))
-    elif arr.shape != (B,):
+    if arr.ndim != 0 and arr.shape != (B,):
         raise ValueError(f"{name} must be a scalar or have shape ({B},) (one per trajectory); got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite")
@@ -308,13 +385,13 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         raise ValueError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
     max_rounds = int(max_rounds)
     dt = _resolve_dtype(dtype)
-    X0 = np.asarray(X0, dtype=np.float64)
+    X0 = np.asarray(X0)
+    if not np.issubdtype(X0.dtype, np.floating):
+        X0 = X0.astype(np.float64)
     if X0.ndim == 2:
         X0 = X0[None]
     if X0.ndim != 3 or X0.shape[0] < 1 or X0.shape[1] < 1 or X0.shape[2] < 1:
         raise ValueError(f"X0 must have shape (B, N, d) with B, N, d >= 1; got shape {X0.shape}")
-    if not np.all(np.isfinite(X0)):
-        raise ValueError("X0 contains NaN or inf")
     B, N, d = X0.shape
     W1 = validate_doubly_stochastic(W1, "W1")
     W2 = validate_doubly_stochastic(W2, "W2")
@@ -336,36 +413,38 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     if noisy and key is None:
         raise ValueError("key is required when noise > 0 (e.g. key=jax.random.key(0))")
 
-    basis = common_eigenbasis(W1, W2) if method in ("auto", "modal") else None
+    with _single_thread_blas():
+        basis = common_eigenbasis(W1, W2) if method in ("auto", "modal") else None
     if method == "modal" and basis is None:
         raise ValueError("method='modal' needs W1 and W2 symmetric and commuting; use method='matrix'")
     use_modal = basis is not None
 
     j = lambda a: jnp.asarray(a, dtype=dt)  # noqa: E731
-    X0j = j(X0)
-    lanes = dict(c1=j(c1a), c2=j(c2a), eta=j(eta_a), eps=j(eps_a), b=j(b0a),
+    X0j = jax.device_put(X0, may_alias=True) if X0.dtype == dt else j(X0)
+    lanes = dict(c1=j(c1a), c2=j(c2a), eta=j(eta_a), eps=j(eps_a), b=j(np.broadcast_to(b0a, (B,))),
                  rounds=jnp.zeros(B, jnp.int32))
     lanes["keys"] = _batch_keys(key, B) if noisy else jnp.zeros(B, jnp.int32)
     if use_modal:
         U, lam1, lam2 = basis
-        Y0 = jnp.einsum("nm,bnd->bmd", j(U), X0j)  # (B, N-1, d): the O(N^2 d) part, done once
         if noisy:
-            carry = (Y0, jnp.mean(X0j, axis=1))
-            carry_axes = (0, 0)
-        else:
-            energy = jnp.sum(Y0 * Y0, axis=2)
-            carry = (energy, jnp.zeros(B, jnp.int32), jnp.zeros(B, jnp.int32))
-            carry_axes = (0, 0, 0)
-        d0 = jnp.sqrt(jnp.sum(Y0 * Y0, axis=(1, 2)) / N)
+            S = None
+        else:  # group modes with equal (lambda1, lambda2): fewer energies to update per round
+            pairs = np.round(np.stack([lam1, lam2], 1), 12)
+            uniq, group = np.unique(pairs, axis=0, return_inverse=True)
+            S = np.zeros((lam1.size, uniq.shape[0]))
+            S[np.arange(lam1.size), group.ravel()] = 1.0
+            glam1, glam2 = uniq[:, 0], uniq[:, 1]
+        carry, d0 = _modal_init(X0j, j(U), None if S is None else j(S), noisy=noisy)
+        carry_axes = (0, 0) if noisy else (0, 0, 0)
         seg_default = max_rounds
     else:
-        carry = (jnp.transpose(X0j, (1, 0, 2)),)
-        carry_axes = (1,)
-        centred = X0j - jnp.mean(X0j, axis=1, keepdims=True)
-        d0 = jnp.sqrt(jnp.sum(centred * centred, axis=(1, 2)) / N)
+        carry, d0 = _matrix_init(X0j)
+        carry_axes = (2, 1)
         seg_default = 4
+    if not bool(jnp.all(jnp.isfinite(d0))):  # a NaN/inf in X0 always reaches D(0)
+        raise ValueError("X0 contains NaN or inf")
     lanes["d"] = d0
-    lanes["status"] = jnp.where(d0 <= lanes["eps"], 0, 2).astype(jnp.int32)
+    lanes["status"] = jnp.where(d0 <= lanes["eps"], 0, 2).astype(jnp.int32)  # 2 until decided
     lanes["active"] = (d0 > lanes["eps"]) & (max_rounds > 0)
     if trace:
         traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
@@ -377,7 +456,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         seg = max(1, int(segment_rounds or seg_default))
 
     out_rounds = np.zeros(B, np.int32)
-    out_b = np.array(b0a, dtype=dt)
+    out_b = np.array(np.broadcast_to(b0a, (B,)), dtype=dt)
     out_d = np.zeros(B, dt)
     out_status = np.zeros(B, np.int32)
     out_x = np.zeros((B, N, d), dt) if return_x else None
@@ -385,7 +464,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     sigma = jnp.asarray(noise, dt)
     static = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy)
     if use_modal:
-        run = partial(_modal_segment, lam1=j(lam1), lam2=j(lam2), n_agents=N, **static)
+        run = partial(_modal_segment, lam1=j(lam1 if noisy else glam1), lam2=j(lam2 if noisy else glam2),
+                      n_agents=N, **static)
     else:
         run = partial(_matrix_segment, W1=j(W1), W2=j(W2), **static)
 
@@ -400,7 +480,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
 
     def _reconstruct(carry, lanes, finished):
         if not use_modal:
-            return np.transpose(np.asarray(carry[0]), (1, 0, 2))[finished]
+            Xc, m = np.asarray(carry[0])[:, :, finished], np.asarray(carry[1])[:, finished]
+            return np.transpose(Xc + m[None], (2, 0, 1))
         Um = np.asarray(U, dtype=np.float64)
         if noisy:
             Y, mean = (np.asarray(c, dtype=np.float64)[finished] for c in carry)
@@ -408,8 +489,9 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
             m1 = np.asarray(carry[1])[finished]
             m2 = np.asarray(carry[2])[finished]
             f = lam1[None, :] ** m1[:, None] * lam2[None, :] ** m2[:, None]
-            Y = f[:, :, None] * np.einsum("nm,bnd->bmd", Um, X0[lane_ids[finished]])
-            mean = X0[lane_ids[finished]].mean(axis=1)
+            Xf = np.asarray(X0[lane_ids[finished]], dtype=np.float64)
+            Y = f[:, :, None] * np.einsum("nm,bnd->bmd", Um, Xf)
+            mean = Xf.mean(axis=1)
         return mean[:, None, :] + np.einsum("nm,bmd->bnd", Um, Y)
 
     valid = np.ones(B, bool)
