@@ -179,9 +179,9 @@ def test_results_independent_of_segments_and_order():
     args = _random_problem(rng, B, 7, 2, W1, W2, 50)
     keys = jax.random.split(jax.random.key(0), B)
     base = simulate_consensus(*args, max_rounds=50, noise=0.002, key=keys, dtype="float64", segment_rounds=50)
-    for seg in (1, 3):
+    for seg, chunk in ((1, None), (3, None), (4, 256)):  # 256 does not divide 1500: a padded last chunk
         other = simulate_consensus(*args, max_rounds=50, noise=0.002, key=keys, dtype="float64", segment_rounds=seg,
-                                   return_x=True)
+                                   return_x=True, chunk_size=chunk)
         for f in ("rounds", "status", "spent"):
             np.testing.assert_array_equal(getattr(base, f), getattr(other, f))
         # the matrix product's blocking depends on the batch width, so D may differ in the last ulp
@@ -263,6 +263,7 @@ _X = np.random.default_rng(0).uniform(size=(3, 5, 2))
     (dict(strategy="fastest"), "strategy"),
     (dict(max_rounds=-1), "max_rounds"),
     (dict(dtype="int32"), "dtype"),
+    (dict(chunk_size=0), "chunk_size"),
 ])
 def test_bad_input_names_parameter(kw, name):
     W1, W2 = paper_modes()
