@@ -488,8 +488,9 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size):
     # temporaries alive each round; the modal path only streams X0 once through the projection
     budget = (32 if use_modal else 2) * 2**20
     per = N * d * jnp.dtype(dt).itemsize
-    c = max(4096, 1 << int(np.floor(np.log2(max(budget // per, 1)))))
-    return int(min(B, c))
+    c_max = max(4096, 1 << int(np.floor(np.log2(max(budget // per, 1)))))
+    n_chunks = -(-B // c_max)
+    return -(-B // n_chunks)  # equal chunks: at most n_chunks - 1 padded rows in all
 
 
 def _run_chunk(X0, params, keys, cfg):
