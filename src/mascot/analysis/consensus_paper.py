@@ -93,12 +93,14 @@ def _slow_fraction(X0: np.ndarray) -> float:
 
 
 def _fmt(x, nd=4):
-    if x is None or (isinstance(x, float) and math.isnan(x)):
+    if isinstance(x, str):
+        return x
+    if x is None or x is pd.NA or (isinstance(x, (float, np.floating)) and math.isnan(x)):
         return "—"
     if isinstance(x, (bool, np.bool_)):
         return "yes" if x else "no"
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
+    if isinstance(x, (int, np.integer)) or (math.isfinite(x) and float(x).is_integer()):
+        return f"{int(x)}"
     return f"{x:.{nd}f}"
 
 
@@ -106,7 +108,7 @@ def _markdown(df: pd.DataFrame) -> str:
     cols = list(df.columns)
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for _, row in df.iterrows():
-        lines.append("| " + " | ".join(_fmt(v) if not isinstance(v, str) else v for v in row) + " |")
+        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
     return "\n".join(lines)
 
 
@@ -311,7 +313,8 @@ def _readme(t4, t5, t6, th) -> str:
         "",
         "| quantity | value |",
         "|---|---|",
-        *[f"| {k} | {_fmt(v) if not isinstance(v, float) else f'{v:.6g}'} |" for k, v in th.items() if k != "printed_x0"],
+        *[f"| {k} | {_fmt(v) if not isinstance(v, float) or v.is_integer() else f'{v:.6g}'} |"
+          for k, v in th.items() if k != "printed_x0"],
         "",
         "## Fig. 3",
         "",
