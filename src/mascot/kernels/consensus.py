@@ -9,9 +9,13 @@ Two exact execution paths share one round policy:
   per trajectory (per-mode energies ``e_j = ||Y_j||^2`` times squared eigenvalues). With noise the
   modal coordinates ``Y`` themselves evolve (O(N d) per round): isotropic Gaussian noise has the same
   law in any orthonormal basis. The final beliefs are reconstructed only when asked for.
-* **matrix** (any doubly stochastic pair): beliefs are laid out as one ``(N, B*d)`` matrix so a round is
-  one large matrix product ``[W1; W2] X``; finished trajectories are retired between segments of a
-  few rounds (compaction to power-of-two buckets, so at most ``log2 B`` shapes are compiled).
+* **matrix** (any doubly stochastic pair): the centred beliefs ``P X`` (``P W = W P`` for doubly
+  stochastic ``W``) are laid out as one ``(N, d*B)`` matrix so a round is one large matrix product
+  (``W1``, ``W2`` or the stacked ``[W1; W2]`` when lanes are split between modes); finished
+  trajectories are retired between segments of a few rounds (compaction to power-of-two buckets, so
+  at most ``log2 B`` shapes are compiled).
+
+Both paths run the batch in cache-sized chunks (equal sizes, one compiled shape per call).
 
 Each round (Algorithm 1): stop if ``D <= eps``; otherwise pick ``sigma = 1`` if ``D > eta`` else 2
 (``strategy`` can fix it), return BudgetFail if ``b < c_sigma`` (before the round), else
@@ -135,7 +139,8 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
     """Run up to ``n_steps`` rounds of Algorithm 1 on all lanes (a ``lax.while_loop``).
 
     ``advance(carry, mode1, step, rounds) -> (carry, d_new)`` applies one round to the lanes where
-    ``step`` is true and leaves the others unchanged. ``lanes`` holds per-trajectory ``(B,)`` arrays.
+    ``step`` is true; what it leaves in the other lanes' carry must not matter for their outputs.
+    ``lanes`` holds per-trajectory ``(B,)`` arrays and shared 0-d parameters.
     """
     c1, c2, eta, eps = lanes["c1"], lanes["c2"], lanes["eta"], lanes["eps"]
 
