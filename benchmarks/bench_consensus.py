@@ -152,6 +152,26 @@ def run(quick=False):
                              copy_bandwidth_GBps=bw / 1e9), rows=rows)
 
 
+def focus(trials=7):
+    """The issue's target cells, measured ``trials`` times each (interleaved, best of 3 per trial)."""
+    rng = np.random.default_rng(1)
+    out = []
+    for N, B in ((64, 20000), (5, 100000)):
+        W1, W2 = pairs(N, rng)["commuting"]
+        X0 = rng.normal(0.5, 0.15, size=(B, N, D)).clip(0, 1).astype(np.float32)
+        call = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
+        call()
+        ratios = []
+        for _ in range(trials):
+            t_jax, t_np = interleaved(call, lambda: numpy_threads(X0, W1, W2), 3)
+            ratios.append(t_np / t_jax)
+        out.append(dict(N=N, B=B, pair="commuting", ratios=ratios, median=float(np.median(ratios)),
+                        min=min(ratios), max=max(ratios)))
+        print(f"  N={N} B={B}: jax/numpy median {np.median(ratios):.1f}x (min {min(ratios):.1f}, max "
+              f"{max(ratios):.1f}) over {trials} trials", file=sys.stderr, flush=True)
+    return out
+
+
 def table(result):
     head = (f"| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
             f"jax / python | compile s | floor |")
@@ -168,7 +188,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="B up to 2e4 only")
     ap.add_argument("--json-out", help="also write the JSON here")
+    ap.add_argument("--focus", action="store_true",
+                    help="only the target cells (commuting N=64 B=2e4, N=5 B=1e5), 7 trials each")
     args = ap.parse_args()
+    if args.focus:
+        print(json.dumps(focus(), indent=2))
+        return
     result = run(args.quick)
     print(json.dumps(result, indent=2))
     print()
