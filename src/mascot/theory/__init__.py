@@ -15,5 +15,6 @@ from mascot.theory.consensus import (  # noqa: F401
     is_circulant,
     rounds_to_reach,
     theorem1,
+    theorem1_batch,
     validate_doubly_stochastic,
 )

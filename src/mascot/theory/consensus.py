@@ -38,6 +38,7 @@ __all__ = [
     "rounds_to_reach",
     "Certificate",
     "theorem1",
+    "theorem1_batch",
     "certificate_budget",
     "in_certificate_region",
     "Corollary",
@@ -353,3 +354,28 @@ def algorithm1(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max
         sigmas.append(sigma)
         cost_trace.append(costs[sigma])
     return Algorithm1Result(k, float(b0) - b, d, status, d_trace, b_trace, sigmas, cost_trace, X)
+
+
+def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
+    """Vectorised :func:`theorem1`: ``(K1, K2, B_star)`` arrays for arrays of inputs (broadcast).
+
+    Same conventions as :func:`theorem1` (``inf`` for a needed non-contracting mode); inputs are
+    assumed valid (this is for sweeps, which validate their parameters first).
+    """
+    d0, eta, eps, l1, l2, c1, c2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
+                                                         for a in (d0, eta, eps, lambda1, lambda2, c1, c2)))
+    eta_eff = np.maximum(eta, eps)
+
+    def rounds(start, target, lam):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            r = np.log(target / start) / np.log(lam)
+            k = np.ceil(r - _INT_TOL * np.maximum(1.0, np.abs(r)))
+        k = np.where(lam <= 0, 1.0, np.where(lam >= 1, np.inf, np.maximum(k, 0.0)))
+        return np.where(start <= target, 0.0, k)
+
+    phase1 = d0 > eta_eff
+    k1 = np.where(phase1, rounds(d0, eta_eff, l1), 0.0)
+    k2 = np.where(d0 <= eps, 0.0, np.where(phase1, rounds(eta_eff, eps, l2), rounds(d0, eps, l2)))
+    with np.errstate(invalid="ignore"):
+        b = np.where(np.isinf(k1) | np.isinf(k2), np.inf, k1 * c1 + k2 * c2)
+    return k1, k2, b

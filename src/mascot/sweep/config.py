@@ -1,0 +1,287 @@
+"""Sweep configuration: TOML schema, validation with clear errors, and deterministic grid expansion.
+
+A config file names an experiment kind and its parameter grid::
+
+    [experiment]
+    kind = "consensus"          # one of mascot.sweep.kinds.KINDS
+    name = "consensus_small"
+    seed = 0
+    dtype = "float32"           # or "float64"
+    chunk_size = 64             # grid points per chunk (one Parquet file per chunk)
+
+    [fixed]                     # parameters shared by every point
+    trajectories = 32
+
+    [grid]                      # each entry is one axis of a cartesian product (last axis fastest)
+    n = [5, 8, 16]                            # a list
+    eta = { linspace = [0.05, 0.2, 4] }       # start, stop, count (inclusive)
+    b0 = { logspace = [100, 10000, 5] }       # start, stop, count, geometric
+    max_rounds = { range = [16, 65, 16] }     # start, stop (exclusive), step
+
+    [grid.zip.costs]            # zipped lists: one axis whose entries take the i-th value of each
+    c1 = [600, 300]
+    c2 = [100, 50]
+
+    [grid.random]               # `count` random points (seeded), crossed with the other axes
+    count = 100
+    eps = { uniform = [0.01, 0.05] }          # also loguniform = [a, b], choice = [...]
+
+    [output]
+    dir = "runs/consensus_small"
+
+Everything is validated before any work starts: an unknown key is named together with the valid
+ones, and every parameter is checked for type and range by its experiment kind.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ConfigError", "SweepConfig", "load_config", "parse_config", "expand_grid"]
+
+_SECTIONS = ("experiment", "fixed", "grid", "output")
+_EXPERIMENT_KEYS = {"kind": str, "name": str, "seed": int, "dtype": str, "chunk_size": int}
+_OUTPUT_KEYS = {"dir": str}
+_AXIS_FORMS = ("range", "linspace", "logspace")
+_RANDOM_FORMS = ("uniform", "loguniform", "choice")
+
+
+class ConfigError(ValueError):
+    """A config file that cannot be run; the message names the offending key."""
+
+
+@dataclass
+class SweepConfig:
+    kind: str
+    name: str
+    seed: int
+    dtype: str
+    chunk_size: int
+    fixed: dict[str, Any]
+    axes: list[tuple[tuple[str, ...], list[tuple]]]  # (parameter names, list of value tuples)
+    output_dir: str | None
+    text: str
+    hash: str = field(default="")
+    path: str | None = None
+
+    @property
+    def key_seed(self) -> int:
+        """PRNG seed of the whole experiment: point keys are ``fold_in(key(key_seed), point)``."""
+        return int(self.hash[:8], 16)
+
+    @property
+    def n_points(self) -> int:
+        return math.prod(len(v) for _, v in self.axes) if self.axes else 1
+
+    @property
+    def n_chunks(self) -> int:
+        return -(-self.n_points // self.chunk_size)
+
+    @property
+    def grid_names(self) -> list[str]:
+        return [n for names, _ in self.axes for n in names]
+
+    def points(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
+        """Parameter dicts of grid points ``start..stop-1`` (fixed parameters included)."""
+        return [dict(self.fixed, **p) for p in expand_grid(self.axes, start, stop)]
+
+
+def _type_name(t) -> str:
+    return {int: "an integer", float: "a number", str: "a string", bool: "true/false"}.get(t, str(t))
+
+
+def _check_keys(table: dict, valid, where: str):
+    for k in table:
+        if k not in valid:
+            raise ConfigError(f"unknown key {k!r} in {where}; valid keys: {', '.join(sorted(valid))}")
+
+
+def _axis_values(name: str, spec, where: str) -> list:
+    if isinstance(spec, list):
+        if not spec:
+            raise ConfigError(f"{where}.{name} is an empty list")
+        return spec
+    if isinstance(spec, dict):
+        _check_keys(spec, _AXIS_FORMS, f"{where}.{name}")
+        if len(spec) != 1:
+            raise ConfigError(f"{where}.{name} needs exactly one of {', '.join(_AXIS_FORMS)}")
+        form, args = next(iter(spec.items()))
+        if not (isinstance(args, list) and len(args) == 3 and all(isinstance(a, (int, float)) for a in args)):
+            raise ConfigError(f"{where}.{name}.{form} must be a list of three numbers")
+        a, b, c = args
+        if form == "range":
+            if c == 0:
+                raise ConfigError(f"{where}.{name}.range step must not be 0")
+            vals = np.arange(a, b, c).tolist()
+            if all(isinstance(x, int) for x in args):
+                vals = [int(v) for v in vals]
+        else:
+            if int(c) != c or c < 1:
+                raise ConfigError(f"{where}.{name}.{form} count must be a positive integer")
+            if form == "logspace" and (a <= 0 or b <= 0):
+                raise ConfigError(f"{where}.{name}.logspace needs positive start and stop")
+            fn = np.linspace if form == "linspace" else np.geomspace
+            vals = fn(a, b, int(c)).tolist()
+        if not vals:
+            raise ConfigError(f"{where}.{name}.{form} gives no values")
+        return vals
+    return [spec]  # a scalar inside [grid] is a one-value axis
+
+
+def _random_axis(table: dict, seed: int) -> tuple[tuple[str, ...], list[tuple]]:
+    table = dict(table)
+    count = table.pop("count", None)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ConfigError("grid.random.count must be a positive integer")
+    if not table:
+        raise ConfigError("grid.random needs at least one parameter besides count")
+    rng = np.random.default_rng([seed, 0x5EED])
+    names, columns = [], []
+    for name, spec in sorted(table.items()):
+        where = f"grid.random.{name}"
+        if not isinstance(spec, dict) or len(spec) != 1:
+            raise ConfigError(f"{where} must be one of {{ uniform = [a, b] }}, {{ loguniform = [a, b] }}, "
+                              "{ choice = [...] }")
+        _check_keys(spec, _RANDOM_FORMS, where)
+        form, args = next(iter(spec.items()))
+        if form == "choice":
+            if not isinstance(args, list) or not args:
+                raise ConfigError(f"{where}.choice must be a non-empty list")
+            col = [args[i] for i in rng.integers(0, len(args), count)]
+        else:
+            if not (isinstance(args, list) and len(args) == 2 and all(isinstance(a, (int, float)) for a in args)):
+                raise ConfigError(f"{where}.{form} must be [low, high]")
+            lo, hi = float(args[0]), float(args[1])
+            if not lo < hi:
+                raise ConfigError(f"{where}.{form} needs low < high")
+            if form == "uniform":
+                col = rng.uniform(lo, hi, count).tolist()
+            else:
+                if lo <= 0:
+                    raise ConfigError(f"{where}.loguniform needs low > 0")
+                col = np.exp(rng.uniform(math.log(lo), math.log(hi), count)).tolist()
+        names.append(name)
+        columns.append(col)
+    return tuple(names), list(zip(*columns))
+
+
+def expand_grid(axes, start: int = 0, stop: int | None = None):
+    """Grid points ``start..stop-1`` in deterministic order (cartesian product, last axis fastest)."""
+    sizes = [len(v) for _, v in axes]
+    total = math.prod(sizes) if axes else 1
+    stop = total if stop is None else min(stop, total)
+    out = []
+    for idx in range(start, stop):
+        point, rem = {}, idx
+        for (names, values), size, stride in zip(axes, sizes, _strides(sizes)):
+            entry = values[(rem // stride) % size]
+            point.update(zip(names, entry))
+        out.append(point)
+    return out
+
+
+def _strides(sizes):
+    strides, acc = [], 1
+    for s in reversed(sizes):
+        strides.append(acc)
+        acc *= s
+    return list(reversed(strides))
+
+
+def parse_config(text: str, path: str | None = None) -> SweepConfig:
+    """Parse and validate a config from TOML text (see the module docstring for the schema)."""
+    from mascot.sweep.kinds import KINDS
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"not valid TOML: {e}") from None
+    _check_keys(raw, _SECTIONS, "the config (top level)")
+    exp = raw.get("experiment")
+    if not isinstance(exp, dict):
+        raise ConfigError("missing [experiment] section (with at least kind = ...)")
+    _check_keys(exp, _EXPERIMENT_KEYS, "[experiment]")
+    for k, t in _EXPERIMENT_KEYS.items():
+        if k in exp and (not isinstance(exp[k], t) or isinstance(exp[k], bool)):
+            raise ConfigError(f"experiment.{k} must be {_type_name(t)}; got {exp[k]!r}")
+    kind = exp.get("kind")
+    if kind not in KINDS:
+        raise ConfigError(f"experiment.kind must be one of {', '.join(sorted(KINDS))}; got {kind!r}")
+    spec = KINDS[kind]
+    dtype = exp.get("dtype", "float32")
+    if dtype not in ("float32", "float64"):
+        raise ConfigError(f"experiment.dtype must be 'float32' or 'float64'; got {dtype!r}")
+    chunk = exp.get("chunk_size", 64)
+    if chunk < 1:
+        raise ConfigError(f"experiment.chunk_size must be >= 1; got {chunk}")
+    seed = exp.get("seed", 0)
+    if seed < 0:
+        raise ConfigError(f"experiment.seed must be >= 0; got {seed}")
+
+    fixed = raw.get("fixed", {})
+    if not isinstance(fixed, dict):
+        raise ConfigError("[fixed] must be a table of parameter = value")
+    _check_keys(fixed, spec.params, "[fixed]")
+    grid = dict(raw.get("grid", {}))
+    axes = []
+    zips = grid.pop("zip", {})
+    rand = grid.pop("random", None)
+    for name, s in grid.items():
+        _check_keys({name: 0}, spec.params, "[grid]")
+        axes.append(((name,), [(v,) for v in _axis_values(name, s, "grid")]))
+    if not isinstance(zips, dict):
+        raise ConfigError("grid.zip must hold named tables of equal-length lists, e.g. [grid.zip.costs]")
+    for group, table in zips.items():
+        if not isinstance(table, dict) or not table:
+            raise ConfigError(f"grid.zip.{group} must be a table of equal-length lists")
+        _check_keys(table, spec.params, f"[grid.zip.{group}]")
+        lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in table.items()}
+        if -1 in lengths.values() or len(set(lengths.values())) != 1 or 0 in lengths.values():
+            raise ConfigError(f"grid.zip.{group} needs non-empty lists of equal length; got lengths {lengths}")
+        axes.append((tuple(table), list(zip(*table.values()))))
+    if rand is not None:
+        if not isinstance(rand, dict):
+            raise ConfigError("grid.random must be a table with count = ... and parameter distributions")
+        _check_keys({k: 0 for k in rand if k != "count"}, spec.params, "[grid.random]")
+        axes.append(_random_axis(rand, seed))
+    names = [n for ns, _ in axes for n in ns]
+    dup = {n for n in names if names.count(n) > 1} | (set(names) & set(fixed))
+    if dup:
+        raise ConfigError(f"parameter(s) given more than once (grid and/or fixed): {', '.join(sorted(dup))}")
+
+    out = raw.get("output", {})
+    _check_keys(out, _OUTPUT_KEYS, "[output]")
+    cfg = SweepConfig(kind=kind, name=exp.get("name", kind), seed=seed, dtype=dtype, chunk_size=chunk,
+                      fixed=dict(fixed), axes=axes, output_dir=out.get("dir"), text=text, path=path)
+    if cfg.n_points == 0:
+        raise ConfigError("the grid is empty (an axis has no values)")
+    # the experiment hash covers what determines results (not chunk_size, output dir or comments)
+    canon = json.dumps(dict(kind=kind, seed=seed, dtype=dtype, fixed=fixed, axes=axes), sort_keys=True, default=repr)
+    cfg.hash = hashlib.sha256(canon.encode()).hexdigest()[:16]
+    # validate every point's parameters through the kind (all of them: errors name the point)
+    for start in range(0, cfg.n_points, 4096):
+        for i, p in enumerate(cfg.points(start, start + 4096)):
+            try:
+                spec.validate(spec.complete(p))
+            except ValueError as e:
+                raise ConfigError(f"grid point {start + i} ({_short(p, names)}): {e}") from None
+    return cfg
+
+
+def _short(p, names):
+    return ", ".join(f"{k}={p[k]!r}" for k in names) or "fixed parameters"
+
+
+def load_config(path) -> SweepConfig:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"config file not found: {path}")
+    return parse_config(p.read_text(), str(p))

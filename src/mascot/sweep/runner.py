@@ -1,0 +1,116 @@
+"""Executing a sweep: chunks of grid points, one kernel batch per chunk group, resumable, sharded.
+
+Chunk ``c`` holds grid points ``[c * chunk_size, (c + 1) * chunk_size)``; shard ``i`` of ``n`` owns the
+chunks with ``c % n == i``. Every point's PRNG key is ``fold_in(key(experiment seed), point)``, so a
+point's rows do not depend on the shard count, the chunk size or the order chunks run in.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from mascot.sweep.config import SweepConfig
+from mascot.sweep.kinds import KINDS
+from mascot.sweep.store import RunDir, provenance, write_table_atomic
+
+__all__ = ["run_sweep", "parse_shard", "RunSummary", "estimate_chunk_bytes"]
+
+
+@dataclass
+class RunSummary:
+    out: str
+    shard: tuple[int, int]
+    chunks_total: int
+    chunks_run: int
+    chunks_skipped: int
+    points_run: int
+    seconds: float
+
+
+def parse_shard(text: str | None) -> tuple[int, int]:
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N``; ``None`` -> ``(0, 1)``."""
+    if text is None:
+        return 0, 1
+    try:
+        i, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard must look like I/N (e.g. 0/4); got {text!r}") from None
+    if not (n >= 1 and 0 <= i < n):
+        raise ValueError(f"--shard I/N needs 0 <= I < N; got {text!r}")
+    return i, n
+
+
+def estimate_chunk_bytes(cfg: SweepConfig) -> int:
+    """Largest working-memory estimate over the first chunks' points (a guide, not a bound)."""
+    kind = KINDS[cfg.kind]
+    pts = cfg.points(0, min(cfg.n_points, 4 * cfg.chunk_size))
+    per = max(kind.bytes_per_point(kind.complete(p)) for p in pts)
+    return per * min(cfg.chunk_size, cfg.n_points)
+
+
+class _Progress:
+    def __init__(self, total_points: int, enabled: bool, label: str):
+        self.total, self.enabled, self.label = total_points, enabled, label
+        self.done, self.t0, self.last = 0, time.perf_counter(), 0.0
+        self.tty = enabled and sys.stderr.isatty()
+
+    def update(self, points: int, chunk_msg: str):
+        self.done += points
+        now = time.perf_counter()
+        if not self.enabled or (not self.tty and now - self.last < 5 and self.done < self.total):
+            return
+        self.last = now
+        rate = self.done / max(now - self.t0, 1e-9)
+        eta = (self.total - self.done) / rate if rate > 0 else math.inf
+        eta_s = str(_dt.timedelta(seconds=int(eta))) if math.isfinite(eta) else "?"
+        line = (f"[{self.label}] {self.done}/{self.total} points ({100 * self.done / max(self.total, 1):.0f}%) "
+                f"{rate:,.1f} points/s  ETA {eta_s}  {chunk_msg}")
+        print(("\r" + line + "\033[K") if self.tty else line, file=sys.stderr, end="" if self.tty else "\n",
+              flush=True)
+
+    def close(self):
+        if self.tty:
+            print(file=sys.stderr)
+
+
+def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True) -> RunSummary:
+    """Run (or resume) the chunks of ``cfg`` owned by ``shard`` into ``out_dir``."""
+    import jax
+
+    if cfg.dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
+    run = RunDir(out_dir)
+    run.init(cfg)
+    i, n = shard
+    mine = [c for c in range(cfg.n_chunks) if c % n == i]
+    done = run.done()
+    todo = [c for c in mine if c not in done]
+    kind = KINDS[cfg.kind]
+    npts = lambda c: min(cfg.chunk_size, cfg.n_points - c * cfg.chunk_size)  # noqa: E731
+    bar = _Progress(sum(npts(c) for c in todo), progress, f"{cfg.name} shard {i}/{n}")
+    prov = provenance()
+    t0 = time.perf_counter()
+    for c in todo:
+        start = c * cfg.chunk_size
+        stop = min(start + cfg.chunk_size, cfg.n_points)
+        began = _dt.datetime.now(_dt.timezone.utc).isoformat()
+        points = [kind.complete(p) for p in cfg.points(start, stop)]
+        for p in points:
+            kind.validate(p)
+        df = kind.evaluate(points, np.arange(start, stop), cfg.key_seed, cfg.dtype)
+        meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
+                    start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
+        write_table_atomic(pa.Table.from_pandas(df, preserve_index=False), run.chunk_path(c), meta)
+        bar.update(stop - start, f"chunk {c}")
+    bar.close()
+    return RunSummary(out=str(run.path), shard=shard, chunks_total=len(mine), chunks_run=len(todo),
+                      chunks_skipped=len(mine) - len(todo), points_run=sum(npts(c) for c in todo),
+                      seconds=time.perf_counter() - t0)
