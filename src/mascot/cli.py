@@ -3,6 +3,10 @@
     mascot reproduce consensus [--out DIR]     recompute the consensus paper's simulation section
     mascot reproduce all [--out DIR]           every reproduction mascot has (consensus, for now)
     mascot certify --d0 ... --b0 ... [--json]  Theorem 1 / Def. 11 certificate calculator
+    mascot validate CONFIG                     check a sweep config; print points and memory per chunk
+    mascot run CONFIG [--shard I/N] [--out DIR]  run (or resume) a sweep
+    mascot status DIR                          progress of a run directory
+    mascot merge DIR [--out FILE.parquet]      check completeness and write one dataset
 """
 
 from __future__ import annotations
@@ -86,6 +90,49 @@ def _cmd_certify(args) -> int:
     return 0
 
 
+def _cmd_validate(args) -> int:
+    from mascot.sweep import estimate_chunk_bytes, load_config
+
+    cfg = load_config(args.config)
+    mem = estimate_chunk_bytes(cfg)
+    print(f"{args.config}: OK  kind={cfg.kind} name={cfg.name} hash={cfg.hash}")
+    print(f"  grid axes: {', '.join('+'.join(n) + f'[{len(v)}]' for n, v in cfg.axes) or '(none)'}")
+    print(f"  points: {cfg.n_points:,}  chunks: {cfg.n_chunks:,} of {cfg.chunk_size} points")
+    print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
+    return 0
+
+
+def _cmd_run(args) -> int:
+    from mascot.sweep import load_config, parse_shard, run_sweep
+
+    cfg = load_config(args.config)
+    s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet)
+    print(f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
+          f"{s.seconds:.1f} s; {s.chunks_skipped} already complete")
+    return 0
+
+
+def _cmd_status(args) -> int:
+    from mascot.sweep import RunDir
+
+    st = RunDir(args.dir).status()
+    if args.json:
+        print(json.dumps(st, indent=2))
+        return 0
+    print(f"{args.dir}: {st['name']} ({st['kind']}, hash {st['hash']})")
+    print(f"  chunks {st['chunks_done']}/{st['n_chunks']}  rows {st['rows']:,}  "
+          + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}"))
+    return 0
+
+
+def _cmd_merge(args) -> int:
+    from mascot.sweep import RunDir
+
+    out = RunDir(args.dir).merge(args.out)
+    print(f"wrote {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mascot", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -108,6 +155,27 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--w2", help="mode-2 weight matrix")
     c.add_argument("--json", action="store_true", help="print a JSON object")
     c.set_defaults(func=_cmd_certify)
+
+    v = sub.add_parser("validate", help="check a sweep config without running it")
+    v.add_argument("config")
+    v.set_defaults(func=_cmd_validate)
+
+    r = sub.add_parser("run", help="run or resume a sweep (one shard of it with --shard I/N)")
+    r.add_argument("config")
+    r.add_argument("--shard", help="I/N: run the chunks c with c %% N == I (default: all)")
+    r.add_argument("--out", help="run directory (default: [output] dir of the config, else runs/NAME)")
+    r.add_argument("--quiet", action="store_true", help="no progress output")
+    r.set_defaults(func=_cmd_run)
+
+    st = sub.add_parser("status", help="progress of a run directory")
+    st.add_argument("dir")
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=_cmd_status)
+
+    m = sub.add_parser("merge", help="check a run directory is complete and write one Parquet dataset")
+    m.add_argument("dir")
+    m.add_argument("--out", help="output file (default DIR/merged.parquet)")
+    m.set_defaults(func=_cmd_merge)
     return p
 
 
@@ -115,9 +183,12 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except ValueError as e:
+    except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
+    except RuntimeError as e:  # e.g. MissingChunksError
+        print(f"mascot: error: {e}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,219 @@
+"""Sweep engine: config validation, grid expansion, determinism across shards and chunk sizes,
+resume, crash safety (SIGKILL), merge and status."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mascot.cli import main
+from mascot.kernels import complete_weights, ring_weights
+from mascot.sweep import ConfigError, MissingChunksError, RunDir, parse_config, run_sweep
+from mascot.theory import algorithm1
+
+BASE = """
+[experiment]
+kind = "consensus"
+name = "t"
+seed = 3
+chunk_size = {chunk}
+
+[fixed]
+trajectories = 5
+d = 3
+max_rounds = 40
+
+[grid]
+n = [5, 7]
+strategy = ["adaptive", "ring"]
+b0 = {{ logspace = [300, 30000, 3] }}
+
+[grid.zip.costs]
+tokens_complete = [30, 60]
+tokens_ring = [10, 5]
+"""
+
+
+def cfg_text(chunk=4):
+    return BASE.format(chunk=chunk)
+
+
+# ----------------------------------------------------------------------------- config and grid
+def test_grid_expansion_order_and_forms():
+    cfg = parse_config(cfg_text())
+    assert cfg.n_points == 2 * 2 * 3 * 2 and cfg.n_chunks == 6
+    pts = cfg.points()
+    assert [p["n"] for p in pts[:12]] == [5] * 12 and pts[12]["n"] == 7
+    assert [p["b0"] for p in pts[:6:2]] == pytest.approx([300, 3000, 30000])  # last axis (zip) fastest
+    assert [(p["tokens_complete"], p["tokens_ring"]) for p in pts[:2]] == [(30, 10), (60, 5)]
+    assert all(p["trajectories"] == 5 for p in pts)
+    cfg2 = parse_config(cfg_text().replace('n = [5, 7]', 'n = { range = [5, 9, 2] }'))
+    assert [p["n"] for p in cfg2.points()][::12] == [5, 7]
+    cfg3 = parse_config(cfg_text().replace('b0 = { logspace = [300, 30000, 3] }', 'b0 = { linspace = [100, 300, 3] }'))
+    assert sorted({p["b0"] for p in cfg3.points()}) == [100.0, 200.0, 300.0]
+
+
+def test_random_axis_is_seeded():
+    text = cfg_text() + "\n[grid.random]\ncount = 4\neps = { uniform = [0.01, 0.05] }\neta = { choice = [0.1, 0.2] }\n"
+    a, b = parse_config(text), parse_config(text)
+    assert a.n_points == 24 * 4
+    assert [p["eps"] for p in a.points()] == [p["eps"] for p in b.points()]
+    assert all(0.01 <= p["eps"] <= 0.05 and p["eta"] in (0.1, 0.2) for p in a.points())
+    c = parse_config(text.replace("seed = 3", "seed = 4"))
+    assert [p["eps"] for p in c.points()] != [p["eps"] for p in a.points()]
+
+
+def test_hash_ignores_chunk_size_and_comments():
+    a, b = parse_config(cfg_text(4)), parse_config("# comment\n" + cfg_text(7))
+    assert a.hash == b.hash
+    assert parse_config(cfg_text().replace("seed = 3", "seed = 9")).hash != a.hash
+
+
+@pytest.mark.parametrize("edit, message", [
+    (("chunk_size = 4", "chunk_size = 4\nchunks = 2"), "unknown key 'chunks' in \\[experiment\\]; valid keys: chunk_size, dtype"),
+    (("trajectories = 5", "trajectories = 5\nagents = 4"), "unknown key 'agents' in \\[fixed\\]; valid keys: b0, c1"),
+    (('n = [5, 7]', 'n = [5, 7]\nsize = [1]'), "unknown key 'size' in \\[grid\\]"),
+    (('kind = "consensus"', 'kind = "voting"'), "experiment.kind must be one of consensus"),
+    (("seed = 3", 'seed = "x"'), "experiment.seed must be an integer"),
+    (('n = [5, 7]', 'n = [5, 2]'), "n = 2 is out of range: 3 <= n <= 4096"),
+    (('n = [5, 7]', 'n = [5, 7.5]'), "n must be of type int"),
+    (('n = [5, 7]', 'n = []'), "grid.n is an empty list"),
+    (("tokens_ring = [10, 5]", "tokens_ring = [10]"), "equal length"),
+    (("trajectories = 5", "trajectories = 5\neta = 0.01\neps = 0.02"), "eta must be > eps for strategy 'adaptive'"),
+    (("trajectories = 5", "trajectories = 5\nn = 5"), "given more than once"),
+    (('b0 = { logspace = [300, 30000, 3] }', 'b0 = { logspace = [0, 30000, 3] }'), "logspace needs positive"),
+    (("[grid]", "[grd]"), "unknown key 'grd' in the config"),
+    (("chunk_size = 4", "chunk_size = 0"), "chunk_size must be >= 1"),
+])
+def test_validation_errors_name_the_key(edit, message):
+    with pytest.raises(ConfigError, match=message):
+        parse_config(cfg_text().replace(*edit))
+
+
+def test_validate_cli(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text(cfg_text())
+    assert main(["validate", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "points: 24" in out and "chunks: 6 of 4 points" in out and "MiB" in out
+    f.write_text(cfg_text().replace("\nd = 3", "\nd = 0"))
+    assert main(["validate", str(f)]) == 2
+    assert "d = 0 is out of range" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------- execution
+@pytest.fixture(scope="module")
+def reference_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ref")
+    run_sweep(parse_config(cfg_text(4)), out, progress=False)
+    return pd.read_parquet(RunDir(out).merge())
+
+
+def test_rows_match_the_reference_algorithm(reference_run):
+    df = reference_run
+    assert len(df) == 24 * 5 and list(df["point"].unique()) == list(range(24))
+    # costs follow the paper's model: N (N-1) tokens_complete and 2 N tokens_ring
+    p = df[(df.n == 7) & (df.point % 2 == 1)].iloc[0]
+    assert (p.c1, p.c2) == (7 * 6 * 60, 2 * 7 * 5)
+    # every row agrees with Algorithm 1 in plain Python on the same X0 (regenerated from the seed)
+    from mascot.sweep.kinds import _initial_beliefs, point_keys
+    import jax
+    import jax.numpy as jnp
+
+    cfg = parse_config(cfg_text(4))
+    sample = df.sample(12, random_state=0)
+    for _, r in sample.iterrows():
+        key = jax.random.fold_in(point_keys(cfg.key_seed, [int(r.point)])[0], int(r.trajectory))
+        X0 = np.asarray(_initial_beliefs(key[None], int(r.n), 3, 0.5, 0.15, jnp.dtype("float32")), dtype=np.float64)[0]
+        strategy = {"adaptive": "adaptive", "ring": "mode2", "complete": "mode1"}[r.strategy]
+        ref = algorithm1(X0, complete_weights(int(r.n), 0.4), ring_weights(int(r.n), 0.6), r.c1, r.c2, r.eta, r.eps,
+                         r.b0, strategy, 40)
+        assert (ref.rounds, ref.status, ref.spent) == (r.rounds, r.status, r.tokens)
+        assert r.d_final == pytest.approx(ref.d_final, rel=1e-4)
+        assert r.d0 == pytest.approx(ref.d_trace[0], rel=1e-6)
+    assert set(df.status) <= {0, 1, 2} and (df.tokens <= df.b0).all()
+    cert = df[df.certified & (df.strategy == "adaptive")]
+    assert len(cert) and (cert.status == 0).all() and (cert.rounds <= cert.K_star).all()
+
+
+def test_identical_for_any_shards_and_chunk_size(tmp_path, reference_run):
+    cfg = parse_config(cfg_text(4))
+    for i in range(3):
+        run_sweep(cfg, tmp_path / "sharded", shard=(i, 3), progress=False)
+    sharded = pd.read_parquet(RunDir(tmp_path / "sharded").merge())
+    pd.testing.assert_frame_equal(sharded, reference_run, check_exact=True)
+    run_sweep(parse_config(cfg_text(5)), tmp_path / "chunk5", progress=False)
+    rechunked = pd.read_parquet(RunDir(tmp_path / "chunk5").merge())
+    pd.testing.assert_frame_equal(rechunked, reference_run, check_exact=True)
+
+
+def test_resume_skips_complete_chunks_and_rejects_other_runs(tmp_path):
+    cfg = parse_config(cfg_text(4))
+    first = run_sweep(cfg, tmp_path, shard=(0, 2), progress=False)
+    assert (first.chunks_run, first.chunks_skipped) == (3, 0)
+    with pytest.raises(MissingChunksError, match="3 of 6 chunks missing: 1, 3, 5"):
+        RunDir(tmp_path).merge()
+    mtimes = {p: p.stat().st_mtime_ns for p in (tmp_path / "chunks").iterdir()}
+    again = run_sweep(cfg, tmp_path, progress=False)
+    assert (again.chunks_run, again.chunks_skipped) == (3, 3)
+    assert all(p.stat().st_mtime_ns == t for p, t in mtimes.items())  # complete chunks untouched
+    assert RunDir(tmp_path).status()["complete"]
+    with pytest.raises(ValueError, match="holds a different run"):
+        run_sweep(parse_config(cfg_text(4).replace("seed = 3", "seed = 5")), tmp_path, progress=False)
+
+
+def test_provenance_in_parquet_metadata(tmp_path):
+    import json
+
+    import pyarrow.parquet as pq
+
+    run_sweep(parse_config(cfg_text(4)), tmp_path, progress=False)
+    meta = json.loads(pq.read_schema(tmp_path / "chunks" / "chunk-000002.parquet").metadata[b"mascot"])
+    assert meta["chunk"] == 2 and meta["points"] == [8, 12] and meta["config_hash"] == parse_config(cfg_text()).hash
+    assert "seed = 3" in meta["config"] and meta["jax_version"] and meta["devices"] and meta["start"] <= meta["end"]
+    merged = RunDir(tmp_path).merge(tmp_path / "all.parquet")
+    mm = json.loads(pq.read_schema(merged).metadata[b"mascot"])
+    assert mm["plan"]["n_chunks"] == 6 and len(mm["chunks"]) == 6
+
+
+def test_cli_run_status_merge(tmp_path, capsys):
+    f = tmp_path / "c.toml"
+    f.write_text(cfg_text())
+    out = tmp_path / "run"
+    assert main(["run", str(f), "--out", str(out), "--shard", "1/2", "--quiet"]) == 0
+    assert main(["status", str(out)]) == 0
+    assert "chunks 3/6" in capsys.readouterr().out
+    assert main(["merge", str(out)]) == 1
+    assert "3 of 6 chunks missing: 0, 2, 4" in capsys.readouterr().err
+    assert main(["run", str(f), "--out", str(out), "--shard", "0/2", "--quiet"]) == 0
+    assert main(["merge", str(out), "--out", str(tmp_path / "m.parquet")]) == 0
+    assert len(pd.read_parquet(tmp_path / "m.parquet")) == 120
+    assert main(["run", str(f), "--shard", "2/2"]) == 2
+    assert "0 <= I < N" in capsys.readouterr().err
+
+
+def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, reference_run):
+    f = tmp_path / "c.toml"
+    f.write_text(cfg_text(1))  # 24 chunks of one point: many chances to be killed between writes
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "mascot.cli", "run", str(f), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    chunks = out / "chunks"
+    deadline = time.time() + 120
+    while time.time() < deadline and (not chunks.exists() or len(list(chunks.glob("chunk-*.parquet"))) < 3):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_done = len(list(chunks.glob("chunk-*.parquet")))
+    assert 3 <= n_done < 24, "the kill should land mid-sweep"
+    subprocess.run(cmd, check=True, timeout=300)
+    leftovers = [p.name for p in chunks.iterdir() if not p.name.startswith("chunk-")]
+    merged = pd.read_parquet(RunDir(out).merge())
+    assert not merged.duplicated(["point", "trajectory"]).any()
+    pd.testing.assert_frame_equal(merged, reference_run, check_exact=True)
+    assert all(name.endswith(".tmp") for name in leftovers)  # at most an abandoned temp file
