@@ -7,6 +7,7 @@
     mascot run CONFIG [--shard I/N] [--out DIR]  run (or resume) a sweep
     mascot status DIR                          progress of a run directory
     mascot merge DIR [--out FILE.parquet]      check completeness and write one dataset
+    mascot slurm submit CONFIG --shards N      sbatch array + dependent merge job (--dry-run prints them)
 """
 
 from __future__ import annotations
@@ -133,6 +134,27 @@ def _cmd_merge(args) -> int:
     return 0
 
 
+def _cmd_slurm_submit(args) -> int:
+    from mascot.sweep import slurm
+
+    sub = slurm.submit(args.config, args.shards, dry_run=args.dry_run, out=args.out, partition=args.partition,
+                       time=args.time, gpus=args.gpus, cpus=args.cpus, mem=args.mem)
+    if args.dry_run:
+        print("# ---- array job (sbatch --parsable) ----")
+        print(sub.array_script)
+        print("# ---- merge job (sbatch --parsable), after the array job succeeds ----")
+        print(sub.merge_script)
+        return 0
+    print(f"submitted array job {sub.array_job} ({args.shards} shards) and merge job {sub.merge_job}")
+    print(f"  run directory: {sub.out}\n  merged dataset: {sub.merged}\n  progress: mascot status {sub.out}")
+    if args.wait:
+        slurm.wait([sub.array_job, sub.merge_job], timeout=args.wait_timeout)
+        if not Path(sub.merged).exists():
+            raise RuntimeError(f"jobs finished but {sub.merged} was not written; see {sub.out}/slurm/*.out")
+        print(f"done: {sub.merged}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mascot", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -176,6 +198,22 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("dir")
     m.add_argument("--out", help="output file (default DIR/merged.parquet)")
     m.set_defaults(func=_cmd_merge)
+
+    sl = sub.add_parser("slurm", help="run a sweep on a Slurm cluster")
+    slsub = sl.add_subparsers(dest="slurm_command", required=True)
+    ss = slsub.add_parser("submit", help="submit an sbatch array (one task per shard) and a merge job")
+    ss.add_argument("config")
+    ss.add_argument("--shards", type=int, required=True, help="array size N (task i runs --shard i/N)")
+    ss.add_argument("--out", help="run directory (default: the config's [output] dir, else runs/NAME)")
+    ss.add_argument("--partition")
+    ss.add_argument("--time", default="04:00:00", help="per-task time limit (default 04:00:00)")
+    ss.add_argument("--gpus", type=int, default=0, help="GPUs per task (uses the GPU template)")
+    ss.add_argument("--cpus", type=int, default=2, help="CPUs per task (default 2)")
+    ss.add_argument("--mem", help="memory per task (default: estimated from the config)")
+    ss.add_argument("--dry-run", action="store_true", help="print the scripts, submit nothing")
+    ss.add_argument("--wait", action="store_true", help="block until the merge job has finished")
+    ss.add_argument("--wait-timeout", type=float, default=3600.0)
+    ss.set_defaults(func=_cmd_slurm_submit)
     return p
 
 

@@ -1,0 +1,102 @@
+"""Slurm submission: render the array and merge job scripts from ``templates/`` and submit them.
+
+``mascot slurm submit CONFIG --shards N`` submits an ``sbatch --array=0-(N-1)`` job whose task ``i``
+runs ``mascot run CONFIG --shard i/N`` (requeue-safe: a restarted task resumes from the chunks on
+disk), then a merge job with ``--dependency=afterok:<array job>``. ``--dry-run`` prints both scripts.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+from mascot.sweep.config import load_config
+from mascot.sweep.runner import estimate_chunk_bytes
+
+__all__ = ["render", "submit", "wait", "Submission"]
+
+
+@dataclass
+class Submission:
+    array_script: str
+    merge_script: str
+    array_job: str | None = None
+    merge_job: str | None = None
+    out: str = ""
+    merged: str = ""
+
+
+def _template(name: str) -> Template:
+    return Template(resources.files("mascot.sweep").joinpath("templates", name).read_text())
+
+
+def render(config: str, shards: int, out: str | None = None, partition: str | None = None, time: str = "04:00:00",
+           gpus: int = 0, cpus: int = 2, mem: str | None = None, array_job: str = "<ARRAY_JOB_ID>") -> Submission:
+    if int(shards) != shards or shards < 1:
+        raise ValueError(f"--shards must be a positive integer; got {shards!r}")
+    if gpus < 0 or cpus < 1:
+        raise ValueError("--gpus must be >= 0 and --cpus >= 1")
+    cfg = load_config(config)
+    if shards > cfg.n_chunks:
+        raise ValueError(f"--shards {shards} exceeds the {cfg.n_chunks} chunks of {config}; use at most {cfg.n_chunks}")
+    outp = Path(out or cfg.output_dir or f"runs/{cfg.name}").resolve()
+    logs = outp / "slurm"
+    if any(c.isspace() for c in str(logs)):
+        raise ValueError(f"the run directory {outp} contains whitespace, which #SBATCH --output cannot carry")
+    merged = outp / "merged.parquet"
+    if mem is None:  # working memory estimate of a chunk, with headroom for JAX and the interpreter
+        mem = f"{max(2048, int(3 * estimate_chunk_bytes(cfg) / 2**20) + 1024)}M"
+    q = shlex.quote
+    fields = dict(name=cfg.name, last=shards - 1, shards=shards, cpus=cpus, time=time, gpus=gpus,
+                  logs=str(logs), workdir=q(str(Path.cwd())), python=q(sys.executable),
+                  config=q(str(Path(config).resolve())), out=q(str(outp)), merged=q(str(merged)),
+                  partition_line=f"#SBATCH --partition={partition}\n" if partition else "",
+                  mem_line=f"#SBATCH --mem={mem}\n", array_job=array_job, SLURM_ARRAY_TASK_ID="${SLURM_ARRAY_TASK_ID}")
+    array = _template("gpu-array.sbatch" if gpus else "cpu-array.sbatch").substitute(fields)
+    merge = _template("merge.sbatch").substitute(fields)
+    return Submission(array, merge, out=str(outp), merged=str(merged))
+
+
+def _sbatch(script: str, extra=()) -> str:
+    exe = shutil.which("sbatch")
+    if exe is None:
+        raise RuntimeError("sbatch not found: Slurm is not installed here (try `--dry-run`, or "
+                           "slurm/local-cluster.sh to start a single-node cluster)")
+    res = subprocess.run([exe, "--parsable", *extra], input=script, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"sbatch failed ({res.returncode}): {res.stderr.strip()}")
+    return res.stdout.strip().split(";")[0]
+
+
+def submit(config: str, shards: int, dry_run: bool = False, **kw) -> Submission:
+    sub = render(config, shards, **kw)
+    if dry_run:
+        return sub
+    Path(sub.out, "slurm").mkdir(parents=True, exist_ok=True)
+    sub.array_job = _sbatch(sub.array_script)
+    sub.merge_script = render(config, shards, array_job=sub.array_job, **kw).merge_script
+    sub.merge_job = _sbatch(sub.merge_script)
+    return sub
+
+
+def wait(job_ids, timeout: float = 3600.0, poll: float = 1.0) -> None:
+    """Block until none of ``job_ids`` is in ``squeue`` any more (finished, failed or cancelled)."""
+    import time
+
+    exe = shutil.which("squeue")
+    if exe is None:
+        raise RuntimeError("squeue not found")
+    deadline = time.monotonic() + timeout
+    ids = ",".join(j for j in job_ids if j)
+    while time.monotonic() < deadline:
+        res = subprocess.run([exe, "-h", "-j", ids], capture_output=True, text=True)
+        if res.returncode == 0 and not res.stdout.strip():
+            return
+        time.sleep(poll)
+    raise TimeoutError(f"Slurm jobs {ids} still queued or running after {timeout:.0f} s")

@@ -1,0 +1,76 @@
+"""Slurm submission: rendered scripts, and a real 4-shard array + merge job on a live cluster."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from mascot.cli import main
+from mascot.sweep import RunDir, parse_config, run_sweep
+from mascot.sweep.slurm import render
+
+CONFIG = """
+[experiment]
+kind = "consensus"
+name = "slurmtest"
+seed = 11
+chunk_size = 3
+
+[fixed]
+trajectories = 4
+d = 3
+max_rounds = 40
+
+[grid]
+n = [5, 6]
+strategy = ["adaptive", "complete", "ring"]
+b0 = [400.0, 4000.0]
+"""
+
+
+@pytest.fixture
+def config(tmp_path):
+    f = tmp_path / "sweep.toml"
+    f.write_text(CONFIG)
+    return f
+
+
+def test_dry_run_renders_array_and_merge(config, tmp_path, capsys):
+    assert main(["slurm", "submit", str(config), "--shards", "4", "--out", str(tmp_path / "r"), "--partition", "cpu",
+                 "--time", "00:30:00", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --array=0-3" in out and "#SBATCH --requeue" in out and "#SBATCH --partition=cpu" in out
+    assert "#SBATCH --time=00:30:00" in out
+    assert '--shard "${SLURM_ARRAY_TASK_ID}/4"' in out
+    assert "#SBATCH --dependency=afterok:<ARRAY_JOB_ID>" in out and "mascot.cli merge" in out
+    assert "--gres" not in out
+    gpu = render(str(config), 2, out=str(tmp_path / "r"), gpus=1)
+    assert "#SBATCH --gres=gpu:1" in gpu.array_script and "#SBATCH --array=0-1" in gpu.array_script
+
+
+def test_bad_submissions(config, capsys):
+    assert main(["slurm", "submit", str(config), "--shards", "0", "--dry-run"]) == 2
+    assert "--shards" in capsys.readouterr().err
+    assert main(["slurm", "submit", str(config), "--shards", "9", "--dry-run"]) == 2  # 12 points / 3 = 4 chunks
+    assert "exceeds the 4 chunks" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("sbatch") is None, reason="sbatch not installed (run slurm/local-cluster.sh start)")
+def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path):
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    assert ping.returncode == 0, ("sbatch is installed but no Slurm controller answers; start one with "
+                                  "`slurm/local-cluster.sh start` and `source /tmp/mascot-slurm/env`")
+    out = tmp_path / "slurm-run"
+    res = subprocess.run([sys.executable, "-m", "mascot.cli", "slurm", "submit", str(config), "--shards", "4",
+                          "--out", str(out), "--time", "00:10:00", "--wait", "--wait-timeout", "600"],
+                         capture_output=True, text=True, timeout=660, env=os.environ)
+    logs = "\n".join(p.read_text() for p in (out / "slurm").glob("*.out")) if (out / "slurm").exists() else ""
+    assert res.returncode == 0, res.stdout + res.stderr + logs
+    assert sorted(p.name for p in (out / "slurm").glob("*_*.out")) and "merge" in logs
+    via_slurm = pd.read_parquet(out / "merged.parquet")
+    run_sweep(parse_config(CONFIG), tmp_path / "local", progress=False)
+    local = pd.read_parquet(RunDir(tmp_path / "local").merge())
+    pd.testing.assert_frame_equal(via_slurm, local, check_exact=True)
