@@ -128,8 +128,9 @@ def test_rows_match_the_reference_algorithm(reference_run):
     cfg = parse_config(cfg_text(4))
     sample = df.sample(12, random_state=0)
     for _, r in sample.iterrows():
-        key = jax.random.fold_in(point_keys(cfg.key_seed, [int(r.point)])[0], int(r.trajectory))
-        X0 = np.asarray(_initial_beliefs(key[None], int(r.n), 3, 0.5, 0.15, jnp.dtype("float32")), dtype=np.float64)[0]
+        key = point_keys(cfg.key_seed, [int(r.point)])
+        X0 = np.asarray(_initial_beliefs(key, 5, int(r.n), 3, 0.5, 0.15, jnp.dtype("float32")),
+                        dtype=np.float64)[int(r.trajectory)]
         strategy = {"adaptive": "adaptive", "ring": "mode2", "complete": "mode1"}[r.strategy]
         ref = algorithm1(X0, complete_weights(int(r.n), 0.4), ring_weights(int(r.n), 0.6), r.c1, r.c2, r.eta, r.eps,
                          r.b0, strategy, 40)

@@ -65,6 +65,7 @@ class ConsensusResult(NamedTuple):
     2 max_rounds. With ``trace=True``: ``d_trace`` and ``b_trace`` are ``(B, max_rounds + 1)`` with
     ``D(k)``, ``b_k`` for ``k <= rounds`` and NaN after; ``sigma_trace`` is ``(B, max_rounds)`` with the
     mode of each executed round and 0 after. ``x_final`` is ``(B, N, d)`` when ``return_x=True``.
+    ``d0`` is the initial disagreement ``D(X0)`` in the working dtype.
     """
 
     rounds: np.ndarray
@@ -75,6 +76,7 @@ class ConsensusResult(NamedTuple):
     b_trace: Optional[np.ndarray] = None
     sigma_trace: Optional[np.ndarray] = None
     x_final: Optional[np.ndarray] = None
+    d0: Optional[np.ndarray] = None
     method: str = ""
 
 
@@ -399,8 +401,9 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         raise ValueError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
     max_rounds = int(max_rounds)
     dt = _resolve_dtype(dtype)
-    X0 = np.asarray(X0)
-    if not np.issubdtype(X0.dtype, np.floating):
+    if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
+        X0 = np.asarray(X0)
+    if not jnp.issubdtype(X0.dtype, jnp.floating):
         X0 = X0.astype(np.float64)
     if X0.ndim == 2:
         X0 = X0[None]
@@ -443,7 +446,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
                sigma=jnp.asarray(noise, dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
                U=U, lam1=lam1, lam2=lam2)
 
-    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32))
+    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
+               d0=np.zeros(B, dt))
     if return_x:
         out["x"] = np.zeros((B, N, d), dt)
     if trace:
@@ -465,7 +469,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
 
     spent = np.asarray(b0a, dtype=dt) - out["b"]
     result = ConsensusResult(rounds=out["rounds"], spent=spent, d_final=out["d"], status=out["status"],
-                             method="modal" if use_modal else "matrix")
+                             d0=out["d0"], method="modal" if use_modal else "matrix")
     if trace:
         result = result._replace(d_trace=out["d_trace"], b_trace=out["b_trace"], sigma_trace=out["sigma_trace"])
     if return_x:
@@ -528,7 +532,10 @@ def _run_chunk(X0, params, keys, cfg):
     use_modal, return_x, consts = cfg["use_modal"], cfg["return_x"], cfg["consts"]
     B, N, d = X0.shape
     j = lambda a: jnp.asarray(a, dtype=dt)  # noqa: E731
-    X0j = jax.device_put(X0, may_alias=True) if X0.dtype == dt else j(X0)
+    if isinstance(X0, jax.Array):
+        X0j = X0.astype(dt)
+    else:
+        X0j = jax.device_put(X0, may_alias=True) if X0.dtype == dt else j(X0)
     if use_modal:
         carry, d0 = _modal_init(X0j, consts["U"], consts["S"], noisy=noisy)
         carry_axes = (0, 0) if noisy else (0, 0, 0)
@@ -551,7 +558,8 @@ def _run_chunk(X0, params, keys, cfg):
     else:
         run = partial(_matrix_segment, W1=consts["W1"], W2=consts["W2"], **static)
 
-    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32))
+    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
+               d0=np.asarray(d0))
     if return_x:
         out["x"] = np.zeros((B, N, d), dt)
     lane_ids = np.arange(B)
@@ -576,7 +584,7 @@ def _run_chunk(X0, params, keys, cfg):
             m1 = np.asarray(carry[1])[finished]
             m2 = np.asarray(carry[2])[finished]
             f = lam1[None, :] ** m1[:, None] * lam2[None, :] ** m2[:, None]
-            Xf = np.asarray(X0[lane_ids[finished]], dtype=np.float64)
+            Xf = np.asarray(X0, dtype=np.float64)[lane_ids[finished]]
             Y = f[:, :, None] * np.einsum("nm,bnd->bmd", Um, Xf)
             mean = Xf.mean(axis=1)
         return mean[:, None, :] + np.einsum("nm,bmd->bnd", Um, Y)

@@ -103,14 +103,16 @@ def _consensus_extra(p):
         raise ValueError(f"eta must be > eps for strategy 'adaptive'; got eta = {p['eta']}, eps = {p['eps']}")
 
 
-def _initial_beliefs(keys, n, d, mean, spread, dtype):
-    """Truncated-normal X0 per trajectory key: mean + spread * TN(lower, upper) within [0, 1]."""
+def _initial_beliefs(keys, trajectories, n, d, mean, spread, dtype):
+    """X0 of each point: ``mean + spread * TN(lower, upper)`` truncated to [0, 1], one draw of shape
+    ``(trajectories, n, d)`` per point key (per-point draws vectorise twice as well as per-trajectory
+    ones); returns ``(points * trajectories, n, d)``, trajectory-major within each point."""
     lo, hi = (0.0 - mean) / spread, (1.0 - mean) / spread
-    z = jax.vmap(lambda k: jax.random.truncated_normal(k, lo, hi, (n, d), dtype))(keys)
-    return mean + spread * z
+    z = jax.vmap(lambda k: jax.random.truncated_normal(k, lo, hi, (trajectories, n, d), dtype))(keys)
+    return (mean + spread * z).reshape(-1, n, d)
 
 
-_initial_beliefs = jax.jit(_initial_beliefs, static_argnames=("n", "d", "dtype"))
+_initial_beliefs = jax.jit(_initial_beliefs, static_argnames=("trajectories", "n", "d", "dtype"))
 
 
 def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
@@ -121,26 +123,24 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
         g = (p["n"], p["d"], p["strategy"], p["max_rounds"], p["self_weight_complete"], p["self_weight_ring"],
-             p["noise"], p["x0_mean"], p["x0_spread"])
+             p["noise"], p["x0_mean"], p["x0_spread"], p["trajectories"])
         groups.setdefault(g, []).append(i)
     frames = []
-    for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread), members in groups.items():
+    for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), members in groups.items():
         W1, W2 = complete_weights(n, a1), ring_weights(n, a2)
         lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
-        T = np.array([points[i]["trajectories"] for i in members])
         rows = np.repeat(np.asarray(members), T)
-        traj = np.concatenate([np.arange(t) for t in T])
-        # trajectory keys: fold_in(point key, t) for X0 and fold_in(point key, 2**31 + t) for noise
-        tkeys = jax.vmap(jax.random.fold_in)(pkeys[jnp.asarray(rows)], jnp.asarray(traj, jnp.uint32))
-        X0 = _initial_beliefs(tkeys, n, d, float(mean), float(spread), jnp.dtype(dtype))
-        col = lambda k: np.array([points[i][k] for i in rows], dtype=np.float64)  # noqa: E731
+        traj = np.tile(np.arange(T), len(members))
+        # X0 from the point key; noise from fold_in(point key, 2**31 + t) per trajectory t
+        X0 = _initial_beliefs(pkeys[jnp.asarray(members)], T, n, d, float(mean), float(spread), jnp.dtype(dtype))
+        col = lambda k: np.repeat(np.array([points[i][k] for i in members], dtype=np.float64), T)  # noqa: E731
         eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
-        nkeys = jax.vmap(jax.random.fold_in)(pkeys[jnp.asarray(rows)], jnp.asarray(traj + 2**31, jnp.uint32))
-        res = simulate_consensus(np.asarray(X0), W1, W2, c1, c2, eta, eps, b0, strategy=_STRATEGY[strategy],
-                                 max_rounds=max_rounds, noise=noise, key=nkeys if noise > 0 else None,
-                                 dtype=dtype)
-        X0h = np.asarray(X0, dtype=np.float64)
-        d0 = np.sqrt(np.sum((X0h - X0h.mean(axis=1, keepdims=True)) ** 2, axis=(1, 2)) / n)
+        nkeys = None
+        if noise > 0:
+            nkeys = jax.vmap(jax.random.fold_in)(pkeys[jnp.asarray(rows)], jnp.asarray(traj + 2**31, jnp.uint32))
+        res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=_STRATEGY[strategy],
+                                 max_rounds=max_rounds, noise=noise, key=nkeys, dtype=dtype)
+        d0 = res.d0.astype(np.float64)
         k1, k2, bstar = theorem1_batch(d0, eta, eps, lam1, lam2, c1, c2)
         frame = pd.DataFrame({
             "point": np.asarray(indices)[rows].astype(np.int64), "trajectory": traj.astype(np.int32),

@@ -11,6 +11,7 @@ import datetime as _dt
 import math
 import sys
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,6 +99,24 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     bar = _Progress(sum(npts(c) for c in todo), progress, f"{cfg.name} shard {i}/{n}")
     prov = provenance()
     t0 = time.perf_counter()
+    # Parquet encoding and writing run on a background thread while the next chunk computes; at most
+    # two writes are in flight, and every one is finished (or has raised) before this returns.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mascot-writer")
+    pending: list[Future] = []
+    try:
+        _run_chunks(cfg, kind, todo, run, prov, (i, n), bar, writer, pending)
+        for f in pending:
+            f.result()
+    finally:
+        writer.shutdown(wait=True)
+    bar.close()
+    return RunSummary(out=str(run.path), shard=shard, chunks_total=len(mine), chunks_run=len(todo),
+                      chunks_skipped=len(mine) - len(todo), points_run=sum(npts(c) for c in todo),
+                      seconds=time.perf_counter() - t0)
+
+
+def _run_chunks(cfg, kind, todo, run, prov, shard, bar, writer, pending):
+    i, n = shard
     for c in todo:
         start = c * cfg.chunk_size
         stop = min(start + cfg.chunk_size, cfg.n_points)
@@ -108,9 +127,8 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
         df = kind.evaluate(points, np.arange(start, stop), cfg.key_seed, cfg.dtype)
         meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
                     start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
-        write_table_atomic(pa.Table.from_pandas(df, preserve_index=False), run.chunk_path(c), meta)
+        while len(pending) >= 2:
+            pending.pop(0).result()
+        pending.append(writer.submit(write_table_atomic, pa.Table.from_pandas(df, preserve_index=False),
+                                     run.chunk_path(c), meta))
         bar.update(stop - start, f"chunk {c}")
-    bar.close()
-    return RunSummary(out=str(run.path), shard=shard, chunks_total=len(mine), chunks_run=len(todo),
-                      chunks_skipped=len(mine) - len(todo), points_run=sum(npts(c) for c in todo),
-                      seconds=time.perf_counter() - t0)
