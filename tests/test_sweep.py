@@ -218,3 +218,29 @@ def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, reference_run):
     assert not merged.duplicated(["point", "trajectory"]).any()
     pd.testing.assert_frame_equal(merged, reference_run, check_exact=True)
     assert all(name.endswith(".tmp") for name in leftovers)  # at most an abandoned temp file
+
+
+def test_consensus_sweep_report(tmp_path):
+    from mascot.analysis.consensus_sweep import report
+
+    text = cfg_text(6).replace('strategy = ["adaptive", "ring"]', 'strategy = ["adaptive", "complete", "ring"]')
+    run_sweep(parse_config(text), tmp_path / "run", progress=False)
+    data = RunDir(tmp_path / "run").merge()
+    res = report(data, tmp_path / "rep", log=lambda *_: None)
+    for name in ("summary.csv", "dominance.csv", "README.md", "fig_success.png", "fig_tightness.pdf", "fig_dominance.png"):
+        assert (tmp_path / "rep" / name).stat().st_size > 0
+    df = pd.read_parquet(data)
+    s = res["summary"]
+    assert len(s) == df.point.nunique()
+    row = s.iloc[0]
+    raw = df[df.point == row.point]
+    assert row.success == pytest.approx((raw.status == 0).mean())
+    assert row.trajectories == 5
+    dom = res["dominance"]
+    for _, r in dom.iterrows():  # recompute the dominance verdict by hand from the summary
+        sub = s[(s.n == r.n) & (s.b0 == r.b0) & (s.c1 == r.c1)].set_index("strategy")
+        ok = (sub.success["adaptive"] >= max(sub.success["complete"], sub.success["ring"])
+              and sub.success["adaptive"] > 0 and sub.rounds["adaptive"] <= sub.rounds["ring"]
+              and sub.tokens["adaptive"] <= sub.tokens["complete"])
+        assert bool(r.adaptive_dominates) == bool(ok)
+        assert r.corollary_condition == bool(r.lambda1 < r.lambda2 and r.c1 / r.c2 >= np.log(r.lambda1) / np.log(r.lambda2))

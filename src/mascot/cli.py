@@ -8,6 +8,7 @@
     mascot status DIR                          progress of a run directory
     mascot merge DIR [--out FILE.parquet]      check completeness and write one dataset
     mascot slurm submit CONFIG --shards N      sbatch array + dependent merge job (--dry-run prints them)
+    mascot report consensus-sweep DATA [--out DIR]   figures and tables from a merged consensus sweep
 """
 
 from __future__ import annotations
@@ -155,6 +156,13 @@ def _cmd_slurm_submit(args) -> int:
     return 0
 
 
+def _cmd_report(args) -> int:
+    from mascot.analysis.consensus_sweep import report
+
+    report(args.data, args.out)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mascot", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
@@ -214,6 +222,12 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--wait", action="store_true", help="block until the merge job has finished")
     ss.add_argument("--wait-timeout", type=float, default=3600.0)
     ss.set_defaults(func=_cmd_slurm_submit)
+
+    rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
+    rp.add_argument("what", choices=["consensus-sweep"])
+    rp.add_argument("data", help="merged Parquet file (mascot merge DIR --out FILE)")
+    rp.add_argument("--out", default="results/sweeps")
+    rp.set_defaults(func=_cmd_report)
     return p
 
 
