@@ -28,9 +28,20 @@ def _cmd_reproduce(args) -> int:
     if args.what == "consensus":
         out = Path(args.out or "results/consensus")
         reproduce(out)
-    else:  # all
+    else:  # all: the paper's simulation section, then the consensus scaling sweep and its report
         root = Path(args.out or "results")
         reproduce(root / "consensus")
+        cfg_path = Path("configs/sweeps/consensus_scaling.toml")
+        if not cfg_path.exists():
+            print(f"skipping the consensus sweep: {cfg_path} not found (run from the repository root)")
+            return 0
+        from mascot.analysis.consensus_sweep import report
+        from mascot.sweep import RunDir, load_config, run_sweep
+
+        cfg = load_config(cfg_path)
+        summary = run_sweep(cfg, cfg.output_dir, progress=True)
+        merged = RunDir(summary.out).merge(Path(summary.out).with_suffix(".parquet"))
+        report(merged, root / "sweeps")
     return 0
 
 

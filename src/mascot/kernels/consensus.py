@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import math
+from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple, Optional
 
@@ -454,18 +455,31 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         out["d_trace"] = np.zeros((B, max_rounds + 1), dt)
         out["b_trace"] = np.zeros((B, max_rounds + 1), dt)
         out["sigma_trace"] = np.zeros((B, max_rounds), np.int32)
-    for lo in range(0, B, C):
+    params = dict(c1=c1a, c2=c2a, eta=eta_a, eps=eps_a, b0=np.broadcast_to(b0a, (B,)))
+
+    def one_chunk(lo, device):
         hi = min(lo + C, B)
         rows = slice(lo, hi)
         if B > C and hi - lo < C:  # pad the last chunk so every chunk has one compiled shape
             rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])
         take = lambda a: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
-        params = dict(c1=c1a, c2=c2a, eta=eta_a, eps=eps_a, b0=np.broadcast_to(b0a, (B,)))
-        res = _run_chunk(X0[rows], {k: take(v) for k, v in params.items()},
-                         None if keys is None else keys[rows if isinstance(rows, slice) else jnp.asarray(rows)], cfg)
-        n = hi - lo
+        chunk_keys = None if keys is None else keys[rows if isinstance(rows, slice) else jnp.asarray(rows)]
+        res = _run_chunk(X0[rows], {k: take(v) for k, v in params.items()}, chunk_keys, cfg, device)
         for k, v in res.items():
-            out[k][lo:hi] = v[:n]
+            out[k][lo:hi] = v[: hi - lo]
+
+    # Chunks are independent: with several local devices each takes every len(devices)-th chunk, one
+    # host thread per device (JAX releases the GIL while a device computes). The chunking itself does
+    # not depend on the device count, so results are identical with 1 or many devices.
+    starts = list(range(0, B, C))
+    devs = jax.local_devices()
+    if len(devs) > 1 and len(starts) > 1:
+        with ThreadPoolExecutor(max_workers=min(len(devs), len(starts))) as pool:
+            for f in [pool.submit(one_chunk, lo, devs[k % len(devs)]) for k, lo in enumerate(starts)]:
+                f.result()
+    else:
+        for lo in starts:
+            one_chunk(lo, None)
 
     spent = np.asarray(b0a, dtype=dt) - out["b"]
     result = ConsensusResult(rounds=out["rounds"], spent=spent, d_final=out["d"], status=out["status"],
@@ -526,8 +540,9 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size):
     return -(-B // n_chunks)  # equal chunks: at most n_chunks - 1 padded rows in all
 
 
-def _run_chunk(X0, params, keys, cfg):
-    """Run Algorithm 1 on one chunk of trajectories; returns host arrays for that chunk."""
+def _run_chunk(X0, params, keys, cfg, device=None):
+    """Run Algorithm 1 on one chunk of trajectories (on ``device``, default: JAX's default device);
+    returns host arrays for that chunk."""
     dt, noisy, trace, max_rounds = cfg["dt"], cfg["noisy"], cfg["trace"], cfg["max_rounds"]
     use_modal, return_x, consts = cfg["use_modal"], cfg["return_x"], cfg["consts"]
     B, N, d = X0.shape
@@ -536,6 +551,10 @@ def _run_chunk(X0, params, keys, cfg):
         X0j = X0.astype(dt)
     else:
         X0j = jax.device_put(X0, may_alias=True) if X0.dtype == dt else j(X0)
+    if device is not None:  # commit this chunk's inputs to its device; the kernels follow them
+        X0j = jax.device_put(X0j, device)
+        consts = jax.device_put(consts, device)
+        keys = None if keys is None else jax.device_put(keys, device)
     if use_modal:
         carry, d0 = _modal_init(X0j, consts["U"], consts["S"], noisy=noisy)
         carry_axes = (0, 0) if noisy else (0, 0, 0)
@@ -543,7 +562,8 @@ def _run_chunk(X0, params, keys, cfg):
         carry, d0 = _matrix_init(X0j)
         carry_axes = (2, 1)
     p = {k: np.asarray(v, dtype=dt) for k, v in params.items()}
-    lanes, finite = _make_lanes(d0, p, keys if noisy else jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
+    lanes, finite = _make_lanes(d0, p, keys if noisy else jnp.zeros(B, jnp.int32, device=device),
+                                max_rounds=max_rounds)
     if not bool(finite):  # a NaN/inf in X0 always reaches D(0)
         raise ValueError("X0 contains NaN or inf")
     if trace:  # traces are indexed by round: run in one segment, no compaction
