@@ -20,7 +20,9 @@ def save_figure(fig, path_stem: Path) -> list[Path]:
     for ext in ("png", "pdf"):
         p = path_stem.with_suffix("." + ext)
         tmp = p.with_name(p.name + ".tmp")
-        fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext)
+        # no creation date in the PDF, so rerunning a reproduction leaves committed files unchanged
+        meta = {"CreationDate": None} if ext == "pdf" else {}
+        fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext, metadata=meta)
         tmp.replace(p)
         out.append(p)
     plt.close(fig)
