@@ -40,16 +40,13 @@ class Kind:
     evaluate: Callable  # (points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> DataFrame
     bytes_per_point: Callable  # (point) -> int, working memory estimate
     extra_check: Callable[[dict], None] | None = None
+    derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values."""
         out = {k: p.get(k, spec.default) for k, spec in self.params.items()}
-        if self.name == "consensus":
-            n = out["n"]
-            if out["c1"] is None:
-                out["c1"] = float(n * (n - 1) * out["tokens_complete"])
-            if out["c2"] is None:
-                out["c2"] = float(2 * n * out["tokens_ring"])
+        if self.derive:
+            self.derive(out)
         return out
 
     def validate(self, p: dict) -> None:
@@ -96,6 +93,15 @@ CONSENSUS_PARAMS = {
     "noise": Param(float, 0.0, lambda v: v >= 0 and math.isfinite(v), "noise >= 0", "belief noise per round"),
     "max_rounds": Param(int, 64, lambda v: 1 <= v <= 100_000, "1 <= max_rounds <= 1e5"),
 }
+
+
+def _consensus_costs(p):
+    """The paper's cost model generalised: c1 = N (N - 1) tokens_complete, c2 = 2 N tokens_ring."""
+    n = p["n"]
+    if p["c1"] is None:
+        p["c1"] = float(n * (n - 1) * p["tokens_complete"])
+    if p["c2"] is None:
+        p["c2"] = float(2 * n * p["tokens_ring"])
 
 
 def _consensus_extra(p):
@@ -163,5 +169,6 @@ def _consensus_bytes(p) -> int:
 
 
 KINDS = {
-    "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra),
+    "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
+                      _consensus_costs),
 }
