@@ -124,7 +124,7 @@ def _run_chunks(cfg, kind, todo, run, prov, shard, bar, writer, pending):
         points = [kind.complete(p) for p in cfg.points(start, stop)]
         for p in points:
             kind.validate(p)
-        df = kind.evaluate(points, np.arange(start, stop), cfg.key_seed, cfg.dtype)
+        df = kind.evaluate(points, np.arange(start, stop), cfg.key_seed, cfg.dtype, cfg.chunk_size)
         meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
                     start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
         while len(pending) >= 2:
