@@ -173,8 +173,8 @@ def focus(trials=7):
 
 
 def table(result):
-    head = (f"| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
-            f"jax / python | compile s | floor |")
+    head = ("| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
+            "jax / python | compile s | floor |")
     lines = [head, "|" + "---|" * 12]
     for r in result["rows"]:
         lines.append(f"| {r['N']} | {r['pair']} | {r['B']:,} | {r['method']} | {r['mean_rounds']:.1f} | "

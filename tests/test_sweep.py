@@ -1,7 +1,6 @@
 """Sweep engine: config validation, grid expansion, determinism across shards and chunk sizes,
 resume, crash safety (SIGKILL), merge and status."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -122,7 +121,6 @@ def test_rows_match_the_reference_algorithm(reference_run):
     assert (p.c1, p.c2) == (7 * 6 * 60, 2 * 7 * 5)
     # every row agrees with Algorithm 1 in plain Python on the same X0 (regenerated from the seed)
     from mascot.sweep.kinds import _initial_beliefs, point_keys
-    import jax
     import jax.numpy as jnp
 
     cfg = parse_config(cfg_text(4))

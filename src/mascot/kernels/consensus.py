@@ -320,7 +320,7 @@ def _gather_lanes(lanes, idx):
 
 
 # ----------------------------------------------------------------------------- validation
-def _per_trajectory(name, value, B, dtype, *, positive=False, nonnegative=False):
+def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 0 and arr.shape != (B,):
@@ -416,11 +416,11 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     for name, W in (("W1", W1), ("W2", W2)):
         if W.shape != (N, N):
             raise ValueError(f"{name} must have shape ({N}, {N}) to match X0's N = {N}; got {W.shape}")
-    c1a = _per_trajectory("c1", c1, B, dt, positive=True)
-    c2a = _per_trajectory("c2", c2, B, dt, positive=True)
-    eps_a = _per_trajectory("eps", eps, B, dt, positive=True)
-    eta_a = _per_trajectory("eta", eta, B, dt, positive=True)
-    b0a = _per_trajectory("b0", b0, B, dt, nonnegative=True)
+    c1a = _per_trajectory("c1", c1, B, positive=True)
+    c2a = _per_trajectory("c2", c2, B, positive=True)
+    eps_a = _per_trajectory("eps", eps, B, positive=True)
+    eta_a = _per_trajectory("eta", eta, B, positive=True)
+    b0a = _per_trajectory("b0", b0, B, nonnegative=True)
     if strategy == "adaptive" and not np.all(eta_a > eps_a):
         raise ValueError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
                          "selected; use strategy='mode1')")
