@@ -37,7 +37,7 @@ class Param:
 class Kind:
     name: str
     params: dict[str, Param]
-    evaluate: Callable  # (points, indices, key_seed, dtype, chunk_size) -> DataFrame
+    evaluate: Callable  # (points, indices, key_seed, dtype) -> DataFrame
     bytes_per_point: Callable  # (point) -> int, working memory estimate
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
@@ -121,19 +121,7 @@ def _initial_beliefs(keys, trajectories, n, d, mean, spread, dtype):
 _initial_beliefs = jax.jit(_initial_beliefs, static_argnames=("trajectories", "n", "d", "dtype"))
 
 
-def _padded(members: list[int], chunk_size: int | None) -> list[int]:
-    """Pad a group's members (repeating the last) to a multiple of ``ceil(chunk_size / 4)`` points, so
-    that groups cut by chunk boundaries, and the grid's short last chunk, reuse at most four compiled
-    batch shapes per static signature (at most 25% extra work); padded rows are dropped."""
-    if not chunk_size:
-        return members
-    q = -(-chunk_size // 4)
-    target = -(-len(members) // q) * q
-    return members + [members[-1]] * (target - len(members))
-
-
-def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str,
-                        chunk_size: int | None = None) -> pd.DataFrame:
+def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
     from mascot.kernels import complete_weights, ring_weights, simulate_consensus
     from mascot.theory import contraction_rate, theorem1_batch
 
@@ -144,10 +132,9 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
              p["noise"], p["x0_mean"], p["x0_spread"], p["trajectories"])
         groups.setdefault(g, []).append(i)
     frames = []
-    for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), real in groups.items():
+    for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), members in groups.items():
         W1, W2 = complete_weights(n, a1), ring_weights(n, a2)
         lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
-        members = _padded(real, chunk_size)
         rows = np.repeat(np.asarray(members), T)
         traj = np.tile(np.arange(T), len(members))
         # X0 from the point key; noise from fold_in(point key, 2**31 + t) per trajectory t
@@ -171,7 +158,7 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
             "d_final": res.d_final.astype(np.float64), "status": res.status.astype(np.int8),
             "K_star": k1 + k2, "B_star": bstar, "certified": b0 >= bstar,
         })
-        frames.append(frame.iloc[: len(real) * T])
+        frames.append(frame)
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["point", "trajectory"], kind="stable").reset_index(drop=True)
 
