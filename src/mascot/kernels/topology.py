@@ -1,13 +1,19 @@
-"""Doubly stochastic weight matrices for consensus topologies (consensus paper, Table III).
+"""Topology builders: doubly stochastic consensus weights (consensus paper, Table III) and the
+communication graphs of the successor-representation paper (chain, star, mesh, ring, random families).
 
-Builders return float64 numpy arrays; the kernels cast them to their working dtype.
+Builders return float64 numpy adjacency/weight matrices (host-side, cheap); the kernels cast them to
+their working dtype.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["circulant", "complete_weights", "ring_weights", "paper_modes"]
+__all__ = [
+    "circulant", "complete_weights", "ring_weights", "paper_modes",
+    "validate_adjacency", "row_normalize", "chain", "star", "malicious_star", "mesh", "ring",
+    "complete_self", "erdos_renyi", "watts_strogatz", "random_regular", "from_spec",
+]
 
 
 def circulant(first_row) -> np.ndarray:
@@ -54,3 +60,215 @@ def ring_weights(n: int, self_weight: float) -> np.ndarray:
 def paper_modes() -> tuple[np.ndarray, np.ndarray]:
     """Table III: mode 1 = complete K5 (0.4 / 0.15), mode 2 = ring C5 (0.6 / 0.2)."""
     return complete_weights(5, 0.4), ring_weights(5, 0.6)
+
+
+# ----------------------------------------------------------------------------- communication graphs
+# Successor-representation paper ("Predictive Maps of Multi-Agent Reasoning", Sec. 3.1): a graph is a
+# weighted adjacency A (A[i, j] > 0: agent i reads agent j), row-normalised into P = D^-1 A.
+
+def validate_adjacency(A, name: str = "adjacency") -> np.ndarray:
+    """Check a weighted adjacency (square, finite, nonnegative; a stack ``(..., n, n)`` is allowed).
+
+    Returns it as float64. Raises ``ValueError`` naming ``name`` and what is wrong.
+    """
+    A = np.asarray(A)
+    if A.dtype.kind not in "biuf":
+        raise ValueError(f"{name} must be a real numeric matrix; got dtype {A.dtype}")
+    A = A.astype(np.float64, copy=False)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise ValueError(f"{name} must be square (..., n, n); got shape {A.shape}")
+    if A.shape[-1] < 1:
+        raise ValueError(f"{name} must have at least one agent; got shape {A.shape}")
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{name} has NaN or infinite entries")
+    if np.any(A < 0):
+        raise ValueError(f"{name} has negative weights (min {A.min():.3g}); weights must be >= 0")
+    return A
+
+
+def row_normalize(A, name: str = "adjacency") -> np.ndarray:
+    """Row-stochastic operator ``P_ij = A_ij / sum_k A_ik`` (SR paper, Sec. 3.1).
+
+    Zero-row rule: an agent that reads nobody (a sink, such as the chain's last agent) keeps a zero row,
+    so ``P`` is substochastic there. This is what makes the chain nilpotent (rho(M) = 1, Table 1); adding
+    a self-loop instead would make it ergodic and change every diagnostic.
+    """
+    A = validate_adjacency(A, name)
+    s = A.sum(axis=-1, keepdims=True)
+    return np.divide(A, s, out=np.zeros_like(A), where=s > 0)
+
+
+def chain(n: int) -> np.ndarray:
+    """n sequential agents: the upper shift (``A[i, i+1] = 1``), nilpotent of index n (SR paper, A.1)."""
+    _check_n(n, 1, "n")
+    return np.eye(int(n), k=1)
+
+
+def star(leaves: int) -> np.ndarray:
+    """One centre (index 0) and ``leaves`` leaves; the centre reads every leaf, every leaf the centre.
+
+    P has eigenvalues {1, 0 (leaves - 1 times), -1} (SR paper, A.1).
+    """
+    _check_n(leaves, 1, "leaves")
+    n = int(leaves) + 1
+    A = np.zeros((n, n))
+    A[0, 1:] = 1.0
+    A[1:, 0] = 1.0
+    return A
+
+
+def malicious_star(leaves: int, alpha: float) -> np.ndarray:
+    """SR paper, A.6: the star whose leaf 1 has weight ``alpha >= 1`` in the centre's aggregation.
+
+    After row normalisation ``P_01 = alpha / (alpha + leaves - 1)`` and ``P_0j = 1 / (alpha + leaves - 1)``.
+    """
+    if not (np.isfinite(alpha) and alpha > 0):
+        raise ValueError(f"alpha must be a positive finite weight; got {alpha!r}")
+    A = star(leaves)
+    A[0, 1] = float(alpha)
+    return A
+
+
+def mesh(n: int) -> np.ndarray:
+    """Complete graph without self-loops; P has eigenvalues {1, -1/(n-1) (n-1 times)} (SR paper, A.1)."""
+    _check_n(n, 2, "n")
+    return np.ones((int(n), int(n))) - np.eye(int(n))
+
+
+def ring(n: int, directed: bool = False) -> np.ndarray:
+    """Cycle C_n: each agent reads both neighbours (or only the next one when ``directed``)."""
+    _check_n(n, 3, "n")
+    n = int(n)
+    A = np.roll(np.eye(n), 1, axis=1)
+    return A if directed else A + A.T
+
+
+def complete_self(n: int, a: float) -> np.ndarray:
+    """Complete graph with self-weight ``a`` and ``(1 - a)/(n - 1)`` elsewhere (already row-stochastic)."""
+    return complete_weights(n, a)
+
+
+def _check_n(n, lo, name):
+    if isinstance(n, bool) or int(n) != n or n < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}; got {n!r}")
+
+
+def _rng(seed):
+    return seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+
+
+def erdos_renyi(n: int, p: float, count: int = 1, seed=None) -> np.ndarray:
+    """``count`` undirected G(n, p) graphs, shape (count, n, n), no self-loops.
+
+    Isolated agents keep a zero row after normalisation (see :func:`row_normalize`).
+    """
+    _check_n(n, 2, "n")
+    _check_n(count, 1, "count")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be in [0, 1]; got {p!r}")
+    rng = _rng(seed)
+    u = rng.random((int(count), int(n), int(n))) < p
+    upper = np.triu(u, k=1)
+    return (upper | np.swapaxes(upper, -1, -2)).astype(np.float64)
+
+
+def watts_strogatz(n: int, k: int, beta: float, count: int = 1, seed=None) -> np.ndarray:
+    """``count`` Watts-Strogatz small-world graphs, shape (count, n, n).
+
+    Ring lattice where each agent links to its ``k/2`` nearest neighbours on each side (``k`` even,
+    ``2 <= k < n``); each lattice edge (i, i+j) is rewired with probability ``beta`` to a uniformly chosen
+    new endpoint that avoids self-loops and duplicate edges (left in place when none is free).
+    """
+    _check_n(n, 3, "n")
+    _check_n(count, 1, "count")
+    if int(k) != k or k < 2 or k % 2 or k >= n:
+        raise ValueError(f"k must be an even integer with 2 <= k < n = {n}; got {k!r}")
+    if not 0.0 <= beta <= 1.0:
+        raise ValueError(f"beta must be in [0, 1]; got {beta!r}")
+    rng = _rng(seed)
+    n, k = int(n), int(k)
+    out = np.zeros((int(count), n, n))
+    for g in range(int(count)):
+        A = np.zeros((n, n), dtype=bool)
+        for j in range(1, k // 2 + 1):
+            idx = np.arange(n)
+            A[idx, (idx + j) % n] = A[(idx + j) % n, idx] = True
+        for j in range(1, k // 2 + 1):
+            for i in range(n):
+                t = (i + j) % n
+                if rng.random() < beta:
+                    free = np.flatnonzero(~A[i])
+                    free = free[free != i]
+                    if free.size:
+                        new = rng.choice(free)
+                        A[i, t] = A[t, i] = False
+                        A[i, new] = A[new, i] = True
+        out[g] = A
+    return out
+
+
+def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 100) -> np.ndarray:
+    """``count`` simple d-regular undirected graphs, shape (count, n, n).
+
+    Needs ``n * d`` even and ``0 <= d < n``. Stubs are paired one at a time (Steger-Wormald style): the
+    next stub is drawn in proportion to the remaining degrees and its partner among the agents it may still
+    link to (no self-loop, no double edge), restarting on a dead end. Near-uniform for d << sqrt(n) and,
+    unlike plain pairing with rejection, fast for dense degrees too.
+    """
+    _check_n(n, 2, "n")
+    _check_n(count, 1, "count")
+    if int(d) != d or not 0 <= d < n or (n * d) % 2:
+        raise ValueError(f"d must be an integer with 0 <= d < n and n*d even; got n={n}, d={d!r}")
+    rng = _rng(seed)
+    n, d = int(n), int(d)
+    out = np.zeros((int(count), n, n))
+    for g in range(int(count)):
+        for _ in range(max_tries):
+            A = np.zeros((n, n), dtype=bool)
+            left = np.full(n, d)
+            ok = True
+            while left.any():
+                u = rng.choice(n, p=left / left.sum())
+                cand = (left > 0) & ~A[u]
+                cand[u] = False
+                w = np.where(cand, left, 0)
+                if not w.any():
+                    ok = False
+                    break
+                v = rng.choice(n, p=w / w.sum())
+                A[u, v] = A[v, u] = True
+                left[u] -= 1
+                left[v] -= 1
+            if ok:
+                out[g] = A
+                break
+        else:
+            raise RuntimeError(f"no simple {d}-regular graph on {n} agents after {max_tries} tries; lower d")
+    return out
+
+
+_NAMED = {
+    "chain": (chain, 1),
+    "star": (star, 1),
+    "mesh": (mesh, 1),
+    "ring": (ring, 1),
+    "complete": (complete_self, 2),
+    "malicious_star": (malicious_star, 2),
+}
+
+
+def from_spec(spec: str) -> np.ndarray:
+    """Adjacency from a short spec: ``chain:12``, ``star:4``, ``mesh:4``, ``ring:8``, ``complete:5:0.4``,
+    ``malicious_star:4:10`` (leaves, alpha). Used by ``mascot diagnose --topology``.
+    """
+    name, *args = spec.strip().split(":")
+    if name not in _NAMED:
+        raise ValueError(f"unknown topology {name!r} in {spec!r}; known: {', '.join(_NAMED)}")
+    fn, nargs = _NAMED[name]
+    if len(args) != nargs:
+        raise ValueError(f"topology {name!r} takes {nargs} argument(s) after ':' ; got {spec!r}")
+    try:
+        vals = [int(args[0])] + [float(a) for a in args[1:]]
+    except ValueError:
+        raise ValueError(f"bad numbers in topology spec {spec!r}") from None
+    return fn(*vals)
