@@ -22,26 +22,33 @@ from pathlib import Path
 __all__ = ["main"]
 
 
+def _sweep_and_report(cfg_path: Path, report, out: Path) -> None:
+    """Run (or resume) a committed sweep config, merge it, and write its report to ``out``."""
+    from mascot.sweep import RunDir, load_config, run_sweep
+
+    if not cfg_path.exists():
+        print(f"skipping {cfg_path}: not found (run from the repository root)")
+        return
+    cfg = load_config(cfg_path)
+    summary = run_sweep(cfg, cfg.output_dir, progress=True)
+    merged = RunDir(summary.out).merge(Path(summary.out).with_suffix(".parquet"))
+    report(merged, out)
+
+
 def _cmd_reproduce(args) -> int:
-    from mascot.analysis.consensus_paper import reproduce
+    from mascot.analysis import consensus_paper, spectra_paper
 
     if args.what == "consensus":
-        out = Path(args.out or "results/consensus")
-        reproduce(out)
-    else:  # all: the paper's simulation section, then the consensus scaling sweep and its report
-        root = Path(args.out or "results")
-        reproduce(root / "consensus")
-        cfg_path = Path("configs/sweeps/consensus_scaling.toml")
-        if not cfg_path.exists():
-            print(f"skipping the consensus sweep: {cfg_path} not found (run from the repository root)")
-            return 0
-        from mascot.analysis.consensus_sweep import report
-        from mascot.sweep import RunDir, load_config, run_sweep
+        consensus_paper.reproduce(Path(args.out or "results/consensus"))
+    elif args.what == "spectra":
+        spectra_paper.reproduce(Path(args.out or "results/spectra"))
+    else:  # all: both papers' closed-form sections, then the committed sweeps and their reports
+        from mascot.analysis.consensus_sweep import report as consensus_report
 
-        cfg = load_config(cfg_path)
-        summary = run_sweep(cfg, cfg.output_dir, progress=True)
-        merged = RunDir(summary.out).merge(Path(summary.out).with_suffix(".parquet"))
-        report(merged, root / "sweeps")
+        root = Path(args.out or "results")
+        consensus_paper.reproduce(root / "consensus")
+        spectra_paper.reproduce(root / "spectra")
+        _sweep_and_report(Path("configs/sweeps/consensus_scaling.toml"), consensus_report, root / "sweeps")
     return 0
 
 
@@ -168,9 +175,47 @@ def _cmd_slurm_submit(args) -> int:
 
 
 def _cmd_report(args) -> int:
-    from mascot.analysis.consensus_sweep import report
+    if args.what == "consensus-sweep":
+        from mascot.analysis.consensus_sweep import report
+    elif args.what == "spectra-sweep":
+        from mascot.analysis.spectra_sweep import report
+    else:
+        from mascot.analysis.noise_sweep import report
+    if args.what != "noise-sweep" and len(args.data) != 1:
+        raise ValueError(f"report {args.what} takes one merged dataset; got {len(args.data)}")
+    report(args.data if args.what == "noise-sweep" else args.data[0], args.out or _REPORT_OUT[args.what])
+    return 0
 
-    report(args.data, args.out)
+
+_REPORT_OUT = {"consensus-sweep": "results/sweeps", "spectra-sweep": "results/spectra", "noise-sweep": "results/spectra"}
+
+
+def _cmd_diagnose(args) -> int:
+    import json
+
+    from mascot.analysis.diagnose import diagnose, graphs_from_args, triage_text
+
+    specs = []
+    for t in args.topology or []:
+        specs += ["chain:12", "star:4", "mesh:4"] if t == "paper" else [t]
+    graphs = graphs_from_args(specs, args.adjacency)
+    kp = None
+    if args.k_profile:
+        try:
+            k = [float(x) for x in args.k_profile.split(",")]
+        except ValueError:
+            raise ValueError(f"--k-profile must be comma-separated numbers; got {args.k_profile!r}") from None
+        if any(x < 1 for x in k):
+            raise ValueError("--k-profile values must be >= 1 (agents aggregated per step)")
+        for name, A in graphs.items():
+            if len(k) not in (1, A.shape[0]):
+                raise ValueError(f"--k-profile has {len(k)} values but {name} has {A.shape[0]} agents")
+        kp = {name: (k[0] if len(k) == 1 else k) for name in graphs}
+    rows = diagnose(graphs, gamma=args.gamma, rho_c=args.rho_c, k_profiles=kp)
+    if args.json:
+        print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
+    else:
+        print(triage_text(rows))
     return 0
 
 
@@ -179,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("reproduce", help="recompute a paper's tables and figures")
-    r.add_argument("what", choices=["consensus", "all"])
+    r.add_argument("what", choices=["consensus", "spectra", "all"])
     r.add_argument("--out", help="output directory (default results/consensus, or results/ for 'all')")
     r.set_defaults(func=_cmd_reproduce)
 
@@ -234,10 +279,22 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--wait-timeout", type=float, default=3600.0)
     ss.set_defaults(func=_cmd_slurm_submit)
 
+    dg = sub.add_parser("diagnose", help="SR spectral triage of communication graphs (rho, Delta, kappa, rho~)")
+    dg.add_argument("--topology", action="append", metavar="SPEC",
+                    help="chain:N, star:LEAVES, mesh:N, ring:N, complete:N:A, malicious_star:LEAVES:ALPHA, "
+                         "or 'paper' (chain:12, star:4, mesh:4); repeat to compare")
+    dg.add_argument("--adjacency", action="append", metavar="FILE",
+                    help="weighted adjacency (.npy, .csv, .json; A[i, j] > 0: agent i reads agent j); repeatable")
+    dg.add_argument("--gamma", type=float, default=0.9, help="SR discount in [0, 1) (default 0.9)")
+    dg.add_argument("--rho-c", type=float, default=0.0, help="shared-noise correlation for rho~_c (default 0)")
+    dg.add_argument("--k-profile", help="aggregation counts k_i: one number for all agents or one per agent")
+    dg.add_argument("--json", action="store_true", help="print JSON (an object, or a list for several graphs)")
+    dg.set_defaults(func=_cmd_diagnose)
+
     rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
-    rp.add_argument("what", choices=["consensus-sweep"])
-    rp.add_argument("data", help="merged Parquet file (mascot merge DIR --out FILE)")
-    rp.add_argument("--out", default="results/sweeps")
+    rp.add_argument("what", choices=["consensus-sweep", "spectra-sweep", "noise-sweep"])
+    rp.add_argument("data", nargs="+", help="merged Parquet file(s) (mascot merge DIR --out FILE)")
+    rp.add_argument("--out", help="output directory (default results/sweeps or results/spectra)")
     rp.set_defaults(func=_cmd_report)
     return p
 

@@ -8,6 +8,14 @@ rest shared equally among neighbours) and the paper's cost model generalised: a 
 defaults 30 and 10) unless ``c1`` / ``c2`` are given. Initial beliefs are drawn per trajectory from a
 normal with mean ``x0_mean`` and standard deviation ``x0_spread`` truncated to [0, 1] (the paper's
 Sec. V-A sampler). One row per (point, trajectory).
+
+``spectra``: SR diagnostics (rho, Delta, kappa of M = (I - gamma P)^-1) of one graph family per point;
+random families draw ``graphs`` samples seeded by the config and the graph parameters (not gamma), so a
+gamma axis sees the same graphs. One row per (point, graph).
+
+``affine_noise``: Monte Carlo of the SR paper's affine-noise model (Sec. 3.5, A.3-A.4), linear or on
+the state-tracking rule, ``trials`` runs per point summarised into one row per point (mean, s.d., s.e.,
+quantiles of E_ceg, and the closed form where one exists).
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ class Kind:
     bytes_per_point: Callable  # (point) -> int, working memory estimate
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
+    row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values."""
@@ -168,7 +177,169 @@ def _consensus_bytes(p) -> int:
     return int(p["trajectories"] * p["n"] * p["d"] * item * 4 + p["trajectories"] * 200)
 
 
+# ----------------------------------------------------------------------------- spectra
+_FAMILIES = ("chain", "star", "mesh", "ring", "complete", "malicious_star", "erdos_renyi", "watts_strogatz",
+             "random_regular")
+_RANDOM_FAMILIES = ("erdos_renyi", "watts_strogatz", "random_regular")
+
+SPECTRA_PARAMS = {
+    "family": Param(str, "star", lambda v: v in _FAMILIES, "one of " + ", ".join(_FAMILIES), "graph family"),
+    "n": Param(int, 5, lambda v: 2 <= v <= 2048, "2 <= n <= 2048", "agents (a star has n - 1 leaves)"),
+    "gamma": Param(float, 0.9, lambda v: 0 <= v < 1, "0 <= gamma < 1", "SR discount"),
+    "p": Param(float, 0.2, lambda v: 0 <= v <= 1, "0 <= p <= 1", "Erdos-Renyi edge probability"),
+    "degree": Param(int, 4, lambda v: v >= 1, "degree >= 1", "Watts-Strogatz k (even) / random-regular d"),
+    "beta": Param(float, 0.1, lambda v: 0 <= v <= 1, "0 <= beta <= 1", "Watts-Strogatz rewiring probability"),
+    "alpha": Param(float, 1.0, lambda v: v > 0 and math.isfinite(v), "alpha > 0", "malicious leaf weight"),
+    "a": Param(float, 0.5, lambda v: 0 <= v <= 1, "0 <= a <= 1", "self-weight of 'complete'"),
+    "graphs": Param(int, 16, lambda v: 1 <= v <= 100_000, "1 <= graphs <= 1e5", "samples per random family"),
+}
+
+
+def _spectra_extra(p):
+    fam, n = p["family"], p["n"]
+    if fam in ("ring", "watts_strogatz") and n < 3:
+        raise ValueError(f"{fam} needs n >= 3; got n = {n}")
+    if fam == "watts_strogatz" and (p["degree"] % 2 or p["degree"] >= n):
+        raise ValueError(f"watts_strogatz needs an even degree < n; got degree = {p['degree']}, n = {n}")
+    if fam == "random_regular" and (p["degree"] >= n or (n * p["degree"]) % 2):
+        raise ValueError(f"random_regular needs degree < n and n * degree even; got degree = {p['degree']}, n = {n}")
+
+
+def _graph_key(p) -> tuple:
+    """Everything that defines a point's graphs (not gamma): equal keys share the same graph samples."""
+    fam = p["family"]
+    extra = {"erdos_renyi": ("p",), "watts_strogatz": ("degree", "beta"), "random_regular": ("degree",),
+             "malicious_star": ("alpha",), "complete": ("a",)}.get(fam, ())
+    count = p["graphs"] if fam in _RANDOM_FAMILIES else 1
+    return (fam, p["n"], count) + tuple((k, p[k]) for k in extra)
+
+
+def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
+    from mascot.kernels import topology as tp
+
+    fam, n, count, *extra = gkey
+    kw = dict(extra)
+    if fam in _RANDOM_FAMILIES:
+        # seeded by the config and the graph parameters only, so every gamma sees the same graphs
+        # (whatever the sharding or chunking)
+        words = [key_seed % 2**32, _FAMILIES.index(fam), n, count] + [int(round(float(v) * 1e9)) for v in kw.values()]
+        rng = np.random.default_rng(words)
+        if fam == "erdos_renyi":
+            return tp.erdos_renyi(n, kw["p"], count, rng)
+        if fam == "watts_strogatz":
+            return tp.watts_strogatz(n, kw["degree"], kw["beta"], count, rng)
+        return tp.random_regular(n, kw["degree"], count, rng)
+    if fam == "star":
+        return tp.star(n - 1)[None]
+    if fam == "malicious_star":
+        return tp.malicious_star(n - 1, kw["alpha"])[None]
+    if fam == "complete":
+        return tp.complete_self(n, kw["a"])[None]
+    return getattr(tp, fam)(n)[None]
+
+
+def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
+    from mascot.kernels.spectra import sr_spectra
+
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(points):
+        groups.setdefault(_graph_key(p), []).append(i)
+    frames = []
+    for gkey, members in groups.items():
+        A = _build_graphs(gkey, key_seed)  # (G, n, n)
+        gam = np.array([points[i]["gamma"] for i in members])
+        s = sr_spectra(A[:, None], gam, dtype=dtype)  # (G, members)
+        G, M = A.shape[0], len(members)
+        deg = (A > 0).sum(-1)
+        frames.append(pd.DataFrame({
+            "point": np.tile(np.asarray(indices)[members], G).astype(np.int64),
+            "graph": np.repeat(np.arange(G), M).astype(np.int32),
+            "family": gkey[0], "n": np.int32(gkey[1]),
+            "gamma": np.tile(gam, G),
+            **{k: np.tile([points[i][k] for i in members], G) for k in ("p", "degree", "beta", "alpha", "a")},
+            "method": s.method,
+            "isolated": np.repeat((deg == 0).sum(-1), M).astype(np.int32),
+            "rho": np.asarray(s.rho, dtype=np.float64).ravel(),
+            "delta": np.asarray(s.delta, dtype=np.float64).ravel(),
+            "kappa": np.asarray(s.kappa, dtype=np.float64).ravel(),
+        }))
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values(["point", "graph"], kind="stable").reset_index(drop=True)
+
+
+def _spectra_bytes(p) -> int:
+    count = p["graphs"] if p["family"] in _RANDOM_FAMILIES else 1
+    return int(count * p["n"] ** 2 * 8 * 2)  # the point's graphs and their normalised copy; kernel chunks are capped
+
+
+# ----------------------------------------------------------------------------- affine noise
+NOISE_PARAMS = {
+    "model": Param(str, "linear", lambda v: v in ("linear", "rule"), "one of linear, rule",
+                   "linear: e_t = L e_{t-1} + noise; rule: noise on the state-tracking rule's Value"),
+    "k": Param(int, 1, lambda v: 1 <= v <= 256, "1 <= k <= 256", "agents aggregated per step"),
+    "rho_c": Param(float, 0.0, lambda v: 0 <= v <= 1, "0 <= rho_c <= 1", "shared-bias fraction of the noise"),
+    "sigma": Param(float, 1.0, lambda v: v >= 0 and math.isfinite(v), "sigma >= 0", "per-agent noise s.d."),
+    "T": Param(int, 12, lambda v: 1 <= v <= 10_000, "1 <= T <= 10000", "steps"),
+    "L": Param(float, 1.0, lambda v: math.isfinite(v), "finite", "per-step gain (linear model)"),
+    "trials": Param(int, 10_000, lambda v: 1 <= v <= 10**7, "1 <= trials <= 1e7", "Monte Carlo runs per point"),
+    "aggregate": Param(str, "mean", lambda v: v in ("mean", "median"), "mean or median"),
+    "value0": Param(float, 50.0, lambda v: abs(v) <= 1e9, "|value0| <= 1e9", "rule model: initial Value"),
+    "parity0": Param(str, "A", lambda v: v in ("A", "B"), "A or B", "rule model: initial Parity"),
+    "level0": Param(int, 3, lambda v: 1 <= v <= 9, "1 <= level0 <= 9", "rule model: initial Level"),
+}
+
+
+def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
+    from mascot.kernels.noise import affine_noise_error, rule_noise_error
+    from mascot.theory.noise import ceg_ratio, expected_ceg
+
+    groups: dict[tuple, list[int]] = {}
+    for i, p in enumerate(points):
+        # one group per horizon T: the kernel scans max_T steps, so mixing T would cost the longest T for all
+        groups.setdefault((p["model"], p["aggregate"], p["trials"], p["T"]), []).append(i)
+    frames = []
+    for (model, agg, trials, _), members in groups.items():
+        col = lambda k: np.array([points[i][k] for i in members])  # noqa: E731
+        ids = np.asarray(indices)[members]
+        k, rc, sg, T, L = col("k"), col("rho_c"), col("sigma"), col("T"), col("L")
+        if model == "linear":
+            ceg = affine_noise_error(key_seed, k, rc, sg, T, L, trials=trials, aggregate=agg, point_ids=ids,
+                                     dtype=dtype, chunk_points=4)
+            theory = expected_ceg(sg, k, rc, T, L) if agg == "mean" else np.full(len(members), np.nan)
+        else:
+            ceg = rule_noise_error(key_seed, k=k, rho_c=rc, sigma=sg, T=T, trials=trials, aggregate=agg,
+                                   value0=col("value0"), parity0=np.where(col("parity0") == "A", 0, 1),
+                                   level0=col("level0"), point_ids=ids, chunk_points=4)
+            theory = np.full(len(members), np.nan)
+        ceg = np.asarray(ceg, dtype=np.float64).reshape(len(members), trials)
+        finite = np.isfinite(ceg)
+        with np.errstate(invalid="ignore"):
+            mean = np.nanmean(np.where(finite, ceg, np.nan), axis=1)
+            sd = np.nanstd(np.where(finite, ceg, np.nan), axis=1, ddof=1)
+        m = finite.sum(1)
+        frames.append(pd.DataFrame({
+            "point": ids.astype(np.int64), "model": model, "aggregate": agg, "k": k.astype(np.int32),
+            "rho_c": rc, "sigma": sg, "T": T.astype(np.int32), "L": L, "trials": np.int32(trials),
+            "value0": col("value0"), "parity0": col("parity0"), "level0": col("level0").astype(np.int32),
+            "ceg_mean": mean, "ceg_sd": sd, "ceg_se": sd / np.sqrt(np.maximum(m, 1)),
+            "ceg_median": np.nanmedian(np.where(finite, ceg, np.nan), axis=1),
+            "ceg_q05": np.nanquantile(np.where(finite, ceg, np.nan), 0.05, axis=1),
+            "ceg_q95": np.nanquantile(np.where(finite, ceg, np.nan), 0.95, axis=1),
+            "diverged": (trials - m).astype(np.int32),
+            "ceg_theory": theory, "ratio_theory_k": ceg_ratio(k, rc),
+        }))
+    df = pd.concat(frames, ignore_index=True)
+    return df.sort_values("point", kind="stable").reset_index(drop=True)
+
+
+def _noise_bytes(p) -> int:
+    return int(p["trials"] * (p["k"] + 8) * 8 * 4)
+
+
 KINDS = {
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs),
+    "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
+                    row_key=("point", "graph")),
+    "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",)),
 }

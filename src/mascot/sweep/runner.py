@@ -132,7 +132,7 @@ def _run_chunks(cfg, kind, todo, run, prov, shard, bar, writer, pending):
             points, indices = points + [points[-1]] * k, np.concatenate([indices, np.full(k, stop - 1)])
         df = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype)
         if len(indices) > stop - start:
-            df = df.drop_duplicates(["point", "trajectory"]).reset_index(drop=True)
+            df = df.drop_duplicates(list(kind.row_key)).reset_index(drop=True)
         meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
                     start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
         while len(pending) >= 2:

@@ -25,6 +25,9 @@ __all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance"]
 META_KEY = b"mascot"
 
 
+ROW_SUBKEYS = ("trajectory", "graph", "trial")  # second sort keys of the kinds' rows, where present
+
+
 class MissingChunksError(RuntimeError):
     pass
 
@@ -136,7 +139,7 @@ class RunDir:
         tables = [pq.read_table(self.chunk_path(c)) for c in range(n)]
         meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
         table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
-        keys = [("point", "ascending")] + ([("trajectory", "ascending")] if "trajectory" in table.column_names else [])
+        keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in table.column_names]
         table = table.sort_by(keys)
         out = Path(out) if out else self.path / "merged.parquet"
         out.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,139 @@
+"""Pre-inference triage of communication graphs (SR paper "Predictive Maps of Multi-Agent Reasoning", Sec. 5.6).
+
+:func:`diagnose` turns adjacency matrices into rho, Delta, kappa (of M = (I - gamma P)^-1), the
+drift-corrected gain rho~ (eq. 4) and its bias-aware form rho~_c (eq. 6), and :func:`triage_text`
+writes the paper's reading: kappa first (perturbation robustness), Delta second with the aggregator
+caveat (a lower bound on consensus speed where judges or votes aggregate), rho~ for cumulative drift.
+
+Aggregation profile k_i: the effective number of proposals agent i averages per step. Default: the
+number of agents i reads (nonzeros of row i of A), at least 1; so the star's judge has k = leaves, its
+leaves k = 1, the mesh k = n - 1, the chain k = 1. Pass ``k_profile`` to override it (e.g. the paper's
+"k = 4 per step" for both star and mesh).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from mascot.kernels.topology import from_spec, validate_adjacency
+
+__all__ = ["diagnose", "default_k_profile", "load_adjacency", "triage_text", "rank"]
+
+
+def default_k_profile(A) -> np.ndarray:
+    return np.maximum((np.asarray(A) > 0).sum(axis=-1), 1).astype(np.float64)
+
+
+def load_adjacency(path) -> np.ndarray:
+    """Read an adjacency from .npy, .csv (comma-separated numbers, optional header row) or .json
+    (a list of rows, or an object with key "adjacency")."""
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"adjacency file not found: {p}")
+    suf = p.suffix.lower()
+    if suf == ".npy":
+        A = np.load(p, allow_pickle=False)
+    elif suf == ".json":
+        obj = json.loads(p.read_text())
+        A = np.asarray(obj["adjacency"] if isinstance(obj, dict) else obj, dtype=np.float64)
+    elif suf in (".csv", ".txt"):
+        lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
+        try:
+            float(lines[0].replace(",", " ").split()[0])
+        except ValueError:
+            lines = lines[1:]  # header row
+        try:
+            A = np.array([[float(x) for x in ln.replace(",", " ").split()] for ln in lines])
+        except ValueError as e:
+            raise ValueError(f"{p}: not a numeric matrix ({e})") from None
+    else:
+        raise ValueError(f"adjacency file must be .npy, .csv, .txt or .json; got {p.name}")
+    return validate_adjacency(A, str(p))
+
+
+def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: dict | None = None) -> list[dict]:
+    """Diagnostics for named adjacency matrices ``{name: A}``; one dict per graph, in input order.
+
+    Keys: name, n, gamma, rho, delta, kappa, aggregation_factor (mean_i 1/sqrt(k_i)), rho_tilde (eq. 4),
+    rho_tilde_c (eq. 6 at ``rho_c``), k_profile.
+    """
+    from mascot.kernels.topology import row_normalize
+    from mascot.theory.noise import bias_aware_gain, drift_corrected_gain
+    from mascot.theory.spectra import check_gamma, sr_diagnostics
+
+    if not 0.0 <= rho_c <= 1.0:
+        raise ValueError(f"rho_c must be in [0, 1]; got {rho_c!r}")
+    out = []
+    for name, A in graphs.items():
+        A = validate_adjacency(A, name)
+        k = (k_profiles or {}).get(name)
+        k = default_k_profile(A) if k is None else np.broadcast_to(np.asarray(k, dtype=np.float64), A.shape[:1])
+        # a handful of graphs: float64 numpy is exact and takes milliseconds (no compilation);
+        # batches of thousands belong to mascot.kernels.sr_spectra
+        s = sr_diagnostics(row_normalize(A, name), float(check_gamma(gamma)))
+        rho = float(s.rho)
+        out.append(
+            dict(
+                name=name,
+                n=int(A.shape[0]),
+                gamma=float(gamma),
+                rho=rho,
+                delta=float(s.delta),
+                kappa=float(s.kappa),
+                aggregation_factor=float(np.mean(1.0 / np.sqrt(k))),
+                rho_tilde=float(drift_corrected_gain(rho, k)),
+                rho_tilde_c=float(bias_aware_gain(rho, k, rho_c)),
+                rho_c=float(rho_c),
+                k_profile=[float(x) for x in k],
+            )
+        )
+    return out
+
+
+def rank(rows: list[dict]) -> dict:
+    """Orderings by each diagnostic: kappa ascending (most robust first), Delta descending (fastest
+    consensus first), rho_tilde_c ascending (least predicted drift first)."""
+    names = [r["name"] for r in rows]
+    by = lambda key, rev: [names[i] for i in sorted(range(len(rows)), key=lambda i: rows[i][key], reverse=rev)]  # noqa: E731
+    return {"kappa": by("kappa", False), "delta": by("delta", True), "rho_tilde_c": by("rho_tilde_c", False)}
+
+
+def triage_text(rows: list[dict]) -> str:
+    lines = [f"{'topology':<22}{'n':>5}{'rho':>10}{'Delta':>10}{'kappa':>10}{'rho~':>10}{'rho~_c':>10}"]
+    for r in rows:
+        lines.append(
+            f"{r['name']:<22}{r['n']:>5}{r['rho']:>10.4g}{r['delta']:>10.4g}{r['kappa']:>10.4g}"
+            f"{r['rho_tilde']:>10.4g}{r['rho_tilde_c']:>10.4g}"
+        )
+    g, rc = rows[0]["gamma"], rows[0]["rho_c"]
+    lines.append(f"(gamma = {g:g}; rho~_c at rho_c = {rc:g}; k_i = inputs per agent unless --k-profile)")
+    lines.append("")
+    lines.append("Triage (SR paper, Sec. 5.6):")
+    lines.append("  1. kappa first: the cleanest predictor of perturbation sensitivity; lower is more robust.")
+    lines.append("  2. Delta next: larger means faster consensus; where judges or votes aggregate, read Delta as")
+    lines.append("     a lower bound on consensus speed (explicit aggregation adds a bottleneck the raw gap misses).")
+    lines.append("  3. Cumulative drift: not rho alone; rho~ (eq. 4) and rho~_c (eq. 6) discount it by the")
+    lines.append("     aggregation profile. Note: with rho from Table 1, eq. 4 still ranks the chain lowest")
+    lines.append("     (rho = 1); the aggregation factor mean(1/sqrt(k_i)) alone carries the paper's drift ordering.")
+    if len(rows) > 1:
+        rk = rank(rows)
+        lines.append("")
+        lines.append("Ranking:")
+        lines.append("  robustness (kappa, best first):   " + " < ".join(rk["kappa"]))
+        lines.append("  consensus (Delta, fastest first): " + " > ".join(rk["delta"]))
+        lines.append("  drift (rho~_c, least first):      " + " < ".join(rk["rho_tilde_c"]))
+    return "\n".join(lines)
+
+
+def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) -> dict:
+    graphs = {}
+    for spec in topologies or []:
+        graphs[spec] = from_spec(spec)
+    for path in adjacency or []:
+        graphs[Path(path).name] = load_adjacency(path)
+    if not graphs:
+        raise ValueError("give at least one --topology SPEC or --adjacency FILE")
+    return graphs

@@ -1,0 +1,83 @@
+"""`mascot report spectra-sweep DATA`: summary table and figures from a merged `spectra` sweep."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mascot.analysis.figures import save_figure
+
+__all__ = ["report"]
+
+_DET = ("chain", "ring", "mesh", "star")
+
+
+def _label(r) -> str:
+    f = r["family"]
+    if f == "erdos_renyi":
+        return f"ER p={r['p']:g}"
+    if f == "watts_strogatz":
+        return f"WS k={int(r['degree'])} beta={r['beta']:g}"
+    if f == "random_regular":
+        return f"regular d={int(r['degree'])}"
+    return f
+
+
+def report(data, out="results/spectra") -> pd.DataFrame:
+    import matplotlib.pyplot as plt
+
+    df = pd.read_parquet(data)
+    if "kappa" not in df.columns or "family" not in df.columns:
+        raise ValueError(f"{data} is not a merged 'spectra' sweep (no family/kappa columns)")
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    df["graph_family"] = df.apply(_label, axis=1)
+    q = lambda x, p: x.quantile(p)  # noqa: E731
+    summ = (df.groupby(["graph_family", "family", "n", "gamma"], sort=True)
+              .agg(graphs=("kappa", "size"), isolated_mean=("isolated", "mean"),
+                   rho_median=("rho", "median"), delta_median=("delta", "median"),
+                   kappa_median=("kappa", "median"), kappa_q10=("kappa", lambda x: q(x, 0.1)),
+                   kappa_q90=("kappa", lambda x: q(x, 0.9)), delta_q10=("delta", lambda x: q(x, 0.1)),
+                   delta_q90=("delta", lambda x: q(x, 0.9)))
+              .reset_index())
+    summ.to_csv(out / "sweep_summary.csv", index=False, float_format="%.6g")
+
+    # kappa and Delta against gamma for the deterministic families at n = 12 agents (star: 11 leaves -> 12)
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    colors = dict(zip(_DET, ("C0", "C1", "C2", "C3")))
+    for fam in _DET:
+        d = summ[(summ.family == fam)]
+        sizes = sorted(d.n.unique())
+        for n, ls in zip([sizes[len(sizes) // 3], sizes[-1]], ("-", "--")):
+            e = d[d.n == n]
+            ax[0].plot(e.gamma, e.kappa_median, ls, color=colors[fam], label=f"{fam} n={n}")
+            ax[1].plot(e.gamma, e.delta_median, ls, color=colors[fam], label=f"{fam} n={n}")
+    g = np.linspace(0.05, 0.99, 100)
+    ax[0].plot(g, (1 + g) / (1 - g), ":", color="k", lw=1, label="(1+g)/(1-g)")
+    ax[0].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Condition number vs discount")
+    ax[1].set(yscale="symlog", xlabel="gamma", ylabel="Delta(M)", title="Spectral gap vs discount")
+    ax[0].legend(fontsize=7, ncol=2)
+    ax[1].legend(fontsize=7, ncol=2)
+    save_figure(fig, out / "fig_sweep_gamma")
+    plt.close(fig)
+
+    # size scaling at gamma = 0.9: deterministic families, and random families with 10-90% bands
+    g9 = summ[np.isclose(summ.gamma, 0.9)]
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    for fam in _DET:
+        d = g9[g9.family == fam]
+        ax[0].plot(d.n, d.kappa_median, "o-", color=colors[fam], label=fam)
+    for i, (lab, d) in enumerate(g9[~g9.family.isin(_DET)].groupby("graph_family")):
+        c = plt.cm.tab10(i % 10)
+        ax[1].plot(d.n, d.kappa_median, "o-", color=c, label=lab)
+        ax[1].fill_between(d.n, d.kappa_q10, d.kappa_q90, color=c, alpha=0.15)
+    ax[0].set_yscale("log")
+    for a, t in zip(ax, ("Canonical graphs", "Random graphs (median, 10-90% band)")):
+        a.set_xscale("log", base=2)
+        a.set(xlabel="agents n", ylabel="kappa(M) at gamma = 0.9", title=t)
+        a.legend(fontsize=7)
+    save_figure(fig, out / "fig_sweep_size")
+    plt.close(fig)
+    return summ
