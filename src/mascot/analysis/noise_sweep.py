@@ -30,6 +30,11 @@ def chain_ratios(df: pd.DataFrame) -> pd.DataFrame:
     return r[keys + ["k", "ratio", "ratio_lo", "ratio_hi", "ratio_theory_k", "formula_in_ci", "rel_dev_from_formula"]]
 
 
+def _legend(ax, **kw):
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kw)
+
+
 def _slope(x, y):
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
@@ -71,7 +76,7 @@ def report(data, out="results/spectra") -> dict:
         ts = sorted(a["T"].unique())
         ax[0].set_xticks(ts, labels=[str(int(t)) for t in ts])
         ax[0].minorticks_off()
-        ax[0].legend(fontsize=7)
+        _legend(ax[0], fontsize=7)
         rr = ratios[(ratios.model == "linear") & (ratios.L == 1.0) & (ratios["T"] == 12)]
         for (agg, k), d in rr.groupby(["aggregate", "k"]):
             if k not in (2, 4, 8, 16):
@@ -87,7 +92,7 @@ def report(data, out="results/spectra") -> dict:
         ax[1].axhline(1.77, color="k", ls=":", lw=1)
         ax[1].text(0.55, 1.83, "paper's chain/star 1.77", fontsize=7)
         ax[1].set(xlabel="rho_c", ylabel="E_ceg(k = 1) / E_ceg(k)", title="eq. 5 (lines) vs MC, T = 12, L = 1")
-        ax[1].legend(fontsize=6, ncol=2)
+        _legend(ax[1], fontsize=6, ncol=2)
         sel = ratios[(ratios.model == "linear") & (ratios["aggregate"] == "mean") & (ratios.L == 1.0)]
         claims["eq5_ratio_linear_mean_L1"] = dict(points=int(len(sel)),
                                                   share_formula_in_95ci=float(sel.formula_in_ci.mean()),
@@ -108,7 +113,7 @@ def report(data, out="results/spectra") -> dict:
                     ax[2].axhline(np.sqrt(k), color=c, lw=0.6)
         ax[2].set(xscale="log", xlabel="per-agent Value noise sigma", ylabel="E_ceg(k = 1) / E_ceg(k)",
                   title="State-tracking rule, rho_c = 0 (thin lines: sqrt(k))")
-        ax[2].legend(fontsize=7)
+        _legend(ax[2], fontsize=7)
         m = rr[(rr["aggregate"] == "mean") & (rr.rho_c == 0)]
         claims["rule_ratio_rel_dev_from_sqrt_k"] = {
             f"k={int(k)},T={int(T)}": {f"{s:g}": float(v) for s, v in zip(d.sigma, d.rel_dev_from_formula)}

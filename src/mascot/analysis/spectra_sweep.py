@@ -44,13 +44,15 @@ def report(data, out="results/spectra") -> pd.DataFrame:
               .reset_index())
     summ.to_csv(out / "sweep_summary.csv", index=False, float_format="%.6g")
 
-    # kappa and Delta against gamma for the deterministic families at n = 12 agents (star: 11 leaves -> 12)
+    # kappa and Delta against gamma for the deterministic families at a small and the largest size
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     colors = dict(zip(_DET, ("C0", "C1", "C2", "C3")))
     for fam in _DET:
         d = summ[(summ.family == fam)]
         sizes = sorted(d.n.unique())
-        for n, ls in zip([sizes[len(sizes) // 3], sizes[-1]], ("-", "--")):
+        if not sizes:
+            continue
+        for n, ls in zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--")):
             e = d[d.n == n]
             ax[0].plot(e.gamma, e.kappa_median, ls, color=colors[fam], label=f"{fam} n={n}")
             ax[1].plot(e.gamma, e.delta_median, ls, color=colors[fam], label=f"{fam} n={n}")

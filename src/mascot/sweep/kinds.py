@@ -295,10 +295,9 @@ def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtyp
 
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
-        # one group per horizon T: the kernel scans max_T steps, so mixing T would cost the longest T for all
-        groups.setdefault((p["model"], p["aggregate"], p["trials"], p["T"]), []).append(i)
+        groups.setdefault((p["model"], p["aggregate"], p["trials"]), []).append(i)
     frames = []
-    for (model, agg, trials, _), members in groups.items():
+    for (model, agg, trials), members in groups.items():
         col = lambda k: np.array([points[i][k] for i in members])  # noqa: E731
         ids = np.asarray(indices)[members]
         k, rc, sg, T, L = col("k"), col("rho_c"), col("sigma"), col("T"), col("L")
