@@ -1,11 +1,13 @@
 """mascot: Multi-Agent Spectral Consensus Toolkit.
 
-JAX-accelerated switched-system consensus simulation, consensus-budget certificates and sweeps for
-multi-agent LLM systems. The public API is re-exported here; implementations live in subpackages.
+JAX-accelerated switched-system consensus simulation, consensus-budget certificates, successor-
+representation spectra, affine-noise Monte Carlo and sweeps for multi-agent LLM systems. The public API is re-exported here; implementations live in subpackages.
 """
 
 from mascot.kernels import (  # noqa: F401
     ConsensusResult,
+    affine_noise_error,
+    sr_spectra,
     complete_weights,
     paper_modes,
     ring_weights,
@@ -13,6 +15,7 @@ from mascot.kernels import (  # noqa: F401
 )
 from mascot.theory import (  # noqa: F401
     algorithm1,
+    apply_rules,
     contraction_rate,
     corollary1,
     disagreement,

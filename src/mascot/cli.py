@@ -44,12 +44,32 @@ def _cmd_reproduce(args) -> int:
         spectra_paper.reproduce(Path(args.out or "results/spectra"))
     else:  # all: both papers' closed-form sections, then the committed sweeps and their reports
         from mascot.analysis.consensus_sweep import report as consensus_report
+        from mascot.analysis.noise_sweep import report as noise_report
+        from mascot.analysis.spectra_sweep import report as spectra_report
 
         root = Path(args.out or "results")
         consensus_paper.reproduce(root / "consensus")
         spectra_paper.reproduce(root / "spectra")
         _sweep_and_report(Path("configs/sweeps/consensus_scaling.toml"), consensus_report, root / "sweeps")
+        _sweep_and_report(Path("configs/sweeps/spectra_families.toml"), spectra_report, root / "spectra")
+        _sweep_and_report_many([Path("configs/sweeps/noise_linear.toml"), Path("configs/sweeps/noise_rule.toml")],
+                               noise_report, root / "spectra")
     return 0
+
+
+def _sweep_and_report_many(cfg_paths: list[Path], report, out: Path) -> None:
+    """Like :func:`_sweep_and_report` for a report over several sweeps."""
+    from mascot.sweep import RunDir, load_config, run_sweep
+
+    merged = []
+    for cfg_path in cfg_paths:
+        if not cfg_path.exists():
+            print(f"skipping {cfg_path}: not found (run from the repository root)")
+            return
+        cfg = load_config(cfg_path)
+        summary = run_sweep(cfg, cfg.output_dir, progress=True)
+        merged.append(RunDir(summary.out).merge(Path(summary.out).with_suffix(".parquet")))
+    report(merged, out)
 
 
 def _load_matrix(path: str, name: str):

@@ -18,3 +18,21 @@ from mascot.theory.consensus import (  # noqa: F401
     theorem1_batch,
     validate_doubly_stochastic,
 )
+from mascot.theory.noise import (  # noqa: F401
+    aggregated_variance,
+    bias_aware_gain,
+    ceg_ratio,
+    drift_corrected_gain,
+    expected_ceg,
+    infer_rho_c,
+)
+from mascot.theory.spectra import (  # noqa: F401
+    SRDiagnostics,
+    cap_influence,
+    closed_form_diagnostics,
+    malicious_leaf_bound,
+    malicious_leaf_mu2,
+    sr_diagnostics,
+    successor_representation,
+)
+from mascot.theory.state_tracking import apply_rules  # noqa: F401
