@@ -54,6 +54,7 @@ def _cmd_reproduce(args) -> int:
         _sweep_and_report(Path("configs/sweeps/spectra_families.toml"), spectra_report, root / "spectra")
         _sweep_and_report_many([Path("configs/sweeps/noise_linear.toml"), Path("configs/sweeps/noise_rule.toml")],
                                noise_report, root / "spectra")
+        spectra_paper.write_readme(root / "spectra")  # again, now with the sweeps' findings
     return 0
 
 
