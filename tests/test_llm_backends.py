@@ -1,0 +1,658 @@
+"""Real LLM backends: hf (tiny random Qwen2 built here), openai (stdlib client against a local
+OpenAI-compatible server that serves the tiny model through HFBackend) and vllm (request construction
+with a fake engine; a real run only where vLLM and a GPU exist).
+
+Without torch/transformers (the hf extra) the hf tests skip; the openai fault-injection tests then run
+against the same server answering from a canned stub, and the vllm tests with the fake engine still run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import socket
+import sys
+import threading
+import time
+import types
+from collections import defaultdict
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tiny_model import build_tiny_qwen2  # noqa: E402  (imports torch/transformers lazily)
+
+from mascot.llm import vllm_backend  # noqa: E402
+from mascot.llm.base import Request, Response, Sampling  # noqa: E402
+from mascot.llm.hf_backend import HFBackend, completion_lengths  # noqa: E402
+from mascot.llm.openai_backend import OpenAIBackend, build_payload  # noqa: E402
+from mascot.llm.vllm_backend import VLLMBackend, build_chat_call  # noqa: E402
+
+GREEDY = Sampling(temperature=0.0, top_p=1.0, max_tokens=10)
+
+CONVERSATIONS = [
+    [{"role": "user", "content": "hi"}],
+    [
+        {"role": "system", "content": "You are agent 3 of 5 in a state-tracking task."},
+        {"role": "user", "content": 'The current state is {"x": 12, "y": -3}. What is the next state?'},
+    ],
+    [{"role": "user", "content": "Your neighbours reported: agent 1 says 14, agent 2 says 15, agent 4 says 13."}],
+    [
+        {"role": "system", "content": "Reply with JSON only."},
+        {"role": "user", "content": "step 1"},
+        {"role": "assistant", "content": '{"state": 1}'},
+        {"role": "user", "content": "step 2: deliberate, vote and debate"},
+    ],
+    [{"role": "user", "content": "0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 25 50 100"}],
+]
+
+
+# ---------------------------------------------------------------------------------------------------
+# fixtures
+# ---------------------------------------------------------------------------------------------------
+
+
+def _have_hf() -> bool:
+    try:
+        import tokenizers  # noqa: F401
+        import torch  # noqa: F401
+        import transformers  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+HAVE_HF = _have_hf()
+
+
+@pytest.fixture(scope="module")
+def tiny_dir(tmp_path_factory):
+    if not HAVE_HF:
+        pytest.skip("needs the hf extra (torch, transformers, tokenizers)")
+    return build_tiny_qwen2(tmp_path_factory.mktemp("tiny_qwen2"))
+
+
+@pytest.fixture(scope="module")
+def stop_dir(tmp_path_factory):
+    if not HAVE_HF:
+        pytest.skip("needs the hf extra (torch, transformers, tokenizers)")
+    return build_tiny_qwen2(tmp_path_factory.mktemp("tiny_qwen2_stop"), always_stop=True)
+
+
+@pytest.fixture(scope="module")
+def hf(tiny_dir):
+    return HFBackend(tiny_dir, device="cpu", batch_size=8)
+
+
+def reference_prompt_tokens(model_dir, messages) -> int:
+    """Independent count: render the Qwen format by hand, tokenize with the raw `tokenizers` library."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(os.path.join(model_dir, "tokenizer.json"))
+    text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
+    text += "<|im_start|>assistant\n"
+    return len(tok.encode(text, add_special_tokens=False).ids)
+
+
+# ---------------------------------------------------------------------------------------------------
+# hf backend
+# ---------------------------------------------------------------------------------------------------
+
+
+def test_hf_batched_one_response_each_with_exact_token_counts(hf, tiny_dir):
+    reqs = [Request(c, GREEDY) for c in CONVERSATIONS]
+    out = hf.generate(reqs)
+    assert len(out) == len(reqs)
+    lengths = set()
+    for conv, r in zip(CONVERSATIONS, out):
+        assert isinstance(r, Response) and r.error is None
+        assert r.prompt_tokens == reference_prompt_tokens(tiny_dir, conv)
+        assert r.completion_tokens == GREEDY.max_tokens and r.finish_reason == "length"
+        assert isinstance(r.text, str) and r.text
+        assert r.latency_s is not None and r.latency_s > 0
+        lengths.add(r.prompt_tokens)
+    assert len(lengths) == len(CONVERSATIONS)  # really different lengths -> real left padding
+
+
+def test_hf_left_padding_alone_equals_batched_greedy(tiny_dir, hf):
+    reqs = [Request(c, GREEDY) for c in CONVERSATIONS]
+    batched = hf.generate(reqs)
+    small = HFBackend(tiny_dir, device="cpu", batch_size=2).generate(reqs)
+    for i, req in enumerate(reqs):
+        (alone,) = hf.generate([req])
+        for other in (batched[i], small[i]):
+            assert (alone.text, alone.prompt_tokens, alone.completion_tokens, alone.finish_reason) == (
+                other.text,
+                other.prompt_tokens,
+                other.completion_tokens,
+                other.finish_reason,
+            )
+
+
+def test_hf_max_tokens_and_groups_keep_order(hf):
+    reqs = [
+        Request(CONVERSATIONS[i % len(CONVERSATIONS)], Sampling(temperature=0.0, top_p=1.0, max_tokens=m))
+        for i, m in enumerate([3, 7, 1, 3, 5, 1])
+    ]
+    out = hf.generate(reqs)
+    assert [r.completion_tokens for r in out] == [3, 7, 1, 3, 5, 1]
+    assert all(r.finish_reason == "length" for r in out)
+    # a group's results are the same as asking for that group alone
+    (a,) = hf.generate([reqs[1]])
+    assert a.text == out[1].text
+
+
+def test_hf_stop_at_eos(stop_dir):
+    be = HFBackend(stop_dir, device="cpu")
+    reqs = [Request(c, GREEDY) for c in CONVERSATIONS[:3]]
+    reqs.append(Request(CONVERSATIONS[3], Sampling(temperature=0.8, top_p=0.5, max_tokens=20), seed=1))
+    for r in be.generate(reqs):
+        assert (r.text, r.completion_tokens, r.finish_reason, r.error) == ("", 1, "stop", None)
+
+
+def test_completion_lengths_counts_through_first_eos():  # pure python, no torch needed
+    eos = {2, 7}
+    rows = [[5, 6, 2, 2, 2], [5, 5, 5, 5, 5], [7, 0, 0, 0, 0], [4, 2, 7, 1, 1]]
+    assert completion_lengths(rows, eos) == [(3, 2, "stop"), (5, None, "length"), (1, 0, "stop"), (2, 1, "stop")]
+
+
+def test_hf_sampling_seeded_reproducible_and_global_rng_untouched(hf):
+    import torch
+
+    s = Sampling(temperature=1.0, top_p=0.95, max_tokens=12)
+    reqs = [Request(c, s, seed=100 + i) for i, c in enumerate(CONVERSATIONS)]
+    state = torch.get_rng_state()
+    a = hf.generate(reqs)
+    b = hf.generate(reqs)
+    assert torch.equal(state, torch.get_rng_state())
+    assert [r.text for r in a] == [r.text for r in b]
+    c = hf.generate([Request(r.messages, s, seed=r.seed + 1000) for r in reqs])
+    assert [r.text for r in a] != [r.text for r in c]
+    # Sampling.seed is the fallback when the request has none
+    d = hf.generate([Request(CONVERSATIONS[0], Sampling(temperature=1.0, top_p=0.95, max_tokens=12, seed=5))] * 2)
+    e = hf.generate([Request(CONVERSATIONS[0], s, seed=5)] * 2)
+    assert [r.text for r in d] == [r.text for r in e]
+
+
+def test_hf_bad_request_fails_alone(hf):
+    reqs = [Request(CONVERSATIONS[0], GREEDY), Request([{"content": "no role"}], GREEDY), Request(["hi"], GREEDY)]
+    good, bad, worse = hf.generate(reqs)
+    assert good.error is None and good.text
+    for r in (bad, worse):
+        assert r.text == "" and r.error and "messages" in r.error
+
+
+def test_hf_errors_name_the_problem(tiny_dir, tmp_path, monkeypatch):
+    with pytest.raises(FileNotFoundError, match="local model directory"):
+        HFBackend(str(tmp_path / "nope"))
+    with pytest.raises(ValueError, match="batch_size"):
+        HFBackend(tiny_dir, batch_size=0)
+    monkeypatch.setitem(sys.modules, "transformers", None)
+    with pytest.raises(RuntimeError, match=r'pip install -e "\.\[hf\]"'):
+        HFBackend(tiny_dir)
+
+
+def test_hf_describe(hf):
+    import torch
+
+    d = hf.describe()
+    assert d["backend"] == "hf" and d["batch_size"] == 8 and d["device"] == "cpu"
+    assert d["torch"] == torch.__version__ and "transformers" in d
+    json.dumps(d)
+
+
+# ---------------------------------------------------------------------------------------------------
+# openai backend against a local OpenAI-compatible server (serving the tiny model via HFBackend)
+# ---------------------------------------------------------------------------------------------------
+
+
+class FakeOpenAIServer:
+    """ThreadingHTTPServer on 127.0.0.1:<free port>. ``plan[content_of_last_message]`` is a list of faults
+    served to the first calls for that message ("429", "429:<retry-after>", "5xx", "400", "echo400",
+    "sleep", "close"), after which the model answers normally."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.lock = threading.Lock()
+        self.model_lock = threading.Lock()
+        self.reset()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                with server.lock:
+                    server.inflight += 1
+                    server.max_inflight = max(server.max_inflight, server.inflight)
+                try:
+                    server.handle(self)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (timeout test)
+                finally:
+                    with server.lock:
+                        server.inflight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def reset(self):
+        with self.lock:
+            self.plan: dict[str, list[str]] = {}
+            self.calls: dict[str, int] = defaultdict(int)
+            self.seen: list[dict] = []
+            self.inflight = 0
+            self.max_inflight = 0
+            self.delay = 0.0
+
+    @staticmethod
+    def _send(h, code, obj, headers=()):
+        body = json.dumps(obj).encode()
+        h.send_response(code)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(body)))
+        for k, v in headers:
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(body)
+
+    def handle(self, h):
+        raw = h.rfile.read(int(h.headers.get("Content-Length", 0)))
+        payload = json.loads(raw)
+        key = payload["messages"][-1]["content"]
+        with self.lock:
+            self.seen.append({"path": h.path, "headers": dict(h.headers.items()), "payload": payload})
+            self.calls[key] += 1
+            todo = self.plan.get(key)
+            action = todo.pop(0) if todo else "ok"
+        if h.path != "/v1/chat/completions":
+            return self._send(h, 404, {"error": "not found"})
+        if action.startswith("429"):
+            retry_after = action.split(":", 1)[1] if ":" in action else "0"
+            return self._send(h, 429, {"error": "rate limited"}, [("Retry-After", retry_after)])
+        if action.isdigit() and action.startswith("5"):
+            return self._send(h, int(action), {"error": "server trouble"})
+        if action == "400":
+            return self._send(h, 400, {"error": {"message": "bad request: max_tokens too large"}})
+        if action == "echo400":  # a careless server that echoes the credentials back
+            return self._send(h, 400, {"error": f"invalid key {h.headers.get('Authorization')}"})
+        if action == "close":
+            h.close_connection = True
+            return None  # no status line at all -> RemoteDisconnected on the client
+        if action == "sleep":
+            time.sleep(1.0)
+        elif self.delay:
+            time.sleep(self.delay)
+        req = Request(
+            payload["messages"],
+            Sampling(temperature=payload["temperature"], top_p=payload["top_p"], max_tokens=payload["max_tokens"]),
+            seed=payload.get("seed"),
+        )
+        with self.model_lock:
+            (r,) = self.backend.generate([req])
+        return self._send(
+            h,
+            200,
+            {
+                "id": "chatcmpl-test",
+                "object": "chat.completion",
+                "model": payload["model"],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": r.text}, "finish_reason": r.finish_reason}
+                ],
+                "usage": {
+                    "prompt_tokens": r.prompt_tokens,
+                    "completion_tokens": r.completion_tokens,
+                    "total_tokens": r.prompt_tokens + r.completion_tokens,
+                },
+            },
+        )
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+class CannedBackend:
+    """Stands in for the tiny model where torch is missing: echoes the last message, max_tokens tokens."""
+
+    def generate(self, requests):
+        return [
+            Response(f"echo: {r.messages[-1]['content']}", len(r.messages), r.sampling.max_tokens, "length")
+            for r in requests
+        ]
+
+
+@pytest.fixture(scope="module")
+def server(request):
+    srv = FakeOpenAIServer(request.getfixturevalue("hf") if HAVE_HF else CannedBackend())
+    yield srv
+    srv.close()
+
+
+@pytest.fixture
+def srv(server, monkeypatch):
+    server.reset()
+    monkeypatch.delenv("MASCOT_TEST_KEY", raising=False)
+    return server
+
+
+def client(srv, **kw):
+    kw.setdefault("api_key_env", "MASCOT_TEST_KEY")
+    kw.setdefault("backoff_s", 0.01)
+    kw.setdefault("timeout_s", 10.0)
+    return OpenAIBackend("tiny-qwen2", base_url=srv.base_url, **kw)
+
+
+def test_openai_roundtrip_matches_hf_and_sends_the_right_payload(srv, hf):
+    schema = {"type": "object", "properties": {"state": {"type": "integer"}}, "required": ["state"]}
+    reqs = [Request(c, GREEDY, seed=i) for i, c in enumerate(CONVERSATIONS)]
+    reqs[1] = Request(CONVERSATIONS[1], GREEDY, json_schema=schema)
+    out = client(srv).generate(reqs)
+    ref = hf.generate(reqs)
+    for a, b in zip(out, ref):
+        assert a.error is None
+        assert (a.text, a.prompt_tokens, a.completion_tokens, a.finish_reason) == (
+            b.text,
+            b.prompt_tokens,
+            b.completion_tokens,
+            b.finish_reason,
+        )
+        assert a.latency_s > 0
+    by_key = {s["payload"]["messages"][-1]["content"]: s for s in srv.seen}
+    p0 = by_key[CONVERSATIONS[0][-1]["content"]]["payload"]
+    assert p0 == build_payload("tiny-qwen2", reqs[0])
+    assert p0["model"] == "tiny-qwen2" and p0["seed"] == 0 and p0["max_tokens"] == 10
+    assert p0["temperature"] == 0.0 and p0["top_p"] == 1.0 and "response_format" not in p0
+    p1 = by_key[CONVERSATIONS[1][-1]["content"]]["payload"]
+    assert "seed" not in p1
+    assert p1["response_format"] == {"type": "json_schema", "json_schema": {"name": "state", "schema": schema}}
+    assert all(s["path"] == "/v1/chat/completions" for s in srv.seen)
+    assert all("Authorization" not in s["headers"] for s in srv.seen)  # no key in the env -> no header
+
+
+def test_openai_retries_429_and_5xx_then_succeeds(srv):
+    key = CONVERSATIONS[2][-1]["content"]
+    srv.plan[key] = ["429", "500", "429", "503"]
+    (r,) = client(srv, max_retries=5).generate([Request(CONVERSATIONS[2], GREEDY)])
+    assert r.error is None and r.completion_tokens == 10 and r.text
+    assert srv.calls[key] == 5
+
+
+def test_openai_honours_retry_after(srv):
+    key = CONVERSATIONS[0][-1]["content"]
+    srv.plan[key] = ["429:0.4"]
+    (r,) = client(srv, backoff_s=0.0).generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.error is None and srv.calls[key] == 2
+    assert r.latency_s >= 0.4
+
+
+def test_openai_400_fails_immediately_others_unaffected(srv):
+    bad = CONVERSATIONS[3][-1]["content"]
+    srv.plan[bad] = ["400"]
+    out = client(srv, max_retries=5).generate([Request(c, GREEDY) for c in CONVERSATIONS])
+    assert out[3].text == "" and "HTTP 400" in out[3].error and "max_tokens too large" in out[3].error
+    assert srv.calls[bad] == 1
+    assert all(r.error is None for i, r in enumerate(out) if i != 3)
+
+
+def test_openai_timeout_and_dropped_connection_are_retried(srv):
+    k0, k1 = CONVERSATIONS[0][-1]["content"], CONVERSATIONS[1][-1]["content"]
+    srv.plan[k0] = ["sleep"]
+    srv.plan[k1] = ["close", "close"]
+    out = client(srv, timeout_s=0.3).generate([Request(CONVERSATIONS[0], GREEDY), Request(CONVERSATIONS[1], GREEDY)])
+    assert [r.error for r in out] == [None, None]
+    assert srv.calls[k0] == 2 and srv.calls[k1] == 3
+
+
+def test_openai_gives_up_after_max_retries(srv):
+    key = CONVERSATIONS[4][-1]["content"]
+    srv.plan[key] = ["500"] * 10
+    (r,) = client(srv, max_retries=2).generate([Request(CONVERSATIONS[4], GREEDY)])
+    assert r.text == "" and r.error and "3 attempt" in r.error and "HTTP 500" in r.error
+    assert srv.calls[key] == 3
+
+
+def test_openai_concurrency_is_bounded(srv):
+    srv.delay = 0.1
+    reqs = [Request([{"role": "user", "content": f"request {i}"}], Sampling(0.0, 1.0, 2)) for i in range(12)]
+    out = client(srv, concurrency=3).generate(reqs)
+    assert all(r.error is None for r in out)
+    assert 2 <= srv.max_inflight <= 3
+
+
+def test_openai_api_key_only_in_authorization_header(srv, monkeypatch, tmp_path):
+    secret = "sk-test-DO-NOT-LEAK-0123456789"
+    monkeypatch.setenv("MASCOT_TEST_KEY", secret)
+    be = client(srv, max_retries=1, backoff_s=0.0)
+    k_ok, k_echo = CONVERSATIONS[0][-1]["content"], CONVERSATIONS[1][-1]["content"]
+    srv.plan[k_echo] = ["echo400"]
+    ok, echoed = be.generate([Request(CONVERSATIONS[0], GREEDY), Request(CONVERSATIONS[1], GREEDY)])
+    assert ok.error is None
+    seen = {s["payload"]["messages"][-1]["content"]: s for s in srv.seen}
+    assert seen[k_ok]["headers"]["Authorization"] == f"Bearer {secret}"
+    assert secret not in json.dumps(seen[k_ok]["payload"])
+    assert echoed.error and "HTTP 400" in echoed.error and "***" in echoed.error
+    # a connection error to a closed port
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    dead = OpenAIBackend(
+        "m", base_url=f"http://127.0.0.1:{dead_port}/v1", api_key_env="MASCOT_TEST_KEY", max_retries=1, backoff_s=0.0
+    )
+    (down,) = dead.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert down.error and "connection" in down.error.lower()
+    d = be.describe()
+    assert d["api_key_env"] == "MASCOT_TEST_KEY" and d["api_key_set"] is True
+    blob = pickle.dumps(be)
+    for text in (json.dumps(d), repr(be), str(be), json.dumps([r.to_dict() for r in (ok, echoed, down)])):
+        assert secret not in text
+    assert secret.encode() not in blob
+    clone = pickle.loads(blob)  # re-reads the key from the environment where it is unpickled
+    (again,) = clone.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert again.error is None and srv.seen[-1]["headers"]["Authorization"] == f"Bearer {secret}"
+
+
+def test_openai_validates_options():
+    with pytest.raises(ValueError, match="base_url"):
+        OpenAIBackend("m", base_url="file:///etc/passwd")
+    with pytest.raises(ValueError, match="credentials"):
+        OpenAIBackend("m", base_url="http://user:hunter2@127.0.0.1:8000/v1")
+    with pytest.raises(ValueError, match="concurrency"):
+        OpenAIBackend("m", concurrency=0)
+    with pytest.raises(ValueError, match="max_retries"):
+        OpenAIBackend("m", max_retries=-1)
+    assert OpenAIBackend("m").generate([]) == []
+
+
+# ---------------------------------------------------------------------------------------------------
+# vllm backend
+# ---------------------------------------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}
+
+
+def _vllm_requests():
+    return [
+        Request(CONVERSATIONS[0], Sampling(0.8, 0.5, 250), seed=11),
+        Request(CONVERSATIONS[1], Sampling(0.0, 1.0, 16), json_schema=SCHEMA),
+        Request(CONVERSATIONS[2], Sampling(0.7, 0.9, 32, seed=3)),
+    ]
+
+
+def test_build_chat_call_is_plain_data():
+    reqs = _vllm_requests()
+    convs, kws = build_chat_call(reqs, structured_output=False)
+    assert convs == [list(r.messages) for r in reqs]
+    assert kws == [
+        {"temperature": 0.8, "top_p": 0.5, "max_tokens": 250, "seed": 11},
+        {"temperature": 0.0, "top_p": 1.0, "max_tokens": 16, "seed": None},
+        {"temperature": 0.7, "top_p": 0.9, "max_tokens": 32, "seed": 3},
+    ]
+    _, kws = build_chat_call(reqs, structured_output=True)
+    assert kws[1]["structured_outputs"] == {"json": SCHEMA}
+    assert "structured_outputs" not in kws[0] and "structured_outputs" not in kws[2]
+    json.dumps(kws)
+
+
+class FakeLLM:
+    """Records ``chat`` calls; replies like vLLM's RequestOutput (prompt ids, one completion)."""
+
+    def __init__(self, reject_if=None, crash=False):
+        self.calls = []
+        self.reject_if = reject_if
+        self.crash = crash
+
+    def chat(self, messages, sampling_params=None, use_tqdm=True):
+        self.calls.append({"messages": messages, "sampling_params": sampling_params, "use_tqdm": use_tqdm})
+        if self.crash:
+            raise RuntimeError("EngineDeadError: engine core died")
+        if self.reject_if is not None and any(self.reject_if in m[-1]["content"] for m in messages):
+            raise type("VLLMValidationError", (type("VLLMClientError", (Exception,), {}),), {})("prompt too long")
+        outs = []
+        for conv, p in zip(messages, sampling_params):
+            n_prompt = sum(len(m["content"]) for m in conv)
+            n = min(p["max_tokens"], 4)
+            outs.append(
+                SimpleNamespace(
+                    prompt_token_ids=list(range(n_prompt)),
+                    outputs=[SimpleNamespace(text="x" * n, token_ids=list(range(n)), finish_reason="length")],
+                )
+            )
+        return outs
+
+
+def test_vllm_one_chat_call_per_batch_with_fake_engine():
+    fake = FakeLLM()
+    be = VLLMBackend(llm=fake, structured_output=True, sampling_params_factory=lambda **kw: dict(kw))
+    reqs = _vllm_requests()
+    out = be.generate(reqs)
+    assert len(fake.calls) == 1
+    call = fake.calls[0]
+    assert call["use_tqdm"] is False
+    assert call["messages"] == build_chat_call(reqs, True)[0]
+    assert call["sampling_params"] == build_chat_call(reqs, True)[1]
+    assert call["sampling_params"][1]["structured_outputs"] == {"json": SCHEMA}
+    assert [r.completion_tokens for r in out] == [4, 4, 4]
+    assert [r.prompt_tokens for r in out] == [sum(len(m["content"]) for m in c) for c in CONVERSATIONS[:3]]
+    assert all(r.finish_reason == "length" and r.text == "xxxx" and r.error is None for r in out)
+    assert be.generate([]) == [] and len(fake.calls) == 1
+    d = be.describe()
+    assert d["backend"] == "vllm" and d["injected_engine"] is True and d["structured_output"] is True
+
+
+def test_vllm_rejected_request_is_isolated_engine_death_raises():
+    fake = FakeLLM(reject_if="neighbours")
+    be = VLLMBackend(llm=fake, sampling_params_factory=lambda **kw: dict(kw))
+    out = be.generate(_vllm_requests())
+    assert out[0].error is None and out[1].error is None
+    assert out[2].text == "" and "prompt too long" in out[2].error
+    assert len(fake.calls) == 1 + 3  # the batch, then one by one
+    with pytest.raises(RuntimeError, match="engine"):
+        VLLMBackend(llm=FakeLLM(crash=True), sampling_params_factory=lambda **kw: dict(kw)).generate(_vllm_requests())
+
+
+def test_vllm_bad_params_fail_per_request():
+    def factory(**kw):
+        if kw["max_tokens"] == 16:
+            raise ValueError("bad")
+        return dict(kw)
+
+    out = VLLMBackend(llm=FakeLLM(), sampling_params_factory=factory).generate(_vllm_requests())
+    assert out[1].error and "invalid sampling parameters" in out[1].error
+    assert out[0].error is None and out[2].error is None
+
+
+def test_vllm_missing_package_message(monkeypatch):
+    monkeypatch.setitem(sys.modules, "vllm", None)
+    with pytest.raises(RuntimeError, match="install the vllm extra on a GPU node"):
+        VLLMBackend()
+
+
+def test_vllm_no_gpu_and_engine_start_failure_messages(monkeypatch):
+    fake_vllm = types.ModuleType("vllm")
+    fake_vllm.__version__ = "0.33.0-fake"
+
+    class LLM:
+        def __init__(self, **kw):
+            raise ValueError("CUDA out of memory while loading")
+
+    fake_vllm.LLM = LLM
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    monkeypatch.setattr(vllm_backend, "_cuda_available", lambda: False)
+    with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+        VLLMBackend()
+    monkeypatch.setattr(vllm_backend, "_cuda_available", lambda: True)
+    with pytest.raises(RuntimeError, match="could not start model 'Qwen/Qwen2.5-7B-Instruct'.*out of memory"):
+        VLLMBackend()
+
+
+def test_vllm_engine_kwargs(monkeypatch):
+    seen = {}
+    fake_vllm = types.ModuleType("vllm")
+
+    class LLM:
+        def __init__(self, **kw):
+            seen.update(kw)
+
+    fake_vllm.LLM = LLM
+    monkeypatch.setitem(sys.modules, "vllm", fake_vllm)
+    monkeypatch.setattr(vllm_backend, "_cuda_available", lambda: True)
+    VLLMBackend(model="m", enforce_eager=True, gpu_memory_utilization=0.5, seed=7)
+    assert seen == {
+        "model": "m",
+        "enforce_eager": True,
+        "gpu_memory_utilization": 0.5,
+        "seed": 7,
+        "tensor_parallel_size": 1,
+    }
+    VLLMBackend(model="m", max_model_len=4096, tensor_parallel_size=2)
+    assert seen["max_model_len"] == 4096 and seen["tensor_parallel_size"] == 2
+
+
+def test_vllm_real_sampling_params():
+    pytest.importorskip("vllm")
+    from vllm.sampling_params import StructuredOutputsParams
+
+    from mascot.llm.vllm_backend import make_sampling_params
+
+    _, kws = build_chat_call(_vllm_requests(), structured_output=True)
+    p = make_sampling_params(**kws[1])
+    assert isinstance(p.structured_outputs, StructuredOutputsParams) and p.structured_outputs.json == SCHEMA
+    p0 = make_sampling_params(**kws[0])
+    assert (p0.temperature, p0.top_p, p0.max_tokens, p0.seed, p0.structured_outputs) == (0.8, 0.5, 250, 11, None)
+
+
+def test_vllm_real_engine(tmp_path):
+    pytest.importorskip("vllm")
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("vLLM needs a CUDA GPU")
+    model = os.environ.get("MASCOT_VLLM_TEST_MODEL") or build_tiny_qwen2(
+        tmp_path / "tiny_vllm", hidden_size=256, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2
+    )
+    be = VLLMBackend(
+        model=model, enforce_eager=True, gpu_memory_utilization=0.3, max_model_len=512, structured_output=True
+    )
+    reqs = [Request(c, Sampling(0.8, 0.5, 24), seed=i) for i, c in enumerate(CONVERSATIONS)]
+    reqs.append(Request(CONVERSATIONS[0], Sampling(0.0, 1.0, 24), json_schema=SCHEMA))
+    a, b = be.generate(reqs), be.generate(reqs)
+    assert len(a) == len(reqs) and all(r.error is None for r in a)
+    assert [r.text for r in a] == [r.text for r in b]  # per-request seeds
+    assert all(0 < r.completion_tokens <= 24 and r.finish_reason in ("stop", "length") for r in a)
+    if "MASCOT_VLLM_TEST_MODEL" not in os.environ:
+        assert [r.prompt_tokens for r in a[:-1]] == [reference_prompt_tokens(model, c) for c in CONVERSATIONS]
+    assert a[-1].text.lstrip().startswith("{")
