@@ -77,7 +77,7 @@ def test_hash_ignores_chunk_size_and_comments():
     (("chunk_size = 4", "chunk_size = 4\nchunks = 2"), "unknown key 'chunks' in \\[experiment\\]; valid keys: chunk_size, dtype"),
     (("trajectories = 5", "trajectories = 5\nagents = 4"), "unknown key 'agents' in \\[fixed\\]; valid keys: b0, c1"),
     (('n = [5, 7]', 'n = [5, 7]\nsize = [1]'), "unknown key 'size' in \\[grid\\]"),
-    (('kind = "consensus"', 'kind = "voting"'), "experiment.kind must be one of consensus"),
+    (('kind = "consensus"', 'kind = "voting"'), "experiment.kind must be one of affine_noise, consensus, spectra; got .voting."),
     (("seed = 3", 'seed = "x"'), "experiment.seed must be an integer"),
     (('n = [5, 7]', 'n = [5, 2]'), "n = 2 is out of range: 3 <= n <= 4096"),
     (('n = [5, 7]', 'n = [5, 7.5]'), "n must be of type int"),
