@@ -1,0 +1,240 @@
+"""``mascot deliberate`` and ``mascot debate``: sub-commands added to the main CLI by :func:`add_parsers`.
+
+    mascot deliberate [CONFIG] [--strategy adaptive|complete|ring|all] [--backend surrogate|vllm|openai|hf]
+                      [--model M] [--base-url URL] [--runs N] [--out DIR] [--json] [--monitor] ...
+    mascot debate [CONFIG] [--backend ...] [--model M] [--runs N] [--max-rounds N] [--out DIR] [--json] ...
+
+Without CONFIG: the consensus paper's Sec. V-C scenario (deliberate) or the voting/debate article's code
+review (debate). CONFIG is TOML (``configs/deliberation/paper.toml``, ``configs/debate/code_review.toml``).
+Progress goes to stderr; run directories are resumable (rerun the same command). ``--json`` prints
+
+* deliberate: ``{"adaptive": [{"rounds", "tokens", "d0", "d_final", "status"}, ...one per run], "complete":
+  [...], "ring": [...]}`` (strategies that ran, in that order);
+* debate: ``{"rounds", "consensus", "decision", "tokens"}`` for one debate, a list of them for ``--runs N > 1``.
+
+Handlers return an exit code; bad input raises ``ValueError`` (the main CLI prints it and exits 2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+__all__ = ["add_parsers", "cmd_deliberate", "cmd_debate", "make_llm_backend"]
+
+
+def _backend_args(p) -> None:
+    g = p.add_argument_group("backend")
+    g.add_argument("--backend", default="surrogate", choices=["surrogate", "vllm", "openai", "hf"],
+                   help="agent backend (default: surrogate, runs on CPU without a model)")
+    g.add_argument("--model", help="model: HF hub id (vllm), server model name (openai) or local directory (hf)")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (openai)")
+    g.add_argument("--batch-size", type=int, help="requests per generate call (hf; default 16)")
+    g.add_argument("--device", help="hf device: auto, cpu, cuda, cuda:1 (default auto)")
+    g.add_argument("--enforce-eager", action="store_true", help="vllm: no CUDA graphs (faster start-up)")
+    g.add_argument("--gpu-memory-utilization", type=float, help="vllm: fraction of GPU memory (default 0.9)")
+    g.add_argument("--temperature", type=float, help="sampling temperature (config default 0.7)")
+    g.add_argument("--top-p", type=float, help="nucleus sampling top_p (config default 1.0)")
+    g.add_argument("--max-tokens", type=int, help="completion token limit per reply")
+    g.add_argument("--seed", type=int, help="run seed (request seeds derive from it)")
+    g.add_argument("--quiet", action="store_true", help="no progress on stderr")
+
+
+def make_llm_backend(args) -> tuple[object, dict]:
+    """``(factory, spec)`` for a real backend from the parsed options (constructed lazily by the harness)."""
+    from mascot.llm.base import make_backend
+
+    name = args.backend
+    if not args.model:
+        what = "local model directory" if name == "hf" else "model name"
+        raise ValueError(f"--backend {name} needs --model (a {what})")
+    opts: dict = {"model": args.model}
+    if name == "openai":
+        if args.base_url:
+            opts["base_url"] = args.base_url
+    elif args.base_url:
+        raise ValueError("--base-url is only for --backend openai")
+    if name == "hf":
+        if args.batch_size is not None:
+            if args.batch_size < 1:
+                raise ValueError(f"--batch-size must be >= 1; got {args.batch_size}")
+            opts["batch_size"] = args.batch_size
+        if args.device:
+            opts["device"] = args.device
+    elif args.batch_size is not None or args.device:
+        raise ValueError("--batch-size and --device are only for --backend hf")
+    if name == "vllm":
+        if args.enforce_eager:
+            opts["enforce_eager"] = True
+        if args.gpu_memory_utilization is not None:
+            if not 0 < args.gpu_memory_utilization <= 1:
+                raise ValueError(f"--gpu-memory-utilization must be in (0, 1]; got {args.gpu_memory_utilization}")
+            opts["gpu_memory_utilization"] = args.gpu_memory_utilization
+    elif args.enforce_eager or args.gpu_memory_utilization is not None:
+        raise ValueError("--enforce-eager and --gpu-memory-utilization are only for --backend vllm")
+    if name == "hf":
+        if not Path(args.model).is_dir():
+            raise ValueError(f"--model for --backend hf must be a local model directory; {args.model!r} is not one")
+        model_id = str(Path(args.model).resolve())
+    else:
+        model_id = args.model
+    spec = {"name": name, "model": model_id}
+    return (lambda: make_backend(name, **opts)), spec
+
+
+def _slug(s: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", s).strip("-")[:60] or "run"
+
+
+def _default_out(kind: str, cfg_name: str, args) -> Path:
+    model = "" if args.backend == "surrogate" else "-" + _slug(Path(args.model).name if args.model else "")
+    return Path("runs") / kind / f"{_slug(cfg_name)}-{args.backend}{model}"
+
+
+def _num(x):
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    return x
+
+
+def cmd_deliberate(args) -> int:
+    from mascot.llm.deliberation import (
+        STRATEGIES, SurrogateDeliberationBackend, load_deliberation_config, run_deliberation,
+    )
+
+    overrides = {"runs": args.runs, "max_rounds": args.max_rounds, "b0": args.b0, "eta": args.eta, "eps": args.eps,
+                 "budget_rule": args.budget_rule, "retries": args.retries, "seed": args.seed,
+                 "temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
+                 "monitor_enabled": True if args.monitor else None}
+    if args.strategy and args.strategy != "all":
+        overrides["strategies"] = [args.strategy]
+    for k in ("runs", "max_rounds"):
+        if overrides[k] is not None and overrides[k] < 1:
+            raise ValueError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
+    cfg, sur = load_deliberation_config(args.config, overrides)
+    if args.backend == "surrogate":
+        if args.model or args.base_url:
+            raise ValueError("--model/--base-url are not used by --backend surrogate")
+        for k in ("noise", "compliance", "malformed"):
+            v = getattr(args, f"surrogate_{k}")
+            if v is not None:
+                sur[k] = v
+        be = SurrogateDeliberationBackend(**sur)
+        backend, spec = be, {"name": "surrogate", "model": be.model, "options": be.options()}
+    else:
+        if any(getattr(args, f"surrogate_{k}") is not None for k in ("noise", "compliance", "malformed")):
+            raise ValueError("--surrogate-* options are only for --backend surrogate")
+        backend, spec = make_llm_backend(args)
+    name = cfg.name if args.strategy in (None, "all") else f"{cfg.name}-{args.strategy}"
+    out = Path(args.out) if args.out else _default_out("deliberate", name, args)
+    res = run_deliberation(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv,
+                           report=not args.no_report)
+    if args.json:
+        obj: dict = {}
+        for s in STRATEGIES:
+            rows = [x for x in res.summaries if x["strategy"] == s]
+            if rows:
+                obj[s] = [{"rounds": int(x["rounds"]), "tokens": _num(float(x["tokens"])), "d0": _num(float(x["d0"])),
+                           "d_final": _num(float(x["d_final"])), "status": x["status"]}
+                          for x in sorted(rows, key=lambda x: x["run"])]
+        print(json.dumps(obj, indent=2))
+        return 0
+    print(f"{out}: {len(res.summaries)} lanes ({res.rounds_run} lane-rounds run now, {res.requests} requests)")
+    print(f"{'strategy':<10} {'run':>4} {'rounds':>6} {'tokens':>10} {'D(0)':>8} {'D_final':>8}  status")
+    for x in res.summaries:
+        print(f"{x['strategy']:<10} {x['run']:>4} {x['rounds']:>6} {x['tokens']:>10,.0f} {x['d0']:>8.4f} "
+              f"{x['d_final']:>8.4f}  {x['status']}" + (f"  ({x['failures']} parse failures)" if x["failures"] else ""))
+    if not args.no_report:
+        print(f"report: {out}/table_viii.md, {out}/fig4.png, {out}/estimates.md, {out}/certificates.csv")
+    return 0
+
+
+def cmd_debate(args) -> int:
+    from mascot.llm.voting import SurrogateDebateBackend, load_debate_config, run_debate
+
+    overrides = {"runs": args.runs, "max_rounds": args.max_rounds, "final_rule": args.final_rule, "seed": args.seed,
+                 "temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
+    for k in ("runs", "max_rounds"):
+        if overrides[k] is not None and overrides[k] < 1:
+            raise ValueError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
+    cfg, sur = load_debate_config(args.config, overrides)
+    if args.backend == "surrogate":
+        if args.model or args.base_url:
+            raise ValueError("--model/--base-url are not used by --backend surrogate")
+        for k in ("persuasion", "malformed"):
+            v = getattr(args, f"surrogate_{k}")
+            if v is not None:
+                sur[k] = v
+        be = SurrogateDebateBackend(priors={a.name: a.prior_pass for a in cfg.agents}, **sur)
+        backend, spec = be, {"name": "surrogate", "model": be.model, "options": be.options()}
+    else:
+        if args.surrogate_persuasion is not None or args.surrogate_malformed is not None:
+            raise ValueError("--surrogate-* options are only for --backend surrogate")
+        backend, spec = make_llm_backend(args)
+    out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
+    res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
+    if args.json:
+        objs = [{"rounds": o["rounds"], "consensus": o["consensus"], "decision": o["decision"], "tokens": o["tokens"]}
+                for o in res.outcomes]
+        print(json.dumps(objs[0] if len(objs) == 1 else objs, indent=2))
+        return 0
+    print(f"{out}: {len(res.outcomes)} debate(s), {res.requests} requests now")
+    for o in res.outcomes:
+        print(f"  debate {o['run']}: {o['rounds']} round(s), consensus {o['consensus']}, decision {o['decision']}, "
+              f"{o['tokens']:,} tokens" + (f", {o['untagged']} untagged replies" if o["untagged"] else ""))
+    print(f"transcript: {out}/transcript.jsonl")
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    """Add ``deliberate`` and ``debate`` to the main CLI's sub-parsers (each sets ``func``)."""
+    d = subparsers.add_parser(
+        "deliberate", help="LLM consensus deliberation under a token budget (consensus paper, Sec. V-C)",
+        description="Role agents negotiate a design-preference vector under adaptive/complete/ring topologies, "
+                    "with the token budget charged by measured input tokens. Resumable; writes Table VIII, "
+                    "Fig. 4, per-mode estimates and certificates into the run directory.")
+    d.add_argument("config", nargs="?",
+                   help="TOML config (default: the paper's scenario, as configs/deliberation/paper.toml)")
+    d.add_argument("--strategy", default="all", choices=["adaptive", "complete", "ring", "all"],
+                   help="strategy to run (default all = the config's strategies)")
+    d.add_argument("--runs", type=int, help="repeated runs per strategy (batched together)")
+    d.add_argument("--out", help="run directory (default runs/deliberate/NAME-BACKEND[-MODEL])")
+    d.add_argument("--json", action="store_true", help="print a JSON summary (one object per strategy and run)")
+    d.add_argument("--monitor", action="store_true",
+                   help="stop a lane early when b_k < B*(D(k)) (predicted BudgetFail)")
+    d.add_argument("--budget-rule", choices=["spent", "predicted"],
+                   help="spent: BudgetFail when b < 0 (paper, default); predicted: also when the next round's "
+                        "predicted cost exceeds b")
+    d.add_argument("--b0", type=float, help="initial token budget (default 100000)")
+    d.add_argument("--eta", type=float, help="switching threshold (default 0.2)")
+    d.add_argument("--eps", type=float, help="consensus tolerance (default 0.05)")
+    d.add_argument("--max-rounds", type=int, help="round limit (default 30)")
+    d.add_argument("--retries", type=int, help="re-asks after an unusable reply (default 2)")
+    d.add_argument("--no-report", action="store_true", help="do not write tables and figures")
+    _backend_args(d)
+    s = d.add_argument_group("surrogate backend")
+    s.add_argument("--surrogate-noise", type=float, help="belief noise per entry and round")
+    s.add_argument("--surrogate-compliance", type=float, help="fraction of the way to the weighted average (0-1)")
+    s.add_argument("--surrogate-malformed", type=float, help="probability of an unusable reply")
+    d.set_defaults(func=cmd_deliberate)
+
+    b = subparsers.add_parser(
+        "debate", help="iterative multi-agent debate with strict [DECISION: ...] tags (voting/debate article)",
+        description="Persona agents review a task, read each other's previous replies and update their decision "
+                    "until all agree (strict tags) or max_rounds; transcript in DIR/transcript.jsonl.")
+    b.add_argument("config", nargs="?",
+                   help="TOML config (default: the article's code review, as configs/debate/code_review.toml)")
+    b.add_argument("--max-rounds", type=int, help="round limit (default 3)")
+    b.add_argument("--runs", type=int, help="repeated debates (batched together)")
+    b.add_argument("--final-rule", choices=["majority", "weighted"],
+                   help="decision rule at max_rounds without consensus")
+    b.add_argument("--out", help="run directory (default runs/debate/NAME-BACKEND[-MODEL])")
+    b.add_argument("--json", action="store_true", help="print rounds, consensus, decision, tokens as JSON")
+    _backend_args(b)
+    s = b.add_argument_group("surrogate backend")
+    s.add_argument("--surrogate-persuasion", type=float, help="probability of adopting the others' majority per round")
+    s.add_argument("--surrogate-malformed", type=float, help="probability of an untagged reply")
+    b.set_defaults(func=cmd_debate)
