@@ -1,0 +1,412 @@
+"""Table 2, Figs 2-6 and statistics of a state-tracking trial run ("Predictive Maps of Multi-Agent
+Reasoning", Sec. 5.2-5.5, Appendix B) from ``DIR/trials.parquet`` (written by :mod:`mascot.llm.trials`).
+
+Per trial (``metrics.csv``), on the unperturbed arm: ``E_ceg`` and ``R_cdr`` (Appendix A.2, see
+:mod:`mascot.analysis.stats`; ``D_t`` is the pairwise disagreement of the star's leaf Values, of the
+mesh's *revised* Values, and ``|x*_t - x^_t|`` for the chain), and ``F_ps = |x'_T - x_T|`` from the
+paired perturbed arm.
+
+``table2.csv`` has the columns ``metric,chain_mean,chain_sd,mesh_mean,mesh_sd,star_mean,star_sd,H,p,r_s``
+(s.d. with ddof = 1; trials with an undefined metric are left out). ``H, p``: Kruskal-Wallis over the
+per-trial values of the topologies run. ``r_s``: Spearman over the topology means against the SR
+spectra of Table 1 (:func:`mascot.kernels.spectra.sr_spectra` on chain(steps), star(leaves),
+mesh(mesh_agents), gamma = 0.9), with the paper's sign conventions: ``E_ceg`` against rho (a positive
+r_s would mean "higher rho, more error"; the paper finds the inversion, -1), ``R_cdr`` against Delta
+with R_cdr negated (a larger gap predicts faster consensus, i.e. a more negative R_cdr; the paper's
++0.5), ``F_ps`` against kappa (the paper's +1). Ties in a prediction get average ranks
+(``scipy.stats.spearmanr``): star and mesh both have rho = 10 exactly, so the paper's own means give
+r_s = -0.87 for E_ceg under this convention, not the printed -1.00 (reported in ``table2.md``).
+``r_s`` needs all three topologies (NaN otherwise).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mascot.analysis import stats as st
+from mascot.analysis.figures import save_figure
+
+__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "spectral_predictions", "table2", "trial_metrics",
+           "write_report"]
+
+TOPOLOGY_ORDER = ("chain", "mesh", "star")  # Table 2's column order
+METRICS = ("E_ceg", "R_cdr", "F_ps")
+TABLE2_COLUMNS = ["metric", "chain_mean", "chain_sd", "mesh_mean", "mesh_sd", "star_mean", "star_sd", "H", "p", "r_s"]
+#: metric -> (spectral predictor, sign applied to the metric before ranking)
+PREDICTORS = {"E_ceg": ("rho", 1.0), "R_cdr": ("delta", -1.0), "F_ps": ("kappa", 1.0)}
+METRIC_NAMES = {"E_ceg": "Error amplification (E_ceg)", "R_cdr": "Consensus decay (R_cdr)",
+                "F_ps": "Perturbation sensitivity (F_ps)"}
+COLORS = {"chain": "#1f77b4", "mesh": "#2ca02c", "star": "#d62728"}
+GAMMA = 0.9
+
+
+def _arrays(df: pd.DataFrame, topo: str, col: str, n: int, T: int) -> np.ndarray:
+    """``(n_trials, 2 arms, T + 1 steps)`` array of ``col`` for one topology (rows sorted by the harness)."""
+    sub = df[df.topology == topo].sort_values(["trial", "perturbed", "step"])
+    if len(sub) != n * 2 * (T + 1):
+        raise ValueError(f"trials.parquet has {len(sub)} rows for {topo}; expected {n * 2 * (T + 1)}")
+    return sub[col].to_numpy(dtype=float).reshape(n, 2, T + 1)
+
+
+def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame:
+    """One row per (topology, trial): E_ceg, R_cdr, F_ps and the run's bookkeeping counts."""
+    T = int(df.step.max())
+    rows = []
+    for topo in [t for t in TOPOLOGY_ORDER if t in set(df.topology)]:
+        n = int(df[df.topology == topo].trial.max()) + 1
+        vt = _arrays(df, topo, "value_true", n, T)
+        v = _arrays(df, topo, "value", n, T)
+        d = _arrays(df, topo, "d_t", n, T)
+        e = st.cumulative_error(vt[:, 0, 1:], v[:, 0, 1:])
+        e_pert = st.cumulative_error(vt[:, 1, 1:], v[:, 1, 1:])
+        r, floored, terms = st.consensus_decay(d[:, 0, 1:], d_floor)
+        f = st.perturbation_sensitivity(v[:, 0, T], v[:, 1, T])
+        sub = df[(df.topology == topo) & (df.step > 0)]
+        g = sub.groupby("trial")
+        agg = pd.DataFrame({
+            "n_requests": g.n_requests.sum(), "n_failed_attempts": g.n_failed_attempts.sum(),
+            "n_abstained": g.n_abstained.sum(), "carried_steps": g.carried.sum(),
+            "prompt_tokens": g.prompt_tokens.sum(), "completion_tokens": g.completion_tokens.sum()}).reindex(range(n))
+        rows.append(pd.DataFrame({
+            "topology": topo, "trial": np.arange(n), "E_ceg": e, "R_cdr": r, "F_ps": f,
+            "E_ceg_perturbed": e_pert, "D_floored": floored, "R_cdr_terms": terms,
+            "final_value": v[:, 0, T], "final_value_perturbed": v[:, 1, T],
+            **{k: agg[k].to_numpy() for k in agg.columns}}))
+    return pd.concat(rows, ignore_index=True)
+
+
+def spectral_predictions(steps: int = 12, leaves: int = 4, mesh_agents: int = 4, gamma: float = GAMMA) -> dict:
+    """rho, Delta, kappa of M = (I - gamma P)^-1 for chain(steps), star(leaves), mesh(mesh_agents)."""
+    import jax
+
+    from mascot.kernels import topology
+    from mascot.kernels.spectra import sr_spectra
+
+    jax.config.update("jax_enable_x64", True)
+    out = {}
+    for name, A in (("chain", topology.chain(max(int(steps), 2))), ("star", topology.star(int(leaves))),
+                    ("mesh", topology.mesh(max(int(mesh_agents), 2)))):
+        s = sr_spectra(A, gamma, dtype="float64")
+        out[name] = {"rho": float(s.rho), "delta": float(s.delta), "kappa": float(s.kappa)}
+    return out
+
+
+def _rank_r(pred: dict, means: dict, metric: str) -> float:
+    key, sign = PREDICTORS[metric]
+    topos = [t for t in TOPOLOGY_ORDER if t in means and t in pred and math.isfinite(means[t])]
+    if len(topos) < 3:
+        return math.nan
+    return st.spearman([pred[t][key] for t in topos], [sign * means[t] for t in topos])
+
+
+def table2(metrics: pd.DataFrame, predictions: dict) -> pd.DataFrame:
+    """Table 2 with the exact columns of ``TABLE2_COLUMNS``."""
+    rows = []
+    for m in METRICS:
+        row = {"metric": m}
+        means, groups = {}, []
+        for t in TOPOLOGY_ORDER:
+            x = metrics.loc[metrics.topology == t, m].to_numpy(dtype=float)
+            x = x[np.isfinite(x)]
+            row[f"{t}_mean"] = float(x.mean()) if x.size else math.nan
+            row[f"{t}_sd"] = float(x.std(ddof=1)) if x.size > 1 else math.nan
+            if x.size:
+                means[t] = row[f"{t}_mean"]
+                groups.append(x)
+        row["H"], row["p"] = st.kruskal(groups)
+        row["r_s"] = _rank_r(predictions, means, m)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=TABLE2_COLUMNS)
+
+
+def _fmt(x, nd=2):
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "n/a"
+    return f"{x:.{nd}f}"
+
+
+def _fmt_p(p):
+    if p is None or not math.isfinite(p):
+        return "n/a"
+    return "<0.001" if p < 0.001 else f"{p:.3f}"
+
+
+def _markdown(tab: pd.DataFrame, stats: dict) -> str:
+    from mascot.analysis.spectra_paper import TABLE2_PAPER
+
+    paper_h = {"E_ceg": (58.02, "<0.001", -1.00), "R_cdr": (188.68, "<0.001", 0.50), "F_ps": (29.03, "<0.001", 1.00)}
+    n = stats["n_trials"]
+    lines = ["# Table 2: empirical measurements and rank consistency", "",
+             f"Backend: `{stats['backend']}`; trials per topology: "
+             + ", ".join(f"{t} {n.get(t, 0)}" for t in TOPOLOGY_ORDER)
+             + f"; {stats['steps']} steps; epsilon = {stats['epsilon']:g}. Mean ± s.d. over trials; "
+             "paper: Qwen2.5-7B-Instruct, 100 trials (\"Predictive Maps of Multi-Agent Reasoning\", Table 2).", "",
+             "| Metric | | Chain | Mesh | Star | H | p | r_s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for _, r in tab.iterrows():
+        m = r.metric
+        cells = [f"{_fmt(r[f'{t}_mean'])} ± {_fmt(r[f'{t}_sd'])}" for t in TOPOLOGY_ORDER]
+        lines.append(f"| {METRIC_NAMES[m]} | ours | " + " | ".join(cells)
+                     + f" | {_fmt(r.H)} | {_fmt_p(r.p)} | {_fmt(r.r_s)} |")
+        pp = TABLE2_PAPER[m]
+        ph = paper_h[m]
+        lines.append("| | paper | " + " | ".join(f"{pp[t][0]:.2f} ± {pp[t][1]:.2f}" for t in TOPOLOGY_ORDER)
+                     + f" | {ph[0]:.2f} | {ph[1]} | {ph[2]:+.2f} |")
+    lines += ["", "## Bootstrap 95% confidence intervals of the means", "",
+              f"Percentile bootstrap, {stats['bootstrap']['n_boot']} resamples, seed {stats['bootstrap']['seed']}.", "",
+              "| Metric | Chain | Mesh | Star |", "| --- | --- | --- | --- |"]
+    for m in METRICS:
+        cis = stats["metrics"][m]["ci95"]
+        lines.append(f"| {m} | " + " | ".join(
+            f"[{_fmt(cis[t][0])}, {_fmt(cis[t][1])}]" if t in cis else "n/a" for t in TOPOLOGY_ORDER) + " |")
+    pred = stats["predictions"]
+    lines += ["", "## Spectral predictions and rank conventions", "",
+              "| Topology | rho(M) | Delta(M) | kappa(M) |", "| --- | --- | --- | --- |"]
+    for t in TOPOLOGY_ORDER:
+        lines.append(f"| {t} | {pred[t]['rho']:.2f} | {pred[t]['delta']:.2f} | {pred[t]['kappa']:.2f} |")
+    rp = stats["r_s_of_paper_means"]
+    lines += ["", "r_s = Spearman (average ranks for ties) over the three topology means: E_ceg against rho, "
+              "-R_cdr against Delta (a larger gap predicts faster consensus, i.e. a more negative R_cdr), "
+              "F_ps against kappa. Star and mesh tie at rho = 10, so the paper's own means give "
+              f"r_s = {_fmt(rp['E_ceg'])} (E_ceg), {_fmt(rp['R_cdr'])} (R_cdr), {_fmt(rp['F_ps'])} (F_ps) under "
+              "this convention; the printed -1.00 for E_ceg needs the rho tie broken (star above mesh).", "",
+              "## Run bookkeeping", ""]
+    bk = stats["bookkeeping"]
+    lines += ["| | " + " | ".join(TOPOLOGY_ORDER) + " |", "| --- | " + " | ".join("---" for _ in TOPOLOGY_ORDER) + " |"]
+    for key, label in (("n_requests", "requests"), ("n_failed_attempts", "failed parses (attempts)"),
+                       ("n_abstained", "agents abstaining after retries"), ("carried_steps", "steps carried forward"),
+                       ("D_floored", f"D_t floored at {stats['d_floor']:g} (unperturbed arm)"),
+                       ("R_cdr_undefined", "trials with undefined R_cdr"),
+                       ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens")):
+        lines.append(f"| {label} | " + " | ".join(f"{bk[t][key]:,}" if t in bk else "n/a" for t in TOPOLOGY_ORDER)
+                     + " |")
+    lines.append("")
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------- figures
+def _topos(metrics):
+    return [t for t in TOPOLOGY_ORDER if t in set(metrics.topology)]
+
+
+def _symlog(axis, set_scale):
+    from matplotlib.ticker import FuncFormatter
+
+    set_scale("symlog", linthresh=1.0)
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+
+
+def _wide(metrics, col) -> bool:
+    """Symlog axis when the values span more than two decades beyond 1 in magnitude."""
+    x = metrics[col].to_numpy(dtype=float)
+    x = x[np.isfinite(x)]
+    return bool(x.size) and float(np.abs(x).max()) > 20.0
+
+
+def _box_strip(ax, metrics, col, rng, max_points=1500, log=False):
+    topos = _topos(metrics)
+    data = [metrics.loc[metrics.topology == t, col].dropna().to_numpy() for t in topos]
+    bp = ax.boxplot(data, positions=range(len(topos)), widths=0.5, showfliers=False, patch_artist=True,
+                    medianprops=dict(color="k", lw=1.5))
+    for patch, t in zip(bp["boxes"], topos):
+        patch.set_facecolor(COLORS[t])
+        patch.set_alpha(0.25)
+    for i, (t, x) in enumerate(zip(topos, data)):
+        if x.size > max_points:
+            x = rng.choice(x, max_points, replace=False)
+        ax.scatter(i + rng.uniform(-0.18, 0.18, x.size), x, s=6, alpha=0.35, color=COLORS[t], lw=0)
+        if x.size:
+            ax.scatter([i], [np.mean(data[i])], marker="D", s=40, color="k", zorder=5,
+                       label="mean" if i == 0 else None)
+    ax.set_xticks(range(len(topos)), [f"{t}\n(n = {len(x)})" for t, x in zip(topos, data)])
+    if log:
+        _symlog(ax.yaxis, ax.set_yscale)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
+
+
+def _ecdf(ax, metrics, col, log=False):
+    for t in _topos(metrics):
+        x = np.sort(metrics.loc[metrics.topology == t, col].dropna().to_numpy())
+        if x.size:
+            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", color=COLORS[t], label=t, lw=1.6)
+    if log:
+        _symlog(ax.xaxis, ax.set_xscale)
+    ax.set_ylabel("fraction of trials")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=9)
+
+
+def _dist_figure(metrics, col, title, xlabel, path, seed, log=False, note=""):
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(seed)
+    fig, ax = plt.subplots(1, 2, figsize=(11, 4.3))
+    _box_strip(ax[0], metrics, col, rng, log=log)
+    ax[0].set_ylabel(xlabel)
+    ax[0].set_title(f"{title} by topology" + (f"\n{note}" if note else ""), fontsize=11)
+    _ecdf(ax[1], metrics, col, log=log)
+    ax[1].set_xlabel(xlabel)
+    ax[1].set_title("empirical CDF", fontsize=11)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=None, max_lines=100):
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import LineCollection
+
+    rng = np.random.default_rng(seed)
+    topos = list(series)
+    fig, axes = plt.subplots(len(topos), 1, figsize=(7.5, 2.7 * len(topos) + 0.6), sharex=True, sharey=True,
+                             squeeze=False)
+    for ax, t in zip(axes[:, 0], topos):
+        y = series[t]  # (n, T + 1) with NaN where undefined
+        if floor is not None:
+            y = np.where(np.isfinite(y), np.maximum(y, floor), np.nan)
+        steps = np.arange(y.shape[1])
+        pick = np.sort(rng.choice(y.shape[0], min(max_lines, y.shape[0]), replace=False))
+        segs = [np.column_stack([steps, y[i]]) for i in pick]
+        segs = [sg[np.isfinite(sg[:, 1])] for sg in segs]
+        ax.add_collection(LineCollection([sg for sg in segs if len(sg) > 1], colors=COLORS[t], alpha=0.12,
+                                         linewidths=0.8))
+        with np.errstate(all="ignore"):
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                med = np.nanmedian(y, axis=0)
+                q1, q3 = np.nanquantile(y, [0.25, 0.75], axis=0)
+        ax.fill_between(steps, q1, q3, color=COLORS[t], alpha=0.25, lw=0, label="interquartile range")
+        ax.plot(steps, med, color="k", lw=2.2, label="median")
+        ax.set_title(f"{t} ({y.shape[0]} trials; {len(pick)} shown)", fontsize=10, loc="left")
+        ax.set_ylabel(ylabel)
+        if log:
+            ax.set_yscale("log")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper left", fontsize=8)
+    if not log:  # a heavy tail squeezes the medians and IQR bands: clip the shared y axis at the 99th percentile
+        allv = np.concatenate([np.asarray(v, float).ravel() for v in series.values()])
+        allv = allv[np.isfinite(allv)]
+        if allv.size:
+            p99 = float(np.quantile(allv, 0.99))
+            if p99 > 0 and allv.max() > 1.5 * p99:
+                axes[0, 0].set_ylim(top=1.1 * p99)
+                title += f"\n(y axis clipped at the 99th percentile, {p99:,.0f}; a few trial lines leave the plot)"
+    axes[-1, 0].set_xlabel("step t")
+    axes[-1, 0].set_xticks(np.arange(0, series[topos[0]].shape[1], 1 if series[topos[0]].shape[1] <= 13 else 2))
+    fig.suptitle(title, fontsize=11)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float, seed: int) -> list[Path]:
+    T = int(df.step.max())
+    paths = []
+    paths += _dist_figure(metrics, "E_ceg", "Cumulative error E_ceg", "E_ceg = sum_t |x*_t - x^_t| (Value)",
+                          out / "fig2_cumulative_error", seed)
+    flo = int(metrics.D_floored.sum())
+    paths += _dist_figure(metrics, "R_cdr", "Consensus decay R_cdr", "R_cdr = mean_t log(D_t+1 / D_t)",
+                          out / "fig3_consensus_decay", seed, log=_wide(metrics, "R_cdr"),
+                          note=f"(D_t floored at {d_floor:g}: {flo:,} of {int((metrics.R_cdr_terms + 1).sum()):,} D_t)")
+    paths += _dist_figure(metrics, "F_ps", "Perturbation sensitivity F_ps", "F_ps = |x'_T - x_T| (Value)",
+                          out / "fig4_perturbation_sensitivity", seed)
+    cum, dis = {}, {}
+    for t in _topos(metrics):
+        n = int(metrics[metrics.topology == t].trial.max()) + 1
+        vt = _arrays(df, t, "value_true", n, T)[:, 0]
+        v = _arrays(df, t, "value", n, T)[:, 0]
+        cum[t] = np.cumsum(np.abs(vt - v), axis=1)
+        dis[t] = _arrays(df, t, "d_t", n, T)[:, 0]
+    paths += _stepwise_figure(cum, "cumulative error", "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| "
+                              "(thin: trials; band: IQR; black: median)", out / "fig5_stepwise_cumulative_error", seed)
+    paths += _stepwise_figure(dis, "D_t (log)", f"Stepwise consensus D_t (star: leaves, mesh: revisions, chain: "
+                              f"|x*_t - x^_t|; floored at {d_floor:g})", out / "fig6_stepwise_consensus", seed,
+                              log=True, floor=d_floor)
+    return paths
+
+
+# ----------------------------------------------------------------------------- the report
+def write_report(out, d_floor: float = st.D_FLOOR, seed: int = 0, n_boot: int = 2000,
+                 figures: bool = True) -> tuple[pd.DataFrame, dict]:
+    """Read ``out/trials.parquet`` and ``out/run.json``; write ``metrics.csv``, ``table2.csv``,
+    ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF). Returns ``(table2, stats)``."""
+    out = Path(out)
+    df = pd.read_parquet(out / "trials.parquet")
+    meta = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    cfg = meta.get("config", {})
+    steps = int(df.step.max())
+    preds = spectral_predictions(steps, cfg.get("leaves", 4), cfg.get("mesh_agents", 4))
+    metrics = trial_metrics(df, d_floor)
+    _atomic(out / "metrics.csv", metrics.to_csv(index=False, float_format="%.10g"))
+    tab = table2(metrics, preds)
+    _atomic(out / "table2.csv", tab.to_csv(index=False, float_format="%.6g"))
+
+    from mascot.analysis.spectra_paper import TABLE1_PAPER, TABLE2_PAPER
+
+    paper_means = {m: {t: TABLE2_PAPER[m][t][0] for t in TOPOLOGY_ORDER} for m in METRICS}
+    table1 = {t: {"rho": v[0], "delta": v[1], "kappa": v[2]} for t, v in TABLE1_PAPER.items()}
+    spec = (meta.get("identity") or {}).get("backend") or {}
+    stats: dict = {
+        "backend": spec.get("name", "?") + (f" ({spec.get('model')})" if spec.get("model") else ""),
+        "steps": steps, "epsilon": cfg.get("epsilon", math.nan), "d_floor": d_floor,
+        "n_trials": {t: int((metrics.topology == t).sum()) for t in _topos(metrics)},
+        "predictions": preds, "gamma": GAMMA,
+        "conventions": {m: {"predictor": PREDICTORS[m][0], "metric_sign": PREDICTORS[m][1]} for m in METRICS},
+        "r_s_of_paper_means": {m: _rank_r(table1, paper_means[m], m) for m in METRICS},
+        "bootstrap": {"n_boot": n_boot, "seed": seed, "level": 0.95, "method": "percentile"},
+        "metrics": {}, "bookkeeping": {},
+    }
+    for i, m in enumerate(METRICS):
+        r = tab.iloc[i]
+        entry = {"H": r.H, "p": r.p, "r_s": r.r_s, "mean": {}, "sd": {}, "n": {}, "ci95": {}}
+        for j, t in enumerate(_topos(metrics)):
+            x = metrics.loc[metrics.topology == t, m].to_numpy(dtype=float)
+            x = x[np.isfinite(x)]
+            entry["mean"][t] = r[f"{t}_mean"]
+            entry["sd"][t] = r[f"{t}_sd"]
+            entry["n"][t] = int(x.size)
+            entry["ci95"][t] = list(st.bootstrap_mean_ci(x, n_boot=n_boot, seed=seed + 1000 * i + j))
+        stats["metrics"][m] = entry
+    for t in _topos(metrics):
+        mt = metrics[metrics.topology == t]
+        stats["bookkeeping"][t] = {
+            k: int(mt[k].sum()) for k in ("n_requests", "n_failed_attempts", "n_abstained", "carried_steps",
+                                          "D_floored", "prompt_tokens", "completion_tokens")}
+        stats["bookkeeping"][t]["R_cdr_undefined"] = int(mt.R_cdr.isna().sum())
+
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if isinstance(x, (float, np.floating)):
+            return float(x) if math.isfinite(x) else None
+        if isinstance(x, np.integer):
+            return int(x)
+        return x
+
+    stats = clean(stats)
+    _atomic(out / "stats.json", json.dumps(stats, indent=2) + "\n")
+    _atomic(out / "table2.md", _markdown(tab, _nanify(stats)))
+    if figures:
+        _figures(df, metrics, out, d_floor, seed)
+    return tab, stats
+
+
+def _atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def _nanify(x):
+    if isinstance(x, dict):
+        return {k: _nanify(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_nanify(v) for v in x]
+    return math.nan if x is None else x

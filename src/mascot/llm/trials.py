@@ -1,0 +1,797 @@
+"""The 12-step state-tracking trials of "Predictive Maps of Multi-Agent Reasoning" (Sec. 4, Appendix C) on
+any backend, batched by stage, logged, resumable.
+
+Topologies, as the paper ran them (``leaves = mesh_agents = 4``):
+
+* **chain** -- one fresh agent per step: the agent's state is the next state;
+* **star** -- ``leaves`` agents answer independently; a judge sees their proposals and the input state
+  (the Appendix C judge prompt) and writes the next state;
+* **mesh** -- ``mesh_agents`` agents answer (round one); each then revises after seeing all round-one
+  proposals (the Appendix C revision prompt); the next state is the plurality (Value, Parity, Level)
+  tuple of the revisions (:func:`plurality_vote`; ties: ``mesh_tie="first"``, the tied tuple proposed by
+  the lowest agent index, or ``"median"``, the tied tuple with the median Value, the lower middle one for
+  an even count).
+
+Every agent context is fresh (the ruleset and the current state only); prompts are in
+:mod:`mascot.llm.prompts`. Each trial runs twice, from the initial state and with ``epsilon`` added to
+its Value, with the **same** request seeds in both arms (``paired_seeds=True``; the surrogate's shared
+noise is paired too), for ``F_ps``.
+
+Batching: one step is two stages, each **one** ``backend.generate`` call over all trials, topologies and
+both arms (stage 1: chain agents + star leaves + mesh round one; stage 2: star judges + mesh
+revisions), plus one call per retry round for just the failed requests; the mesh vote is Python.
+
+Parse failures: a reply that :func:`mascot.llm.parsing.parse_state` rejects (or a backend error) is
+retried up to ``retries`` times, each retry round one batched call with new seeds. After that the agent
+**abstains**: a failed leaf or round-one agent is left out of the proposals shown to the judge / the
+revisers and out of ``D_t``; a failed revision is left out of the vote. A node that decides the next
+state (chain agent, star judge, all mesh revisions) and failed **carries the input state forward**.
+All of it is counted per row (``n_failed_attempts``, ``n_abstained``, ``carried``).
+
+Seeds: each request's seed is a SplitMix64 hash of (run seed, topology, trial, arm, step, role, agent,
+attempt) with ``arm = 0`` in both arms when seeds are paired; the request gets its top 31 bits
+(``Request.seed``, portable across backends) and the full 64-bit value in ``meta["seed64"]``.
+
+Run directory (``out``):
+
+* ``run.json`` -- provenance: config, backend spec and ``describe()``, versions, command lines, one
+  record per session (resumes), timings; its ``identity`` must match on rerun;
+* ``steps/step_NNN.parquet`` -- one committed step (written atomically, the resume point), and
+  ``steps/step_NNN.requests.jsonl`` its request log (moved into place before the step commits);
+* at the end: ``trials.parquet`` (one row per (topology, trial, perturbed, step), step 0 = the initial
+  state), ``requests.jsonl`` (the step logs concatenated), and the report of
+  :mod:`mascot.analysis.trials_report` (``table2.csv``, ``table2.md``, ``metrics.csv``, ``stats.json``,
+  Figs 2-6).
+
+A SIGKILL loses at most the step in flight; rerunning the same command skips committed steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from mascot.llm import prompts
+from mascot.llm.base import Backend, Request, Sampling
+from mascot.llm.parsing import ParseResult, parse_state
+from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
+
+__all__ = [
+    "LOG_MODES",
+    "MESH_TIES",
+    "TOPOLOGIES",
+    "TrialConfig",
+    "TrialsResult",
+    "derive_seeds",
+    "hash64",
+    "plurality_vote",
+    "run_trials",
+    "uniforms",
+]
+
+TOPOLOGIES = ("chain", "star", "mesh")
+TOPOLOGY_IDS = {"chain": 0, "star": 1, "mesh": 2}
+ROLES = ("agent", "judge", "revision")
+LOG_MODES = ("all", "failures", "none")
+MESH_TIES = ("first", "median")
+
+
+# ----------------------------------------------------------------------------- hashing and seeds
+_GOLD = np.uint64(0x9E3779B97F4A7C15)
+_C1 = np.uint64(0xBF58476D1CE4E5B9)
+_C2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+
+
+def _splitmix(x: np.ndarray) -> np.ndarray:
+    with np.errstate(over="ignore"):
+        z = x + _GOLD
+        z = (z ^ (z >> _S30)) * _C1
+        z = (z ^ (z >> _S27)) * _C2
+        return z ^ (z >> _S31)
+
+
+def _u64(c) -> np.ndarray:
+    a = np.asarray(c)
+    if a.dtype == np.uint64:
+        return a
+    if a.dtype.kind == "O":
+        return np.array([int(x) & 0xFFFFFFFFFFFFFFFF for x in a.ravel()], dtype=np.uint64).reshape(a.shape)
+    return a.astype(np.int64).astype(np.uint64)
+
+
+def hash64(*cols) -> np.ndarray:
+    """SplitMix64 chain over integer columns (broadcast): ``h = mix(h ^ c)`` for each column ``c``."""
+    arrs = [_u64(c) for c in cols]
+    h = np.zeros(np.broadcast_shapes(*(a.shape for a in arrs)), dtype=np.uint64)
+    for a in arrs:
+        h = _splitmix(h ^ a)
+    return h
+
+
+def uniforms(keys: np.ndarray, k: int) -> np.ndarray:
+    """``(len(keys), k)`` uniforms in [0, 1) from 64-bit keys (counter-based: stream ``j`` of each key)."""
+    keys = _u64(keys).reshape(-1, 1)
+    j = _splitmix(np.arange(1, k + 1, dtype=np.uint64))[None, :]
+    return (_splitmix(keys ^ j) >> _S11).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def derive_seeds(run_seed, topology_ids, trials, arms, step, roles, agents, attempt) -> np.ndarray:
+    """64-bit request seeds from (run seed, topology, trial, arm, step, role, agent, attempt) (broadcast)."""
+    return hash64(run_seed, 0x7472_6961_6C73, topology_ids, trials, arms, step, roles, agents, attempt)
+
+
+# ----------------------------------------------------------------------------- mesh vote
+def plurality_vote(states: Sequence[dict], tie: str = "first") -> tuple[dict | None, dict]:
+    """Plurality over exact (Value, Parity, Level) tuples.
+
+    Ties between tuples with the top count: ``tie="first"`` picks the tied tuple whose first proposal
+    has the lowest index (agent order); ``tie="median"`` sorts the tied tuples by Value (then by first
+    index) and picks the middle one (the lower middle for an even count). Returns ``(state, info)`` with
+    ``info = {"count": top count, "tied": number of tuples sharing it}``; ``(None, {count 0})`` when
+    ``states`` is empty.
+    """
+    if tie not in MESH_TIES:
+        raise ValueError(f"tie must be one of {', '.join(MESH_TIES)}; got {tie!r}")
+    counts: dict[tuple, int] = {}
+    first: dict[tuple, int] = {}
+    for i, s in enumerate(states):
+        key = (float(s["Value"]), s["Parity"], int(s["Level"]))
+        counts[key] = counts.get(key, 0) + 1
+        first.setdefault(key, i)
+    if not counts:
+        return None, {"count": 0, "tied": 0}
+    top = max(counts.values())
+    tied = [k for k in counts if counts[k] == top]  # insertion order = order of first proposal
+    if len(tied) == 1 or tie == "first":
+        win = tied[0]
+    else:
+        srt = sorted(tied, key=lambda k: (k[0], first[k]))
+        win = srt[(len(srt) - 1) // 2]
+    return {"Value": win[0], "Parity": win[1], "Level": win[2]}, {"count": top, "tied": len(tied)}
+
+
+# ----------------------------------------------------------------------------- configuration
+def _int(name, x, lo):
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo:
+        raise ValueError(f"{name} must be an integer >= {lo}; got {x!r}")
+    return int(x)
+
+
+@dataclass(frozen=True)
+class TrialConfig:
+    """What a trial run computes (everything except ``log_requests`` and ``d_floor`` is its identity)."""
+
+    topologies: tuple[str, ...] = TOPOLOGIES
+    n_trials: int = 100
+    steps: int = 12
+    epsilon: float = EPSILON
+    seed: int = 0
+    retries: int = 2
+    leaves: int = 4
+    mesh_agents: int = 4
+    mesh_tie: str = "first"
+    paired_seeds: bool = True
+    structured_output: bool = False
+    initial_state: tuple = (DEFAULT_STATE["Value"], DEFAULT_STATE["Parity"], DEFAULT_STATE["Level"])
+    sampling: Sampling = field(default_factory=Sampling)
+    log_requests: str = "all"
+    d_floor: float = 1e-6
+
+    def __post_init__(self):
+        topo = self.topologies
+        if isinstance(topo, str):
+            topo = (topo,)
+        topo = tuple(topo)
+        if not topo:
+            raise ValueError(f"topologies must name at least one of {', '.join(TOPOLOGIES)}")
+        for t in topo:
+            if t not in TOPOLOGIES:
+                raise ValueError(f"unknown topology {t!r}; choose from {', '.join(TOPOLOGIES)}")
+        # canonical order, no duplicates
+        object.__setattr__(self, "topologies", tuple(t for t in TOPOLOGIES if t in topo))
+        _int("n_trials", self.n_trials, 1)
+        _int("steps", self.steps, 1)
+        _int("seed", self.seed, 0)
+        _int("retries", self.retries, 0)
+        _int("leaves", self.leaves, 1)
+        _int("mesh_agents", self.mesh_agents, 1)
+        eps = self.epsilon
+        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps):
+            raise ValueError(f"epsilon must be a finite number; got {self.epsilon!r}")
+        if self.mesh_tie not in MESH_TIES:
+            raise ValueError(f"mesh_tie must be one of {', '.join(MESH_TIES)}; got {self.mesh_tie!r}")
+        if self.log_requests not in LOG_MODES:
+            raise ValueError(f"log_requests must be one of {', '.join(LOG_MODES)}; got {self.log_requests!r}")
+        if not (isinstance(self.d_floor, (int, float)) and self.d_floor > 0 and math.isfinite(self.d_floor)):
+            raise ValueError(f"d_floor must be a finite number > 0; got {self.d_floor!r}")
+        if not isinstance(self.sampling, Sampling):
+            raise ValueError("sampling must be a mascot.llm.base.Sampling")
+        st = self.initial_state
+        if isinstance(st, dict):
+            st = (st.get("Value"), st.get("Parity"), st.get("Level"))
+        try:
+            v, p, lv = st
+        except (TypeError, ValueError):
+            raise ValueError(f"initial_state must be (Value, Parity, Level); got {self.initial_state!r}") from None
+        validate_state({"Value": v, "Parity": p, "Level": lv})
+        object.__setattr__(self, "initial_state", (float(v), p, int(lv)))
+
+    @property
+    def initial(self) -> dict:
+        v, p, lv = self.initial_state
+        return {"Value": v, "Parity": p, "Level": lv}
+
+    def identity(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("log_requests")
+        d.pop("d_floor")
+        d["topologies"] = list(self.topologies)
+        d["initial_state"] = list(self.initial_state)
+        return d
+
+    def to_dict(self) -> dict:
+        d = self.identity()
+        d["log_requests"] = self.log_requests
+        d["d_floor"] = self.d_floor
+        return d
+
+
+class TrialsResult(NamedTuple):
+    out: Path
+    steps_run: int
+    steps_skipped: int
+    requests: int
+    wall_s: float
+    table2: Any  # pandas DataFrame
+    stats: dict
+
+
+# ----------------------------------------------------------------------------- file helpers
+def _atomic_write_text(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def _versions() -> dict:
+    import platform
+
+    out = {"python": platform.python_version(), "platform": platform.platform()}
+    for mod in ("mascot", "numpy", "jax", "scipy", "pandas", "pyarrow"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except Exception:  # pragma: no cover - optional
+            pass
+    return out
+
+
+def _canon(x):
+    return json.loads(json.dumps(x, sort_keys=True, default=str))
+
+
+def _diff(a: dict, b: dict, prefix="") -> list[str]:
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += _diff(va, vb, prefix + k + ".")
+        elif va != vb:
+            out.append(f"{prefix}{k}: {va!r} (in run.json) vs {vb!r} (now)")
+    return out
+
+
+def _pairwise(vals: list[float]) -> float:
+    from mascot.analysis.stats import pairwise_disagreement
+
+    return pairwise_disagreement(vals)
+
+
+# ----------------------------------------------------------------------------- the run
+_PA_SCHEMA = None
+
+
+def _schema():
+    global _PA_SCHEMA
+    if _PA_SCHEMA is None:
+        import pyarrow as pa
+
+        _PA_SCHEMA = pa.schema([
+            ("topology", pa.string()), ("trial", pa.int32()), ("perturbed", pa.bool_()), ("step", pa.int16()),
+            ("value_true", pa.float64()), ("parity_true", pa.string()), ("level_true", pa.int8()),
+            ("value", pa.float64()), ("parity", pa.string()), ("level", pa.int8()),
+            ("carried", pa.bool_()), ("agent_values", pa.list_(pa.float64())),
+            ("revised_values", pa.list_(pa.float64())), ("d_t", pa.float64()),
+            ("vote_count", pa.int8()), ("vote_tied", pa.int8()),
+            ("n_requests", pa.int32()), ("n_failed_attempts", pa.int32()), ("n_abstained", pa.int16()),
+            ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+        ])
+    return _PA_SCHEMA
+
+
+class _Stage(NamedTuple):
+    states: list  # final parsed state per slot (None: failed after retries)
+    n_req: np.ndarray
+    n_fail: np.ndarray
+    ptok: np.ndarray
+    ctok: np.ndarray
+
+
+class _Runner:
+    def __init__(self, cfg: TrialConfig, out: Path, progress: bool):
+        self.cfg = cfg
+        self.out = out
+        self.progress = progress
+        self.steps_dir = out / "steps"
+        topo, trial, arm = [], [], []
+        for t in cfg.topologies:
+            for i in range(cfg.n_trials):
+                for a in (0, 1):
+                    topo.append(t)
+                    trial.append(i)
+                    arm.append(a)
+        self.topo = topo
+        self.tid = np.array([TOPOLOGY_IDS[t] for t in topo], dtype=np.int64)
+        self.trial = np.array(trial, dtype=np.int64)
+        self.arm = np.array(arm, dtype=np.int64)
+        self.seed_arm = np.zeros_like(self.arm) if cfg.paired_seeds else self.arm
+        self.U = len(topo)
+        init = cfg.initial
+        pert = perturb(init, cfg.epsilon)
+        self.initial_arms = (init, pert)
+        self.truth = (trajectory(init, cfg.steps), trajectory(pert, cfg.steps))
+        self.cur: list[dict] = [self.initial_arms[a] for a in arm]
+        self.backend: Backend | None = None
+        self.n_requests = 0
+        self.call_s = 0.0
+        self._log = None
+        self._log_count = 0
+
+    # -------------------------------------------------------------- progress and logs
+    def _say(self, msg: str) -> None:
+        if self.progress:
+            print(f"mascot trials: {msg}", file=sys.stderr, flush=True)
+
+    def _log_record(self, rec: dict) -> None:
+        if self._log is not None:
+            self._log.write(json.dumps(rec, default=str) + "\n")
+            self._log_count += 1
+
+    # -------------------------------------------------------------- one stage with retries
+    def _stage(self, step: int, name: str, su: np.ndarray, role: np.ndarray, agent: np.ndarray,
+               msgs: list, props: list) -> _Stage:
+        cfg = self.cfg
+        n = len(su)
+        states: list = [None] * n
+        n_req = np.zeros(n, np.int64)
+        n_fail = np.zeros(n, np.int64)
+        ptok = np.zeros(n, np.int64)
+        ctok = np.zeros(n, np.int64)
+        pending = np.arange(n)
+        log_mode = cfg.log_requests
+        for attempt in range(cfg.retries + 1):
+            if len(pending) == 0:
+                break
+            u = su[pending]
+            seeds = derive_seeds(cfg.seed, self.tid[u], self.trial[u], self.seed_arm[u], step, role[pending],
+                                 agent[pending], attempt).tolist()
+            reqs = []
+            for j, i in enumerate(pending.tolist()):
+                ui = int(su[i])
+                r = int(role[i])
+                meta = {"role": ROLES[r], "topology": self.topo[ui], "trial": int(self.trial[ui]),
+                        "perturbed": bool(self.arm[ui]), "seed_arm": int(self.seed_arm[ui]), "step": step,
+                        "agent": int(agent[i]), "attempt": attempt, "stage": name, "state": self.cur[ui],
+                        "seed64": seeds[j]}
+                if props[i] is not None:
+                    meta["proposals"] = props[i]
+                schema = None
+                if cfg.structured_output:
+                    schema = prompts.AGENT_SCHEMA if r == 0 else prompts.FINAL_SCHEMA
+                reqs.append(Request(messages=msgs[i], sampling=cfg.sampling, seed=seeds[j] >> 33,
+                                    json_schema=schema, meta=meta))
+            t0 = time.perf_counter()
+            resps = self.backend.generate(reqs)
+            dt = time.perf_counter() - t0
+            self.call_s += dt
+            if not isinstance(resps, list) or len(resps) != len(reqs):
+                raise RuntimeError(f"backend {getattr(self.backend, 'name', '?')} returned "
+                                   f"{len(resps) if hasattr(resps, '__len__') else resps!r} responses for "
+                                   f"{len(reqs)} requests")
+            self.n_requests += len(reqs)
+            still = []
+            for j, (i, resp) in enumerate(zip(pending.tolist(), resps)):
+                if resp.error:
+                    pr = ParseResult(None, f"backend_error: {resp.error}")
+                else:
+                    pr = parse_state(resp.text)
+                n_req[i] += 1
+                ptok[i] += int(resp.prompt_tokens or 0)
+                ctok[i] += int(resp.completion_tokens or 0)
+                if pr.state is not None:
+                    states[i] = pr.state
+                else:
+                    n_fail[i] += 1
+                    still.append(i)
+                if log_mode == "all" or (log_mode == "failures" and pr.state is None):
+                    meta = reqs[j].meta
+                    self._log_record({
+                        "topology": meta["topology"], "trial": meta["trial"], "perturbed": meta["perturbed"],
+                        "step": step, "stage": name, "role": meta["role"], "agent": meta["agent"],
+                        "attempt": attempt, "seed": reqs[j].seed, "messages": reqs[j].messages,
+                        "text": resp.text, "finish_reason": resp.finish_reason, "error": resp.error,
+                        "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
+                        "latency_s": resp.latency_s, "call_s": round(dt, 6), "call_size": len(reqs),
+                        "parse_ok": pr.state is not None, "reason": pr.reason, "method": pr.method,
+                        "state": pr.state})
+            self._say(f"step {step}/{cfg.steps} {name}{f' retry {attempt}' if attempt else ''}: "
+                      f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.0f} req/s), "
+                      f"{len(still)} unparsed")
+            pending = np.array(still, dtype=np.int64)
+        return _Stage(states, n_req, n_fail, ptok, ctok)
+
+    # -------------------------------------------------------------- one step
+    def step(self, step: int) -> dict:
+        cfg = self.cfg
+        U = self.U
+        n1 = np.array([1 if t == "chain" else (cfg.leaves if t == "star" else cfg.mesh_agents) for t in self.topo])
+        su1 = np.repeat(np.arange(U), n1)
+        agent1 = np.concatenate([np.arange(k) for k in n1])
+        unit_msgs = [prompts.agent_messages(s) for s in self.cur]
+        msgs1 = [unit_msgs[u] for u in su1.tolist()]
+        s1 = self._stage(step, "stage1", su1, np.zeros(len(su1), np.int64), agent1, msgs1, [None] * len(su1))
+        first: list[list] = [[] for _ in range(U)]
+        for i, u in enumerate(su1.tolist()):
+            first[u].append(s1.states[i])
+        # stage 2: star judges and mesh revisions
+        su2, role2, agent2, msgs2, props2 = [], [], [], [], []
+        for u in range(U):
+            t = self.topo[u]
+            if t == "chain":
+                continue
+            shown = [s for s in first[u] if s is not None]
+            if t == "star":
+                su2.append(u)
+                role2.append(1)
+                agent2.append(0)
+                msgs2.append(prompts.judge_messages(shown, self.cur[u]))
+                props2.append(shown)
+            else:
+                m = prompts.revision_messages(shown, self.cur[u], cfg.mesh_agents)
+                for i in range(cfg.mesh_agents):
+                    su2.append(u)
+                    role2.append(2)
+                    agent2.append(i)
+                    msgs2.append(m)
+                    props2.append(shown)
+        su2a = np.array(su2, dtype=np.int64)
+        if len(su2a):
+            s2 = self._stage(step, "stage2", su2a, np.array(role2, np.int64), np.array(agent2, np.int64),
+                             msgs2, props2)
+        else:
+            s2 = _Stage([], *(np.zeros(0, np.int64) for _ in range(4)))
+        second: list[list] = [[] for _ in range(U)]
+        for i, u in enumerate(su2a.tolist()):
+            second[u].append(s2.states[i])
+
+        def per_unit(a1, a2):
+            out = np.bincount(su1, weights=a1, minlength=U)
+            if len(su2a):
+                out = out + np.bincount(su2a, weights=a2, minlength=U)
+            return out.astype(np.int64)
+
+        n_req = per_unit(s1.n_req, s2.n_req)
+        n_fail = per_unit(s1.n_fail, s2.n_fail)
+        ptok = per_unit(s1.ptok, s2.ptok)
+        ctok = per_unit(s1.ctok, s2.ctok)
+        cols: dict[str, list] = {k: [] for k in _schema().names}
+        new_cur = []
+        for u in range(U):
+            t = self.topo[u]
+            arm = int(self.arm[u])
+            truth = self.truth[arm][step]
+            firsts = first[u]
+            seconds = second[u]
+            vote_count = vote_tied = 0
+            revised: list[float] = []
+            if t == "chain":
+                nxt = firsts[0]
+            elif t == "star":
+                nxt = seconds[0]
+            else:
+                nxt, info = plurality_vote([s for s in seconds if s is not None], cfg.mesh_tie)
+                vote_count, vote_tied = info["count"], info["tied"]
+                revised = [s["Value"] if s is not None else math.nan for s in seconds]
+            carried = nxt is None
+            if carried:
+                nxt = self.cur[u]
+            nxt = {"Value": float(nxt["Value"]), "Parity": nxt["Parity"], "Level": int(nxt["Level"])}
+            new_cur.append(nxt)
+            agent_vals = [s["Value"] if s is not None else math.nan for s in firsts]
+            if t == "chain":
+                d = abs(truth["Value"] - nxt["Value"])
+            elif t == "star":
+                d = _pairwise([v for v in agent_vals if not math.isnan(v)])
+            else:
+                d = _pairwise([v for v in revised if not math.isnan(v)])
+            abstained = sum(s is None for s in firsts) + sum(s is None for s in seconds)
+            cols["topology"].append(t)
+            cols["trial"].append(int(self.trial[u]))
+            cols["perturbed"].append(bool(arm))
+            cols["step"].append(step)
+            cols["value_true"].append(truth["Value"])
+            cols["parity_true"].append(truth["Parity"])
+            cols["level_true"].append(truth["Level"])
+            cols["value"].append(nxt["Value"])
+            cols["parity"].append(nxt["Parity"])
+            cols["level"].append(nxt["Level"])
+            cols["carried"].append(carried)
+            cols["agent_values"].append(agent_vals)
+            cols["revised_values"].append(revised)
+            cols["d_t"].append(d)
+            cols["vote_count"].append(vote_count)
+            cols["vote_tied"].append(vote_tied)
+            cols["n_requests"].append(int(n_req[u]))
+            cols["n_failed_attempts"].append(int(n_fail[u]))
+            cols["n_abstained"].append(abstained)
+            cols["prompt_tokens"].append(int(ptok[u]))
+            cols["completion_tokens"].append(int(ctok[u]))
+        self.cur = new_cur
+        return cols
+
+    def initial_rows(self) -> dict:
+        cols: dict[str, list] = {k: [] for k in _schema().names}
+        for u in range(self.U):
+            arm = int(self.arm[u])
+            s = self.initial_arms[arm]
+            truth = self.truth[arm][0]
+            vals = dict(topology=self.topo[u], trial=int(self.trial[u]), perturbed=bool(arm), step=0,
+                        value_true=truth["Value"], parity_true=truth["Parity"], level_true=truth["Level"],
+                        value=s["Value"], parity=s["Parity"], level=s["Level"], carried=False, agent_values=[],
+                        revised_values=[], d_t=math.nan, vote_count=0, vote_tied=0, n_requests=0,
+                        n_failed_attempts=0, n_abstained=0, prompt_tokens=0, completion_tokens=0)
+            for k, v in vals.items():
+                cols[k].append(v)
+        return cols
+
+    # -------------------------------------------------------------- persistence
+    def part_path(self, step: int) -> Path:
+        return self.steps_dir / f"step_{step:03d}.parquet"
+
+    def log_path(self, step: int) -> Path:
+        return self.steps_dir / f"step_{step:03d}.requests.jsonl"
+
+    def commit(self, step: int, cols: dict) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pydict(cols, schema=_schema())
+        if self._log is not None:
+            self._log.flush()
+            os.fsync(self._log.fileno())
+            self._log.close()
+            self._log = None
+            os.replace(self.log_path(step).with_suffix(".jsonl.tmp"), self.log_path(step))
+        path = self.part_path(step)
+        tmp = path.with_name(path.name + ".tmp")
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+
+    def open_log(self, step: int) -> None:
+        if self.cfg.log_requests != "none":
+            self._log = open(self.log_path(step).with_suffix(".jsonl.tmp"), "w", encoding="utf-8")
+
+    def done_steps(self) -> int:
+        """Committed steps (the contiguous prefix 1..k); later stray parts are removed."""
+        k = 0
+        while self.part_path(k + 1).exists():
+            k += 1
+        for p in sorted(self.steps_dir.glob("step_*.parquet")):
+            try:
+                s = int(p.stem.split("_")[1])
+            except (IndexError, ValueError):
+                continue
+            if s > k:
+                self._say(f"removing {p.name}: step {k + 1} is missing, so it will be recomputed")
+                p.unlink()
+        return k
+
+    def restore(self, k: int) -> None:
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(self.part_path(k), columns=["topology", "trial", "perturbed", "value", "parity", "level"])
+        d = t.to_pydict()
+        if len(d["value"]) != self.U or d["topology"] != self.topo or d["trial"] != self.trial.tolist() or \
+                d["perturbed"] != [bool(a) for a in self.arm]:
+            raise ValueError(f"{self.part_path(k)} does not match this run's trials (corrupt run directory?)")
+        self.cur = [{"Value": float(v), "Parity": p, "Level": int(lv)}
+                    for v, p, lv in zip(d["value"], d["parity"], d["level"])]
+
+    def finalize(self) -> None:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        parts = [pa.Table.from_pydict(self.initial_rows(), schema=_schema())]
+        parts += [pq.read_table(self.part_path(s), schema=_schema()) for s in range(1, self.cfg.steps + 1)]
+        table = pa.concat_tables(parts)
+        order = pc.sort_indices(table, sort_keys=[("topology", "ascending"), ("trial", "ascending"),
+                                                          ("perturbed", "ascending"), ("step", "ascending")])
+        table = table.take(order)
+        path = self.out / "trials.parquet"
+        tmp = path.with_name(path.name + ".tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+        # request log: the per-step logs concatenated in step order, then removed. If requests.jsonl exists
+        # (a finished run whose later steps were recomputed), the records of the recomputed steps are replaced.
+        req = self.out / "requests.jsonl"
+        parts = {s: self.log_path(s) for s in range(1, self.cfg.steps + 1) if self.log_path(s).exists()}
+        if parts:
+            tmp = req.with_name(req.name + ".tmp")
+            with open(tmp, "wb") as f:
+                old = open(req, "rb") if req.exists() else None
+                try:
+                    line = old.readline() if old else b""
+                    for s in range(1, self.cfg.steps + 1):
+                        while line and json.loads(line)["step"] == s:
+                            if s not in parts:
+                                f.write(line)
+                            line = old.readline()
+                        if s in parts:
+                            with open(parts[s], "rb") as src:
+                                while chunk := src.read(1 << 20):
+                                    f.write(chunk)
+                    while line:  # records of steps beyond this run's (not expected)
+                        f.write(line)
+                        line = old.readline()
+                finally:
+                    if old:
+                        old.close()
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, req)
+            for p in parts.values():
+                p.unlink()
+
+
+def _spec_of(backend) -> dict:
+    """Name, model and ``describe()`` of a backend (provenance)."""
+    try:
+        desc = backend.describe()
+    except Exception as e:  # pragma: no cover
+        desc = {"describe_error": str(e)}
+    return {"name": getattr(backend, "name", type(backend).__name__), "model": getattr(backend, "model", None),
+            "describe": desc}
+
+
+# describe() keys that may change between sessions without changing what is computed
+_VOLATILE = {"mascot", "jax", "jaxlib", "numpy", "torch", "transformers", "vllm", "openai", "python", "platform",
+             "versions", "version", "device", "devices", "cuda", "gpu", "gpus", "host", "hostname", "pid",
+             "created", "timestamp", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries",
+             "batch_size", "gpu_memory_utilization", "enforce_eager", "describe_error", "api_key_set", "backoff_s",
+             "injected_engine"}
+
+
+def _identity_spec(backend) -> dict:
+    """The part of a backend's description that defines results: name, model and options without
+    versions, devices and throughput knobs."""
+    spec = _spec_of(backend)
+    desc = spec.pop("describe")
+    spec["options"] = {k: v for k, v in desc.items()
+                       if k not in _VOLATILE and not k.endswith("_version") and k not in ("name", "model")}
+    return spec
+
+
+def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend], *,
+               backend_spec: dict | None = None, progress: bool = True, command: Sequence[str] | None = None,
+               report: bool = True, figures: bool = True, n_boot: int = 2000) -> TrialsResult:
+    """Run (or resume) the trials of ``config`` into ``out`` and write the report.
+
+    ``backend`` is a backend, or a zero-argument factory called only when steps remain (a finished run
+    never loads a model). ``backend_spec`` (name and results-relevant options) is part of the run's
+    identity; it defaults to the backend's name, model and ``describe()`` without versions, devices and
+    throughput knobs (pass it explicitly with a factory).
+    A rerun with a different identity into the same ``out`` raises ``ValueError`` naming the differences.
+    """
+    from mascot.analysis import trials_report
+
+    if not isinstance(config, TrialConfig):
+        raise ValueError("config must be a TrialConfig")
+    out = Path(out)
+    factory = None
+    if callable(backend) and not hasattr(backend, "generate"):
+        factory = backend
+        if backend_spec is None:
+            raise ValueError("pass backend_spec when backend is a factory")
+    elif backend_spec is None:
+        backend_spec = _identity_spec(backend)
+    identity = _canon({"config": config.identity(), "backend": backend_spec})
+    ident_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
+    out.mkdir(parents=True, exist_ok=True)
+    run_json = out / "run.json"
+    if run_json.exists():
+        meta = json.loads(run_json.read_text())
+        if meta.get("identity") != identity:
+            diffs = _diff(meta.get("identity", {}), identity)
+            raise ValueError(f"{out} holds a run with different parameters ({'; '.join(diffs[:8])}); "
+                             "use another --out, or delete the directory to start over")
+    else:
+        if (out / "steps").exists() and any((out / "steps").iterdir()):
+            raise ValueError(f"{out}/steps exists but {run_json} does not: not a mascot trials directory "
+                             "(or a damaged one); use another --out")
+        meta = {"kind": "mascot-trials", "identity": identity, "identity_hash": ident_hash, "created": _now(),
+                "sessions": []}
+    meta["config"] = config.to_dict()
+    runner = _Runner(config, out, progress)
+    runner.steps_dir.mkdir(exist_ok=True)
+    done = runner.done_steps()
+    session = {"started": _now(), "command": list(command) if command is not None else None,
+               "steps_done_before": done, "versions": _versions(), "log_requests": config.log_requests,
+               "host": os.uname().nodename if hasattr(os, "uname") else None}
+    for key in ("SLURM_JOB_ID", "SLURM_RESTART_COUNT"):
+        if key in os.environ:
+            session[key.lower()] = os.environ[key]
+    meta["sessions"].append(session)
+    meta["complete"] = False
+    meta["steps_done"] = done
+    _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+
+    t_start = time.perf_counter()
+    steps_run = 0
+    if done < config.steps:
+        if done:
+            runner.restore(done)
+            runner._say(f"resuming {out}: steps 1..{done} of {config.steps} already committed")
+        b = factory() if factory is not None else backend
+        runner.backend = b
+        session["backend"] = _spec_of(b)
+        _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+        for step in range(done + 1, config.steps + 1):
+            t0 = time.perf_counter()
+            n0 = runner.n_requests
+            runner.open_log(step)
+            cols = runner.step(step)
+            runner.commit(step, cols)
+            steps_run += 1
+            dt = time.perf_counter() - t0
+            left = (config.steps - step) * (time.perf_counter() - t_start) / steps_run
+            runner._say(f"step {step}/{config.steps} committed: {runner.n_requests - n0} requests in {dt:.1f} s "
+                        f"({(runner.n_requests - n0) / max(dt, 1e-9):,.0f} req/s); about {left:.0f} s left")
+            meta["steps_done"] = step
+            session["steps_done"] = step
+            session["requests"] = runner.n_requests
+            _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+    runner.finalize()
+    wall = time.perf_counter() - t_start
+    session.update(finished=_now(), wall_s=round(wall, 3), steps_run=steps_run, requests=runner.n_requests,
+                   backend_call_s=round(runner.call_s, 3),
+                   requests_per_s=round(runner.n_requests / runner.call_s, 1) if runner.call_s > 0 else None)
+    meta["complete"] = True
+    meta["steps_done"] = config.steps
+    _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+    table2, stats = (None, {})
+    if report:
+        table2, stats = trials_report.write_report(out, d_floor=config.d_floor, seed=config.seed, n_boot=n_boot,
+                                                   figures=figures)
+    return TrialsResult(out, steps_run, done, runner.n_requests, wall, table2, stats)
