@@ -66,6 +66,7 @@ from typing import Any, NamedTuple, Sequence
 import numpy as np
 
 from mascot.llm.base import Request, Response, Sampling
+from mascot.llm.parsing import json_object_spans
 from mascot.theory.consensus import (
     contraction_rate, disagreement, in_certificate_region, rounds_to_reach, theorem1, validate_doubly_stochastic,
 )
@@ -423,31 +424,6 @@ _VEC_RE = re.compile(r"""["']?vector["']?\s*[:=]\s*\[([^\[\]]*)\]""", re.I)
 _REASON_RE = re.compile(r""""reasoning"\s*:\s*"((?:[^"\\]|\\.)*)""", re.I | re.S)
 
 
-def _balanced_spans(text: str) -> list[str]:
-    """Every balanced top-level ``{...}`` span (quotes-aware, so braces in strings do not count)."""
-    spans, depth, start, in_str, esc = [], 0, -1, False, False
-    for i, ch in enumerate(text):
-        if in_str:
-            if esc:
-                esc = False
-            elif ch == "\\":
-                esc = True
-            elif ch == '"':
-                in_str = False
-            continue
-        if ch == '"' and depth > 0:
-            in_str = True
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start:i + 1])
-    return spans
-
-
 def _repair(s: str) -> str:
     s = re.sub(r",\s*([}\]])", r"\1", s)
     return re.sub(r"\b(True|False|None)\b", lambda m: {"True": "true", "False": "false", "None": "null"}[m.group(1)], s)
@@ -508,7 +484,7 @@ def parse_vector(text: str | None, d: int) -> VectorParse:
     """
     if text is None or not text.strip():
         return VectorParse(None, "", "empty: no text")
-    cands = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)] + _balanced_spans(text)
+    cands = [text.strip()] + [m.group(1).strip() for m in _FENCE.finditer(text)] + json_object_spans(text)
     best = "no_json: no JSON object in the reply"
     seen = set()
     for cand in reversed(cands):

@@ -146,7 +146,7 @@ def validate_state_object(obj: Any) -> tuple[dict | None, str]:
 _FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.S)
 
 
-def _balanced_spans(text: str) -> list[str]:
+def json_object_spans(text: str) -> list[str]:
     """Top-level ``{...}`` spans, skipping braces inside double- or single-quoted strings."""
     spans = []
     depth, start, quote, i, n = 0, -1, None, 0, len(text)
@@ -281,8 +281,8 @@ def parse_state(text: str | None) -> ParseResult:
         body = body.strip()
         if body:
             candidates.append(("fence", body))
-            candidates += [("fence", s) for s in _balanced_spans(body) if s != body]
-    candidates += [("scan", s) for s in _balanced_spans(text)]
+            candidates += [("fence", s) for s in json_object_spans(body) if s != body]
+    candidates += [("scan", s) for s in json_object_spans(text)]
     a, b = text.find("{"), text.rfind("}")
     if 0 <= a < b:
         candidates.append(("scan", text[a: b + 1]))
