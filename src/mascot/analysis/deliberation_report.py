@@ -348,6 +348,9 @@ def reproduce(out="results/deliberation", runs_dir="runs/deliberation-reproduce"
         SurrogateDeliberationBackend, claude_example, load_deliberation_config, run_deliberation,
     )
 
+    import jax
+
+    jax.config.update("jax_enable_x64", True)  # the monitor study's kernel runs in float64 whatever ran before
     out, runs_dir = Path(out), Path(runs_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary: dict = {"claude_example": claude_example(), "text_harness": {}}
@@ -368,7 +371,9 @@ def reproduce(out="results/deliberation", runs_dir="runs/deliberation-reproduce"
                 "status": g["status"].value_counts().to_dict(), "parse_failures": int(g["failures"].sum()),
                 "parse_errors": int(g["parse_errors"].sum())}
             for s, g in t.groupby("strategy", sort=False)}
-        summary["text_harness"][tag]["requests"] = res.requests
+        # every request of the run, from its log (not res.requests: a resumed run makes none)
+        log = runs_dir / tag / "requests.jsonl"
+        summary["text_harness"][tag]["requests"] = sum(1 for _ in open(log)) if log.exists() else 0
     sh = pd.concat(shadows)
     sh.to_csv(out / "monitor_shadow_text_harness.csv", index=False)
     summary["text_harness_monitor"] = {"all": _shadow_scores(sh)} | {
