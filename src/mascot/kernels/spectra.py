@@ -25,11 +25,12 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from mascot.kernels.topology import row_normalize, validate_adjacency
 from mascot.theory.spectra import check_gamma, check_stochastic
 
-__all__ = ["SRSpectra", "sr_spectra", "gat_transition", "time_varying_sr", "time_varying_kappa", "TimeVaryingKappa"]
+__all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "sr_spectra", "time_varying_kappa", "time_varying_sr"]
 
 _METHODS = ("auto", "eigh", "eig")
 _CHUNK_BYTES = 64 << 20
@@ -112,8 +113,19 @@ def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=
         raise ValueError("method='eigh' needs a symmetric adjacency (an undirected graph); use 'eig' or 'auto'")
     normal = _is_symmetric(P)  # symmetric P is normal: kappa from eigenvalues
     dt = jnp.dtype(dtype) if dtype is not None else _default_dtype()
+    # XLA:CPU's LAPACK kernels call OpenBLAS, which defaults to one thread per core; with another busy
+    # process that oversubscription made one n = 256 call 70x slower (benchmarks/README.md), and even on a
+    # quiet machine one thread is faster for these per-matrix calls. Block inside the limit: dispatch is async.
+    # (threadpool_limits looks the libraries up at each call: JAX loads its LAPACK lazily.)
+    with threadpool_limits(limits=1, user_api="blas"):
+        rho, delta, kappa = _compute(A, P, g, batch, out_shape, n, method, normal, normalize, dt, chunk_size)
+        rho.block_until_ready()
+        kappa.block_until_ready()
+    return SRSpectra(rho, delta, kappa, method)
 
-    flatA = A.reshape(-1, n, n)
+
+def _compute(A, P, g, batch, out_shape, n, method, normal, normalize, dt, chunk_size):
+    """The device work of :func:`sr_spectra` (inputs already validated)."""
     flatP = P.reshape(-1, n, n)
     if method == "eigh":
         base = A if normalize else P  # a symmetric stochastic P is its own symmetrisation
@@ -122,7 +134,6 @@ def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=
         cpu = jax.devices("cpu")[0]
         mu = _mu_gen(jax.device_put(np.asarray(flatP, dtype=dt), cpu))
         mu = jax.device_put(mu, jax.devices()[0])
-    del flatA
     idx = np.broadcast_to(np.arange(flatP.shape[0]).reshape(batch), out_shape).ravel()
     gflat = np.broadcast_to(g, out_shape).ravel()
     m = idx.size
@@ -141,8 +152,7 @@ def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=
         j = jnp.asarray(sl)
         r = _diagnostics(mu[j], Pd[j], jnp.asarray(gs, dtype=dt), normal)
         outs.append([x[: chunk_size - pad] for x in r])
-    rho, delta, kappa = (jnp.concatenate(c).reshape(out_shape) for c in zip(*outs))
-    return SRSpectra(rho, delta, kappa, method)
+    return tuple(jnp.concatenate(c).reshape(out_shape) for c in zip(*outs))
 
 
 # ----------------------------------------------------------------------------- time-varying operators (A.5)
