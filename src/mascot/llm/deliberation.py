@@ -67,6 +67,7 @@ import numpy as np
 
 from mascot.llm.base import Request, Response, Sampling
 from mascot.llm.parsing import json_object_spans
+from mascot.llm.rundir import open_run_dir, resolve_backend
 from mascot.theory.consensus import (
     contraction_rate, disagreement, in_certificate_region, rounds_to_reach, theorem1, validate_doubly_stochastic,
 )
@@ -1204,28 +1205,14 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     if not isinstance(config, DeliberationConfig):
         raise ValueError("config must be a DeliberationConfig")
     out = Path(out)
-    factory = None
-    if callable(backend) and not hasattr(backend, "generate"):
-        factory = backend
-        if backend_spec is None:
-            raise ValueError("pass backend_spec when backend is a factory")
-    elif backend_spec is None:
-        backend_spec = _spec_of(backend)
+    factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
     identity = _canon({"config": config.identity(), "backend": backend_spec})
-    out.mkdir(parents=True, exist_ok=True)
     run_json = out / "run.json"
-    if run_json.exists():
-        meta = json.loads(run_json.read_text())
-        if meta.get("kind") != "mascot-deliberation":
-            raise ValueError(f"{out} is not a mascot deliberation directory; use another --out")
-        if meta.get("identity") != identity:
-            diffs = _diff(meta.get("identity", {}), identity)
-            raise ValueError(f"{out} holds a deliberation run with different parameters ({'; '.join(diffs[:6])}); "
-                             "use another --out, or delete the directory to start over")
-    else:
-        if (out / "rounds.jsonl").exists():
-            raise ValueError(f"{out}/rounds.jsonl exists but run.json does not; use another --out")
-        meta = {"kind": "mascot-deliberation", "identity": identity, "created": _now(), "sessions": []}
+    meta = open_run_dir(
+        out, kind="mascot-deliberation", identity=identity, diff=_diff, label="a deliberation run",
+        orphan=(f"{out}/rounds.jsonl exists but run.json does not; use another --out"
+                if (out / "rounds.jsonl").exists() and not run_json.exists() else None),
+        fresh={"kind": "mascot-deliberation", "identity": identity, "created": _now(), "sessions": []})
     h = _Harness(config, out, progress)
     h.session = len(meta["sessions"])
     lanes = h.new_lanes()

@@ -66,6 +66,7 @@ import numpy as np
 from mascot.llm import prompts
 from mascot.llm.base import Backend, Request, Sampling
 from mascot.llm.parsing import ParseResult, parse_state
+from mascot.llm.rundir import open_run_dir, resolve_backend
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
 
 __all__ = [
@@ -719,29 +720,17 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     if not isinstance(config, TrialConfig):
         raise ValueError("config must be a TrialConfig")
     out = Path(out)
-    factory = None
-    if callable(backend) and not hasattr(backend, "generate"):
-        factory = backend
-        if backend_spec is None:
-            raise ValueError("pass backend_spec when backend is a factory")
-    elif backend_spec is None:
-        backend_spec = _identity_spec(backend)
+    factory, backend_spec = resolve_backend(backend, backend_spec, _identity_spec)
     identity = _canon({"config": config.identity(), "backend": backend_spec})
     ident_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    out.mkdir(parents=True, exist_ok=True)
     run_json = out / "run.json"
-    if run_json.exists():
-        meta = json.loads(run_json.read_text())
-        if meta.get("identity") != identity:
-            diffs = _diff(meta.get("identity", {}), identity)
-            raise ValueError(f"{out} holds a run with different parameters ({'; '.join(diffs[:8])}); "
-                             "use another --out, or delete the directory to start over")
-    else:
-        if (out / "steps").exists() and any((out / "steps").iterdir()):
-            raise ValueError(f"{out}/steps exists but {run_json} does not: not a mascot trials directory "
-                             "(or a damaged one); use another --out")
-        meta = {"kind": "mascot-trials", "identity": identity, "identity_hash": ident_hash, "created": _now(),
-                "sessions": []}
+    orphan = (not run_json.exists()) and (out / "steps").exists() and any((out / "steps").iterdir())
+    meta = open_run_dir(
+        out, kind="mascot-trials", identity=identity, diff=_diff, label="a run", n_diffs=8, check_kind=False,
+        orphan=(f"{out}/steps exists but {run_json} does not: not a mascot trials directory "
+                "(or a damaged one); use another --out") if orphan else None,
+        fresh={"kind": "mascot-trials", "identity": identity, "identity_hash": ident_hash, "created": _now(),
+               "sessions": []})
     meta["config"] = config.to_dict()
     runner = _Runner(config, out, progress)
     runner.steps_dir.mkdir(exist_ok=True)

@@ -69,6 +69,7 @@ from typing import Any, NamedTuple, Sequence
 
 
 from mascot.llm.base import Request, Response, Sampling
+from mascot.llm.rundir import open_run_dir, resolve_backend
 
 __all__ = [
     "DECISIONS", "OUTCOMES", "Ballot", "parse_decision", "article_decision", "article_consensus", "VoteResult",
@@ -480,28 +481,14 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     if not isinstance(config, DebateConfig):
         raise ValueError("config must be a DebateConfig")
     out = Path(out)
-    factory = None
-    if callable(backend) and not hasattr(backend, "generate"):
-        factory = backend
-        if backend_spec is None:
-            raise ValueError("pass backend_spec when backend is a factory")
-    elif backend_spec is None:
-        backend_spec = _spec_of(backend)
+    factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
     identity = _canon({"config": config.identity(), "backend": backend_spec})
-    out.mkdir(parents=True, exist_ok=True)
     run_json = out / "run.json"
-    if run_json.exists():
-        meta = json.loads(run_json.read_text())
-        if meta.get("kind") != "mascot-debate":
-            raise ValueError(f"{out} is not a mascot debate directory; use another --out")
-        if meta.get("identity") != identity:
-            diffs = _diff(meta.get("identity", {}), identity)
-            raise ValueError(f"{out} holds a debate with different parameters ({'; '.join(diffs[:6])}); "
-                             "use another --out, or delete the directory to start over")
-    else:
-        if (out / "transcript.jsonl").exists():
-            raise ValueError(f"{out}/transcript.jsonl exists but run.json does not; use another --out")
-        meta = {"kind": "mascot-debate", "identity": identity, "created": _now(), "sessions": []}
+    meta = open_run_dir(
+        out, kind="mascot-debate", identity=identity, diff=_diff, label="a debate",
+        orphan=(f"{out}/transcript.jsonl exists but run.json does not; use another --out"
+                if (out / "transcript.jsonl").exists() and not run_json.exists() else None),
+        fresh={"kind": "mascot-debate", "identity": identity, "created": _now(), "sessions": []})
     session_id = len(meta["sessions"])
     session = {"started": _now(), "command": list(command) if command else None}
     meta["sessions"].append(session)

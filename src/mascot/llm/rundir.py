@@ -1,0 +1,40 @@
+"""Run directories shared by the LLM harnesses (trials, deliberation, debate): backend-or-factory
+resolution and the ``run.json`` identity check that makes a rerun resume and refuses a rerun with
+different parameters into the same directory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+
+def resolve_backend(backend, backend_spec: dict | None, spec_of: Callable) -> tuple[Callable | None, dict]:
+    """``(factory, backend_spec)``: a zero-argument factory (called only when work remains; it needs an
+    explicit ``backend_spec``) or ``None`` for a ready backend, whose spec defaults to ``spec_of(backend)``."""
+    if callable(backend) and not hasattr(backend, "generate"):
+        if backend_spec is None:
+            raise ValueError("pass backend_spec when backend is a factory")
+        return backend, backend_spec
+    return None, backend_spec if backend_spec is not None else spec_of(backend)
+
+
+def open_run_dir(out: Path, *, kind: str, identity: dict, diff: Callable, label: str, orphan: str | None,
+                 fresh: dict, n_diffs: int = 6, check_kind: bool = True) -> dict:
+    """Create ``out`` and return its ``run.json`` metadata: the stored one when the identity matches, else
+    ``fresh`` for a new directory. Raises ``ValueError`` for a directory of another kind, another identity
+    (naming up to ``n_diffs`` differences), or results without ``run.json`` (``orphan``: the message)."""
+    out.mkdir(parents=True, exist_ok=True)
+    run_json = out / "run.json"
+    if run_json.exists():
+        meta = json.loads(run_json.read_text())
+        if check_kind and meta.get("kind") != kind:
+            raise ValueError(f"{out} is not a {kind.replace('-', ' ')} directory; use another --out")
+        if meta.get("identity") != identity:
+            diffs = diff(meta.get("identity", {}), identity)
+            raise ValueError(f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
+                             "use another --out, or delete the directory to start over")
+        return meta
+    if orphan is not None:
+        raise ValueError(orphan)
+    return fresh
