@@ -3,9 +3,10 @@ certificates, Parquet) versus the kernel alone on the same batches, in one proce
 
     python benchmarks/bench_sweep.py [--trajectories-total 1000000] [--json-out FILE]
 
-Both are measured warm (a first pass compiles every shape). "kernel alone" times only the
-`simulate_consensus` calls on the pipeline's own per-chunk batches (X0 precomputed); the pipeline
-time includes everything `mascot run` does. The issue's bar: pipeline >= 70% of kernel throughput.
+All are measured warm (a first pass compiles every shape), in interleaved repetitions (medians).
+"kernel alone" times only the `simulate_consensus` calls on the pipeline's own per-chunk batches (X0
+precomputed); the pipeline time includes everything `mascot run` does. The issue's bar: pipeline >= 70%
+of kernel throughput.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 
 from mascot.kernels import complete_weights, ring_weights, simulate_consensus
 from mascot.sweep import parse_config, run_sweep
-from mascot.sweep.kinds import _STRATEGY, _initial_beliefs, point_keys
+from mascot.sweep.kinds import _STRATEGY, _initial_beliefs
 
 CONFIG = """
 [experiment]
@@ -45,9 +46,9 @@ b0 = {{ logspace = [500, 50000, {nb0}] }}
 """
 
 
-def kernel_only(cfg):
-    """Time (a) the X0 sampling and (b) the `simulate_consensus` calls on the pipeline's own per-chunk
-    groups, each warm and on its own."""
+def kernel_batches(cfg):
+    """The pipeline's own per-chunk kernel groups: X0 sampling arguments and `simulate_consensus`
+    inputs (X0 drawn and tiled as the consensus kind does), so both sides run the same batches."""
     from mascot.sweep.kinds import KINDS
 
     kind = KINDS[cfg.kind]
@@ -55,19 +56,35 @@ def kernel_only(cfg):
     for c in range(cfg.n_chunks):
         start, stop = c * cfg.chunk_size, min((c + 1) * cfg.chunk_size, cfg.n_points)
         pts = [kind.complete(p) for p in cfg.points(start, stop)]
-        pkeys = point_keys(cfg.key_seed, np.arange(start, stop))
         groups = {}
         for i, p in enumerate(pts):
             groups.setdefault((p["n"], p["strategy"]), []).append(i)
         for (n, strategy), members in groups.items():
             T = pts[0]["trajectories"]
             rows = np.repeat(members, T)
-            args = (pkeys[np.asarray(members)], T, n, 6, 0.5, 0.15, np.dtype("float32"))
+            args = (cfg.key_seed, T, n, 6, 0.5, 0.15, "float32")
             samples.append(args)
-            X0 = _initial_beliefs(*args)
+            X0 = jax.numpy.tile(_initial_beliefs(*args), (len(members), 1, 1))
             col = lambda k: np.array([pts[i][k] for i in rows], dtype=np.float64)  # noqa: E731
             batches.append((X0, complete_weights(n, 0.4), ring_weights(n, 0.6), col("c1"), col("c2"), col("eta"),
                             col("eps"), col("b0"), _STRATEGY[strategy]))
+    return samples, batches
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--trajectories-total", type=int, default=1_000_000)
+    ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians reported)")
+    ap.add_argument("--workers", type=int, default=2, help="chunks in flight in `mascot run`")
+    ap.add_argument("--json-out")
+    args = ap.parse_args()
+    traj, chunk = 1000, 36
+    nb0 = max(1, round(args.trajectories_total / (2 * 3 * 3 * 2 * traj)))
+    cfg = parse_config(CONFIG.format(chunk=chunk, traj=traj, nb0=nb0))
+    total = cfg.n_points * traj
+    print(f"{cfg.n_points} points x {traj} trajectories = {total:,} trajectories, {cfg.n_chunks} chunks",
+          file=sys.stderr)
+    samples, batches = kernel_batches(cfg)
 
     def sample():
         for a in samples:
@@ -77,46 +94,39 @@ def kernel_only(cfg):
         for X0, W1, W2, c1, c2, eta, eps, b0, s in batches:
             simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=s, max_rounds=64, dtype="float32")
 
-    times = []
-    for fn in (sample, rollout):
-        fn()  # warm
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return tuple(times)
-
-
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--trajectories-total", type=int, default=1_000_000)
-    ap.add_argument("--json-out")
-    args = ap.parse_args()
-    traj, chunk = 1000, 36
-    nb0 = max(1, round(args.trajectories_total / (2 * 3 * 3 * 2 * traj)))
-    cfg = parse_config(CONFIG.format(chunk=chunk, traj=traj, nb0=nb0))
-    total = cfg.n_points * traj
-    print(f"{cfg.n_points} points x {traj} trajectories = {total:,} trajectories, {cfg.n_chunks} chunks",
-          file=sys.stderr)
+    times = {"pipeline": [], "sampling": [], "kernel": []}
     with tempfile.TemporaryDirectory() as tmp:
-        run_sweep(cfg, f"{tmp}/warm", progress=False)  # compile every shape
-        t = time.perf_counter()
-        run_sweep(cfg, f"{tmp}/run", progress=False)
-        t_pipe = time.perf_counter() - t
-    t_sample, t_kernel = kernel_only(cfg)
+        run_sweep(cfg, f"{tmp}/warm", progress=False, workers=args.workers)  # compile every shape
+        sample(), rollout()
+        for r in range(args.reps):  # interleaved, so drift in the machine's load hits all three alike
+            t = time.perf_counter()
+            run_sweep(cfg, f"{tmp}/run{r}", progress=False, workers=args.workers)
+            times["pipeline"].append(time.perf_counter() - t)
+            for name, fn in (("sampling", sample), ("kernel", rollout)):
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+    med = {k: float(np.median(v)) for k, v in times.items()}
+    t_pipe, t_sample, t_kernel = med["pipeline"], med["sampling"], med["kernel"]
     t_compute = t_sample + t_kernel
+    per_rep = [k / p for p, k in zip(times["pipeline"], times["kernel"])]
     res = dict(machine=dict(platform=platform.platform(), jax=jax.__version__, devices=[str(d) for d in jax.devices()]),
-               points=cfg.n_points, trajectories=total, pipeline_s=t_pipe, kernel_s=t_kernel, sampling_s=t_sample,
+               points=cfg.n_points, trajectories=total, workers=args.workers, reps=args.reps, times=times,
+               pipeline_s=t_pipe, kernel_s=t_kernel, sampling_s=t_sample,
                pipeline_traj_per_s=total / t_pipe, kernel_traj_per_s=total / t_kernel,
                compute_traj_per_s=total / t_compute, pipeline_fraction_of_kernel=t_kernel / t_pipe,
-               pipeline_fraction_of_compute=t_compute / t_pipe)
+               pipeline_fraction_of_kernel_per_rep=per_rep, pipeline_fraction_of_compute=t_compute / t_pipe)
     print(json.dumps(res, indent=2))
+    print()
+    print(f"medians of {args.reps} interleaved repetitions; pipeline / kernel per repetition: "
+          + ", ".join(f"{100 * f:.0f}%" for f in per_rep))
     print()
     print("| what | seconds | points/s | trajectories/s | pipeline throughput as % of this |")
     print("|---|---|---|---|---|")
     rows = [("whole pipeline (`mascot run`: grid, X0 sampling, kernel, certificates, Parquet)", t_pipe),
             ("X0 sampling + kernel (the experiment's device compute)", t_compute),
             ("kernel alone (`simulate_consensus` on the same batches)", t_kernel),
-            ("X0 sampling alone (truncated normal, threefry)", t_sample)]
+            ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample)]
     for name, t in rows:
         print(f"| {name} | {t:.2f} | {cfg.n_points / t:,.0f} | {total / t:,.0f} | {100 * t / t_pipe:.0f}% |")
     if args.json_out:

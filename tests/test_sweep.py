@@ -120,14 +120,12 @@ def test_rows_match_the_reference_algorithm(reference_run):
     p = df[(df.n == 7) & (df.point % 2 == 1)].iloc[0]
     assert (p.c1, p.c2) == (7 * 6 * 60, 2 * 7 * 5)
     # every row agrees with Algorithm 1 in plain Python on the same X0 (regenerated from the seed)
-    from mascot.sweep.kinds import _initial_beliefs, point_keys
-    import jax.numpy as jnp
+    from mascot.sweep.kinds import _initial_beliefs
 
     cfg = parse_config(cfg_text(4))
     sample = df.sample(12, random_state=0)
     for _, r in sample.iterrows():
-        key = point_keys(cfg.key_seed, [int(r.point)])
-        X0 = np.asarray(_initial_beliefs(key, 5, int(r.n), 3, 0.5, 0.15, jnp.dtype("float32")),
+        X0 = np.asarray(_initial_beliefs(cfg.key_seed, 5, int(r.n), 3, 0.5, 0.15, "float32"),
                         dtype=np.float64)[int(r.trajectory)]
         strategy = {"adaptive": "adaptive", "ring": "mode2", "complete": "mode1"}[r.strategy]
         ref = algorithm1(X0, complete_weights(int(r.n), 0.4), ring_weights(int(r.n), 0.6), r.c1, r.c2, r.eta, r.eps,
@@ -242,3 +240,15 @@ def test_consensus_sweep_report(tmp_path):
               and sub.tokens["adaptive"] <= sub.tokens["complete"])
         assert bool(r.adaptive_dominates) == bool(ok)
         assert r.corollary_condition == bool(r.lambda1 < r.lambda2 and r.c1 / r.c2 >= np.log(r.lambda1) / np.log(r.lambda2))
+
+
+def test_points_share_initial_beliefs_as_common_random_numbers(reference_run):
+    """X0 depends on (seed, n, d, x0_mean, x0_spread) only: points that differ in strategy, thresholds,
+    budget or costs start trajectory t from the same beliefs (D(0) equal), other team sizes do not."""
+    df = reference_run
+    d0 = df.pivot_table(index=["n", "trajectory"], columns="point", values="d0")
+    for n, block in d0.groupby(level="n"):
+        block = block.dropna(axis=1)
+        assert block.shape[1] > 1 and np.all(block.to_numpy() == block.to_numpy()[:, :1])
+    by_n = d0.groupby(level="n").first()
+    assert len(by_n) > 1 and len({tuple(np.round(r.dropna().to_numpy(), 9)) for _, r in by_n.iterrows()}) == len(by_n)

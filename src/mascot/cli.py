@@ -156,7 +156,7 @@ def _cmd_run(args) -> int:
     from mascot.sweep import load_config, parse_shard, run_sweep
 
     cfg = load_config(args.config)
-    s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet)
+    s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet, workers=args.workers)
     print(f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
           f"{s.seconds:.1f} s; {s.chunks_skipped} already complete")
     return 0
@@ -387,6 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config")
     r.add_argument("--shard", help="I/N: run the chunks c with c %% N == I (default: all)")
     r.add_argument("--out", help="run directory (default: [output] dir of the config, else runs/NAME)")
+    r.add_argument("--workers", type=int, default=2,
+                   help="chunks in flight at once (one computes while another writes; default 2)")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=_cmd_run)
 

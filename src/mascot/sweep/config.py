@@ -74,7 +74,8 @@ class SweepConfig:
 
     @property
     def key_seed(self) -> int:
-        """PRNG seed of the whole experiment: point keys are ``fold_in(key(key_seed), point)``."""
+        """Seed of the whole experiment: point ``p`` draws from ``PCG64(SeedSequence(key_seed, spawn_key=(p,)))``
+        (host streams, e.g. X0) and ``fold_in(key(key_seed), p)`` (JAX keys, e.g. belief noise)."""
         return int(self.hash[:8], 16)
 
     @property

@@ -7,7 +7,10 @@ rest shared equally among neighbours) and the paper's cost model generalised: a 
 ``N (N - 1) tokens_complete`` and a ring round ``2 N tokens_ring`` (600 and 100 at N = 5 with the
 defaults 30 and 10) unless ``c1`` / ``c2`` are given. Initial beliefs are drawn per trajectory from a
 normal with mean ``x0_mean`` and standard deviation ``x0_spread`` truncated to [0, 1] (the paper's
-Sec. V-A sampler). One row per (point, trajectory).
+Sec. V-A sampler), as common random numbers: trajectory t of every point with the same (n, d,
+x0_mean, x0_spread) starts from the same X0, so comparisons across strategies, thresholds, budgets
+and costs are paired (rows of different points are not independent samples). One row per (point,
+trajectory).
 
 ``spectra``: SR diagnostics (rho, Delta, kappa of M = (I - gamma P)^-1) of one graph family per point;
 random families draw ``graphs`` samples seeded by the config and the graph parameters (not gamma), so a
@@ -20,6 +23,7 @@ quantiles of E_ceg, and the closed form where one exists).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -28,6 +32,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 __all__ = ["Param", "Kind", "KINDS", "point_keys"]
 
@@ -45,7 +50,7 @@ class Param:
 class Kind:
     name: str
     params: dict[str, Param]
-    evaluate: Callable  # (points, indices, key_seed, dtype) -> DataFrame
+    evaluate: Callable  # (points, indices, key_seed, dtype) -> DataFrame or pyarrow Table
     bytes_per_point: Callable  # (point) -> int, working memory estimate
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
@@ -118,58 +123,88 @@ def _consensus_extra(p):
         raise ValueError(f"eta must be > eps for strategy 'adaptive'; got eta = {p['eta']}, eps = {p['eps']}")
 
 
-def _initial_beliefs(keys, trajectories, n, d, mean, spread, dtype):
-    """X0 of each point: ``mean + spread * TN(lower, upper)`` truncated to [0, 1], one draw of shape
-    ``(trajectories, n, d)`` per point key (per-point draws vectorise twice as well as per-trajectory
-    ones); returns ``(points * trajectories, n, d)``, trajectory-major within each point."""
-    lo, hi = (0.0 - mean) / spread, (1.0 - mean) / spread
-    z = jax.vmap(lambda k: jax.random.truncated_normal(k, lo, hi, (trajectories, n, d), dtype))(keys)
-    return (mean + spread * z).reshape(-1, n, d)
+_X0_STREAM = 0x5830  # "X0": first element of the X0 stream key, apart from per-point keys (p,)
 
 
-_initial_beliefs = jax.jit(_initial_beliefs, static_argnames=("trajectories", "n", "d", "dtype"))
+def _initial_beliefs(key_seed, trajectories, n, d, mean, spread, dtype):
+    """X0 shared by every point with these (n, d, mean, spread): ``(trajectories, n, d)`` draws of
+    ``mean + spread * Z``, Z a normal truncated so X0 lies in [0, 1], from the stream
+    ``(seed, (X0, n, d, mean, spread))`` (``mascot.kernels.sampling``). Common random numbers: points
+    that differ only in strategy, thresholds, budget or costs start trajectory t from the same beliefs,
+    as the paper's Table VI runs its three strategies from one X0; a point with more trajectories
+    extends the same sequence."""
+    from mascot.kernels.sampling import float_key, truncated_normal_streams
+
+    key = (_X0_STREAM, int(n), int(d), float_key(mean), float_key(spread))
+    return truncated_normal_streams(key_seed, [key], (trajectories, n, d), mean, spread, dtype=dtype)
 
 
-def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
-    from mascot.kernels import complete_weights, ring_weights, simulate_consensus
-    from mascot.theory import contraction_rate, theorem1_batch
+@functools.lru_cache(maxsize=256)
+def _consensus_pair(n: int, a1: float, a2: float):
+    """(W1, W2, lambda1, lambda2) of complete K_N and ring C_N with these self-weights (cached: the
+    doubly-stochastic and circulant checks cost more than a chunk's certificates)."""
+    from mascot.kernels import complete_weights, ring_weights
+    from mascot.theory import contraction_rate
 
-    pkeys = point_keys(key_seed, indices)
+    W1, W2 = complete_weights(n, a1), ring_weights(n, a2)
+    return W1, W2, contraction_rate(W1), contraction_rate(W2)
+
+
+_STRATEGY_NAMES = tuple(_STRATEGY)
+
+
+def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pa.Table:
+    from mascot.kernels import simulate_consensus
+    from mascot.theory import theorem1_batch
+
+    indices = np.asarray(indices)
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
         g = (p["n"], p["d"], p["strategy"], p["max_rounds"], p["self_weight_complete"], p["self_weight_ring"],
              p["noise"], p["x0_mean"], p["x0_spread"], p["trajectories"])
         groups.setdefault(g, []).append(i)
-    frames = []
+    parts: dict[str, list[np.ndarray]] = {}
     for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), members in groups.items():
-        W1, W2 = complete_weights(n, a1), ring_weights(n, a2)
-        lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
+        W1, W2, lam1, lam2 = _consensus_pair(n, a1, a2)
         rows = np.repeat(np.asarray(members), T)
-        traj = np.tile(np.arange(T), len(members))
-        # X0 from the point key; noise from fold_in(point key, 2**31 + t) per trajectory t
-        X0 = _initial_beliefs(pkeys[jnp.asarray(members)], T, n, d, float(mean), float(spread), jnp.dtype(dtype))
+        traj = np.tile(np.arange(T, dtype=np.int32), len(members))
+        # X0 common to the group's points (one draw, tiled); noise from fold_in(point key, 2**31 + t)
+        X0 = _initial_beliefs(key_seed, T, n, d, float(mean), float(spread), dtype)
+        X0 = jnp.tile(X0, (len(members), 1, 1)) if len(members) > 1 else X0
         col = lambda k: np.repeat(np.array([points[i][k] for i in members], dtype=np.float64), T)  # noqa: E731
         eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
         nkeys = None
         if noise > 0:
-            nkeys = jax.vmap(jax.random.fold_in)(pkeys[jnp.asarray(rows)], jnp.asarray(traj + 2**31, jnp.uint32))
+            pkeys = point_keys(key_seed, indices[rows])
+            nkeys = jax.vmap(jax.random.fold_in)(pkeys, jnp.asarray(traj.astype(np.int64) + 2**31, jnp.uint32))
         res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=_STRATEGY[strategy],
                                  max_rounds=max_rounds, noise=noise, key=nkeys, dtype=dtype)
         d0 = res.d0.astype(np.float64)
         k1, k2, bstar = theorem1_batch(d0, eta, eps, lam1, lam2, c1, c2)
-        frame = pd.DataFrame({
-            "point": np.asarray(indices)[rows].astype(np.int64), "trajectory": traj.astype(np.int32),
-            "n": np.int32(n), "d": np.int32(d), "strategy": strategy, "eta": eta, "eps": eps, "b0": b0,
-            "c1": c1, "c2": c2, "self_weight_complete": a1, "self_weight_ring": a2, "x0_mean": mean,
-            "x0_spread": spread, "noise": noise, "max_rounds": np.int32(max_rounds),
-            "lambda1": lam1, "lambda2": lam2, "d0": d0,
+        m = rows.size
+        full = lambda v, t: np.full(m, v, dtype=t)  # noqa: E731
+        cols = {
+            "point": indices[rows].astype(np.int64), "trajectory": traj, "n": full(n, np.int32),
+            "d": full(d, np.int32), "strategy": full(_STRATEGY_NAMES.index(strategy), np.int8),
+            "eta": eta, "eps": eps, "b0": b0, "c1": c1, "c2": c2, "self_weight_complete": full(a1, np.float64),
+            "self_weight_ring": full(a2, np.float64), "x0_mean": full(mean, np.float64),
+            "x0_spread": full(spread, np.float64), "noise": full(noise, np.float64),
+            "max_rounds": full(max_rounds, np.int32), "lambda1": full(lam1, np.float64),
+            "lambda2": full(lam2, np.float64), "d0": d0,
             "rounds": res.rounds.astype(np.int32), "tokens": res.spent.astype(np.float64),
             "d_final": res.d_final.astype(np.float64), "status": res.status.astype(np.int8),
             "K_star": k1 + k2, "B_star": bstar, "certified": b0 >= bstar,
-        })
-        frames.append(frame)
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values(["point", "trajectory"], kind="stable").reset_index(drop=True)
+        }
+        for k, v in cols.items():
+            parts.setdefault(k, []).append(v)
+    cols = {k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in parts.items()}
+    if len(parts["point"]) > 1 and np.any(np.diff(cols["point"]) < 0):  # groups interleave: sort rows
+        order = np.lexsort((cols["trajectory"], cols["point"]))
+        cols = {k: v[order] for k, v in cols.items()}
+    arrays = {k: pa.array(v) for k, v in cols.items()}
+    names = pa.array(_STRATEGY_NAMES, pa.string())
+    arrays["strategy"] = pa.DictionaryArray.from_arrays(arrays["strategy"], names).cast(pa.string())
+    return pa.table(arrays)
 
 
 def _consensus_bytes(p) -> int:

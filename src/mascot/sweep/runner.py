@@ -1,8 +1,9 @@
 """Executing a sweep: chunks of grid points, one kernel batch per chunk group, resumable, sharded.
 
 Chunk ``c`` holds grid points ``[c * chunk_size, (c + 1) * chunk_size)``; shard ``i`` of ``n`` owns the
-chunks with ``c % n == i``. Every point's PRNG key is ``fold_in(key(experiment seed), point)``, so a
-point's rows do not depend on the shard count, the chunk size or the order chunks run in.
+chunks with ``c % n == i``. Every point's random streams derive from (experiment seed, point index) alone
+(see ``SweepConfig.key_seed``), so a point's rows do not depend on the shard count, the chunk size or the
+order chunks run in.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import datetime as _dt
 import math
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
@@ -81,10 +82,18 @@ class _Progress:
             print(file=sys.stderr)
 
 
-def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True) -> RunSummary:
-    """Run (or resume) the chunks of ``cfg`` owned by ``shard`` into ``out_dir``."""
+def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True,
+              workers: int = 2) -> RunSummary:
+    """Run (or resume) the chunks of ``cfg`` owned by ``shard`` into ``out_dir``.
+
+    ``workers`` chunks are in flight at once, each evaluated and then written by its own thread: while
+    one thread waits on the device (JAX releases the GIL), another builds its table or encodes Parquet.
+    Results do not depend on it (every chunk is a pure function of the config and its index).
+    """
     import jax
 
+    if isinstance(workers, bool) or int(workers) != workers or workers < 1:
+        raise ValueError(f"workers must be an integer >= 1; got {workers!r}")
     if cfg.dtype == "float64":
         jax.config.update("jax_enable_x64", True)
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
@@ -99,44 +108,49 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     bar = _Progress(sum(npts(c) for c in todo), progress, f"{cfg.name} shard {i}/{n}")
     prov = provenance()
     t0 = time.perf_counter()
-    # Parquet encoding and writing run on a background thread while the next chunk computes; at most
-    # two writes are in flight, and every one is finished (or has raised) before this returns.
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mascot-writer")
-    pending: list[Future] = []
+    pool = ThreadPoolExecutor(max_workers=int(workers), thread_name_prefix="mascot-chunk")
+    queue, running = list(todo), set()
     try:
-        _run_chunks(cfg, kind, todo, run, prov, (i, n), bar, writer, pending)
-        for f in pending:
-            f.result()
+        while queue or running:
+            while queue and len(running) < workers:
+                running.add(pool.submit(_run_chunk, cfg, kind, queue.pop(0), run, prov, (i, n)))
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for f in finished:
+                c = f.result()  # re-raises a chunk's error (after the others in flight finish)
+                bar.update(npts(c), f"chunk {c}")
+    except BaseException:
+        queue.clear()
+        raise
     finally:
-        writer.shutdown(wait=True)
+        pool.shutdown(wait=True)
     bar.close()
     return RunSummary(out=str(run.path), shard=shard, chunks_total=len(mine), chunks_run=len(todo),
                       chunks_skipped=len(mine) - len(todo), points_run=sum(npts(c) for c in todo),
                       seconds=time.perf_counter() - t0)
 
 
-def _run_chunks(cfg, kind, todo, run, prov, shard, bar, writer, pending):
+def _run_chunk(cfg, kind, c, run, prov, shard) -> int:
+    """Evaluate chunk ``c`` and write it atomically; returns ``c``."""
     i, n = shard
-    for c in todo:
-        start = c * cfg.chunk_size
-        stop = min(start + cfg.chunk_size, cfg.n_points)
-        began = _dt.datetime.now(_dt.timezone.utc).isoformat()
-        points = [kind.complete(p) for p in cfg.points(start, stop)]
-        for p in points:
-            kind.validate(p)
-        indices = np.arange(start, stop)
-        if len(points) < cfg.chunk_size and cfg.n_chunks > 1:
-            # the grid's short last chunk: pad with copies of its last point so its kernel batches
-            # have the shapes of a full chunk; the copies give identical rows, dropped below
-            k = cfg.chunk_size - len(points)
-            points, indices = points + [points[-1]] * k, np.concatenate([indices, np.full(k, stop - 1)])
-        df = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype)
-        if len(indices) > stop - start:
-            df = df.drop_duplicates(list(kind.row_key)).reset_index(drop=True)
-        meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
-                    start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
-        while len(pending) >= 2:
-            pending.pop(0).result()
-        pending.append(writer.submit(write_table_atomic, pa.Table.from_pandas(df, preserve_index=False),
-                                     run.chunk_path(c), meta))
-        bar.update(stop - start, f"chunk {c}")
+    start = c * cfg.chunk_size
+    stop = min(start + cfg.chunk_size, cfg.n_points)
+    began = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    points = [kind.complete(p) for p in cfg.points(start, stop)]
+    for p in points:
+        kind.validate(p)
+    indices = np.arange(start, stop)
+    if len(points) < cfg.chunk_size and cfg.n_chunks > 1:
+        # the grid's short last chunk: pad with copies of its last point so its kernel batches
+        # have the shapes of a full chunk; the copies give identical rows, dropped below
+        k = cfg.chunk_size - len(points)
+        points, indices = points + [points[-1]] * k, np.concatenate([indices, np.full(k, stop - 1)])
+    table = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype)
+    if not isinstance(table, pa.Table):
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    if len(indices) > stop - start:  # drop the padding's repeated rows
+        keep = ~table.select(list(kind.row_key)).to_pandas().duplicated().to_numpy()
+        table = table.filter(pa.array(keep))
+    meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
+                start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
+    write_table_atomic(table, run.chunk_path(c), meta)
+    return c

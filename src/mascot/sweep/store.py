@@ -50,7 +50,12 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(metadata)})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     with open(tmp, "wb") as f:
-        pq.write_table(table, f, compression="lz4")  # fast; zstd took 16% of a sweep's time
+        # lz4 without dictionaries: a sweep's parameter columns repeat per trajectory and lz4 alone
+        # shrinks them; dictionary encoding doubled the write time (zstd took 16% of a sweep's time)
+        # for files half the size (4.7 vs 2.4 MB per 10^6 consensus rows); statistics only on the row
+        # keys (what readers filter on), 15% faster than on every column
+        keys = [k for k in ("point", *ROW_SUBKEYS) if k in table.column_names]
+        pq.write_table(table, f, compression="lz4", use_dictionary=False, write_statistics=keys or False)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -362,11 +362,11 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
     Same conventions as :func:`theorem1` (``inf`` for a needed non-contracting mode); inputs are
     assumed valid (this is for sweeps, which validate their parameters first).
     """
-    d0, eta, eps, l1, l2, c1, c2 = np.broadcast_arrays(*(np.asarray(a, dtype=np.float64)
-                                                         for a in (d0, eta, eps, lambda1, lambda2, c1, c2)))
+    d0, eta, eps, l1, l2, c1, c2 = (np.asarray(a, dtype=np.float64) for a in (d0, eta, eps, lambda1, lambda2, c1, c2))
+    shape = np.broadcast_shapes(d0.shape, eta.shape, eps.shape, l1.shape, l2.shape, c1.shape, c2.shape)
     eta_eff = np.maximum(eta, eps)
 
-    def rounds(start, target, lam):
+    def rounds(start, target, lam):  # scalars stay scalars (a sweep passes one lambda per call)
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.log(target / start) / np.log(lam)
             k = np.ceil(r - _INT_TOL * np.maximum(1.0, np.abs(r)))
@@ -374,8 +374,10 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
         return np.where(start <= target, 0.0, k)
 
     phase1 = d0 > eta_eff
-    k1 = np.where(phase1, rounds(d0, eta_eff, l1), 0.0)
-    k2 = np.where(d0 <= eps, 0.0, np.where(phase1, rounds(eta_eff, eps, l2), rounds(d0, eps, l2)))
+    k1 = np.broadcast_to(np.where(phase1, rounds(d0, eta_eff, l1), 0.0), shape)
+    k2 = np.broadcast_to(np.where(d0 <= eps, 0.0, np.where(phase1, rounds(eta_eff, eps, l2), rounds(d0, eps, l2))),
+                         shape)
     with np.errstate(invalid="ignore"):
         b = np.where(np.isinf(k1) | np.isinf(k2), np.inf, k1 * c1 + k2 * c2)
+    k1, k2 = np.array(k1), np.array(k2)  # writable copies, like the inputs' broadcast shape
     return k1, k2, b
