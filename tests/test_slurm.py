@@ -31,6 +31,24 @@ b0 = [400.0, 4000.0]
 """
 
 
+TRIALS = """
+[trials]
+backend = "surrogate"
+n_trials = 12
+steps = 4
+seed = 5
+no_figures = true
+n_boot = 50
+"""
+
+
+@pytest.fixture
+def trials_config(tmp_path):
+    f = tmp_path / "trials.toml"
+    f.write_text(TRIALS)
+    return f
+
+
 @pytest.fixture
 def config(tmp_path):
     f = tmp_path / "sweep.toml"
@@ -51,7 +69,27 @@ def test_dry_run_renders_array_and_merge(config, tmp_path, capsys):
     assert "#SBATCH --gres=gpu:1" in gpu.array_script and "#SBATCH --array=0-1" in gpu.array_script
 
 
+def test_dry_run_renders_one_requeue_safe_trials_job(trials_config, tmp_path, capsys):
+    assert main(["slurm", "submit", str(trials_config), "--out", str(tmp_path / "t"), "--time", "01:00:00",
+                 "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "#SBATCH --requeue" in out and "#SBATCH --open-mode=append" in out and "#SBATCH --time=01:00:00" in out
+    assert f"mascot.cli trials --config {trials_config} --out {tmp_path / 't'}" in out
+    assert "--array" not in out and "merge" not in out and "--gres" not in out  # surrogate: CPU only
+    vllm = tmp_path / "vllm.toml"
+    vllm.write_text('[trials]\nbackend = "vllm"\nn_trials = 100\n\n[output]\ndir = "runs/q"\n')
+    sub = render(str(vllm), partition="gpu")
+    assert sub.kind == "trials" and "#SBATCH --gres=gpu:1" in sub.array_script and "#SBATCH --mem=64G" in sub.array_script
+    assert "#SBATCH --partition=gpu" in sub.array_script and sub.out.endswith("runs/q")
+    assert main(["slurm", "submit", str(vllm), "--gpus", "0", "--dry-run"]) == 2
+    assert "needs a GPU" in capsys.readouterr().err
+    assert main(["slurm", "submit", str(trials_config), "--shards", "4", "--dry-run"]) == 2
+    assert "one job" in capsys.readouterr().err
+
+
 def test_bad_submissions(config, capsys):
+    assert main(["slurm", "submit", str(config), "--dry-run"]) == 2
+    assert "--shards is required" in capsys.readouterr().err
     assert main(["slurm", "submit", str(config), "--shards", "0", "--dry-run"]) == 2
     assert "--shards" in capsys.readouterr().err
     assert main(["slurm", "submit", str(config), "--shards", "9", "--dry-run"]) == 2  # 12 points / 3 = 4 chunks
@@ -74,3 +112,19 @@ def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path):
     run_sweep(parse_config(CONFIG), tmp_path / "local", progress=False)
     local = pd.read_parquet(RunDir(tmp_path / "local").merge())
     pd.testing.assert_frame_equal(via_slurm, local, check_exact=True)
+
+
+@pytest.mark.skipif(shutil.which("sbatch") is None, reason="sbatch not installed (run slurm/local-cluster.sh start)")
+def test_real_slurm_trials_job_equals_local_run(trials_config, tmp_path):
+    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
+    assert ping.returncode == 0, "sbatch is installed but no Slurm controller answers (slurm/local-cluster.sh start)"
+    out = tmp_path / "slurm-trials"
+    res = subprocess.run([sys.executable, "-m", "mascot.cli", "slurm", "submit", str(trials_config), "--out", str(out),
+                          "--time", "00:10:00", "--wait", "--wait-timeout", "600"],
+                         capture_output=True, text=True, timeout=660, env=os.environ)
+    logs = "\n".join(p.read_text() for p in (out / "slurm").glob("*.out")) if (out / "slurm").exists() else ""
+    assert res.returncode == 0, res.stdout + res.stderr + logs
+    assert "restart 0" in logs and (out / "table2.csv").exists()
+    assert main(["trials", "--config", str(trials_config), "--out", str(tmp_path / "local"), "--quiet"]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "trials.parquet"),
+                                  pd.read_parquet(tmp_path / "local" / "trials.parquet"), check_exact=True)

@@ -574,3 +574,28 @@ def test_hf_backend_garbage_is_counted_and_carried(tmp_path):
             assert (df[df.perturbed == pert].value == s).all()
     m = pd.read_csv(tmp_path / "run" / "metrics.csv")
     assert (m.n_failed_attempts > 0).all()
+
+
+def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys):
+    cfg = tmp_path / "t.toml"
+    cfg.write_text('[trials]\nbackend = "surrogate"\ntopology = ["chain", "star"]\nn_trials = 6\nsteps = 3\n'
+                   'seed = 4\nno_figures = true\nn_boot = 20\nunpaired = false\n\n[output]\ndir = "ignored"\n')
+    flags = ["--backend", "surrogate", "--topology", "chain", "--topology", "star", "--n-trials", "6", "--steps", "3",
+             "--seed", "4", "--no-figures", "--n-boot", "20", "--quiet"]
+    assert cli_main(["trials", *flags, "--out", str(tmp_path / "flags")]) == 0
+    assert cli_main(["trials", "--config", str(cfg), "--out", str(tmp_path / "file"), "--quiet"]) == 0
+    a, b = (pd.read_parquet(tmp_path / d / "trials.parquet") for d in ("flags", "file"))
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert set(a.topology) == {"chain", "star"} and a.step.max() == 3
+    # a command-line option comes after the file's, so it wins
+    assert cli_main(["trials", f"--config={cfg}", "--steps", "2", "--out", str(tmp_path / "over"), "--quiet"]) == 0
+    assert pd.read_parquet(tmp_path / "over" / "trials.parquet").step.max() == 2
+    capsys.readouterr()
+    for text, msg in (('[trials]\nn_trial = 5\n', "unknown key 'n_trial'"),
+                      ('[trials]\nno_figures = 1\n', "'no_figures' is a flag"),
+                      ('[trials]\nseed = 1\n[output]\ndir = "a"\nformat = "b"\n', "[output] takes only 'dir'"),
+                      ('[trial]\nseed = 1\n', "unknown table"),
+                      ('[trials\n', "invalid TOML")):
+        cfg.write_text(text)
+        assert cli_main(["trials", "--config", str(cfg)]) == 2
+        assert msg in capsys.readouterr().err

@@ -7,7 +7,8 @@
     mascot run CONFIG [--shard I/N] [--out DIR]  run (or resume) a sweep
     mascot status DIR                          progress of a run directory
     mascot merge DIR [--out FILE.parquet]      check completeness and write one dataset
-    mascot slurm submit CONFIG --shards N      sbatch array + dependent merge job (--dry-run prints them)
+    mascot slurm submit CONFIG --shards N      sbatch array + dependent merge job (--dry-run prints them);
+                                               a trials config: one requeue-safe trials job
     mascot report consensus-sweep DATA [--out DIR]   figures and tables from a merged consensus sweep
     mascot trials [--backend surrogate|vllm|openai|hf] [--topology all] --out DIR   SR paper's state-tracking
                                                trials: Table 2, Figs 2-6, request logs; resumable
@@ -188,14 +189,22 @@ def _cmd_slurm_submit(args) -> int:
 
     sub = slurm.submit(args.config, args.shards, dry_run=args.dry_run, out=args.out, partition=args.partition,
                        time=args.time, gpus=args.gpus, cpus=args.cpus, mem=args.mem)
+    trials = sub.kind == "trials"
     if args.dry_run:
+        if trials:
+            print("# ---- trials job (sbatch --parsable) ----")
+            print(sub.array_script)
+            return 0
         print("# ---- array job (sbatch --parsable) ----")
         print(sub.array_script)
         print("# ---- merge job (sbatch --parsable), after the array job succeeds ----")
         print(sub.merge_script)
         return 0
-    print(f"submitted array job {sub.array_job} ({args.shards} shards) and merge job {sub.merge_job}")
-    print(f"  run directory: {sub.out}\n  merged dataset: {sub.merged}\n  progress: mascot status {sub.out}")
+    if trials:
+        print(f"submitted trials job {sub.array_job}\n  run directory: {sub.out}\n  log: {sub.out}/slurm/")
+    else:
+        print(f"submitted array job {sub.array_job} ({args.shards} shards) and merge job {sub.merge_job}")
+        print(f"  run directory: {sub.out}\n  merged dataset: {sub.merged}\n  progress: mascot status {sub.out}")
     if args.wait:
         slurm.wait([sub.array_job, sub.merge_job], timeout=args.wait_timeout)
         if not Path(sub.merged).exists():
@@ -402,17 +411,19 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--out", help="output file (default DIR/merged.parquet)")
     m.set_defaults(func=_cmd_merge)
 
-    sl = sub.add_parser("slurm", help="run a sweep on a Slurm cluster")
+    sl = sub.add_parser("slurm", help="run a sweep or the LLM trials on a Slurm cluster")
     slsub = sl.add_subparsers(dest="slurm_command", required=True)
-    ss = slsub.add_parser("submit", help="submit an sbatch array (one task per shard) and a merge job")
-    ss.add_argument("config")
-    ss.add_argument("--shards", type=int, required=True, help="array size N (task i runs --shard i/N)")
+    ss = slsub.add_parser("submit", help="a sweep: an sbatch array (one task per shard) and a merge job; a trials "
+                          "config: one requeue-safe trials job")
+    ss.add_argument("config", help="a sweep config ([experiment], [grid], ...) or a trials config ([trials])")
+    ss.add_argument("--shards", type=int, help="sweeps: array size N (task i runs --shard i/N); required")
     ss.add_argument("--out", help="run directory (default: the config's [output] dir, else runs/NAME)")
     ss.add_argument("--partition")
     ss.add_argument("--time", default="04:00:00", help="per-task time limit (default 04:00:00)")
-    ss.add_argument("--gpus", type=int, default=0, help="GPUs per task (uses the GPU template)")
-    ss.add_argument("--cpus", type=int, default=2, help="CPUs per task (default 2)")
-    ss.add_argument("--mem", help="memory per task (default: estimated from the config)")
+    ss.add_argument("--gpus", type=int, help="GPUs per task (sweeps: default 0, > 0 uses the GPU template; "
+                    "trials: default 1 for vllm, else 0)")
+    ss.add_argument("--cpus", type=int, help="CPUs per task (default 2; vllm trials 8)")
+    ss.add_argument("--mem", help="memory per task (default: sweeps estimated from the config; vllm trials 64G)")
     ss.add_argument("--dry-run", action="store_true", help="print the scripts, submit nothing")
     ss.add_argument("--wait", action="store_true", help="block until the merge job has finished")
     ss.add_argument("--wait-timeout", type=float, default=3600.0)
@@ -495,12 +506,43 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--judge", choices=["mean", "median", "vote"], help="judge/revision aggregation (default mean)")
     g.add_argument("--judge-noise", type=float,
                    help="judge/revision noise and slips relative to an agent (default 0.25)")
+    tr.add_argument("--config", help="a trials config (TOML [trials] table of these options; "
+                    "command-line options come after it, so they win)")
     tr.set_defaults(func=_cmd_trials)
+    p.trials_parser = tr
     return p
 
 
+def _with_trials_config(argv: list[str], parser) -> list[str]:
+    """``mascot trials --config FILE ...`` -> ``mascot trials <the file's options> ...``."""
+    if not argv or argv[0] != "trials":
+        return argv
+    rest, path, i = [], None, 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--config" and i + 1 < len(argv):
+            path, i = argv[i + 1], i + 2
+            continue
+        if a.startswith("--config="):
+            path = a.split("=", 1)[1]
+        else:
+            rest.append(a)
+        i += 1
+    if path is None:
+        return argv
+    from mascot.llm.trials_config import trials_argv
+
+    return ["trials", *trials_argv(path, parser.trials_parser), *rest]
+
+
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        args = parser.parse_args(_with_trials_config(argv, parser))
+    except (ValueError, FileNotFoundError) as e:
+        print(f"mascot: error: {e}", file=sys.stderr)
+        return 2
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as e:

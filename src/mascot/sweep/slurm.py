@@ -1,8 +1,14 @@
-"""Slurm submission: render the array and merge job scripts from ``templates/`` and submit them.
+"""Slurm submission: render job scripts from ``templates/`` and submit them.
 
-``mascot slurm submit CONFIG --shards N`` submits an ``sbatch --array=0-(N-1)`` job whose task ``i``
-runs ``mascot run CONFIG --shard i/N`` (requeue-safe: a restarted task resumes from the chunks on
-disk), then a merge job with ``--dependency=afterok:<array job>``. ``--dry-run`` prints both scripts.
+For a sweep config, ``mascot slurm submit CONFIG --shards N`` submits an ``sbatch --array=0-(N-1)``
+job (``cpu-array.sbatch``, or ``gpu-array.sbatch`` with ``--gpus``) whose task ``i`` runs
+``mascot run CONFIG --shard i/N`` (requeue-safe: a restarted task resumes from the chunks on disk),
+then a merge job (``merge.sbatch``) with ``--dependency=afterok:<array job>``.
+
+For a trials config (a ``[trials]`` table, see ``mascot.llm.trials_config``) it submits one
+requeue-safe job (``trials.sbatch``) running ``mascot trials --config CONFIG``: every stage of a step
+is one batched backend call over all trials, so one GPU serves the whole run, and a requeued job
+resumes from its committed steps. ``--dry-run`` prints the script(s).
 """
 
 from __future__ import annotations
@@ -24,20 +30,67 @@ __all__ = ["render", "submit", "wait", "Submission"]
 
 @dataclass
 class Submission:
-    array_script: str
-    merge_script: str
+    array_script: str  # the sweep's array job, or the trials job
+    merge_script: str  # "" for trials (one job, no merge)
     array_job: str | None = None
     merge_job: str | None = None
     out: str = ""
-    merged: str = ""
+    merged: str = ""  # the sweep's merged dataset, or the trials' table2.csv
+    kind: str = "sweep"
 
 
 def _template(name: str) -> Template:
     return Template(resources.files("mascot.sweep").joinpath("templates", name).read_text())
 
 
-def render(config: str, shards: int, out: str | None = None, partition: str | None = None, time: str = "04:00:00",
-           gpus: int = 0, cpus: int = 2, mem: str | None = None, array_job: str = "<ARRAY_JOB_ID>") -> Submission:
+def _trials_defaults(table: dict) -> tuple[int, int, str]:
+    """(gpus, cpus, mem) a trials job needs by default: one GPU for vLLM (and hf on cuda)."""
+    backend = table.get("backend", "surrogate")
+    gpu = backend == "vllm" or (backend == "hf" and str(table.get("device", "")).startswith("cuda"))
+    return (1, 8, "64G") if gpu else (0, 2, "8G")
+
+
+def render_trials(config: str, out: str | None = None, partition: str | None = None, time: str = "04:00:00",
+                  gpus: int | None = None, cpus: int | None = None, mem: str | None = None) -> Submission:
+    """The trials job script for a trials config (``mascot trials --config CONFIG``)."""
+    from mascot.llm.trials_config import load_trials_config
+
+    table = load_trials_config(config)
+    d_gpus, d_cpus, d_mem = _trials_defaults(table)
+    gpus, cpus, mem = (d_gpus if gpus is None else gpus), (d_cpus if cpus is None else cpus), mem or d_mem
+    if gpus < 0 or cpus < 1:
+        raise ValueError("--gpus must be >= 0 and --cpus >= 1")
+    if table.get("backend") == "vllm" and gpus == 0:
+        raise ValueError("the vllm backend needs a GPU: --gpus 1 (or more)")
+    outp = Path(out or table.get("out") or f"runs/trials-{table.get('backend', 'surrogate')}").resolve()
+    logs = outp / "slurm"
+    if any(c.isspace() for c in str(logs)):
+        raise ValueError(f"the run directory {outp} contains whitespace, which #SBATCH --output cannot carry")
+    q = shlex.quote
+    fields = dict(name=outp.name if "trials" in outp.name else f"trials-{outp.name}", cpus=cpus, time=time, logs=str(logs), workdir=q(str(Path.cwd())),
+                  python=q(sys.executable), config=q(str(Path(config).resolve())), out=q(str(outp)),
+                  gres_line=f"#SBATCH --gres=gpu:{gpus}\n" if gpus else "",
+                  partition_line=f"#SBATCH --partition={partition}\n" if partition else "",
+                  mem_line=f"#SBATCH --mem={mem}\n")
+    script = _template("trials.sbatch").substitute(fields)
+    return Submission(script, "", out=str(outp), merged=str(outp / "table2.csv"), kind="trials")
+
+
+def render(config: str, shards: int | None = None, out: str | None = None, partition: str | None = None,
+           time: str = "04:00:00", gpus: int | None = None, cpus: int | None = None, mem: str | None = None,
+           array_job: str = "<ARRAY_JOB_ID>") -> Submission:
+    """Job scripts for ``config``: a sweep's array + merge jobs, or a trials config's one job."""
+    from mascot.llm.trials_config import is_trials_config
+
+    if is_trials_config(config):
+        if shards not in (None, 1):
+            raise ValueError("a trials config runs as one job (every stage is one batched call over all trials); "
+                             "drop --shards")
+        return render_trials(config, out, partition, time, gpus, cpus, mem)
+    if shards is None:
+        raise ValueError("--shards is required for a sweep config (array size N; task i runs --shard i/N)")
+    gpus = 0 if gpus is None else gpus
+    cpus = 2 if cpus is None else cpus
     if int(shards) != shards or shards < 1:
         raise ValueError(f"--shards must be a positive integer; got {shards!r}")
     if gpus < 0 or cpus < 1:
@@ -74,12 +127,14 @@ def _sbatch(script: str, extra=()) -> str:
     return res.stdout.strip().split(";")[0]
 
 
-def submit(config: str, shards: int, dry_run: bool = False, **kw) -> Submission:
+def submit(config: str, shards: int | None = None, dry_run: bool = False, **kw) -> Submission:
     sub = render(config, shards, **kw)
     if dry_run:
         return sub
     Path(sub.out, "slurm").mkdir(parents=True, exist_ok=True)
     sub.array_job = _sbatch(sub.array_script)
+    if sub.kind == "trials":
+        return sub
     sub.merge_script = render(config, shards, array_job=sub.array_job, **kw).merge_script
     sub.merge_job = _sbatch(sub.merge_script)
     return sub

@@ -1,0 +1,89 @@
+"""Trials config files: a TOML ``[trials]`` table whose keys are ``mascot trials`` options.
+
+``mascot trials --config FILE`` and ``mascot slurm submit FILE`` read the same file, so the job a cluster
+runs is the one a user can run (or dry-run) by hand. Keys are the long options without dashes, with
+``_`` for ``-`` (``n_trials = 100`` is ``--n-trials 100``); flags take ``true``/``false``, ``topology``
+a string or a list. ``[output] dir`` is ``--out``. Options given on the command line come after the
+file's, so they win (``--topology`` accumulates). Example (``configs/trials/qwen25_paper.toml``)::
+
+    [trials]
+    backend = "vllm"
+    model = "Qwen/Qwen2.5-7B-Instruct"
+    temp = 0.8
+    n_trials = 100
+
+    [output]
+    dir = "runs/qwen25-trials"
+"""
+
+from __future__ import annotations
+
+import argparse
+import tomllib
+from pathlib import Path
+
+__all__ = ["is_trials_config", "load_trials_config", "trials_argv"]
+
+_SKIP = {"help", "config"}
+
+
+def _read(path) -> dict:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"config file {path} does not exist")
+    try:
+        return tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"{path}: invalid TOML: {e}") from None
+
+
+def is_trials_config(path) -> bool:
+    """Whether ``path`` is a trials config (a ``[trials]`` table) rather than a sweep config."""
+    return "trials" in _read(path)
+
+
+def load_trials_config(path) -> dict:
+    """The validated ``[trials]`` table plus ``out`` (from ``[output] dir``, if given)."""
+    doc = _read(path)
+    unknown = set(doc) - {"trials", "output"}
+    if unknown:
+        raise ValueError(f"{path}: unknown table(s) {sorted(unknown)}; a trials config has [trials] and [output]")
+    if "trials" not in doc or not isinstance(doc["trials"], dict):
+        raise ValueError(f"{path}: no [trials] table")
+    out = dict(doc["trials"])
+    output = doc.get("output", {})
+    if set(output) - {"dir"}:
+        raise ValueError(f"{path}: [output] takes only 'dir'; got {sorted(output)}")
+    if "dir" in output:
+        if "out" in out:
+            raise ValueError(f"{path}: give the run directory once ([output] dir or [trials] out)")
+        out["out"] = output["dir"]
+    return out
+
+
+def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
+    """``mascot trials`` arguments equivalent to the file, checked against ``parser`` (the trials
+    sub-parser): unknown keys and wrongly typed values are errors naming the key."""
+    table = load_trials_config(path)
+    actions = {}
+    for a in parser._actions:
+        longs = [s for s in a.option_strings if s.startswith("--")]
+        if longs and a.dest not in _SKIP:
+            actions[longs[0][2:].replace("-", "_")] = (longs[0], a)
+    argv: list[str] = []
+    for key, value in table.items():
+        if key not in actions:
+            raise ValueError(f"{path}: unknown key '{key}' in [trials]; valid keys: {', '.join(sorted(actions))}")
+        flag, action = actions[key]
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)) or action.nargs == 0:
+            if not isinstance(value, bool):
+                raise ValueError(f"{path}: '{key}' is a flag: true or false; got {value!r}")
+            argv += [flag] if value else []
+            continue
+        values = value if isinstance(value, list) and isinstance(action, argparse._AppendAction) else [value]
+        for v in values:
+            if isinstance(v, (dict, list)) or isinstance(v, bool):
+                raise ValueError(f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}"
+                                 f"; got {v!r}")
+            argv += [flag, str(v)]
+    return argv
