@@ -307,6 +307,29 @@ def _make_lanes(d0, params, keys, *, max_rounds):
     return lanes, jnp.all(jnp.isfinite(d0))
 
 
+@partial(jax.jit, static_argnames=("strategy", "max_rounds"))
+def _modal_fused(X0, U, S, lam1, lam2, params, *, strategy, max_rounds):
+    """The whole modal rollout of one chunk without noise or traces in one compiled call: projection,
+    energies, the round loop to the last active lane; no host round trips in between."""
+    B, n, _ = X0.shape
+    carry, d0 = _modal_init(X0, U, S, noisy=False)
+    lanes, finite = _make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
+    carry, lanes, _ = _modal_segment(carry, lanes, {}, lam1, lam2, jnp.zeros((), X0.dtype), jnp.int32(max_rounds),
+                                     jnp.int32(0), strategy=strategy, max_rounds=max_rounds, trace=False,
+                                     n_agents=n, noisy=False)
+    return dict(rounds=lanes["rounds"], b=lanes["b"], d=lanes["d"], status=lanes["status"], d0=d0,
+                m1=carry[1], m2=carry[2], finite=finite)
+
+
+def _modal_reconstruct(X0, U, lam1, lam2, m1, m2):
+    """Final beliefs from X0 and the mode-1/-2 round counts (float64): the mean plus the modal
+    coordinates scaled by the signed eigenvalue powers."""
+    Xf = np.asarray(X0, dtype=np.float64)
+    f = lam1[None, :] ** m1[:, None] * lam2[None, :] ** m2[:, None]
+    Y = f[:, :, None] * np.einsum("nm,bnd->bmd", U, Xf)
+    return Xf.mean(axis=1)[:, None, :] + np.einsum("nm,bmd->bnd", U, Y)
+
+
 @partial(jax.jit, static_argnums=1)
 def _gather(tree, axes, idx):
     """Keep lanes ``idx`` of every array in ``tree`` (``axes`` gives each array's batch axis)."""
@@ -473,7 +496,9 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     # not depend on the device count, so results are identical with 1 or many devices.
     starts = list(range(0, B, C))
     devs = jax.local_devices()
-    if len(devs) > 1 and len(starts) > 1:
+    if use_modal and not noisy and not trace:
+        _modal_pipelined(X0, params, starts, C, B, cfg, devs, out)
+    elif len(devs) > 1 and len(starts) > 1:
         with ThreadPoolExecutor(max_workers=min(len(devs), len(starts))) as pool:
             for f in [pool.submit(one_chunk, lo, devs[k % len(devs)]) for k, lo in enumerate(starts)]:
                 f.result()
@@ -489,6 +514,55 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     if return_x:
         result = result._replace(x_final=out["x"])
     return result
+
+
+def _modal_pipelined(X0, params, starts, C, B, cfg, devs, out):
+    """Modal path without noise or traces: one fused call per chunk, dispatched ahead (JAX runs it
+    asynchronously) so the next chunk's host-to-device copy overlaps this chunk's compute; chunks go
+    round-robin to the local devices."""
+    dt, consts = cfg["dt"], cfg["consts"]
+    window = max(2, len(devs))
+    per_dev = {}
+
+    def dispatch(k, lo):
+        hi = min(lo + C, B)
+        rows = slice(lo, hi)
+        if B > C and hi - lo < C:  # pad the last chunk so every chunk has one compiled shape
+            rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])
+        X = X0[rows]
+        if isinstance(X, jax.Array):
+            X = X.astype(dt)
+        else:
+            X = jax.device_put(X, may_alias=True) if X.dtype == dt else jnp.asarray(X, dt)
+        p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
+        c = consts
+        if len(devs) > 1:
+            dev = devs[k % len(devs)]
+            if dev not in per_dev:
+                per_dev[dev] = jax.device_put(consts, dev)
+            c, X = per_dev[dev], jax.device_put(X, dev)
+        res = _modal_fused(X, c["U"], c["S"], c["lam1"], c["lam2"], p, strategy=cfg["strategy"],
+                           max_rounds=cfg["max_rounds"])
+        return lo, hi, res
+
+    def collect(lo, hi, res):
+        host = jax.device_get(res)
+        if not bool(host["finite"]):  # a NaN/inf in X0 always reaches D(0)
+            raise ValueError("X0 contains NaN or inf")
+        n = hi - lo
+        for key in ("rounds", "b", "d", "status", "d0"):
+            out[key][lo:hi] = host[key][:n]
+        if cfg["return_x"]:
+            out["x"][lo:hi] = _modal_reconstruct(np.asarray(X0[lo:hi]), cfg["U"], cfg["lam1"], cfg["lam2"],
+                                                 host["m1"][:n], host["m2"][:n])
+
+    inflight = []
+    for k, lo in enumerate(starts):
+        inflight.append(dispatch(k, lo))
+        if len(inflight) >= window:
+            collect(*inflight.pop(0))
+    for item in inflight:
+        collect(*item)
 
 
 @functools.lru_cache(maxsize=64)
@@ -601,12 +675,8 @@ def _run_chunk(X0, params, keys, cfg, device=None):
         if noisy:
             Y, mean = (np.asarray(c, dtype=np.float64)[finished] for c in carry)
         else:  # signed eigenvalue powers applied to the initial modal coordinates
-            m1 = np.asarray(carry[1])[finished]
-            m2 = np.asarray(carry[2])[finished]
-            f = lam1[None, :] ** m1[:, None] * lam2[None, :] ** m2[:, None]
-            Xf = np.asarray(X0, dtype=np.float64)[lane_ids[finished]]
-            Y = f[:, :, None] * np.einsum("nm,bnd->bmd", Um, Xf)
-            mean = Xf.mean(axis=1)
+            return _modal_reconstruct(np.asarray(X0)[lane_ids[finished]], Um, lam1, lam2,
+                                      np.asarray(carry[1])[finished], np.asarray(carry[2])[finished])
         return mean[:, None, :] + np.einsum("nm,bmd->bnd", Um, Y)
 
     valid = np.ones(B, bool)
