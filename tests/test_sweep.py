@@ -252,3 +252,15 @@ def test_points_share_initial_beliefs_as_common_random_numbers(reference_run):
         assert block.shape[1] > 1 and np.all(block.to_numpy() == block.to_numpy()[:, :1])
     by_n = d0.groupby(level="n").first()
     assert len(by_n) > 1 and len({tuple(np.round(r.dropna().to_numpy(), 9)) for _, r in by_n.iterrows()}) == len(by_n)
+
+
+def test_kind_results_version_enters_the_experiment_hash(monkeypatch):
+    """A kind whose rows change for the same config (version bump) gets a new hash, so an old run
+    directory is refused instead of resumed with rows computed differently."""
+    import dataclasses
+
+    from mascot.sweep import kinds
+
+    h2 = parse_config(cfg_text()).hash
+    monkeypatch.setitem(kinds.KINDS, "consensus", dataclasses.replace(kinds.KINDS["consensus"], version=3))
+    assert parse_config(cfg_text()).hash != h2

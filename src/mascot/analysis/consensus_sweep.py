@@ -163,6 +163,8 @@ def _readme(df, s, dom, agree) -> str:
         "Adaptive dominates a setting when its success rate is at least that of both fixed policies, its mean",
         "rounds are at most ring-only's and its mean tokens at most complete-only's (means over successful",
         "trajectories). Only settings where adaptive reaches consensus on >= 99% of trajectories are counted.",
+        "The three strategies of a setting run from the same initial beliefs (common random numbers: X0",
+        "depends on n, d, x0_mean and x0_spread only), so these comparisons are paired.",
         "", _md(cross.reset_index()), "",
         f"Agreement between the condition and the measured dominance: {100 * agree:.1f}% of {len(dom):,} settings.",
         "",

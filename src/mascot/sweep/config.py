@@ -265,7 +265,12 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
     if cfg.n_points == 0:
         raise ConfigError("the grid is empty (an axis has no values)")
     # the experiment hash covers what determines results (not chunk_size, output dir or comments)
-    canon = json.dumps(dict(kind=kind, seed=seed, dtype=dtype, fixed=fixed, axes=axes), sort_keys=True, default=repr)
+    # and the kind's results version (bumped when its outputs change for the same config, so an old
+    # run directory is never resumed with rows computed differently)
+    ident = dict(kind=kind, seed=seed, dtype=dtype, fixed=fixed, axes=axes)
+    if spec.version != 1:
+        ident["kind_version"] = spec.version
+    canon = json.dumps(ident, sort_keys=True, default=repr)
     cfg.hash = hashlib.sha256(canon.encode()).hexdigest()[:16]
     # validate every point's parameters through the kind (all of them: errors name the point)
     for start in range(0, cfg.n_points, 4096):

@@ -55,6 +55,7 @@ class Kind:
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
     row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
+    version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values."""
@@ -371,8 +372,9 @@ def _noise_bytes(p) -> int:
 
 
 KINDS = {
+    # version 2: X0 from named PCG64 streams shared across points (common random numbers)
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
-                      _consensus_costs),
+                      _consensus_costs, version=2),
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
                     row_key=("point", "graph")),
     "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",)),

@@ -102,7 +102,8 @@ class RunDir:
                 raise ValueError(
                     f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
                     f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
-                    f"{plan['chunk_size']}. Use another --out directory.")
+                    f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
+                    f"differ). Use another --out directory.")
             return
         for name, text in (("config.toml", cfg.text), ("plan.json", json.dumps(plan, indent=2) + "\n")):
             tmp = self.path / f".{name}.{os.getpid()}.tmp"
