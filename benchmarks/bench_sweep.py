@@ -75,10 +75,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--trajectories-total", type=int, default=1_000_000)
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians reported)")
-    ap.add_argument("--workers", type=int, default=2, help="chunks in flight in `mascot run`")
+    ap.add_argument("--workers", type=int, default=3, help="chunks in flight in `mascot run`")
+    ap.add_argument("--chunk-size", type=int, default=36, help="grid points per chunk (1,000 trajectories each)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
-    traj, chunk = 1000, 36
+    traj, chunk = 1000, args.chunk_size
     nb0 = max(1, round(args.trajectories_total / (2 * 3 * 3 * 2 * traj)))
     cfg = parse_config(CONFIG.format(chunk=chunk, traj=traj, nb0=nb0))
     total = cfg.n_points * traj
@@ -111,7 +112,8 @@ def main():
     t_compute = t_sample + t_kernel
     per_rep = [k / p for p, k in zip(times["pipeline"], times["kernel"])]
     res = dict(machine=dict(platform=platform.platform(), jax=jax.__version__, devices=[str(d) for d in jax.devices()]),
-               points=cfg.n_points, trajectories=total, workers=args.workers, reps=args.reps, times=times,
+               points=cfg.n_points, trajectories=total, chunk_size=chunk, workers=args.workers, reps=args.reps,
+               times=times,
                pipeline_s=t_pipe, kernel_s=t_kernel, sampling_s=t_sample,
                pipeline_traj_per_s=total / t_pipe, kernel_traj_per_s=total / t_kernel,
                compute_traj_per_s=total / t_compute, pipeline_fraction_of_kernel=t_kernel / t_pipe,

@@ -79,7 +79,8 @@ def test_dry_run_renders_one_requeue_safe_trials_job(trials_config, tmp_path, ca
     vllm = tmp_path / "vllm.toml"
     vllm.write_text('[trials]\nbackend = "vllm"\nn_trials = 100\n\n[output]\ndir = "runs/q"\n')
     sub = render(str(vllm), partition="gpu")
-    assert sub.kind == "trials" and "#SBATCH --gres=gpu:1" in sub.array_script and "#SBATCH --mem=64G" in sub.array_script
+    assert sub.kind == "trials" and "#SBATCH --gres=gpu:1" in sub.array_script
+    assert "#SBATCH --mem=64G" in sub.array_script
     assert "#SBATCH --partition=gpu" in sub.array_script and sub.out.endswith("runs/q")
     assert main(["slurm", "submit", str(vllm), "--gpus", "0", "--dry-run"]) == 2
     assert "needs a GPU" in capsys.readouterr().err

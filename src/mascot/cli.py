@@ -396,8 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config")
     r.add_argument("--shard", help="I/N: run the chunks c with c %% N == I (default: all)")
     r.add_argument("--out", help="run directory (default: [output] dir of the config, else runs/NAME)")
-    r.add_argument("--workers", type=int, default=2,
-                   help="chunks in flight at once (one computes while another writes; default 2)")
+    r.add_argument("--workers", type=int, default=3,
+                   help="chunks in flight at once (one computes while others build tables and write; default 3)")
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=_cmd_run)
 

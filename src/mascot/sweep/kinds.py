@@ -180,8 +180,12 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
             nkeys = jax.vmap(jax.random.fold_in)(pkeys, jnp.asarray(traj.astype(np.int64) + 2**31, jnp.uint32))
         res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=_STRATEGY[strategy],
                                  max_rounds=max_rounds, noise=noise, key=nkeys, dtype=dtype)
-        d0 = res.d0.astype(np.float64)
-        k1, k2, bstar = theorem1_batch(d0, eta, eps, lam1, lam2, c1, c2)
+        d0 = res.d0  # kernel outputs keep the sweep's dtype (float32 values stored as float64 add bytes, not precision)
+        # certificates with per-point parameters as (points, 1) columns: one log per point, not per row
+        pp = {k: np.array([points[i][k] for i in members], dtype=np.float64)[:, None]
+              for k in ("eta", "eps", "c1", "c2")}
+        k1, k2, bstar = (a.ravel() for a in theorem1_batch(d0.astype(np.float64).reshape(len(members), T), pp["eta"],
+                                                           pp["eps"], lam1, lam2, pp["c1"], pp["c2"]))
         m = rows.size
         full = lambda v, t: np.full(m, v, dtype=t)  # noqa: E731
         cols = {
@@ -192,8 +196,8 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
             "x0_spread": full(spread, np.float64), "noise": full(noise, np.float64),
             "max_rounds": full(max_rounds, np.int32), "lambda1": full(lam1, np.float64),
             "lambda2": full(lam2, np.float64), "d0": d0,
-            "rounds": res.rounds.astype(np.int32), "tokens": res.spent.astype(np.float64),
-            "d_final": res.d_final.astype(np.float64), "status": res.status.astype(np.int8),
+            "rounds": res.rounds.astype(np.int32), "tokens": res.spent,
+            "d_final": res.d_final, "status": res.status.astype(np.int8),
             "K_star": k1 + k2, "B_star": bstar, "certified": b0 >= bstar,
         }
         for k, v in cols.items():

@@ -83,11 +83,12 @@ class _Progress:
 
 
 def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True,
-              workers: int = 2) -> RunSummary:
+              workers: int = 3) -> RunSummary:
     """Run (or resume) the chunks of ``cfg`` owned by ``shard`` into ``out_dir``.
 
     ``workers`` chunks are in flight at once, each evaluated and then written by its own thread: while
-    one thread waits on the device (JAX releases the GIL), another builds its table or encodes Parquet.
+    one thread waits on the device (JAX releases the GIL), others build their tables or encode Parquet
+    (3, the default, measured best on 2 cores: 77% of kernel-alone throughput vs 72% with 2, 70% with 4).
     Results do not depend on it (every chunk is a pure function of the config and its index).
     """
     import jax

@@ -67,8 +67,9 @@ def render_trials(config: str, out: str | None = None, partition: str | None = N
     if any(c.isspace() for c in str(logs)):
         raise ValueError(f"the run directory {outp} contains whitespace, which #SBATCH --output cannot carry")
     q = shlex.quote
-    fields = dict(name=outp.name if "trials" in outp.name else f"trials-{outp.name}", cpus=cpus, time=time, logs=str(logs), workdir=q(str(Path.cwd())),
-                  python=q(sys.executable), config=q(str(Path(config).resolve())), out=q(str(outp)),
+    fields = dict(name=outp.name if "trials" in outp.name else f"trials-{outp.name}", cpus=cpus, time=time,
+                  logs=str(logs), workdir=q(str(Path.cwd())), python=q(sys.executable),
+                  config=q(str(Path(config).resolve())), out=q(str(outp)),
                   gres_line=f"#SBATCH --gres=gpu:{gpus}\n" if gpus else "",
                   partition_line=f"#SBATCH --partition={partition}\n" if partition else "",
                   mem_line=f"#SBATCH --mem={mem}\n")
