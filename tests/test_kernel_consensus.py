@@ -37,7 +37,9 @@ def _assert_exact(res, refs, d_tol=1e-9):
 
 PAIRS = {
     "paper_K5_C5": paper_modes(),
-    "complete_ring_N12": (complete_weights(12, 0.3), ring_weights(12, 0.5)),
+    "complete_ring_N12": (complete_weights(12, 0.3), ring_weights(12, 0.5)),  # small-N (kron) projection
+    "complete_ring_N16": (complete_weights(16, 0.4), ring_weights(16, 0.6)),  # einsum, one zero column padded
+    "complete_ring_N19": (complete_weights(19, 0.4), ring_weights(19, 0.6)),  # einsum, unpadded
 }
 
 
@@ -53,9 +55,11 @@ def test_float64_equals_reference(pair, strategy):
     refs = _reference(args, strategy, 12)
     methods = ["matrix"] if pair == "random_noncommuting" else ["modal", "matrix"]
     for method in methods:
-        res = simulate_consensus(*args, strategy=strategy, max_rounds=12, dtype="float64", method=method)
+        res = simulate_consensus(*args, strategy=strategy, max_rounds=12, dtype="float64", method=method,
+                                 return_x=True)
         assert res.method == method
         _assert_exact(res, refs)
+        np.testing.assert_allclose(res.x_final, np.stack([r.x_final for r in refs]), rtol=0, atol=1e-9)
     statuses = {r.status for r in refs}
     if strategy == "mode2":
         assert statuses == {0, 1, 2}  # the random problems exercise every outcome
