@@ -58,8 +58,11 @@ class Kind:
     version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
 
     def complete(self, p: dict) -> dict:
-        """Fill defaults and derived values."""
-        out = {k: p.get(k, spec.default) for k, spec in self.params.items()}
+        """Fill defaults and derived values (integers given for float parameters become floats)."""
+        out = {}
+        for k, spec in self.params.items():
+            v = p.get(k, spec.default)
+            out[k] = float(v) if spec.type is float and type(v) is int else v
         if self.derive:
             self.derive(out)
         return out

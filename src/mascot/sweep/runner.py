@@ -136,9 +136,7 @@ def _run_chunk(cfg, kind, c, run, prov, shard) -> int:
     start = c * cfg.chunk_size
     stop = min(start + cfg.chunk_size, cfg.n_points)
     began = _dt.datetime.now(_dt.timezone.utc).isoformat()
-    points = [kind.complete(p) for p in cfg.points(start, stop)]
-    for p in points:
-        kind.validate(p)
+    points = [kind.complete(p) for p in cfg.points(start, stop)]  # validated when the config was parsed
     indices = np.arange(start, stop)
     if len(points) < cfg.chunk_size and cfg.n_chunks > 1:
         # the grid's short last chunk: pad with copies of its last point so its kernel batches
