@@ -517,6 +517,32 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     return result
 
 
+def _aligned(a: np.ndarray) -> np.ndarray:
+    """``a`` itself if XLA can alias it (64-byte aligned, C-contiguous), else a copy that can be, made
+    by two threads: XLA's own copy of an unaligned host array runs on one (3.4 vs 2.2 ms per 15 MB)."""
+    if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
+        return a
+    buf = np.empty(a.nbytes + 64, np.uint8)
+    off = -buf.ctypes.data % 64
+    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    if a.nbytes < 1 << 20 or a.shape[0] < 2:
+        np.copyto(out, a)
+    else:
+        k = a.shape[0] // 2
+        list(_copy_pool().map(lambda sl: np.copyto(out[sl], a[sl]), (slice(0, k), slice(k, None))))
+    return out
+
+
+_COPY_POOL = None
+
+
+def _copy_pool() -> ThreadPoolExecutor:
+    global _COPY_POOL
+    if _COPY_POOL is None:
+        _COPY_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mascot-copy")
+    return _COPY_POOL
+
+
 def _modal_pipelined(X0, params, starts, C, B, cfg, devs, out):
     """Modal path without noise or traces: one fused call per chunk, dispatched ahead (JAX runs it
     asynchronously) so the next chunk's host-to-device copy overlaps this chunk's compute; chunks go
@@ -533,8 +559,10 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, devs, out):
         X = X0[rows]
         if isinstance(X, jax.Array):
             X = X.astype(dt)
+        elif X.dtype == dt:
+            X = jax.device_put(_aligned(X) if len(devs) == 1 else X, may_alias=True)
         else:
-            X = jax.device_put(X, may_alias=True) if X.dtype == dt else jnp.asarray(X, dt)
+            X = jnp.asarray(X, dt)
         p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
         c = consts
         if len(devs) > 1:
