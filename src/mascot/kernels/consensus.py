@@ -15,7 +15,9 @@ Two exact execution paths share one round policy:
   trajectories are retired between segments of a few rounds (compaction to power-of-two buckets, so
   at most ``log2 B`` shapes are compiled).
 
-Both paths run the batch in cache-sized chunks (equal sizes, one compiled shape per call).
+Both paths run the batch in cache-sized chunks (equal sizes, one compiled shape per call). Without
+noise or traces the modal path compiles a chunk's projection, energies and round loop into one call
+and dispatches the next chunk before collecting the previous one (``_modal_pipelined``).
 
 Each round (Algorithm 1): stop if ``D <= eps``; otherwise pick ``sigma = 1`` if ``D > eta`` else 2
 (``strategy`` can fix it), return BudgetFail if ``b < c_sigma`` (before the round), else
@@ -623,9 +625,8 @@ def _setup(w1_bytes, w2_bytes, n, method, dtype_name, noisy):
         # one zero column so the N - 1 modes fill a multiple of _PAD: a zero mode adds zero energy (its
         # row of S is zero), and the aligned width made the projection 25-30% faster at N = 32, 64, 128,
         # 256; padding other sizes further (e.g. 99 -> 112, 19 -> 32) measured slower, so it stops here
-        extra = 1
-        Ud = np.concatenate([U, np.zeros((n, extra))], axis=1)
-        S = np.concatenate([S, np.zeros((extra, S.shape[1]))], axis=0)
+        Ud = np.concatenate([U, np.zeros((n, 1))], axis=1)
+        S = np.concatenate([S, np.zeros((1, S.shape[1]))], axis=0)
     consts = dict(U=jnp.asarray(Ud, dt), S=None if S is None else jnp.asarray(S, dt),
                   lam1=jnp.asarray(glam1, dt), lam2=jnp.asarray(glam2, dt))
     return U, lam1, lam2, consts
