@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple, Optional
@@ -60,6 +61,9 @@ def _single_thread_blas():
     if _BLAS is None:
         _BLAS = ThreadpoolController()
     return _BLAS.limit(limits=1, user_api="blas")
+
+
+_SETUP_LOCK = threading.Lock()  # one thread at a time changes OpenBLAS's (process-global) thread count
 
 
 class ConsensusResult(NamedTuple):
@@ -606,7 +610,7 @@ def _setup(w1_bytes, w2_bytes, n, method, dtype_name, noisy):
         return None
     W1 = np.frombuffer(w1_bytes, dtype=np.float64).reshape(n, n)
     W2 = np.frombuffer(w2_bytes, dtype=np.float64).reshape(n, n)
-    with _single_thread_blas():
+    with _SETUP_LOCK, _single_thread_blas():
         basis = common_eigenbasis(W1, W2)
     if basis is None:
         return None

@@ -56,6 +56,10 @@ class Kind:
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
     row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
     version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
+    # chunks this kind may evaluate at once: the spectra kernels change OpenBLAS's thread count around
+    # their LAPACK calls (process-global; changing it while another thread is inside OpenBLAS hung a run),
+    # and the noise kernels already split their work over threads
+    max_workers: int | None = None
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values (integers given for float parameters become floats)."""
@@ -383,6 +387,7 @@ KINDS = {
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs, version=2),
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
-                    row_key=("point", "graph")),
-    "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",)),
+                    row_key=("point", "graph"), max_workers=1),
+    "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",),
+                         max_workers=1),
 }

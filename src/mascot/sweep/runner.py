@@ -105,11 +105,12 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     done = run.done()
     todo = [c for c in mine if c not in done]
     kind = KINDS[cfg.kind]
+    workers = min(int(workers), kind.max_workers or int(workers))
     npts = lambda c: min(cfg.chunk_size, cfg.n_points - c * cfg.chunk_size)  # noqa: E731
     bar = _Progress(sum(npts(c) for c in todo), progress, f"{cfg.name} shard {i}/{n}")
     prov = provenance()
     t0 = time.perf_counter()
-    pool = ThreadPoolExecutor(max_workers=int(workers), thread_name_prefix="mascot-chunk")
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-chunk")
     queue, running = list(todo), set()
     try:
         while queue or running:
