@@ -113,3 +113,32 @@ def test_reports(tmp_path):
         assert (out / f).stat().st_size > 10_000
     assert len(noise) == 32
     assert main(["report", "spectra-sweep", str(tmp_path / "n.parquet"), "--out", str(out)]) == 2
+
+
+def test_blas_limiting_kinds_run_one_chunk_at_a_time(tmp_path, monkeypatch):
+    """The spectra kernels change OpenBLAS's process-wide thread count around LAPACK calls, so their
+    chunks must not overlap (overlapping ones hung a run); the runner caps in-flight chunks by kind."""
+    import threading
+
+    from mascot.sweep import kinds
+
+    active, peak, lock = [0], [0], threading.Lock()
+    real = kinds.KINDS["spectra"].evaluate
+
+    def counting(*args):
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        try:
+            return real(*args)
+        finally:
+            with lock:
+                active[0] -= 1
+
+    import dataclasses
+
+    monkeypatch.setitem(kinds.KINDS, "spectra", dataclasses.replace(kinds.KINDS["spectra"], evaluate=counting))
+    cfg_path = tmp_path / "s.toml"
+    cfg_path.write_text(SPECTRA.format(chunk=2))
+    run_sweep(load_config(cfg_path), tmp_path / "s", progress=False, workers=4)
+    assert peak[0] == 1
