@@ -599,3 +599,12 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
         cfg.write_text(text)
         assert cli_main(["trials", "--config", str(cfg)]) == 2
         assert msg in capsys.readouterr().err
+
+
+def test_results_without_run_json_are_refused(tmp_path, capsys):
+    (tmp_path / "steps").mkdir()
+    (tmp_path / "steps" / "step_001.parquet").write_bytes(b"")
+    assert cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 2
+    assert f"{tmp_path / 'steps'} exists but {tmp_path / 'run.json'} does not" in capsys.readouterr().err
+    (tmp_path / "steps" / "step_001.parquet").unlink()  # an empty steps/ folder is no evidence of a run
+    assert cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 0

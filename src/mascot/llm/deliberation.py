@@ -50,7 +50,6 @@ harness runs on CPU; :func:`claude_example` recomputes the paper's post-hoc cert
 
 from __future__ import annotations
 
-import datetime as _dt
 import hashlib
 import json
 import math
@@ -67,7 +66,7 @@ import numpy as np
 
 from mascot.llm.base import Request, Response, Sampling
 from mascot.llm.parsing import json_object_spans
-from mascot.llm.rundir import open_run_dir, resolve_backend
+from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.theory.consensus import (
     contraction_rate, disagreement, in_certificate_region, rounds_to_reach, theorem1, validate_doubly_stochastic,
 )
@@ -791,8 +790,7 @@ class SurrogateDeliberationBackend:
 
 
 # ============================================================================ the harness
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+_now = utc_now
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -825,17 +823,6 @@ def _json_default(x):
 
 def _canon(x):
     return json.loads(json.dumps(x, sort_keys=True, default=_json_default))
-
-
-def _diff(a, b, prefix="") -> list[str]:
-    out = []
-    for k in sorted(set(a) | set(b)):
-        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += _diff(va, vb, prefix + k + ".")
-        elif va != vb:
-            out.append(f"{prefix}{k}: {str(va)[:60]} (in run.json) vs {str(vb)[:60]} (now)")
-    return out
 
 
 def _seed64(*parts) -> int:
@@ -1207,12 +1194,10 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     out = Path(out)
     factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
     identity = _canon({"config": config.identity(), "backend": backend_spec})
+    meta = open_run_dir(out, kind="mascot-deliberation", identity=identity, label="a deliberation run",
+                        orphan=orphan_message(out, "rounds.jsonl"),
+                        fresh={"kind": "mascot-deliberation", "identity": identity, "created": _now(), "sessions": []})
     run_json = out / "run.json"
-    meta = open_run_dir(
-        out, kind="mascot-deliberation", identity=identity, diff=_diff, label="a deliberation run",
-        orphan=(f"{out}/rounds.jsonl exists but run.json does not; use another --out"
-                if (out / "rounds.jsonl").exists() and not run_json.exists() else None),
-        fresh={"kind": "mascot-deliberation", "identity": identity, "created": _now(), "sessions": []})
     h = _Harness(config, out, progress)
     h.session = len(meta["sessions"])
     lanes = h.new_lanes()

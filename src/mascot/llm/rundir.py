@@ -4,9 +4,37 @@ different parameters into the same directory."""
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from pathlib import Path
 from typing import Callable
+
+
+def utc_now() -> str:
+    """The current UTC time, ISO 8601 to the second (run records' timestamps)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def identity_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
+    """Differences between a stored identity ``a`` and the current one ``b``, as ``key: old (in
+    run.json) vs new (now)`` lines (nested keys dotted, values shortened to 60 characters)."""
+    out = []
+    for k in sorted(set(a) | set(b)):
+        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
+        if isinstance(va, dict) and isinstance(vb, dict):
+            out += identity_diff(va, vb, prefix + k + ".")
+        elif va != vb:
+            out.append(f"{prefix}{k}: {repr(va)[:60]} (in run.json) vs {repr(vb)[:60]} (now)")
+    return out
+
+
+def orphan_message(out: Path, results: str) -> str | None:
+    """The refusal for a directory holding ``results`` (a file or non-empty folder) but no ``run.json``."""
+    path = out / results
+    present = path.exists() and (not path.is_dir() or any(path.iterdir()))
+    if present and not (out / "run.json").exists():
+        return f"{path} exists but {out / 'run.json'} does not; use another --out"
+    return None
 
 
 def resolve_backend(backend, backend_spec: dict | None, spec_of: Callable) -> tuple[Callable | None, dict]:
@@ -19,8 +47,8 @@ def resolve_backend(backend, backend_spec: dict | None, spec_of: Callable) -> tu
     return None, backend_spec if backend_spec is not None else spec_of(backend)
 
 
-def open_run_dir(out: Path, *, kind: str, identity: dict, diff: Callable, label: str, orphan: str | None,
-                 fresh: dict, n_diffs: int = 6, check_kind: bool = True) -> dict:
+def open_run_dir(out: Path, *, kind: str, identity: dict, label: str, orphan: str | None, fresh: dict,
+                 n_diffs: int = 6, check_kind: bool = True) -> dict:
     """Create ``out`` and return its ``run.json`` metadata: the stored one when the identity matches, else
     ``fresh`` for a new directory. Raises ``ValueError`` for a directory of another kind, another identity
     (naming up to ``n_diffs`` differences), or results without ``run.json`` (``orphan``: the message)."""
@@ -31,7 +59,7 @@ def open_run_dir(out: Path, *, kind: str, identity: dict, diff: Callable, label:
         if check_kind and meta.get("kind") != kind:
             raise ValueError(f"{out} is not a {kind.replace('-', ' ')} directory; use another --out")
         if meta.get("identity") != identity:
-            diffs = diff(meta.get("identity", {}), identity)
+            diffs = identity_diff(meta.get("identity", {}), identity)
             raise ValueError(f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
                              "use another --out, or delete the directory to start over")
         return meta

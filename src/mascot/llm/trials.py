@@ -49,7 +49,6 @@ A SIGKILL loses at most the step in flight; rerunning the same command skips com
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
 import hashlib
 import json
 import math
@@ -66,7 +65,7 @@ import numpy as np
 from mascot.llm import prompts
 from mascot.llm.base import Backend, Request, Sampling
 from mascot.llm.parsing import ParseResult, parse_state
-from mascot.llm.rundir import open_run_dir, resolve_backend
+from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
 
 __all__ = [
@@ -270,8 +269,7 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+_now = utc_now
 
 
 def _versions() -> dict:
@@ -288,17 +286,6 @@ def _versions() -> dict:
 
 def _canon(x):
     return json.loads(json.dumps(x, sort_keys=True, default=str))
-
-
-def _diff(a: dict, b: dict, prefix="") -> list[str]:
-    out = []
-    for k in sorted(set(a) | set(b)):
-        va, vb = a.get(k, "<absent>"), b.get(k, "<absent>")
-        if isinstance(va, dict) and isinstance(vb, dict):
-            out += _diff(va, vb, prefix + k + ".")
-        elif va != vb:
-            out.append(f"{prefix}{k}: {va!r} (in run.json) vs {vb!r} (now)")
-    return out
 
 
 def _pairwise(vals: list[float]) -> float:
@@ -723,14 +710,12 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     factory, backend_spec = resolve_backend(backend, backend_spec, _identity_spec)
     identity = _canon({"config": config.identity(), "backend": backend_spec})
     ident_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    run_json = out / "run.json"
-    orphan = (not run_json.exists()) and (out / "steps").exists() and any((out / "steps").iterdir())
     meta = open_run_dir(
-        out, kind="mascot-trials", identity=identity, diff=_diff, label="a run", n_diffs=8, check_kind=False,
-        orphan=(f"{out}/steps exists but {run_json} does not: not a mascot trials directory "
-                "(or a damaged one); use another --out") if orphan else None,
+        out, kind="mascot-trials", identity=identity, label="a run", n_diffs=8, check_kind=False,
+        orphan=orphan_message(out, "steps"),
         fresh={"kind": "mascot-trials", "identity": identity, "identity_hash": ident_hash, "created": _now(),
                "sessions": []})
+    run_json = out / "run.json"
     meta["config"] = config.to_dict()
     runner = _Runner(config, out, progress)
     runner.steps_dir.mkdir(exist_ok=True)

@@ -69,7 +69,7 @@ from typing import Any, NamedTuple, Sequence
 
 
 from mascot.llm.base import Request, Response, Sampling
-from mascot.llm.rundir import open_run_dir, resolve_backend
+from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend
 
 __all__ = [
     "DECISIONS", "OUTCOMES", "Ballot", "parse_decision", "article_decision", "article_consensus", "VoteResult",
@@ -476,19 +476,17 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
 
     ``backend``: a backend or a zero-argument factory (then pass ``backend_spec``), called only if rounds remain.
     """
-    from mascot.llm.deliberation import _append_lines, _atomic_write, _canon, _diff, _now, _seed64, read_jsonl
+    from mascot.llm.deliberation import _append_lines, _atomic_write, _canon, _now, _seed64, read_jsonl
 
     if not isinstance(config, DebateConfig):
         raise ValueError("config must be a DebateConfig")
     out = Path(out)
     factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
     identity = _canon({"config": config.identity(), "backend": backend_spec})
+    meta = open_run_dir(out, kind="mascot-debate", identity=identity, label="a debate",
+                        orphan=orphan_message(out, "transcript.jsonl"),
+                        fresh={"kind": "mascot-debate", "identity": identity, "created": _now(), "sessions": []})
     run_json = out / "run.json"
-    meta = open_run_dir(
-        out, kind="mascot-debate", identity=identity, diff=_diff, label="a debate",
-        orphan=(f"{out}/transcript.jsonl exists but run.json does not; use another --out"
-                if (out / "transcript.jsonl").exists() and not run_json.exists() else None),
-        fresh={"kind": "mascot-debate", "identity": identity, "created": _now(), "sessions": []})
     session_id = len(meta["sessions"])
     session = {"started": _now(), "command": list(command) if command else None}
     meta["sessions"].append(session)
