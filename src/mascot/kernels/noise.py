@@ -271,6 +271,16 @@ def _maximum(name, given, values):
     return given
 
 
+def _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, scalar):
+    """Run ``P`` points in chunks; unwrap the result of a scalar call; ``(ceg, steps)`` with ``trace``."""
+    per_point = trials * (1 + (max_T if trace else 0))
+    ceg, steps = _run_chunks(run, arrays, ids, key, P, per_point, chunk_points)
+    if scalar:
+        ceg = ceg[0]
+        steps = None if steps is None else steps[0]
+    return (ceg, steps) if trace else ceg
+
+
 def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
     """Run ``run(keys, **arrays)`` over chunks of points; returns the outputs concatenated over points.
 
@@ -352,12 +362,7 @@ def affine_noise_error(key, k, rho_c, sigma, T, L=1.0, *, trials: int, aggregate
                   rho_c=arrays["rho_c"].astype(dt), sigma=arrays["sigma"].astype(dt), L=arrays["L"].astype(dt))
     run = partial(_affine_chunk, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace,
                   dtype=dt)
-    per_point = trials * (1 + (max_T if trace else 0))
-    ceg, steps = _run_chunks(run, arrays, ids, key, P, per_point, chunk_points)
-    if scalar:
-        ceg = ceg[0]
-        steps = None if steps is None else steps[0]
-    return (ceg, steps) if trace else ceg
+    return _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, scalar)
 
 
 # ----------------------------------------------------------------------------- nonlinear rule, one point
@@ -474,9 +479,4 @@ def rule_noise_error(key, *, k, rho_c, sigma, T, trials: int, value0=50.0, parit
                   value0=arrays["value0"].astype(np.float64), parity0=arrays["parity0"].astype(np.int32),
                   level0=arrays["level0"].astype(np.int32))
     run = partial(_rule_chunk, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace)
-    per_point = trials * (1 + (max_T if trace else 0))
-    ceg, steps = _run_chunks(run, arrays, ids, key, P, per_point, chunk_points)
-    if scalar:
-        ceg = ceg[0]
-        steps = None if steps is None else steps[0]
-    return (ceg, steps) if trace else ceg
+    return _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, scalar)
