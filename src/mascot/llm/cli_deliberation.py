@@ -100,6 +100,25 @@ def _num(x):
     return x
 
 
+def _check_counts(overrides: dict) -> None:
+    for k in ("runs", "max_rounds"):
+        if overrides[k] is not None and overrides[k] < 1:
+            raise ValueError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
+
+
+def _backend(args, sur: dict, surrogate_keys: tuple, surrogate_cls, **extra) -> tuple[object, dict]:
+    """``(backend, spec)``: the surrogate (config options, overridden by ``--surrogate-KEY``) or an LLM."""
+    given = {k: getattr(args, f"surrogate_{k}") for k in surrogate_keys}
+    if args.backend != "surrogate":
+        if any(v is not None for v in given.values()):
+            raise ValueError("--surrogate-* options are only for --backend surrogate")
+        return make_llm_backend(args)
+    if args.model or args.base_url:
+        raise ValueError("--model/--base-url are not used by --backend surrogate")
+    be = surrogate_cls(**extra, **{**sur, **{k: v for k, v in given.items() if v is not None}})
+    return be, {"name": "surrogate", "model": be.model, "options": be.options()}
+
+
 def cmd_deliberate(args) -> int:
     from mascot.llm.deliberation import (
         STRATEGIES, SurrogateDeliberationBackend, load_deliberation_config, run_deliberation,
@@ -111,23 +130,9 @@ def cmd_deliberate(args) -> int:
                  "monitor_enabled": True if args.monitor else None}
     if args.strategy and args.strategy != "all":
         overrides["strategies"] = [args.strategy]
-    for k in ("runs", "max_rounds"):
-        if overrides[k] is not None and overrides[k] < 1:
-            raise ValueError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
+    _check_counts(overrides)
     cfg, sur = load_deliberation_config(args.config, overrides)
-    if args.backend == "surrogate":
-        if args.model or args.base_url:
-            raise ValueError("--model/--base-url are not used by --backend surrogate")
-        for k in ("noise", "compliance", "malformed"):
-            v = getattr(args, f"surrogate_{k}")
-            if v is not None:
-                sur[k] = v
-        be = SurrogateDeliberationBackend(**sur)
-        backend, spec = be, {"name": "surrogate", "model": be.model, "options": be.options()}
-    else:
-        if any(getattr(args, f"surrogate_{k}") is not None for k in ("noise", "compliance", "malformed")):
-            raise ValueError("--surrogate-* options are only for --backend surrogate")
-        backend, spec = make_llm_backend(args)
+    backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
     name = cfg.name if args.strategy in (None, "all") else f"{cfg.name}-{args.strategy}"
     out = Path(args.out) if args.out else _default_out("deliberate", name, args)
     res = run_deliberation(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv,
@@ -157,23 +162,10 @@ def cmd_debate(args) -> int:
 
     overrides = {"runs": args.runs, "max_rounds": args.max_rounds, "final_rule": args.final_rule, "seed": args.seed,
                  "temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
-    for k in ("runs", "max_rounds"):
-        if overrides[k] is not None and overrides[k] < 1:
-            raise ValueError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
+    _check_counts(overrides)
     cfg, sur = load_debate_config(args.config, overrides)
-    if args.backend == "surrogate":
-        if args.model or args.base_url:
-            raise ValueError("--model/--base-url are not used by --backend surrogate")
-        for k in ("persuasion", "malformed"):
-            v = getattr(args, f"surrogate_{k}")
-            if v is not None:
-                sur[k] = v
-        be = SurrogateDebateBackend(priors={a.name: a.prior_pass for a in cfg.agents}, **sur)
-        backend, spec = be, {"name": "surrogate", "model": be.model, "options": be.options()}
-    else:
-        if args.surrogate_persuasion is not None or args.surrogate_malformed is not None:
-            raise ValueError("--surrogate-* options are only for --backend surrogate")
-        backend, spec = make_llm_backend(args)
+    backend, spec = _backend(args, sur, ("persuasion", "malformed"), SurrogateDebateBackend,
+                             priors={a.name: a.prior_pass for a in cfg.agents})
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     if args.json:
