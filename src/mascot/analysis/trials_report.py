@@ -30,6 +30,7 @@ import pandas as pd
 
 from mascot.analysis import stats as st
 from mascot.analysis.figures import save_figure
+from mascot.files import atomic_write_text
 
 __all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "spectral_predictions", "table2", "trial_metrics",
            "write_report"]
@@ -342,9 +343,9 @@ def write_report(out, d_floor: float = st.D_FLOOR, seed: int = 0, n_boot: int = 
     steps = int(df.step.max())
     preds = spectral_predictions(steps, cfg.get("leaves", 4), cfg.get("mesh_agents", 4))
     metrics = trial_metrics(df, d_floor)
-    _atomic(out / "metrics.csv", metrics.to_csv(index=False, float_format="%.10g"))
+    atomic_write_text(out / "metrics.csv", metrics.to_csv(index=False, float_format="%.10g"))
     tab = table2(metrics, preds)
-    _atomic(out / "table2.csv", tab.to_csv(index=False, float_format="%.6g"))
+    atomic_write_text(out / "table2.csv", tab.to_csv(index=False, float_format="%.6g"))
 
     from mascot.analysis.spectra_paper import TABLE1_PAPER, TABLE2_PAPER
 
@@ -391,17 +392,11 @@ def write_report(out, d_floor: float = st.D_FLOOR, seed: int = 0, n_boot: int = 
         return x
 
     stats = clean(stats)
-    _atomic(out / "stats.json", json.dumps(stats, indent=2) + "\n")
-    _atomic(out / "table2.md", _markdown(tab, _nanify(stats)))
+    atomic_write_text(out / "stats.json", json.dumps(stats, indent=2) + "\n")
+    atomic_write_text(out / "table2.md", _markdown(tab, _nanify(stats)))
     if figures:
         _figures(df, metrics, out, d_floor, seed)
     return tab, stats
-
-
-def _atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def _nanify(x):

@@ -57,7 +57,6 @@ import os
 import re
 import sys
 import time
-import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, NamedTuple, Sequence
@@ -66,6 +65,7 @@ import numpy as np
 
 from mascot.llm.base import Request, Response, Sampling
 from mascot.llm.parsing import json_object_spans
+from mascot.files import atomic_write_text, read_toml
 from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.theory.consensus import (
     contraction_rate, disagreement, in_certificate_region, rounds_to_reach, theorem1, validate_doubly_stochastic,
@@ -323,15 +323,7 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
     :class:`SurrogateDeliberationBackend`). ``overrides`` (top-level keys, e.g. from the command line)
     replace the file's values.
     """
-    raw: dict = {}
-    if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise ValueError(f"config file not found: {path}")
-        try:
-            raw = tomllib.loads(p.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise ValueError(f"{path}: not valid TOML: {e}") from None
+    raw: dict = read_toml(path) if path is not None else {}
     where = str(path) if path is not None else "config"
     _unknown(where, raw, _TOP_KEYS)
     for k, v in (overrides or {}).items():
@@ -793,15 +785,6 @@ class SurrogateDeliberationBackend:
 _now = utc_now
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def _append_lines(path: Path, rows: list[dict]) -> None:
     if not rows:
         return
@@ -1207,7 +1190,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     session = {"started": _now(), "command": list(command) if command else None, "rounds_done_before": done_before}
     meta["sessions"].append(session)
     meta["complete"] = False
-    _atomic_write(run_json, json.dumps(meta, indent=2, default=_json_default) + "\n")
+    atomic_write_text(run_json, json.dumps(meta, indent=2, default=_json_default) + "\n")
     t_start = time.perf_counter()
     rounds_run = 0
     if any(ln.status is None for ln in lanes):
@@ -1237,7 +1220,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
                    backend_call_s=round(h.call_s, 3))
     meta["complete"] = True
     meta["summary"] = summaries
-    _atomic_write(run_json, json.dumps(meta, indent=2, default=_json_default) + "\n")
+    atomic_write_text(run_json, json.dumps(meta, indent=2, default=_json_default) + "\n")
     if report:
         from mascot.analysis.deliberation_report import write_report
 

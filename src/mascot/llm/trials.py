@@ -65,6 +65,7 @@ import numpy as np
 from mascot.llm import prompts
 from mascot.llm.base import Backend, Request, Sampling
 from mascot.llm.parsing import ParseResult, parse_state
+from mascot.files import atomic_write_text
 from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
 
@@ -260,15 +261,6 @@ class TrialsResult(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- file helpers
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 _now = utc_now
 
 
@@ -729,7 +721,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     meta["sessions"].append(session)
     meta["complete"] = False
     meta["steps_done"] = done
-    _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+    atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
 
     t_start = time.perf_counter()
     steps_run = 0
@@ -740,7 +732,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
         b = factory() if factory is not None else backend
         runner.backend = b
         session["backend"] = _spec_of(b)
-        _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+        atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
         for step in range(done + 1, config.steps + 1):
             t0 = time.perf_counter()
             n0 = runner.n_requests
@@ -755,7 +747,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
             meta["steps_done"] = step
             session["steps_done"] = step
             session["requests"] = runner.n_requests
-            _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+            atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
     runner.finalize()
     wall = time.perf_counter() - t_start
     session.update(finished=_now(), wall_s=round(wall, 3), steps_run=steps_run, requests=runner.n_requests,
@@ -763,7 +755,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
                    requests_per_s=round(runner.n_requests / runner.call_s, 1) if runner.call_s > 0 else None)
     meta["complete"] = True
     meta["steps_done"] = config.steps
-    _atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
+    atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
     table2, stats = (None, {})
     if report:
         table2, stats = trials_report.write_report(out, d_floor=config.d_floor, seed=config.seed, n_boot=n_boot,

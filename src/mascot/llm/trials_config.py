@@ -19,32 +19,22 @@ file's, so they win (``--topology`` accumulates). Example (``configs/trials/qwen
 from __future__ import annotations
 
 import argparse
-import tomllib
-from pathlib import Path
+
+from mascot.files import read_toml
 
 __all__ = ["is_trials_config", "load_trials_config", "trials_argv"]
 
 _SKIP = {"help", "config"}
 
 
-def _read(path) -> dict:
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"config file {path} does not exist")
-    try:
-        return tomllib.loads(path.read_text())
-    except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{path}: invalid TOML: {e}") from None
-
-
 def is_trials_config(path) -> bool:
     """Whether ``path`` is a trials config (a ``[trials]`` table) rather than a sweep config."""
-    return "trials" in _read(path)
+    return "trials" in read_toml(path)
 
 
 def load_trials_config(path) -> dict:
     """The validated ``[trials]`` table plus ``out`` (from ``[output] dir``, if given)."""
-    doc = _read(path)
+    doc = read_toml(path)
     unknown = set(doc) - {"trials", "output"}
     if unknown:
         raise ValueError(f"{path}: unknown table(s) {sorted(unknown)}; a trials config has [trials] and [output]")

@@ -61,7 +61,6 @@ import math
 import re
 import sys
 import time
-import tomllib
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -69,6 +68,7 @@ from typing import Any, NamedTuple, Sequence
 
 
 from mascot.llm.base import Request, Response, Sampling
+from mascot.files import atomic_write_text, read_toml
 from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend
 
 __all__ = [
@@ -272,15 +272,7 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
     ``[[agents]]`` (name, description, prior_pass); ``[sampling]``; ``[surrogate]`` (persuasion, malformed,
     seed, confidence_low, confidence_high).
     """
-    raw: dict = {}
-    if path is not None:
-        p = Path(path)
-        if not p.exists():
-            raise ValueError(f"config file not found: {path}")
-        try:
-            raw = tomllib.loads(p.read_text())
-        except tomllib.TOMLDecodeError as e:
-            raise ValueError(f"{path}: not valid TOML: {e}") from None
+    raw: dict = read_toml(path) if path is not None else {}
     where = str(path) if path is not None else "config"
     bad = sorted(set(raw) - _TOP)
     if bad:
@@ -476,7 +468,7 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
 
     ``backend``: a backend or a zero-argument factory (then pass ``backend_spec``), called only if rounds remain.
     """
-    from mascot.llm.deliberation import _append_lines, _atomic_write, _canon, _now, _seed64, read_jsonl
+    from mascot.llm.deliberation import _append_lines, _canon, _now, _seed64, read_jsonl
 
     if not isinstance(config, DebateConfig):
         raise ValueError("config must be a DebateConfig")
@@ -490,7 +482,7 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     session_id = len(meta["sessions"])
     session = {"started": _now(), "command": list(command) if command else None}
     meta["sessions"].append(session)
-    _atomic_write(run_json, json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(run_json, json.dumps(meta, indent=2) + "\n")
 
     agents = config.agents
     n = len(agents)
@@ -582,6 +574,6 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     session.update(finished=_now(), wall_s=round(wall, 3), requests=n_requests)
     meta["complete"] = True
     meta["outcomes"] = outcomes
-    _atomic_write(run_json, json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(run_json, json.dumps(meta, indent=2) + "\n")
     (out / "summary.json").write_text(json.dumps(outcomes, indent=2) + "\n")
     return DebateRun(out, outcomes, n_requests, wall)
