@@ -33,7 +33,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mascot import simulate_consensus
-from mascot.kernels import complete_weights, ring_weights
+from mascot.graphs import complete_weights, ring_weights
 from mascot.theory import algorithm1
 
 ETA, EPS, C1, C2, B0, MAX_ROUNDS, D = 0.1, 0.03, 600.0, 100.0, 1e9, 64, 6

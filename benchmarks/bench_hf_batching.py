@@ -23,6 +23,7 @@ Read the ratios, not the absolute numbers.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import platform
@@ -35,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from tiny_model import build_tiny_qwen2  # noqa: E402
 
-from mascot.llm.base import Request, Sampling  # noqa: E402
-from mascot.llm.hf_backend import HFBackend  # noqa: E402
+from mascot.backends.base import Request, Sampling  # noqa: E402
+from mascot.backends.hf import HFBackend  # noqa: E402
 
 
 def make_requests(n: int, max_tokens: int) -> list[Request]:
@@ -53,8 +54,7 @@ def make_requests(n: int, max_tokens: int) -> list[Request]:
                         "content": f'State {{"x": {i}, "step": {i % 12}}}. Your neighbours reported: {neighbours}.',
                     },
                 ],
-                s,
-                seed=i,
+                dataclasses.replace(s, seed=i),
             )
         )
     return reqs

@@ -44,7 +44,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from mascot.kernels.spectra import sr_spectra
-from mascot.kernels.topology import erdos_renyi, random_regular, row_normalize
+from mascot.graphs import erdos_renyi, random_regular, row_normalize
 
 GAMMAS = np.array([0.5, 0.8, 0.9, 0.99])
 THREADS = 2

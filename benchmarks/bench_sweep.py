@@ -21,7 +21,8 @@ import time
 import jax
 import numpy as np
 
-from mascot.kernels import complete_weights, ring_weights, simulate_consensus
+from mascot.graphs import complete_weights, ring_weights
+from mascot.execute import simulate_consensus
 from mascot.sweep import parse_config, run_sweep
 from mascot.sweep.kinds import _STRATEGY, _initial_beliefs
 

@@ -1,13 +1,29 @@
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+os.environ.setdefault("MPLBACKEND", "Agg")
 
-import jax  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-# float64 tests need 64-bit JAX; float32 tests cast explicitly (dtype="float32").
-jax.config.update("jax_enable_x64", True)
+# The suite runs in JAX's default precision (float32): a test that needs 64-bit types asks for them with
+# the ``x64`` marker (``pytestmark = pytest.mark.x64`` for a whole module), which runs it inside
+# ``mascot.kernels.precision.float64()`` -- the thread-local context library code uses, never the global switch.
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "x64: run the test with 64-bit JAX types enabled (thread-local)")
+
+
+@pytest.fixture(autouse=True)
+def _x64_marker(request):
+    if request.node.get_closest_marker("x64") is None:
+        yield
+        return
+    from mascot.kernels.precision import float64
+
+    with float64():
+        yield
 
 
 def random_doubly_stochastic(rng, n, n_perm=4):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from mascot.cli import main
-from mascot.kernels import paper_modes
+from mascot.graphs import paper_modes
 
 
 @pytest.fixture(scope="module")

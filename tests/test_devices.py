@@ -7,16 +7,17 @@ import textwrap
 
 import jax
 import numpy as np
+import pytest
 
 from mascot import simulate_consensus
-from mascot.kernels import complete_weights, ring_weights
+from mascot.graphs import complete_weights, ring_weights
 
 SCRIPT = textwrap.dedent("""
     import sys, jax, numpy as np
     jax.config.update("jax_enable_x64", True)
     sys.path.insert(0, {tests!r})
     from test_devices import problems
-    import mascot.kernels.consensus as kc
+    import mascot.execute.consensus as kc
     used, orig = set(), kc._run_chunk
     def spy(*a):
         used.add(str(a[-1]))
@@ -52,6 +53,7 @@ def problems():
     }
 
 
+@pytest.mark.x64
 def test_four_devices_equal_one(tmp_path):
     path = tmp_path / "four.npz"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")

@@ -8,8 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from mascot import simulate_consensus
-from mascot.kernels import common_eigenbasis, complete_weights, noise_draws, paper_modes, ring_weights
+from mascot.kernels import common_eigenbasis, noise_draws
+from mascot.graphs import complete_weights, paper_modes, ring_weights
 from mascot.theory import algorithm1, contraction_rate, disagreement, theorem1
+
+pytestmark = pytest.mark.x64  # float64 references throughout
 
 
 def _random_problem(rng, B, N, d, W1, W2, max_rounds):

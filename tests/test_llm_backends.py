@@ -8,6 +8,7 @@ against the same server answering from a canned stub, and the vllm tests with th
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import pickle
@@ -27,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from tiny_model import build_tiny_qwen2  # noqa: E402  (imports torch/transformers lazily)
 
-from mascot.llm import vllm_backend  # noqa: E402
-from mascot.llm.base import Request, Response, Sampling  # noqa: E402
-from mascot.llm.hf_backend import HFBackend, completion_lengths  # noqa: E402
-from mascot.llm.openai_backend import OpenAIBackend, build_payload  # noqa: E402
-from mascot.llm.vllm_backend import VLLMBackend, build_chat_call  # noqa: E402
+from mascot.backends import vllm as vllm_backend  # noqa: E402
+from mascot.backends.base import Request, Response, Sampling  # noqa: E402
+from mascot.backends.hf import HFBackend, completion_lengths  # noqa: E402
+from mascot.backends.openai import OpenAIBackend, build_payload  # noqa: E402
+from mascot.backends.vllm import VLLMBackend, build_chat_call  # noqa: E402
 
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_tokens=10)
 
@@ -150,7 +151,7 @@ def test_hf_max_tokens_and_groups_keep_order(hf):
 def test_hf_stop_at_eos(stop_dir):
     be = HFBackend(stop_dir, device="cpu")
     reqs = [Request(c, GREEDY) for c in CONVERSATIONS[:3]]
-    reqs.append(Request(CONVERSATIONS[3], Sampling(temperature=0.8, top_p=0.5, max_tokens=20), seed=1))
+    reqs.append(Request(CONVERSATIONS[3], Sampling(temperature=0.8, top_p=0.5, max_tokens=20, seed=1)))
     for r in be.generate(reqs):
         assert (r.text, r.completion_tokens, r.finish_reason, r.error) == ("", 1, "stop", None)
 
@@ -165,17 +166,17 @@ def test_hf_sampling_seeded_reproducible_and_global_rng_untouched(hf):
     import torch
 
     s = Sampling(temperature=1.0, top_p=0.95, max_tokens=12)
-    reqs = [Request(c, s, seed=100 + i) for i, c in enumerate(CONVERSATIONS)]
+    reqs = [Request(c, dataclasses.replace(s, seed=100 + i)) for i, c in enumerate(CONVERSATIONS)]
     state = torch.get_rng_state()
     a = hf.generate(reqs)
     b = hf.generate(reqs)
     assert torch.equal(state, torch.get_rng_state())
     assert [r.text for r in a] == [r.text for r in b]
-    c = hf.generate([Request(r.messages, s, seed=r.seed + 1000) for r in reqs])
+    c = hf.generate([Request(r.messages, dataclasses.replace(s, seed=r.sampling.seed + 1000)) for r in reqs])
     assert [r.text for r in a] != [r.text for r in c]
-    # Sampling.seed is the fallback when the request has none
+    # the seed lives in Sampling: the same Sampling built two ways gives the same samples
     d = hf.generate([Request(CONVERSATIONS[0], Sampling(temperature=1.0, top_p=0.95, max_tokens=12, seed=5))] * 2)
-    e = hf.generate([Request(CONVERSATIONS[0], s, seed=5)] * 2)
+    e = hf.generate([Request(CONVERSATIONS[0], dataclasses.replace(s, seed=5))] * 2)
     assert [r.text for r in d] == [r.text for r in e]
 
 
@@ -204,6 +205,42 @@ def test_hf_describe(hf):
     assert d["backend"] == "hf" and d["batch_size"] == 8 and d["device"] == "cpu"
     assert d["torch"] == torch.__version__ and "transformers" in d
     json.dumps(d)
+
+
+def test_hf_identity_apart_from_provenance(hf, tiny_dir):
+    from mascot.backends import identity_of
+
+    ident = {"backend": "hf", "model": os.fspath(tiny_dir), "dtype": None, "batch_size": 8, "device": "cpu"}
+    assert hf.identity() == ident == identity_of("hf", model=tiny_dir, batch_size=8, device="cpu")
+    assert identity_of("hf", model=tiny_dir, dtype="bfloat16")["dtype"] == "bfloat16"
+    assert "torch" in hf.describe() and "torch" not in hf.identity()
+
+
+def test_hf_request_errors_come_back_programming_errors_propagate(hf, monkeypatch):
+    req = Request(CONVERSATIONS[0], GREEDY)
+
+    def fails_with(exc):
+        def f(*args, **kwargs):
+            raise exc
+
+        return f
+
+    for exc in (RuntimeError("CUDA out of memory"), IndexError("index out of range in self"), ValueError("too long")):
+        monkeypatch.setattr(hf, "_run_batch", fails_with(exc))
+        (r,) = hf.generate([req])
+        assert r.text == "" and "generate failed" in r.error and str(exc) in r.error
+    for exc in (AttributeError("bug"), TypeError("bug"), KeyError("bug"), NotImplementedError("bug")):
+        monkeypatch.setattr(hf, "_run_batch", fails_with(exc))
+        with pytest.raises(type(exc)):
+            hf.generate([req])
+    monkeypatch.undo()
+    TemplateError = type("TemplateError", (Exception,), {})  # jinja2's, as transformers raises it
+    monkeypatch.setattr(hf.tokenizer, "apply_chat_template", fails_with(TemplateError("roles must alternate")))
+    (r,) = hf.generate([req])
+    assert r.text == "" and "chat template failed" in r.error
+    monkeypatch.setattr(hf.tokenizer, "apply_chat_template", fails_with(AttributeError("bug")))
+    with pytest.raises(AttributeError):
+        hf.generate([req])
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -297,8 +334,8 @@ class FakeOpenAIServer:
             time.sleep(self.delay)
         req = Request(
             payload["messages"],
-            Sampling(temperature=payload["temperature"], top_p=payload["top_p"], max_tokens=payload["max_tokens"]),
-            seed=payload.get("seed"),
+            Sampling(temperature=payload["temperature"], top_p=payload["top_p"], max_tokens=payload["max_tokens"],
+                     seed=payload.get("seed")),
         )
         with self.model_lock:
             (r,) = self.backend.generate([req])
@@ -358,7 +395,7 @@ def client(srv, **kw):
 
 def test_openai_roundtrip_matches_hf_and_sends_the_right_payload(srv, hf):
     schema = {"type": "object", "properties": {"state": {"type": "integer"}}, "required": ["state"]}
-    reqs = [Request(c, GREEDY, seed=i) for i, c in enumerate(CONVERSATIONS)]
+    reqs = [Request(c, dataclasses.replace(GREEDY, seed=i)) for i, c in enumerate(CONVERSATIONS)]
     reqs[1] = Request(CONVERSATIONS[1], GREEDY, json_schema=schema)
     out = client(srv).generate(reqs)
     ref = hf.generate(reqs)
@@ -477,6 +514,35 @@ def test_openai_validates_options():
     assert OpenAIBackend("m").generate([]) == []
 
 
+def test_openai_identity_apart_from_provenance():
+    from mascot.backends import identity_of, run_spec
+
+    be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", concurrency=3, timeout_s=5.0, max_retries=1)
+    assert be.identity() == {"backend": "openai", "model": "m"} == identity_of("openai", model="m",
+                                                                               base_url="http://other:1/v1")
+    assert run_spec(be.identity()) == {"name": "openai", "model": "m", "options": {}}
+    assert be.describe()["base_url"] == "http://127.0.0.1:9/v1" and be.describe()["concurrency"] == 3
+
+
+def test_openai_request_errors_come_back_programming_errors_propagate(srv, monkeypatch):
+    be = client(srv)
+    (r,) = be.generate([Request([{"role": "user", "content": object()}], GREEDY)])  # not JSON
+    assert r.text == "" and "not JSON-serialisable" in r.error
+    for body in (b"not json", b'{"choices": []}', b'{"choices": [{"message": ["x"]}]}',
+                 b'{"choices": [{"message": {"content": 5}}]}', b'{"choices": [{}], "usage": [1]}',
+                 b'{"choices": [{}], "usage": {"prompt_tokens": "many"}}'):
+        with pytest.raises(Exception, match="malformed response"):
+            be._reply(body)
+    assert be._reply(b'{"choices": [{"message": {"content": null}}]}').text == ""
+
+    def bug(body):
+        raise AttributeError("a bug, not a request error")
+
+    monkeypatch.setattr(be, "_attempt", bug)
+    with pytest.raises(AttributeError, match="a bug"):
+        be.generate([Request(CONVERSATIONS[0], GREEDY)])
+
+
 # ---------------------------------------------------------------------------------------------------
 # vllm backend
 # ---------------------------------------------------------------------------------------------------
@@ -486,7 +552,7 @@ SCHEMA = {"type": "object", "properties": {"x": {"type": "integer"}}, "required"
 
 def _vllm_requests():
     return [
-        Request(CONVERSATIONS[0], Sampling(0.8, 0.5, 250), seed=11),
+        Request(CONVERSATIONS[0], Sampling(0.8, 0.5, 250, seed=11)),
         Request(CONVERSATIONS[1], Sampling(0.0, 1.0, 16), json_schema=SCHEMA),
         Request(CONVERSATIONS[2], Sampling(0.7, 0.9, 32, seed=3)),
     ]
@@ -575,6 +641,32 @@ def test_vllm_bad_params_fail_per_request():
     assert out[0].error is None and out[2].error is None
 
 
+def test_vllm_programming_error_in_params_propagates():
+    def factory(**kw):
+        raise AttributeError("a bug")
+
+    with pytest.raises(AttributeError, match="a bug"):
+        VLLMBackend(llm=FakeLLM(), sampling_params_factory=factory).generate(_vllm_requests())
+
+
+def test_vllm_identity_apart_from_provenance():
+    from mascot.backends import identity_of, run_spec
+
+    be = VLLMBackend(llm=FakeLLM(), structured_output=True, max_model_len=512, seed=3, gpu_memory_utilization=0.5,
+                     enforce_eager=True, tensor_parallel_size=2)
+    ident = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "dtype": None, "max_model_len": 512,
+             "structured_output": True, "seed": 3}
+    assert be.identity() == ident
+    assert identity_of("vllm", structured_output=True, max_model_len=512, seed=3, enforce_eager=False) == ident
+    # run directories record it without the None entries (so older runs, made before dtype existed, resume)
+    assert run_spec(ident) == {"name": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
+                               "options": {"max_model_len": 512, "structured_output": True, "seed": 3}}
+    d = be.describe()
+    assert d["gpu_memory_utilization"] == 0.5 and d["enforce_eager"] is True and "gpu_memory_utilization" not in ident
+    with pytest.raises(TypeError):
+        identity_of("vllm", no_such_option=1)
+
+
 def test_vllm_missing_package_message(monkeypatch):
     monkeypatch.setitem(sys.modules, "vllm", None)
     with pytest.raises(RuntimeError, match="install the vllm extra on a GPU node"):
@@ -626,7 +718,7 @@ def test_vllm_real_sampling_params():
     pytest.importorskip("vllm")
     from vllm.sampling_params import StructuredOutputsParams
 
-    from mascot.llm.vllm_backend import make_sampling_params
+    from mascot.backends.vllm import make_sampling_params
 
     _, kws = build_chat_call(_vllm_requests(), structured_output=True)
     p = make_sampling_params(**kws[1])
@@ -647,7 +739,7 @@ def test_vllm_real_engine(tmp_path):
     be = VLLMBackend(
         model=model, enforce_eager=True, gpu_memory_utilization=0.3, max_model_len=512, structured_output=True
     )
-    reqs = [Request(c, Sampling(0.8, 0.5, 24), seed=i) for i, c in enumerate(CONVERSATIONS)]
+    reqs = [Request(c, Sampling(0.8, 0.5, 24, seed=i)) for i, c in enumerate(CONVERSATIONS)]
     reqs.append(Request(CONVERSATIONS[0], Sampling(0.0, 1.0, 24), json_schema=SCHEMA))
     a, b = be.generate(reqs), be.generate(reqs)
     assert len(a) == len(reqs) and all(r.error is None for r in a)

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from mascot.kernels.sampling import float_key, stream_words, truncated_normal_from_words, truncated_normal_streams
+from mascot.kernels.sampling import truncated_normal_from_words, truncated_normal_streams
+from mascot.seeds import float_key, stream_words
 
 
 def _numpy_words(seed, key, n64):

@@ -10,7 +10,7 @@ import pytest
 
 from mascot.cli import main
 from mascot.sweep import RunDir, parse_config, run_sweep
-from mascot.sweep.slurm import render
+from mascot.cli.slurm import render
 
 CONFIG = """
 [experiment]

@@ -8,9 +8,11 @@ import pandas as pd
 import pytest
 
 from mascot.cli import main
-from mascot.kernels import topology as tp
+from mascot import graphs as tp
 from mascot.kernels.spectra import gat_transition, sr_spectra, time_varying_kappa, time_varying_sr
 from mascot.theory import spectra as th
+
+pytestmark = pytest.mark.x64  # float64 references throughout
 
 
 def _ref(P, g):

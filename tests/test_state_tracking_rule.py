@@ -36,6 +36,8 @@ from mascot.theory.state_tracking import (
     trajectory,
 )
 
+pytestmark = pytest.mark.x64  # the exact rule kernel needs int64/float64
+
 
 # ---------------------------------------------------------------------------------------------------
 # Independent reference: rational arithmetic, written from the prompt text, without Decimal.
@@ -389,14 +391,11 @@ def test_parity_helpers():
 
 def test_rule_step_requires_x64():
     assert jax.config.read("jax_enable_x64")
-    try:
-        jax.config.update("jax_enable_x64", False)
+    with jax.enable_x64(False):
         with pytest.raises(RuntimeError, match="jax_enable_x64"):
             rule_step(50.0, 0, 3)
         with pytest.raises(RuntimeError, match="jax_enable_x64"):
             rule_trajectory(50.0, 0, 3)
-    finally:
-        jax.config.update("jax_enable_x64", True)
     assert float(rule_step(50.0, 0, 3).value) == 70.0
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from mascot.cli import main
-from mascot.kernels import complete_weights, ring_weights
+from mascot.graphs import complete_weights, ring_weights
 from mascot.sweep import ConfigError, MissingChunksError, RunDir, parse_config, run_sweep
 from mascot.theory import algorithm1
 

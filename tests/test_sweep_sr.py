@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 
 from mascot.cli import main
-from mascot.kernels import topology as tp
-from mascot.kernels.noise import affine_noise_error
+from mascot import graphs as tp
+from mascot.execute.noise import affine_noise_error
 from mascot.sweep import RunDir, load_config, run_sweep
 from mascot.theory.spectra import sr_diagnostics
 
@@ -82,6 +82,7 @@ def test_spectra_kind_matches_reference_and_is_chunk_invariant(tmp_path):
     assert (rr.method == "eigh").all() and (a[a.family == "chain"].method == "eig").all()
 
 
+@pytest.mark.x64
 def test_noise_kind_matches_kernel_and_is_chunk_invariant(tmp_path):
     a = _run(tmp_path, NOISE.format(chunk=32), "n1")
     b = _run(tmp_path, NOISE.format(chunk=5), "n2", shards=2)
@@ -96,6 +97,7 @@ def test_noise_kind_matches_kernel_and_is_chunk_invariant(tmp_path):
     assert a[a.model == "rule"].ceg_theory.isna().all() and (a.diverged == 0).all()
 
 
+@pytest.mark.x64
 def test_reports(tmp_path):
     spec = _run(tmp_path, SPECTRA.format(chunk=14), "s")
     noise = _run(tmp_path, NOISE.format(chunk=32), "n")

@@ -9,7 +9,7 @@ from conftest import random_doubly_stochastic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mascot.kernels import circulant, complete_weights, paper_modes, ring_weights
+from mascot.graphs import circulant, complete_weights, paper_modes, ring_weights
 from mascot.theory import (
     algorithm1,
     certificate_budget,

@@ -7,6 +7,7 @@ installed (its replies are garbage: every parse fails, is retried, and the state
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -21,13 +22,14 @@ import pandas as pd
 import pytest
 
 from mascot.analysis import stats as st
-from mascot.analysis.trials_report import TABLE2_COLUMNS, table2
+from mascot.analysis.trials_report import TABLE2_COLUMNS, table2, write_report
+from mascot.backends.base import Request, Response, Sampling
 from mascot.cli import main as cli_main
-from mascot.llm import prompts
-from mascot.llm.base import Request, Response, Sampling
-from mascot.llm.parsing import parse_state, validate_state_object
-from mascot.llm.surrogate import SurrogateBackend
-from mascot.llm.trials import TrialConfig, derive_seeds, plurality_vote, run_trials
+from mascot.protocols.state_tracking import prompts
+from mascot.protocols.state_tracking.aggregation import plurality_vote
+from mascot.protocols.state_tracking.harness import TrialConfig, derive_seeds, run_trials
+from mascot.protocols.state_tracking.parsing import parse_state, validate_state_object
+from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 from mascot.theory.state_tracking import BASE_PROMPT, RULES_TEXT, apply_rules, perturb, trajectory
 
 EXACT = dict(sigma=0.0, parity_slip=0.0, level_slip=0.0, parse_fail=0.0)
@@ -126,6 +128,33 @@ def test_prompts_verbatim_and_json_framing():
             assert prompts.state_json(x) == json.dumps(x)
 
 
+def test_read_prompt_inverts_the_prompts_exactly():
+    rng = np.random.default_rng(1)
+
+    def state():
+        v = float(rng.choice([rng.normal() * 1e3, 5.0, -0.0, 1e-7, 1e16, 0.1 + 0.2, math.nan, math.inf]))
+        return {"Value": v, "Parity": "AB"[rng.integers(2)], "Level": int(rng.integers(1, 10))}
+
+    def same(a, b):  # repr: exact floats, -0.0 and NaN included
+        return [repr(a[k]) for k in ("Value", "Parity", "Level")] == [repr(b[k]) for k in ("Value", "Parity", "Level")]
+
+    for _ in range(200):
+        s, props = state(), [state() for _ in range(rng.integers(0, 5))]
+        for role, msgs in (("agent", prompts.agent_messages(s)), ("judge", prompts.judge_messages(props, s)),
+                           ("revision", prompts.revision_messages(props, s, 4))):
+            r = prompts.read_prompt(msgs)
+            assert r.role == role and same(r.state, s)
+            assert len(r.proposals) == (0 if role == "agent" else len(props))
+            assert all(same(a, b) for a, b in zip(r.proposals, props))
+    for bad in ([], [{"role": "user", "content": "hi"}], [{"role": "user", "content": "CURRENT STATE:\n[1]"}]):
+        with pytest.raises(ValueError):
+            prompts.read_prompt(bad)
+    # the surrogate answers the prompt it is sent, whatever meta says
+    s0, other = {"Value": 50.0, "Parity": "A", "Level": 3}, {"Value": 80.0, "Parity": "B", "Level": 7}
+    r = Request(prompts.agent_messages(s0), meta={"role": "judge", "state": other, "proposals": [other]})
+    assert parse_state(SurrogateBackend(**EXACT).generate([r])[0].text).state == apply_rules(s0)
+
+
 # ----------------------------------------------------------------------------- mesh vote
 def test_plurality_vote_tie_rules():
     a = {"Value": 70.0, "Parity": "B", "Level": 2}
@@ -198,9 +227,9 @@ def test_table2_conventions_on_hand_made_metrics():
 
 # ----------------------------------------------------------------------------- surrogate backend
 def _agent_request(state, seed, trial=0, step=1):
-    return Request(messages=prompts.agent_messages(state), seed=seed >> 33,
-                   meta={"role": "agent", "state": state, "topology": "chain", "trial": trial, "step": step,
-                         "seed_arm": 0, "seed64": seed})
+    # the task is in the messages only; meta holds the ids (the surrogate keys its noise on them)
+    return Request(messages=prompts.agent_messages(state), sampling=Sampling(seed=seed >> 33),
+                   meta={"topology": "chain", "trial": trial, "step": step, "seed_arm": 0, "seed64": seed})
 
 
 def test_surrogate_exact_deterministic_and_noisy():
@@ -243,8 +272,7 @@ def test_surrogate_judge_aggregation():
              {"Value": 74.0, "Parity": "A", "Level": 3}, {"Value": 80.0, "Parity": "B", "Level": 3}]
 
     def judge(kind, proposals):
-        r = Request(messages=prompts.judge_messages(proposals, s), seed=1,
-                    meta={"role": "judge", "state": s, "proposals": proposals, "seed64": 1})
+        r = Request(messages=prompts.judge_messages(proposals, s), sampling=Sampling(seed=1), meta={"seed64": 1})
         return parse_state(SurrogateBackend(**EXACT, judge=kind).generate([r])[0].text).state
 
     assert judge("mean", props) == {"Value": 74.0, "Parity": "B", "Level": 2}  # Level tie 2-2 -> smallest
@@ -258,7 +286,8 @@ def test_surrogate_judge_aggregation():
 def exact_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("exact")
     res = run_trials(TrialConfig(n_trials=100, log_requests="failures"), out, SurrogateBackend(**EXACT),
-                     progress=False, figures=False)
+                     progress=False)
+    write_report(out, figures=False)
     return out, res
 
 
@@ -267,6 +296,7 @@ def noisy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("noisy")
     res = run_trials(TrialConfig(n_trials=100, log_requests="all"),
                      out, SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1), progress=False)
+    write_report(out)
     return out, res
 
 
@@ -336,8 +366,9 @@ def test_noisy_surrogate_table2_and_figures(noisy_run):
     assert len({r["seed"] for r in recs}) > 0.3 * len(recs)
     # rerun of the finished run: nothing recomputed, same table; other parameters: a clear error
     again = run_trials(TrialConfig(n_trials=100, log_requests="all"), out,
-                       SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1), progress=False, figures=False)
+                       SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1), progress=False)
     assert again.steps_run == 0 and again.requests == 0
+    write_report(out, figures=False)
     assert pd.read_csv(out / "table2.csv").equals(t)
     with pytest.raises(ValueError, match=r"different parameters.*sigma: 10.0 \(in run.json\) vs 9.0"):
         run_trials(TrialConfig(n_trials=100), out, SurrogateBackend(sigma=9.0, parse_fail=0.02, seed=1), progress=False)
@@ -374,7 +405,8 @@ def test_retries_abstentions_and_carry_forward(tmp_path):
                 or (t == "mesh" and i == 0 and role == "revision")  # all revisions fail: carried
                 or (t == "mesh" and i == 1 and role == "revision" and agent in (0, 2)))  # 2 of 4 abstain
     b = Flaky(fail)
-    run_trials(TrialConfig(n_trials=2, steps=2, retries=2), tmp_path, b, progress=False, figures=False)
+    run_trials(TrialConfig(n_trials=2, steps=2, retries=2), tmp_path, b, progress=False)
+    write_report(tmp_path, figures=False)
     df = pd.read_parquet(tmp_path / "trials.parquet").set_index(["topology", "trial", "perturbed", "step"])
     s0 = {"Value": 50.0, "Parity": "A", "Level": 3}
     s1 = apply_rules(s0)
@@ -421,14 +453,18 @@ def test_structured_output_schemas_and_request_meta(tmp_path):
             return self.inner.generate(reqs)
 
     run_trials(TrialConfig(n_trials=1, steps=1, structured_output=True, sampling=Sampling(0.3, 0.9, 64)), tmp_path,
-               Recorder(lambda m: False), progress=False, report=False)
+               Recorder(lambda m: False), progress=False)
     assert len(seen) == 2 * (1 + 5 + 8)
     for r in seen:
         assert r.json_schema == (prompts.AGENT_SCHEMA if r.meta["role"] == "agent" else prompts.FINAL_SCHEMA)
-        assert r.sampling == Sampling(0.3, 0.9, 64) and 0 <= r.seed < 2**31 and r.seed == r.meta["seed64"] >> 33
-        assert r.meta["state"]["Value"] == (65.0 if r.meta["perturbed"] else 50.0)
+        seed = r.sampling.seed  # the request's own seed lives in its Sampling; the rest is the config's
+        assert dataclasses.replace(r.sampling, seed=None) == Sampling(0.3, 0.9, 64)
+        assert 0 <= seed < 2**31 and seed == r.meta["seed64"] >> 33
+        task = prompts.read_prompt(r.messages)  # the task is in the messages, not in meta
+        assert task.role == r.meta["role"] and "state" not in r.meta and "proposals" not in r.meta
+        assert task.state["Value"] == (65.0 if r.meta["perturbed"] else 50.0)
         if r.meta["role"] != "agent":
-            assert len(r.meta["proposals"]) == 4 and len(r.messages) == 1 and r.messages[0]["role"] == "user"
+            assert len(task.proposals) == 4 and len(r.messages) == 1 and r.messages[0]["role"] == "user"
 
 
 def test_seeds_differ_by_component():
@@ -456,6 +492,9 @@ class Crashing:
     def describe(self):
         return self.inner.describe()
 
+    def identity(self):
+        return self.inner.identity()
+
 
 def _log_records(out):
     """requests.jsonl without the timing fields (call_s, latency_s), one tuple per record."""
@@ -472,16 +511,16 @@ def test_resume_after_crash_or_lost_step_is_identical(tmp_path):
     cfg = TrialConfig(n_trials=30, steps=4, log_requests="all")
     kw = dict(sigma=4.0, parse_fail=0.05, seed=2)
     ref = tmp_path / "ref"
-    run_trials(cfg, ref, SurrogateBackend(**kw), progress=False, report=False)
+    run_trials(cfg, ref, SurrogateBackend(**kw), progress=False)
     ref_df = pd.read_parquet(ref / "trials.parquet")
     ref_log = _log_records(ref)
     run = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
-        run_trials(cfg, run, Crashing(3, **kw), progress=False, report=False)
+        run_trials(cfg, run, Crashing(3, **kw), progress=False)
     assert sorted(p.name for p in (run / "steps").iterdir()) == [
         "step_001.parquet", "step_001.requests.jsonl", "step_002.parquet", "step_002.requests.jsonl",
         "step_003.requests.jsonl.tmp"]
-    res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False, report=False)
+    res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
     assert (res.steps_skipped, res.steps_run) == (2, 2)
     pd.testing.assert_frame_equal(ref_df, pd.read_parquet(run / "trials.parquet"))
     same_log = _log_records(run) == ref_log  # a bool: pytest's diff of two long logs would take minutes
@@ -490,7 +529,7 @@ def test_resume_after_crash_or_lost_step_is_identical(tmp_path):
     assert [s["steps_done_before"] for s in meta["sessions"]] == [0, 2] and meta["complete"]
     # a finished run that loses its last step part recomputes just that step, log records replaced
     (run / "steps" / "step_004.parquet").unlink()
-    res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False, report=False)
+    res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
     assert (res.steps_skipped, res.steps_run) == (3, 1)
     pd.testing.assert_frame_equal(ref_df, pd.read_parquet(run / "trials.parquet"))
     same_log = _log_records(run) == ref_log  # a bool: pytest's diff of two long logs would take minutes
@@ -555,12 +594,13 @@ def test_hf_backend_garbage_is_counted_and_carried(tmp_path):
     sys.path.insert(0, str(tiny.parent))
     from tiny_model import build_tiny_qwen2
 
-    from mascot.llm.base import make_backend
+    from mascot.backends import make_backend
 
     path = build_tiny_qwen2(tmp_path / "tiny")
     backend = make_backend("hf", model=str(path), device="cpu", batch_size=64)
     cfg = TrialConfig(n_trials=2, steps=2, retries=1, sampling=Sampling(max_tokens=4), log_requests="all")
-    res = run_trials(cfg, tmp_path / "run", backend, progress=False, figures=False)
+    res = run_trials(cfg, tmp_path / "run", backend, progress=False)
+    write_report(tmp_path / "run", figures=False)
     df = pd.read_parquet(tmp_path / "run" / "trials.parquet")
     recs = [json.loads(line) for line in open(tmp_path / "run" / "requests.jsonl")]
     assert len(recs) == res.requests == df.n_requests.sum()

@@ -1,26 +1,52 @@
 """mascot: Multi-Agent Spectral Consensus Toolkit.
 
 JAX-accelerated switched-system consensus simulation, consensus-budget certificates, successor-
-representation spectra, affine-noise Monte Carlo and sweeps for multi-agent LLM systems. The public API is re-exported here; implementations live in subpackages.
+representation spectra, affine-noise Monte Carlo, sweeps and LLM trial harnesses for multi-agent LLM
+systems. The public API below is loaded lazily (PEP 562): ``import mascot`` does not import JAX; the first
+use of a name imports the module that implements it.
+
+Layout (each layer imports only the ones before it): ``io``, ``seeds``, ``status`` -> ``graphs``,
+``papers`` -> ``theory`` -> ``kernels`` -> ``execute``, ``backends`` -> ``protocols``, ``sweep`` ->
+``analysis`` -> ``cli``.
 """
 
-from mascot.kernels import (  # noqa: F401
-    ConsensusResult,
-    affine_noise_error,
-    sr_spectra,
-    complete_weights,
-    paper_modes,
-    ring_weights,
-    simulate_consensus,
-)
-from mascot.theory import (  # noqa: F401
-    algorithm1,
-    apply_rules,
-    contraction_rate,
-    corollary1,
-    disagreement,
-    in_certificate_region,
-    theorem1,
-)
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
+
+# public name -> module that defines it
+_EXPORTS = {
+    "simulate_consensus": "mascot.execute.consensus",
+    "ConsensusResult": "mascot.kernels.consensus",
+    "affine_noise_error": "mascot.execute.noise",
+    "rule_noise_error": "mascot.execute.noise",
+    "sr_spectra": "mascot.kernels.spectra",
+    "SRSpectra": "mascot.kernels.spectra",
+    "complete_weights": "mascot.graphs",
+    "ring_weights": "mascot.graphs",
+    "paper_modes": "mascot.graphs",
+    "algorithm1": "mascot.theory.consensus",
+    "contraction_rate": "mascot.theory.consensus",
+    "corollary1": "mascot.theory.consensus",
+    "disagreement": "mascot.theory.consensus",
+    "in_certificate_region": "mascot.theory.consensus",
+    "theorem1": "mascot.theory.consensus",
+    "apply_rules": "mascot.theory.state_tracking",
+    "Status": "mascot.status",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'mascot' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import plt, save_figure
-from mascot.kernels import paper_modes, simulate_consensus
+from mascot.kernels.precision import float64
+from mascot.graphs import paper_modes
+from mascot.execute import simulate_consensus
 from mascot.theory import STATUS_NAMES, contraction_rate, corollary1, disagreement, theorem1
 
 __all__ = ["TABLE_IV", "PAPER", "initial_states", "run_strategies", "reproduce"]
@@ -127,11 +129,13 @@ def _write_text(text: str, path: Path):
 def reproduce(out_dir="results/consensus", log=print) -> dict:
     """Write the consensus paper's simulation section to ``out_dir``; return the key numbers.
 
-    Turns on ``jax_enable_x64`` (the reproduction runs in float64).
+    Runs in float64 (inside :func:`mascot.kernels.precision.float64`).
     """
-    import jax
+    with float64():
+        return _reproduce(out_dir, log)
 
-    jax.config.update("jax_enable_x64", True)
+
+def _reproduce(out_dir, log) -> dict:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     W1, W2 = paper_modes()

@@ -1,7 +1,7 @@
 """Reports of LLM deliberation runs (consensus paper, Sec. V-C): Table VIII, Fig. 4, per-mode estimates,
 post-hoc certificates (with the paper's Claude example recomputed) and the online monitor's accuracy.
 
-:func:`write_report` takes one or more run directories of :func:`mascot.llm.deliberation.run_deliberation`
+:func:`write_report` takes one or more run directories of :func:`mascot.protocols.deliberation.run_deliberation`
 (e.g. one per model, like the paper's three columns) and writes into ``out``:
 
 * ``table_viii.csv`` (one row per model, strategy and run) and ``table_viii.md`` (the paper's layout:
@@ -13,6 +13,7 @@ post-hoc certificates (with the paper's Claude example recomputed) and the onlin
   spread, share of expanding rounds > 1) and round costs; ``certificates.csv``: the post-hoc check per
   lane; ``monitor_shadow.csv``: the logged monitor verdicts vs the outcome; ``claude_example.json``.
 
+:func:`deliberate` runs (or resumes) a deliberation and then writes its report into the run directory.
 :func:`monitor_study` scores the online monitor on the JAX surrogate (10^4 noisy runs per setting).
 """
 
@@ -25,9 +26,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot import papers
 from mascot.analysis.figures import plt, save_figure
+from mascot.protocols.deliberation.config import load_deliberation_config
+from mascot.protocols.deliberation.harness import run_deliberation
+from mascot.protocols.deliberation.records import (
+    claude_example, group_lanes, lane_summaries, mode_statistics, posthoc_certificates, read_rounds,
+)
+from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
 
-__all__ = ["load_runs", "table_viii", "write_report", "fig4", "monitor_study", "shadow_monitor"]
+__all__ = ["load_runs", "table_viii", "write_report", "deliberate", "fig4", "monitor_study", "shadow_monitor"]
 
 _COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray"]
 _MARK = {"BudgetFail": "X", "predicted_BudgetFail": "v", "max_rounds": "s", "consensus": "o"}
@@ -41,8 +49,6 @@ def _label(meta: dict, path: Path) -> str:
 
 def load_runs(dirs) -> list[dict]:
     """``[{"dir", "model", "config", "rows"}]`` for each run directory."""
-    from mascot.llm.deliberation import read_rounds
-
     out = []
     for d in dirs:
         d = Path(d)
@@ -56,8 +62,6 @@ def load_runs(dirs) -> list[dict]:
 
 
 def table_viii(runs: list[dict]) -> pd.DataFrame:
-    from mascot.llm.deliberation import lane_summaries
-
     recs = []
     for r in runs:
         for s in lane_summaries(r["rows"], r["config"]["b0"]):
@@ -92,10 +96,8 @@ def _table_md(df: pd.DataFrame) -> str:
 
 
 def _traces(rows, strategy):
-    from mascot.llm.deliberation import _lanes
-
     out = []
-    for (s, run), rs in _lanes(rows).items():
+    for (s, run), rs in group_lanes(rows).items():
         if s == strategy:
             out.append((run, [r["round"] for r in rs], [r["D"] for r in rs], [r["b"] for r in rs], rs[-1].get("status"),
                         [r.get("sigma") for r in rs]))
@@ -200,10 +202,8 @@ def fig4(runs: list[dict], out_stem: Path, full: bool = False) -> list[Path]:
 
 def shadow_monitor(rows: list[dict], warmup: int | None = None) -> pd.DataFrame:
     """Per lane: first round the logged monitor flagged ``b_k < B*_hat(D(k))`` (after warmup) and the outcome."""
-    from mascot.llm.deliberation import _lanes
-
     recs = []
-    for (s, run), rs in _lanes(rows).items():
+    for (s, run), rs in group_lanes(rows).items():
         flag = next((r["round"] for r in rs if (r.get("monitor") or {}).get("flag")), None)
         st = rs[-1].get("status")
         recs.append({"strategy": s, "run": run, "flag_round": flag, "status": st,
@@ -214,8 +214,6 @@ def shadow_monitor(rows: list[dict], warmup: int | None = None) -> pd.DataFrame:
 
 def write_report(dirs, out) -> dict:
     """Write the deliberation report of run directories ``dirs`` into ``out`` (see the module docstring)."""
-    from mascot.llm.deliberation import claude_example, mode_statistics, posthoc_certificates
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(dirs)
@@ -253,6 +251,16 @@ def write_report(dirs, out) -> dict:
     return {"table": df, "estimates": est_df, "figures": figs}
 
 
+def deliberate(config, out, backend, *, report: bool = True, **kwargs):
+    """:func:`mascot.protocols.deliberation.run_deliberation` (same arguments; ``kwargs``: backend_spec,
+    progress, command), then, with ``report``, :func:`write_report` of the run directory into itself.
+    Returns the :class:`~mascot.protocols.deliberation.DeliberationRun`."""
+    res = run_deliberation(config, out, backend, **kwargs)
+    if report:
+        write_report([res.out], res.out)
+    return res
+
+
 # ----------------------------------------------------------------------------- monitor study (JAX surrogate)
 def monitor_study(out=None, runs: int = 10_000, b0s=(80_000.0, 100_000.0, 120_000.0), seed: int = 0,
                   scenarios: dict | None = None, warmup: int = 2, max_rounds: int = 40) -> pd.DataFrame:
@@ -264,15 +272,13 @@ def monitor_study(out=None, runs: int = 10_000, b0s=(80_000.0, 100_000.0, 120_00
     the tokens a stop would have saved on true failures, and the successes a stop would have killed.
     ``runs`` runs per (scenario, strategy), split evenly over ``b0s``.
     """
-    import jax
-
+    from mascot.graphs import complete_weights, ring_weights
     from mascot.kernels.deliberation import CLAUDE_CALIBRATION, STATUS_NAMES, initial_beliefs, simulate_deliberation
-    from mascot.kernels.topology import complete_weights, ring_weights
-    from mascot.llm.deliberation import PAPER_ROLES
+    from mascot.kernels.precision import x64_enabled
 
     cal = CLAUDE_CALIBRATION
     W1, W2 = complete_weights(5, cal["complete_self"]), ring_weights(5, cal["ring_self"])
-    prior = np.array([r.prior for r in PAPER_ROLES])
+    prior = np.array([r["prior"] for r in papers.DELIBERATION_ROLES])
     if scenarios is None:
         scenarios = {
             "claude-calibrated, noise 0.005, cost noise 10%": dict(noise=0.005, cost_noise=0.10),
@@ -289,8 +295,8 @@ def monitor_study(out=None, runs: int = 10_000, b0s=(80_000.0, 100_000.0, 120_00
                 res = simulate_deliberation(seed + 100 + si, X0, W1, W2, strategy=strategy, b0=b0,
                                             max_rounds=max_rounds, cost_base=cal["cost_base"],
                                             cost_per_neighbor=cal["cost_per_neighbor"], warmup=warmup,
-                                            monitor_ceil=ceil, dtype="float32" if not jax.config.jax_enable_x64
-                                            else "float64", **kw)
+                                            monitor_ceil=ceil, dtype="float64" if x64_enabled() else "float32",
+                                            **kw)
                 failed = np.isin(res.status, (1, 2))
                 flagged = res.monitor_round >= 0
                 for bv in b0s:
@@ -343,15 +349,17 @@ def reproduce(out="results/deliberation", runs_dir="runs/deliberation-reproduce"
     """Surrogate reproduction of Sec. V-C: the text harness with :class:`SurrogateDeliberationBackend` on the
     paper's scenario (``runs`` runs per strategy, for each ``b0``; run directories under ``runs_dir``),
     Table VIII / Fig. 4 / estimates / certificates per ``b0`` into ``out/surrogate_b<b0>``, the logged (shadow)
-    monitor verdicts scored against the outcomes, the JAX monitor study and the Claude example."""
-    from mascot.llm.deliberation import (
-        SurrogateDeliberationBackend, claude_example, load_deliberation_config, run_deliberation,
-    )
+    monitor verdicts scored against the outcomes, the JAX monitor study and the Claude example.
 
-    import jax
+    Runs in float64 (:func:`mascot.kernels.precision.float64`, this thread only): the monitor study's kernel
+    runs in float64 whatever the caller's JAX setting."""
+    from mascot.kernels.precision import float64
 
-    jax.config.update("jax_enable_x64", True)  # the monitor study's kernel runs in float64 whatever ran before
-    out, runs_dir = Path(out), Path(runs_dir)
+    with float64():
+        return _reproduce(Path(out), Path(runs_dir), runs, b0s, study_runs, progress)
+
+
+def _reproduce(out: Path, runs_dir: Path, runs: int, b0s, study_runs: int, progress: bool) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     summary: dict = {"claude_example": claude_example(), "text_harness": {}}
     shadows = []
@@ -359,7 +367,7 @@ def reproduce(out="results/deliberation", runs_dir="runs/deliberation-reproduce"
         cfg, sur = load_deliberation_config(None, {"runs": runs, "b0": b0})
         be = SurrogateDeliberationBackend(**sur)
         tag = f"surrogate_b{int(b0) // 1000}k"
-        res = run_deliberation(cfg, runs_dir / tag, be, progress=progress, report=False)
+        run_deliberation(cfg, runs_dir / tag, be, progress=progress)
         rep = write_report([runs_dir / tag], out / tag)
         sh = shadow_monitor(load_runs([runs_dir / tag])[0]["rows"])
         sh.insert(0, "b0", b0)
@@ -371,7 +379,7 @@ def reproduce(out="results/deliberation", runs_dir="runs/deliberation-reproduce"
                 "status": g["status"].value_counts().to_dict(), "parse_failures": int(g["failures"].sum()),
                 "parse_errors": int(g["parse_errors"].sum())}
             for s, g in t.groupby("strategy", sort=False)}
-        # every request of the run, from its log (not res.requests: a resumed run makes none)
+        # every request of the run, from its log (not the run's return value: a resumed run makes none)
         log = runs_dir / tag / "requests.jsonl"
         summary["text_harness"][tag]["requests"] = sum(1 for _ in open(log)) if log.exists() else 0
     sh = pd.concat(shadows)

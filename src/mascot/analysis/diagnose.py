@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mascot.kernels.topology import from_spec, validate_adjacency
+from mascot.graphs import from_spec, validate_adjacency
 
 __all__ = ["diagnose", "default_k_profile", "load_adjacency", "triage_text", "rank"]
 
@@ -60,7 +60,7 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
     Keys: name, n, gamma, rho, delta, kappa, aggregation_factor (mean_i 1/sqrt(k_i)), rho_tilde (eq. 4),
     rho_tilde_c (eq. 6 at ``rho_c``), k_profile.
     """
-    from mascot.kernels.topology import row_normalize
+    from mascot.graphs import row_normalize
     from mascot.theory.noise import bias_aware_gain, drift_corrected_gain
     from mascot.theory.spectra import check_gamma, sr_diagnostics
 

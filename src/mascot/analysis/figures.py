@@ -1,13 +1,12 @@
-"""Shared figure helpers: a non-interactive backend and PNG + PDF output."""
+"""Shared figure helpers: PNG + PDF output. The backend is not forced here (library code flips no process-wide
+switch): the ``mascot`` command selects the non-interactive Agg backend; elsewhere matplotlib chooses (Agg on
+a machine without a display)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 __all__ = ["plt", "save_figure"]
 

@@ -6,7 +6,9 @@ Metrics ("Predictive Maps of Multi-Agent Reasoning", Sec. 3.3 and Appendix A.2),
 * cumulative error growth ``E_ceg = sum_{t=1..T} |x*_t - x^_t|`` (:func:`cumulative_error`);
 * consensus decay ``R_cdr = 1/(T-1) sum_{t=1..T-1} log(D_{t+1} / D_t)`` with ``D_t`` the mean pairwise
   disagreement ``1/(N(N-1)) sum_{i != j} |s_{i,t} - s_{j,t}|`` of the agents' Values at step t
-  (:func:`pairwise_disagreement`; for the chain ``D_t = |x*_t - x^_t|``) (:func:`consensus_decay`).
+  (:func:`pairwise_disagreement`, defined with the protocol in
+  :mod:`mascot.protocols.state_tracking.aggregation`; for the chain ``D_t = |x*_t - x^_t|``)
+  (:func:`consensus_decay`).
   ``D_t = 0`` (agents agree exactly; a chain agent exactly right) makes the log undefined, so every
   ``D_t`` is floored at ``floor`` (default 1e-6) before the logs and the number of floored ``D_t`` is
   reported; a ``D_t`` that is undefined (fewer than two agents answered) drops the terms that use it;
@@ -21,6 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+# D_t is computed by the harness as it runs (a column of trials.parquet); one definition, re-exported here
+from mascot.protocols.state_tracking.aggregation import pairwise_disagreement
+
 __all__ = [
     "D_FLOOR",
     "bootstrap_mean_ci",
@@ -34,19 +39,6 @@ __all__ = [
 
 #: Default floor applied to D_t before log(D_{t+1} / D_t).
 D_FLOOR = 1e-6
-
-
-def pairwise_disagreement(values: Sequence[float]) -> float:
-    """``D = 1/(N(N-1)) sum_{i != j} |s_i - s_j|`` over the finite values (NaN if fewer than two)."""
-    v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
-    n = len(v)
-    if n < 2:
-        return math.nan
-    total = 0.0
-    for i in range(n):
-        for j in range(i + 1, n):
-            total += abs(v[i] - v[j])
-    return 2.0 * total / (n * (n - 1))
 
 
 def cumulative_error(true_values, est_values) -> np.ndarray:

@@ -1,5 +1,7 @@
 """Table 2, Figs 2-6 and statistics of a state-tracking trial run ("Predictive Maps of Multi-Agent
-Reasoning", Sec. 5.2-5.5, Appendix B) from ``DIR/trials.parquet`` (written by :mod:`mascot.llm.trials`).
+Reasoning", Sec. 5.2-5.5, Appendix B) from ``DIR/trials.parquet`` (written by
+:mod:`mascot.protocols.state_tracking.harness`; ``mascot trials`` calls :func:`write_report` when the
+harness returns).
 
 Per trial (``metrics.csv``), on the unperturbed arm: ``E_ceg`` and ``R_cdr`` (Appendix A.2, see
 :mod:`mascot.analysis.stats`; ``D_t`` is the pairwise disagreement of the star's leaf Values, of the
@@ -30,7 +32,7 @@ import pandas as pd
 
 from mascot.analysis import stats as st
 from mascot.analysis.figures import save_figure
-from mascot.files import atomic_write_text
+from mascot.io import atomic_write_text
 
 __all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "spectral_predictions", "table2", "trial_metrics",
            "write_report"]
@@ -82,18 +84,18 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
 
 
 def spectral_predictions(steps: int = 12, leaves: int = 4, mesh_agents: int = 4, gamma: float = GAMMA) -> dict:
-    """rho, Delta, kappa of M = (I - gamma P)^-1 for chain(steps), star(leaves), mesh(mesh_agents)."""
-    import jax
-
-    from mascot.kernels import topology
+    """rho, Delta, kappa of M = (I - gamma P)^-1 for chain(steps), star(leaves), mesh(mesh_agents), in
+    float64 (64-bit JAX enabled for this call and thread only)."""
+    from mascot import graphs as topology
+    from mascot.kernels.precision import float64
     from mascot.kernels.spectra import sr_spectra
 
-    jax.config.update("jax_enable_x64", True)
     out = {}
-    for name, A in (("chain", topology.chain(max(int(steps), 2))), ("star", topology.star(int(leaves))),
-                    ("mesh", topology.mesh(max(int(mesh_agents), 2)))):
-        s = sr_spectra(A, gamma, dtype="float64")
-        out[name] = {"rho": float(s.rho), "delta": float(s.delta), "kappa": float(s.kappa)}
+    with float64():
+        for name, A in (("chain", topology.chain(max(int(steps), 2))), ("star", topology.star(int(leaves))),
+                        ("mesh", topology.mesh(max(int(mesh_agents), 2)))):
+            s = sr_spectra(A, gamma, dtype="float64")
+            out[name] = {"rho": float(s.rho), "delta": float(s.delta), "kappa": float(s.kappa)}
     return out
 
 
@@ -332,14 +334,21 @@ def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float,
 
 
 # ----------------------------------------------------------------------------- the report
-def write_report(out, d_floor: float = st.D_FLOOR, seed: int = 0, n_boot: int = 2000,
+def write_report(out, d_floor: float | None = None, seed: int | None = None, n_boot: int = 2000,
                  figures: bool = True) -> tuple[pd.DataFrame, dict]:
     """Read ``out/trials.parquet`` and ``out/run.json``; write ``metrics.csv``, ``table2.csv``,
-    ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF). Returns ``(table2, stats)``."""
+    ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF). Returns ``(table2, stats)``.
+
+    ``d_floor`` (the floor on D_t in R_cdr) and ``seed`` (of the bootstrap) default to the run's own
+    (``run.json``'s config), else to ``D_FLOOR`` and 0."""
     out = Path(out)
     df = pd.read_parquet(out / "trials.parquet")
     meta = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
     cfg = meta.get("config", {})
+    if d_floor is None:
+        d_floor = cfg.get("d_floor", st.D_FLOOR)
+    if seed is None:
+        seed = cfg.get("seed", 0)
     steps = int(df.step.max())
     preds = spectral_predictions(steps, cfg.get("leaves", 4), cfg.get("mesh_agents", 4))
     metrics = trial_metrics(df, d_floor)

@@ -1,13 +1,9 @@
-"""Pure JAX kernels (jit/vmap-ready, no I/O) and the topology builders they run on."""
+"""Pure JAX kernels (jit/vmap-ready, no I/O, no host threads): the switching rule, consensus rollouts, SR
+spectra, affine noise, the state-tracking rule and the surrogate deliberation. The host driver that chunks
+consensus batches over devices is :mod:`mascot.execute`; topology builders are in :mod:`mascot.graphs`."""
 
-from mascot.kernels.consensus import (  # noqa: F401
-    STRATEGIES,
-    ConsensusResult,
-    common_eigenbasis,
-    noise_draws,
-    simulate_consensus,
-)
-from mascot.kernels.noise import affine_noise_error, rule_noise_error  # noqa: F401
+from mascot.kernels.consensus import STRATEGIES, ConsensusResult, common_eigenbasis, noise_draws  # noqa: F401
+from mascot.kernels.noise import affine_noise_point, rule_noise_point  # noqa: F401
 from mascot.kernels.spectra import (  # noqa: F401
     SRSpectra,
     TimeVaryingKappa,
@@ -17,20 +13,3 @@ from mascot.kernels.spectra import (  # noqa: F401
     time_varying_sr,
 )
 from mascot.kernels.state_tracking import rule_step, rule_trajectory  # noqa: F401
-from mascot.kernels.topology import (  # noqa: F401
-    chain,
-    circulant,
-    complete_self,
-    complete_weights,
-    erdos_renyi,
-    from_spec,
-    malicious_star,
-    mesh,
-    paper_modes,
-    random_regular,
-    ring,
-    ring_weights,
-    row_normalize,
-    star,
-    watts_strogatz,
-)

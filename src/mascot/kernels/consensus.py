@@ -27,44 +27,24 @@ Each round (Algorithm 1): stop if ``D <= eps``; otherwise pick ``sigma = 1`` if 
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import NamedTuple, Optional
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from threadpoolctl import ThreadpoolController
 
-from mascot.theory.consensus import validate_doubly_stochastic
+from mascot.kernels import switching
 
-__all__ = ["ConsensusResult", "simulate_consensus", "common_eigenbasis", "noise_draws", "STRATEGIES"]
+__all__ = ["ConsensusResult", "common_eigenbasis", "noise_draws", "STRATEGIES", "modal_init", "matrix_init",
+           "make_lanes", "modal_segment", "matrix_segment", "modal_rollout", "modal_reconstruct", "gather",
+           "gather_lanes", "bucket_size", "SMALL_N", "MODAL_PAD", "MIN_BUCKET"]
 
-STRATEGIES = ("adaptive", "mode1", "mode2")
-_MIN_BUCKET = 512
-_SMALL_N = 12
-_PAD = 16  # N - 1 modal columns become N when N is a multiple of this (no-noise modal path)
-_BLAS = None
-
-
-def _single_thread_blas():
-    """Limit BLAS to one thread for the small host-side set-up (eigh, W1 @ W2).
-
-    Multi-threaded OpenBLAS on N x N matrices is slower than one thread, and its worker threads keep
-    spinning afterwards: on a 2-core machine that halves the speed of the JAX kernel that follows
-    (measured: the O(N^2 d) projection at N = 64, B = 2e4 took 60 ms instead of 25 ms).
-    """
-    global _BLAS
-    if _BLAS is None:
-        _BLAS = ThreadpoolController()
-    return _BLAS.limit(limits=1, user_api="blas")
-
-
-_SETUP_LOCK = threading.Lock()  # one thread at a time changes OpenBLAS's (process-global) thread count
-
+STRATEGIES = switching.STRATEGIES
+MIN_BUCKET = 512
+SMALL_N = 12
+MODAL_PAD = 16  # N - 1 modal columns become N when N is a multiple of this (no-noise modal path)
 
 class ConsensusResult(NamedTuple):
     """Per-trajectory outcome of Algorithm 1 (all arrays have leading dimension B).
@@ -138,10 +118,10 @@ def noise_draws(keys, rounds, n: int, d: int, dtype):
     return jax.vmap(lambda k, r: jax.random.normal(jax.random.fold_in(k, r), (n, d), dtype))(keys, rounds)
 
 
-def _bucket(n: int, full: int) -> int:
+def bucket_size(n: int, full: int) -> int:
     if n >= full:
         return full
-    return min(full, max(_MIN_BUCKET, 1 << (max(n, 1) - 1).bit_length()))
+    return min(full, max(MIN_BUCKET, 1 << (max(n, 1) - 1).bit_length()))
 
 
 # ----------------------------------------------------------------------------- the round loop
@@ -160,25 +140,13 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
 
     def body(state):
         it, carry, ln, tr = state
-        d, b, rounds, status, active = ln["d"], ln["b"], ln["rounds"], ln["status"], ln["active"]
-        if strategy == "adaptive":
-            mode1 = d > eta
-        else:
-            mode1 = jnp.full(d.shape, strategy == "mode1")
-        cost = jnp.where(mode1, c1, c2)
-        fail = active & (b < cost)
-        status = jnp.where(fail, 1, status)
-        step = active & ~fail
-        carry, d_new = advance(carry, mode1, step, rounds)
-        d = jnp.where(step, d_new, d)
-        b = jnp.where(step, b - cost, b)
-        rounds = rounds + step.astype(rounds.dtype)
-        reached = step & (d <= eps)
-        status = jnp.where(reached, 0, status)
-        active = step & ~reached
-        status = jnp.where(active & (rounds >= max_rounds), 2, status)
-        active = active & (rounds < max_rounds)
+        rule = switching.SwitchState(d=ln["d"], b=ln["b"], rounds=ln["rounds"], status=ln["status"],
+                                     active=ln["active"])
+        rule, dec = switching.decide(rule, eta, c1, c2, strategy)
+        carry, d_new = advance(carry, dec.mode1, dec.step, rule.rounds)
+        rule = switching.commit(rule, dec, d_new, eps, max_rounds)
         if trace:
+            step, d, b, mode1 = dec.step, rule.d, rule.b, dec.mode1
             col = it + offset
             nan = jnp.full_like(d, jnp.nan)
             tr = dict(
@@ -187,7 +155,7 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
                 s=jax.lax.dynamic_update_index_in_dim(
                     tr["s"], jnp.where(step, jnp.where(mode1, 1, 2), 0).astype(tr["s"].dtype), col, 1),
             )
-        ln = dict(ln, d=d, b=b, rounds=rounds, status=status, active=active)
+        ln = dict(ln, d=rule.d, b=rule.b, rounds=rule.rounds, status=rule.status, active=rule.active)
         return it + 1, carry, ln, tr
 
     _, carry, lanes, traces = jax.lax.while_loop(cond, body, (jnp.int32(0), carry, lanes, traces))
@@ -195,7 +163,7 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds", "trace", "n_agents", "noisy"))
-def _modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, strategy, max_rounds,
+def modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, strategy, max_rounds,
                    trace, n_agents, noisy):
     inv_n = jnp.asarray(1.0 / n_agents, lam1.dtype)
     if noisy:
@@ -228,7 +196,7 @@ def _modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, 
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds", "trace", "noisy"))
-def _matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, strategy, max_rounds,
+def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, strategy, max_rounds,
                     trace, noisy):
     n = W1.shape[0]
     inv_n = jnp.asarray(1.0 / n, W1.dtype)
@@ -266,14 +234,14 @@ def _matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, str
 
 
 @partial(jax.jit, static_argnames=("noisy",))
-def _modal_init(X0, U, S, *, noisy):
+def modal_init(X0, U, S, *, noisy):
     """Modal coordinates ``U^T X0`` (the O(N^2 d) part, done once) and ``D(0)``.
 
     One ``(B*d, N) @ (N, N-1)`` product. A NaN or inf anywhere in a trajectory's X0 makes its ``D(0)``
     non-finite (every row of ``U`` is nonzero), which the caller checks instead of a separate pass.
     """
     B, n, d = X0.shape
-    if n <= _SMALL_N:
+    if n <= SMALL_N:
         # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
         # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5)
         K = jnp.kron(U, jnp.eye(d, dtype=U.dtype))
@@ -293,7 +261,7 @@ def _modal_init(X0, U, S, *, noisy):
 
 
 @jax.jit
-def _matrix_init(X0):
+def matrix_init(X0):
     """Centred beliefs ``P X0`` as ``(N, d, B)``, the mean belief ``(d, B)`` and ``D(0)``."""
     B, n, d = X0.shape
     Xt = jnp.transpose(X0, (1, 2, 0)).reshape(n, d * B)
@@ -304,31 +272,29 @@ def _matrix_init(X0):
 
 
 @partial(jax.jit, static_argnames=("max_rounds",))
-def _make_lanes(d0, params, keys, *, max_rounds):
+def make_lanes(d0, params, keys, *, max_rounds):
     """Per-trajectory loop state; shared (0-d) parameters stay 0-d. Also: is every D(0) finite?"""
-    eps = params["eps"]
-    lanes = dict(c1=params["c1"], c2=params["c2"], eta=params["eta"], eps=eps, b=params["b0"],
-                 rounds=jnp.zeros(d0.shape, jnp.int32), keys=keys, d=d0,
-                 status=jnp.where(d0 <= eps, 0, 2).astype(jnp.int32),  # 2 until decided
-                 active=(d0 > eps) & (max_rounds > 0))
+    rule = switching.init(d0, params["b0"], params["eps"], max_rounds)
+    lanes = dict(c1=params["c1"], c2=params["c2"], eta=params["eta"], eps=params["eps"], b=rule.b,
+                 rounds=rule.rounds, keys=keys, d=rule.d, status=rule.status, active=rule.active)
     return lanes, jnp.all(jnp.isfinite(d0))
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds"))
-def _modal_fused(X0, U, S, lam1, lam2, params, *, strategy, max_rounds):
+def modal_rollout(X0, U, S, lam1, lam2, params, *, strategy, max_rounds):
     """The whole modal rollout of one chunk without noise or traces in one compiled call: projection,
     energies, the round loop to the last active lane; no host round trips in between."""
     B, n, _ = X0.shape
-    carry, d0 = _modal_init(X0, U, S, noisy=False)
-    lanes, finite = _make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
-    carry, lanes, _ = _modal_segment(carry, lanes, {}, lam1, lam2, jnp.zeros((), X0.dtype), jnp.int32(max_rounds),
+    carry, d0 = modal_init(X0, U, S, noisy=False)
+    lanes, finite = make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
+    carry, lanes, _ = modal_segment(carry, lanes, {}, lam1, lam2, jnp.zeros((), X0.dtype), jnp.int32(max_rounds),
                                      jnp.int32(0), strategy=strategy, max_rounds=max_rounds, trace=False,
                                      n_agents=n, noisy=False)
     return dict(rounds=lanes["rounds"], b=lanes["b"], d=lanes["d"], status=lanes["status"], d0=d0,
                 m1=carry[1], m2=carry[2], finite=finite)
 
 
-def _modal_reconstruct(X0, U, lam1, lam2, m1, m2):
+def modal_reconstruct(X0, U, lam1, lam2, m1, m2):
     """Final beliefs from X0 and the mode-1/-2 round counts (float64): the mean plus the modal
     coordinates scaled by the signed eigenvalue powers."""
     Xf = np.asarray(X0, dtype=np.float64)
@@ -338,419 +304,12 @@ def _modal_reconstruct(X0, U, lam1, lam2, m1, m2):
 
 
 @partial(jax.jit, static_argnums=1)
-def _gather(tree, axes, idx):
+def gather(tree, axes, idx):
     """Keep lanes ``idx`` of every array in ``tree`` (``axes`` gives each array's batch axis)."""
     return jax.tree_util.tree_map(lambda a, ax: jnp.take(a, idx, axis=ax), tree, axes)
 
 
 @jax.jit
-def _gather_lanes(lanes, idx):
+def gather_lanes(lanes, idx):
     """Keep lanes ``idx`` of every per-trajectory array; 0-d (shared) parameters stay as they are."""
     return jax.tree_util.tree_map(lambda a: jnp.take(a, idx, axis=0) if a.ndim else a, lanes)
-
-
-# ----------------------------------------------------------------------------- validation
-def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
-    """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim != 0 and arr.shape != (B,):
-        raise ValueError(f"{name} must be a scalar or have shape ({B},) (one per trajectory); got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
-    if positive and not np.all(arr > 0):
-        raise ValueError(f"{name} must be > 0; got min {arr.min():g}")
-    if nonnegative and not np.all(arr >= 0):
-        raise ValueError(f"{name} must be >= 0; got min {arr.min():g}")
-    return arr
-
-
-def _resolve_dtype(dtype):
-    if dtype is None:
-        return jnp.dtype(jnp.float64 if jax.config.jax_enable_x64 else jnp.float32)
-    dt = jnp.dtype(dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
-    if dt == jnp.float64 and not jax.config.jax_enable_x64:
-        raise ValueError(
-            "dtype='float64' needs 64-bit JAX: call jax.config.update('jax_enable_x64', True) once at "
-            "start-up (the mascot CLI does this for float64 runs)"
-        )
-    return dt
-
-
-def _batch_keys(key, B):
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-    single = key.shape == () if typed else key.shape == (2,)
-    if single:
-        return jax.random.split(key, B)
-    if key.shape[0] != B:
-        raise ValueError(f"key must be one PRNG key or a batch of {B} keys; got shape {key.shape}")
-    return key
-
-
-# ----------------------------------------------------------------------------- public entry point
-def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64,
-                       noise: float = 0.0, key=None, trace: bool = False, *, dtype=None,
-                       method: str = "auto", return_x: bool = False,
-                       segment_rounds: int | None = None, chunk_size: int | None = None) -> ConsensusResult:
-    """Run Algorithm 1 of the consensus paper on a batch of B trajectories.
-
-    Implements ``X(k+1) = W_sigma_k X(k)`` (eq. 5), ``b(k+1) = b(k) - c_sigma_k`` (eq. 7) with
-    norm-threshold switching ``sigma_k = 1 if D(k) > eta else 2`` (eq. 8), stopping at ``D <= eps``
-    (consensus), ``b_k < c_sigma_k`` before a round (BudgetFail) or after ``max_rounds`` rounds.
-
-    Args:
-      X0: initial beliefs, ``(B, N, d)`` (a single ``(N, d)`` is treated as B = 1).
-      W1, W2: doubly stochastic ``(N, N)`` weight matrices of mode 1 (dense) and mode 2 (sparse).
-      c1, c2: per-round token costs (> 0), scalars or ``(B,)``.
-      eta: switching threshold, eps: consensus tolerance (``eta > eps > 0`` for ``"adaptive"``), b0: initial
-        budget (>= 0); scalars or ``(B,)``.
-      strategy: ``"adaptive"`` (Algorithm 1), ``"mode1"`` or ``"mode2"`` (one topology throughout).
-      max_rounds: the most rounds any trajectory runs (status 2 when exceeded).
-      noise: standard deviation of i.i.d. Gaussian perturbations added to every belief entry after each
-        round (the LLM stochasticity of Remark 3). Needs ``key``.
-      key: one PRNG key (split into one key per trajectory) or a batch of B keys.
-      trace: also return per-round ``D``, ``b`` and ``sigma``.
-      dtype: float32 or float64 (default: float64 if ``jax_enable_x64`` is on, else float32).
-      method: ``"auto"`` (modal when W1, W2 are symmetric and commute, else matrix), ``"modal"``,
-        ``"matrix"``.
-      return_x: also return the final beliefs (``x_final``).
-      segment_rounds: rounds between compactions (default: 4 for the matrix path; the modal path does
-        not compact since a round costs O(N)).
-      chunk_size: trajectories per kernel call (default: sized so a chunk's X0 fits in a few MiB; the
-        last chunk is padded so every chunk reuses one compiled shape). Results do not depend on it.
-
-    Returns:
-      :class:`ConsensusResult` of numpy arrays.
-    """
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}; got {strategy!r}")
-    if method not in ("auto", "modal", "matrix"):
-        raise ValueError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
-    if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0:
-        raise ValueError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
-    max_rounds = int(max_rounds)
-    dt = _resolve_dtype(dtype)
-    if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
-        X0 = np.asarray(X0)
-    if not jnp.issubdtype(X0.dtype, jnp.floating):
-        X0 = X0.astype(np.float64)
-    if X0.ndim == 2:
-        X0 = X0[None]
-    if X0.ndim != 3 or X0.shape[0] < 1 or X0.shape[1] < 1 or X0.shape[2] < 1:
-        raise ValueError(f"X0 must have shape (B, N, d) with B, N, d >= 1; got shape {X0.shape}")
-    B, N, d = X0.shape
-    W1 = validate_doubly_stochastic(W1, "W1")
-    W2 = validate_doubly_stochastic(W2, "W2")
-    for name, W in (("W1", W1), ("W2", W2)):
-        if W.shape != (N, N):
-            raise ValueError(f"{name} must have shape ({N}, {N}) to match X0's N = {N}; got {W.shape}")
-    c1a = _per_trajectory("c1", c1, B, positive=True)
-    c2a = _per_trajectory("c2", c2, B, positive=True)
-    eps_a = _per_trajectory("eps", eps, B, positive=True)
-    eta_a = _per_trajectory("eta", eta, B, positive=True)
-    b0a = _per_trajectory("b0", b0, B, nonnegative=True)
-    if strategy == "adaptive" and not np.all(eta_a > eps_a):
-        raise ValueError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
-                         "selected; use strategy='mode1')")
-    noise = float(noise)
-    if not (math.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise must be a finite standard deviation >= 0; got {noise}")
-    noisy = noise > 0
-    if noisy and key is None:
-        raise ValueError("key is required when noise > 0 (e.g. key=jax.random.key(0))")
-
-    setup = _setup(W1.tobytes(), W2.tobytes(), N, method, jnp.dtype(dt).name, noisy)
-    if method == "modal" and setup is None:
-        raise ValueError("method='modal' needs W1 and W2 symmetric and commuting; use method='matrix'")
-    use_modal = setup is not None
-    if use_modal:
-        U, lam1, lam2, consts = setup
-    else:
-        U = lam1 = lam2 = None
-        consts = dict(W1=jnp.asarray(W1, dt), W2=jnp.asarray(W2, dt))
-    keys = _batch_keys(key, B) if noisy else None
-    C = _chunk_size(B, N, d, dt, use_modal, chunk_size)
-    seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
-    cfg = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy, return_x=return_x,
-               sigma=jnp.asarray(noise, dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
-               U=U, lam1=lam1, lam2=lam2)
-
-    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
-               d0=np.zeros(B, dt))
-    if return_x:
-        out["x"] = np.zeros((B, N, d), dt)
-    if trace:
-        out["d_trace"] = np.zeros((B, max_rounds + 1), dt)
-        out["b_trace"] = np.zeros((B, max_rounds + 1), dt)
-        out["sigma_trace"] = np.zeros((B, max_rounds), np.int32)
-    params = dict(c1=c1a, c2=c2a, eta=eta_a, eps=eps_a, b0=np.broadcast_to(b0a, (B,)))
-
-    def one_chunk(lo, device):
-        hi = min(lo + C, B)
-        rows = slice(lo, hi)
-        if B > C and hi - lo < C:  # pad the last chunk so every chunk has one compiled shape
-            rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])
-        take = lambda a: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
-        chunk_keys = None if keys is None else keys[rows if isinstance(rows, slice) else jnp.asarray(rows)]
-        res = _run_chunk(X0[rows], {k: take(v) for k, v in params.items()}, chunk_keys, cfg, device)
-        for k, v in res.items():
-            out[k][lo:hi] = v[: hi - lo]
-
-    # Chunks are independent: with several local devices each takes every len(devices)-th chunk, one
-    # host thread per device (JAX releases the GIL while a device computes). The chunking itself does
-    # not depend on the device count, so results are identical with 1 or many devices.
-    starts = list(range(0, B, C))
-    devs = jax.local_devices()
-    if use_modal and not noisy and not trace:
-        _modal_pipelined(X0, params, starts, C, B, cfg, devs, out)
-    elif len(devs) > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(max_workers=min(len(devs), len(starts))) as pool:
-            for f in [pool.submit(one_chunk, lo, devs[k % len(devs)]) for k, lo in enumerate(starts)]:
-                f.result()
-    else:
-        for lo in starts:
-            one_chunk(lo, None)
-
-    spent = np.asarray(b0a, dtype=dt) - out["b"]
-    result = ConsensusResult(rounds=out["rounds"], spent=spent, d_final=out["d"], status=out["status"],
-                             d0=out["d0"], method="modal" if use_modal else "matrix")
-    if trace:
-        result = result._replace(d_trace=out["d_trace"], b_trace=out["b_trace"], sigma_trace=out["sigma_trace"])
-    if return_x:
-        result = result._replace(x_final=out["x"])
-    return result
-
-
-def _aligned(a: np.ndarray) -> np.ndarray:
-    """``a`` itself if XLA can alias it (64-byte aligned, C-contiguous), else a copy that can be, made
-    by two threads: XLA's own copy of an unaligned host array runs on one (3.4 vs 2.2 ms per 15 MB)."""
-    if a.flags.c_contiguous and a.ctypes.data % 64 == 0:
-        return a
-    buf = np.empty(a.nbytes + 64, np.uint8)
-    off = -buf.ctypes.data % 64
-    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
-    if a.nbytes < 1 << 20 or a.shape[0] < 2:
-        np.copyto(out, a)
-    else:
-        k = a.shape[0] // 2
-        list(_copy_pool().map(lambda sl: np.copyto(out[sl], a[sl]), (slice(0, k), slice(k, None))))
-    return out
-
-
-_COPY_POOL = None
-
-
-def _copy_pool() -> ThreadPoolExecutor:
-    global _COPY_POOL
-    if _COPY_POOL is None:
-        _COPY_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="mascot-copy")
-    return _COPY_POOL
-
-
-def _modal_pipelined(X0, params, starts, C, B, cfg, devs, out):
-    """Modal path without noise or traces: one fused call per chunk, dispatched ahead (JAX runs it
-    asynchronously) so the next chunk's host-to-device copy overlaps this chunk's compute; chunks go
-    round-robin to the local devices."""
-    dt, consts = cfg["dt"], cfg["consts"]
-    window = max(2, len(devs))
-    per_dev = {}
-
-    def dispatch(k, lo):
-        hi = min(lo + C, B)
-        rows = slice(lo, hi)
-        if B > C and hi - lo < C:  # pad the last chunk so every chunk has one compiled shape
-            rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])
-        X = X0[rows]
-        if isinstance(X, jax.Array):
-            X = X.astype(dt)
-        elif X.dtype == dt:
-            X = jax.device_put(_aligned(X) if len(devs) == 1 else X, may_alias=True)
-        else:
-            X = jnp.asarray(X, dt)
-        p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
-        c = consts
-        if len(devs) > 1:
-            dev = devs[k % len(devs)]
-            if dev not in per_dev:
-                per_dev[dev] = jax.device_put(consts, dev)
-            c, X = per_dev[dev], jax.device_put(X, dev)
-        res = _modal_fused(X, c["U"], c["S"], c["lam1"], c["lam2"], p, strategy=cfg["strategy"],
-                           max_rounds=cfg["max_rounds"])
-        return lo, hi, res
-
-    def collect(lo, hi, res):
-        host = jax.device_get(res)
-        if not bool(host["finite"]):  # a NaN/inf in X0 always reaches D(0)
-            raise ValueError("X0 contains NaN or inf")
-        n = hi - lo
-        for key in ("rounds", "b", "d", "status", "d0"):
-            out[key][lo:hi] = host[key][:n]
-        if cfg["return_x"]:
-            out["x"][lo:hi] = _modal_reconstruct(np.asarray(X0[lo:hi]), cfg["U"], cfg["lam1"], cfg["lam2"],
-                                                 host["m1"][:n], host["m2"][:n])
-
-    inflight = []
-    for k, lo in enumerate(starts):
-        inflight.append(dispatch(k, lo))
-        if len(inflight) >= window:
-            collect(*inflight.pop(0))
-    for item in inflight:
-        collect(*item)
-
-
-@functools.lru_cache(maxsize=64)
-def _setup(w1_bytes, w2_bytes, n, method, dtype_name, noisy):
-    """Modal set-up for one (W1, W2) pair, cached: basis, grouped eigenvalues and device constants.
-
-    Returns ``None`` when the matrix path is to be used.
-    """
-    if method == "matrix":
-        return None
-    W1 = np.frombuffer(w1_bytes, dtype=np.float64).reshape(n, n)
-    W2 = np.frombuffer(w2_bytes, dtype=np.float64).reshape(n, n)
-    with _SETUP_LOCK, _single_thread_blas():
-        basis = common_eigenbasis(W1, W2)
-    if basis is None:
-        return None
-    U, lam1, lam2 = basis
-    dt = jnp.dtype(dtype_name)
-    if noisy:
-        S, glam1, glam2 = None, lam1, lam2
-    else:  # group modes with equal (lambda1, lambda2): fewer energies to update per round
-        pairs = np.round(np.stack([lam1, lam2], 1), 12)
-        uniq, group = np.unique(pairs, axis=0, return_inverse=True)
-        S = np.zeros((lam1.size, uniq.shape[0]))
-        S[np.arange(lam1.size), group.ravel()] = 1.0
-        glam1, glam2 = uniq[:, 0], uniq[:, 1]
-    Ud = U
-    if S is not None and n > _SMALL_N and n % _PAD == 0:
-        # one zero column so the N - 1 modes fill a multiple of _PAD: a zero mode adds zero energy (its
-        # row of S is zero), and the aligned width made the projection 25-30% faster at N = 32, 64, 128,
-        # 256; padding other sizes further (e.g. 99 -> 112, 19 -> 32) measured slower, so it stops here
-        Ud = np.concatenate([U, np.zeros((n, 1))], axis=1)
-        S = np.concatenate([S, np.zeros((1, S.shape[1]))], axis=0)
-    consts = dict(U=jnp.asarray(Ud, dt), S=None if S is None else jnp.asarray(S, dt),
-                  lam1=jnp.asarray(glam1, dt), lam2=jnp.asarray(glam2, dt))
-    return U, lam1, lam2, consts
-
-
-def _chunk_size(B, N, d, dt, use_modal, chunk_size):
-    """Trajectories per kernel call: keep a chunk's working set near the CPU's caches.
-
-    Measured on a 2-core CPU: the matrix path at N = 64 ran 2x slower per trajectory at B = 1e5 than
-    at B = 4096 (the (N, d, B) state falls out of cache), and the modal projection likewise at
-    B > 16384.
-    """
-    if chunk_size is not None:
-        if int(chunk_size) != chunk_size or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}")
-        return int(min(chunk_size, B))
-    # bytes of X0 per chunk, tuned on a 2-core Xeon: the matrix path keeps (N, d, C) state plus two
-    # temporaries alive each round; the modal path only streams X0 once through the projection
-    budget = (32 if use_modal else 2) * 2**20
-    per = N * d * jnp.dtype(dt).itemsize
-    c_max = max(4096, 1 << int(np.floor(np.log2(max(budget // per, 1)))))
-    n_chunks = -(-B // c_max)
-    return -(-B // n_chunks)  # equal chunks: at most n_chunks - 1 padded rows in all
-
-
-def _run_chunk(X0, params, keys, cfg, device=None):
-    """Run Algorithm 1 on one chunk of trajectories (on ``device``, default: JAX's default device);
-    returns host arrays for that chunk."""
-    dt, noisy, trace, max_rounds = cfg["dt"], cfg["noisy"], cfg["trace"], cfg["max_rounds"]
-    use_modal, return_x, consts = cfg["use_modal"], cfg["return_x"], cfg["consts"]
-    B, N, d = X0.shape
-    j = lambda a: jnp.asarray(a, dtype=dt)  # noqa: E731
-    if isinstance(X0, jax.Array):
-        X0j = X0.astype(dt)
-    else:
-        X0j = jax.device_put(X0, may_alias=True) if X0.dtype == dt else j(X0)
-    if device is not None:  # commit this chunk's inputs to its device; the kernels follow them
-        X0j = jax.device_put(X0j, device)
-        consts = jax.device_put(consts, device)
-        keys = None if keys is None else jax.device_put(keys, device)
-    if use_modal:
-        carry, d0 = _modal_init(X0j, consts["U"], consts["S"], noisy=noisy)
-        carry_axes = (0, 0) if noisy else (0, 0, 0)
-    else:
-        carry, d0 = _matrix_init(X0j)
-        carry_axes = (2, 1)
-    p = {k: np.asarray(v, dtype=dt) for k, v in params.items()}
-    lanes, finite = _make_lanes(d0, p, keys if noisy else jnp.zeros(B, jnp.int32, device=device),
-                                max_rounds=max_rounds)
-    if not bool(finite):  # a NaN/inf in X0 always reaches D(0)
-        raise ValueError("X0 contains NaN or inf")
-    if trace:  # traces are indexed by round: run in one segment, no compaction
-        traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
-                      b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),
-                      s=jnp.zeros((B, max_rounds), jnp.int32))
-    else:
-        traces = {}
-    static = dict(strategy=cfg["strategy"], max_rounds=max_rounds, trace=trace, noisy=noisy)
-    if use_modal:
-        run = partial(_modal_segment, lam1=consts["lam1"], lam2=consts["lam2"], n_agents=N, **static)
-    else:
-        run = partial(_matrix_segment, W1=consts["W1"], W2=consts["W2"], **static)
-
-    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
-               d0=np.asarray(d0))
-    if return_x:
-        out["x"] = np.zeros((B, N, d), dt)
-    lane_ids = np.arange(B)
-
-    def harvest(carry, lanes, finished):
-        ids = lane_ids[finished]
-        out["rounds"][ids] = np.asarray(lanes["rounds"])[finished]
-        out["b"][ids] = np.asarray(lanes["b"])[finished]
-        out["d"][ids] = np.asarray(lanes["d"])[finished]
-        out["status"][ids] = np.asarray(lanes["status"])[finished]
-        if return_x:
-            out["x"][ids] = reconstruct(carry, finished)
-
-    def reconstruct(carry, finished):
-        if not use_modal:
-            Xc, m = np.asarray(carry[0])[:, :, finished], np.asarray(carry[1])[:, finished]
-            return np.transpose(Xc + m[None], (2, 0, 1))
-        Um, lam1, lam2 = cfg["U"], cfg["lam1"], cfg["lam2"]
-        if noisy:
-            Y, mean = (np.asarray(c, dtype=np.float64)[finished] for c in carry)
-        else:  # signed eigenvalue powers applied to the initial modal coordinates
-            return _modal_reconstruct(np.asarray(X0)[lane_ids[finished]], Um, lam1, lam2,
-                                      np.asarray(carry[1])[finished], np.asarray(carry[2])[finished])
-        return mean[:, None, :] + np.einsum("nm,bmd->bnd", Um, Y)
-
-    valid = np.ones(B, bool)
-    offset = 0
-    harvest(carry, lanes, valid & ~np.asarray(lanes["active"]))
-    seg = cfg["seg"]
-    while offset < max_rounds:
-        n_steps = min(seg, max_rounds - offset)
-        carry, lanes, traces = run(carry, lanes, traces, sigma=cfg["sigma"], n_steps=jnp.int32(n_steps),
-                                   offset=jnp.int32(offset))
-        offset += n_steps
-        active = np.asarray(lanes["active"])
-        finished = valid & ~active
-        harvest(carry, lanes, finished)
-        valid = valid & active
-        n_active = int(valid.sum())
-        if n_active == 0:
-            break
-        size = active.shape[0]
-        new_size = _bucket(n_active, size)
-        if new_size < size and not trace:  # retire finished trajectories
-            keep = np.nonzero(valid)[0]
-            idx = np.concatenate([keep, np.full(new_size - keep.size, keep[0])])
-            carry = _gather(carry, carry_axes, jnp.asarray(idx))
-            lanes = _gather_lanes(lanes, jnp.asarray(idx))
-            pad = np.arange(new_size) >= keep.size
-            lanes["active"] = lanes["active"] & jnp.asarray(~pad)
-            lane_ids = lane_ids[idx]
-            valid = ~pad
-        # no trajectory outlives max_rounds: the kernel sets status 2 and deactivates it there
-    if trace:
-        out["d_trace"] = np.asarray(traces["d"])
-        out["b_trace"] = np.asarray(traces["b"])
-        out["sigma_trace"] = np.asarray(traces["s"])
-    return out

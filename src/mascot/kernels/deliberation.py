@@ -33,7 +33,7 @@ Each round ``k`` of a running run, in order (Algorithm 1 with the live rule of S
 
 A run still running after ``max_rounds`` rounds ends with status 0 if ``D <= eps`` else 2 (max_rounds).
 
-**Monitor estimator** (the same as :class:`mascot.llm.deliberation.BudgetMonitor`): per mode, the rates
+**Monitor estimator** (the same as :class:`mascot.theory.monitor.BudgetMonitor`): per mode, the rates
 ``r = D_{k+1} / D_k`` observed so far in this run and the observed round costs are shrunk towards priors
 with ``n0`` pseudo-observations: ``log lambda_hat = (n0 log lambda_prior + sum log r) / (n0 + n)``,
 ``c_hat = (n0 c_prior + sum c) / (n0 + n)`` (the prior alone when ``n0 + n = 0``). ``B*_hat(D)`` is Theorem 1's
@@ -56,6 +56,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot.kernels.precision import x64_enabled
+
 from mascot.theory.consensus import contraction_rate, validate_doubly_stochastic
 
 __all__ = [
@@ -65,7 +67,7 @@ __all__ = [
 ]
 
 STRATEGIES = ("adaptive", "complete", "ring")
-STATUS_NAMES = {0: "consensus", 1: "BudgetFail", 2: "max_rounds", 3: "predicted_BudgetFail"}
+from mascot.status import STATUS_NAMES  # noqa: E402  (re-exported)
 _INT_TOL = 1e-9
 
 #: Surrogate parameters calibrated to the Claude column of Table VIII (Sec. V-C): effective per-round
@@ -331,8 +333,9 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
         raise ValueError(f"eta and eps must be > 0; got eta={eta!r}, eps={eps!r}")
     if dtype not in ("float64", "float32"):
         raise ValueError(f"dtype must be 'float64' or 'float32'; got {dtype!r}")
-    if dtype == "float64" and not jax.config.jax_enable_x64:
-        raise ValueError("dtype='float64' needs jax.config.update('jax_enable_x64', True); or use dtype='float32'")
+    if dtype == "float64" and not x64_enabled():
+        raise ValueError("dtype='float64' needs jax_enable_x64: run inside "
+                         "`with mascot.kernels.precision.float64():`, or use dtype='float32'")
     W1 = validate_doubly_stochastic(W1, "W1")
     W2 = validate_doubly_stochastic(W2, "W2")
     X0 = np.asarray(X0, dtype=np.float64)

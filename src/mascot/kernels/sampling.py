@@ -19,55 +19,17 @@ erf difference loses precision.
 from __future__ import annotations
 
 import math
-import os
-from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["stream_words", "truncated_normal_from_words", "truncated_normal_streams", "float_key"]
+from mascot.kernels.precision import x64_enabled
 
-_POOL: ThreadPoolExecutor | None = None
+from mascot.seeds import stream_words
 
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)),
-                                   thread_name_prefix="mascot-rng")
-    return _POOL
-
-
-def float_key(value: float) -> int:
-    """A float as a stream-key integer (its IEEE-754 bits): equal floats, equal keys."""
-    return int(np.float64(value).view(np.uint64))
-
-
-def stream_words(seed: int, keys, count: int, bits: int = 32) -> np.ndarray:
-    """The first ``count`` raw words (``bits`` = 32 or 64) of each stream ``keys[i]`` (a tuple of
-    non-negative ints, or one int): ``(len(keys), count)`` uint32 / uint64."""
-    if bits not in (32, 64):
-        raise ValueError(f"bits must be 32 or 64; got {bits}")
-    if count < 0:
-        raise ValueError(f"count must be >= 0; got {count}")
-    keys = [tuple(int(v) for v in k) if isinstance(k, tuple) else (int(k),) for k in keys]
-    if seed < 0 or any(v < 0 for k in keys for v in k):
-        raise ValueError("seed and stream keys must be >= 0")
-    out = np.empty((len(keys), count), np.uint32 if bits == 32 else np.uint64)
-    n64 = (count + 1) // 2 if bits == 32 else count
-
-    def fill(i):
-        raw = np.random.PCG64(np.random.SeedSequence(seed, spawn_key=keys[i])).random_raw(n64)
-        out[i] = raw.view(np.uint32)[:count] if bits == 32 else raw
-
-    if len(keys) * count >= 1 << 16 and len(keys) > 1:  # numpy releases the GIL while it fills
-        list(_pool().map(fill, range(len(keys))))
-    else:
-        for i in range(len(keys)):
-            fill(i)
-    return out
+__all__ = ["truncated_normal_from_words", "truncated_normal_streams"]
 
 
 @partial(jax.jit, static_argnames=("dtype",))
@@ -92,8 +54,8 @@ def truncated_normal_from_words(words, lo: float, hi: float, dtype="float32", lo
         raise ValueError(f"dtype must be float32 or float64; got {dtype}")
     if not (lo < hi):
         raise ValueError(f"need lo < hi; got lo = {lo}, hi = {hi}")
-    if dtype == jnp.float64 and not jax.config.jax_enable_x64:
-        raise ValueError("float64 draws need jax_enable_x64 (jax.config.update('jax_enable_x64', True))")
+    if dtype == jnp.float64 and not x64_enabled():
+        raise ValueError("float64 draws need jax_enable_x64 (run inside `with mascot.kernels.precision.float64():`)")
     want = np.dtype(np.uint32 if dtype == jnp.float32 else np.uint64)
     if np.dtype(words.dtype) != want:
         raise ValueError(f"{dtype} draws need {want.name} words; got {words.dtype}")

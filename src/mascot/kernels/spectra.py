@@ -25,9 +25,11 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from mascot.kernels.precision import x64_enabled
 from threadpoolctl import threadpool_limits
 
-from mascot.kernels.topology import row_normalize, validate_adjacency
+from mascot.graphs import row_normalize, validate_adjacency
 from mascot.theory.spectra import check_gamma, check_stochastic
 
 __all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "sr_spectra", "time_varying_kappa", "time_varying_sr"]
@@ -46,7 +48,7 @@ class SRSpectra(NamedTuple):
 
 
 def _default_dtype():
-    return jnp.float64 if jax.config.jax_enable_x64 else jnp.float32
+    return jnp.float64 if x64_enabled() else jnp.float32
 
 
 @jax.jit
@@ -88,7 +90,7 @@ def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=
     """rho(M), Delta(M), kappa(M) for every (graph, gamma) pair (SR paper, Sec. 3.2, eq. 1).
 
     A: (..., n, n) weighted adjacency (``normalize=True``, row-normalised with the zero-row rule of
-      :func:`mascot.kernels.topology.row_normalize`) or already row-stochastic P (``normalize=False``).
+      :func:`mascot.graphs.row_normalize`) or already row-stochastic P (``normalize=False``).
     gamma: scalar or array in [0, 1); broadcast against ``A.shape[:-2]`` by numpy rules, so a stack of G
       graphs against G gammas is elementwise, and ``A[:, None]`` (a view) against (Gamma,) gammas gives
       the (G, Gamma) outer product while decomposing each graph once.

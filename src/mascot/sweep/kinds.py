@@ -141,7 +141,8 @@ def _initial_beliefs(key_seed, trajectories, n, d, mean, spread, dtype):
     that differ only in strategy, thresholds, budget or costs start trajectory t from the same beliefs,
     as the paper's Table VI runs its three strategies from one X0; a point with more trajectories
     extends the same sequence."""
-    from mascot.kernels.sampling import float_key, truncated_normal_streams
+    from mascot.kernels.sampling import truncated_normal_streams
+    from mascot.seeds import float_key
 
     key = (_X0_STREAM, int(n), int(d), float_key(mean), float_key(spread))
     return truncated_normal_streams(key_seed, [key], (trajectories, n, d), mean, spread, dtype=dtype)
@@ -151,7 +152,7 @@ def _initial_beliefs(key_seed, trajectories, n, d, mean, spread, dtype):
 def _consensus_pair(n: int, a1: float, a2: float):
     """(W1, W2, lambda1, lambda2) of complete K_N and ring C_N with these self-weights (cached: the
     doubly-stochastic and circulant checks cost more than a chunk's certificates)."""
-    from mascot.kernels import complete_weights, ring_weights
+    from mascot.graphs import complete_weights, ring_weights
     from mascot.theory import contraction_rate
 
     W1, W2 = complete_weights(n, a1), ring_weights(n, a2)
@@ -162,7 +163,7 @@ _STRATEGY_NAMES = tuple(_STRATEGY)
 
 
 def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pa.Table:
-    from mascot.kernels import simulate_consensus
+    from mascot.execute import simulate_consensus
     from mascot.theory import theorem1_batch
 
     indices = np.asarray(indices)
@@ -262,7 +263,7 @@ def _graph_key(p) -> tuple:
 
 
 def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
-    from mascot.kernels import topology as tp
+    from mascot import graphs as tp
 
     fam, n, count, *extra = gkey
     kw = dict(extra)
@@ -337,7 +338,7 @@ NOISE_PARAMS = {
 
 
 def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
-    from mascot.kernels.noise import affine_noise_error, rule_noise_error
+    from mascot.execute.noise import affine_noise_error, rule_noise_error
     from mascot.theory.noise import ceg_ratio, expected_ceg
 
     groups: dict[tuple, list[int]] = {}

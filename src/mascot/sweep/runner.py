@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from mascot.kernels.precision import float64
 from mascot.sweep.config import SweepConfig
 from mascot.sweep.kinds import KINDS
 from mascot.sweep.store import RunDir, provenance, write_table_atomic
@@ -91,12 +92,8 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     (3, the default, measured best on 2 cores: 77% of kernel-alone throughput vs 72% with 2, 70% with 4).
     Results do not depend on it (every chunk is a pure function of the config and its index).
     """
-    import jax
-
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
         raise ValueError(f"workers must be an integer >= 1; got {workers!r}")
-    if cfg.dtype == "float64":
-        jax.config.update("jax_enable_x64", True)
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
     run = RunDir(out_dir)
     run.init(cfg)
@@ -144,7 +141,8 @@ def _run_chunk(cfg, kind, c, run, prov, shard) -> int:
         # have the shapes of a full chunk; the copies give identical rows, dropped below
         k = cfg.chunk_size - len(points)
         points, indices = points + [points[-1]] * k, np.concatenate([indices, np.full(k, stop - 1)])
-    table = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype)
+    with float64(cfg.dtype == "float64"):  # thread-local: each chunk's thread enters it
+        table = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype)
     if not isinstance(table, pa.Table):
         table = pa.Table.from_pandas(table, preserve_index=False)
     if len(indices) > stop - start:  # drop the padding's repeated rows

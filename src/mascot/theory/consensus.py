@@ -48,7 +48,7 @@ __all__ = [
     "STATUS_NAMES",
 ]
 
-STATUS_NAMES = {0: "consensus", 1: "BudgetFail", 2: "max_rounds"}
+from mascot.status import STATUS_NAMES  # noqa: E402  (re-exported)
 
 _INT_TOL = 1e-9
 

@@ -65,7 +65,7 @@ def check_stochastic(P, name: str = "P", tol: float = 1e-9) -> np.ndarray:
     if not np.all(ok):
         raise ValueError(
             f"{name} must be row-stochastic (rows sum to 1, or 0 for a sink agent); "
-            f"worst row sum {s[~ok].ravel()[0]:.6g}. Use mascot.kernels.topology.row_normalize on an adjacency."
+            f"worst row sum {s[~ok].ravel()[0]:.6g}. Use mascot.graphs.row_normalize on an adjacency."
         )
     return P
 
@@ -128,7 +128,7 @@ def closed_form_diagnostics(topology: str, n: int, gamma: float, a: float | None
     if topology in ("mesh", "ring", "complete"):
         kappa = float(np.abs(lam).max() / np.abs(lam).min())
     else:
-        from mascot.kernels.topology import chain, row_normalize, star
+        from mascot.graphs import chain, row_normalize, star
 
         P = row_normalize(chain(n) if topology == "chain" else star(n))
         s = np.linalg.svd(np.eye(P.shape[0]) - float(gamma) * P, compute_uv=False)

@@ -6,7 +6,7 @@ Requests are grouped by their decoding parameters (``temperature``, ``top_p``, `
 (``apply_chat_template(..., add_generation_prompt=True, tokenize=False)``) and tokenized without adding
 special tokens again (the template already holds them, as vLLM does).
 
-Decoding is exactly what the :class:`~mascot.llm.base.Sampling` asks for: greedy at temperature 0,
+Decoding is exactly what the :class:`~mascot.backends.base.Sampling` asks for: greedy at temperature 0,
 otherwise multinomial sampling with ``temperature`` and ``top_p`` and nothing else -- the checkpoint's own
 ``generation_config.json`` defaults (Qwen2.5 ships top_k = 20, repetition_penalty = 1.05) are replaced by
 a neutral config at load time, so hf, vLLM (``SamplingParams``) and OpenAI-compatible runs sample the
@@ -14,10 +14,20 @@ same distribution.
 
 Seeds: one ``generate`` call draws from one torch generator, so per-request seeds cannot all be honoured
 inside one batch. Each sampled batch seeds torch (inside ``torch.random.fork_rng``, so the global RNG is
-left untouched) from a hash of the seeds of all requests in that batch (``Request.seed``, else
-``Sampling.seed``). Runs are therefore reproducible for the same requests, order and ``batch_size``, but a
-request's sample depends on its batch-mates; unlike vLLM's per-request seeds. If no request in a batch has a
-seed the batch is not seeded. Greedy batches need no seed.
+left untouched) from a hash of the seeds of all requests in that batch (``request.sampling.seed``). Runs are
+therefore reproducible for the same requests, order, ``batch_size`` and device, but a request's sample
+depends on its batch-mates; unlike vLLM's per-request seeds. If no request in a batch has a seed the batch
+is not seeded. Greedy batches need no seed.
+
+:meth:`HFBackend.identity` (what changes results): the model directory, ``dtype`` (None for "auto", the
+checkpoint's own), ``batch_size`` and ``device`` -- the last two because they decide the torch seed of a
+sampled request (above) and which generator draws from it (CPU or CUDA).
+
+Errors: a request whose messages are malformed or that the chat template rejects, and a batch whose
+``generate`` fails for a reason of its own (out of memory, a prompt longer than the model's positions, a
+numerical failure in sampling: ``RuntimeError``/``ValueError``/``IndexError``), come back as responses with
+``error`` set; programming errors (``TypeError``, ``AttributeError``, ``NameError``, ``KeyError``,
+``NotImplementedError``, ...) propagate.
 
 Token counts: ``prompt_tokens`` = the non-pad input ids of the row; ``completion_tokens`` = generated ids up
 to and including the first end-of-sequence id (``finish_reason = "stop"``), or all ``max_tokens`` of them
@@ -31,7 +41,7 @@ import os
 import time
 from dataclasses import dataclass
 
-from mascot.llm.base import Request, Response
+from mascot.backends.base import Request, Response, constructor_options
 
 __all__ = ["HFBackend", "completion_lengths"]
 
@@ -39,8 +49,19 @@ _INSTALL_HINT = 'pip install -e ".[hf]"  (torch and transformers)'
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
-def _request_seed(req: Request) -> int | None:
-    return req.seed if req.seed is not None else req.sampling.seed
+# bugs, never a problem of the request at hand (NotImplementedError and RecursionError are RuntimeErrors)
+_PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, KeyError, AssertionError, ImportError,
+                       NotImplementedError, RecursionError)
+
+
+def _is_request_error(e: BaseException) -> bool:
+    """An error of the requests at hand: the chat template rejected the messages (jinja2's ``TemplateError``,
+    ``ValueError``), or ``generate`` failed on this batch (``torch.OutOfMemoryError`` and other
+    ``RuntimeError``s, ``IndexError`` for a prompt beyond the model's positions). Not a programming error."""
+    if isinstance(e, _PROGRAMMING_ERRORS):
+        return False
+    return isinstance(e, (ValueError, IndexError, RuntimeError)) or any(
+        c.__name__ == "TemplateError" for c in type(e).__mro__)
 
 
 def _batch_seed(seeds: list[int | None]) -> int | None:
@@ -129,6 +150,7 @@ class HFBackend:
         self.trust_remote_code = bool(trust_remote_code)
         self.dtype_option = dtype
 
+        self.device_option = str(device)
         if device == "auto":
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
@@ -191,6 +213,8 @@ class HFBackend:
                     [dict(m) for m in req.messages], add_generation_prompt=True, tokenize=False
                 )
             except Exception as e:
+                if not _is_request_error(e):
+                    raise
                 msg = f"chat template failed on these messages: {type(e).__name__}: {e}"
                 results[i] = Response("", 0, 0, error=msg, latency_s=0.0)
 
@@ -202,21 +226,41 @@ class HFBackend:
         for key, idx in groups.items():
             for start in range(0, len(idx), self.batch_size):
                 chunk = idx[start : start + self.batch_size]
-                seed = _batch_seed([_request_seed(requests[i]) for i in chunk])
+                seed = _batch_seed([requests[i].sampling.seed for i in chunk])
                 try:
                     outs = self._run_batch([prompts[i] for i in chunk], key, seed)
                 except Exception as e:  # e.g. out of memory: fail this batch, keep the others
+                    if not _is_request_error(e):
+                        raise
                     msg = f"generate failed: {type(e).__name__}: {e}"
                     outs = [Response("", 0, 0, error=msg) for _ in chunk]
                 for i, r in zip(chunk, outs):
                     results[i] = r
         return results  # type: ignore[return-value]
 
+    @classmethod
+    def identity_of(cls, **options) -> dict:
+        """:meth:`identity` of ``HFBackend(**options)`` without loading the model."""
+        o = constructor_options(cls, options)
+        return {
+            "backend": cls.name,
+            "model": os.fspath(o["model"]),
+            "dtype": None if o["dtype"] == "auto" else str(o["dtype"]),
+            "batch_size": int(o["batch_size"]),
+            "device": str(o["device"]),
+        }
+
+    def identity(self) -> dict:
+        """The options that change results (the model, dtype, batch size and device; see the module docstring)."""
+        return self.identity_of(model=self.model, dtype=self.dtype_option, batch_size=self.batch_size,
+                                device=self.device_option)
+
     def describe(self) -> dict:
         return {
             "backend": self.name,
             "model": self.model,
             "device": str(self.device),
+            "device_option": self.device_option,
             "dtype": self._dtype_loaded,
             "dtype_option": self.dtype_option,
             "batch_size": self.batch_size,

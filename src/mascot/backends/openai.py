@@ -4,8 +4,14 @@ One :meth:`OpenAIBackend.generate` call sends its requests concurrently (at most
 flight, a thread pool over blocking ``urllib`` calls) to ``POST {base_url}/chat/completions`` and returns
 the replies in request order. Each request is retried with exponential backoff and jitter on HTTP 429,
 HTTP 5xx, timeouts and connection errors (a ``Retry-After`` header, in seconds or as an HTTP date, replaces
-the computed delay); any other 4xx fails at once. A request that still fails comes back as
-``Response(text="", error=...)``.
+the computed delay); any other 4xx, a malformed reply and a request that cannot be serialised fail at once.
+A request that still fails comes back as ``Response(text="", error=...)``. Those are the only errors
+turned into responses: anything else (``TypeError``, ``AttributeError``, ... -- a bug, not a request
+problem) propagates out of :meth:`OpenAIBackend.generate`.
+
+:meth:`OpenAIBackend.identity` is the backend name and the model: the server's address, key, timeouts,
+retries and concurrency do not change what a request returns (a requeued job may reach the same
+``vllm serve`` model at another address), so they are provenance (:meth:`OpenAIBackend.describe`).
 
 Secrets: the API key is read once, at construction, from the environment variable named by
 ``api_key_env`` and sent only as ``Authorization: Bearer ...`` (an unredirected header; redirects are not
@@ -26,7 +32,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 
-from mascot.llm.base import Request, Response
+from mascot.backends.base import Request, Response, constructor_options
 
 __all__ = ["OpenAIBackend", "build_payload"]
 
@@ -53,10 +59,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
         return None  # urllib then raises HTTPError(code) for the 3xx reply
 
 
-def _request_seed(req: Request) -> int | None:
-    return req.seed if req.seed is not None else req.sampling.seed
-
-
 def build_payload(model: str, req: Request) -> dict:
     """The JSON body of one ``/chat/completions`` call (pure; no secrets in it)."""
     s = req.sampling
@@ -67,9 +69,8 @@ def build_payload(model: str, req: Request) -> dict:
         "top_p": s.top_p,
         "max_tokens": int(s.max_tokens),
     }
-    seed = _request_seed(req)
-    if seed is not None:
-        payload["seed"] = int(seed)
+    if s.seed is not None:
+        payload["seed"] = int(s.seed)
     if req.json_schema is not None:
         payload["response_format"] = {
             "type": "json_schema",
@@ -164,6 +165,15 @@ class OpenAIBackend:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-openai") as pool:
             return list(pool.map(self._one, requests))
 
+    @classmethod
+    def identity_of(cls, **options) -> dict:
+        """:meth:`identity` of ``OpenAIBackend(**options)`` without constructing it."""
+        return {"backend": cls.name, "model": str(constructor_options(cls, options)["model"])}
+
+    def identity(self) -> dict:
+        """The options that change results: the model (see the module docstring)."""
+        return self.identity_of(model=self.model)
+
     def describe(self) -> dict:
         return {
             "backend": self.name,
@@ -223,26 +233,24 @@ class OpenAIBackend:
 
     def _one(self, req: Request) -> Response:
         t0 = time.perf_counter()
+        payload = build_payload(self.model, req)
         try:
-            body = json.dumps(build_payload(self.model, req)).encode("utf-8")
-        except (TypeError, ValueError) as e:
+            body = json.dumps(payload).encode("utf-8")
+        except (TypeError, ValueError) as e:  # the request's content: a value JSON cannot hold, a lone surrogate
             return Response("", 0, 0, error=self._redact(f"request not JSON-serialisable: {e}"), latency_s=0.0)
         last = "no attempt made"
         for attempt in range(self.max_retries + 1):
             try:
                 resp = self._attempt(body)
-                resp.latency_s = time.perf_counter() - t0
-                return resp
             except _RetryableError as e:
                 last = str(e)
                 if attempt < self.max_retries:
                     time.sleep(self._delay(attempt, e.retry_after))
             except _FatalError as e:
                 return Response("", 0, 0, error=self._redact(str(e)), latency_s=time.perf_counter() - t0)
-            except Exception as e:  # defensive: a bug here must not take down the whole batch
-                return Response(
-                    "", 0, 0, error=self._redact(f"{type(e).__name__}: {e}"), latency_s=time.perf_counter() - t0
-                )
+            else:
+                resp.latency_s = time.perf_counter() - t0
+                return resp
         msg = f"failed after {self.max_retries + 1} attempt(s): {last}"
         return Response("", 0, 0, error=self._redact(msg), latency_s=time.perf_counter() - t0)
 
@@ -257,7 +265,7 @@ class OpenAIBackend:
         except urllib.error.HTTPError as e:
             try:
                 detail = e.read()[:_MAX_BODY_IN_ERROR].decode("utf-8", "replace")
-            except Exception:
+            except (OSError, http.client.HTTPException):  # the error body itself was cut off
                 detail = ""
             finally:
                 e.close()
@@ -273,17 +281,35 @@ class OpenAIBackend:
         except (ConnectionError, http.client.HTTPException, OSError) as e:
             raise _RetryableError(self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}")) from None
 
+        return self._reply(raw)
+
+    def _reply(self, raw: bytes) -> Response:
+        """The :class:`Response` in a chat-completions body; ``_FatalError`` naming what is malformed."""
+
+        def malformed(why: str) -> _FatalError:
+            snippet = raw[:200].decode("utf-8", "replace")
+            return _FatalError(self._redact(f"malformed response ({why}): {snippet}"))
+
         try:
             data = json.loads(raw)
-            choice = data["choices"][0]
-            text = (choice.get("message") or {}).get("content") or ""
-            usage = data.get("usage") or {}
-            return Response(
-                text=text,
-                prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                completion_tokens=int(usage.get("completion_tokens") or 0),
-                finish_reason=choice.get("finish_reason"),
-            )
-        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-            snippet = raw[:200].decode("utf-8", "replace")
-            raise _FatalError(self._redact(f"malformed response ({type(e).__name__}: {e}): {snippet}")) from None
+        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+            raise malformed(f"{type(e).__name__}: {e}") from None
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise malformed("no 'choices' list of objects")
+        choice = choices[0]
+        message = choice.get("message") or {}
+        if not isinstance(message, dict):
+            raise malformed("'message' is not an object")
+        text = message.get("content")
+        if not isinstance(text, (str, type(None))):
+            raise malformed("'message.content' is not a string")
+        usage = data.get("usage") or {}
+        if not isinstance(usage, dict):
+            raise malformed("'usage' is not an object")
+        try:
+            tokens = [int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")]
+        except (TypeError, ValueError) as e:  # a non-numeric count
+            raise malformed(f"token counts: {type(e).__name__}: {e}") from None
+        return Response(text=text or "", prompt_tokens=tokens[0], completion_tokens=tokens[1],
+                        finish_reason=choice.get("finish_reason"))

@@ -27,62 +27,21 @@ __all__ = ["add_parsers", "cmd_deliberate", "cmd_debate", "make_llm_backend"]
 
 
 def _backend_args(p) -> None:
-    g = p.add_argument_group("backend")
-    g.add_argument("--backend", default="surrogate", choices=["surrogate", "vllm", "openai", "hf"],
-                   help="agent backend (default: surrogate, runs on CPU without a model)")
-    g.add_argument("--model", help="model: HF hub id (vllm), server model name (openai) or local directory (hf)")
-    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (openai)")
-    g.add_argument("--batch-size", type=int, help="requests per generate call (hf; default 16)")
-    g.add_argument("--device", help="hf device: auto, cpu, cuda, cuda:1 (default auto)")
-    g.add_argument("--enforce-eager", action="store_true", help="vllm: no CUDA graphs (faster start-up)")
-    g.add_argument("--gpu-memory-utilization", type=float, help="vllm: fraction of GPU memory (default 0.9)")
-    g.add_argument("--temperature", type=float, help="sampling temperature (config default 0.7)")
-    g.add_argument("--top-p", type=float, help="nucleus sampling top_p (config default 1.0)")
-    g.add_argument("--max-tokens", type=int, help="completion token limit per reply")
-    g.add_argument("--seed", type=int, help="run seed (request seeds derive from it)")
-    g.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    """The backend and sampling flags (one set for every LLM command: :mod:`mascot.cli.backend_args`);
+    sampling values left out come from the config."""
+    from mascot.cli.backend_args import add_backend_args
+
+    add_backend_args(p)
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr")
 
 
 def make_llm_backend(args) -> tuple[object, dict]:
     """``(factory, spec)`` for a real backend from the parsed options (constructed lazily by the harness)."""
-    from mascot.llm.base import make_backend
+    from mascot.cli.backend_args import build_backend
 
-    name = args.backend
-    if not args.model:
-        what = "local model directory" if name == "hf" else "model name"
-        raise ValueError(f"--backend {name} needs --model (a {what})")
-    opts: dict = {"model": args.model}
-    if name == "openai":
-        if args.base_url:
-            opts["base_url"] = args.base_url
-    elif args.base_url:
-        raise ValueError("--base-url is only for --backend openai")
-    if name == "hf":
-        if args.batch_size is not None:
-            if args.batch_size < 1:
-                raise ValueError(f"--batch-size must be >= 1; got {args.batch_size}")
-            opts["batch_size"] = args.batch_size
-        if args.device:
-            opts["device"] = args.device
-    elif args.batch_size is not None or args.device:
-        raise ValueError("--batch-size and --device are only for --backend hf")
-    if name == "vllm":
-        if args.enforce_eager:
-            opts["enforce_eager"] = True
-        if args.gpu_memory_utilization is not None:
-            if not 0 < args.gpu_memory_utilization <= 1:
-                raise ValueError(f"--gpu-memory-utilization must be in (0, 1]; got {args.gpu_memory_utilization}")
-            opts["gpu_memory_utilization"] = args.gpu_memory_utilization
-    elif args.enforce_eager or args.gpu_memory_utilization is not None:
-        raise ValueError("--enforce-eager and --gpu-memory-utilization are only for --backend vllm")
-    if name == "hf":
-        if not Path(args.model).is_dir():
-            raise ValueError(f"--model for --backend hf must be a local model directory; {args.model!r} is not one")
-        model_id = str(Path(args.model).resolve())
-    else:
-        model_id = args.model
-    spec = {"name": name, "model": model_id}
-    return (lambda: make_backend(name, **opts)), spec
+    if args.backend == "surrogate":
+        raise ValueError("--backend surrogate is not an LLM backend")
+    return build_backend(args, surrogate_factory=None)
 
 
 def _slug(s: str) -> str:
@@ -107,20 +66,23 @@ def _check_counts(overrides: dict) -> None:
 
 
 def _backend(args, sur: dict, surrogate_keys: tuple, surrogate_cls, **extra) -> tuple[object, dict]:
-    """``(backend, spec)``: the surrogate (config options, overridden by ``--surrogate-KEY``) or an LLM."""
-    given = {k: getattr(args, f"surrogate_{k}") for k in surrogate_keys}
-    if args.backend != "surrogate":
-        if any(v is not None for v in given.values()):
-            raise ValueError("--surrogate-* options are only for --backend surrogate")
-        return make_llm_backend(args)
-    if args.model or args.base_url:
-        raise ValueError("--model/--base-url are not used by --backend surrogate")
-    be = surrogate_cls(**extra, **{**sur, **{k: v for k, v in given.items() if v is not None}})
-    return be, {"name": "surrogate", "model": be.model, "options": be.options()}
+    """``(backend, spec)``: the surrogate (config options, overridden by ``--surrogate-KEY``) or an LLM
+    (:func:`mascot.cli.backend_args.build_backend`: the same flags, checks and identity as ``mascot trials``)."""
+    from mascot.cli.backend_args import build_backend
+
+    def surrogate():
+        given = {k: getattr(args, f"surrogate_{k}") for k in surrogate_keys}
+        return surrogate_cls(**extra, **{**sur, **{k: v for k, v in given.items() if v is not None}})
+
+    backend, spec = build_backend(args, surrogate, {k: f"--surrogate-{k}" for k in surrogate_keys})
+    if spec is None:  # the surrogate
+        spec = {"name": "surrogate", "model": backend.model, "options": backend.options()}
+    return backend, spec
 
 
 def cmd_deliberate(args) -> int:
-    from mascot.llm.deliberation import (
+    from mascot.analysis.deliberation_report import write_report
+    from mascot.protocols.deliberation import (
         STRATEGIES, SurrogateDeliberationBackend, load_deliberation_config, run_deliberation,
     )
 
@@ -135,8 +97,9 @@ def cmd_deliberate(args) -> int:
     backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
     name = cfg.name if args.strategy in (None, "all") else f"{cfg.name}-{args.strategy}"
     out = Path(args.out) if args.out else _default_out("deliberate", name, args)
-    res = run_deliberation(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv,
-                           report=not args.no_report)
+    res = run_deliberation(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
+    if not args.no_report:
+        write_report([out], out)
     if args.json:
         obj: dict = {}
         for s in STRATEGIES:
@@ -158,7 +121,7 @@ def cmd_deliberate(args) -> int:
 
 
 def cmd_debate(args) -> int:
-    from mascot.llm.voting import SurrogateDebateBackend, load_debate_config, run_debate
+    from mascot.protocols.debate import SurrogateDebateBackend, load_debate_config, run_debate
 
     overrides = {"runs": args.runs, "max_rounds": args.max_rounds, "final_rule": args.final_rule, "seed": args.seed,
                  "temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}

@@ -4,8 +4,13 @@ Written against vLLM 0.33: ``vllm.LLM(model, ..., seed, gpu_memory_utilization, 
 tensor_parallel_size, max_model_len)`` (``max_model_len`` travels through ``**kwargs`` to ``EngineArgs``),
 ``LLM.chat(conversations, sampling_params=[...], use_tqdm=False)`` and
 ``SamplingParams(temperature, top_p, max_tokens, seed, structured_outputs=StructuredOutputsParams(json=...))``
-with ``StructuredOutputsParams`` from ``vllm.sampling_params``. Each request's own seed goes into its
-``SamplingParams`` (vLLM keeps a generator per request, so samples do not depend on batch-mates).
+with ``StructuredOutputsParams`` from ``vllm.sampling_params``. Each request's own seed
+(``request.sampling.seed``) goes into its ``SamplingParams`` (vLLM keeps a generator per request, so
+samples do not depend on batch-mates).
+
+:meth:`VLLMBackend.identity` (what changes results): the model, ``dtype``, ``max_model_len``,
+``structured_output`` and the engine ``seed``; memory, CUDA-graph and parallelism knobs are provenance
+(:meth:`VLLMBackend.describe`).
 
 Request construction is the pure function :func:`build_chat_call` (testable without vLLM); the engine can be
 injected (``llm=``) and so can the ``SamplingParams`` factory (``sampling_params_factory=``), which is how
@@ -18,15 +23,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mascot.llm.base import Request, Response
+from mascot.backends.base import Request, Response, constructor_options
 
 __all__ = ["VLLMBackend", "build_chat_call", "make_sampling_params"]
 
 INSTALL_HINT = 'install the vllm extra on a GPU node: pip install -e ".[vllm]"'
-
-
-def _request_seed(req: Request) -> int | None:
-    return req.seed if req.seed is not None else req.sampling.seed
 
 
 def build_chat_call(requests: list[Request], structured_output: bool) -> tuple[list[list[dict]], list[dict]]:
@@ -34,7 +35,7 @@ def build_chat_call(requests: list[Request], structured_output: bool) -> tuple[l
 
     Returns ``(conversations, params_kwargs)``: one OpenAI-format message list per request, and per request
     the keyword arguments of its ``SamplingParams``: ``temperature``, ``top_p``, ``max_tokens``, ``seed``
-    (the request's seed, else ``Sampling.seed``, else None = the engine's seed) and, when
+    (``request.sampling.seed``; None = drawn from the engine's seed) and, when
     ``structured_output`` is on and the request carries a ``json_schema``,
     ``structured_outputs = {"json": schema}`` (the kwargs of ``StructuredOutputsParams``). With
     ``structured_output`` off, schemas are ignored and replies are parsed from free text.
@@ -48,7 +49,7 @@ def build_chat_call(requests: list[Request], structured_output: bool) -> tuple[l
             "temperature": float(s.temperature),
             "top_p": float(s.top_p),
             "max_tokens": int(s.max_tokens),
-            "seed": None if _request_seed(req) is None else int(_request_seed(req)),
+            "seed": None if s.seed is None else int(s.seed),
         }
         if structured_output and req.json_schema is not None:
             kw["structured_outputs"] = {"json": req.json_schema}
@@ -93,6 +94,8 @@ class VLLMBackend:
         enforce_eager: disable CUDA graphs (faster start, slower decode).
         gpu_memory_utilization: fraction of GPU memory vLLM may take (weights + KV cache).
         max_model_len: context length cap (None: the model's own).
+        dtype: weights/activations dtype (``vllm.LLM(dtype=...)``: "auto", "bfloat16", "float16", "float32";
+            None: vLLM's default, "auto").
         structured_output: constrain replies to the request's ``json_schema`` (``StructuredOutputsParams``).
         seed: the engine seed (requests without a seed draw from it).
         tensor_parallel_size: GPUs per model replica.
@@ -111,6 +114,7 @@ class VLLMBackend:
         structured_output: bool = False,
         seed: int = 0,
         tensor_parallel_size: int = 1,
+        dtype: str | None = None,
         llm: Any = None,
         sampling_params_factory: Callable[..., Any] | None = None,
     ):
@@ -127,6 +131,7 @@ class VLLMBackend:
         self.structured_output = bool(structured_output)
         self.seed = int(seed)
         self.tensor_parallel_size = int(tensor_parallel_size)
+        self.dtype = None if dtype is None else str(dtype)
         self.injected = llm is not None
         self._vllm_version: str | None = None
 
@@ -147,6 +152,8 @@ class VLLMBackend:
             }
             if self.max_model_len is not None:
                 engine_kwargs["max_model_len"] = self.max_model_len
+            if self.dtype is not None:
+                engine_kwargs["dtype"] = self.dtype
             try:
                 llm = vllm.LLM(**engine_kwargs)
             except Exception as e:
@@ -185,6 +192,8 @@ class VLLMBackend:
                 params.append(self._make_params(**kw))
                 ok.append(i)
             except Exception as e:  # invalid parameters for this one request (e.g. a bad schema)
+                if not _is_request_error(e):
+                    raise
                 responses[i] = Response("", 0, 0, error=f"invalid sampling parameters: {type(e).__name__}: {e}")
         if not ok:
             return responses  # type: ignore[return-value]
@@ -224,11 +233,30 @@ class VLLMBackend:
             raise RuntimeError(f"vLLM returned {len(outs)} outputs for {len(conversations)} requests")
         return outs
 
+    @classmethod
+    def identity_of(cls, **options) -> dict:
+        """:meth:`identity` of ``VLLMBackend(**options)`` without starting an engine."""
+        o = constructor_options(cls, options)
+        return {
+            "backend": cls.name,
+            "model": str(o["model"]),
+            "dtype": None if o["dtype"] is None else str(o["dtype"]),
+            "max_model_len": None if o["max_model_len"] is None else int(o["max_model_len"]),
+            "structured_output": bool(o["structured_output"]),
+            "seed": int(o["seed"]),
+        }
+
+    def identity(self) -> dict:
+        """The options that change results (the model, dtype, context cap, structured output, engine seed)."""
+        return self.identity_of(model=self.model, dtype=self.dtype, max_model_len=self.max_model_len,
+                                structured_output=self.structured_output, seed=self.seed)
+
     def describe(self) -> dict:
         return {
             "backend": self.name,
             "model": self.model,
             "vllm": self._vllm_version,
+            "dtype": self.dtype,
             "enforce_eager": self.enforce_eager,
             "gpu_memory_utilization": self.gpu_memory_utilization,
             "max_model_len": self.max_model_len,

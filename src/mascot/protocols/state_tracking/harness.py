@@ -8,40 +8,44 @@ Topologies, as the paper ran them (``leaves = mesh_agents = 4``):
   (the Appendix C judge prompt) and writes the next state;
 * **mesh** -- ``mesh_agents`` agents answer (round one); each then revises after seeing all round-one
   proposals (the Appendix C revision prompt); the next state is the plurality (Value, Parity, Level)
-  tuple of the revisions (:func:`plurality_vote`; ties: ``mesh_tie="first"``, the tied tuple proposed by
+  tuple of the revisions (:func:`~mascot.protocols.state_tracking.aggregation.plurality_vote`; ties:
+  ``mesh_tie="first"``, the tied tuple proposed by
   the lowest agent index, or ``"median"``, the tied tuple with the median Value, the lower middle one for
   an even count).
 
 Every agent context is fresh (the ruleset and the current state only); prompts are in
-:mod:`mascot.llm.prompts`. Each trial runs twice, from the initial state and with ``epsilon`` added to
-its Value, with the **same** request seeds in both arms (``paired_seeds=True``; the surrogate's shared
-noise is paired too), for ``F_ps``.
+:mod:`mascot.protocols.state_tracking.prompts`. Each trial runs twice, from the initial state and with
+``epsilon`` added to its Value, with the **same** request seeds in both arms (``paired_seeds=True``; the
+surrogate's shared noise is paired too), for ``F_ps``.
 
 Batching: one step is two stages, each **one** ``backend.generate`` call over all trials, topologies and
 both arms (stage 1: chain agents + star leaves + mesh round one; stage 2: star judges + mesh
 revisions), plus one call per retry round for just the failed requests; the mesh vote is Python.
 
-Parse failures: a reply that :func:`mascot.llm.parsing.parse_state` rejects (or a backend error) is
-retried up to ``retries`` times, each retry round one batched call with new seeds. After that the agent
-**abstains**: a failed leaf or round-one agent is left out of the proposals shown to the judge / the
-revisers and out of ``D_t``; a failed revision is left out of the vote. A node that decides the next
-state (chain agent, star judge, all mesh revisions) and failed **carries the input state forward**.
-All of it is counted per row (``n_failed_attempts``, ``n_abstained``, ``carried``).
+Parse failures: a reply that :func:`mascot.protocols.state_tracking.parsing.parse_state` rejects (or a
+backend error) is retried up to ``retries`` times, each retry round one batched call with new seeds. After
+that the agent **abstains**: a failed leaf or round-one agent is left out of the proposals shown to the
+judge / the revisers and out of ``D_t``; a failed revision is left out of the vote. A node that decides
+the next state (chain agent, star judge, all mesh revisions) and failed **carries the input state
+forward**. All of it is counted per row (``n_failed_attempts``, ``n_abstained``, ``carried``).
 
 Seeds: each request's seed is a SplitMix64 hash of (run seed, topology, trial, arm, step, role, agent,
-attempt) with ``arm = 0`` in both arms when seeds are paired; the request gets its top 31 bits
-(``Request.seed``, portable across backends) and the full 64-bit value in ``meta["seed64"]``.
+attempt) with ``arm = 0`` in both arms when seeds are paired; the request gets its top 31 bits as its
+sampling seed (``request.sampling.seed``, portable across backends; the rest of ``sampling`` is the
+config's) and the full 64-bit value in ``meta["seed64"]``. ``meta`` carries ids for the logs (role,
+topology, trial, arm, step, agent, attempt, stage); the task itself is only in the messages.
 
 Run directory (``out``):
 
-* ``run.json`` -- provenance: config, backend spec and ``describe()``, versions, command lines, one
-  record per session (resumes), timings; its ``identity`` must match on rerun;
+* ``run.json`` -- provenance: config, the backend's ``identity()`` and ``describe()``, versions, command
+  lines, one record per session (resumes), timings; its ``identity`` (the config and the backend's
+  :func:`~mascot.backends.run_spec` of ``identity()``) must match on rerun;
 * ``steps/step_NNN.parquet`` -- one committed step (written atomically, the resume point), and
   ``steps/step_NNN.requests.jsonl`` its request log (moved into place before the step commits);
 * at the end: ``trials.parquet`` (one row per (topology, trial, perturbed, step), step 0 = the initial
-  state), ``requests.jsonl`` (the step logs concatenated), and the report of
-  :mod:`mascot.analysis.trials_report` (``table2.csv``, ``table2.md``, ``metrics.csv``, ``stats.json``,
-  Figs 2-6).
+  state) and ``requests.jsonl`` (the step logs concatenated). The harness writes records only; the report
+  (Table 2, statistics, Figs 2-6) is :func:`mascot.analysis.trials_report.write_report` of the directory,
+  which ``mascot trials`` runs after the harness returns.
 
 A SIGKILL loses at most the step in flight; rerunning the same command skips committed steps.
 """
@@ -58,15 +62,18 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
-from mascot.llm import prompts
-from mascot.llm.base import Backend, Request, Sampling
-from mascot.llm.parsing import ParseResult, parse_state
-from mascot.files import atomic_write_text
-from mascot.llm.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
+from mascot.backends import run_spec
+from mascot.backends.base import Backend, Request, Sampling
+from mascot.io import atomic_write_text, canonical
+from mascot.protocols.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
+from mascot.protocols.state_tracking import prompts
+from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disagreement, plurality_vote
+from mascot.protocols.state_tracking.parsing import ParseResult, parse_state
+from mascot.seeds import hash64, uniforms  # noqa: F401  (re-exported: part of this module's API)
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
 
 __all__ = [
@@ -86,82 +93,11 @@ TOPOLOGIES = ("chain", "star", "mesh")
 TOPOLOGY_IDS = {"chain": 0, "star": 1, "mesh": 2}
 ROLES = ("agent", "judge", "revision")
 LOG_MODES = ("all", "failures", "none")
-MESH_TIES = ("first", "median")
-
-
-# ----------------------------------------------------------------------------- hashing and seeds
-_GOLD = np.uint64(0x9E3779B97F4A7C15)
-_C1 = np.uint64(0xBF58476D1CE4E5B9)
-_C2 = np.uint64(0x94D049BB133111EB)
-_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
-
-
-def _splitmix(x: np.ndarray) -> np.ndarray:
-    with np.errstate(over="ignore"):
-        z = x + _GOLD
-        z = (z ^ (z >> _S30)) * _C1
-        z = (z ^ (z >> _S27)) * _C2
-        return z ^ (z >> _S31)
-
-
-def _u64(c) -> np.ndarray:
-    a = np.asarray(c)
-    if a.dtype == np.uint64:
-        return a
-    if a.dtype.kind == "O":
-        return np.array([int(x) & 0xFFFFFFFFFFFFFFFF for x in a.ravel()], dtype=np.uint64).reshape(a.shape)
-    return a.astype(np.int64).astype(np.uint64)
-
-
-def hash64(*cols) -> np.ndarray:
-    """SplitMix64 chain over integer columns (broadcast): ``h = mix(h ^ c)`` for each column ``c``."""
-    arrs = [_u64(c) for c in cols]
-    h = np.zeros(np.broadcast_shapes(*(a.shape for a in arrs)), dtype=np.uint64)
-    for a in arrs:
-        h = _splitmix(h ^ a)
-    return h
-
-
-def uniforms(keys: np.ndarray, k: int) -> np.ndarray:
-    """``(len(keys), k)`` uniforms in [0, 1) from 64-bit keys (counter-based: stream ``j`` of each key)."""
-    keys = _u64(keys).reshape(-1, 1)
-    j = _splitmix(np.arange(1, k + 1, dtype=np.uint64))[None, :]
-    return (_splitmix(keys ^ j) >> _S11).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
 def derive_seeds(run_seed, topology_ids, trials, arms, step, roles, agents, attempt) -> np.ndarray:
     """64-bit request seeds from (run seed, topology, trial, arm, step, role, agent, attempt) (broadcast)."""
     return hash64(run_seed, 0x7472_6961_6C73, topology_ids, trials, arms, step, roles, agents, attempt)
-
-
-# ----------------------------------------------------------------------------- mesh vote
-def plurality_vote(states: Sequence[dict], tie: str = "first") -> tuple[dict | None, dict]:
-    """Plurality over exact (Value, Parity, Level) tuples.
-
-    Ties between tuples with the top count: ``tie="first"`` picks the tied tuple whose first proposal
-    has the lowest index (agent order); ``tie="median"`` sorts the tied tuples by Value (then by first
-    index) and picks the middle one (the lower middle for an even count). Returns ``(state, info)`` with
-    ``info = {"count": top count, "tied": number of tuples sharing it}``; ``(None, {count 0})`` when
-    ``states`` is empty.
-    """
-    if tie not in MESH_TIES:
-        raise ValueError(f"tie must be one of {', '.join(MESH_TIES)}; got {tie!r}")
-    counts: dict[tuple, int] = {}
-    first: dict[tuple, int] = {}
-    for i, s in enumerate(states):
-        key = (float(s["Value"]), s["Parity"], int(s["Level"]))
-        counts[key] = counts.get(key, 0) + 1
-        first.setdefault(key, i)
-    if not counts:
-        return None, {"count": 0, "tied": 0}
-    top = max(counts.values())
-    tied = [k for k in counts if counts[k] == top]  # insertion order = order of first proposal
-    if len(tied) == 1 or tie == "first":
-        win = tied[0]
-    else:
-        srt = sorted(tied, key=lambda k: (k[0], first[k]))
-        win = srt[(len(srt) - 1) // 2]
-    return {"Value": win[0], "Parity": win[1], "Level": win[2]}, {"count": top, "tied": len(tied)}
 
 
 # ----------------------------------------------------------------------------- configuration
@@ -219,7 +155,7 @@ class TrialConfig:
         if not (isinstance(self.d_floor, (int, float)) and self.d_floor > 0 and math.isfinite(self.d_floor)):
             raise ValueError(f"d_floor must be a finite number > 0; got {self.d_floor!r}")
         if not isinstance(self.sampling, Sampling):
-            raise ValueError("sampling must be a mascot.llm.base.Sampling")
+            raise ValueError("sampling must be a mascot.backends.base.Sampling")
         st = self.initial_state
         if isinstance(st, dict):
             st = (st.get("Value"), st.get("Parity"), st.get("Level"))
@@ -256,8 +192,6 @@ class TrialsResult(NamedTuple):
     steps_skipped: int
     requests: int
     wall_s: float
-    table2: Any  # pandas DataFrame
-    stats: dict
 
 
 # ----------------------------------------------------------------------------- file helpers
@@ -274,16 +208,6 @@ def _versions() -> dict:
         except Exception:  # pragma: no cover - optional
             pass
     return out
-
-
-def _canon(x):
-    return json.loads(json.dumps(x, sort_keys=True, default=str))
-
-
-def _pairwise(vals: list[float]) -> float:
-    from mascot.analysis.stats import pairwise_disagreement
-
-    return pairwise_disagreement(vals)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -358,7 +282,7 @@ class _Runner:
 
     # -------------------------------------------------------------- one stage with retries
     def _stage(self, step: int, name: str, su: np.ndarray, role: np.ndarray, agent: np.ndarray,
-               msgs: list, props: list) -> _Stage:
+               msgs: list) -> _Stage:
         cfg = self.cfg
         n = len(su)
         states: list = [None] * n
@@ -380,15 +304,12 @@ class _Runner:
                 r = int(role[i])
                 meta = {"role": ROLES[r], "topology": self.topo[ui], "trial": int(self.trial[ui]),
                         "perturbed": bool(self.arm[ui]), "seed_arm": int(self.seed_arm[ui]), "step": step,
-                        "agent": int(agent[i]), "attempt": attempt, "stage": name, "state": self.cur[ui],
-                        "seed64": seeds[j]}
-                if props[i] is not None:
-                    meta["proposals"] = props[i]
+                        "agent": int(agent[i]), "attempt": attempt, "stage": name, "seed64": seeds[j]}
                 schema = None
                 if cfg.structured_output:
                     schema = prompts.AGENT_SCHEMA if r == 0 else prompts.FINAL_SCHEMA
-                reqs.append(Request(messages=msgs[i], sampling=cfg.sampling, seed=seeds[j] >> 33,
-                                    json_schema=schema, meta=meta))
+                sampling = dataclasses.replace(cfg.sampling, seed=seeds[j] >> 33)
+                reqs.append(Request(messages=msgs[i], sampling=sampling, json_schema=schema, meta=meta))
             t0 = time.perf_counter()
             resps = self.backend.generate(reqs)
             dt = time.perf_counter() - t0
@@ -417,7 +338,7 @@ class _Runner:
                     self._log_record({
                         "topology": meta["topology"], "trial": meta["trial"], "perturbed": meta["perturbed"],
                         "step": step, "stage": name, "role": meta["role"], "agent": meta["agent"],
-                        "attempt": attempt, "seed": reqs[j].seed, "messages": reqs[j].messages,
+                        "attempt": attempt, "seed": reqs[j].sampling.seed, "messages": reqs[j].messages,
                         "text": resp.text, "finish_reason": resp.finish_reason, "error": resp.error,
                         "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
                         "latency_s": resp.latency_s, "call_s": round(dt, 6), "call_size": len(reqs),
@@ -438,12 +359,12 @@ class _Runner:
         agent1 = np.concatenate([np.arange(k) for k in n1])
         unit_msgs = [prompts.agent_messages(s) for s in self.cur]
         msgs1 = [unit_msgs[u] for u in su1.tolist()]
-        s1 = self._stage(step, "stage1", su1, np.zeros(len(su1), np.int64), agent1, msgs1, [None] * len(su1))
+        s1 = self._stage(step, "stage1", su1, np.zeros(len(su1), np.int64), agent1, msgs1)
         first: list[list] = [[] for _ in range(U)]
         for i, u in enumerate(su1.tolist()):
             first[u].append(s1.states[i])
         # stage 2: star judges and mesh revisions
-        su2, role2, agent2, msgs2, props2 = [], [], [], [], []
+        su2, role2, agent2, msgs2 = [], [], [], []
         for u in range(U):
             t = self.topo[u]
             if t == "chain":
@@ -454,7 +375,6 @@ class _Runner:
                 role2.append(1)
                 agent2.append(0)
                 msgs2.append(prompts.judge_messages(shown, self.cur[u]))
-                props2.append(shown)
             else:
                 m = prompts.revision_messages(shown, self.cur[u], cfg.mesh_agents)
                 for i in range(cfg.mesh_agents):
@@ -462,11 +382,9 @@ class _Runner:
                     role2.append(2)
                     agent2.append(i)
                     msgs2.append(m)
-                    props2.append(shown)
         su2a = np.array(su2, dtype=np.int64)
         if len(su2a):
-            s2 = self._stage(step, "stage2", su2a, np.array(role2, np.int64), np.array(agent2, np.int64),
-                             msgs2, props2)
+            s2 = self._stage(step, "stage2", su2a, np.array(role2, np.int64), np.array(agent2, np.int64), msgs2)
         else:
             s2 = _Stage([], *(np.zeros(0, np.int64) for _ in range(4)))
         second: list[list] = [[] for _ in range(U)]
@@ -510,9 +428,9 @@ class _Runner:
             if t == "chain":
                 d = abs(truth["Value"] - nxt["Value"])
             elif t == "star":
-                d = _pairwise([v for v in agent_vals if not math.isnan(v)])
+                d = pairwise_disagreement([v for v in agent_vals if not math.isnan(v)])
             else:
-                d = _pairwise([v for v in revised if not math.isnan(v)])
+                d = pairwise_disagreement([v for v in revised if not math.isnan(v)])
             abstained = sum(s is None for s in firsts) + sum(s is None for s in seconds)
             cols["topology"].append(t)
             cols["trial"].append(int(self.trial[u]))
@@ -665,42 +583,35 @@ def _spec_of(backend) -> dict:
             "describe": desc}
 
 
-# describe() keys that may change between sessions without changing what is computed
-_VOLATILE = {"mascot", "jax", "jaxlib", "numpy", "torch", "transformers", "vllm", "openai", "python", "platform",
-             "versions", "version", "device", "devices", "cuda", "gpu", "gpus", "host", "hostname", "pid",
-             "created", "timestamp", "base_url", "api_key_env", "concurrency", "timeout_s", "max_retries",
-             "batch_size", "gpu_memory_utilization", "enforce_eager", "describe_error", "api_key_set", "backoff_s",
-             "injected_engine"}
-
-
 def _identity_spec(backend) -> dict:
-    """The part of a backend's description that defines results: name, model and options without
-    versions, devices and throughput knobs."""
-    spec = _spec_of(backend)
-    desc = spec.pop("describe")
-    spec["options"] = {k: v for k, v in desc.items()
-                       if k not in _VOLATILE and not k.endswith("_version") and k not in ("name", "model")}
-    return spec
+    """The backend part of the run's identity: :func:`~mascot.backends.run_spec` of ``identity()`` (the
+    options that change results); a backend without ``identity()`` is identified by its name and model."""
+    ident = getattr(backend, "identity", None)
+    if ident is None:
+        ident = {"backend": getattr(backend, "name", type(backend).__name__), "model": getattr(backend, "model", None)}
+    else:
+        ident = ident()
+    return run_spec(ident)
 
 
 def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend], *,
-               backend_spec: dict | None = None, progress: bool = True, command: Sequence[str] | None = None,
-               report: bool = True, figures: bool = True, n_boot: int = 2000) -> TrialsResult:
-    """Run (or resume) the trials of ``config`` into ``out`` and write the report.
+               backend_spec: dict | None = None, progress: bool = True,
+               command: Sequence[str] | None = None) -> TrialsResult:
+    """Run (or resume) the trials of ``config`` into ``out``: ``run.json``, ``trials.parquet`` and
+    ``requests.jsonl`` (records only; the report is :func:`mascot.analysis.trials_report.write_report`).
 
     ``backend`` is a backend, or a zero-argument factory called only when steps remain (a finished run
-    never loads a model). ``backend_spec`` (name and results-relevant options) is part of the run's
-    identity; it defaults to the backend's name, model and ``describe()`` without versions, devices and
-    throughput knobs (pass it explicitly with a factory).
+    never loads a model). ``backend_spec`` (``{"name", "model", "options"}``, the
+    :func:`~mascot.backends.run_spec` of the backend's ``identity()``) is part of the run's identity; it
+    defaults to that of ``backend`` (pass it explicitly with a factory, e.g.
+    ``run_spec(identity_of(name, **options))``).
     A rerun with a different identity into the same ``out`` raises ``ValueError`` naming the differences.
     """
-    from mascot.analysis import trials_report
-
     if not isinstance(config, TrialConfig):
         raise ValueError("config must be a TrialConfig")
     out = Path(out)
     factory, backend_spec = resolve_backend(backend, backend_spec, _identity_spec)
-    identity = _canon({"config": config.identity(), "backend": backend_spec})
+    identity = canonical({"config": config.identity(), "backend": backend_spec})
     ident_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     meta = open_run_dir(
         out, kind="mascot-trials", identity=identity, label="a run", n_diffs=8, check_kind=False,
@@ -756,8 +667,4 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     meta["complete"] = True
     meta["steps_done"] = config.steps
     atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
-    table2, stats = (None, {})
-    if report:
-        table2, stats = trials_report.write_report(out, d_floor=config.d_floor, seed=config.seed, n_boot=n_boot,
-                                                   figures=figures)
-    return TrialsResult(out, steps_run, done, runner.n_requests, wall, table2, stats)
+    return TrialsResult(out, steps_run, done, runner.n_requests, wall)

@@ -5,7 +5,7 @@ job (``cpu-array.sbatch``, or ``gpu-array.sbatch`` with ``--gpus``) whose task `
 ``mascot run CONFIG --shard i/N`` (requeue-safe: a restarted task resumes from the chunks on disk),
 then a merge job (``merge.sbatch``) with ``--dependency=afterok:<array job>``.
 
-For a trials config (a ``[trials]`` table, see ``mascot.llm.trials_config``) it submits one
+For a trials config (a ``[trials]`` table, see ``mascot.cli.trials_config``) it submits one
 requeue-safe job (``trials.sbatch``) running ``mascot trials --config CONFIG``: every stage of a step
 is one batched backend call over all trials, so one GPU serves the whole run, and a requeued job
 resumes from its committed steps. ``--dry-run`` prints the script(s).
@@ -40,7 +40,7 @@ class Submission:
 
 
 def _template(name: str) -> Template:
-    return Template(resources.files("mascot.sweep").joinpath("templates", name).read_text())
+    return Template(resources.files("mascot.cli").joinpath("templates", name).read_text())
 
 
 def _trials_defaults(table: dict) -> tuple[int, int, str]:
@@ -53,7 +53,7 @@ def _trials_defaults(table: dict) -> tuple[int, int, str]:
 def render_trials(config: str, out: str | None = None, partition: str | None = None, time: str = "04:00:00",
                   gpus: int | None = None, cpus: int | None = None, mem: str | None = None) -> Submission:
     """The trials job script for a trials config (``mascot trials --config CONFIG``)."""
-    from mascot.llm.trials_config import load_trials_config
+    from mascot.cli.trials_config import load_trials_config
 
     table = load_trials_config(config)
     d_gpus, d_cpus, d_mem = _trials_defaults(table)
@@ -81,7 +81,7 @@ def render(config: str, shards: int | None = None, out: str | None = None, parti
            time: str = "04:00:00", gpus: int | None = None, cpus: int | None = None, mem: str | None = None,
            array_job: str = "<ARRAY_JOB_ID>") -> Submission:
     """Job scripts for ``config``: a sweep's array + merge jobs, or a trials config's one job."""
-    from mascot.llm.trials_config import is_trials_config
+    from mascot.cli.trials_config import is_trials_config
 
     if is_trials_config(config):
         if shards not in (None, 1):

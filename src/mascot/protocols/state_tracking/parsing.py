@@ -40,6 +40,8 @@ import math
 import re
 from typing import Any, NamedTuple
 
+from mascot.protocols.jsontext import json_object_spans
+
 __all__ = ["ParseResult", "REASON_CODES", "parse_state", "validate_state_object", "MAX_ABS_VALUE"]
 
 #: Largest accepted |Value| (the domain of the exact JAX rule kernel).
@@ -144,32 +146,6 @@ def validate_state_object(obj: Any) -> tuple[dict | None, str]:
 
 # ----------------------------------------------------------------------------- extraction
 _FENCE_RE = re.compile(r"```[ \t]*[A-Za-z0-9_-]*[ \t]*\r?\n?(.*?)```", re.S)
-
-
-def json_object_spans(text: str) -> list[str]:
-    """Top-level ``{...}`` spans, skipping braces inside double- or single-quoted strings."""
-    spans = []
-    depth, start, quote, i, n = 0, -1, None, 0, len(text)
-    while i < n:
-        c = text[i]
-        if quote is not None:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c == '"' or (c == "'" and depth > 0):
-            quote = c
-        elif c == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif c == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start: i + 1])
-        i += 1
-    return spans
 
 
 def _repair(s: str) -> str:

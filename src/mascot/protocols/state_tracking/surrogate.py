@@ -1,14 +1,19 @@
 """The ``surrogate`` backend: the SR paper's affine-noise agent (Sec. 3.5, eq. 2; A.4) behind the LLM
-backend interface, so the trial harness, parsing and analysis run for real on CPU.
+backend interface, so the trial harness, prompts, parsing and analysis run for real on CPU.
 
-An **agent** request (``meta["role"] == "agent"``) replies with the true rule applied to its input state
-(``meta["state"]``; exact int64 JAX kernel :func:`mascot.kernels.state_tracking.rule_step`, batched over
-all requests of the call) plus noise:
+Like a model, the surrogate reads its task from the request's **messages**: the prompts of
+:mod:`mascot.protocols.state_tracking.prompts`, read back exactly by
+:func:`~mascot.protocols.state_tracking.prompts.read_prompt` (role, input state, proposals shown). A request
+whose messages are not one of those prompts comes back with ``error`` set.
+
+An **agent** request (the agent prompt: the state in the user message) replies with the true rule applied to
+its input state (exact int64 JAX kernel :func:`mascot.kernels.state_tracking.rule_step`, run inside
+:func:`mascot.kernels.precision.float64`, batched over all requests of the call) plus noise:
 
 * Value: ``tau(x) + sqrt(rho_c) sigma z_shared + sqrt(1 - rho_c) sigma z_own`` (A.4: total variance
   ``sigma^2``, inter-agent correlation ``rho_c``); ``z_shared`` is one standard normal per
-  (topology, trial, seed arm, step) -- the harness puts those ids in ``meta`` -- shared by every reply of
-  that step of that trial (leaves, judge, first round, revisions, retries); ``z_own`` is per request;
+  (topology, trial, seed arm, step) -- ids the harness puts in ``meta`` for its logs -- shared by every reply
+  of that step of that trial (leaves, judge, first round, revisions, retries); ``z_own`` is per request;
 * Parity flipped with probability ``parity_slip``; Level moved by +1 or -1 (equally likely, clipped to
   1..9) with probability ``level_slip``;
 * Value rounded to 2 decimals; the reply is a JSON object ``{"Reasoning": ..., "Value": ..., "Parity":
@@ -16,12 +21,13 @@ all requests of the call) plus noise:
 * with probability ``parse_fail`` the reply is malformed instead (equally often: truncated JSON, prose
   without JSON, Level 10, Parity "C").
 
-A **judge** (star) or **revision** (mesh) request (roles ``"judge"``/``"revision"``) aggregates
-``meta["proposals"]`` (the proposals the harness put in its prompt) and adds the judge's own noise:
+A **judge** (star) or **revision** (mesh) request (the judge and revision prompts) aggregates the proposals
+shown in its prompt and adds the judge's own noise:
 
 * ``judge="mean"``: mean Value, majority Parity, majority Level; ``"median"``: median Value (mean of the
   two middle ones for an even count), majority Parity and Level; ``"vote"``: the plurality
-  (Value, Parity, Level) tuple, ties to the earliest proposal (:func:`mascot.llm.trials.plurality_vote`).
+  (Value, Parity, Level) tuple, ties to the earliest proposal
+  (:func:`mascot.protocols.state_tracking.aggregation.plurality_vote`).
   Majority ties: Parity from the aggregated Value's Rule-2 threshold (``"A"`` if Value < 70), Level the
   smallest tied level. With no proposals (every leaf failed) the judge applies the rule itself;
 * then the same noise model as an agent with ``sigma``, ``parity_slip`` and ``level_slip`` all scaled by
@@ -29,11 +35,10 @@ A **judge** (star) or **revision** (mesh) request (roles ``"judge"``/``"revision
   iid noise this makes the chain/star error ratio about 1.8, the paper's 1.77), and the same
   ``parse_fail``. Judge replies have no "Reasoning" (the judge prompt's format has none).
 
-Determinism: every draw is a counter-based hash (SplitMix64) of ``seed`` and the request's 64-bit seed
-(``meta["seed64"]``, else ``request.seed``), so replies depend only on ``seed`` and the request, not on
-batch composition or order. Sampling parameters (temperature, top_p, max_tokens) are ignored.
-
-Constructing a ``SurrogateBackend`` turns on ``jax_enable_x64`` (the exact rule kernel needs int64).
+Determinism: every draw is a counter-based hash (SplitMix64, :mod:`mascot.seeds`) of ``seed`` and the
+request's 64-bit seed (``meta["seed64"]``, the hash whose top 31 bits the harness sends as
+``request.sampling.seed``; else ``request.sampling.seed``), so replies depend only on ``seed`` and the
+request, not on batch composition or order. Temperature, top_p and max_tokens are ignored.
 
 Token counts: whitespace-separated words, ``prompt_tokens`` summed over the message contents,
 ``completion_tokens`` of the reply text (a deterministic stand-in for a tokenizer).
@@ -56,7 +61,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mascot.llm.base import Request, Response
+from mascot.backends.base import Request, Response
+from mascot.protocols.state_tracking.aggregation import plurality_vote
+from mascot.protocols.state_tracking.prompts import Prompt, read_prompt
+from mascot.seeds import hash64, uniforms
 
 __all__ = ["SurrogateBackend", "JUDGES", "split_words"]
 
@@ -108,11 +116,15 @@ class SurrogateBackend:
         self.seed = int(seed)
         self.model = model
         self._word_cache: dict[str, int] = {}
-        import jax
-
-        jax.config.update("jax_enable_x64", True)  # the exact rule kernel needs int64/float64
 
     # ------------------------------------------------------------------ interface
+    def identity(self) -> dict:
+        """Everything that changes the replies: the noise model, the judge, the seed, the token count."""
+        return {"backend": self.name, "model": self.model, "sigma": self.sigma, "rho_c": self.rho_c,
+                "parity_slip": self.parity_slip, "level_slip": self.level_slip, "parse_fail": self.parse_fail,
+                "judge": self.judge, "judge_noise": self.judge_noise, "seed": self.seed,
+                "token_count": "whitespace-separated words"}
+
     def describe(self) -> dict:
         import jax
 
@@ -129,23 +141,23 @@ class SurrogateBackend:
             return []
         out: list[Response | None] = [None] * n
         idx, states, roles, proposals, shared_ids, seeds = [], [], [], [], [], []
+        read: dict[str, Prompt | str] = {}  # user message -> what it asks (mesh revisers share one prompt)
         for i, r in enumerate(requests):
-            m = r.meta or {}
-            st = m.get("state")
-            role = m.get("role")
-            if not isinstance(st, dict) or role not in _ROLES:
+            task = self._read(r.messages, read)
+            if isinstance(task, str):
                 out[i] = Response(text="", prompt_tokens=self._prompt_tokens(r), completion_tokens=0,
-                                  finish_reason=None, error="surrogate needs meta['role'] in "
-                                  "agent/judge/revision and meta['state'] (the input state)")
+                                  finish_reason=None, error="surrogate: the messages are not a state-tracking "
+                                  f"prompt (agent, judge or revision; see prompts.py): {task}")
                 continue
+            m = r.meta or {}
             idx.append(i)
-            states.append(st)
-            roles.append(_ROLES.index(role))
-            proposals.append(m.get("proposals") or [])
+            states.append(task.state)
+            roles.append(_ROLES.index(task.role))
+            proposals.append(task.proposals)
             topo = m.get("topology", "")
             shared_ids.append((_TOPOLOGY_IDS.get(topo, 3 + zlib.crc32(str(topo).encode())),
                                int(m.get("trial", 0)), int(m.get("seed_arm", 0)), int(m.get("step", 0))))
-            s64 = m.get("seed64", r.seed)
+            s64 = m.get("seed64", r.sampling.seed)
             seeds.append(int(s64) if s64 is not None else i)
         if idx:
             texts = self._replies(states, np.array(roles), proposals, shared_ids, seeds)
@@ -155,6 +167,20 @@ class SurrogateBackend:
         return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ internals
+    @staticmethod
+    def _read(messages, cache: dict) -> Prompt | str:
+        """``read_prompt(messages)``, or the reason it failed (a string); cached by the user message."""
+        last = messages[-1].get("content") if messages and isinstance(messages[-1], dict) else None
+        if isinstance(last, str) and last in cache:
+            return cache[last]
+        try:
+            task: Prompt | str = read_prompt(messages)
+        except ValueError as e:
+            task = str(e)
+        if isinstance(last, str):
+            cache[last] = task
+        return task
+
     def _prompt_tokens(self, r: Request) -> int:
         total = 0
         cache = self._word_cache
@@ -170,8 +196,8 @@ class SurrogateBackend:
         return total
 
     def _replies(self, states, roles, proposals, shared_ids, seeds) -> list[str]:
+        from mascot.kernels.precision import float64
         from mascot.kernels.state_tracking import rule_step
-        from mascot.llm.trials import hash64, plurality_vote, uniforms
 
         n = len(states)
         value = np.array([float(s["Value"]) for s in states], dtype=np.float64)
@@ -179,9 +205,10 @@ class SurrogateBackend:
         level = np.array([int(s["Level"]) for s in states], dtype=np.int32)
         m = _bucket(n)
         pad = m - n
-        tv, tp, tl = rule_step(np.pad(value, (0, pad)), np.pad(parity, (0, pad)),
-                               np.pad(level, (0, pad), constant_values=1))
-        tv, tp, tl = (np.asarray(x)[:n] for x in (tv, tp, tl))
+        with float64():  # the exact rule kernel needs int64/float64: enabled for this thread, for this call
+            tv, tp, tl = rule_step(np.pad(value, (0, pad)), np.pad(parity, (0, pad)),
+                                   np.pad(level, (0, pad), constant_values=1))
+            tv, tp, tl = (np.asarray(x)[:n] for x in (tv, tp, tl))
         base_v, base_p, base_l = tv.copy(), tp.copy(), tl.copy()
         # judges and revisions: aggregate the proposals they were shown
         for j in np.flatnonzero(roles != 0):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 
-from mascot.files import read_toml
+from mascot.io import read_toml
 
 __all__ = ["is_trials_config", "load_trials_config", "trials_argv"]
 

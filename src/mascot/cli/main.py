@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from pathlib import Path
 
@@ -185,7 +186,7 @@ def _cmd_merge(args) -> int:
 
 
 def _cmd_slurm_submit(args) -> int:
-    from mascot.sweep import slurm
+    from mascot.cli import slurm
 
     sub = slurm.submit(args.config, args.shards, dry_run=args.dry_run, out=args.out, partition=args.partition,
                        time=args.time, gpus=args.gpus, cpus=args.cpus, mem=args.mem)
@@ -258,87 +259,37 @@ def _cmd_diagnose(args) -> int:
     return 0
 
 
-_SURROGATE_KNOBS = {"sigma": "--sigma", "rho_c": "--rho-c", "parity_slip": "--parity-slip",
+# the trials surrogate's constructor parameters -> their flags
+_SURROGATE_FLAGS = {"sigma": "--sigma", "rho_c": "--rho-c", "parity_slip": "--parity-slip",
                     "level_slip": "--level-slip", "parse_fail": "--parse-fail", "judge": "--judge",
                     "judge_noise": "--judge-noise"}
-_BACKEND_KNOBS = {  # option -> (flag, backends that take it)
-    "base_url": ("--base-url", ("openai",)), "api_key_env": ("--api-key-env", ("openai",)),
-    "concurrency": ("--concurrency", ("openai",)), "timeout_s": ("--timeout", ("openai",)),
-    "max_retries": ("--max-retries", ("openai",)),
-    "enforce_eager": ("--enforce-eager", ("vllm",)), "gpu_memory_utilization": ("--gpu-memory-utilization", ("vllm",)),
-    "max_model_len": ("--max-model-len", ("vllm",)),
-    "device": ("--device", ("hf",)), "dtype": ("--dtype", ("hf",)), "batch_size": ("--batch-size", ("hf",)),
-}
-_TRIALS_PAPER_MODEL = "Qwen/Qwen2.5-7B-Instruct"
 
 
 def _trials_backend(args):
     """(backend or factory, identity spec, default log mode) from the command line; clear errors."""
-    from mascot.llm.base import make_backend
+    from mascot.cli.backend_args import build_backend
 
-    name = args.backend
-    given = {k: getattr(args, k) for k in _SURROGATE_KNOBS if getattr(args, k) is not None}
-    if name != "surrogate" and given:
-        flags = ", ".join(_SURROGATE_KNOBS[k] for k in given)
-        raise ValueError(f"{flags}: surrogate options; they do not apply to --backend {name}")
-    for k, (flag, names) in _BACKEND_KNOBS.items():
-        v = getattr(args, k)
-        if v not in (None, False) and name not in names:
-            raise ValueError(f"{flag} applies to --backend {'/'.join(names)} only, not {name}")
-    if args.structured_output and name not in ("vllm", "openai"):
-        raise ValueError(f"--structured-output applies to --backend vllm/openai only, not {name}")
-    for k, flag in (("concurrency", "--concurrency"), ("batch_size", "--batch-size"),
-                    ("max_model_len", "--max-model-len")):
-        v = getattr(args, k)
-        if v is not None and v < 1:
-            raise ValueError(f"{flag} must be >= 1; got {v}")
-    if args.gpu_memory_utilization is not None and not 0 < args.gpu_memory_utilization <= 1:
-        raise ValueError(f"--gpu-memory-utilization must be in (0, 1]; got {args.gpu_memory_utilization}")
-    if name == "surrogate":
-        if args.model is not None:
-            raise ValueError("--model does not apply to --backend surrogate (it has no model)")
-        try:
-            backend = make_backend("surrogate", seed=args.seed, **given)  # cheap; validates the knobs
-        except ValueError as e:  # name the flag, not the parameter
-            msg = str(e)
-            for k, flag in _SURROGATE_KNOBS.items():
-                if msg.startswith(k + " "):
-                    msg = flag + msg[len(k):]
-            raise ValueError(msg) from None
-        return backend, None, "none"
-    model = args.model or (_TRIALS_PAPER_MODEL if name == "vllm" else None)
-    if model is None:
-        what = "a model name on the server" if name == "openai" else "a local model directory"
-        raise ValueError(f"--backend {name} needs --model ({what})")
-    opts = {"model": model}
-    for k, (_, names) in _BACKEND_KNOBS.items():
-        v = getattr(args, k)
-        if name in names and v not in (None, False):
-            opts[k] = v
-    if name == "vllm":
-        opts["structured_output"] = bool(args.structured_output)
-        opts["seed"] = args.seed
-    volatile = {"base_url", "api_key_env", "concurrency", "timeout_s", "max_retries", "enforce_eager",
-                "gpu_memory_utilization", "batch_size", "device"}
-    spec = {"name": name, "model": model,
-            "options": {k: v for k, v in opts.items() if k not in volatile and k != "model"}}
-    return (lambda: make_backend(name, **opts)), spec, "all"
+    def surrogate():
+        from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+        given = {k: getattr(args, k) for k in _SURROGATE_FLAGS if getattr(args, k) is not None}
+        return SurrogateBackend(seed=args.seed, **given)  # cheap; validates the knobs
+
+    backend, spec = build_backend(args, surrogate, _SURROGATE_FLAGS)
+    return backend, spec, "none" if args.backend == "surrogate" else "all"
 
 
 def _cmd_trials(args) -> int:
-    from mascot.llm.base import Sampling
-    from mascot.llm.trials import TOPOLOGIES, TrialConfig, run_trials
+    from mascot.analysis.trials_report import write_report
+    from mascot.backends.base import Sampling
+    from mascot.cli.backend_args import check_sampling_args
+    from mascot.protocols.state_tracking.harness import TOPOLOGIES, TrialConfig, run_trials
 
     topo = args.topology or ["all"]
     topologies = TOPOLOGIES if "all" in topo else tuple(topo)
-    if not args.temp >= 0:
-        raise ValueError(f"--temp must be >= 0; got {args.temp}")
-    if not 0 < args.top_p <= 1:
-        raise ValueError(f"--top-p must be in (0, 1]; got {args.top_p}")
-    if args.max_tokens < 1:
-        raise ValueError(f"--max-tokens must be >= 1; got {args.max_tokens}")
+    check_sampling_args(args)
     for flag, v, lo in (("--n-trials", args.n_trials, 1), ("--steps", args.steps, 1), ("--retries", args.retries, 0),
-                        ("--seed", args.seed, 0), ("--n-boot", args.n_boot, 1)):
+                        ("--n-boot", args.n_boot, 1)):
         if v is not None and v < lo:
             raise ValueError(f"{flag} must be an integer >= {lo}; got {v}")
     if not math.isfinite(args.epsilon):
@@ -350,18 +301,17 @@ def _cmd_trials(args) -> int:
     cfg = TrialConfig(topologies=topologies, n_trials=n_trials, steps=args.steps, epsilon=args.epsilon,
                       seed=args.seed, retries=args.retries, mesh_tie=args.mesh_tie, paired_seeds=not args.unpaired,
                       structured_output=args.structured_output,
-                      sampling=Sampling(temperature=args.temp, top_p=args.top_p, max_tokens=args.max_tokens,
+                      sampling=Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                                         seed=args.seed),
                       log_requests=args.log_requests or default_log, d_floor=args.d_floor)
     out = Path(args.out or f"runs/trials-{args.backend}")
-    res = run_trials(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv,
-                     figures=not args.no_figures, n_boot=args.n_boot)
+    res = run_trials(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     print(f"{out}: {res.steps_run} steps run, {res.steps_skipped} already committed, {res.requests:,} requests "
           f"in {res.wall_s:.1f} s")
-    if res.table2 is not None:
-        print(res.table2.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-        print(f"wrote {out}/table2.csv, table2.md, metrics.csv, stats.json, trials.parquet"
-              + ("" if args.no_figures else ", fig2..fig6 (.png/.pdf)"))
+    table2, _ = write_report(out, d_floor=cfg.d_floor, seed=cfg.seed, n_boot=args.n_boot, figures=not args.no_figures)
+    print(table2.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    print(f"wrote {out}/table2.csv, table2.md, metrics.csv, stats.json, trials.parquet"
+          + ("" if args.no_figures else ", fig2..fig6 (.png/.pdf)"))
     return 0
 
 
@@ -441,7 +391,7 @@ def build_parser() -> argparse.ArgumentParser:
     dg.add_argument("--json", action="store_true", help="print JSON (an object, or a list for several graphs)")
     dg.set_defaults(func=_cmd_diagnose)
 
-    from mascot.llm.cli_deliberation import add_parsers as _add_deliberation_parsers
+    from mascot.cli.deliberation import add_parsers as _add_deliberation_parsers
 
     _add_deliberation_parsers(sub)  # mascot deliberate, mascot debate
 
@@ -458,19 +408,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "requests.jsonl and run.json to --out. Rerunning the same command resumes.")
     tr.add_argument("--topology", action="append", choices=["chain", "star", "mesh", "all"],
                     help="repeatable; default all")
-    tr.add_argument("--backend", choices=["surrogate", "vllm", "openai", "hf"], default="surrogate",
-                    help="default surrogate (affine-noise agents on CPU)")
-    tr.add_argument("--model", help=f"model name (vllm: default {_TRIALS_PAPER_MODEL}; openai: server model; "
-                    "hf: local directory)")
     tr.add_argument("--out", help="run directory (default runs/trials-BACKEND)")
     tr.add_argument("--n-trials", type=int, help="trials per topology (default 100; surrogate 10000)")
     tr.add_argument("--steps", type=int, default=12, help="rule applications per trial (default 12)")
     tr.add_argument("--epsilon", type=float, default=15.0, help="perturbation added to the initial Value (default 15)")
-    tr.add_argument("--seed", type=int, default=0, help="run seed: request seeds and the surrogate's noise (default 0)")
     tr.add_argument("--retries", type=int, default=2, help="re-asks after an unparsable reply (default 2)")
-    tr.add_argument("--temp", type=float, default=0.8, help="sampling temperature (default 0.8)")
-    tr.add_argument("--top-p", type=float, default=0.5, help="nucleus top_p (default 0.5)")
-    tr.add_argument("--max-tokens", type=int, default=250, help="completion token budget (default 250)")
     tr.add_argument("--mesh-tie", choices=["first", "median"], default="first",
                     help="mesh vote tie rule: tied tuple of the lowest agent index (default) or median Value")
     tr.add_argument("--unpaired", action="store_true",
@@ -483,21 +425,13 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs (default 2000)")
     tr.add_argument("--no-figures", action="store_true", help="skip Figs 2-6")
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    g = tr.add_argument_group("vllm")
-    g.add_argument("--enforce-eager", action="store_true", default=None, help="disable CUDA graphs")
-    g.add_argument("--gpu-memory-utilization", type=float)
-    g.add_argument("--max-model-len", type=int)
-    g = tr.add_argument_group("openai")
-    g.add_argument("--base-url", help="e.g. http://localhost:8000/v1 (vllm serve)")
-    g.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
-    g.add_argument("--concurrency", type=int, help="requests in flight")
-    g.add_argument("--timeout", dest="timeout_s", type=float, help="per-request timeout in seconds")
-    g.add_argument("--max-retries", type=int, help="HTTP retries per request")
-    g = tr.add_argument_group("hf")
-    g.add_argument("--device", help="e.g. cpu, cuda")
-    g.add_argument("--dtype", help="e.g. float32, bfloat16")
-    g.add_argument("--batch-size", type=int, help="generation batch size")
-    g = tr.add_argument_group("surrogate (affine-noise agents; defaults in mascot.llm.surrogate)")
+    from mascot.backends.base import Sampling
+    from mascot.cli.backend_args import add_backend_args
+
+    # --backend, --model, sampling (the SR paper's decoding, Sampling's defaults; run seed 0), vllm/openai/hf
+    add_backend_args(tr, {"temperature": Sampling.temperature, "top_p": Sampling.top_p,
+                          "max_tokens": Sampling.max_tokens, "seed": 0})
+    g = tr.add_argument_group("surrogate (affine-noise agents; defaults in mascot.protocols.state_tracking.surrogate)")
     g.add_argument("--sigma", type=float, help="Value noise s.d. per agent (default 75)")
     g.add_argument("--rho-c", type=float, help="shared-noise correlation between agents of a step (default 0)")
     g.add_argument("--parity-slip", type=float, help="probability of a flipped Parity (default 0.05)")
@@ -530,9 +464,20 @@ def _with_trials_config(argv: list[str], parser) -> list[str]:
         i += 1
     if path is None:
         return argv
-    from mascot.llm.trials_config import trials_argv
+    from mascot.cli.trials_config import trials_argv
 
     return ["trials", *trials_argv(path, parser.trials_parser), *rest]
+
+
+def _process_switches(args) -> None:
+    """The process-wide settings only the command line makes: the non-interactive matplotlib backend, and
+    64-bit JAX for the reproductions (they run in float64; the float32 sweeps that ``reproduce all`` runs
+    after them have always run in that process state, so their committed results depend on it)."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    if getattr(args, "func", None) is _cmd_reproduce:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
 
 
 def main(argv=None) -> int:
@@ -543,6 +488,7 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
+    _process_switches(args)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as e:

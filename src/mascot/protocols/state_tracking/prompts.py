@@ -20,12 +20,18 @@ The paper's text was extracted from a PDF that lost line breaks and the curly br
 order (the agents' "Reasoning" is not forwarded); agents whose reply could not be parsed after all
 retries abstain and are left out of the list. Every agent context is fresh: a request carries only the
 ruleset and the state (plus proposals for the judge and the revision round).
+
+:func:`read_prompt` is the inverse: from the messages of any of the three prompts it recovers the role, the
+input state and the proposals, exactly (floats are written with ``repr``, which ``json.loads`` reads back
+to the same float, and NaN/Infinity as ``json.dumps`` writes them). The surrogate agents read their task
+this way, so they see what a model sees.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from mascot.theory.state_tracking import BASE_PROMPT, RULES_TEXT
 
@@ -39,6 +45,8 @@ __all__ = [
     "dumps_indent2",
     "judge_messages",
     "judge_prompt",
+    "Prompt",
+    "read_prompt",
     "revision_messages",
     "revision_prompt",
     "state_json",
@@ -170,3 +178,73 @@ def judge_messages(proposals: Sequence[Mapping], judge_state: Mapping) -> list[d
 
 def revision_messages(first_pass: Sequence[Mapping], j_state: Mapping, n_agents: int) -> list[dict[str, str]]:
     return [{"role": "user", "content": revision_prompt(first_pass, j_state, n_agents)}]
+
+
+# ----------------------------------------------------------------------------- reading a prompt back
+class Prompt(NamedTuple):
+    """What a request built by this module asks: ``role`` ("agent", "judge" or "revision"), the input
+    ``state`` and the ``proposals`` shown (empty for an agent)."""
+
+    role: str
+    state: dict
+    proposals: list
+
+
+def _pieces(template: str, names: Sequence[str]) -> list[str]:
+    """The literal text of ``template`` around its placeholders ``names`` (which occur in that order)."""
+    out, rest = [], template
+    for n in names:
+        head, sep, rest = rest.partition("{" + n + "}")
+        assert sep, n
+        out.append(head)
+    return out + [rest]
+
+
+_JUDGE = _pieces(JUDGE_TEMPLATE, ("n_leaf_agents", "rules_text", "proposals", "judge_state"))
+_REVISION = _pieces(REVISION_TEMPLATE, ("n_others", "rules_text", "j_state", "first_pass"))
+
+
+def _as_state(obj) -> dict:
+    if not isinstance(obj, dict) or not {"Value", "Parity", "Level"} <= set(obj):
+        raise ValueError(f"not a state: {obj!r:.80}")
+    return _state(obj)
+
+
+def _tail_blocks(content: str, pieces: list[str]) -> tuple[str, str]:
+    """The two JSON blocks that end a judge or revision prompt (between ``pieces[2]``, ``pieces[3]`` and
+    the fixed ending ``pieces[4]``). Found from the end: the blocks hold only numbers, "A"/"B" and the
+    field names, so the literal headers cannot occur inside them, while the rules text before them may
+    say anything."""
+    if not (content.startswith(pieces[0]) and content.endswith(pieces[4])):
+        raise ValueError("not this prompt")
+    end = len(content) - len(pieces[4])
+    i3 = content.rfind(pieces[3], 0, end)
+    i2 = content.rfind(pieces[2], 0, i3) if i3 >= 0 else -1
+    if i2 < 0:
+        raise ValueError("prompt headers not found")
+    return content[i2 + len(pieces[2]): i3], content[i3 + len(pieces[3]): end]
+
+
+def read_prompt(messages: Sequence[Mapping]) -> Prompt:
+    """The role, input state and proposals of messages built by :func:`agent_messages`,
+    :func:`judge_messages` or :func:`revision_messages` (exact round trip of every field). Raises
+    ``ValueError`` for messages of any other form."""
+    if not messages or not isinstance(messages[-1], Mapping) or messages[-1].get("role") != "user":
+        raise ValueError("the last message must be the user's")
+    content = messages[-1].get("content")
+    if not isinstance(content, str):
+        raise ValueError("the user message has no text content")
+    if content.startswith(STATE_PREFIX):
+        return Prompt("agent", _as_state(json.loads(content[len(STATE_PREFIX):])), [])
+    if content.startswith(_JUDGE[0]):
+        shown, state = _tail_blocks(content, _JUDGE)
+        role = "judge"
+    elif content.startswith(_REVISION[0]):
+        state, shown = _tail_blocks(content, _REVISION)
+        role = "revision"
+    else:
+        raise ValueError("not a state-tracking prompt (agent, judge or revision)")
+    props = json.loads(shown)
+    if not isinstance(props, list):
+        raise ValueError("the proposals are not a list")
+    return Prompt(role, _as_state(json.loads(state)), [_as_state(p) for p in props])

@@ -1,0 +1,104 @@
+"""One interface for every agent backend: a batch of chat requests in, a batch of replies out.
+
+Backends (``vllm``, ``openai``, ``hf``, and each protocol's surrogate) take a list of :class:`Request` and
+return a list of :class:`Response` in the same order; one call serves one stage of a multi-agent protocol
+for all trials at once (vLLM's offline ``LLM.chat`` style). Token counts come from the backend (its
+tokenizer or the server's ``usage``). A request that fails after the backend's own retries comes back with
+``error`` set and ``text = ""``; a backend raises only for problems that affect every request (model
+missing, no GPU) and for programming errors (``TypeError``, ``AttributeError``, ...), which propagate.
+
+As in vLLM's ``SamplingParams``, :class:`Sampling` holds every per-request knob, the seed included; engine
+options live in the backend. Each backend reports two things about itself: :meth:`Backend.identity`, the
+options that change results (what must match when a run resumes), and :meth:`Backend.describe`, the
+provenance (versions, devices, throughput knobs), recorded but never compared.
+
+Secrets (API keys) are read from environment variables by the backends that need them and never appear
+in requests, responses, logs or error messages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["Sampling", "Request", "Response", "Backend", "constructor_options"]
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """Decoding parameters (the SR paper ran temperature 0.8, top_p 0.5, max_tokens 250)."""
+
+    temperature: float = 0.8
+    top_p: float = 0.5
+    max_tokens: int = 250
+    seed: int | None = None  # this request's sampling seed (None: the backend's own); harnesses set it per request
+
+    def __post_init__(self):
+        if not (self.temperature >= 0):
+            raise ValueError(f"temperature must be >= 0; got {self.temperature!r}")
+        if not (0 < self.top_p <= 1):
+            raise ValueError(f"top_p must be in (0, 1]; got {self.top_p!r}")
+        if int(self.max_tokens) != self.max_tokens or self.max_tokens < 1:
+            raise ValueError(f"max_tokens must be an integer >= 1; got {self.max_tokens!r}")
+
+
+@dataclass
+class Request:
+    """One chat completion: ``messages`` in OpenAI format ([{"role": ..., "content": ...}, ...]).
+
+    ``sampling`` holds the decoding parameters and this request's own seed (``sampling.seed``, reproducible
+    where the backend honours seeds; a harness gives each request ``dataclasses.replace(sampling,
+    seed=...)``); ``json_schema`` asks for structured output where the backend supports it (vLLM
+    ``StructuredOutputsParams(json=...)``, OpenAI ``response_format``); ``meta`` is opaque to backends
+    (request ids, trial/step/role for the logs; a protocol's surrogate may key its noise on those ids, but
+    reads the task itself from ``messages``, like a model).
+    """
+
+    messages: list[dict[str, str]]
+    sampling: Sampling = field(default_factory=Sampling)
+    json_schema: dict | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Response:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str | None = None  # "stop", "length", ... as the backend reports it
+    error: str | None = None  # set when the request failed (text is then "")
+    latency_s: float | None = None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@runtime_checkable
+class Backend(Protocol):
+    name: str
+    model: str
+
+    def generate(self, requests: list[Request]) -> list[Response]:
+        """Replies in request order (one batched call per stage)."""
+        ...
+
+    def identity(self) -> dict:
+        """The options that change results: ``{"backend": name, "model": ..., <option>: value, ...}``
+        (JSON-serialisable; ``None``: the engine's default). A resumed run must match it."""
+        ...
+
+    def describe(self) -> dict:
+        """Provenance: backend name, model, versions and options (never secrets)."""
+        ...
+
+
+def constructor_options(cls, options: dict) -> dict:
+    """``options`` with the defaults of ``cls.__init__`` filled in (nothing is constructed); unknown
+    options raise ``TypeError`` as the constructor would. Backends use it for ``identity_of(**options)``."""
+    import inspect
+
+    bound = inspect.signature(cls.__init__).bind(None, **options)
+    bound.apply_defaults()
+    out = dict(bound.arguments)
+    out.pop(next(iter(out)))  # self
+    return out

@@ -1,0 +1,5 @@
+import sys
+
+from mascot.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,197 @@
+"""One backend-argument builder for the LLM commands (``mascot trials``, ``mascot deliberate``,
+``mascot debate``): the same flags, names and defaults, and the same errors, everywhere.
+
+    add_backend_args(parser)                          --backend, --model, vllm / openai / hf options,
+                                                      --temperature (alias --temp), --top-p, --max-tokens, --seed
+    check_sampling_args(args)                         flag-named errors for the sampling values given
+    build_backend(args, surrogate_factory, flags)     (backend or factory, identity spec)
+
+A real backend comes back as a zero-argument factory (a finished run never loads a model) with its
+identity spec, ``run_spec(identity_of(name, **options))`` (:mod:`mascot.backends`); the protocol's surrogate
+comes back constructed (it is cheap, and constructing it validates its options) with spec ``None``: the
+harness takes the spec from the instance. A flag given for a backend it does not apply to is an error
+that names the flag and the backends it is for.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+__all__ = ["BACKENDS", "DEFAULT_VLLM_MODEL", "add_backend_args", "build_backend", "check_sampling_args"]
+
+BACKENDS = ("surrogate", "vllm", "openai", "hf")
+#: The model of the SR paper's runs (and the vllm default when --model is not given).
+DEFAULT_VLLM_MODEL = "Qwen/Qwen2.5-7B-Instruct"
+
+# dest -> (flag, backends it applies to, constructor parameter)
+_OPTIONS = {
+    "enforce_eager": ("--enforce-eager", ("vllm",), "enforce_eager"),
+    "gpu_memory_utilization": ("--gpu-memory-utilization", ("vllm",), "gpu_memory_utilization"),
+    "max_model_len": ("--max-model-len", ("vllm",), "max_model_len"),
+    "base_url": ("--base-url", ("openai",), "base_url"),
+    "api_key_env": ("--api-key-env", ("openai",), "api_key_env"),
+    "concurrency": ("--concurrency", ("openai",), "concurrency"),
+    "timeout_s": ("--timeout", ("openai",), "timeout_s"),
+    "max_retries": ("--max-retries", ("openai",), "max_retries"),
+    "device": ("--device", ("hf",), "device"),
+    "batch_size": ("--batch-size", ("hf",), "batch_size"),
+    "dtype": ("--dtype", ("vllm", "hf"), "dtype"),
+}
+_SAMPLING_HELP = {
+    "temperature": "sampling temperature",
+    "top_p": "nucleus sampling top_p",
+    "max_tokens": "completion token limit per reply",
+    "seed": "run seed: every request's sampling seed derives from it (and the surrogate's noise)",
+}
+
+
+def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping | None = None) -> None:
+    """Add the backend and sampling flags to ``parser``.
+
+    ``sampling_defaults``: the command's defaults for ``temperature``, ``top_p``, ``max_tokens`` and
+    ``seed`` (shown in the help); a value left out defaults to ``None`` (the command's config decides).
+    Backend options default to ``None`` (the backend's own default), so that a flag given for the wrong
+    backend is recognised by :func:`build_backend`.
+    """
+    sd = dict(sampling_defaults or {})
+
+    def dflt(key: str) -> str:
+        return f" (default {sd[key]})" if sd.get(key) is not None else " (default: the config's)"
+
+    g = parser.add_argument_group("backend")
+    g.add_argument("--backend", default="surrogate", choices=BACKENDS,
+                   help="agent backend (default surrogate: the protocol's simulated agents, on CPU without a model)")
+    g.add_argument("--model", help=f"model: HF hub id or local directory (vllm; default {DEFAULT_VLLM_MODEL}), "
+                   "server model name (openai), local model directory (hf)")
+    g.add_argument("--temperature", type=float, default=sd.get("temperature"),
+                   help=_SAMPLING_HELP["temperature"] + dflt("temperature") + "; alias --temp")
+    g.add_argument("--temp", dest="temperature", type=float, default=sd.get("temperature"), help=argparse.SUPPRESS)
+    g.add_argument("--top-p", type=float, default=sd.get("top_p"), help=_SAMPLING_HELP["top_p"] + dflt("top_p"))
+    g.add_argument("--max-tokens", type=int, default=sd.get("max_tokens"),
+                   help=_SAMPLING_HELP["max_tokens"] + dflt("max_tokens"))
+    g.add_argument("--seed", type=int, default=sd.get("seed"), help=_SAMPLING_HELP["seed"] + dflt("seed"))
+
+    g = parser.add_argument_group("vllm")
+    g.add_argument("--enforce-eager", action="store_true", default=None, help="disable CUDA graphs (faster start)")
+    g.add_argument("--gpu-memory-utilization", type=float,
+                   help="fraction of GPU memory vLLM may take (default 0.9)")
+    g.add_argument("--max-model-len", type=int, help="context length cap (default: the model's)")
+    g.add_argument("--dtype", help="vllm/hf: weights dtype, e.g. auto, float32, float16, bfloat16 (default auto)")
+
+    g = parser.add_argument_group("openai")
+    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vllm serve; "
+                   "the default)")
+    g.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
+    g.add_argument("--concurrency", type=int, help="requests in flight (default 8)")
+    g.add_argument("--timeout", dest="timeout_s", type=float, help="per-request timeout in seconds (default 120)")
+    g.add_argument("--max-retries", type=int, help="HTTP retries per request (default 5)")
+
+    g = parser.add_argument_group("hf")
+    g.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default auto)")
+    g.add_argument("--batch-size", type=int, help="requests per generate call (default 16)")
+
+
+def check_sampling_args(args) -> None:
+    """``ValueError`` naming the flag for a sampling value out of range (values left ``None`` are not checked)."""
+    t, p, m, s = (getattr(args, k, None) for k in ("temperature", "top_p", "max_tokens", "seed"))
+    if t is not None and not t >= 0:
+        raise ValueError(f"--temperature must be >= 0; got {t}")
+    if p is not None and not 0 < p <= 1:
+        raise ValueError(f"--top-p must be in (0, 1]; got {p}")
+    if m is not None and m < 1:
+        raise ValueError(f"--max-tokens must be >= 1; got {m}")
+    if s is not None and s < 0:
+        raise ValueError(f"--seed must be an integer >= 0; got {s}")
+
+
+def _check_ranges(args) -> None:
+    for dest, flag in (("concurrency", "--concurrency"), ("batch_size", "--batch-size"),
+                       ("max_model_len", "--max-model-len")):
+        v = getattr(args, dest, None)
+        if v is not None and v < 1:
+            raise ValueError(f"{flag} must be >= 1; got {v}")
+    v = getattr(args, "max_retries", None)
+    if v is not None and v < 0:
+        raise ValueError(f"--max-retries must be >= 0; got {v}")
+    v = getattr(args, "timeout_s", None)
+    if v is not None and not v > 0:
+        raise ValueError(f"--timeout must be > 0 seconds; got {v}")
+    v = getattr(args, "gpu_memory_utilization", None)
+    if v is not None and not 0 < v <= 1:
+        raise ValueError(f"--gpu-memory-utilization must be in (0, 1]; got {v}")
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+def build_backend(args, surrogate_factory: Callable[[], object],
+                  surrogate_flags: Mapping[str, str] | None = None) -> tuple[object, dict | None]:
+    """``(backend or factory, identity spec)`` from the parsed flags of :func:`add_backend_args`.
+
+    ``surrogate_factory()`` builds the protocol's surrogate (``--backend surrogate``, the default) from
+    ``args``; ``surrogate_flags`` maps its constructor parameters to the command's flags (``{"sigma":
+    "--sigma"}``, ``{"noise": "--surrogate-noise"}``): those flags are refused with another backend, and a
+    ``ValueError`` of the constructor names the flag instead of the parameter. The surrogate comes back
+    constructed with spec ``None`` (the harness takes it from the instance).
+
+    Any other backend comes back as a factory (``make_backend(name, **options)``, called by the harness
+    only when work remains) with spec ``run_spec(identity_of(name, **options))``. ``--model`` defaults to
+    :data:`DEFAULT_VLLM_MODEL` for vllm and is required for openai (a model name on the server) and hf (a
+    local model directory, recorded as its absolute path). ``args.structured_output`` (a protocol flag,
+    where the protocol has JSON schemas) applies to vllm and openai. The vllm engine seed is ``--seed``.
+    """
+    from mascot.backends import identity_of, make_backend, run_spec
+
+    name = args.backend
+    if name not in BACKENDS:
+        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+    sur_flags = dict(surrogate_flags or {})
+    given = [flag for flag in sur_flags.values() if getattr(args, _dest(flag), None) is not None]
+    if name != "surrogate" and given:
+        raise ValueError(f"{', '.join(given)}: surrogate options; they do not apply to --backend {name}")
+    for dest, (flag, names, _) in _OPTIONS.items():
+        v = getattr(args, dest, None)
+        if v not in (None, False) and name not in names:
+            raise ValueError(f"{flag} applies to --backend {'/'.join(names)} only, not {name}")
+    structured = bool(getattr(args, "structured_output", False))
+    if structured and name not in ("vllm", "openai"):
+        raise ValueError(f"--structured-output applies to --backend vllm/openai only, not {name}")
+    _check_ranges(args)
+
+    if name == "surrogate":
+        if args.model is not None:
+            raise ValueError("--model does not apply to --backend surrogate (it has no model)")
+        try:
+            backend = surrogate_factory()
+        except ValueError as e:  # name the flag, not the parameter
+            msg = str(e)
+            for param, flag in sur_flags.items():
+                if msg.startswith(param + " "):
+                    msg = flag + msg[len(param):]
+                    break
+            raise ValueError(msg) from None
+        return backend, None
+
+    model = args.model or (DEFAULT_VLLM_MODEL if name == "vllm" else None)
+    if model is None:
+        what = "a model name on the server" if name == "openai" else "a local model directory"
+        raise ValueError(f"--backend {name} needs --model ({what})")
+    if name == "hf":
+        if not Path(model).is_dir():
+            raise ValueError(f"--model for --backend hf must be a local model directory; {model!r} is not one "
+                             "(models are never downloaded)")
+        model = str(Path(model).resolve())
+    options: dict = {"model": model}
+    for dest, (_, names, param) in _OPTIONS.items():
+        v = getattr(args, dest, None)
+        if name in names and v not in (None, False):
+            options[param] = v
+    if name == "vllm":
+        options["structured_output"] = structured
+        if getattr(args, "seed", None) is not None:
+            options["seed"] = args.seed
+    spec = run_spec(identity_of(name, **options))
+    return (lambda: make_backend(name, **options)), spec

@@ -1,0 +1,6 @@
+"""Host drivers around the pure kernels: validation, set-up caches, chunking, devices, host threads and
+conversion to numpy. ``simulate_consensus`` (Algorithm 1 rollouts) and ``affine_noise_error`` /
+``rule_noise_error`` (affine-noise Monte Carlo) are the public entry points."""
+
+from mascot.execute.consensus import ConsensusResult, simulate_consensus  # noqa: F401
+from mascot.execute.noise import affine_noise_error, rule_noise_error  # noqa: F401

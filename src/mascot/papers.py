@@ -1,0 +1,111 @@
+"""The documents' printed constants, as plain data (imports nothing of mascot).
+
+Numbers and texts that the source documents print, kept in one place so that code, tests and reports
+cite them instead of retyping them. Where a document only describes something in words (a role's prompt,
+the ends of an axis), the entry is mascot's wording of that description and says so. Protocols turn these
+records into their own types (``Role``, ``Axis``, ``DebateAgent``).
+
+Consensus paper ("A Control-Theoretic Approach for Resource-Aware Consensus in Multi-Agent AI"), Sec. V-C:
+the live LLM deliberation -- :data:`DELIBERATION_TASK`, :data:`DELIBERATION_AXES`, :data:`DELIBERATION_ROLES`,
+:data:`DELIBERATION_SETTINGS`, :data:`DELIBERATION_STRATEGIES`, :data:`TABLE_VIII` and
+:data:`CLAUDE_COMPLETE_ESTIMATES`.
+
+Voting/debate article ("Multi-Agent Consensus: Architecting Voting & Debate Topologies in LLM Swarms"):
+the code-review debate -- :data:`ARTICLE_TASK`, :data:`ARTICLE_AGENTS`.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DELIBERATION_TASK", "DELIBERATION_AXES", "DELIBERATION_ROLES", "DELIBERATION_SETTINGS",
+    "DELIBERATION_STRATEGIES", "TABLE_VIII",
+    "CLAUDE_COMPLETE_ESTIMATES", "ARTICLE_TASK", "ARTICLE_AGENTS",
+]
+
+# ============================================================================ consensus paper, Sec. V-C
+#: The project the agents plan (Sec. V-C describes it: an emergency medical tracking app, a two-week launch,
+#: a tiny infrastructure budget, millions of requests, top-secret patient data; the sentence is mascot's).
+DELIBERATION_TASK = (
+    "Plan the cloud software architecture for an emergency medical tracking app. The app must launch in "
+    "two weeks, on a tiny infrastructure budget, while serving millions of requests, and it stores "
+    "top-secret patient data that needs maximum security."
+)
+
+#: The six architectural axes of the design-preference vector (Sec. V, after Table II: service coupling, API style,
+#: database strategy, deployment, authentication, observability), ``(name, low, high)``: what 0 and 1 mean
+#: on each axis is mascot's wording.
+DELIBERATION_AXES = (
+    ("service coupling", "a single monolith", "fine-grained microservices"),
+    ("API style", "simple synchronous REST", "event-driven asynchronous messaging (queues, gRPC streams)"),
+    ("database strategy", "one relational SQL database", "distributed NoSQL stores"),
+    ("deployment", "managed PaaS / serverless", "self-managed Kubernetes clusters"),
+    ("authentication", "basic login", "zero-trust, MFA and full regulatory compliance"),
+    ("observability", "basic logs", "full metrics, distributed tracing and alerting"),
+)
+
+#: Table II's five roles (``name``, ``title``, dominant ``bias`` as printed). ``prompt`` extends the paper's
+#: example ("You are the Project Planner. You demand compromises in scalability to meet the deadline...")
+#: to every role; ``prior`` (one entry per axis) is mascot's typical vector of the role (the surrogate's
+#: starting point and the fallback for an unparsable first reply), not a printed value.
+DELIBERATION_ROLES = (
+    {"name": "Planner", "title": "Project Planner", "bias": "Balanced; timeline feasibility",
+     "prompt": "You are the Project Planner. You demand compromises in scalability to meet the deadline, and you "
+               "favour a balanced plan the team can actually ship in two weeks.",
+     "prior": (0.30, 0.40, 0.40, 0.30, 0.50, 0.40)},
+    {"name": "Architect", "title": "Software Architect", "bias": "Microservices, containers, scalability",
+     "prompt": "You are the Software Architect. You insist on microservices, containers and an architecture that "
+               "scales to millions of requests.",
+     "prior": (0.95, 0.85, 0.70, 0.90, 0.60, 0.70)},
+    {"name": "Security", "title": "Security Reviewer", "bias": "Authentication, compliance, tracing",
+     "prompt": "You are the Security Reviewer. You demand strong authentication, regulatory compliance for "
+               "top-secret medical data, and end-to-end tracing of every access.",
+     "prior": (0.40, 0.30, 0.20, 0.50, 1.00, 0.95)},
+    {"name": "CostOptimizer", "title": "Cost Optimizer", "bias": "Simpler stack, NoSQL, lower cost",
+     "prompt": "You are the Cost Optimizer. You push for the simplest and cheapest stack, NoSQL storage and the "
+               "lowest possible infrastructure bill.",
+     "prior": (0.05, 0.10, 0.90, 0.05, 0.30, 0.10)},
+    {"name": "DevOps", "title": "DevOps Engineer", "bias": "CI/CD, observability, K8s",
+     "prompt": "You are the DevOps Engineer. You insist on CI/CD pipelines, Kubernetes and full observability.",
+     "prior": (0.70, 0.60, 0.50, 1.00, 0.60, 1.00)},
+)
+
+#: Sec. V-C's live settings: switching threshold, consensus tolerance, initial token budget.
+DELIBERATION_SETTINGS = {"eta": 0.2, "eps": 0.05, "b0": 100_000.0}
+
+#: Sec. V-C's three strategies and the mode each fixes: "(i) adaptive, switching between Mode 1 and Mode 2"
+#: (``None``: Def. 8 decides), "(ii) complete-only (Mode 1), and (iii) ring-only (Mode 2)" (Table III: mode 1 =
+#: complete K5, mode 2 = ring C5). The deliberation's records use these names; Algorithm 1 and the consensus
+#: kernels call the fixed strategies ``mode1`` / ``mode2``.
+DELIBERATION_STRATEGIES = {"adaptive": None, "complete": 1, "ring": 2}
+
+#: Table VIII as printed: ``(model, strategy) -> rounds, tokens, D(0), D_final``.
+TABLE_VIII = {
+    ("GPT-5.4-Mini", "adaptive"): {"rounds": 9, "tokens": 41727, "d0": 0.7778, "d_final": 0.0409},
+    ("GPT-5.4-Mini", "complete"): {"rounds": 12, "tokens": 67593, "d0": 0.8019, "d_final": 0.0450},
+    ("GPT-5.4-Mini", "ring"): {"rounds": 17, "tokens": 60858, "d0": 0.7570, "d_final": 0.0285},
+    ("Gemini 2.5-Flash", "adaptive"): {"rounds": 14, "tokens": 92129, "d0": 0.7361, "d_final": 0.0403},
+    ("Gemini 2.5-Flash", "complete"): {"rounds": 9, "tokens": 94984, "d0": 0.7158, "d_final": 0.0430},
+    ("Gemini 2.5-Flash", "ring"): {"rounds": 18, "tokens": 88141, "d0": 0.7430, "d_final": 0.0419},
+    ("Claude Opus-4.8", "adaptive"): {"rounds": 11, "tokens": 84944, "d0": 0.7240, "d_final": 0.0456},
+    ("Claude Opus-4.8", "complete"): {"rounds": 9, "tokens": 108227, "d0": 0.6864, "d_final": 0.0549},
+    ("Claude Opus-4.8", "ring"): {"rounds": 13, "tokens": 81364, "d0": 0.7193, "d_final": 0.0401},
+}
+
+#: The paper's post-hoc estimates for the Claude complete-only run (Sec. V-C): average rate ``lambda1 ~
+#: 0.7574`` and cost ``c1 ~ 12,025`` per round; mode 2 is never selected, so ``eta = eps = 0.05``.
+CLAUDE_COMPLETE_ESTIMATES = {"lambda1": 0.7574, "c1": 12025.0, "eta": 0.05, "eps": 0.05}
+
+# ============================================================================ voting/debate article
+#: The article's code-review task, verbatim.
+ARTICLE_TASK = "def execute_calculation(exp): return eval(exp) # Fast execution path"
+
+#: The article's three personas (``name``, ``description`` verbatim). ``prior_pass`` is mascot's (the
+#: surrogate's probability that the persona first votes PASS), not printed.
+ARTICLE_AGENTS = (
+    {"name": "Security Agent", "description": "Focuses on vulnerabilities, injections, and safe library usage.",
+     "prior_pass": 0.05},
+    {"name": "Performance Agent",
+     "description": "Focuses on time-complexity, memory layouts, and execution bottlenecks.", "prior_pass": 0.85},
+    {"name": "Quality Agent", "description": "Focuses on exception handling, code styling, and readability.",
+     "prior_pass": 0.3},
+)

@@ -1,0 +1,199 @@
+"""The architecture as a test: walk every import of ``src/mascot`` (module level and inside functions) and
+fail on an import cycle, an upward import, a cross-module ``_private`` import, a module over 800 lines or a
+process-wide switch flipped by library code. The layers are those of DESIGN.md:
+
+    io, seeds, status  <-  graphs, papers  <-  theory  <-  kernels  <-  execute, backends
+      <-  protocols, sweep  <-  analysis  <-  cli
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PKG = SRC / "mascot"
+
+# component -> (level, components it may never import even when they sit lower)
+LEVELS = {
+    "io": 0, "seeds": 0, "status": 0, "mascot": 0,
+    "graphs": 1, "papers": 1,
+    "theory": 2,
+    "kernels": 3,
+    "execute": 4, "backends": 4,
+    "protocols": 5, "sweep": 5,
+    "analysis": 6,
+    "cli": 7,
+}
+FORBIDDEN = {
+    "backends": {"kernels", "execute", "protocols", "analysis"},
+    "kernels": {"execute", "backends", "protocols", "sweep", "analysis", "cli"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in sorted(PKG.rglob("*.py")):
+        parts = list(p.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _component(mod: str) -> str:
+    parts = mod.split(".")
+    return parts[1] if len(parts) > 1 else "mascot"
+
+
+def _resolve(name: str) -> str | None:
+    """The module of ``mascot`` that ``import name`` loads last (a package's ``__init__`` or a module)."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(mod: str) -> list[tuple[str, int, list[str]]]:
+    """``(target module, line, imported names)`` for every import of a mascot module in ``mod``."""
+    path = MODULES[mod]
+    tree = ast.parse(path.read_text(), str(path))
+    pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "mascot":
+                    out.append((_resolve(a.name), node.lineno, []))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            if base.split(".")[0] != "mascot":
+                continue
+            names = [a.name for a in node.names]
+            for n in names:  # `from mascot.pkg import submodule` imports the submodule
+                full = f"{base}.{n}"
+                if full in MODULES:
+                    out.append((full, node.lineno, []))
+            out.append((_resolve(base), node.lineno, [n for n in names if f"{base}.{n}" not in MODULES]))
+    return out
+
+
+GRAPH = {m: _imports(m) for m in MODULES}
+
+
+def test_no_upward_or_forbidden_imports():
+    bad = []
+    for mod, imps in GRAPH.items():
+        src = _component(mod)
+        for target, line, _ in imps:
+            dst = _component(target)
+            if dst == src:
+                continue
+            if LEVELS[dst] >= LEVELS[src] and not (dst == "mascot" and src != "mascot"):
+                bad.append(f"{mod}:{line} imports {target} ({src} may not import {dst})")
+            if dst in FORBIDDEN.get(src, ()):
+                bad.append(f"{mod}:{line} imports {target} ({src} never imports {dst})")
+    assert not bad, "\n".join(bad)
+
+
+def _ancestor(pkg: str, mod: str) -> bool:
+    return mod.startswith(pkg + ".")
+
+
+def test_no_import_cycles():
+    # a submodule naming its own package (``from mascot.cli import slurm`` inside mascot.cli.main) imports
+    # nothing new: the package is always initialised before its submodules
+    edges = {m: {t for t, _, _ in imps if t != m and not _ancestor(t, m)} for m, imps in GRAPH.items()}
+    state, stack, cycles = {}, [], []
+
+    def visit(m):
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(edges[m]):
+            if state.get(t) == 1:
+                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+            elif t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            visit(m)
+    assert not cycles, "\n".join(cycles)
+
+
+def test_no_private_names_across_modules():
+    bad = [f"{mod}:{line} imports {n} from {target}"
+           for mod, imps in GRAPH.items() for target, line, names in imps
+           for n in names if n.startswith("_") and not n.startswith("__") and target != mod]
+    assert not bad, "\n".join(bad)
+
+
+def test_no_module_over_800_lines():
+    long = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > 800}
+    assert not long, long
+
+
+def test_library_code_flips_no_process_wide_switch():
+    """``jax_enable_x64`` is set by the CLI (or inside a context manager); matplotlib's backend is never
+    forced at import; only the CLI and context managers change BLAS thread limits globally."""
+    bad = []
+    for mod, path in MODULES.items():
+        if _component(mod) == "cli":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            first = node.args[0].value if node.args and isinstance(node.args[0], ast.Constant) else None
+            if node.func.attr == "update" and first == "jax_enable_x64":
+                bad.append(f"{mod}:{node.lineno}: jax.config.update('jax_enable_x64', ...)")
+            if node.func.attr == "use" and isinstance(node.func.value, ast.Name) and node.func.value.id == "matplotlib":
+                bad.append(f"{mod}:{node.lineno}: matplotlib.use(...)")
+    assert not bad, "\n".join(bad)
+
+
+def test_kernels_start_no_host_threads():
+    """Kernels are pure functions of arrays: chunking over host threads belongs to ``mascot.execute``."""
+    bad = [f"{mod}:{line} imports {name}" for mod, path in MODULES.items() if _component(mod) == "kernels"
+           for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, (ast.Import, ast.ImportFrom))
+           for name, line in [((node.module if isinstance(node, ast.ImportFrom) else node.names[0].name) or "",
+                               node.lineno)]
+           if name.split(".")[0] in ("threading", "concurrent", "multiprocessing")]
+    assert not bad, "\n".join(bad)
+
+
+def _fresh_modules(code: str) -> set[str]:
+    res = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return set(res.stdout.split())
+
+
+@pytest.mark.parametrize("stmt", ["import mascot", "import mascot.backends.base", "import mascot.backends",
+                                  "from mascot.backends import Request, Sampling, Response",
+                                  "import mascot.io, mascot.seeds, mascot.status"])
+def test_light_imports_do_not_load_jax(stmt):
+    loaded = _fresh_modules(stmt)
+    assert "jax" not in loaded and "torch" not in loaded and "matplotlib" not in loaded, stmt
+
+
+def test_old_public_names_still_work():
+    import mascot
+
+    for name in ["simulate_consensus", "sr_spectra", "affine_noise_error", "ConsensusResult", "complete_weights",
+                 "ring_weights", "paper_modes", "algorithm1", "apply_rules", "contraction_rate", "corollary1",
+                 "disagreement", "in_certificate_region", "theorem1"]:
+        assert callable(getattr(mascot, name)) or isinstance(getattr(mascot, name), type), name
+    assert "simulate_consensus" in dir(mascot)
+    with pytest.raises(AttributeError):
+        mascot.no_such_name  # noqa: B018
