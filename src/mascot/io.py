@@ -3,24 +3,54 @@ TOML reading and UTC timestamps."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
+import tempfile
 import tomllib
 from pathlib import Path
 
-__all__ = ["atomic_write_text", "read_toml", "utc_now", "json_default", "canonical", "append_jsonl", "read_jsonl"]
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now", "json_default",
+           "canonical", "append_jsonl", "read_jsonl"]
+
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)  # read once at import (single-threaded): new files get the usual 0o666 & ~umask
+
+
+@contextlib.contextmanager
+def atomic_path(path):
+    """The one way mascot writes a file: yield a fresh temporary path beside ``path``, then fsync it and
+    rename it over ``path``; on any error the temporary file is removed and ``path`` is untouched.
+
+    The temporary file is created by :func:`tempfile.mkstemp` (``O_CREAT | O_EXCL``: a unique name that did not
+    exist, so a planted file or symlink is never followed), in ``path``'s own directory (so the rename is
+    atomic), named ``.NAME.XXXX.tmp``. The rename replaces a symlink at ``path`` itself, never its target.
+    """
+    path = Path(path)
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(name)
+    try:
+        os.fchmod(fd, 0o666 & ~_UMASK)
+        os.close(fd)
+        yield tmp
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def atomic_write_text(path, text: str) -> None:
-    """Write ``text`` to ``path`` via a temporary file, fsync and rename (never a partial file)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_path`): never a partial file."""
+    atomic_write_bytes(path, text.encode("utf-8"))
 
 
 def read_toml(path) -> dict:
@@ -86,3 +116,9 @@ def read_jsonl(path, repair: bool = False) -> list[dict]:
                 path.write_bytes(keep + (b"\n" if keep else b""))
             break
     return rows
+
+
+def write_csv(df, path, **to_csv) -> None:
+    """``df.to_csv(path, **to_csv)`` atomically (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, **to_csv)

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import plt, save_figure
+from mascot.io import atomic_path, atomic_write_text
 from mascot.kernels.precision import float64
 from mascot.graphs import paper_modes
 from mascot.execute import simulate_consensus
@@ -115,15 +116,12 @@ def _markdown(df: pd.DataFrame) -> str:
 
 
 def _write_csv(df: pd.DataFrame, path: Path):
-    tmp = path.with_name(path.name + ".tmp")
-    df.to_csv(tmp, index=False, float_format="%.10g")
-    tmp.replace(path)
+    with atomic_path(path) as tmp:
+        df.to_csv(tmp, index=False, float_format="%.10g")
 
 
 def _write_text(text: str, path: Path):
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    atomic_write_text(path, text)
 
 
 def reproduce(out_dir="results/consensus", log=print) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.io import atomic_write_text, write_csv
 from mascot.analysis.figures import plt, save_figure
 
 __all__ = ["report"]
@@ -65,14 +66,14 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     s = summarise(df)
     dom = dominance(s)
-    s.to_csv(out / "summary.csv", index=False, float_format="%.6g")
-    dom.to_csv(out / "dominance.csv", index=False, float_format="%.6g")
+    write_csv(s, out / "summary.csv", index=False, float_format="%.6g")
+    write_csv(dom, out / "dominance.csv", index=False, float_format="%.6g")
     # dominance is only meaningful where the adaptive policy itself is funded: >= 99% success
     funded = dom[dom.success_adaptive >= 0.99]
     figs = _fig_success(s, out) + _fig_tightness(s, out) + _fig_dominance(funded, out)
     agree = (funded.adaptive_dominates == funded.corollary_condition).mean()
     text = _readme(df, s, funded, agree)
-    (out / "README.md").write_text(text)
+    atomic_write_text(out / "README.md", text)
     log(f"wrote {out}/: summary.csv dominance.csv README.md " + " ".join(p.name for p in figs))
     return dict(summary=s, dominance=dom)
 

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mascot import papers
+from mascot.io import atomic_write_text, write_csv
 from mascot.analysis.figures import plt, save_figure
 from mascot.protocols.deliberation.config import load_deliberation_config
 from mascot.protocols.deliberation.harness import run_deliberation
@@ -218,8 +219,8 @@ def write_report(dirs, out) -> dict:
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(dirs)
     df = table_viii(runs)
-    df.to_csv(out / "table_viii.csv", index=False)
-    (out / "table_viii.md").write_text(
+    write_csv(df, out / "table_viii.csv", index=False)
+    atomic_write_text(out / "table_viii.md",
         "Table VIII-style summary (tokens = charged input tokens; D(0) after round 0)\n\n" + _table_md(df))
     est, certs, shadows = [], [], []
     for r in runs:
@@ -233,7 +234,7 @@ def write_report(dirs, out) -> dict:
         sh.insert(0, "model", r["model"])
         shadows.append(sh)
     est_df = pd.DataFrame.from_records(est)
-    est_df.to_csv(out / "estimates.csv", index=False)
+    write_csv(est_df, out / "estimates.csv", index=False)
     if len(est_df):
         lines = ["| model | strategy | mode | n | rate mean | geo-mean | std | min | max | share > 1 | cost mean "
                  "| cost std |",
@@ -242,11 +243,11 @@ def write_report(dirs, out) -> dict:
             lines.append(f"| {e['model']} | {e['strategy']} | {e['mode']} | {e['n']} | {e['rate_mean']:.4f} | "
                          f"{e['rate_geomean']:.4f} | {e['rate_std']:.4f} | {e['rate_min']:.4f} | {e['rate_max']:.4f} | "
                          f"{e['share_expanding']:.3f} | {e['cost_mean']:,.0f} | {e['cost_std']:,.0f} |")
-        (out / "estimates.md").write_text("Per-mode empirical contraction rates D(k+1)/D(k) and round costs\n\n"
+        atomic_write_text(out / "estimates.md", "Per-mode empirical contraction rates D(k+1)/D(k) and round costs\n\n"
                                           + "\n".join(lines) + "\n")
-    pd.DataFrame.from_records(certs).to_csv(out / "certificates.csv", index=False)
-    pd.concat(shadows).to_csv(out / "monitor_shadow.csv", index=False)
-    (out / "claude_example.json").write_text(json.dumps(claude_example(), indent=2, default=str) + "\n")
+    write_csv(pd.DataFrame.from_records(certs), out / "certificates.csv", index=False)
+    write_csv(pd.concat(shadows), out / "monitor_shadow.csv", index=False)
+    atomic_write_text(out / "claude_example.json", json.dumps(claude_example(), indent=2, default=str) + "\n")
     figs = fig4(runs, out / "fig4") + fig4(runs, out / "fig4_full", full=True)
     return {"table": df, "estimates": est_df, "figures": figs}
 
@@ -321,7 +322,7 @@ def monitor_study(out=None, runs: int = 10_000, b0s=(80_000.0, 100_000.0, 120_00
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-        df.to_csv(out / "monitor_accuracy.csv", index=False)
+        write_csv(df, out / "monitor_accuracy.csv", index=False)
         lines = ["| scenario | strategy | b0 | monitor | fail rate | flag rate | precision | recall | accuracy | "
                  "tokens saved / true stop |", "|---|---|---|---|---|---|---|---|---|---|"]
         for _, r in df.iterrows():
@@ -330,7 +331,7 @@ def monitor_study(out=None, runs: int = 10_000, b0s=(80_000.0, 100_000.0, 120_00
             lines.append(f"| {r['scenario']} | {r['strategy']} | {r['b0']:,.0f} | {r['monitor']} | "
                          f"{r['fail_rate']:.3f} | {r['flag_rate']:.3f} | {fmt(r['precision'])} | {fmt(r['recall'])} | "
                          f"{r['accuracy']:.3f} | {'-' if not np.isfinite(saved) else _fmt_int(saved)} |")
-        (out / "monitor_accuracy.md").write_text(
+        atomic_write_text(out / "monitor_accuracy.md",
             f"Online monitor on the JAX surrogate ({runs:,} runs per scenario and strategy, split over b0; "
             f"warmup {warmup} rounds; Claude-calibrated modes and costs)\n\n" + "\n".join(lines) + "\n")
     return df
@@ -383,10 +384,10 @@ def _reproduce(out: Path, runs_dir: Path, runs: int, b0s, study_runs: int, progr
         log = runs_dir / tag / "requests.jsonl"
         summary["text_harness"][tag]["requests"] = sum(1 for _ in open(log)) if log.exists() else 0
     sh = pd.concat(shadows)
-    sh.to_csv(out / "monitor_shadow_text_harness.csv", index=False)
+    write_csv(sh, out / "monitor_shadow_text_harness.csv", index=False)
     summary["text_harness_monitor"] = {"all": _shadow_scores(sh)} | {
         f"{s}": _shadow_scores(g) for s, g in sh.groupby("strategy", sort=False)}
     study = monitor_study(out, runs=study_runs)
     summary["monitor_study_rows"] = len(study)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
     return summary

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from mascot.io import atomic_path
+
 __all__ = ["plt", "save_figure"]
 
 
@@ -18,11 +20,10 @@ def save_figure(fig, path_stem: Path) -> list[Path]:
     out = []
     for ext in ("png", "pdf"):
         p = path_stem.with_suffix("." + ext)
-        tmp = p.with_name(p.name + ".tmp")
         # no creation date in the PDF, so rerunning a reproduction leaves committed files unchanged
         meta = {"CreationDate": None} if ext == "pdf" else {}
-        fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext, metadata=meta)
-        tmp.replace(p)
+        with atomic_path(p) as tmp:
+            fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext, metadata=meta)
         out.append(p)
     plt.close(fig)
     return out

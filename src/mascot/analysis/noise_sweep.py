@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.io import atomic_write_text, write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report", "chain_ratios"]
@@ -51,7 +52,7 @@ def report(data, out="results/spectra") -> dict:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ratios = chain_ratios(df)
-    ratios.to_csv(out / "noise_ratios.csv", index=False, float_format="%.6g")
+    write_csv(ratios, out / "noise_ratios.csv", index=False, float_format="%.6g")
     claims: dict = {}
     lin = df[df.model == "linear"]
     rule = df[df.model == "rule"]
@@ -124,5 +125,5 @@ def report(data, out="results/spectra") -> dict:
         ax[2].set_visible(False)
     save_figure(fig, out / "fig_noise")
     plt.close(fig)
-    (out / "noise_claims.json").write_text(json.dumps(claims, indent=2) + "\n")
+    atomic_write_text(out / "noise_claims.json", json.dumps(claims, indent=2) + "\n")
     return claims

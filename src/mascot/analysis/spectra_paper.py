@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.io import atomic_write_text, write_csv
 from mascot.kernels.precision import float64
 from mascot.analysis.figures import save_figure
 
@@ -58,8 +59,8 @@ def table1(out: Path) -> pd.DataFrame:
                  rho_paper=p[0], delta_paper=p[1], kappa_paper=p[2])
         )
     df = pd.DataFrame(rows)
-    df.to_csv(out / "table1.csv", index=False, float_format="%.2f")
-    pd.DataFrame(full).to_csv(out / "table1_full.csv", index=False, float_format="%.10g")
+    write_csv(df, out / "table1.csv", index=False, float_format="%.2f")
+    write_csv(pd.DataFrame(full), out / "table1_full.csv", index=False, float_format="%.10g")
     return pd.DataFrame(full)
 
 
@@ -88,7 +89,7 @@ def malicious_leaf(out: Path) -> pd.DataFrame:
                                  kappa_capped_g09=capped if g == 0.9 else np.nan))
     df = pd.DataFrame(recs)
     df["bound_over_kappa"] = df["bound"] / df["kappa"]
-    df.to_csv(out / "malicious_leaf.csv", index=False, float_format="%.8g")
+    write_csv(df, out / "malicious_leaf.csv", index=False, float_format="%.8g")
 
     import matplotlib.pyplot as plt
 
@@ -140,7 +141,7 @@ def drift_gains(out: Path) -> pd.DataFrame:
             rec["E_ceg_table2"] = TABLE2_PAPER["E_ceg"][topo][0]
             recs.append(rec)
     df = pd.DataFrame(recs)
-    df.to_csv(out / "drift_gains.csv", index=False, float_format="%.6g")
+    write_csv(df, out / "drift_gains.csv", index=False, float_format="%.6g")
     stats = {}
     for profile, d in df.groupby("profile", sort=False):
         stats[profile] = {
@@ -158,7 +159,7 @@ def drift_gains(out: Path) -> pd.DataFrame:
                              rho_c_ci95=[float(infer_rho_c(min(r + 1.96 * se, 2.0), 4)),
                                          float(infer_rho_c(r - 1.96 * se, 4))])
     summary = dict(spearman_vs_E_ceg=stats, chain_over_aggregate=ratios, predicted_ratio_iid_k4=float(ceg_ratio(4, 0.0)))
-    (out / "drift_gains.json").write_text(json.dumps(summary, indent=2) + "\n")
+    atomic_write_text(out / "drift_gains.json", json.dumps(summary, indent=2) + "\n")
     return df
 
 
@@ -190,7 +191,7 @@ def time_varying(out: Path) -> pd.DataFrame:
                              kappa_time_averaged=float(tv.time_averaged), kappa_worst_case=float(tv.worst_case),
                              weight_on_unreliable_leaf=float(P[t, 0, 1])))
     df = pd.DataFrame(rows)
-    df.to_csv(out / "time_varying.csv", index=False, float_format="%.6g")
+    write_csv(df, out / "time_varying.csv", index=False, float_format="%.6g")
     fig, ax = plt.subplots(1, 2, figsize=(11, 4))
     for beta, c in zip((0.0, 1.0, 3.0), ("C0", "C1", "C2")):
         d = df[df.beta == beta]
@@ -297,7 +298,7 @@ def write_readme(out="results/spectra") -> Path:
             "l^(3/2). Every (alpha, l, gamma) in `malicious_leaf.csv` satisfies the bound. rho and Delta are unchanged "
             "by the attack (eigenvalues {1, 0, ..., 0, -1} for every alpha), as A.6 says. Capping the judge's shares "
             "at 1/l restores the benign kappa exactly.", ""]
-    (out / "errata.md").write_text("\n".join(err) + "\n")
+    atomic_write_text(out / "errata.md", "\n".join(err) + "\n")
 
     md = ["# SR paper: spectral diagnostics and affine-noise claims, recomputed", "",
           "Written by `mascot reproduce spectra` (Table 1, A.5, A.6, eqs. 4-6) and the sweep reports of "
@@ -374,5 +375,5 @@ def write_readme(out="results/spectra") -> Path:
                 "parity-A gain then amplifies it. The law only re-emerges when the noise dwarfs the rule's "
                 "discontinuities (sigma >= 3) and the horizon is short."]
         md.append("")
-    (out / "README.md").write_text("\n".join(md) + "\n")
+    atomic_write_text(out / "README.md", "\n".join(md) + "\n")
     return out / "README.md"

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.io import write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report"]
@@ -42,7 +43,7 @@ def report(data, out="results/spectra") -> pd.DataFrame:
                    kappa_q90=("kappa", lambda x: q(x, 0.9)), delta_q10=("delta", lambda x: q(x, 0.1)),
                    delta_q90=("delta", lambda x: q(x, 0.9)))
               .reset_index())
-    summ.to_csv(out / "sweep_summary.csv", index=False, float_format="%.6g")
+    write_csv(summ, out / "sweep_summary.csv", index=False, float_format="%.6g")
 
     # kappa and Delta against gamma for the deterministic families at a small and the largest size
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))

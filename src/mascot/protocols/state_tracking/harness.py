@@ -68,7 +68,7 @@ import numpy as np
 
 from mascot.backends import run_spec
 from mascot.backends.base import Backend, Request, Sampling
-from mascot.io import atomic_write_text, canonical
+from mascot.io import atomic_path, atomic_write_text, canonical
 from mascot.protocols.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disagreement, plurality_vote
@@ -489,12 +489,8 @@ class _Runner:
             self._log.close()
             self._log = None
             os.replace(self.log_path(step).with_suffix(".jsonl.tmp"), self.log_path(step))
-        path = self.part_path(step)
-        tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(table, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
+        with atomic_path(self.part_path(step)) as tmp:
+            pq.write_table(table, tmp)
 
     def open_log(self, step: int) -> None:
         if self.cfg.log_requests != "none":
@@ -537,17 +533,14 @@ class _Runner:
         order = pc.sort_indices(table, sort_keys=[("topology", "ascending"), ("trial", "ascending"),
                                                           ("perturbed", "ascending"), ("step", "ascending")])
         table = table.take(order)
-        path = self.out / "trials.parquet"
-        tmp = path.with_name(path.name + ".tmp")
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
+        with atomic_path(self.out / "trials.parquet") as tmp:
+            pq.write_table(table, tmp)
         # request log: the per-step logs concatenated in step order, then removed. If requests.jsonl exists
         # (a finished run whose later steps were recomputed), the records of the recomputed steps are replaced.
         req = self.out / "requests.jsonl"
         parts = {s: self.log_path(s) for s in range(1, self.cfg.steps + 1) if self.log_path(s).exists()}
         if parts:
-            tmp = req.with_name(req.name + ".tmp")
-            with open(tmp, "wb") as f:
+            with atomic_path(req) as tmp, open(tmp, "wb") as f:
                 old = open(req, "rb") if req.exists() else None
                 try:
                     line = old.readline() if old else b""
@@ -566,9 +559,6 @@ class _Runner:
                 finally:
                     if old:
                         old.close()
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, req)
             for p in parts.values():
                 p.unlink()
 
