@@ -288,3 +288,21 @@ def test_edge_cases_already_converged_and_zero_rounds():
     assert list(res.status) == [0, 1] and list(res.rounds) == [0, 0]  # consensus at once; no budget for a round
     res = simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 1e6, max_rounds=0)
     assert list(res.status) == [0, 2]
+
+
+def test_chunk_sizes_follow_the_platform():
+    """CPU chunks stay cache-sized (32 MiB of X0 modal, 2 MiB matrix, at least 4096 rows); accelerators get
+    up to 256 MiB of X0 per chunk; chunks are equal (the last padded) and a given chunk_size wins."""
+    from mascot.execute.consensus import _chunk_size
+
+    f32 = np.dtype(np.float32)
+    # N = 64, d = 6, float32: 1536 bytes a row. CPU modal: 32 MiB / 1536 = 21845 -> 2^14 rows a chunk
+    assert _chunk_size(100_000, 64, 6, f32, True, None, "cpu") == 14_286  # ceil(1e5 / 7)
+    # matrix: 2 MiB / 1536 = 1365 rows, raised to the 4096-row minimum: 3 chunks of 3334
+    assert _chunk_size(10_000, 64, 6, f32, False, None, "cpu") == 3_334
+    # GPU: 256 MiB / 1536 = 174762 -> 2^17 rows a chunk
+    assert _chunk_size(1_000_000, 64, 6, f32, True, None, "gpu") == 125_000  # ceil(1e6 / 8)
+    assert _chunk_size(1_000_000, 64, 6, f32, False, None, "gpu") == 125_000
+    assert _chunk_size(1_000_000, 64, 6, f32, True, 300_000, "gpu") == 300_000
+    with pytest.raises(ValueError, match="chunk_size"):
+        _chunk_size(10, 5, 6, f32, True, 0, "cpu")

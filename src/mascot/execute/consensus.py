@@ -167,7 +167,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         U = lam1 = lam2 = None
         consts = dict(W1=jnp.asarray(W1, dt), W2=jnp.asarray(W2, dt))
     keys = _batch_keys(key, B) if noisy else None
-    C = _chunk_size(B, N, d, dt, use_modal, chunk_size)
+    platform = next(iter(X0.devices())).platform if isinstance(X0, jax.Array) else jax.default_backend()
+    C = _chunk_size(B, N, d, dt, use_modal, chunk_size, platform)
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
     cfg = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy, return_x=return_x,
                sigma=jnp.asarray(noise, dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
@@ -338,12 +339,14 @@ def _setup(w1_bytes, w2_bytes, n, method, dtype_name, noisy):
     return U, lam1, lam2, consts
 
 
-def _chunk_size(B, N, d, dt, use_modal, chunk_size):
-    """Trajectories per kernel call: keep a chunk's working set near the CPU's caches.
+def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
+    """Trajectories per kernel call: keep a chunk's working set near the CPU's caches, or large on a GPU.
 
     Measured on a 2-core CPU: the matrix path at N = 64 ran 2x slower per trajectory at B = 1e5 than
     at B = 4096 (the (N, d, B) state falls out of cache), and the modal projection likewise at
-    B > 16384.
+    B > 16384. Measured on an H200 (benchmarks/results_device_h200.md): those CPU-sized chunks left the
+    GPU idle between kernel calls -- N = 64 modal 6.7M trajectories/s with 16k-row chunks vs 62M with
+    2^20 rows, the matrix path 0.29M vs 6.7M -- so accelerators get chunks of up to 256 MiB of X0.
     """
     if chunk_size is not None:
         if int(chunk_size) != chunk_size or chunk_size < 1:
@@ -351,7 +354,10 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size):
         return int(min(chunk_size, B))
     # bytes of X0 per chunk, tuned on a 2-core Xeon: the matrix path keeps (N, d, C) state plus two
     # temporaries alive each round; the modal path only streams X0 once through the projection
-    budget = (32 if use_modal else 2) * 2**20
+    if platform == "cpu":
+        budget = (32 if use_modal else 2) * 2**20
+    else:
+        budget = 256 * 2**20
     per = N * d * jnp.dtype(dt).itemsize
     c_max = max(4096, 1 << int(np.floor(np.log2(max(budget // per, 1)))))
     n_chunks = -(-B // c_max)

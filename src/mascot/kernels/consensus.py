@@ -42,6 +42,14 @@ __all__ = ["ConsensusResult", "common_eigenbasis", "noise_draws", "STRATEGIES", 
            "gather_lanes", "bucket_size", "SMALL_N", "MODAL_PAD", "MIN_BUCKET"]
 
 STRATEGIES = switching.STRATEGIES
+# Full float32 (or float64) matrix products everywhere: XLA's default on GPUs multiplies float32 in TF32
+# (10-bit mantissa), which moved D(0) by 6e-5 relative and made results depend on the chunk shape (measured
+# on an H200); CPUs ignore the setting, so CPU results are unchanged.
+_HIGHEST = jax.lax.Precision.HIGHEST
+
+
+def _mm(a, b):
+    return jnp.matmul(a, b, precision=_HIGHEST)
 MIN_BUCKET = 512
 SMALL_N = 12
 MODAL_PAD = 16  # N - 1 modal columns become N when N is a multiple of this (no-noise modal path)
@@ -215,16 +223,16 @@ def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, stra
             # product only in rounds where lanes are split between modes
             only1, only2 = jnp.all(mode1 | ~step), jnp.all(~mode1 | ~step)
             X_new = jax.lax.switch(jnp.where(only1, 0, jnp.where(only2, 1, 2)), [
-                lambda: (W1 @ flat).reshape(n, d, B),
-                lambda: (W2 @ flat).reshape(n, d, B),
-                lambda: jnp.where(mode1[None, None, :], *(W12 @ flat).reshape(2, n, d, B)),
+                lambda: _mm(W1, flat).reshape(n, d, B),
+                lambda: _mm(W2, flat).reshape(n, d, B),
+                lambda: jnp.where(mode1[None, None, :], *_mm(W12, flat).reshape(2, n, d, B)),
             ])
         else:
-            X_new = ((W1 if strategy == "mode1" else W2) @ flat).reshape(n, d, B)
+            X_new = _mm(W1 if strategy == "mode1" else W2, flat).reshape(n, d, B)
         if noisy:
             z = jnp.transpose(noise_draws(lanes["keys"], rounds, n, d, Xc.dtype), (1, 2, 0)).reshape(n, d * B)
-            X_new = X_new + sigma * (centre @ z).reshape(n, d, B)
-            m_new = m + sigma * (jnp.full((1, n), inv_n, Xc.dtype) @ z).reshape(d, B)
+            X_new = X_new + sigma * _mm(centre, z).reshape(n, d, B)
+            m_new = m + sigma * _mm(jnp.full((1, n), inv_n, Xc.dtype), z).reshape(d, B)
             m = jnp.where(step[None, :], m_new, m)
         d_new = jnp.sqrt(jnp.sum((X_new * X_new).reshape(n * d, B), axis=0) * inv_n)
         return (jnp.where(step[None, None, :], X_new, Xc), m), d_new
@@ -245,9 +253,9 @@ def modal_init(X0, U, S, *, noisy):
         # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
         # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5)
         K = jnp.kron(U, jnp.eye(d, dtype=U.dtype))
-        Y, axis_d = (X0.reshape(B, n * d) @ K).reshape(B, n - 1, d), 2
+        Y, axis_d = _mm(X0.reshape(B, n * d), K).reshape(B, n - 1, d), 2
     else:
-        Y, axis_d = jnp.einsum("bnd,nm->bdm", X0, U), 1  # (B, d, N-1)
+        Y, axis_d = jnp.einsum("bnd,nm->bdm", X0, U, precision=_HIGHEST), 1  # (B, d, N-1)
     if noisy:
         Y = jax.lax.optimization_barrier(Y if axis_d == 2 else jnp.transpose(Y, (0, 2, 1)))
         d0 = jnp.sqrt(jnp.sum(Y * Y, axis=(1, 2)) / n)
@@ -255,7 +263,7 @@ def modal_init(X0, U, S, *, noisy):
     # energies summed over modes that share an eigenvalue pair (group matrix S, e.g. the ring's
     # cos(2 pi k/N) = cos(2 pi (N-k)/N) pairs); the barrier stops XLA from recomputing the product
     # inside the D(0) reduction
-    sq = jax.lax.optimization_barrier(jnp.sum(Y * Y, axis=axis_d) @ S)
+    sq = jax.lax.optimization_barrier(_mm(jnp.sum(Y * Y, axis=axis_d), S))
     zeros = jnp.zeros(X0.shape[0], jnp.int32)
     return (sq, zeros, zeros), jnp.sqrt(jnp.sum(sq, axis=1) / n)
 
@@ -265,7 +273,7 @@ def matrix_init(X0):
     """Centred beliefs ``P X0`` as ``(N, d, B)``, the mean belief ``(d, B)`` and ``D(0)``."""
     B, n, d = X0.shape
     Xt = jnp.transpose(X0, (1, 2, 0)).reshape(n, d * B)
-    m = jnp.full((1, n), 1.0 / n, X0.dtype) @ Xt
+    m = _mm(jnp.full((1, n), 1.0 / n, X0.dtype), Xt)
     Xc = (Xt - m).reshape(n, d, B)
     d0 = jnp.sqrt(jnp.sum((Xc * Xc).reshape(n * d, B), axis=0) / n)
     return (Xc, m.reshape(d, B)), d0

@@ -259,7 +259,7 @@ def _rollout(X0, b0, seed, run_ids, W1, W2, deg1, deg2, eta, eps, noise, expand,
         a = jnp.where(sig2, expand[1], expand[0])
         s = jnp.clip(1.0 - D / d_expand, 0.0, 1.0)
         PX = c.X - c.X.mean(axis=1, keepdims=True)
-        Xn = jnp.einsum("bij,bjd->bid", W, c.X) + (a * s)[:, None, None] * PX + noise * z
+        Xn = jnp.einsum("bij,bjd->bid", W, c.X, precision=jax.lax.Precision.HIGHEST) + (a * s)[:, None, None] * PX + noise * z
         if clip:
             Xn = jnp.clip(Xn, 0.0, 1.0)
         per_agent = jnp.where(sig2[:, None], base_nb[1][None], base_nb[0][None]) * (1.0 + cost_noise * zc)
