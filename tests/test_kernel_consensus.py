@@ -292,7 +292,8 @@ def test_edge_cases_already_converged_and_zero_rounds():
 
 def test_chunk_sizes_follow_the_platform():
     """CPU chunks stay cache-sized (32 MiB of X0 modal, 2 MiB matrix, at least 4096 rows); accelerators get
-    up to 256 MiB of X0 per chunk; chunks are equal (the last padded) and a given chunk_size wins."""
+    up to 1.5 GiB (modal) / 256 MiB (matrix) of X0 per chunk; chunks are equal (the last padded) and a given
+    chunk_size wins."""
     from mascot.execute.consensus import _chunk_size
 
     f32 = np.dtype(np.float32)
@@ -300,9 +301,10 @@ def test_chunk_sizes_follow_the_platform():
     assert _chunk_size(100_000, 64, 6, f32, True, None, "cpu") == 14_286  # ceil(1e5 / 7)
     # matrix: 2 MiB / 1536 = 1365 rows, raised to the 4096-row minimum: 3 chunks of 3334
     assert _chunk_size(10_000, 64, 6, f32, False, None, "cpu") == 3_334
-    # GPU: 256 MiB / 1536 = 174762 -> 2^17 rows a chunk
-    assert _chunk_size(1_000_000, 64, 6, f32, True, None, "gpu") == 125_000  # ceil(1e6 / 8)
-    assert _chunk_size(1_000_000, 64, 6, f32, False, None, "gpu") == 125_000
+    # GPU: modal 1.5 GiB / 1536 = 2^20 rows a chunk; matrix 256 MiB / 1536 = 174762 -> 2^17 rows
+    assert _chunk_size(1_000_000, 64, 6, f32, True, None, "gpu") == 1_000_000
+    assert _chunk_size(3_000_000, 64, 6, f32, True, None, "gpu") == 1_000_000  # 3 chunks of 2^20 max
+    assert _chunk_size(1_000_000, 64, 6, f32, False, None, "gpu") == 125_000  # ceil(1e6 / 8)
     assert _chunk_size(1_000_000, 64, 6, f32, True, 300_000, "gpu") == 300_000
     with pytest.raises(ValueError, match="chunk_size"):
         _chunk_size(10, 5, 6, f32, True, 0, "cpu")

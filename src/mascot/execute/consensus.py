@@ -344,9 +344,11 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
 
     Measured on a 2-core CPU: the matrix path at N = 64 ran 2x slower per trajectory at B = 1e5 than
     at B = 4096 (the (N, d, B) state falls out of cache), and the modal projection likewise at
-    B > 16384. Measured on an H200 (benchmarks/results_device_h200.md): those CPU-sized chunks left the
-    GPU idle between kernel calls -- N = 64 modal 6.7M trajectories/s with 16k-row chunks vs 62M with
-    2^20 rows, the matrix path 0.29M vs 6.7M -- so accelerators get chunks of up to 256 MiB of X0.
+    B > 16384. Measured on an H200 (benchmarks/results_device_h200*.md): those CPU-sized chunks left the
+    GPU idle between kernel calls -- N = 64 modal 6.7M trajectories/s with 16k-row chunks, 34M with 2^17
+    rows, 62-66M with 2^20 rows; the matrix path 0.29M with 1k-row chunks, 6.4M with 2^17 rows, 6.9M with
+    2^20 -- so accelerators get up to 1.5 GiB of X0 per modal chunk (2^20 rows at N = 64, d = 6) and
+    256 MiB per matrix chunk (whose round state is several times X0).
     """
     if chunk_size is not None:
         if int(chunk_size) != chunk_size or chunk_size < 1:
@@ -357,7 +359,7 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
     if platform == "cpu":
         budget = (32 if use_modal else 2) * 2**20
     else:
-        budget = 256 * 2**20
+        budget = (1536 if use_modal else 256) * 2**20
     per = N * d * jnp.dtype(dt).itemsize
     c_max = max(4096, 1 << int(np.floor(np.log2(max(budget // per, 1)))))
     n_chunks = -(-B // c_max)

@@ -1,0 +1,75 @@
+"""benchmarks/device_check.py --smoke runs every section of the GPU device check at tiny sizes on the CPU, so
+the script that will be run once on a GPU node cannot rot unnoticed."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SECTIONS = ("info", "tests", "consensus", "spectra", "sweep", "hf")
+
+
+def _positive_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
+
+
+@pytest.mark.slow
+def test_device_check_smoke(tmp_path):
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("OUT", None)
+    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", "--out", str(out)],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
+    rep = json.loads((out / "device_check.json").read_text())
+    md = (out / "device_check.md").read_text()
+    assert rep["mode"] == "smoke"
+    for name in SECTIONS:
+        sec = rep["sections"].get(name)
+        assert sec is not None, f"section {name} missing"
+        assert sec["status"] == "ok", f"{name}: {sec['status']}: {sec.get('error')}\n{sec.get('output_tail', '')[-3000:]}"
+        assert sec["summary"], f"{name}: empty summary"
+        for k, v in sec["summary"].items():
+            assert _positive_number(v), f"{name}.summary.{k} = {v!r}"
+        assert _positive_number(sec["wall_s"])
+        assert f"| {name} | ok |" in md
+
+    info = rep["sections"]["info"]["results"]
+    assert info["devices"] and _positive_number(info["copy_bandwidth"]["copy_GBps"])
+
+    passes = rep["sections"]["tests"]["results"]["passes"]
+    assert set(passes) == {"float32", "float64"}
+    for p in passes.values():
+        assert p["returncode"] == 0 and p["failed"] == 0 and p["errors"] == 0 and p["passed"] > 0, p
+
+    cons = rep["sections"]["consensus"]["results"]
+    assert {(r["N"], r["pair"]) for r in cons["rows"]} == {(5, "commuting"), (5, "non-commuting"),
+                                                           (64, "commuting"), (64, "non-commuting")}
+    for r in cons["rows"]:
+        for k in ("device_traj_s", "numpy_traj_s", "floor_fraction", "ratio_vs_numpy", "mean_rounds"):
+            assert _positive_number(r[k]), (k, r)
+    for b in cons["baselines"]:
+        assert b["rounds_agree"] > 0.99, b
+
+    spec = rep["sections"]["spectra"]["results"]["rows"]
+    assert {r["n"] for r in spec} == {16, 64, 256}
+    for r in spec:
+        for k in ("device_pairs_s", "numpy_pairs_s", "floor_fraction", "ratio_vs_numpy"):
+            assert _positive_number(r[k]), (k, r)
+        assert r["max_rel_diff"]["kappa"] < (1e-8 if r["dtype"] == "float64" else 1e-3), r
+
+    sweep = rep["sections"]["sweep"]["results"]
+    for k in ("pipeline_traj_per_s", "kernel_traj_per_s", "kernel_floor_fraction", "pipeline_s", "kernel_s"):
+        assert _positive_number(sweep[k]), k
+
+    hf = rep["sections"]["hf"]["results"]
+    assert hf["step_complete"] and hf["requests_total"] == hf["requests_measured"] > 0
+    assert 0 < hf["completion_tokens"] <= hf["requests_measured"] * hf["trial_config"]["sampling"]["max_tokens"]
+    assert hf["full_run_s_extrapolated"] == pytest.approx(12 * hf["step_s"])
+    assert hf["backend_describe"]["dtype"] == "bfloat16"
+    assert "EXTRAPOLATED" in md
