@@ -25,7 +25,7 @@ LEVELS = {
     "theory": 2,
     "kernels": 3,
     "execute": 4, "backends": 4,
-    "protocols": 5, "sweep": 5,
+    "protocols": 5, "sweep": 5, "design": 5,
     "analysis": 6,
     "cli": 7,
 }

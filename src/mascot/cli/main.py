@@ -303,7 +303,8 @@ def _cmd_trials(args) -> int:
                       structured_output=args.structured_output,
                       sampling=Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
                                         seed=args.seed),
-                      log_requests=args.log_requests or default_log, d_floor=args.d_floor)
+                      log_requests=args.log_requests or default_log, d_floor=args.d_floor,
+                      **({"initial_state": args.initial_state} if args.initial_state else {}))
     out = Path(args.out or f"runs/trials-{args.backend}")
     res = run_trials(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     print(f"{out}: {res.steps_run} steps run, {res.steps_skipped} already committed, {res.requests:,} requests "
@@ -394,6 +395,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mascot.cli.deliberation import add_parsers as _add_deliberation_parsers
 
     _add_deliberation_parsers(sub)  # mascot deliberate, mascot debate
+    from mascot.cli.design import add_parsers as _add_design_parsers
+
+    _add_design_parsers(sub)  # mascot design
 
     rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
     rp.add_argument("what", choices=["consensus-sweep", "spectra-sweep", "noise-sweep"])
@@ -412,6 +416,10 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--n-trials", type=int, help="trials per topology (default 100; surrogate 10000)")
     tr.add_argument("--steps", type=int, default=12, help="rule applications per trial (default 12)")
     tr.add_argument("--epsilon", type=float, default=15.0, help="perturbation added to the initial Value (default 15)")
+    from mascot.cli.trials_config import parse_initial_state
+
+    tr.add_argument("--initial-state", type=parse_initial_state, metavar="VALUE,PARITY,LEVEL",
+                    help="the task's initial state (default 50,A,3: mascot's choice, the SR paper gives none)")
     tr.add_argument("--retries", type=int, default=2, help="re-asks after an unparsable reply (default 2)")
     tr.add_argument("--mesh-tie", choices=["first", "median"], default="first",
                     help="mesh vote tie rule: tied tuple of the lowest agent index (default) or median Value")

@@ -1,0 +1,160 @@
+"""mascot design weights against independent references: the semidefinite-programming optimum of the
+fastest-mixing problem (cvxpy, Boyd-Diaconis-Xiao), and closed forms for paths, cycles, stars and complete
+graphs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mascot.design import fastest_weights, support_edges
+from mascot.design.weights import contraction_rate_sym
+
+
+def path(n):
+    A = np.zeros((n, n))
+    i = np.arange(n - 1)
+    A[i, i + 1] = A[i + 1, i] = 1
+    return A
+
+
+def cycle(n):
+    A = path(n)
+    A[0, n - 1] = A[n - 1, 0] = 1
+    return A
+
+
+def star(leaves):
+    A = np.zeros((leaves + 1, leaves + 1))
+    A[0, 1:] = A[1:, 0] = 1
+    return A
+
+
+def grid(r, c):
+    A = np.zeros((r * c, r * c))
+    for a in range(r):
+        for b in range(c):
+            k = a * c + b
+            if b + 1 < c:
+                A[k, k + 1] = A[k + 1, k] = 1
+            if a + 1 < r:
+                A[k, k + c] = A[k + c, k] = 1
+    return A
+
+
+def connected_er(n, p, seed):
+    rng = np.random.default_rng(seed)
+    while True:
+        A = np.triu(rng.random((n, n)) < p, 1).astype(float)
+        A = A + A.T
+        reach, frontier = {0}, [0]
+        while frontier:
+            v = frontier.pop()
+            for u in np.nonzero(A[v])[0]:
+                if u not in reach:
+                    reach.add(int(u))
+                    frontier.append(int(u))
+        if len(reach) == n:
+            return A
+
+
+def sdp_optimum(A) -> float:
+    """min_w lambda(W(w)) as an SDP: minimise s with -sI <= W - 11^T/n <= sI, w >= 0, incident sums <= 1."""
+    cp = pytest.importorskip("cvxpy")
+    n = A.shape[0]
+    E = support_edges(A)
+    w = cp.Variable(len(E))
+    eye = np.eye(n)
+    L = sum(w[k] * np.outer(eye[i] - eye[j], eye[i] - eye[j]) for k, (i, j) in enumerate(E))
+    M = eye - L - np.full((n, n), 1.0 / n)
+    s = cp.Variable()
+    cons = [w >= 0, M << s * eye, M >> -s * eye]
+    cons += [cp.sum(w[[k for k, (i, j) in enumerate(E) if v in (i, j)]]) <= 1 for v in range(n)]
+    cp.Problem(cp.Minimize(s), cons).solve(solver="CLARABEL")
+    return float(s.value)
+
+
+def check_feasible(res, A):
+    W, n = res.W, A.shape[0]
+    assert np.allclose(W, W.T, atol=1e-14)
+    np.testing.assert_allclose(W.sum(1), 1.0, atol=1e-12)
+    assert W.min() >= -1e-12
+    support = (A != 0) | (A.T != 0) | np.eye(n, dtype=bool)
+    assert np.all(W[~support] == 0)
+    assert res.rate == pytest.approx(contraction_rate_sym(W), abs=1e-15)
+
+
+def cycle_rate(n):
+    """Uniform weights are optimal on C_n (symmetry and convexity): w = 1/(a + b), rate (b - a)/(b + a),
+    with a = 1 - cos(2 pi/n), b = max_k 1 - cos(2 pi k/n)."""
+    a = 1 - math.cos(2 * math.pi / n)
+    b = max(1 - math.cos(2 * math.pi * k / n) for k in range(1, n))
+    return (b - a) / (b + a)
+
+
+@pytest.mark.parametrize("A, optimum", [
+    (path(8), math.cos(math.pi / 8)),  # Boyd et al.: w = 1/2 on every edge of a path
+    (cycle(9), cycle_rate(9)),
+    (cycle(8), cycle_rate(8)),
+    (star(6), 1 - 1 / 6),  # w = 1/k on every spoke: leaves' modes 1 - 1/k, the hub's 1 - (k + 1)/k
+    (np.ones((6, 6)) - np.eye(6), 0.0),  # complete graph: W = 11^T / n
+], ids=["path8", "cycle9", "cycle8", "star6", "complete6"])
+def test_closed_forms(A, optimum):
+    res = fastest_weights(A)
+    check_feasible(res, A)
+    assert res.rate >= optimum - 1e-9
+    assert res.rate - optimum < 1e-3
+
+
+@pytest.mark.parametrize("A", [grid(4, 4), connected_er(20, 0.2, 1), connected_er(64, 0.1, 2)],
+                         ids=["grid4x4", "er20", "er64"])
+def test_sdp_gap_below_1e_3(A):
+    res = fastest_weights(A)
+    check_feasible(res, A)
+    opt = sdp_optimum(A)
+    assert res.rate >= opt - 1e-6  # nothing beats the SDP optimum (up to the solver's tolerance)
+    assert res.rate - opt < 1e-3
+
+
+def test_cost_weight_drops_an_expensive_edge():
+    A = np.ones((4, 4)) - np.eye(4)
+    C = np.ones((4, 4))
+    C[0, 1] = C[1, 0] = 50.0
+    mu = 0.05
+    res = fastest_weights(A, costs=C, cost_weight=mu)
+    check_feasible(res, A)
+    e01 = [k for k, (i, j) in enumerate(res.edges) if (i, j) == (0, 1)][0]
+    assert res.edge_weights[e01] < 1e-3  # at 2.5 per unit weight the edge is not worth its rate
+    assert res.objective == pytest.approx(res.rate + mu * float(C[res.edges[:, 0], res.edges[:, 1]] @ res.edge_weights))
+    # hand-computed candidates: W = 11^T/4 (rate 0, cost 0.05 * 0.25 * (50 + 5) = 0.6875) and the 4-cycle
+    # 0-2-1-3-0 with w = 1/3 (rate 1/3, cost 0.05 * 4/3): the design is at least as good as the better one
+    assert res.objective <= 1 / 3 + mu * 4 / 3 + 1e-3
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="disconnected"):
+        fastest_weights(np.zeros((4, 4)))
+    A = np.zeros((4, 4))
+    A[0, 1] = A[2, 3] = 1
+    with pytest.raises(ValueError, match="disconnected"):
+        fastest_weights(A)
+    with pytest.raises(ValueError, match="square"):
+        fastest_weights(np.ones((3, 4)))
+    with pytest.raises(ValueError, match="needs costs"):
+        fastest_weights(cycle(4), cost_weight=1.0)
+
+
+def test_cli_json(capsys, tmp_path):
+    from mascot.cli import main
+
+    assert main(["design", "weights", "--topology", "ring:6", "--json", "--out", str(tmp_path / "d")]) == 0
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["lambda"] == pytest.approx(cycle_rate(6), abs=1e-3) and obj["lambda"] >= cycle_rate(6) - 1e-9
+    W = np.array(obj["weights"])
+    assert W.shape == (6, 6) and obj["metropolis_lambda"] > obj["lambda"]
+    np.testing.assert_allclose(np.loadtxt(tmp_path / "d" / "weights.csv", delimiter=","), W, atol=1e-9)
+    assert (tmp_path / "d" / "design_weights.png").stat().st_size > 0
+    assert main(["design", "weights", "--topology", "ring:6", "--topology", "star:3"]) == 2  # exactly one graph
