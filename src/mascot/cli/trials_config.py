@@ -3,7 +3,7 @@
 ``mascot trials --config FILE`` and ``mascot slurm submit FILE`` read the same file, so the job a cluster
 runs is the one a user can run (or dry-run) by hand. Keys are the long options without dashes, with
 ``_`` for ``-`` (``n_trials = 100`` is ``--n-trials 100``); flags take ``true``/``false``, ``topology``
-a string or a list. ``[output] dir`` is ``--out``. Options given on the command line come after the
+a string or a list, ``initial_state`` a string ``"50,A,3"`` or a list ``[50, "A", 3]``. ``[output] dir`` is ``--out``. Options given on the command line come after the
 file's, so they win (``--topology`` accumulates). Example (``configs/trials/qwen25_paper.toml``)::
 
     [trials]
@@ -22,9 +22,31 @@ import argparse
 
 from mascot.io import read_toml
 
-__all__ = ["is_trials_config", "load_trials_config", "trials_argv"]
+__all__ = ["is_trials_config", "load_trials_config", "parse_initial_state", "trials_argv"]
 
 _SKIP = {"help", "config"}
+
+
+def parse_initial_state(text: str) -> tuple:
+    """``--initial-state VALUE,PARITY,LEVEL`` (e.g. ``50,A,3``) -> ``(50.0, "A", 3)``, validated like the task's
+    states (Parity A or B, Level an integer in 1..9). The SR paper does not give the task's initial state;
+    mascot's default ``50,A,3`` is mascot's choice."""
+    from mascot.theory.state_tracking import validate_state
+
+    parts = [x.strip() for x in str(text).split(",")]
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError(f"--initial-state must be VALUE,PARITY,LEVEL (e.g. 50,A,3); got {text!r}")
+    try:
+        value = float(parts[0])
+        level = int(parts[2])
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--initial-state must be VALUE,PARITY,LEVEL with a number VALUE and an "
+                                         f"integer LEVEL (e.g. 50,A,3); got {text!r}") from None
+    try:
+        validate_state({"Value": value, "Parity": parts[1], "Level": level})
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"--initial-state {text!r}: {e}") from None
+    return value, parts[1], level
 
 
 def is_trials_config(path) -> bool:
@@ -70,6 +92,11 @@ def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
                 raise ValueError(f"{path}: '{key}' is a flag: true or false; got {value!r}")
             argv += [flag] if value else []
             continue
+        if key == "initial_state" and isinstance(value, list):  # [50, "A", 3] -> "50,A,3"
+            if len(value) != 3 or any(isinstance(v, (dict, list, bool)) for v in value):
+                raise ValueError(f"{path}: 'initial_state' takes [VALUE, PARITY, LEVEL] or \"VALUE,PARITY,LEVEL\"; "
+                                 f"got {value!r}")
+            value = ",".join(str(v) for v in value)
         values = value if isinstance(value, list) and isinstance(action, argparse._AppendAction) else [value]
         for v in values:
             if isinstance(v, (dict, list)) or isinstance(v, bool):
