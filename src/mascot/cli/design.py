@@ -1,12 +1,18 @@
 """``mascot design``: choose before you spend.
 
     mascot design weights (--topology SPEC | --adjacency FILE) [--costs FILE --cost-weight MU] [--json] [--out DIR]
+    mascot design budget [--w1 FILE --w2 FILE] --c1 C --c2 C --eta E --eps E [--noise S] [--runs N]
+                         [--alpha A] [--b0 B] [--json] [--out DIR]
 
 ``weights``: the symmetric doubly stochastic W supported on the graph (undirected: an edge wherever
 ``A[i, j]`` or ``A[j, i]`` is nonzero; self-loops implicit) with the smallest contraction rate lambda(W)
 (the consensus paper's Def. 6), fitted with optax (:func:`mascot.design.fastest_weights`). Prints a table (or,
 with ``--json``, ``{"lambda", "weights", "edges", "edge_weights", "metropolis_lambda", ...}``); with ``--out``
 also writes ``weights.csv``, ``design_weights.json`` and a figure (W and the rate per stage).
+
+``budget``: P(BudgetFail) for a budget ``--b0`` and the budget for a target risk ``--alpha``, by Monte Carlo of
+Algorithm 1 on the JAX kernels (:func:`mascot.design.budget_risk`), with 95% intervals, beside Theorem 1's
+worst-case B*. Modes default to the consensus paper's Table III (complete K5 w_ii 0.4, ring C5 w_ii 0.6).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-__all__ = ["add_parsers", "cmd_design_weights"]
+__all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget"]
 
 
 def _metropolis(n, edges):
@@ -76,6 +82,75 @@ def cmd_design_weights(args) -> int:
     return 0
 
 
+def cmd_design_budget(args) -> int:
+    import numpy as np
+
+    from mascot.analysis.diagnose import load_adjacency
+    from mascot.design.budget import budget_risk
+    from mascot.graphs import paper_modes
+
+    if (args.w1 is None) != (args.w2 is None):
+        raise ValueError("give both --w1 and --w2 (the two modes' weight matrices), or neither (Table III)")
+    W1, W2 = (load_adjacency(args.w1), load_adjacency(args.w2)) if args.w1 else paper_modes()
+    for name in ("c1", "c2", "eta", "eps"):
+        v = getattr(args, name)
+        if not (v > 0 and np.isfinite(v)):
+            raise ValueError(f"--{name} must be a finite number > 0; got {v}")
+    if not (args.noise >= 0 and np.isfinite(args.noise)):
+        raise ValueError(f"--noise must be a finite standard deviation >= 0; got {args.noise}")
+    r = budget_risk(W1, W2, c1=args.c1, c2=args.c2, eta=args.eta, eps=args.eps, runs=args.runs, d=args.d,
+                    noise=args.noise, max_rounds=args.max_rounds, alpha=args.alpha, b0=args.b0, seed=args.seed)
+    obj = {"runs": int(r.tokens.size), "noise": args.noise, "alpha": r.alpha, "budget_for_alpha": r.budget_for_alpha,
+           "budget_ci95": list(r.budget_ci), "b0": r.b0, "p_fail": r.p_fail,
+           "p_fail_ci95": list(r.p_fail_ci) if r.p_fail_ci else None, "theorem1_b_star_median_d0": r.b_star_median,
+           "theorem1_b_star_max_d0": r.b_star_max, "no_consensus_fraction": r.never,
+           "d0_median": float(np.median(r.d0)), "d0_max": float(r.d0.max())}
+    if args.out:
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out} is a file, not a directory")
+        out.mkdir(parents=True, exist_ok=True)
+        _budget_outputs(out, obj, r)
+    if args.json:
+        print(json.dumps(obj))
+        return 0
+    print(f"Algorithm 1, {obj['runs']:,} simulated runs (X0 like Sec. V-A, noise {args.noise:g}; "
+          f"D0 median {obj['d0_median']:.4f}, max {obj['d0_max']:.4f})")
+    if r.b0 is not None:
+        print(f"  P(BudgetFail | b0 = {r.b0:g}) = {r.p_fail:.4f}  (95% CI {r.p_fail_ci[0]:.4f} .. {r.p_fail_ci[1]:.4f})")
+    print(f"  budget for risk <= {r.alpha:g}: {r.budget_for_alpha:g} tokens  (95% CI {r.budget_ci[0]:g} .. "
+          f"{r.budget_ci[1]:g})")
+    print(f"  Theorem 1 worst case B*(D0): {r.b_star_median:g} at the median D0, {r.b_star_max:g} at the largest")
+    if r.never:
+        print(f"  {r.never:.2%} of runs did not reach D <= eps within {args.max_rounds} rounds (they fail any budget)")
+    return 0
+
+
+def _budget_outputs(out: Path, obj: dict, r) -> None:
+    import numpy as np
+
+    from mascot.analysis.figures import plt, save_figure
+    from mascot.io import atomic_write_text
+
+    atomic_write_text(out / "design_budget.json", json.dumps(obj, indent=2) + "\n")
+    t = np.sort(r.tokens[np.isfinite(r.tokens)])
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    if t.size:
+        grid = np.unique(np.concatenate([[0.0], t]))
+        surv = 1.0 - np.searchsorted(np.sort(r.tokens), grid, side="right") / r.tokens.size
+        ax.step(grid, surv, where="post", label="P(BudgetFail | b0) (Monte Carlo)")
+    ax.axhline(r.alpha, color="gray", ls=":", label=f"risk {r.alpha:g}")
+    ax.axvline(r.budget_for_alpha, color="C1", ls="--", label=f"budget for risk {r.alpha:g}: {r.budget_for_alpha:g}")
+    if np.isfinite(r.b_star_max):
+        ax.axvline(r.b_star_max, color="C3", ls="-.", label=f"Theorem 1 B* at max D0: {r.b_star_max:g}")
+    ax.set_xlabel("budget b0 (tokens)")
+    ax.set_ylabel("P(BudgetFail)")
+    ax.set_title(f"token need of Algorithm 1, {r.tokens.size:,} runs")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out / "design_budget")
+
+
 def _write_outputs(out: Path, obj: dict, res) -> None:
     import numpy as np
     import pandas as pd
@@ -116,6 +191,24 @@ def add_parsers(sub) -> None:
     w.add_argument("--json", action="store_true", help="print one JSON object")
     w.add_argument("--out", help="also write weights.csv, design_weights.json and a figure here")
     w.set_defaults(func=cmd_design_weights)
+
+    b = dsub.add_parser("budget", help="P(BudgetFail) and the budget for a target risk, by Monte Carlo")
+    b.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
+    b.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
+    b.add_argument("--c1", type=float, default=600.0, help="tokens per mode-1 round (default 600, Table III)")
+    b.add_argument("--c2", type=float, default=100.0, help="tokens per mode-2 round (default 100)")
+    b.add_argument("--eta", type=float, default=0.1, help="switching threshold (default 0.1)")
+    b.add_argument("--eps", type=float, default=0.03, help="consensus tolerance (default 0.03)")
+    b.add_argument("--noise", type=float, default=0.0, help="belief noise s.d. after every round (default 0)")
+    b.add_argument("--runs", type=int, default=100_000, help="simulated runs (default 100000)")
+    b.add_argument("--d", type=int, default=6, help="belief dimension (default 6, the paper's)")
+    b.add_argument("--max-rounds", type=int, default=200, help="rounds after which a run counts as failed")
+    b.add_argument("--alpha", type=float, default=0.05, help="target risk for the budget (default 0.05)")
+    b.add_argument("--b0", type=float, help="also give P(BudgetFail) at this budget")
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--json", action="store_true", help="print one JSON object")
+    b.add_argument("--out", help="also write design_budget.json and a figure here")
+    b.set_defaults(func=cmd_design_budget)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,54 @@
+"""mascot design budget against independent references: the plain float64 Algorithm 1 loop
+(mascot.theory.algorithm1) run trajectory by trajectory with the budget in question, and hand-computed
+binomial intervals."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from mascot.design.budget import budget_risk, wilson
+from mascot.graphs import paper_modes
+from mascot.theory.consensus import algorithm1
+
+
+def test_wilson_hand_values():
+    lo, hi = wilson(0, 100)
+    z2 = 1.959963984540054 ** 2
+    assert lo == pytest.approx(0.0, abs=1e-15) and hi == pytest.approx(z2 / (100 + z2), rel=1e-12)  # k = 0
+    lo, hi = wilson(50, 100)
+    assert (lo, hi) == pytest.approx((0.403832, 0.596168), abs=1e-6)
+
+
+@pytest.mark.parametrize("b0", [700.0, 800.0, 1000.0])
+def test_one_simulation_gives_every_budget(b0):
+    """P(BudgetFail | b0) from the unlimited-budget token needs equals the fraction of BudgetFail (or
+    max_rounds) outcomes of Algorithm 1 run with budget b0 itself."""
+    W1, W2 = paper_modes()
+    rng = np.random.default_rng(3)
+    X0 = np.clip(rng.normal(0.5, 0.15, size=(300, 5, 6)), 0, 1)
+    r = budget_risk(W1, W2, c1=600, c2=100, eta=0.1, eps=0.03, b0=b0, X0=X0, max_rounds=64)
+    ref_need = np.array([algorithm1(x, W1, W2, 600, 100, 0.1, 0.03, 1e9).spent for x in X0])
+    np.testing.assert_array_equal(r.tokens, ref_need)
+    fails = [algorithm1(x, W1, W2, 600, 100, 0.1, 0.03, b0).status != 0 for x in X0]
+    assert r.p_fail == pytest.approx(np.mean(fails), abs=0)
+    k = int(np.ceil(0.95 * 300)) - 1
+    assert r.budget_for_alpha == np.sort(ref_need)[k]
+    assert np.mean(ref_need > r.budget_for_alpha) <= 0.05 < np.mean(ref_need >= r.budget_for_alpha)
+
+
+def test_noise_needs_more_budget_and_cli(capsys):
+    from mascot.cli import main
+
+    assert main(["design", "budget", "--runs", "2000", "--b0", "800", "--json"]) == 0
+    calm = json.loads(capsys.readouterr().out)
+    assert main(["design", "budget", "--runs", "2000", "--b0", "800", "--noise", "0.01", "--json"]) == 0
+    noisy = json.loads(capsys.readouterr().out)
+    assert noisy["p_fail"] > calm["p_fail"] and noisy["budget_for_alpha"] >= calm["budget_for_alpha"]
+    lo, hi = calm["p_fail_ci95"]
+    assert lo <= calm["p_fail"] <= hi
+    assert calm["theorem1_b_star_max_d0"] >= calm["theorem1_b_star_median_d0"]
+    assert main(["design", "budget", "--runs", "50"]) == 2  # too few runs: a clear error
+    assert main(["design", "budget", "--w1", "x.npy"]) == 2  # one mode given without the other
