@@ -1,9 +1,11 @@
 """The `mascot` command: the consensus reproduction and the certificate calculator, end to end."""
 
 import csv
+import itertools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,28 +27,139 @@ def _rows(path):
 
 
 def test_reproduce_writes_every_output(repro):
-    for name in ("table_iv.csv", "table_v.csv", "table_vi.csv", "theorem1.json", "errata.md", "README.md",
-                 "fig3a_disagreement.png", "fig3a_disagreement.pdf", "fig3b_budget.png", "fig3b_budget.pdf"):
+    for name in ("table_iv.csv", "table_v.csv", "table_vi.csv", "ring_search.csv", "theorem1.json", "errata.md",
+                 "README.md", "fig3a_disagreement.png", "fig3a_disagreement.pdf", "fig3b_budget.png",
+                 "fig3b_budget.pdf"):
         assert (repro / name).stat().st_size > 0, name
     for png in repro.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert not list(repro.glob("*.tmp"))  # atomic writes leave no temp files
 
 
+# The paper's printed numbers, typed here from the paper (Tables V and VI) as the test's specification.
+PAPER_V = [(0, "0.3009", 600, 2000, "D > eta: complete K5"), (1, "0.0752", 100, 1400, "D <= eta: ring C5"),
+           (2, "0.0381", 100, 1300, "D > eps: ring continues"), (3, "0.0254", None, 1200, "D <= eps: consensus")]
+PAPER_VI = {"adaptive": (3, 800, "0.0254", "consensus"), "complete-only": (2, 1200, "0.0188", "consensus"),
+            "ring-only": (6, 600, "0.0274", "consensus"), "tight": (None, 600, "0.0752", "BudgetFail")}
+TEXT_RING = "a1-a2-a3-a4-a5"
+
+
+def _edges(order):
+    """Undirected edge set of a cycle given as 0-based indices or as a name 'a1-a3-...'."""
+    if isinstance(order, str):
+        order = [int(a[1:]) - 1 for a in order.split("-")]
+    return frozenset(frozenset((order[i], order[(i + 1) % len(order)])) for i in range(len(order)))
+
+
+def _brute_force_orders(X):
+    """Independent search in plain numpy: every ring order, Algorithm 1 written out, compared with the paper."""
+    n = 5
+    W1 = np.full((n, n), 0.15) + np.eye(n) * 0.25
+    found, seen = set(), set()
+    for perm in itertools.permutations(range(n)):
+        e = _edges(perm)
+        if e in seen:
+            continue
+        seen.add(e)
+        W2 = np.eye(n) * 0.6
+        for a, b in (tuple(x) for x in e):
+            W2[a, b] = W2[b, a] = 0.2
+
+        def run(mode, b0):
+            Y, b, Ds, bs, costs = X.copy(), b0, [], [b0], []
+            D = np.linalg.norm(Y - Y.mean(0)) / np.sqrt(n)
+            Ds.append(D)
+            while D > 0.03:
+                m = mode if mode else (1 if D > 0.1 else 2)
+                c = 600 if m == 1 else 100
+                if b < c:
+                    return Ds, bs, costs, "BudgetFail"
+                Y, b = (W1 if m == 1 else W2) @ Y, b - c
+                D = np.linalg.norm(Y - Y.mean(0)) / np.sqrt(n)
+                Ds.append(D), bs.append(b), costs.append(c)
+            return Ds, bs, costs, "consensus"
+
+        ok = True
+        Ds, bs, costs, st = run(None, 2000)
+        ok &= len(Ds) == 4 and st == "consensus"
+        for k, D, c, b, _dec in PAPER_V:
+            ok &= len(Ds) > k and f"{Ds[k]:.4f}" == D and bs[k] == b and (k >= len(costs) or costs[k] == c)
+        for name, (mode, b0) in {"adaptive": (None, 2000), "complete-only": (1, 2000), "ring-only": (2, 2000),
+                                 "tight": (None, 650)}.items():
+            Ds, bs, costs, st = run(mode, b0)
+            rounds, tokens, D, status = PAPER_VI[name]
+            ok &= (rounds is None or len(Ds) - 1 == rounds) and b0 - bs[-1] == tokens
+            ok &= f"{Ds[-1]:.4f}" == D and st == status
+        if ok:
+            found.add(e)
+    assert len(seen) == 12
+    return found
+
+
+def test_ring_search_finds_what_an_independent_brute_force_finds(repro):
+    from mascot.analysis.consensus_paper import initial_states
+
+    rows = _rows(repro / "ring_search.csv")
+    assert len(rows) == 24 and len({r["order"] for r in rows}) == 12
+    assert len({_edges(r["order"]) for r in rows}) == 12  # 12 distinct undirected cycles
+    for x0name, X in initial_states().items():
+        searched = {_edges(r["order"]) for r in rows if r["x0"] == x0name and r["all_rows"] == "True"}
+        assert searched == _brute_force_orders(X), x0name
+    rescaled = {_edges(r["order"]) for r in rows if r["x0"] == "rescaled" and r["all_rows"] == "True"}
+    assert rescaled == {_edges("a1-a3-a4-a5-a2")}  # the order the independent check of issue 12 names
+    assert not any(r["all_rows"] == "True" for r in rows if r["x0"] == "printed")
+    text = [r for r in rows if r["order"] == TEXT_RING]
+    assert all(r["text_ring"] == "True" for r in text) and all(r["all_rows"] == "False" for r in text)
+
+
+def test_reconstructed_ring_reproduces_every_printed_number(repro):
+    t5 = [r for r in _rows(repro / "table_v.csv") if r["ring_source"].startswith("reconstructed")
+          and r["x0"] == "rescaled"]
+    assert {r["ring"] for r in t5} == {"a1-a2-a5-a4-a3"}
+    assert len(t5) == len(PAPER_V)
+    for r, (k, D, c, b, dec) in zip(t5, PAPER_V):
+        assert int(r["k"]) == k and f"{float(r['D']):.4f}" == D and float(r["budget"]) == b and r["decision"] == dec
+        assert (r["cost"] == "" if c is None else float(r["cost"]) == c) and r["match"] == "True"
+    t6 = {r["strategy"]: r for r in _rows(repro / "table_vi.csv") if r["ring_source"].startswith("reconstructed")
+          and r["x0"] == "rescaled"}
+    for name, (rounds, tokens, D, status) in PAPER_VI.items():
+        r = t6[name]
+        assert rounds is None or int(r["rounds"]) == rounds, name
+        assert float(r["tokens"]) == tokens and f"{float(r['d_final']):.4f}" == D and r["status"] == status, name
+        assert r["match"] == "True"
+    # unrescaled, that order still gives adaptive 3 rounds / 800 tokens and ring-only 6 / 600
+    p6 = {r["strategy"]: r for r in _rows(repro / "table_vi.csv") if r["ring_source"].startswith("reconstructed")
+          and r["x0"] == "printed"}
+    assert (int(p6["adaptive"]["rounds"]), float(p6["adaptive"]["tokens"])) == (3, 800.0)
+    assert (int(p6["ring-only"]["rounds"]), float(p6["ring-only"]["tokens"])) == (6, 600.0)
+
+
+def test_text_ring_does_not_reproduce_tables_v_and_vi(repro):
+    t5 = [r for r in _rows(repro / "table_v.csv") if r["ring"] == TEXT_RING and r["x0"] == "rescaled"]
+    assert t5[0]["ring_source"].startswith("text")
+    assert [f"{float(r['D']):.4f}" for r in t5] == ["0.3009", "0.0752", "0.0409", "0.0279"]
+    assert [r["match"] for r in t5] == ["True", "True", "False", "False"]
+    t6 = {r["strategy"]: r for r in _rows(repro / "table_vi.csv") if r["ring"] == TEXT_RING and r["x0"] == "rescaled"}
+    assert (int(t6["ring-only"]["rounds"]), float(t6["ring-only"]["tokens"])) == (7, 700.0)
+    assert t6["ring-only"]["match"] == "False" and t6["adaptive"]["match"] == "False"
+    assert t6["complete-only"]["match"] == "True" and t6["tight"]["match"] == "True"  # order-independent rows
+
+
 def test_table_vi_columns_and_values(repro):
     with open(repro / "table_vi.csv") as f:
-        assert f.readline().strip() == "x0,strategy,b0,rounds,tokens,d_final,status,in_omega_eps"
-    rows = {(r["x0"], r["strategy"]): r for r in _rows(repro / "table_vi.csv")}
-    assert len(rows) == 8
-    r = rows[("rescaled", "adaptive")]
+        assert f.readline().strip() == ("ring,ring_source,x0,strategy,b0,rounds,tokens,d_final,status,in_omega_eps,"
+                                        "paper_rounds,paper_tokens,paper_d_final,paper_in_omega_eps,match")
+    rows = {(r["ring"], r["x0"], r["strategy"]): r for r in _rows(repro / "table_vi.csv")}
+    assert len(rows) == 16
+    r = rows[(TEXT_RING, "rescaled", "adaptive")]
     assert (int(r["rounds"]), float(r["tokens"]), r["status"], r["in_omega_eps"]) == (3, 800.0, "consensus", "True")
-    r = rows[("rescaled", "complete-only")]
+    r = rows[(TEXT_RING, "rescaled", "complete-only")]
     assert (int(r["rounds"]), float(r["tokens"])) == (2, 1200.0)
     assert float(r["d_final"]) == pytest.approx(0.3009 * 0.25**2, abs=1e-9)
-    r = rows[("rescaled", "tight")]
+    r = rows[(TEXT_RING, "rescaled", "tight")]
     assert (int(r["rounds"]), float(r["tokens"]), r["status"], r["in_omega_eps"]) == (1, 600.0, "BudgetFail", "False")
     assert float(r["d_final"]) == pytest.approx(0.3009 * 0.25, abs=1e-9)
-    r = rows[("printed", "adaptive")]
+    r = rows[(TEXT_RING, "printed", "adaptive")]
     assert (int(r["rounds"]), float(r["tokens"])) == (4, 900.0)
 
 
@@ -54,8 +167,9 @@ def test_table_iv_and_v(repro):
     t4 = _rows(repro / "table_iv.csv")
     X = np.array([[float(r[f"f{i}"]) for i in range(1, 7)] for r in t4])
     assert X.shape == (5, 6) and X[0, 0] == 0.57 and X[4, 5] == 0.66
-    t5 = [r for r in _rows(repro / "table_v.csv") if r["x0"] == "rescaled"]
+    t5 = [r for r in _rows(repro / "table_v.csv") if r["x0"] == "rescaled" and r["ring"] == TEXT_RING]
     assert [r["sigma"] for r in t5] == ["1", "2", "2", ""]
+    assert [r["paper_sigma"] for r in t5] == ["2", "1", "1", ""]  # printed swapped (errata 3)
     assert [float(r["budget"]) for r in t5] == [2000, 1400, 1300, 1200]
     assert float(t5[1]["D"]) == pytest.approx(0.075225, abs=1e-9)
 
@@ -72,10 +186,46 @@ def test_theorem1_json(repro):
     assert th["corollary_condition"] is True
 
 
+def test_d0_scale_candidates_are_computed():
+    from mascot.analysis.consensus_paper import TABLE_IV, d0_candidates, d0_interval, ring_from_order
+
+    c = d0_candidates(TABLE_IV)
+    X = TABLE_IV - TABLE_IV.mean(0)
+    assert c["‖PX‖_F / sqrt(N) (eq. 4)"] == pytest.approx(np.linalg.norm(X) / np.sqrt(5))
+    assert f"{c['‖PX‖_F / sqrt(d)']:.4f}" == "0.2997"  # dividing by sqrt(d) instead of sqrt(N): not 0.3009
+    assert not any(f"{v:.4f}" == "0.3009" for v in c.values())
+    # rounding Table IV to two decimals moves D(0) by at most sqrt(30) * 0.005 / sqrt(5) = 0.0122 < the 0.027 gap
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        E = rng.uniform(-0.005, 0.005, size=(5, 6))
+        E -= E.mean(0)
+        assert np.linalg.norm(E) / np.sqrt(5) <= np.sqrt(30) * 0.005 / np.sqrt(5)
+    assert np.sqrt(30) * 0.005 / np.sqrt(5) < c["‖PX‖_F / sqrt(N) (eq. 4)"] - 0.3009
+    # the six printed D values after D(0) pin the scale near 0.3009 on the reconstructed ring, and on no scale
+    # on the text's ring
+    lo, hi = d0_interval(TABLE_IV, ring_from_order((0, 2, 3, 4, 1)), include_d0=False)
+    assert lo <= 0.3009 <= hi and hi < 0.3283 and lo > 0.2997
+    assert d0_interval(TABLE_IV, ring_from_order((0, 1, 2, 3, 4)), include_d0=False) is None
+
+
 def test_errata_explains_the_known_differences(repro):
     text = (repro / "errata.md").read_text()
-    for needle in ("0.3283", "K1 = 1, K2 = 4", "sigma = 1, 2, 2", "f = 0.403", "largest eigenvalue", "K_ring = 1"):
+    for needle in ("0.3283", "0.0122", "0.2997", "K1 = 1, K2 = 4", "sigma = 1, 2, 2", "a1-a2-a5-a4-a3",
+                   "a1-a3-a4-a5-a2", "f = 0.403", "largest eigenvalue", "K_ring = 1", "not forward invariant",
+                   "K2 = ceil(log(eps/D)/log lambda2)"):
         assert needle in text, needle
+    # the old, wrong explanation of the Table V/VI mismatch is gone
+    assert "unprinted digits differ" not in text and "whose unprinted digits" not in text
+    readme = (repro / "README.md").read_text()
+    assert "a1-a2-a5-a4-a3" in readme and "||" not in readme  # norms written so Markdown tables keep their columns
+
+
+def test_committed_results_equal_a_fresh_run(repro):
+    committed = Path(__file__).resolve().parents[1] / "results" / "consensus"
+    assert sorted(p.name for p in committed.iterdir()) == sorted(p.name for p in repro.iterdir())
+    for p in sorted(repro.iterdir()):
+        if p.suffix in (".csv", ".md", ".json"):
+            assert (committed / p.name).read_text() == p.read_text(), p.name
 
 
 def test_certify_text_and_json(capsys):

@@ -109,3 +109,50 @@ ARTICLE_AGENTS = (
     {"name": "Quality Agent", "description": "Focuses on exception handling, code styling, and readability.",
      "prior_pass": 0.3},
 )
+
+# ============================================================================ consensus paper, Sec. V-A / V-B
+#: Table III as printed: mode 1 = complete K5 (``w_ii = 0.4``, ``w_ij = 0.15``), mode 2 = ring C5 (``w_ii = 0.6``,
+#: ``w_ij = 0.2`` for ``j = i +- 1``); the costs are Sec. V-A's ``c1 = 600`` (5 x 4 x 30 tokens) and ``c2 = 100``
+#: (5 x 2 x 10 tokens).
+CONSENSUS_TABLE_III = {
+    1: {"graph": "complete K5", "self": 0.4, "other": 0.15, "cost": 600.0},
+    2: {"graph": "ring C5", "self": 0.6, "neighbour": 0.2, "cost": 100.0},
+}
+
+#: Table IV as printed (two decimals): the initial beliefs X0, one row per agent a1..a5, one column per axis.
+CONSENSUS_TABLE_IV = (
+    (0.57, 0.54, 0.57, 0.13, 0.55, 0.52),
+    (0.39, 0.22, 0.57, 0.09, 0.74, 0.57),
+    (0.56, 0.31, 0.46, 0.58, 0.48, 0.75),
+    (0.79, 0.44, 0.40, 0.28, 0.64, 0.56),
+    (0.33, 0.63, 0.37, 0.49, 0.53, 0.66),
+)
+
+#: Sec. V-A / V-B settings as printed (``D0`` is Table V's D(0); the text says "D(0) ~ 0.30"; ``lambda2`` is printed
+#: "~ 0.724"; Theorem 1's numbers as printed, K1 and K2 swapped relative to eq. 11; Corollary 1's chain numbers).
+CONSENSUS_SETTINGS = {
+    "D0": 0.3009, "eta": 0.1, "eps": 0.03, "b0": 2000.0, "b0_tight": 650.0, "c1": 600.0, "c2": 100.0,
+    "lambda1": 0.25, "lambda2": 0.724, "K1": 4, "K2": 1, "K_star": 5, "B_star": 1000.0, "log_ratio": 4.29,
+    "K_cmpl": 2, "K_ring": 8, "B_cmpl": 1200.0, "B_ring": 800.0, "d3_bound": 0.0394,
+}
+
+#: Table V as printed: ``(k, D(k), sigma_k, c_sigma_k, b_k, decision)``. ``sigma`` is printed swapped relative to
+#: Table III (2 for the complete round); the decision is the printed one in ASCII ("D > eta: complete K5").
+CONSENSUS_TABLE_V = (
+    (0, 0.3009, 2, 600.0, 2000.0, "D > eta: complete K5"),
+    (1, 0.0752, 1, 100.0, 1400.0, "D <= eta: ring C5"),
+    (2, 0.0381, 1, 100.0, 1300.0, "D > eps: ring continues"),
+    (3, 0.0254, None, None, 1200.0, "D <= eps: consensus"),
+)
+
+#: Table VI as printed: ``strategy -> (b0, rounds, tokens, D_final, in Omega_eps)``; the tight run's rounds are
+#: printed "—" (``None``) and Sec. V-B says it triggers BudgetFail.
+CONSENSUS_TABLE_VI = {
+    "adaptive": (2000.0, 3, 800.0, 0.0254, True),
+    "complete-only": (2000.0, 2, 1200.0, 0.0188, True),
+    "ring-only": (2000.0, 6, 600.0, 0.0274, True),
+    "tight": (650.0, None, 600.0, 0.0752, False),
+}
+
+__all__ += ["CONSENSUS_TABLE_III", "CONSENSUS_TABLE_IV", "CONSENSUS_SETTINGS", "CONSENSUS_TABLE_V",
+            "CONSENSUS_TABLE_VI"]

@@ -17,7 +17,10 @@ Conventions that go beyond the paper (each one documented where it is implemente
   for the Claude example of Sec. V-C.
 * Def. 11 written literally gives ``ceil(log(eta/D)/log lambda1) < 0`` for ``D < eta``, i.e. a
   *negative* number of mode-1 rounds, which can certify budgets that are too small; we clamp at 0
-  (see ``results/consensus/errata.md``).
+  (see ``results/consensus/errata.md``). Its mode-2 term ``ceil(log(eps/eta)/log lambda2) c2`` also stays
+  flat while a ring round spends ``c2``, so the literal region is not forward invariant; with K2 counted
+  from D (``ceil(log(eps/D)/log lambda2)``, the ``eps < D <= eta`` case above) every round lowers
+  ``B*`` by at least its cost, and ``b >= B*(D)`` is kept along Algorithm 1 (tested).
 * A mode with ``lambda >= 1`` is not contracting: when its phase is needed, K and B* are ``inf`` and
   nothing is certified, with the reason stated in ``Certificate.reason``.
 """
