@@ -160,7 +160,7 @@ def _rounds_to_reach(start, target, lam, ceil: bool = True):
     lam_ok = (lam > 0) & (lam < 1)
     r = jnp.log(target / start) / jnp.log(jnp.where(lam_ok, lam, 0.5))
     if ceil:
-        k = jnp.maximum(jnp.ceil(r - _INT_TOL * jnp.maximum(1.0, jnp.abs(r))), 0.0)
+        k = jnp.maximum(jnp.ceil(r - _INT_TOL * jnp.maximum(1.0, jnp.abs(r))), 1.0)  # start > target: >= 1
     else:
         k = jnp.maximum(r, 0.0)
     k = jnp.where(lam <= 0, 1.0, jnp.where(lam >= 1, jnp.inf, k))

@@ -161,7 +161,7 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
 
     Returns ``0`` when ``start <= target``, ``1`` when ``lam == 0`` (one round reaches consensus) and
     ``math.inf`` when ``lam >= 1`` (the mode does not contract). Log-ratios within 1e-9 of an
-    integer are treated as that integer.
+    integer are treated as that integer, but never below one round while ``start > target``.
     """
     if start <= target:
         return 0
@@ -171,7 +171,7 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
         return math.inf
     r = math.log(target / start) / math.log(lam)
     k = math.ceil(r - _INT_TOL * max(1.0, abs(r)))
-    return max(int(k), 0)
+    return max(int(k), 1)  # start > target: at least one round, however close (the tolerance only rounds down)
 
 
 class Certificate(NamedTuple):
@@ -373,7 +373,7 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
         with np.errstate(divide="ignore", invalid="ignore"):
             r = np.log(target / start) / np.log(lam)
             k = np.ceil(r - _INT_TOL * np.maximum(1.0, np.abs(r)))
-        k = np.where(lam <= 0, 1.0, np.where(lam >= 1, np.inf, np.maximum(k, 0.0)))
+        k = np.where(lam <= 0, 1.0, np.where(lam >= 1, np.inf, np.maximum(k, 1.0)))  # start > target: >= 1
         return np.where(start <= target, 0.0, k)
 
     phase1 = d0 > eta_eff
