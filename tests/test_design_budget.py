@@ -52,3 +52,34 @@ def test_noise_needs_more_budget_and_cli(capsys):
     assert calm["theorem1_b_star_max_d0"] >= calm["theorem1_b_star_median_d0"]
     assert main(["design", "budget", "--runs", "50"]) == 2  # too few runs: a clear error
     assert main(["design", "budget", "--w1", "x.npy"]) == 2  # one mode given without the other
+
+
+@pytest.mark.parametrize("case", [(0.3009, 0.03, 0.25, 0.7236, 600, 100), (0.5, 0.02, 0.4, 0.9, 300, 50),
+                                  (0.9, 0.05, 0.1, 0.6, 1000, 10), (0.2, 0.01, 0.6, 0.8, 100, 90)])
+def test_certificate_best_eta_is_exact(case):
+    """Breakpoint enumeration finds the same minimum of B*(D0; eta) as a brute-force scan of 20,001 etas."""
+    from mascot.design.policy import certificate_best_eta
+    from mascot.theory.consensus import theorem1
+
+    d0, eps, l1, l2, c1, c2 = case
+    ch = certificate_best_eta(d0, eps, l1, l2, c1, c2)
+    grid = np.linspace(eps, d0, 20_001)
+    brute = min(theorem1(d0, e, eps, l1, l2, c1, c2).B_star for e in grid)
+    assert ch.b_star == brute
+    assert theorem1(d0, ch.eta, eps, l1, l2, c1, c2).B_star == ch.b_star
+
+
+def test_frontier_matches_the_reference_loop():
+    from mascot.design.policy import threshold_frontier
+
+    W1, W2 = paper_modes()
+    rng = np.random.default_rng(5)
+    X0 = np.clip(rng.normal(0.5, 0.15, size=(120, 5, 6)), 0, 1)
+    fr = threshold_frontier(W1, W2, c1=600, c2=100, eps=0.03, etas=[0.1, 0.3], X0=X0, b0=1000, max_rounds=64)
+    for _, row in fr.iterrows():
+        ref = [algorithm1(x, W1, W2, 600, 100, row.eta, 0.03, 1e9) for x in X0]
+        assert row.mean_tokens == pytest.approx(np.mean([r.spent for r in ref]), abs=1e-9)
+        assert row.mean_rounds == pytest.approx(np.mean([r.rounds for r in ref]), abs=1e-12)
+        assert row.p_fail == np.mean([r.spent > 1000 for r in ref])
+    with pytest.raises(ValueError, match="> eps"):
+        threshold_frontier(W1, W2, c1=600, c2=100, eps=0.03, etas=[0.02], X0=X0)

@@ -3,6 +3,8 @@
     mascot design weights (--topology SPEC | --adjacency FILE) [--costs FILE --cost-weight MU] [--json] [--out DIR]
     mascot design budget [--w1 FILE --w2 FILE] --c1 C --c2 C --eta E --eps E [--noise S] [--runs N]
                          [--alpha A] [--b0 B] [--json] [--out DIR]
+    mascot design policy [--w1 FILE --w2 FILE] [--c1 C --c2 C --eps E] [--d0 D] [--etas E,E,...] [--b0 B]
+                         [--alpha A] [--max-mean-rounds R] [--noise S] [--runs N] [--json] [--out DIR]
 
 ``weights``: the symmetric doubly stochastic W supported on the graph (undirected: an edge wherever
 ``A[i, j]`` or ``A[j, i]`` is nonzero; self-loops implicit) with the smallest contraction rate lambda(W)
@@ -13,15 +15,21 @@ also writes ``weights.csv``, ``design_weights.json`` and a figure (W and the rat
 ``budget``: P(BudgetFail) for a budget ``--b0`` and the budget for a target risk ``--alpha``, by Monte Carlo of
 Algorithm 1 on the JAX kernels (:func:`mascot.design.budget_risk`), with 95% intervals, beside Theorem 1's
 worst-case B*. Modes default to the consensus paper's Table III (complete K5 w_ii 0.4, ring C5 w_ii 0.6).
+
+``policy``: the switching threshold eta. The exact minimiser of Theorem 1's B*(D0; eta) (breakpoint
+enumeration, :func:`mascot.design.certificate_best_eta`), and the simulated frontier over eta (mean and p95
+tokens, rounds, P(BudgetFail | b0)) with the cheapest eta meeting ``--alpha`` and ``--max-mean-rounds``, and the
+paper's eta = 0.1 placed on it.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 from pathlib import Path
 
-__all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget"]
+__all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy"]
 
 
 def _metropolis(n, edges):
@@ -151,6 +159,114 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     save_figure(fig, out / "design_budget")
 
 
+def _modes(args):
+    from mascot.analysis.diagnose import load_adjacency
+    from mascot.graphs import paper_modes
+
+    if (args.w1 is None) != (args.w2 is None):
+        raise ValueError("give both --w1 and --w2 (the two modes' weight matrices), or neither (Table III)")
+    return (load_adjacency(args.w1), load_adjacency(args.w2)) if args.w1 else paper_modes()
+
+
+def cmd_design_policy(args) -> int:
+    import numpy as np
+
+    from mascot.design.policy import certificate_best_eta, threshold_frontier
+    from mascot.theory.consensus import contraction_rate
+
+    W1, W2 = _modes(args)
+    for name in ("c1", "c2", "eps"):
+        v = getattr(args, name)
+        if not (v > 0 and np.isfinite(v)):
+            raise ValueError(f"--{name} must be a finite number > 0; got {v}")
+    lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
+    if args.etas:
+        try:
+            etas = np.array([float(x) for x in args.etas.split(",")])
+        except ValueError:
+            raise ValueError(f"--etas must be comma-separated numbers; got {args.etas!r}") from None
+    else:
+        etas = np.round(np.geomspace(1.2 * args.eps, 0.6, 14), 4)
+    etas = np.unique(np.append(etas, 0.1)) if args.eps < 0.1 else etas
+    fr = threshold_frontier(W1, W2, c1=args.c1, c2=args.c2, eps=args.eps, etas=etas, runs=args.runs, noise=args.noise,
+                            b0=args.b0, seed=args.seed)
+    ok = fr.mean_rounds <= args.max_mean_rounds
+    if args.b0 is not None:
+        ok &= fr.p_fail <= args.alpha
+    best = fr[ok].sort_values(["mean_tokens", "eta"]).iloc[0] if ok.any() else None
+    d0 = args.d0
+    cert = certificate_best_eta(d0, args.eps, lam1, lam2, args.c1, args.c2) if d0 and d0 > args.eps else None
+    obj = {"lambda1": lam1, "lambda2": lam2, "frontier": fr.to_dict(orient="records"),
+           "best_eta": None if best is None else float(best.eta),
+           "constraints": {"alpha": args.alpha if args.b0 is not None else None, "b0": args.b0,
+                           "max_mean_rounds": args.max_mean_rounds},
+           "certificate": None if cert is None else {"d0": d0, "eta": cert.eta, "b_star": cert.b_star, "K1": cert.k1,
+                                                      "K2": cert.k2}}
+    if args.out:
+        out = Path(args.out)
+        if out.exists() and not out.is_dir():
+            raise ValueError(f"--out {out} is a file, not a directory")
+        out.mkdir(parents=True, exist_ok=True)
+        _policy_outputs(out, obj, fr, args)
+    if args.json:
+        print(json.dumps(obj))
+        return 0
+    print(f"lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f}, c1 = {args.c1:g}, c2 = {args.c2:g}, eps = {args.eps:g}; "
+          f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})")
+    cols = ["eta", "mean_tokens", "p95_tokens", "mean_rounds"] + (["p_fail"] if args.b0 is not None else [])
+    print(fr[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    if best is None:
+        print("no eta meets the constraints")
+    else:
+        print(f"cheapest eta meeting the constraints: {best.eta:g} ({best.mean_tokens:.1f} tokens on average, "
+              f"{best.mean_rounds:.2f} rounds)")
+    paper = fr[np.isclose(fr.eta, 0.1)]
+    if len(paper):
+        print(f"the paper's eta = 0.1: {paper.mean_tokens.iloc[0]:.1f} tokens, {paper.mean_rounds.iloc[0]:.2f} rounds")
+    if cert is not None:
+        print(f"certificate (Theorem 1, D0 = {d0:g}): min B* = {cert.b_star:g} at eta = {cert.eta:.4g} "
+              f"(K1 = {cert.k1}, K2 = {cert.k2})")
+    return 0
+
+
+def _policy_outputs(out: Path, obj: dict, fr, args) -> None:
+    import numpy as np
+
+    from mascot.analysis.figures import plt, save_figure
+    from mascot.io import atomic_write_text, write_csv
+
+    atomic_write_text(out / "design_policy.json", json.dumps(obj, indent=2) + "\n")
+    write_csv(fr, out / "frontier.csv", index=False, float_format="%.6g")
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    fig, ax = plt.subplots(figsize=(7.2, 4.6))
+    ax.plot(fr.eta, fr.mean_tokens, marker="o", label="mean tokens")
+    ax.plot(fr.eta, fr.p95_tokens, marker="s", ls="--", label="95th percentile tokens")
+    ax.set_xscale("log")
+    ticks = [x for x in (0.03, 0.05, 0.1, 0.2, 0.3, 0.5, 1.0) if fr.eta.min() <= x <= fr.eta.max()]
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.set_xlabel("switching threshold eta")
+    ax.set_ylabel("tokens to consensus")
+    if np.any(np.isclose(fr.eta, 0.1)):
+        ax.axvline(0.1, color="gray", ls=":", label="paper's eta = 0.1")
+    if obj["best_eta"] is not None:
+        ax.axvline(obj["best_eta"], color="C3", ls="-.", label=f"cheapest meeting constraints: {obj['best_eta']:g}")
+    handles, labels = ax.get_legend_handles_labels()
+    if args.b0 is not None:
+        ax2 = ax.twinx()
+        ax2.plot(fr.eta, fr.p_fail, color="C2", marker="^", label=f"P(BudgetFail | b0 = {args.b0:g})")
+        ax2.set_ylabel("P(BudgetFail)", color="C2")
+        ax2.set_ylim(-0.02, 1.02)
+        h2, l2 = ax2.get_legend_handles_labels()
+        handles, labels = handles + h2, labels + l2
+    ax.set_title("Algorithm 1: tokens vs switching threshold")
+    fig.legend(handles, labels, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    save_figure(fig, out / "design_policy")
+
+
 def _write_outputs(out: Path, obj: dict, res) -> None:
     import numpy as np
     import pandas as pd
@@ -209,6 +325,24 @@ def add_parsers(sub) -> None:
     b.add_argument("--json", action="store_true", help="print one JSON object")
     b.add_argument("--out", help="also write design_budget.json and a figure here")
     b.set_defaults(func=cmd_design_budget)
+
+    q = dsub.add_parser("policy", help="the switching threshold eta: certificate optimum and simulated frontier")
+    q.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
+    q.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
+    q.add_argument("--c1", type=float, default=600.0, help="tokens per mode-1 round (default 600)")
+    q.add_argument("--c2", type=float, default=100.0, help="tokens per mode-2 round (default 100)")
+    q.add_argument("--eps", type=float, default=0.03, help="consensus tolerance (default 0.03)")
+    q.add_argument("--d0", type=float, default=0.3009, help="D0 for the certificate optimum (default 0.3009)")
+    q.add_argument("--etas", help="comma-separated thresholds to simulate (default: 14 from 1.2 eps to 0.6, and 0.1)")
+    q.add_argument("--b0", type=float, help="budget for the risk column and constraint")
+    q.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
+    q.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
+    q.add_argument("--noise", type=float, default=0.0, help="belief noise s.d. after every round (default 0)")
+    q.add_argument("--runs", type=int, default=2000, help="simulated runs per eta (default 2000)")
+    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--json", action="store_true", help="print one JSON object")
+    q.add_argument("--out", help="also write frontier.csv, design_policy.json and a figure here")
+    q.set_defaults(func=cmd_design_policy)
 
 
 if __name__ == "__main__":  # pragma: no cover
