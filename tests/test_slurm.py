@@ -88,6 +88,26 @@ def test_dry_run_renders_one_requeue_safe_trials_job(trials_config, tmp_path, ca
     assert "one job" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_every_template_renders_valid_bash_with_quoted_values(config, trials_config, tmp_path, gpus):
+    """cpu-array, gpu-array, merge and trials scripts: `bash -n` clean, and a hostile run directory stays one
+    quoted argument (no config value or option can add a line to a script; see tests/test_faults.py)."""
+    import shlex
+
+    out = tmp_path / "r$(id);`id`'x"
+    sub = render(str(config), 2, out=str(out), gpus=gpus)
+    trials = render(str(trials_config), out=str(out))
+    for script in (sub.array_script, sub.merge_script, trials.array_script):
+        assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+        exec_line = next(ln for ln in script.splitlines() if ln.startswith("exec "))
+        assert str(out.resolve()) in shlex.split(exec_line)
+    with pytest.raises(ValueError, match="--partition"):
+        render(str(config), 2, partition="cpu\nid")
+    config.write_text(CONFIG.replace('name = "slurmtest"', 'name = "x\\nid"'))
+    with pytest.raises(ValueError, match="experiment.name"):
+        render(str(config), 2)
+
+
 def test_bad_submissions(config, capsys):
     assert main(["slurm", "submit", str(config), "--dry-run"]) == 2
     assert "--shards is required" in capsys.readouterr().err

@@ -88,6 +88,11 @@ def test_hash_ignores_chunk_size_and_comments():
     (('b0 = { logspace = [300, 30000, 3] }', 'b0 = { logspace = [0, 30000, 3] }'), "logspace needs positive"),
     (("[grid]", "[grd]"), "unknown key 'grd' in the config"),
     (("chunk_size = 4", "chunk_size = 0"), "chunk_size must be >= 1"),
+    (('name = "t"', 'name = "../../escape"'), "experiment.name must be 1-128 letters"),
+    (("chunk_size = 4", "chunk_size = 4\nmax_points = 10"), r"the grid has 24 points .*max_points = 10"),
+    (('n = [5, 7]', 'n = { range = [5, 1e300, 1] }'), r"over experiment.max_points"),
+    (("tokens_ring = [10, 5]", "tokens_ring = [10, -5]"), "tokens_ring = -5.0 is out of range"),
+    (("trajectories = 5", "trajectories = 5\nnoise = 1e300"), "fixed.noise = 1e[+]300 does not fit in float32"),
 ])
 def test_validation_errors_name_the_key(edit, message):
     with pytest.raises(ConfigError, match=message):
@@ -264,3 +269,26 @@ def test_kind_results_version_enters_the_experiment_hash(monkeypatch):
     h2 = parse_config(cfg_text()).hash
     monkeypatch.setitem(kinds.KINDS, "consensus", dataclasses.replace(kinds.KINDS["consensus"], version=3))
     assert parse_config(cfg_text()).hash != h2
+
+
+def test_chunk_validity_and_shard_locks(tmp_path):
+    """A chunk counts only when its footer and metadata match the plan; the same shard twice is refused while
+    other shards share the directory (tests/test_faults.py has the end-to-end versions)."""
+    from mascot.io import DirectoryLocked
+
+    cfg = parse_config(cfg_text(12))
+    run_sweep(cfg, tmp_path, progress=False)
+    rd = RunDir(tmp_path)
+    assert rd.done() == {0, 1} and rd.check_chunk(1, rd.plan()) is None
+    rd.chunk_path(0).write_bytes(b"PAR1")
+    assert rd.done() == {1} and "unreadable" in rd.check_chunk(0, rd.plan())
+    held = rd.acquire((0, 2))
+    try:
+        with pytest.raises(DirectoryLocked, match="pid"):
+            rd.acquire((0, 2))
+        for lock in rd.acquire((1, 2)):
+            lock.release()
+    finally:
+        for lock in held:
+            lock.release()
+    assert run_sweep(cfg, tmp_path, progress=False).chunks_run == 1

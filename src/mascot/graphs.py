@@ -83,6 +83,12 @@ def validate_adjacency(A, name: str = "adjacency") -> np.ndarray:
         raise ValueError(f"{name} has NaN or infinite entries")
     if np.any(A < 0):
         raise ValueError(f"{name} has negative weights (min {A.min():.3g}); weights must be >= 0")
+    with np.errstate(over="ignore"):
+        over = ~np.isfinite(A.sum(axis=-1))
+    if np.any(over):  # row-normalising would divide by inf and silently give a zero row
+        row = np.argwhere(over)[0]
+        raise ValueError(f"{name} row {int(row[-1])}: weights sum to inf (float64 overflow, max entry "
+                         f"{A.max():.3g}); rescale the weights")
     return A
 
 

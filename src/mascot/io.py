@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import errno
+import fcntl
 import json
 import os
+import re
 import tempfile
 import tomllib
 from pathlib import Path
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now", "json_default",
-           "canonical", "append_jsonl", "read_jsonl"]
+__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
+           "json_default", "canonical", "append_jsonl", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
+           "remove_stale_temps", "read_text_file"]
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once at import (single-threaded): new files get the usual 0o666 & ~umask
@@ -53,13 +57,27 @@ def atomic_write_text(path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_toml(path) -> dict:
-    """A TOML file as a dict; ``ValueError`` naming the file when it is missing or not valid TOML."""
+def read_text_file(path, what: str = "config file") -> str:
+    """A UTF-8 text file's content; ``ValueError`` naming the file when it is missing, a directory, not
+    readable or not UTF-8."""
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"config file not found: {path}")
+        raise ValueError(f"{what} not found: {path}")
+    if p.is_dir():
+        raise ValueError(f"{path}: is a directory, not a {what}")
     try:
-        return tomllib.loads(p.read_text())
+        return p.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+    except OSError as e:
+        raise ValueError(f"{path}: cannot read {what} ({e.strerror or e})") from None
+
+
+def read_toml(path) -> dict:
+    """A TOML file as a dict; ``ValueError`` naming the file when it is missing, not UTF-8 or not valid TOML."""
+    text = read_text_file(path)
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ValueError(f"{path}: invalid TOML: {e}") from None
 
@@ -122,3 +140,83 @@ def write_csv(df, path, **to_csv) -> None:
     """``df.to_csv(path, **to_csv)`` atomically (:func:`atomic_path`)."""
     with atomic_path(path) as tmp:
         df.to_csv(tmp, **to_csv)
+
+
+# ----------------------------------------------------------------------------- run-directory locks
+_TEMP_NAME = re.compile(r"^\..+\.[^./]+\.tmp$")  # atomic_path's temporaries: .NAME.XXXXXXXX.tmp
+
+
+class DirectoryLocked(RuntimeError):
+    """Another live process holds a run directory's lock (the message names the directory and its pid)."""
+
+
+class DirLock:
+    """An ``fcntl.flock`` held on a lock file; released by :meth:`release`, on leaving a ``with`` block,
+    when the object is garbage-collected, or by the OS when the process dies (so a lock is never stale)."""
+
+    def __init__(self, fd: int, path: Path):
+        self.fd, self.path = fd, path
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)  # closing the descriptor drops the flock
+
+    def share(self) -> None:
+        """Convert this (exclusive) lock to a shared one."""
+        fcntl.flock(self.fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.release()
+
+    def __del__(self):
+        self.release()
+
+
+def lock_dir(directory, name: str = ".mascot.lock", *, shared: bool = False, what: str = "run directory") -> DirLock:
+    """Create ``directory`` if needed and take a non-blocking ``flock`` on ``directory/name`` (exclusive, or
+    ``shared``). Raises :class:`DirectoryLocked` naming the directory and the holder's pid when another
+    process holds it, and ``ValueError`` when ``directory`` is a file. An exclusive holder writes its pid
+    into the lock file. The lock file is opened with ``O_NOFOLLOW`` (a planted symlink is refused)."""
+    d = Path(directory)
+    if d.exists() and not d.is_dir():
+        raise ValueError(f"{d} is a file, not a {what}; give a directory")
+    d.mkdir(parents=True, exist_ok=True)
+    lp = d / name
+    try:
+        fd = os.open(lp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~_UMASK)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise ValueError(f"{lp} is a symlink; refusing to use it as a lock file") from None
+        raise
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        try:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        finally:
+            os.close(fd)
+        raise DirectoryLocked(f"{d} is in use by another mascot process (pid {holder}, lock {lp}); wait for it "
+                              "to finish, or use another output directory") from None
+    if not shared:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return DirLock(fd, lp)
+
+
+def remove_stale_temps(directory) -> list[Path]:
+    """Remove the ``.NAME.XXXX.tmp`` files :func:`atomic_path` leaves behind when its process is killed
+    (call it only while holding the directory's exclusive lock); never follows a symlink. Returns them."""
+    d = Path(directory)
+    gone = []
+    if not d.is_dir():
+        return gone
+    for entry in os.scandir(d):
+        if _TEMP_NAME.match(entry.name) and not entry.is_dir(follow_symlinks=False):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                gone.append(Path(entry.path))
+    return gone

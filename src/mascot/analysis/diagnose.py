@@ -29,29 +29,48 @@ def default_k_profile(A) -> np.ndarray:
 
 def load_adjacency(path) -> np.ndarray:
     """Read an adjacency from .npy, .csv (comma-separated numbers, optional header row) or .json
-    (a list of rows, or an object with key "adjacency")."""
+    (a list of rows, or an object with key "adjacency"). Every problem is a ``ValueError`` (or
+    ``FileNotFoundError``) naming the file: a directory, an empty or malformed file, not one 2-D matrix."""
     p = Path(path)
     if not p.exists():
         raise FileNotFoundError(f"adjacency file not found: {p}")
+    if p.is_dir():
+        raise ValueError(f"{p}: is a directory, not an adjacency file")
     suf = p.suffix.lower()
-    if suf == ".npy":
-        A = np.load(p, allow_pickle=False)
-    elif suf == ".json":
-        obj = json.loads(p.read_text())
-        A = np.asarray(obj["adjacency"] if isinstance(obj, dict) else obj, dtype=np.float64)
-    elif suf in (".csv", ".txt"):
-        lines = [ln for ln in p.read_text().splitlines() if ln.strip()]
-        try:
-            float(lines[0].replace(",", " ").split()[0])
-        except ValueError:
-            lines = lines[1:]  # header row
-        try:
-            A = np.array([[float(x) for x in ln.replace(",", " ").split()] for ln in lines])
-        except ValueError as e:
-            raise ValueError(f"{p}: not a numeric matrix ({e})") from None
-    else:
+    if suf not in (".npy", ".json", ".csv", ".txt"):
         raise ValueError(f"adjacency file must be .npy, .csv, .txt or .json; got {p.name}")
+    try:
+        A = _read_matrix(p, suf)
+    except (ValueError, TypeError, KeyError, OSError, EOFError) as e:
+        msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        raise ValueError(f"{p}: not a readable {suf[1:]} adjacency matrix ({msg})") from None
+    if A.ndim != 2:
+        raise ValueError(f"{p}: an adjacency file holds one n x n matrix; got shape {A.shape}")
     return validate_adjacency(A, str(p))
+
+
+def _read_matrix(p: Path, suf: str) -> np.ndarray:
+    if suf == ".npy":
+        return np.asarray(np.load(p, allow_pickle=False))
+    text = p.read_bytes().decode("utf-8")
+    if not text.strip():
+        raise ValueError("the file is empty")
+    if suf == ".json":
+        obj = json.loads(text)
+        if isinstance(obj, dict) and "adjacency" not in obj:
+            raise ValueError('a JSON object needs the key "adjacency"')
+        return np.asarray(obj["adjacency"] if isinstance(obj, dict) else obj, dtype=np.float64)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    try:
+        float(lines[0].replace(",", " ").split()[0])
+    except ValueError:
+        lines = lines[1:]  # header row
+    if not lines:
+        raise ValueError("no numeric rows")
+    rows = [[float(x) for x in ln.replace(",", " ").split()] for ln in lines]
+    if len({len(r) for r in rows}) != 1:
+        raise ValueError(f"rows have different lengths {sorted({len(r) for r in rows})}")
+    return np.array(rows)
 
 
 def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: dict | None = None) -> list[dict]:

@@ -64,8 +64,12 @@ def _cmd_reproduce(args) -> int:
                                noise_report, root / "spectra")
         spectra_paper.write_readme(root / "spectra")  # again, now with the sweeps' findings
         from mascot.analysis.deliberation_report import reproduce as reproduce_deliberation
+        from mascot.analysis.debate_report import reproduce as reproduce_debate
+        from mascot.analysis.trials_report import reproduce as reproduce_trials
 
-        reproduce_deliberation(root / "deliberation")
+        reproduce_deliberation(root / "deliberation")  # with the per-model token scaling and the Table VII mapping
+        reproduce_trials(root / "trials")  # the SR paper's Table 2 and Figs 2-6, 100 surrogate trials
+        reproduce_debate(root / "debate")  # the voting/debate article's debate and weighted-vote examples
     return 0
 
 
@@ -90,11 +94,21 @@ def _load_matrix(path: str, name: str):
     p = Path(path)
     if not p.exists():
         raise ValueError(f"{name}: file not found: {path}")
-    if p.suffix == ".npy":
-        return np.load(p, allow_pickle=False)
-    if p.suffix == ".json":
-        return np.asarray(json.loads(p.read_text()), dtype=float)
-    return np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
+    if p.is_dir():
+        raise ValueError(f"{name} {path}: is a directory, not a matrix file")
+    try:
+        if p.suffix == ".npy":
+            W = np.asarray(np.load(p, allow_pickle=False))
+        elif p.suffix == ".json":
+            W = np.asarray(json.loads(p.read_bytes().decode("utf-8")), dtype=float)
+        else:
+            W = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
+    except (ValueError, TypeError, OSError, EOFError) as e:
+        msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
+        raise ValueError(f"{name} {path}: not a readable matrix ({msg})") from None
+    if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
+        raise ValueError(f"{name} {path}: needs one square n x n matrix; got shape {W.shape}")
+    return W
 
 
 def _json_safe(x):
@@ -107,6 +121,13 @@ def _cmd_certify(args) -> int:
     from mascot.theory import contraction_rate, corollary1, theorem1
 
     lam1, lam2 = args.lambda1, args.lambda2
+    for a, b in (("lambda1", "w1"), ("lambda2", "w2")):
+        if getattr(args, a) is not None and getattr(args, b):
+            raise ValueError(f"give --{a} or --{b}, not both (--{b}'s matrix determines {a})")
+    for flag in ("d0", "b0", "eta", "eps", "c1", "c2", "lambda1", "lambda2"):
+        v = getattr(args, flag)
+        if v is not None and not math.isfinite(v):
+            raise ValueError(f"--{flag} must be a finite number; got {v}")
     if args.w1:
         lam1 = contraction_rate(_load_matrix(args.w1, "--w1"), name="W1 (--w1)")
     if args.w2:
@@ -174,6 +195,10 @@ def _cmd_status(args) -> int:
     print(f"{args.dir}: {st['name']} ({st['kind']}, hash {st['hash']})")
     print(f"  chunks {st['chunks_done']}/{st['n_chunks']}  rows {st['rows']:,}  "
           + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}"))
+    for path, why in st["bad_chunks"].items():
+        print(f"  invalid (recomputed by the next `mascot run`): {path}: {why}")
+    for path in st["foreign_files"]:
+        print(f"  ignored (not a chunk of this run): {path}")
     return 0
 
 
@@ -502,8 +527,12 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
-    except RuntimeError as e:  # e.g. MissingChunksError
+    except RuntimeError as e:  # e.g. MissingChunksError, DirectoryLocked (another process holds the directory)
         print(f"mascot: error: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # disk full, permissions, ...: one line naming the file
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"mascot: error: {where}{e.strerror or e}", file=sys.stderr)
         return 1
 
 

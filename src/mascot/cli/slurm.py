@@ -9,10 +9,15 @@ For a trials config (a ``[trials]`` table, see ``mascot.cli.trials_config``) it 
 requeue-safe job (``trials.sbatch``) running ``mascot trials --config CONFIG``: every stage of a step
 is one batched backend call over all trials, so one GPU serves the whole run, and a requeued job
 resumes from its committed steps. ``--dry-run`` prints the script(s).
+
+Every value that enters a script is either checked against a safe character set (``#SBATCH`` values: the
+job name, time, partition, memory; a refusal names the option) or ``shlex.quote``d (paths and the
+interpreter on command lines), so no config field or option can add a line to a script.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import subprocess
@@ -39,6 +44,31 @@ class Submission:
     kind: str = "sweep"
 
 
+_SBATCH_VALUE = re.compile(r"^[A-Za-z0-9._:,+=@%/-]+$")
+
+
+def _sbatch_value(option: str, value) -> str:
+    """``value`` for an ``#SBATCH`` line (not shell-parsed, so it cannot be quoted): a safe character set only."""
+    text = str(value)
+    if not _SBATCH_VALUE.match(text):
+        raise ValueError(f"{option} {text!r} has characters an #SBATCH line cannot carry; use letters, digits "
+                         "and . _ : , + = @ % / -")
+    return text
+
+
+def _log_dir(outp: Path) -> str:
+    logs = str(outp / "slurm")
+    if any(c.isspace() or not c.isprintable() for c in logs):
+        raise ValueError(f"the run directory {outp} contains whitespace or control characters, which "
+                         "#SBATCH --output cannot carry")
+    return logs
+
+
+def _sbatch_lines(partition, mem) -> dict:
+    return dict(partition_line=f"#SBATCH --partition={_sbatch_value('--partition', partition)}\n" if partition else "",
+                mem_line=f"#SBATCH --mem={_sbatch_value('--mem', mem)}\n")
+
+
 def _template(name: str) -> Template:
     return Template(resources.files("mascot.cli").joinpath("templates", name).read_text())
 
@@ -63,16 +93,13 @@ def render_trials(config: str, out: str | None = None, partition: str | None = N
     if table.get("backend") == "vllm" and gpus == 0:
         raise ValueError("the vllm backend needs a GPU: --gpus 1 (or more)")
     outp = Path(out or table.get("out") or f"runs/trials-{table.get('backend', 'surrogate')}").resolve()
-    logs = outp / "slurm"
-    if any(c.isspace() for c in str(logs)):
-        raise ValueError(f"the run directory {outp} contains whitespace, which #SBATCH --output cannot carry")
+    logs = _log_dir(outp)
     q = shlex.quote
-    fields = dict(name=outp.name if "trials" in outp.name else f"trials-{outp.name}", cpus=cpus, time=time,
-                  logs=str(logs), workdir=q(str(Path.cwd())), python=q(sys.executable),
+    job = re.sub(r"[^A-Za-z0-9._-]", "_", outp.name if "trials" in outp.name else f"trials-{outp.name}")
+    fields = dict(name=job, cpus=int(cpus), time=_sbatch_value("--time", time),
+                  logs=logs, workdir=q(str(Path.cwd())), python=q(sys.executable),
                   config=q(str(Path(config).resolve())), out=q(str(outp)),
-                  gres_line=f"#SBATCH --gres=gpu:{gpus}\n" if gpus else "",
-                  partition_line=f"#SBATCH --partition={partition}\n" if partition else "",
-                  mem_line=f"#SBATCH --mem={mem}\n")
+                  gres_line=f"#SBATCH --gres=gpu:{int(gpus)}\n" if gpus else "", **_sbatch_lines(partition, mem))
     script = _template("trials.sbatch").substitute(fields)
     return Submission(script, "", out=str(outp), merged=str(outp / "table2.csv"), kind="trials")
 
@@ -100,18 +127,17 @@ def render(config: str, shards: int | None = None, out: str | None = None, parti
     if shards > cfg.n_chunks:
         raise ValueError(f"--shards {shards} exceeds the {cfg.n_chunks} chunks of {config}; use at most {cfg.n_chunks}")
     outp = Path(out or cfg.output_dir or f"runs/{cfg.name}").resolve()
-    logs = outp / "slurm"
-    if any(c.isspace() for c in str(logs)):
-        raise ValueError(f"the run directory {outp} contains whitespace, which #SBATCH --output cannot carry")
+    logs = _log_dir(outp)
     merged = outp / "merged.parquet"
     if mem is None:  # working memory estimate of a chunk, with headroom for JAX and the interpreter
         mem = f"{max(2048, int(3 * estimate_chunk_bytes(cfg) / 2**20) + 1024)}M"
     q = shlex.quote
-    fields = dict(name=cfg.name, last=shards - 1, shards=shards, cpus=cpus, time=time, gpus=gpus,
-                  logs=str(logs), workdir=q(str(Path.cwd())), python=q(sys.executable),
+    fields = dict(name=_sbatch_value("experiment.name", cfg.name), last=int(shards) - 1, shards=int(shards),
+                  cpus=int(cpus), time=_sbatch_value("--time", time), gpus=int(gpus),
+                  logs=logs, workdir=q(str(Path.cwd())), python=q(sys.executable),
                   config=q(str(Path(config).resolve())), out=q(str(outp)), merged=q(str(merged)),
-                  partition_line=f"#SBATCH --partition={partition}\n" if partition else "",
-                  mem_line=f"#SBATCH --mem={mem}\n", array_job=array_job, SLURM_ARRAY_TASK_ID="${SLURM_ARRAY_TASK_ID}")
+                  array_job=array_job if array_job == "<ARRAY_JOB_ID>" else _sbatch_value("array job id", array_job),
+                  SLURM_ARRAY_TASK_ID="${SLURM_ARRAY_TASK_ID}", **_sbatch_lines(partition, mem))
     array = _template("gpu-array.sbatch" if gpus else "cpu-array.sbatch").substitute(fields)
     merge = _template("merge.sbatch").substitute(fields)
     return Submission(array, merge, out=str(outp), merged=str(merged))

@@ -1,13 +1,38 @@
 """Run directories shared by the LLM harnesses (trials, deliberation, debate): backend-or-factory
 resolution and the ``run.json`` identity check that makes a rerun resume and refuses a rerun with
-different parameters into the same directory."""
+different parameters into the same directory; and the lock that keeps a second writer out of a directory
+while one runs (:func:`lock_run_dir`)."""
 
 from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
+import weakref
 from pathlib import Path
 from typing import Callable
+
+from mascot.io import DirLock, lock_dir, remove_stale_temps
+
+_HELD: "weakref.WeakValueDictionary[str, DirLock]" = weakref.WeakValueDictionary()
+
+
+def lock_run_dir(out) -> DirLock:
+    """Take ``out``'s exclusive run lock (creating the directory) and remove the temporary files a killed
+    writer left there. Keep the returned lock referenced while writing: a second process opening the same
+    directory gets ``mascot.io.DirectoryLocked`` naming the directory and this process's pid; the OS
+    releases the lock when this process exits or dies, so a crash never leaves a stale lock.
+
+    Within one process the lock is re-entrant (a lock this process still holds for ``out``, e.g. kept alive
+    by a caught exception's traceback, is returned again): it keeps other processes out, not the caller."""
+    key = os.path.realpath(out)
+    held = _HELD.get(key)
+    if held is not None and held.fd is not None:
+        return held
+    lock = lock_dir(out)
+    remove_stale_temps(out)
+    _HELD[key] = lock
+    return lock
 
 
 def utc_now() -> str:

@@ -8,6 +8,7 @@ A config file names an experiment kind and its parameter grid::
     seed = 0
     dtype = "float32"           # or "float64"
     chunk_size = 64             # grid points per chunk (one Parquet file per chunk)
+    max_points = 10000000       # refuse a larger grid (counted from the axes, never expanded)
 
     [fixed]                     # parameters shared by every point
     trajectories = 32
@@ -30,7 +31,10 @@ A config file names an experiment kind and its parameter grid::
     dir = "runs/consensus_small"
 
 Everything is validated before any work starts: an unknown key is named together with the valid
-ones, and every parameter is checked for type and range by its experiment kind.
+ones, and every parameter is checked for type and range by its experiment kind. ``name`` is letters,
+digits, ``.``, ``_`` and ``-`` (it names ``runs/NAME`` and Slurm jobs); the grid's size is counted from
+the axes before anything is expanded, and a grid over ``max_points`` is refused; in a float32 sweep a
+value float32 cannot hold is refused.
 """
 
 from __future__ import annotations
@@ -38,9 +42,9 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -48,7 +52,10 @@ import numpy as np
 __all__ = ["ConfigError", "SweepConfig", "load_config", "parse_config", "expand_grid"]
 
 _SECTIONS = ("experiment", "fixed", "grid", "output")
-_EXPERIMENT_KEYS = {"kind": str, "name": str, "seed": int, "dtype": str, "chunk_size": int}
+_EXPERIMENT_KEYS = {"kind": str, "name": str, "seed": int, "dtype": str, "chunk_size": int, "max_points": int}
+MAX_POINTS = 10_000_000  # default experiment.max_points
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_F32_MAX = float(np.finfo(np.float32).max)
 _OUTPUT_KEYS = {"dir": str}
 _AXIS_FORMS = ("range", "linspace", "logspace")
 _RANDOM_FORMS = ("uniform", "loguniform", "choice")
@@ -103,6 +110,29 @@ def _check_keys(table: dict, valid, where: str):
     for k in table:
         if k not in valid:
             raise ConfigError(f"unknown key {k!r} in {where}; valid keys: {', '.join(sorted(valid))}")
+
+
+def _axis_count(name: str, spec, where: str) -> int:
+    """The number of values of a ``range``/``linspace``/``logspace`` axis (or list), without building it."""
+    if not isinstance(spec, dict):
+        return len(spec) if isinstance(spec, list) else 1
+    _check_keys(spec, _AXIS_FORMS, f"{where}.{name}")
+    if len(spec) != 1:
+        raise ConfigError(f"{where}.{name} needs exactly one of {', '.join(_AXIS_FORMS)}")
+    form, args = next(iter(spec.items()))
+    if not (isinstance(args, list) and len(args) == 3 and all(isinstance(a, (int, float)) for a in args)
+            and not any(isinstance(a, bool) for a in args)):
+        raise ConfigError(f"{where}.{name}.{form} must be a list of three numbers")
+    if not all(math.isfinite(a) for a in args):
+        raise ConfigError(f"{where}.{name}.{form} needs finite numbers; got {args}")
+    a, b, c = args
+    if form == "range":
+        if c == 0:
+            raise ConfigError(f"{where}.{name}.range step must not be 0")
+        return max(0, math.ceil((b - a) / c))
+    if int(c) != c or c < 1:
+        raise ConfigError(f"{where}.{name}.{form} count must be a positive integer")
+    return int(c)
 
 
 def _axis_values(name: str, spec, where: str) -> list:
@@ -226,20 +256,41 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
     seed = exp.get("seed", 0)
     if seed < 0:
         raise ConfigError(f"experiment.seed must be >= 0; got {seed}")
+    if "max_points" in exp and exp["max_points"] < 1:
+        raise ConfigError(f"experiment.max_points must be >= 1; got {exp['max_points']}")
+    run_name = exp.get("name", kind)
+    if not _NAME.match(run_name):
+        raise ConfigError(f"experiment.name must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or "
+                          f"digit (it names runs/NAME and Slurm jobs); got {run_name!r}")
 
     fixed = raw.get("fixed", {})
     if not isinstance(fixed, dict):
         raise ConfigError("[fixed] must be a table of parameter = value")
     _check_keys(fixed, spec.params, "[fixed]")
-    grid = dict(raw.get("grid", {}))
+    grid = raw.get("grid", {})
+    if not isinstance(grid, dict):
+        raise ConfigError("[grid] must be a table of parameter = values")
+    grid = dict(grid)
     axes = []
     zips = grid.pop("zip", {})
     rand = grid.pop("random", None)
+    if not isinstance(zips, dict):
+        raise ConfigError("grid.zip must hold named tables of equal-length lists, e.g. [grid.zip.costs]")
+    # the grid's size from the axes alone, before anything is expanded (a 10^12-point grid is refused at once)
+    limit = exp.get("max_points", MAX_POINTS)
+    counts = {f"grid.{name}": _axis_count(name, s, "grid") for name, s in grid.items()}
+    counts.update({f"grid.zip.{g}": max((len(v) for v in t.values() if isinstance(v, list)), default=1)
+                   for g, t in zips.items() if isinstance(t, dict)})
+    if isinstance(rand, dict) and isinstance(rand.get("count"), int):
+        counts["grid.random"] = rand["count"]
+    total = math.prod(counts.values())
+    if total > limit:
+        sizes = ", ".join(f"{k}[{v:,}]" for k, v in counts.items() if v > 1)
+        raise ConfigError(f"the grid has {total:,} points ({sizes}), over experiment.max_points = {limit:,}; "
+                          "shrink the grid, or raise experiment.max_points if you mean it")
     for name, s in grid.items():
         _check_keys({name: 0}, spec.params, "[grid]")
         axes.append(((name,), [(v,) for v in _axis_values(name, s, "grid")]))
-    if not isinstance(zips, dict):
-        raise ConfigError("grid.zip must hold named tables of equal-length lists, e.g. [grid.zip.costs]")
     for group, table in zips.items():
         if not isinstance(table, dict) or not table:
             raise ConfigError(f"grid.zip.{group} must be a table of equal-length lists")
@@ -260,7 +311,9 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
 
     out = raw.get("output", {})
     _check_keys(out, _OUTPUT_KEYS, "[output]")
-    cfg = SweepConfig(kind=kind, name=exp.get("name", kind), seed=seed, dtype=dtype, chunk_size=chunk,
+    if dtype == "float32":
+        _check_float32(fixed, axes)
+    cfg = SweepConfig(kind=kind, name=run_name, seed=seed, dtype=dtype, chunk_size=chunk,
                       fixed=dict(fixed), axes=axes, output_dir=out.get("dir"), text=text, path=path)
     if cfg.n_points == 0:
         raise ConfigError("the grid is empty (an axis has no values)")
@@ -276,10 +329,30 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
     for start in range(0, cfg.n_points, 4096):
         for i, p in enumerate(cfg.points(start, start + 4096)):
             try:
-                spec.validate(spec.complete(p))
+                full = spec.complete(p)
+                spec.validate(full)
+                if dtype == "float32":
+                    _check_derived_float32(full, p, spec)
             except ValueError as e:
                 raise ConfigError(f"grid point {start + i} ({_short(p, names)}): {e}") from None
     return cfg
+
+
+def _check_float32(fixed: dict, axes) -> None:
+    """Refuse numbers a float32 sweep cannot hold (they would become inf and give rows of inf)."""
+    where = [(f"fixed.{k}", v) for k, v in fixed.items()]
+    where += [(f"grid.{n}", t[j]) for names, values in axes for t in values for j, n in enumerate(names)]
+    for key, v in where:
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) > _F32_MAX:
+            raise ConfigError(f"{key} = {v!r} does not fit in float32 (max {_F32_MAX:.4g}): the sweep would compute "
+                              'with inf; use a smaller value, or experiment.dtype = "float64"')
+
+
+def _check_derived_float32(full: dict, given: dict, spec) -> None:
+    for k, v in full.items():
+        if k not in given and isinstance(v, float) and math.isfinite(v) and abs(v) > _F32_MAX:
+            raise ValueError(f"{k} = {v:.4g}, computed from {spec.derived_from.get(k, 'other parameters')}, does not "
+                             'fit in float32; use smaller values, or experiment.dtype = "float64"')
 
 
 def _short(p, names):
@@ -287,7 +360,13 @@ def _short(p, names):
 
 
 def load_config(path) -> SweepConfig:
-    p = Path(path)
-    if not p.exists():
-        raise ConfigError(f"config file not found: {path}")
-    return parse_config(p.read_text(), str(p))
+    from mascot.io import read_text_file
+
+    try:
+        text = read_text_file(path)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        return parse_config(text, str(path))
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from None

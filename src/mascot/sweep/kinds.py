@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import jax
@@ -54,6 +54,7 @@ class Kind:
     bytes_per_point: Callable  # (point) -> int, working memory estimate
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
+    derived_from: dict = field(default_factory=dict)  # derived parameter -> the key(s) users write for it
     row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
     version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
     # chunks this kind may evaluate at once: the spectra kernels change OpenBLAS's thread count around
@@ -106,8 +107,10 @@ CONSENSUS_PARAMS = {
     "b0": Param(float, 2000.0, lambda v: v >= 0 and math.isfinite(v), "b0 >= 0", "initial budget"),
     "c1": Param(float, None, lambda v: v > 0 and math.isfinite(v), "c1 > 0", "mode-1 cost (default: model)"),
     "c2": Param(float, None, lambda v: v > 0 and math.isfinite(v), "c2 > 0", "mode-2 cost (default: model)"),
-    "tokens_complete": Param(float, 30.0, lambda v: v > 0, "tokens_complete > 0", "tokens per message, K_N"),
-    "tokens_ring": Param(float, 10.0, lambda v: v > 0, "tokens_ring > 0", "tokens per message, C_N"),
+    "tokens_complete": Param(float, 30.0, lambda v: v > 0 and math.isfinite(v), "tokens_complete > 0",
+                             "tokens per message, K_N"),
+    "tokens_ring": Param(float, 10.0, lambda v: v > 0 and math.isfinite(v), "tokens_ring > 0",
+                         "tokens per message, C_N"),
     "self_weight_complete": Param(float, 0.4, lambda v: 0 <= v <= 1, "0 <= w <= 1"),
     "self_weight_ring": Param(float, 0.6, lambda v: 0 <= v <= 1, "0 <= w <= 1"),
     "x0_mean": Param(float, 0.5, lambda v: 0 < v < 1, "0 < x0_mean < 1"),
@@ -120,10 +123,13 @@ CONSENSUS_PARAMS = {
 def _consensus_costs(p):
     """The paper's cost model generalised: c1 = N (N - 1) tokens_complete, c2 = 2 N tokens_ring."""
     n = p["n"]
-    if p["c1"] is None:
-        p["c1"] = float(n * (n - 1) * p["tokens_complete"])
-    if p["c2"] is None:
-        p["c2"] = float(2 * n * p["tokens_ring"])
+    for c, key, f in (("c1", "tokens_complete", n * (n - 1)), ("c2", "tokens_ring", 2 * n)):
+        if p[c] is None:
+            v = p[key]
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and not (f * v > 0 and math.isfinite(f * v)):
+                # name the key the user wrote, not the derived cost
+                raise ValueError(f"{key} = {v!r} is out of range: {key} > 0 with {c} = {f} x {key} finite")
+            p[c] = float(f * v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
 
 
 def _consensus_extra(p):
@@ -386,7 +392,8 @@ def _noise_bytes(p) -> int:
 KINDS = {
     # version 2: X0 from named PCG64 streams shared across points (common random numbers)
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
-                      _consensus_costs, version=2),
+                      _consensus_costs, version=2,
+                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}),
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
                     row_key=("point", "graph"), max_workers=1),
     "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",),

@@ -96,6 +96,15 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
         raise ValueError(f"workers must be an integer >= 1; got {workers!r}")
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
     run = RunDir(out_dir)
+    locks = run.acquire(shard)  # held until the chunks are written: the same shard twice is refused
+    try:
+        return _run_locked(cfg, run, shard, progress, workers)
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
     run.init(cfg)
     i, n = shard
     mine = [c for c in range(cfg.n_chunks) if c % n == i]

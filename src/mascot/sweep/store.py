@@ -7,19 +7,31 @@ Layout of a run directory::
     chunks/chunk-000017.parquet   rows of grid points [17 * chunk_size, 18 * chunk_size)
 
 A chunk file exists only once it is complete (written to a temporary name, flushed, renamed), so a
-killed run loses at most the chunks in flight and a rerun skips every chunk already on disk.
+killed run loses at most the chunks in flight and a rerun skips every chunk already on disk. A chunk
+counts as complete only when its Parquet footer and mascot metadata read back and match the plan
+(experiment hash, chunk index, point range, at least one row): a truncated, foreign or misplaced file is
+recomputed by ``run``, named by ``status`` and refused by ``merge``. Files in ``chunks/`` that are not
+``chunk-NNNNNN.parquet`` of this plan are named and ignored.
+
+Locks: a runner holds ``.mascot-shard-I-of-N.lock`` exclusively (the same shard twice is refused, naming
+the holder's pid) and ``.mascot.lock`` shared (shards run side by side); the first runner to find no other
+removes the temporary files killed writers left behind.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mascot.io import atomic_path, atomic_write_text
+from mascot.io import DirectoryLocked, DirLock, atomic_path, atomic_write_text, lock_dir, remove_stale_temps
 
 __all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance"]
 
@@ -27,6 +39,8 @@ META_KEY = b"mascot"
 
 
 ROW_SUBKEYS = ("trajectory", "graph", "trial")  # second sort keys of the kinds' rows, where present
+_CHUNK_NAME = re.compile(r"^chunk-(\d{6})\.parquet$")
+_OWN_FILES = ("plan.json", "config.toml", ".mascot.lock")
 
 
 class MissingChunksError(RuntimeError):
@@ -49,13 +63,16 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
     path = Path(path)
     if metadata is not None:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(metadata)})
-    with atomic_path(path) as tmp, open(tmp, "wb") as f:
-        # lz4 without dictionaries: a sweep's parameter columns repeat per trajectory and lz4 alone
-        # shrinks them; dictionary encoding doubled the write time (zstd took 16% of a sweep's time)
-        # for files half the size (4.7 vs 2.4 MB per 10^6 consensus rows); statistics only on the row
-        # keys (what readers filter on), 15% faster than on every column
-        keys = [k for k in ("point", *ROW_SUBKEYS) if k in table.column_names]
-        pq.write_table(table, f, compression="lz4", use_dictionary=False, write_statistics=keys or False)
+    try:
+        with atomic_path(path) as tmp, open(tmp, "wb") as f:
+            # lz4 without dictionaries: a sweep's parameter columns repeat per trajectory and lz4 alone
+            # shrinks them; dictionary encoding doubled the write time (zstd took 16% of a sweep's time)
+            # for files half the size (4.7 vs 2.4 MB per 10^6 consensus rows); statistics only on the row
+            # keys (what readers filter on), 15% faster than on every column
+            keys = [k for k in ("point", *ROW_SUBKEYS) if k in table.column_names]
+            pq.write_table(table, f, compression="lz4", use_dictionary=False, write_statistics=keys or False)
+    except OSError as e:  # disk full, quota, permissions: one line naming the file (nothing partial is left)
+        raise OSError(e.errno, f"cannot write {path}: {os.strerror(e.errno) if e.errno else e}") from None
 
 
 def _git_commit() -> str | None:
@@ -86,15 +103,42 @@ class RunDir:
     def chunk_path(self, c: int) -> Path:
         return self.chunks / f"chunk-{c:06d}.parquet"
 
+    # -- locks --------------------------------------------------------------------------------
+    def acquire(self, shard=(0, 1), wait_s: float = 30.0) -> list[DirLock]:
+        """Locks for running ``shard`` (``(I, N)``) here; keep them referenced while running (see the
+        module docstring). Raises ``DirectoryLocked`` naming the holder when this shard is already running."""
+        if self.path.exists() and not self.path.is_dir():
+            raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
+        deadline = time.monotonic() + wait_s
+        try:
+            shared = lock_dir(self.path, what="sweep run directory")  # alone: clean up, then share
+            remove_stale_temps(self.path)
+            remove_stale_temps(self.chunks)
+            shared.share()
+        except DirectoryLocked:
+            while True:  # other runners share it; another's brief exclusive clean-up is waited out
+                try:
+                    shared = lock_dir(self.path, shared=True, what="sweep run directory")
+                    break
+                except DirectoryLocked:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.05)
+        i, n = shard
+        mine = lock_dir(self.path, f".mascot-shard-{i}-of-{n}.lock", what="sweep run directory")
+        return [shared, mine]
+
     # -- plan ---------------------------------------------------------------------------------
     def init(self, cfg) -> None:
         """Create the directory for ``cfg`` or check that it belongs to the same experiment."""
         plan = dict(hash=cfg.hash, kind=cfg.kind, name=cfg.name, n_points=cfg.n_points,
                     chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
+        if self.path.exists() and not self.path.is_dir():
+            raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
         self.chunks.mkdir(parents=True, exist_ok=True)
         pf = self.path / "plan.json"
         if pf.exists():
-            old = json.loads(pf.read_text())
+            old = self._read_plan(pf)
             if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
                 raise ValueError(
                     f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
@@ -105,16 +149,76 @@ class RunDir:
         for name, text in (("config.toml", cfg.text), ("plan.json", json.dumps(plan, indent=2) + "\n")):
             atomic_write_text(self.path / name, text)
 
+    @staticmethod
+    def _read_plan(pf: Path) -> dict:
+        try:
+            plan = json.loads(pf.read_bytes())
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out "
+                             "or delete it") from None
+        need = ("hash", "n_points", "chunk_size", "n_chunks")
+        if not isinstance(plan, dict) or not all(isinstance(plan.get(k), (int, str)) for k in need):
+            raise ValueError(f"{pf} is corrupt (needs {', '.join(need)}); use another --out or delete the directory")
+        return plan
+
     def plan(self) -> dict:
+        if self.path.exists() and not self.path.is_dir():
+            raise ValueError(f"{self.path} is a file, not a mascot run directory")
         pf = self.path / "plan.json"
         if not pf.exists():
             raise FileNotFoundError(f"{self.path} is not a mascot run directory (no plan.json)")
-        return json.loads(pf.read_text())
+        return self._read_plan(pf)
+
+    # -- chunks -------------------------------------------------------------------------------
+    def check_chunk(self, c: int, plan: dict) -> str | None:
+        """Why chunk ``c``'s file is not a complete chunk of ``plan`` (None: it is)."""
+        path = self.chunk_path(c)
+        try:
+            md = pq.read_metadata(path)
+        except (OSError, ValueError, pa.ArrowException) as e:
+            return f"unreadable Parquet ({str(e).splitlines()[0][:80]})"
+        try:
+            meta = json.loads((md.metadata or {}).get(META_KEY, b"null"))
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict):
+            return "no mascot metadata"
+        start = c * plan["chunk_size"]
+        want = [start, min(start + plan["chunk_size"], plan["n_points"])]
+        if meta.get("config_hash") != plan["hash"]:
+            return f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)"
+        if meta.get("chunk") != c or meta.get("points") != want:
+            return (f"holds chunk {meta.get('chunk')} (points {meta.get('points')}), not chunk {c} (points {want}): "
+                    "a copied or renamed file")
+        if md.num_rows < 1:
+            return "no rows"
+        return None
+
+    def scan(self) -> tuple[set[int], dict[Path, str], list[Path]]:
+        """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan."""
+        plan = self.plan()
+        done, bad, foreign = set(), {}, []
+        if not self.chunks.exists():
+            return done, bad, foreign
+        for p in sorted(self.chunks.iterdir()):
+            m = _CHUNK_NAME.match(p.name)
+            if p.name.startswith(".") and p.name.endswith(".tmp"):
+                continue  # a writer's temporary (in flight, or removed when a runner starts alone)
+            if m is None or int(m.group(1)) >= plan["n_chunks"] or not p.is_file():
+                foreign.append(p)
+                continue
+            why = self.check_chunk(int(m.group(1)), plan)
+            if why is None:
+                done.add(int(m.group(1)))
+            else:
+                bad[p] = why
+        return done, bad, foreign
 
     def done(self) -> set[int]:
-        if not self.chunks.exists():
+        """Indices of the complete chunks (see :meth:`check_chunk`)."""
+        if not (self.path / "plan.json").exists():
             return set()
-        return {int(p.stem.split("-")[1]) for p in self.chunks.glob("chunk-*.parquet")}
+        return self.scan()[0]
 
     def missing(self) -> list[int]:
         n = self.plan()["n_chunks"]
@@ -124,27 +228,43 @@ class RunDir:
     # -- status and merge -----------------------------------------------------------------------
     def status(self) -> dict:
         plan = self.plan()
-        done = self.done()
-        rows = sum(pq.ParquetFile(self.chunk_path(c)).metadata.num_rows for c in done)
-        missing = self.missing()
+        done, bad, foreign = self.scan()
+        rows = sum(pq.read_metadata(self.chunk_path(c)).num_rows for c in done)
+        missing = [c for c in range(plan["n_chunks"]) if c not in done]
         return dict(plan, chunks_done=len(done), rows=rows, missing=len(missing),
-                    missing_chunks=_ranges(missing), complete=not missing)
+                    missing_chunks=_ranges(missing), complete=not missing,
+                    bad_chunks={str(p): why for p, why in bad.items()}, foreign_files=[str(p) for p in foreign])
+
+    def _check_merge_out(self, out: Path) -> None:
+        if out.exists() and out.is_dir():
+            raise ValueError(f"--out {out} is a directory; give the merged file's path (e.g. {out}/merged.parquet)")
+        ro, rd = out.resolve(), self.path.resolve()
+        own = ro.parent == rd and (ro.name in _OWN_FILES or ro.name.endswith(".lock"))
+        if ro.is_relative_to(rd / "chunks") or own:
+            raise ValueError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
+                             f"to {self.path / 'merged.parquet'} or outside {self.path}")
 
     def merge(self, out=None) -> Path:
         """Check completeness and write one Parquet file sorted by (point, ...)."""
-        missing = self.missing()
+        out = Path(out) if out else self.path / "merged.parquet"
+        self._check_merge_out(out)
+        plan = self.plan()
+        done, bad, foreign = self.scan()
+        for p in foreign:
+            print(f"mascot: warning: ignoring {p}: not a chunk of this run", file=sys.stderr)
+        n = plan["n_chunks"]
+        missing = [c for c in range(n) if c not in done]
         if missing:
-            raise MissingChunksError(f"{len(missing)} of {self.plan()['n_chunks']} chunks missing: "
-                                     f"{_ranges(missing)} (run `mascot run` again to complete them)")
-        n = self.plan()["n_chunks"]
+            why = "".join(f"; invalid {p}: {w}" for p, w in list(bad.items())[:5])
+            raise MissingChunksError(f"{len(missing)} of {n} chunks missing: {_ranges(missing)}{why} "
+                                     "(run `mascot run` again to compute them)")
         tables = [pq.read_table(self.chunk_path(c)) for c in range(n)]
         meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
         table = pa.concat_tables([t.replace_schema_metadata(None) for t in tables])
         keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in table.column_names]
         table = table.sort_by(keys)
-        out = Path(out) if out else self.path / "merged.parquet"
         out.parent.mkdir(parents=True, exist_ok=True)
-        merged_meta = dict(plan=self.plan(), config=(self.path / "config.toml").read_text(),
+        merged_meta = dict(plan=plan, config=(self.path / "config.toml").read_text(),
                            chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
                            **provenance())
         write_table_atomic(table, out, merged_meta)

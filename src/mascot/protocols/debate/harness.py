@@ -39,7 +39,7 @@ from mascot.protocols.debate.surrogate import SurrogateDebateBackend
 from mascot.protocols.debate.voting import (
     Ballot, agreed_decision, article_consensus, article_decision, majority_vote, parse_decision, weighted_vote,
 )
-from mascot.protocols.rundir import open_run_dir, orphan_message, resolve_backend
+from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend
 from mascot.seeds import seed64
 
 __all__ = ["run_debate", "DebateRun"]
@@ -94,6 +94,7 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     if not isinstance(config, DebateConfig):
         raise ValueError("config must be a DebateConfig")
     out = Path(out)
+    _lock = lock_run_dir(out)  # exclusive while this call runs: a second writer is refused
     factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
     identity = canonical({"config": config.identity(), "backend": backend_spec})
     meta = open_run_dir(out, kind="mascot-debate", identity=identity, label="a debate",

@@ -72,7 +72,7 @@ from mascot.protocols.deliberation.prompts import (
 )
 from mascot.protocols.deliberation.records import lane_summaries
 from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
-from mascot.protocols.rundir import open_run_dir, orphan_message, resolve_backend
+from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend
 from mascot.seeds import seed64
 from mascot.status import Status
 from mascot.theory.consensus import contraction_rate, disagreement
@@ -403,6 +403,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     if not isinstance(config, DeliberationConfig):
         raise ValueError("config must be a DeliberationConfig")
     out = Path(out)
+    _lock = lock_run_dir(out)  # exclusive while this call runs: a second writer is refused
     factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
     identity = canonical({"config": config.identity(), "backend": backend_spec})
     meta = open_run_dir(out, kind="mascot-deliberation", identity=identity, label="a deliberation run",

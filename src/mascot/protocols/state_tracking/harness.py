@@ -69,7 +69,7 @@ import numpy as np
 from mascot.backends import run_spec
 from mascot.backends.base import Backend, Request, Sampling
 from mascot.io import atomic_path, atomic_write_text, canonical
-from mascot.protocols.rundir import open_run_dir, orphan_message, resolve_backend, utc_now
+from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disagreement, plurality_vote
 from mascot.protocols.state_tracking.parsing import ParseResult, parse_state
@@ -600,6 +600,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     if not isinstance(config, TrialConfig):
         raise ValueError("config must be a TrialConfig")
     out = Path(out)
+    _lock = lock_run_dir(out)  # exclusive while this call runs: a second writer is refused
     factory, backend_spec = resolve_backend(backend, backend_spec, _identity_spec)
     identity = canonical({"config": config.identity(), "backend": backend_spec})
     ident_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]

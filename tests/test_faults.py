@@ -1,0 +1,484 @@
+"""Faults mascot survives (issue 13): each test reproduces one fault found by probing sweeps, files, Slurm
+scripts and inputs, and checks what mascot guarantees instead. Read the test names as the list.
+
+Scripts: no config field or option adds a line to a Slurm script (names validated, values quoted).
+Races: every run directory is locked; a second writer is refused naming the holder; a dead holder's lock is free.
+Files: writes never follow a planted symlink; killed writers' temporaries are removed; a damaged, foreign or
+misplaced chunk is never counted as complete; merge never overwrites its inputs.
+Inputs: huge grids are refused from their size alone; bad files and values get one line naming the file or key.
+"""
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from mascot.cli import main
+from mascot.cli.slurm import render
+from mascot.io import DirectoryLocked, atomic_write_text, lock_dir, remove_stale_temps
+from mascot.protocols.rundir import lock_run_dir
+from mascot.sweep import ConfigError, MissingChunksError, RunDir, load_config, parse_config, run_sweep
+
+SWEEP = """
+[experiment]
+kind = "consensus"
+name = "faults"
+seed = {seed}
+chunk_size = 3
+
+[fixed]
+trajectories = 3
+d = 2
+max_rounds = 20
+
+[grid]
+n = [5, 6]
+strategy = ["adaptive", "ring"]
+b0 = [500.0, 5000.0]
+"""  # 8 points, 3 chunks (3 + 3 + 2)
+
+
+def sweep_text(seed=1, **edits):
+    text = SWEEP.format(seed=seed)
+    for old, new in edits.items():
+        text = text.replace(old, new)
+    return text
+
+
+def write(tmp_path, text, name="sweep.toml"):
+    f = tmp_path / name
+    f.write_text(text)
+    return f
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A complete run directory of SWEEP (seed 1) and one of seed 2; tests copy them."""
+    root = tmp_path_factory.mktemp("runs")
+    for seed in (1, 2):
+        run_sweep(parse_config(sweep_text(seed)), root / f"seed{seed}", progress=False, workers=1)
+    return root
+
+
+@pytest.fixture
+def run_dir(finished, tmp_path):
+    d = tmp_path / "run"
+    shutil.copytree(finished / "seed1", d)
+    return d
+
+
+def _err_line(capsys):
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+# ----------------------------------------------------------------------------- 2. shell injection into sbatch scripts
+INJECT = "touch PWNED"
+
+
+def _assert_no_injected_line(script: str):
+    assert subprocess.run(["bash", "-n"], input=script, text=True).returncode == 0
+    assert not [ln for ln in script.splitlines() if ln.strip().startswith("touch")], script
+
+
+def test_config_name_with_newline_is_refused_naming_the_key(tmp_path, capsys):
+    cfg = write(tmp_path, sweep_text(**{'name = "faults"': 'name = "x\\ntouch PWNED"'}))
+    with pytest.raises(ConfigError, match="experiment.name"):
+        load_config(cfg)
+    assert main(["slurm", "submit", str(cfg), "--shards", "2", "--dry-run"]) == 2
+    out = capsys.readouterr()
+    assert INJECT not in out.out and "experiment.name" in out.err
+
+
+def test_config_name_escaping_runs_dir_is_refused(tmp_path):
+    for bad in ("../../escape", "/abs", ".hidden", "a b", "x;y"):
+        with pytest.raises(ConfigError, match="experiment.name"):
+            parse_config(sweep_text(**{'name = "faults"': f'name = "{bad}"'}))
+
+
+@pytest.mark.parametrize("gpus", [0, 1])
+def test_hostile_paths_are_quoted_in_array_and_merge_scripts(tmp_path, gpus):
+    cfg = write(tmp_path, sweep_text())
+    out = tmp_path / f"r$(touch${{IFS}}PWNED);touch`PWNED`'\"{gpus}"  # no whitespace: #SBATCH --output
+    sub = render(str(cfg), shards=2, out=str(out), gpus=gpus)
+    for script in (sub.array_script, sub.merge_script):
+        _assert_no_injected_line(script)
+        exec_line = next(ln for ln in script.splitlines() if ln.startswith("exec "))
+        assert str(out.resolve()) in shlex.split(exec_line)  # one literal argument, nothing evaluated
+
+
+def test_trials_script_quotes_hostile_out(tmp_path):
+    cfg = write(tmp_path, '[trials]\nbackend = "surrogate"\nn_trials = 2\nsteps = 2\n', "trials.toml")
+    out = tmp_path / "t$(touch${IFS}PWNED);touch`PWNED`'"
+    sub = render(str(cfg), out=str(out))
+    _assert_no_injected_line(sub.array_script)
+    exec_line = next(ln for ln in sub.array_script.splitlines() if ln.startswith("exec "))
+    assert str(out.resolve()) in shlex.split(exec_line)
+
+
+@pytest.mark.parametrize("opt", ["--partition", "--time", "--mem"])
+def test_sbatch_options_with_newlines_are_refused(tmp_path, capsys, opt):
+    cfg = write(tmp_path, sweep_text())
+    assert main(["slurm", "submit", str(cfg), "--shards", "2", "--dry-run", opt, "cpu\ntouch PWNED"]) == 2
+    out = capsys.readouterr()
+    assert INJECT not in out.out and opt in out.err
+
+
+def test_out_with_newline_is_refused_for_sbatch(tmp_path):
+    cfg = write(tmp_path, sweep_text())
+    with pytest.raises(ValueError, match="whitespace or control"):
+        render(str(cfg), shards=2, out=str(tmp_path / "r\ntouch PWNED"))
+
+
+# ----------------------------------------------------------------------------- 3. concurrent runs
+_HOLDER = textwrap.dedent("""
+    import sys, time
+    from mascot.protocols.rundir import lock_run_dir
+    lock = lock_run_dir(sys.argv[1])
+    print("locked", flush=True)
+    time.sleep(120)
+""")
+
+
+def _hold(directory):
+    p = subprocess.Popen([sys.executable, "-c", _HOLDER, str(directory)], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "locked"
+    return p
+
+
+def test_second_writer_is_refused_naming_directory_and_pid(tmp_path):
+    holder = _hold(tmp_path / "D")
+    try:
+        with pytest.raises(DirectoryLocked, match=rf"{tmp_path / 'D'}.*pid {holder.pid}"):
+            lock_run_dir(tmp_path / "D")
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lock_of_a_sigkilled_holder_is_released(tmp_path):
+    holder = _hold(tmp_path / "D")
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait()
+    lock = lock_run_dir(tmp_path / "D")  # no stale lock: the OS dropped it with the process
+    lock.release()
+
+
+def test_deliberate_into_a_directory_in_use_exits_nonzero(tmp_path):
+    d = tmp_path / "D"
+    holder = _hold(d)
+    try:
+        res = subprocess.run([sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--strategy", "ring",
+                              "--no-report", "--out", str(d)], capture_output=True, text=True)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert res.returncode == 1 and "Traceback" not in res.stderr
+    assert str(d) in res.stderr and f"pid {holder.pid}" in res.stderr
+    assert not (d / "rounds.jsonl").exists()
+
+
+def test_two_concurrent_deliberate_never_write_a_line_twice(tmp_path):
+    d = tmp_path / "D"
+    cmd = [sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--strategy", "ring", "--no-report",
+           "--out", str(d)]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [(p.wait(), p.stderr.read()) for p in procs]
+    codes = sorted(rc for rc, _ in results)
+    assert codes in ([0, 0], [0, 1]), results  # refused, or the second found the first's finished run
+    if codes == [0, 1]:
+        assert "in use by another mascot process" in next(err for rc, err in results if rc == 1)
+    lines = (d / "rounds.jsonl").read_text().splitlines()
+    assert len(lines) == len(set(lines))
+    solo = tmp_path / "solo"
+    subprocess.run(cmd[:-1] + [str(solo)], check=True, capture_output=True)
+    assert len(lines) == len((solo / "rounds.jsonl").read_text().splitlines())
+
+
+def test_two_runs_of_the_same_sweep_shard_are_refused(tmp_path, capsys):
+    cfg = write(tmp_path, sweep_text())
+    out = tmp_path / "r"
+    locks = RunDir(out).acquire((0, 1))  # a first `mascot run` holding the directory
+    try:
+        assert main(["run", str(cfg), "--out", str(out), "--quiet"]) == 1
+        err = _err_line(capsys)
+        assert str(out) in err and f"pid {os.getpid()}" in err
+        other = RunDir(out).acquire((1, 2))  # other shards run side by side
+        for lock in other:
+            lock.release()
+    finally:
+        for lock in locks:
+            lock.release()
+
+
+# ----------------------------------------------------------------------------- 4. planted symlinks, stale temps
+def test_writes_never_follow_a_symlink_planted_at_a_temp_name(tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    out = tmp_path / "report"
+    out.mkdir()
+    for name in (".table.csv.tmp", "table.csv.tmp", ".table.csv.XXXX.tmp"):
+        (out / name).symlink_to(outside)
+    atomic_write_text(out / "table.csv", "a,b\n")
+    assert outside.read_text() == "precious" and (out / "table.csv").read_text() == "a,b\n"
+    (out / "link.csv").symlink_to(outside)  # a link at the target is replaced, its target untouched
+    atomic_write_text(out / "link.csv", "x\n")
+    assert outside.read_text() == "precious" and not (out / "link.csv").is_symlink()
+
+
+def test_lock_file_symlink_is_refused(tmp_path):
+    d = tmp_path / "D"
+    d.mkdir()
+    (d / ".mascot.lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match="symlink"):
+        lock_dir(d)
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_stale_temps_of_killed_writers_are_removed_when_a_run_dir_opens(run_dir, tmp_path):
+    outside = tmp_path / "outside.txt"
+    outside.write_text("precious")
+    stale = [run_dir / ".plan.json.k3j4h5.tmp", run_dir / "chunks" / ".chunk-000001.parquet.a8f7z.tmp"]
+    for p in stale:
+        p.write_bytes(b"half a file")
+    (run_dir / ".config.toml.zz9.tmp").symlink_to(outside)
+    keep = run_dir / "notes.tmp"
+    keep.write_text("mine")
+    run_sweep(load_config(write(tmp_path, sweep_text())), run_dir, progress=False)
+    assert not any(p.exists() for p in stale) and not (run_dir / ".config.toml.zz9.tmp").is_symlink()
+    assert outside.read_text() == "precious" and keep.exists()
+    d = tmp_path / "llm"
+    d.mkdir()
+    (d / ".rounds.jsonl.abc.tmp").write_text("x")
+    lock_run_dir(d).release()
+    assert remove_stale_temps(d) == [] and not (d / ".rounds.jsonl.abc.tmp").exists()
+
+
+# ----------------------------------------------------------------------------- 5. corrupted chunks
+def test_truncated_chunk_is_named_by_status_and_recomputed(run_dir, tmp_path, capsys):
+    before = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "before.parquet"))
+    chunk = RunDir(run_dir).chunk_path(1)
+    chunk.write_bytes(chunk.read_bytes()[: chunk.stat().st_size // 2])
+    assert main(["status", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "chunks 2/3" in out and str(chunk) in out and "unreadable" in out
+    assert main(["status", str(run_dir), "--json"]) == 0
+    assert str(chunk) in json.loads(capsys.readouterr().out)["bad_chunks"]
+    with pytest.raises(MissingChunksError, match="chunk-000001.parquet"):
+        RunDir(run_dir).merge(tmp_path / "m.parquet")
+    s = run_sweep(load_config(write(tmp_path, sweep_text())), run_dir, progress=False)
+    assert (s.chunks_run, s.chunks_skipped) == (1, 2)
+    after = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet"))
+    pd.testing.assert_frame_equal(before, after)
+
+
+# ----------------------------------------------------------------------------- 6. merge trusts chunks/
+def test_chunk_from_another_seed_is_not_merged(run_dir, finished, tmp_path):
+    shutil.copy(RunDir(finished / "seed2").chunk_path(1), RunDir(run_dir).chunk_path(1))
+    with pytest.raises(MissingChunksError, match="another config"):
+        RunDir(run_dir).merge(tmp_path / "m.parquet")
+    assert 1 not in RunDir(run_dir).done()
+
+
+def test_chunk_copied_over_another_is_not_merged(run_dir, tmp_path):
+    rd = RunDir(run_dir)
+    shutil.copy(rd.chunk_path(0), rd.chunk_path(1))
+    with pytest.raises(MissingChunksError, match="copied or renamed"):
+        rd.merge(tmp_path / "m.parquet")
+    s = run_sweep(load_config(write(tmp_path, sweep_text())), run_dir, progress=False)
+    assert s.chunks_run == 1
+    merged = pd.read_parquet(rd.merge(tmp_path / "m.parquet"))
+    assert not merged.duplicated(["point", "trajectory"]).any() and sorted(merged.point.unique()) == list(range(8))
+
+
+def test_merge_refuses_to_write_into_its_inputs(run_dir, capsys):
+    chunk = RunDir(run_dir).chunk_path(0)
+    data = chunk.read_bytes()
+    for target in (chunk, run_dir / "chunks" / "new.parquet", run_dir / "plan.json", run_dir / "config.toml"):
+        assert main(["merge", str(run_dir), "--out", str(target)]) == 2
+        assert "overwrite the run directory" in _err_line(capsys)
+    assert chunk.read_bytes() == data
+    assert main(["merge", str(run_dir), "--out", str(run_dir)]) == 2  # a directory
+    assert "is a directory" in _err_line(capsys)
+    assert main(["merge", str(run_dir)]) == 0  # the default, DIR/merged.parquet, is fine
+    assert (run_dir / "merged.parquet").exists()
+
+
+def test_stray_files_in_chunks_are_named_and_ignored(run_dir, tmp_path, capsys):
+    for name in ("notes.txt", "chunk-foo.parquet", "chunk-000099.parquet"):
+        (run_dir / "chunks" / name).write_text("stray")
+    assert main(["status", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "complete" in out and out.count("ignored (not a chunk of this run)") == 3
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]) == 0
+    assert "ignoring" in capsys.readouterr().err
+    s = run_sweep(load_config(write(tmp_path, sweep_text())), run_dir, progress=False)
+    assert s.chunks_run == 0
+
+
+# ----------------------------------------------------------------------------- 7. huge grids
+def test_a_10_to_12_point_grid_is_refused_at_once(tmp_path, capsys):
+    cfg = write(tmp_path, sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = { linspace = [100, 1000, 1000000] }\n"
+                                        "eta = { linspace = [0.1, 0.5, 250000] }"}))
+    t0 = time.perf_counter()
+    assert main(["validate", str(cfg)]) == 2
+    assert time.perf_counter() - t0 < 5
+    err = _err_line(capsys)
+    assert "1,000,000,000,000 points" in err and "max_points" in err and str(cfg) in err
+
+
+def test_a_huge_linspace_does_not_allocate(tmp_path):
+    text = sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = { linspace = [100, 1000, 1000000000000000] }"})
+    with pytest.raises(ConfigError, match="4,000,000,000,000,000 points"):
+        parse_config(text)
+
+
+def test_max_points_is_configurable(tmp_path):
+    text = sweep_text(**{"chunk_size = 3": "chunk_size = 3\nmax_points = 7"})
+    with pytest.raises(ConfigError, match=r"8 points .*max_points = 7"):
+        parse_config(text)
+    assert parse_config(text.replace("max_points = 7", "max_points = 8")).n_points == 8
+    assert parse_config(text.replace("max_points = 7", "max_points = 8")).hash == parse_config(sweep_text()).hash
+
+
+# ----------------------------------------------------------------------------- 8. one-line errors naming file or key
+def _disk_full(*a, **k):
+    raise OSError(28, "No space left on device")
+
+
+def test_disk_full_during_run_is_one_line_naming_the_chunk(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(pq, "write_table", _disk_full)
+    cfg = write(tmp_path, sweep_text())
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet", "--workers", "1"]) == 1
+    err = _err_line(capsys)
+    assert "No space left on device" in err and "chunk-0000" in err and len(err.strip().splitlines()) == 1
+    assert not list((tmp_path / "r" / "chunks").iterdir())  # nothing partial left
+
+
+def test_disk_full_during_merge_is_one_line(run_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(pq, "write_table", _disk_full)
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]) == 1
+    err = _err_line(capsys)
+    assert "No space left on device" in err and "m.parquet" in err
+    assert not list(tmp_path.glob("*m.parquet*"))
+
+
+def test_directory_or_non_utf8_config_is_one_line(tmp_path, capsys):
+    assert main(["validate", str(tmp_path)]) == 2
+    assert "is a directory" in _err_line(capsys)
+    bad = tmp_path / "latin1.toml"
+    bad.write_bytes(sweep_text().replace("faults", "f\xe9").encode("latin-1"))
+    for cmd in (["validate", str(bad)], ["run", str(bad), "--quiet"]):
+        assert main(cmd) == 2
+        err = _err_line(capsys)
+        assert str(bad) in err and "UTF-8" in err
+
+
+def test_out_pointing_at_a_file_is_refused(tmp_path, capsys):
+    f = tmp_path / "afile"
+    f.write_text("x")
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(f), "--quiet"]) == 2
+    assert "is a file" in _err_line(capsys)
+    res = subprocess.run([sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--no-report",
+                          "--out", str(f)], capture_output=True, text=True)
+    assert res.returncode == 2 and "is a file" in res.stderr and "Traceback" not in res.stderr
+    assert f.read_text() == "x"
+
+
+def test_corrupt_plan_json_is_named(run_dir, tmp_path, capsys):
+    (run_dir / "plan.json").write_text('{"hash": "abc", ')
+    for cmd in (["status", str(run_dir)], ["merge", str(run_dir)],
+                ["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]):
+        assert main(cmd) == 2
+        err = _err_line(capsys)
+        assert "plan.json is corrupt" in err
+
+
+BAD_ADJACENCY = {
+    "empty.csv": b"", "header-only.csv": b"a,b\n", "ragged.csv": b"1,2\n3\n", "words.csv": b"1,x\n0,1\n",
+    "empty.json": b"", "broken.json": b"[[1, 2], [3", "object.json": b'{"weights": [[1]]}', "empty.npy": b"",
+    "garbage.npy": b"\x93NUMPY garbage", "latin1.csv": "1,\xe9\n".encode("latin-1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BAD_ADJACENCY))
+def test_malformed_adjacency_file_is_one_line(tmp_path, capsys, name):
+    f = tmp_path / name
+    f.write_bytes(BAD_ADJACENCY[name])
+    assert main(["diagnose", "--adjacency", str(f)]) == 2
+    assert str(f) in _err_line(capsys)
+
+
+def test_3d_directory_and_overflowing_adjacency(tmp_path, capsys):
+    np.save(tmp_path / "stack.npy", np.ones((2, 3, 3)))
+    (tmp_path / "huge.csv").write_text("0,1e308,1e308\n1,0,1\n1,1,0\n")
+    for f, why in ((tmp_path / "stack.npy", "got shape (2, 3, 3)"), (tmp_path, "is a directory"),
+                   (tmp_path / "huge.csv", "row 0: weights sum to inf")):
+        assert main(["diagnose", "--adjacency", str(f)]) == 2
+        err = _err_line(capsys)
+        assert str(f) in err and why in err
+
+
+CERT = ["certify", "--d0", "1", "--b0", "5000", "--eta", "0.1", "--eps", "0.01", "--c1", "600", "--c2", "100"]
+
+
+def test_certify_refuses_non_finite_and_conflicting_inputs(tmp_path, capsys):
+    for flag in ("--d0", "--b0", "--eta"):
+        argv = list(CERT)
+        argv[argv.index(flag) + 1] = "inf"
+        assert main(argv + ["--lambda1", "0.25", "--lambda2", "0.72"]) == 2
+        assert f"{flag} must be a finite number" in _err_line(capsys)
+    np.save(tmp_path / "w.npy", np.full((3, 3), 1 / 3))
+    assert main(CERT + ["--lambda1", "0.25", "--w1", str(tmp_path / "w.npy"), "--lambda2", "0.7"]) == 2
+    assert "not both" in _err_line(capsys)
+    assert main(CERT + ["--w1", str(tmp_path), "--lambda2", "0.7"]) == 2
+    assert "is a directory" in _err_line(capsys)
+    np.save(tmp_path / "cube.npy", np.ones((2, 3, 3)))
+    assert main(CERT + ["--w1", str(tmp_path / "cube.npy"), "--lambda2", "0.7"]) == 2
+    assert "square" in _err_line(capsys)
+
+
+def test_errors_name_the_key_the_user_wrote(tmp_path):
+    f64 = {"seed = 1": 'seed = 1\ndtype = "float64"'}
+    for value in ("1e308", "inf", "-1.0"):
+        with pytest.raises(ConfigError, match=r"tokens_ring = \S+ is out of range: tokens_ring > 0"):
+            parse_config(sweep_text(**{"max_rounds = 20": f"max_rounds = 20\ntokens_ring = {value}"}, **f64))
+    with pytest.raises(ConfigError, match=r"c2 = 1e\+39, computed from n and tokens_ring, does not fit in float32"):
+        parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\ntokens_ring = 1e38"}))
+
+
+# ----------------------------------------------------------------------------- 9. silently accepted values
+def test_float32_sweep_refuses_values_that_overflow_to_inf():
+    with pytest.raises(ConfigError, match=r"fixed.noise = 1e\+308 does not fit in float32"):
+        parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308"}))
+    with pytest.raises(ConfigError, match=r"grid.b0 = 1e\+300"):
+        parse_config(sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = [500.0, 1e300]"}))
+    parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308",
+                               "seed = 1": 'seed = 1\ndtype = "float64"'}))
+
+
+def test_adjacency_weights_that_overflow_into_a_zero_row_are_refused():
+    from mascot.graphs import row_normalize
+
+    with pytest.raises(ValueError, match="row 1: weights sum to inf"):
+        row_normalize(np.array([[0, 1.0], [1e308, 1e308]]))
+
+
+# ----------------------------------------------------------------------------- results unchanged
+def test_committed_sweep_configs_keep_their_experiment_hashes():
+    want = {"consensus_scaling": "d7450e895608e546", "noise_linear": "2307cd1313ea025c",
+            "noise_rule": "c248e46bc0e4d208", "spectra_families": "bb0cc43d178c1ad7"}
+    root = os.path.join(os.path.dirname(__file__), "..", "configs", "sweeps")
+    for name, h in want.items():
+        assert load_config(os.path.join(root, f"{name}.toml")).hash == h
