@@ -517,3 +517,87 @@ def test_cli_json_keys(tmp_path, capsys):
         _cli(["debate", "--backend", "openai", "--out", str(tmp_path / "y")])
     with pytest.raises(ValueError, match="not found"):
         _cli(["deliberate", str(tmp_path / "missing.toml")])
+
+
+# ----------------------------------------------------------------------------- issue 12: seed examples and figures
+def test_fig4_helpers_tick_labels_and_mode_switch():
+    from mascot.analysis.deliberation_report import _k_tokens, _mode_runs, _switches
+
+    assert [_k_tokens(v) for v in (0.0, 1e-9, -0.0, 20_000.0, 100_000.0, -10_000.0, 500.0)] == [
+        "0", "0", "0", "20k", "100k", "-10k", "500"]
+    sigma = [None, 1, 1, 1, 2, 2, 2]  # round 0 has no mode; switch after round 3
+    assert _mode_runs(sigma) == [(0, 3, 1), (3, 6, 2)]
+    assert _switches(sigma) == [3]
+    assert _mode_runs([None, 2, 2]) == [(0, 2, 2)] and _switches([None, 2, 2]) == []
+    assert _switches([None, 1, 2, 1, 2]) == [1, 3]
+
+
+def test_weighted_vote_example_of_issue_12():
+    from mascot.analysis.debate_report import WEIGHTED_VOTE_EXAMPLE
+
+    r = weighted_vote(WEIGHTED_VOTE_EXAMPLE)
+    assert (r.outcome, r.score, r.pass_votes, r.fail_votes, r.abstentions) == ("FAIL", -0.5, 1, 2, 0)
+
+
+def test_reproduce_debate_small(tmp_path):
+    from mascot.analysis.debate_report import reproduce as reproduce_debate
+
+    s = reproduce_debate(tmp_path / "out", tmp_path / "runs", runs=5)
+    am = s["article_mock"]
+    # the article's mock agents never agree: no consensus at max_rounds = 3, majority FAIL, as the article's loop says
+    assert (am["consensus"], am["rounds"], am["decision"]) == (False, 3, "FAIL")
+    assert am["decisions_by_round"] == [["FAIL", "PASS", "FAIL"]] * 3 and am["article_result"] == [3, False]
+    assert s["weighted_vote_example"]["score"] == -0.5 and s["weighted_vote_example"]["outcome"] == "FAIL"
+    assert s["surrogate"]["debates"] == 5 and sum(s["surrogate"]["rounds"].values()) == 5
+    assert s["scenario"]["max_rounds"] == 3 and len(s["scenario"]["agents"]) == 3
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert "score = - 0.9 + 0.6 - 0.2 = -0.5  ->  FAIL" in readme
+    assert "Consensus achieved? False in 3 rounds" in readme
+    assert (tmp_path / "out" / "example_transcript.md").exists() and (tmp_path / "out" / "debates.csv").exists()
+
+
+def test_table_vii_mapping_resolves(tmp_path):
+    from mascot.analysis.deliberation_report import TABLE_VII, _exists, table_vii_mapping
+
+    rows = table_vii_mapping(tmp_path / "t7.md")
+    assert len(rows) == 8 and all(r["resolves"] for r in rows)
+    assert [r[1] for r in TABLE_VII][-1] == "offline certificate before compile"
+    assert not _exists("config:no_such_key") and not _exists("mascot.theory:no_such_function")
+    assert "| Thm. 2 | should_continue guard |" in (tmp_path / "t7.md").read_text()
+
+
+def test_token_scaling_study_small(tmp_path):
+    from mascot.analysis.deliberation_report import PAPER_TOKEN_SCALES, token_scaling_study
+
+    assert PAPER_TOKEN_SCALES == {"GPT-5.4-Mini": 1.0, "Gemini 2.5-Flash": 0.75, "Claude Opus-4.8": 0.45}
+    summ = token_scaling_study(tmp_path / "ts", tmp_path / "runs", runs=1)
+    import pandas as pd
+
+    df = pd.read_csv(tmp_path / "ts" / "scaling.csv")
+    assert np.allclose(df.charged_tokens, df.token_scale * df.raw_tokens)
+    assert set(df.token_scale) == {1.0, 0.75, 0.45}
+    # same dynamics, different charge: rounds agree across the three surrogate models
+    assert (df.groupby(["strategy", "run"]).rounds.nunique() == 1).all()
+    assert summ["surrogate-claude-like"]["complete"]["raw_per_round_vs_gpt_like"] > 1.5
+    readme = (tmp_path / "ts" / "README.md").read_text()
+    assert "| Claude Opus-4.8 | complete | 108,227 | 0.45 | 240,504 | yes |" in readme
+    assert (tmp_path / "ts" / "fig4.png").exists() and (tmp_path / "ts" / "table_viii.md").exists()
+
+
+def test_consensus_sweep_tightness_coverage_and_dominance_header(tmp_path):
+    import pandas as pd
+
+    from mascot.analysis.consensus_sweep import _readme, tightness_coverage
+
+    s = pd.DataFrame({"strategy": ["adaptive"] * 3 + ["ring"], "n": [5, 5, 128, 5],
+                      "rounds_over_K": [0.5, 0.4, np.nan, 0.9], "tokens_over_B": [0.6, 0.5, np.nan, 0.9],
+                      "success": [1.0, 1.0, 0.1, 1.0], "rounds": [2.0, 3.0, 9.0, 6.0], "tokens": [1.0, 2.0, 3.0, 4.0]})
+    cov = tightness_coverage(s)
+    assert cov.to_dict("list") == {"n": [5, 128], "points": [2, 1], "points_with_tightness": [2, 0]}
+    dom = pd.DataFrame({"corollary_condition": [True, True, False], "adaptive_dominates": [True, False, False]})
+    df = pd.DataFrame({"point": [0, 1, 2]})
+    text = _readme(df, s, dom, 2 / 3)
+    assert ("| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates"
+            in text)
+    assert "| condition holds | 1 | 1 | 2 |" in text and "| condition fails | 1 | 0 | 1 |" in text
+    assert "N = 128: no adaptive grid point has a certified trajectory" in text

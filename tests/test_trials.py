@@ -648,3 +648,84 @@ def test_results_without_run_json_are_refused(tmp_path, capsys):
     assert f"{tmp_path / 'steps'} exists but {tmp_path / 'run.json'} does not" in capsys.readouterr().err
     (tmp_path / "steps" / "step_001.parquet").unlink()  # an empty steps/ folder is no evidence of a run
     assert cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 0
+
+
+# ----------------------------------------------------------------------------- the initial state is mascot's choice
+def test_initial_state_option_flag_and_config(tmp_path, capsys):
+    from mascot.cli.trials_config import parse_initial_state
+
+    assert parse_initial_state("50,A,3") == (50.0, "A", 3)
+    assert parse_initial_state(" 40.5 , B , 7 ") == (40.5, "B", 7)
+    for bad in ("50,A", "50,C,3", "50,A,10", "x,A,3", "50,A,3.5"):
+        with pytest.raises(Exception):
+            parse_initial_state(bad)
+    with pytest.raises(SystemExit):
+        cli_main(["trials", "--initial-state", "50,C,3", "--out", str(tmp_path / "bad")])
+    capsys.readouterr()
+    common = ["--topology", "chain", "--n-trials", "3", "--steps", "2", "--no-figures", "--n-boot", "10", "--quiet"]
+    assert cli_main(["trials", *common, "--initial-state", "40,B,7", "--out", str(tmp_path / "flag")]) == 0
+    run = json.loads((tmp_path / "flag" / "run.json").read_text())
+    assert run["identity"]["config"]["initial_state"] == [40.0, "B", 7]
+    df = pd.read_parquet(tmp_path / "flag" / "trials.parquet")
+    s0 = df[(df.step == 0) & ~df.perturbed]
+    assert (s0.value == 40.0).all() and (s0.parity == "B").all() and (s0.level == 7).all()
+    md = (tmp_path / "flag" / "table2.md").read_text()
+    assert "Initial state: {Value 40, Parity B, Level 7} (set with --initial-state" in md
+    assert json.loads((tmp_path / "flag" / "stats.json").read_text())["initial_state"] == [40.0, "B", 7]
+    # the default is said to be mascot's choice
+    assert cli_main(["trials", *common, "--out", str(tmp_path / "default")]) == 0
+    assert ("Initial state: {Value 50, Parity A, Level 3} (mascot's choice: the SR paper does not give"
+            in (tmp_path / "default" / "table2.md").read_text())
+    # trials configs take it as a string or a list, and give the same run as the flag
+    for i, val in enumerate(('"40,B,7"', '[40, "B", 7]')):
+        cfg = tmp_path / f"c{i}.toml"
+        cfg.write_text(f'[trials]\nbackend = "surrogate"\ninitial_state = {val}\n')
+        assert cli_main(["trials", "--config", str(cfg), *common, "--out", str(tmp_path / f"file{i}")]) == 0
+        pd.testing.assert_frame_equal(df, pd.read_parquet(tmp_path / f"file{i}" / "trials.parquet"), check_exact=True)
+    cfg.write_text('[trials]\ninitial_state = [40, "B"]\n')
+    assert cli_main(["trials", "--config", str(cfg)]) == 2
+    assert "'initial_state' takes [VALUE, PARITY, LEVEL]" in capsys.readouterr().err
+
+
+def test_ordering_findings_from_stats():
+    from mascot.analysis.trials_report import _ordering, ordering_findings
+
+    assert _ordering({"chain": 3.0, "mesh": 1.0, "star": 2.0}) == "chain > star > mesh"
+    assert _ordering({"chain": 1.0, "mesh": 1.0, "star": 2.0}).startswith("star > ")
+
+    def entry(means, half=1.0):
+        return {"mean": means, "ci95": {t: [m - half, m + half] for t, m in means.items()}, "H": 1.0, "p": 0.5,
+                "r_s": 0.0}
+
+    stats = {"metrics": {"E_ceg": entry({"chain": 2000.0, "mesh": 1300.0, "star": 1000.0}),
+                         "R_cdr": entry({"chain": 0.2, "mesh": 0.0, "star": 0.01}, half=0.05),
+                         "F_ps": entry({"chain": 50.0, "mesh": 40.0, "star": 30.0})},
+             "r_s_of_paper_means": {"E_ceg": -0.87, "R_cdr": 0.5, "F_ps": 1.0}}
+    f = {x["metric"]: x for x in ordering_findings(stats)}
+    assert f["E_ceg"]["reproduced"] and f["E_ceg"]["paper_order"] == "chain > mesh > star"
+    assert all(sep for _, _, sep in f["E_ceg"]["pairs"])
+    assert not f["R_cdr"]["reproduced"]  # star above mesh, the paper has mesh above star
+    assert [n for n, same, _ in f["R_cdr"]["pairs"] if not same] == ["mesh vs star"]
+    assert ("mesh vs star", False, False) in f["R_cdr"]["pairs"]  # CIs overlap
+    assert not f["F_ps"]["reproduced"] and f["F_ps"]["paper_order"] == "star > mesh > chain"
+    assert f["E_ceg"]["within_paper_sd"] == ["chain", "mesh", "star"]
+
+
+def test_reproduce_trials_small(tmp_path):
+    from mascot.analysis.trials_report import reproduce
+
+    res = reproduce(tmp_path / "out", tmp_path / "runs", n_trials=8, n_boot=20)
+    out = tmp_path / "out"
+    for name in ("README.md", "table2.md", "table2.csv", "stats.json", "metrics.csv", "fig2_cumulative_error.png",
+                 "fig6_stepwise_consensus.pdf", "unpaired/table2.md"):
+        assert (out / name).exists(), name
+    assert not (out / "unpaired" / "fig2_cumulative_error.png").exists()
+    readme = (out / "README.md").read_text()
+    assert "{Value 50, Parity A, Level 3}" in readme and "**mascot's choice**" in readme
+    assert "Reproduced (every pair of topology means ordered as in the paper's Table 2):" in readme
+    stats = res["paired"][1]
+    assert stats["paired_seeds"] is True and res["unpaired"][1]["paired_seeds"] is False
+    assert list(res["paired"][0].columns) == TABLE2_COLUMNS
+    before = (out / "README.md").read_text()
+    reproduce(tmp_path / "out", tmp_path / "runs", n_trials=8, n_boot=20)  # resumes; same output
+    assert (out / "README.md").read_text() == before

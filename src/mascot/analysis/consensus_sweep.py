@@ -95,20 +95,46 @@ def _fig_success(s, out):
     return save_figure(fig, out / "fig_success")
 
 
+def tightness_coverage(s) -> pd.DataFrame:
+    """Per team size N: adaptive grid points, and how many have a tightness value (a certified and successful
+    trajectory); the N without any are left out of the tightness figure, which says so."""
+    a = s[s.strategy == "adaptive"]
+    have = a.dropna(subset=["rounds_over_K", "tokens_over_B"])
+    return pd.DataFrame({"n": sorted(a.n.unique())}).assign(
+        points=lambda d: [int((a.n == n).sum()) for n in d.n],
+        points_with_tightness=lambda d: [int((have.n == n).sum()) for n in d.n])
+
+
 def _fig_tightness(s, out):
     a = s[(s.strategy == "adaptive")].dropna(subset=["rounds_over_K", "tokens_over_B"])
-    ns = sorted(a.n.unique())
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    cov = tightness_coverage(s)
+    ns = [int(n) for n in cov.n]
+    empty = [int(n) for n, k in zip(cov.n, cov.points_with_tightness) if k == 0]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.3))
     for ax, col, label in ((axes[0], "rounds_over_K", "actual rounds / K*"),
                            (axes[1], "tokens_over_B", "actual tokens / B*")):
         data = [a[a.n == n][col].values for n in ns]
-        ax.boxplot(data, tick_labels=[str(n) for n in ns], showfliers=False)
+        pos = [i for i, d in enumerate(data) if len(d)]
+        if pos:
+            ax.boxplot([data[i] for i in pos], positions=pos, showfliers=False)
+        for i, d in enumerate(data):  # say it where a box is missing
+            if not len(d):
+                ax.text(i, 0.5, "no certified\n& successful\ntrajectory", ha="center", va="center", fontsize=7,
+                        color="0.35", rotation=90)
+        ax.set_xticks(range(len(ns)), [str(n) for n in ns])
+        ax.set_xlim(-0.6, len(ns) - 0.4)
         ax.axhline(1.0, color="k", lw=1, ls="--")
         ax.set_ylim(0, 1.05)
         ax.set_xlabel("agents N")
         ax.set_ylabel(label)
         ax.set_title(f"certificate tightness: {label}")
-    fig.suptitle("Adaptive policy, certified and successful trajectories (1 = the bound is attained)")
+    title = "Adaptive policy, certified and successful trajectories (1 = the bound is attained)"
+    if empty:
+        title += (f"\nN = {', '.join(map(str, empty))}: no grid point has a certified trajectory (K*, B* > 0) "
+                  "that reached "
+                  "consensus, so no box")
+    fig.suptitle(title)
+    fig.tight_layout()
     return save_figure(fig, out / "fig_tightness")
 
 
@@ -146,8 +172,16 @@ def _readme(df, s, dom, agree) -> str:
     by = s.groupby(["n", "strategy"]).agg(success=("success", "mean"), rounds=("rounds", "mean"),
                                           tokens=("tokens", "mean")).reset_index()
     tight = s[s.strategy == "adaptive"].groupby("n")[["rounds_over_K", "tokens_over_B"]].median().reset_index()
-    cross = pd.crosstab(dom.corollary_condition, dom.adaptive_dominates, rownames=["corollary condition"],
-                        colnames=["adaptive dominates"])
+    cross = pd.crosstab(dom.corollary_condition, dom.adaptive_dominates).reindex(
+        index=[False, True], columns=[False, True], fill_value=0)
+    cross_md = "\n".join([
+        "| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates | "
+        "total |", "|---|---|---|---|"] + [
+        f"| condition {'holds' if c else 'fails'} | {int(cross.loc[c, False])} | {int(cross.loc[c, True])} | "
+        f"{int(cross.loc[c].sum())} |" for c in (False, True)] + [
+        f"| total | {int(cross[False].sum())} | {int(cross[True].sum())} | {int(cross.values.sum())} |"])
+    cov = tightness_coverage(s)
+    empty = [int(n) for n, k in zip(cov.n, cov.points_with_tightness) if k == 0]
     return "\n".join([
         "# Consensus sweep report",
         "",
@@ -159,6 +193,10 @@ def _readme(df, s, dom, agree) -> str:
         "", _md(by), "",
         "## Certificate tightness (adaptive, certified and successful trajectories; medians)",
         "", _md(tight), "",
+        *([f"N = {', '.join(map(str, empty))}: no adaptive grid point has a certified trajectory (K*, B* > 0) "
+           "that reached "
+           "consensus, so there is no tightness to report (nan above; no box in `fig_tightness`).", ""]
+          if empty else []),
         "## Does Corollary 1's cost-ratio condition predict when adaptive Pareto-dominates?",
         "",
         "Adaptive dominates a setting when its success rate is at least that of both fixed policies, its mean",
@@ -166,7 +204,7 @@ def _readme(df, s, dom, agree) -> str:
         "trajectories). Only settings where adaptive reaches consensus on >= 99% of trajectories are counted.",
         "The three strategies of a setting run from the same initial beliefs (common random numbers: X0",
         "depends on n, d, x0_mean and x0_spread only), so these comparisons are paired.",
-        "", _md(cross.reset_index()), "",
+        "", cross_md, "",
         f"Agreement between the condition and the measured dominance: {100 * agree:.1f}% of {len(dom):,} settings.",
         "",
     ])

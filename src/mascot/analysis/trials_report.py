@@ -139,6 +139,19 @@ def _fmt_p(p):
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
+def _state_text(state) -> str:
+    if not state:
+        return "unknown"
+    v, p, lv = state
+    return f"{{Value {v:g}, Parity {p}, Level {lv}}}"
+
+
+def _is_default_state(state) -> bool:
+    from mascot.theory.state_tracking import DEFAULT_STATE
+
+    return bool(state) and list(state) == [DEFAULT_STATE["Value"], DEFAULT_STATE["Parity"], DEFAULT_STATE["Level"]]
+
+
 def _markdown(tab: pd.DataFrame, stats: dict) -> str:
     from mascot.analysis.spectra_paper import TABLE2_PAPER
 
@@ -149,6 +162,16 @@ def _markdown(tab: pd.DataFrame, stats: dict) -> str:
              + ", ".join(f"{t} {n.get(t, 0)}" for t in TOPOLOGY_ORDER)
              + f"; {stats['steps']} steps; epsilon = {stats['epsilon']:g}. Mean ± s.d. over trials; "
              "paper: Qwen2.5-7B-Instruct, 100 trials (\"Predictive Maps of Multi-Agent Reasoning\", Table 2).", "",
+             f"Initial state: {_state_text(stats.get('initial_state'))}"
+             + (" (mascot's choice: the SR paper does not give the task's initial state)."
+                if _is_default_state(stats.get("initial_state")) else
+                " (not recorded in run.json; mascot's default is Value 50, Parity A, Level 3, its own choice: "
+                "the SR paper does not give one)." if not stats.get("initial_state") else
+                " (set with --initial-state; mascot's default is Value 50, Parity A, Level 3, its own choice: "
+                "the SR paper does not give one).")
+             + (" Perturbed arm with the same request seeds as the unperturbed one (paired)."
+                if stats.get("paired_seeds", True) else " Perturbed arm with independent request seeds (unpaired)."),
+             "",
              "| Metric | | Chain | Mesh | Star | H | p | r_s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
     for _, r in tab.iterrows():
         m = r.metric
@@ -210,7 +233,7 @@ def _wide(metrics, col) -> bool:
     return bool(x.size) and float(np.abs(x).max()) > 20.0
 
 
-def _box_strip(ax, metrics, col, rng, max_points=1500, log=False):
+def _box_strip(ax, metrics, col, rng, max_points=1500, log=False, paper=None):
     topos = _topos(metrics)
     data = [metrics.loc[metrics.topology == t, col].dropna().to_numpy() for t in topos]
     bp = ax.boxplot(data, positions=range(len(topos)), widths=0.5, showfliers=False, patch_artist=True,
@@ -225,11 +248,22 @@ def _box_strip(ax, metrics, col, rng, max_points=1500, log=False):
         if x.size:
             ax.scatter([i], [np.mean(data[i])], marker="D", s=40, color="k", zorder=5,
                        label="mean" if i == 0 else None)
-    ax.set_xticks(range(len(topos)), [f"{t}\n(n = {len(x)})" for t, x in zip(topos, data)])
+    labels = [f"{t}\n(n = {len(x)})" for t, x in zip(topos, data)]
+    if paper:  # the paper's mean as an open marker beside each box; its mean ± s.d. under the tick
+        xs = [i + 0.34 for i, t in enumerate(topos) if t in paper]
+        ys = [paper[t][0] for t in topos if t in paper]
+        ax.scatter(xs, ys, marker="D", s=46, facecolors="none", edgecolors="#ff7f0e", linewidths=1.8, zorder=6,
+                   label="paper mean (Qwen2.5-7B, 100 trials)")
+        labels = [lab + (f"\npaper: {paper[t][0]:,.2f}\n± {paper[t][1]:,.2f}" if t in paper else "")
+                  for lab, t in zip(labels, topos)]
+    ax.set_xticks(range(len(topos)), labels, fontsize=9 if paper else None)
     if log:
         _symlog(ax.yaxis, ax.set_yscale)
+    elif paper:  # head room for the legend above the data and the paper's markers
+        lo, hi = ax.get_ylim()
+        ax.set_ylim(lo, hi + 0.2 * (hi - lo))
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper center", fontsize=8, ncol=2)
 
 
 def _ecdf(ax, metrics, col, log=False):
@@ -244,12 +278,12 @@ def _ecdf(ax, metrics, col, log=False):
     ax.legend(fontsize=9)
 
 
-def _dist_figure(metrics, col, title, xlabel, path, seed, log=False, note=""):
+def _dist_figure(metrics, col, title, xlabel, path, seed, log=False, note="", paper=None):
     import matplotlib.pyplot as plt
 
     rng = np.random.default_rng(seed)
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4.3))
-    _box_strip(ax[0], metrics, col, rng, log=log)
+    fig, ax = plt.subplots(1, 2, figsize=(12, 5.0 if paper else 4.3))
+    _box_strip(ax[0], metrics, col, rng, log=log, paper=paper)
     ax[0].set_ylabel(xlabel)
     ax[0].set_title(f"{title} by topology" + (f"\n{note}" if note else ""), fontsize=11)
     _ecdf(ax[1], metrics, col, log=log)
@@ -307,17 +341,23 @@ def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=N
     return save_figure(fig, path)
 
 
-def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float, seed: int) -> list[Path]:
+def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float, seed: int,
+             paper: dict | None = None, state_note: str = "") -> list[Path]:
+    """Figs 2-6; ``paper``: Table 2's (mean, s.d.) per metric and topology, drawn beside the boxes of Figs 2-4
+    (only when the run has the paper's 12 steps and epsilon = 15)."""
     T = int(df.step.max())
+    paper = paper or {}
+    sn = f"\n{state_note}" if state_note else ""
     paths = []
     paths += _dist_figure(metrics, "E_ceg", "Cumulative error E_ceg", "E_ceg = sum_t |x*_t - x^_t| (Value)",
-                          out / "fig2_cumulative_error", seed)
+                          out / "fig2_cumulative_error", seed, paper=paper.get("E_ceg"), note=state_note)
     flo = int(metrics.D_floored.sum())
     paths += _dist_figure(metrics, "R_cdr", "Consensus decay R_cdr", "R_cdr = mean_t log(D_t+1 / D_t)",
                           out / "fig3_consensus_decay", seed, log=_wide(metrics, "R_cdr"),
-                          note=f"(D_t floored at {d_floor:g}: {flo:,} of {int((metrics.R_cdr_terms + 1).sum()):,} D_t)")
+                          note=f"(D_t floored at {d_floor:g}: {flo:,} of {int((metrics.R_cdr_terms + 1).sum()):,} D_t)"
+                          + sn, paper=paper.get("R_cdr"))
     paths += _dist_figure(metrics, "F_ps", "Perturbation sensitivity F_ps", "F_ps = |x'_T - x_T| (Value)",
-                          out / "fig4_perturbation_sensitivity", seed)
+                          out / "fig4_perturbation_sensitivity", seed, paper=paper.get("F_ps"), note=state_note)
     cum, dis = {}, {}
     for t in _topos(metrics):
         n = int(metrics[metrics.topology == t].trial.max()) + 1
@@ -326,24 +366,30 @@ def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float,
         cum[t] = np.cumsum(np.abs(vt - v), axis=1)
         dis[t] = _arrays(df, t, "d_t", n, T)[:, 0]
     paths += _stepwise_figure(cum, "cumulative error", "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| "
-                              "(thin: trials; band: IQR; black: median)", out / "fig5_stepwise_cumulative_error", seed)
+                              "(thin: trials; band: IQR; black: median)" + sn, out / "fig5_stepwise_cumulative_error",
+                              seed)
     paths += _stepwise_figure(dis, "D_t (log)", f"Stepwise consensus D_t (star: leaves, mesh: revisions, chain: "
-                              f"|x*_t - x^_t|; floored at {d_floor:g})", out / "fig6_stepwise_consensus", seed,
+                              f"|x*_t - x^_t|; floored at {d_floor:g})" + sn, out / "fig6_stepwise_consensus", seed,
                               log=True, floor=d_floor)
     return paths
 
 
 # ----------------------------------------------------------------------------- the report
 def write_report(out, d_floor: float | None = None, seed: int | None = None, n_boot: int = 2000,
-                 figures: bool = True) -> tuple[pd.DataFrame, dict]:
+                 figures: bool = True, dest=None) -> tuple[pd.DataFrame, dict]:
     """Read ``out/trials.parquet`` and ``out/run.json``; write ``metrics.csv``, ``table2.csv``,
-    ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF). Returns ``(table2, stats)``.
+    ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF) into ``dest`` (default ``out``).
+    Returns ``(table2, stats)``.
 
     ``d_floor`` (the floor on D_t in R_cdr) and ``seed`` (of the bootstrap) default to the run's own
-    (``run.json``'s config), else to ``D_FLOOR`` and 0."""
-    out = Path(out)
-    df = pd.read_parquet(out / "trials.parquet")
-    meta = json.loads((out / "run.json").read_text()) if (out / "run.json").exists() else {}
+    (``run.json``'s config), else to ``D_FLOOR`` and 0. The run's initial state (``--initial-state``; default
+    {Value 50, Parity A, Level 3}, mascot's choice since the SR paper gives none) is stated in ``table2.md``,
+    ``stats.json`` and the figures."""
+    run_dir = Path(out)
+    out = Path(dest) if dest is not None else run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    df = pd.read_parquet(run_dir / "trials.parquet")
+    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
     cfg = meta.get("config", {})
     if d_floor is None:
         d_floor = cfg.get("d_floor", st.D_FLOOR)
@@ -364,6 +410,7 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
     stats: dict = {
         "backend": spec.get("name", "?") + (f" ({spec.get('model')})" if spec.get("model") else ""),
         "steps": steps, "epsilon": cfg.get("epsilon", math.nan), "d_floor": d_floor,
+        "initial_state": cfg.get("initial_state"), "paired_seeds": cfg.get("paired_seeds", True),
         "n_trials": {t: int((metrics.topology == t).sum()) for t in _topos(metrics)},
         "predictions": preds, "gamma": GAMMA,
         "conventions": {m: {"predictor": PREDICTORS[m][0], "metric_sign": PREDICTORS[m][1]} for m in METRICS},
@@ -404,7 +451,12 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
     atomic_write_text(out / "stats.json", json.dumps(stats, indent=2) + "\n")
     atomic_write_text(out / "table2.md", _markdown(tab, _nanify(stats)))
     if figures:
-        _figures(df, metrics, out, d_floor, seed)
+        eps = stats["epsilon"]
+        like_paper = steps == 12 and eps is not None and float(eps) == 15.0
+        st_note = f"initial state {_state_text(stats['initial_state'])}" + (
+            " (mascot's choice)" if _is_default_state(stats["initial_state"]) else "")
+        _figures(df, metrics, out, d_floor, seed, paper=TABLE2_PAPER if like_paper else None,
+                 state_note=st_note if stats["initial_state"] else "")
     return tab, stats
 
 
@@ -414,3 +466,179 @@ def _nanify(x):
     if isinstance(x, list):
         return [_nanify(v) for v in x]
     return math.nan if x is None else x
+
+
+# ----------------------------------------------------------------------------- the seed reproduction
+def _ordering(means: dict) -> str:
+    """``"chain > mesh > star"`` (descending means; ``=`` for exactly equal means)."""
+    ts = sorted((t for t in TOPOLOGY_ORDER if t in means and math.isfinite(means[t])), key=lambda t: -means[t])
+    out = ts[:1]
+    for a, b in zip(ts, ts[1:]):
+        out += ["=" if means[a] == means[b] else ">", b]
+    return " ".join(out)
+
+
+def _pairs(ours: dict, paper: dict, ci: dict) -> list[tuple[str, bool, bool]]:
+    """Per topology pair: (``"a vs b"``, same sign of the difference as the paper's, our 95% CIs disjoint)."""
+    out = []
+    for i, a in enumerate(TOPOLOGY_ORDER):
+        for b in TOPOLOGY_ORDER[i + 1:]:
+            same = np.sign(ours[a] - ours[b]) == np.sign(paper[a] - paper[b])
+            (la, ha), (lb, hb) = ci[a], ci[b]
+            out.append((f"{a} vs {b}", bool(same), bool(ha < lb or hb < la)))
+    return out
+
+
+def ordering_findings(stats: dict) -> list[dict]:
+    """Per metric: the paper's and the run's orderings of the topology means, whether each pair is ordered
+    as in the paper (and separated by non-overlapping 95% bootstrap CIs), r_s and Kruskal-Wallis beside the
+    paper's, and how many topology means fall within one paper s.d. of the paper's mean."""
+    from mascot.analysis.spectra_paper import TABLE2_PAPER
+
+    paper_stats = {"E_ceg": (58.02, -1.00), "R_cdr": (188.68, 0.50), "F_ps": (29.03, 1.00)}
+    out = []
+    for m in METRICS:
+        e = stats["metrics"][m]
+        ours = {t: e["mean"][t] for t in TOPOLOGY_ORDER}
+        paper = {t: TABLE2_PAPER[m][t][0] for t in TOPOLOGY_ORDER}
+        pairs = _pairs(ours, paper, e["ci95"])
+        within = [t for t in TOPOLOGY_ORDER if abs(ours[t] - paper[t]) <= TABLE2_PAPER[m][t][1]]
+        out.append({"metric": m, "paper_order": _ordering(paper), "our_order": _ordering(ours),
+                    "reproduced": all(p[1] for p in pairs), "pairs": pairs, "within_paper_sd": within,
+                    "H": e["H"], "p": e["p"], "r_s": e["r_s"], "paper_H": paper_stats[m][0],
+                    "paper_r_s": paper_stats[m][1], "r_s_paper_means": stats["r_s_of_paper_means"][m]})
+    return out
+
+
+def _p_text(p) -> str:
+    t = _fmt_p(p)
+    return f"p {t[0]} {t[1:]}" if t.startswith("<") else f"p = {t}"
+
+
+def _findings_md(stats: dict, title: str) -> list[str]:
+    lines = [f"### {title}", "",
+             "| metric | paper's ordering | surrogate's ordering | reproduced? | pairs as in the paper | "
+             "pairs separated (95% CIs disjoint) | means within 1 paper s.d. | H (paper) | p | r_s (paper) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for f in ordering_findings(stats):
+        agree = ", ".join(n for n, same, _ in f["pairs"] if same) or "none"
+        sep = ", ".join(n for n, _, d in f["pairs"] if d) or "none"
+        lines.append(f"| {f['metric']} | {f['paper_order']} | {f['our_order']} | "
+                     f"{'**yes**' if f['reproduced'] else '**no**'} | {agree} | {sep} | "
+                     f"{', '.join(f['within_paper_sd']) or 'none'} | {_fmt(f['H'])} ({f['paper_H']:.2f}) | "
+                     f"{_fmt_p(f['p'])} | {_fmt(f['r_s'])} ({f['paper_r_s']:+.2f}) |")
+    lines.append("")
+    return lines
+
+
+def _readme(stats: dict, stats_unpaired: dict | None, n_trials: int, surrogate: dict) -> str:
+    from mascot.analysis.spectra_paper import TABLE2_PAPER
+
+    fs = ordering_findings(stats)
+    yes = [f["metric"] for f in fs if f["reproduced"]]
+    no = [f["metric"] for f in fs if not f["reproduced"]]
+    state = _state_text(stats["initial_state"])
+    lines = [
+        "# SR paper, Table 2 and Figs 2-6, on the surrogate backend",
+        "",
+        "Written by `mascot reproduce all` (`mascot.analysis.trials_report.reproduce`); every number and verdict "
+        "below is computed from the run it describes. The run: the state-tracking trial harness "
+        "(`mascot.protocols.state_tracking`, the same code and prompts that drive vLLM/OpenAI/HF models) answered "
+        f"by the affine-noise `SurrogateBackend` ({', '.join(f'{k} = {v}' for k, v in surrogate.items())}), "
+        f"{n_trials} trials per topology (the paper's number) on chain/star/mesh, {stats['steps']} steps, "
+        f"epsilon = {stats['epsilon']:g}, seed 0 (run directories under `runs/trials-reproduce/`, not "
+        f"committed). The same run by hand: `mascot trials --backend surrogate --n-trials "
+        f"{n_trials} --out DIR` (add `--unpaired` for the second table).",
+        "",
+        f"**Initial state.** Every trial starts from {state}. The SR paper does not give the task's initial "
+        "state: this one is **mascot's choice**, not the paper's (`mascot trials --initial-state VALUE,PARITY,LEVEL` "
+        "sets another; trials configs take `initial_state = \"50,A,3\"`).",
+        "",
+        "**This is not the paper's experiment**: the agents are the paper's own affine-noise model (Sec. 3.5), not "
+        "Qwen2.5-7B-Instruct, calibrated roughly to the magnitude of the paper's E_ceg only. What it can show is "
+        "which of the paper's orderings follow from that model.",
+        "",
+        "## Which orderings the surrogate reproduces",
+        "",
+        f"Reproduced (every pair of topology means ordered as in the paper's Table 2): "
+        f"{', '.join(yes) or 'none'}. Not reproduced: {', '.join(no) or 'none'}.",
+        "",
+    ]
+    for f in fs:
+        pm = TABLE2_PAPER[f["metric"]]
+        lines.append(
+            f"* **{f['metric']}**: paper {f['paper_order']}, surrogate {f['our_order']}: "
+            + ("the ordering is reproduced" if f["reproduced"] else "the ordering is **not** reproduced ("
+               + ", ".join(n for n, same, _ in f["pairs"] if not same) + " reversed)")
+            + " (pairs whose 95% CIs are disjoint: " + (", ".join(n for n, _, d in f["pairs"] if d) or "none") + ")"
+            + "; the sign of each mean is the paper's for: "
+            + (", ".join(t for t in TOPOLOGY_ORDER if np.sign(stats["metrics"][f["metric"]]["mean"][t])
+                         == np.sign(pm[t][0])) or "none")
+            + f"; Kruskal-Wallis H = {_fmt(f['H'])}, {_p_text(f['p'])} (paper {f['paper_H']:.2f}, p < 0.001); "
+            f"r_s = {_fmt(f['r_s'])} (paper prints {f['paper_r_s']:+.2f}; the paper's own means give "
+            f"{_fmt(f['r_s_paper_means'])} under mascot's average-rank convention). Surrogate means within one "
+            f"paper s.d. of the paper's: {', '.join(f['within_paper_sd']) or 'none'} (paper: "
+            + ", ".join(f"{t} {pm[t][0]:.2f} ± {pm[t][1]:.2f}" for t in TOPOLOGY_ORDER) + ").")
+    if stats_unpaired is not None:
+        fu = {f["metric"]: f for f in ordering_findings(stats_unpaired)}["F_ps"]
+        lines += ["",
+                  "F_ps depends on how the perturbed arm is sampled. The main table pairs the two arms' request "
+                  "seeds (`mascot trials`' default), so the surrogate's noise cancels except where the rule "
+                  "branches differ; with independent seeds (`--unpaired`, `unpaired/`) F_ps orders "
+                  f"{fu['our_order']} (paper {fu['paper_order']}): "
+                  + ("reproduced" if fu["reproduced"] else "**not** reproduced")
+                  + f", H = {_fmt(fu['H'])}, {_p_text(fu['p'])}, r_s = {_fmt(fu['r_s'])}."]
+    lines += ["", "## Summary tables", ""]
+    lines += _findings_md(stats, "Paired perturbation arms (`table2.md`, the figures)")
+    if stats_unpaired is not None:
+        lines += _findings_md(stats_unpaired, "Independent perturbation arms (`unpaired/table2.md`)")
+    lines += [
+        "Orderings are of the topology means, largest first. \"Pairs separated\": the 95% percentile-bootstrap "
+        "intervals of the two means (`stats.json`) do not overlap. r_s: Spearman over the three means against "
+        "the SR spectra (E_ceg vs rho, -R_cdr vs Delta, F_ps vs kappa; average ranks for the rho tie of star and "
+        "mesh), as in `table2.md`.",
+        "",
+        "## Files",
+        "",
+        "* `table2.md` / `table2.csv`: Table 2 beside the paper's values, H, p, r_s, bootstrap CIs, bookkeeping; "
+        "`stats.json`, `metrics.csv` (one row per topology and trial).",
+        "* `fig2_cumulative_error`, `fig3_consensus_decay`, `fig4_perturbation_sensitivity` (per-trial "
+        "distributions with the paper's mean beside each box and its mean ± s.d. under the tick), "
+        "`fig5_stepwise_cumulative_error`, `fig6_stepwise_consensus` (per-step traces, median and IQR; the paper "
+        "prints no numbers for these), PNG and PDF.",
+        "* `unpaired/`: the same report with independent seeds for the perturbed arm (no figures).",
+        "",
+        "![Fig. 2](fig2_cumulative_error.png)", "", "![Fig. 3](fig3_consensus_decay.png)", "",
+        "![Fig. 4](fig4_perturbation_sensitivity.png)", "", "![Fig. 5](fig5_stepwise_cumulative_error.png)", "",
+        "![Fig. 6](fig6_stepwise_consensus.png)", "",
+    ]
+    return "\n".join(lines)
+
+
+def reproduce(out="results/trials", runs_dir="runs/trials-reproduce", n_trials: int = 100, n_boot: int = 2000,
+              progress: bool = False) -> dict:
+    """The SR paper's Table 2 and Figs 2-6 on the surrogate backend, for ``mascot reproduce all``: ``n_trials``
+    trials per topology (the paper's 100) with the harness's defaults (paired perturbation arms, seed 0, the
+    initial state {Value 50, Parity A, Level 3}, mascot's choice) into ``runs_dir/paired``, and the same with
+    independent perturbation seeds into ``runs_dir/unpaired``; the reports into ``out`` and ``out/unpaired``
+    (no figures), and ``out/README.md`` saying which orderings the surrogate reproduces. Reruns resume."""
+    import time
+
+    from mascot.protocols.state_tracking.harness import TrialConfig, run_trials
+    from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+    out, runs_dir = Path(out), Path(runs_dir)
+    t0 = time.perf_counter()
+    res = {}
+    for tag, paired in (("paired", True), ("unpaired", False)):
+        cfg = TrialConfig(n_trials=n_trials, seed=0, paired_seeds=paired, log_requests="none")
+        backend = SurrogateBackend(seed=0)
+        run_trials(cfg, runs_dir / tag, backend, progress=progress)
+        dest = out if paired else out / "unpaired"
+        res[tag] = write_report(runs_dir / tag, n_boot=n_boot, figures=paired, dest=dest)
+    wall = time.perf_counter() - t0
+    sur = {k: v for k, v in SurrogateBackend(seed=0).identity().items()
+           if k not in ("backend", "name", "model", "token_count")}
+    atomic_write_text(out / "README.md", _readme(_nanify(res["paired"][1]), _nanify(res["unpaired"][1]), n_trials,
+                                                 sur))
+    return {"paired": res["paired"], "unpaired": res["unpaired"], "wall_s": wall}

@@ -3,7 +3,9 @@
 ``mascot trials --config FILE`` and ``mascot slurm submit FILE`` read the same file, so the job a cluster
 runs is the one a user can run (or dry-run) by hand. Keys are the long options without dashes, with
 ``_`` for ``-`` (``n_trials = 100`` is ``--n-trials 100``); flags take ``true``/``false``, ``topology``
-a string or a list, ``initial_state`` a string ``"50,A,3"`` or a list ``[50, "A", 3]``. ``[output] dir`` is ``--out``. Options given on the command line come after the
+a string or a list, ``initial_state`` a string ``"50,A,3"`` or a list ``[50, "A", 3]`` (the task's initial state:
+the SR paper gives none, mascot's default is its own choice). ``[output] dir`` is ``--out``. Options given on the
+command line come after the
 file's, so they win (``--topology`` accumulates). Example (``configs/trials/qwen25_paper.toml``)::
 
     [trials]
