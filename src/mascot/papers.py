@@ -156,3 +156,27 @@ CONSENSUS_TABLE_VI = {
 
 __all__ += ["CONSENSUS_TABLE_III", "CONSENSUS_TABLE_IV", "CONSENSUS_SETTINGS", "CONSENSUS_TABLE_V",
             "CONSENSUS_TABLE_VI"]
+
+# ============================================================================ SR paper (predictive maps)
+#: Table 1 (gamma = 0.9): (rho, Delta, kappa) per topology.
+SR_TABLE1 = {  # gamma = 0.9
+    "chain": (1.00, 0.00, 9.95),
+    "star": (10.00, 9.00, 28.61),
+    "mesh": (10.00, 9.23, 13.00),
+}
+# Table 2: mean +- s.d. over 100 trials (Qwen2.5-7B-Instruct), and its Spearman r_s column
+SR_TABLE2 = {
+    "E_ceg": {"chain": (2094.34, 843.05), "mesh": (1241.00, 950.01), "star": (1184.24, 951.91)},
+    "R_cdr": {"chain": (0.27, 0.08), "mesh": (-1.66, 42.25), "star": (-3.44, 2.40)},
+    "F_ps": {"chain": (237.82, 190.51), "mesh": (247.42, 198.51), "star": (443.64, 307.45)},
+}
+SR_TABLE2_RS = {"rho": -1.00, "delta": +0.50, "kappa": +1.00}
+# values the paper prints in the passages the errata discuss (quoted, never used as results)
+SR_QUOTES = {
+    "rho_c_upper": 0.06,  # A.4: "the inferred upper bound is rho_c <~ 0.06"
+    "eq8_worst": 98.5,  # A.6: "approximately 98.5"
+    "eq8_factor": 3.4,  # A.6: "a factor of 3.4 above the benign-star value"
+    "kappa_benign": 28.6,  # A.6: "kappa ~ 28.6 from Table 1"
+    "T_task": 12,  # Sec. 4: 12-step task
+}
+__all__ += ["SR_TABLE1", "SR_TABLE2", "SR_TABLE2_RS", "SR_QUOTES"]

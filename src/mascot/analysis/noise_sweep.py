@@ -70,7 +70,9 @@ def report(data, out="results/spectra") -> dict:
                            label=f"k = {k}")
             ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-", color=c, lw=1)
         big = a[a["T"] >= 12]
+        claims["trials"] = dict(min=int(m.trials.min()), max=int(m.trials.max())) if "trials" in m else {}
         claims["slope_in_T_at_L1"] = {int(k): _slope(d["T"], d.ceg_mean) for k, d in big.groupby("k")}
+        claims["slope_in_T_theory_at_L1"] = {int(k): _slope(d["T"], d.ceg_theory) for k, d in big.groupby("k")}
         claims["slope_in_k_at_L1_rho0"] = {int(T): _slope(d.k, d.ceg_mean) for T, d in a.groupby("T")}
         ax[0].set(xscale="log", yscale="log", xlabel="steps T", ylabel="E[E_ceg] / sigma",
                   title="L = 1, rho_c = 0: dots MC (95% CI), lines exact")
@@ -121,6 +123,11 @@ def report(data, out="results/spectra") -> dict:
             for (k, T), d in m.groupby(["k", "T"])
         }
         claims["rule_diverged_runs"] = int(rule.diverged.sum())
+        s0 = rule[["value0", "parity0", "level0"]].drop_duplicates() if {"value0", "parity0", "level0"} <= set(rule) else None
+        if s0 is not None and len(s0) == 1:  # the state the rule runs started from (mascot's choice, not the paper's)
+            r0 = s0.iloc[0]
+            parity = r0.parity0 if isinstance(r0.parity0, str) else "AB"[int(r0.parity0)]
+            claims["rule_initial_state"] = dict(value0=float(r0.value0), parity0=parity, level0=int(r0.level0))
     else:
         ax[2].set_visible(False)
     save_figure(fig, out / "fig_noise")

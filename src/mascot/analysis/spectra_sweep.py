@@ -45,24 +45,33 @@ def report(data, out="results/spectra") -> pd.DataFrame:
               .reset_index())
     write_csv(summ, out / "sweep_summary.csv", index=False, float_format="%.6g")
 
-    # kappa and Delta against gamma for the deterministic families at a small and the largest size
-    fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
+    # kappa and Delta against gamma for the deterministic families at a small and the largest size. Several
+    # curves coincide (ring and the chain's limit (1+g)/(1-g), star and mesh Delta, chain and large-ring Delta),
+    # so each family has its own marker, each curve its markers at its own gammas (no two curves share one),
+    # and later-drawn lines are thinner.
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4.6))
     colors = dict(zip(_DET, ("C0", "C1", "C2", "C3")))
-    for fam in _DET:
+    markers = dict(zip(_DET, ("o", "s", "^", "D")))
+    for j, fam in enumerate(_DET):
         d = summ[(summ.family == fam)]
         sizes = sorted(d.n.unique())
         if not sizes:
             continue
-        for n, ls in zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--")):
-            e = d[d.n == n]
-            ax[0].plot(e.gamma, e.kappa_median, ls, color=colors[fam], label=f"{fam} n={n}")
-            ax[1].plot(e.gamma, e.delta_median, ls, color=colors[fam], label=f"{fam} n={n}")
+        for i, (n, ls, mfc) in enumerate(zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--"), (None, "white"))):
+            e = d[d.n == n].sort_values("gamma")
+            kw = dict(color=colors[fam], marker=markers[fam], ms=5, mfc=mfc or colors[fam], lw=2.2 - 0.4 * j,
+                      markevery=((2 * j + i) % 8, 8), label=f"{fam} n={n}")
+            ax[0].plot(e.gamma, e.kappa_median, ls, **kw)
+            ax[1].plot(e.gamma, e.delta_median, ls, **kw)
     g = np.linspace(0.05, 0.99, 100)
     ax[0].plot(g, (1 + g) / (1 - g), ":", color="k", lw=1, label="(1+g)/(1-g)")
     ax[0].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Condition number vs discount")
     ax[1].set(yscale="symlog", xlabel="gamma", ylabel="Delta(M)", title="Spectral gap vs discount")
     ax[0].legend(fontsize=7, ncol=2)
     ax[1].legend(fontsize=7, ncol=2)
+    fig.text(0.01, -0.01, "Coinciding curves are drawn in decreasing width; each curve has its markers at its own "
+             "gammas (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
+             fontsize=7.5, ha="left", va="top")
     save_figure(fig, out / "fig_sweep_gamma")
     plt.close(fig)
 
