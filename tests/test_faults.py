@@ -482,3 +482,23 @@ def test_committed_sweep_configs_keep_their_experiment_hashes():
     root = os.path.join(os.path.dirname(__file__), "..", "configs", "sweeps")
     for name, h in want.items():
         assert load_config(os.path.join(root, f"{name}.toml")).hash == h
+
+
+def test_trials_step_log_never_follows_a_planted_link(tmp_path):
+    """The state-tracking harness's per-step request log is written under a fixed name
+    (steps/step_NNN.requests.jsonl.tmp) before its step commits: a symlink planted there is removed, not
+    followed, and the file it pointed to is untouched."""
+    from mascot.cli import main
+
+    out = tmp_path / "run"
+    args = ["trials", "--topology", "chain", "--n-trials", "3", "--steps", "1", "--log-requests", "all",
+            "--no-figures", "--n-boot", "20", "--quiet", "--out", str(out)]
+    assert main(args) == 0
+    for part in (out / "steps").glob("step_001*"):
+        part.unlink()  # step 1 is lost: the rerun redoes it
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (out / "steps" / "step_001.requests.jsonl.tmp").symlink_to(victim)
+    assert main(args) == 0
+    assert victim.read_text() == "keep me\n"
+    assert not (out / "steps" / "step_001.requests.jsonl.tmp").exists()

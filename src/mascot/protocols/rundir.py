@@ -91,3 +91,12 @@ def open_run_dir(out: Path, *, kind: str, identity: dict, label: str, orphan: st
     if orphan is not None:
         raise ValueError(orphan)
     return fresh
+
+
+def surrogate_aware_spec(backend, surrogate_cls) -> dict:
+    """A backend's run-identity spec: name and model, plus the options of a ``surrogate_cls`` instance (the
+    protocol's own surrogate, whose options change its answers)."""
+    spec = {"name": getattr(backend, "name", type(backend).__name__), "model": getattr(backend, "model", None)}
+    if isinstance(backend, surrogate_cls):
+        spec["options"] = backend.options()
+    return spec

@@ -39,7 +39,9 @@ from mascot.protocols.debate.surrogate import SurrogateDebateBackend
 from mascot.protocols.debate.voting import (
     Ballot, agreed_decision, article_consensus, article_decision, majority_vote, parse_decision, weighted_vote,
 )
-from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend
+from mascot.protocols.rundir import (
+    lock_run_dir, open_run_dir, orphan_message, resolve_backend, surrogate_aware_spec,
+)
 from mascot.seeds import seed64
 
 __all__ = ["run_debate", "DebateRun"]
@@ -53,10 +55,7 @@ class DebateRun(NamedTuple):
 
 
 def _spec_of(backend) -> dict:
-    spec = {"name": getattr(backend, "name", type(backend).__name__), "model": getattr(backend, "model", None)}
-    if isinstance(backend, SurrogateDebateBackend):
-        spec["options"] = backend.options()
-    return spec
+    return surrogate_aware_spec(backend, SurrogateDebateBackend)
 
 
 def _restore(rows: list[dict], n_agents: int) -> dict[int, dict]:

@@ -72,7 +72,9 @@ from mascot.protocols.deliberation.prompts import (
 )
 from mascot.protocols.deliberation.records import lane_summaries
 from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
-from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend
+from mascot.protocols.rundir import (
+    lock_run_dir, open_run_dir, orphan_message, resolve_backend, surrogate_aware_spec,
+)
 from mascot.seeds import seed64
 from mascot.status import Status
 from mascot.theory.consensus import contraction_rate, disagreement
@@ -115,10 +117,7 @@ class DeliberationRun(NamedTuple):
 
 
 def _spec_of(backend) -> dict:
-    spec = {"name": getattr(backend, "name", type(backend).__name__), "model": getattr(backend, "model", None)}
-    if isinstance(backend, SurrogateDeliberationBackend):
-        spec["options"] = backend.options()
-    return spec
+    return surrogate_aware_spec(backend, SurrogateDeliberationBackend)
 
 
 class _Harness:

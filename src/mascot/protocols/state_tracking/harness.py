@@ -494,7 +494,10 @@ class _Runner:
 
     def open_log(self, step: int) -> None:
         if self.cfg.log_requests != "none":
-            self._log = open(self.log_path(step).with_suffix(".jsonl.tmp"), "w", encoding="utf-8")
+            tmp = self.log_path(step).with_suffix(".jsonl.tmp")
+            tmp.unlink(missing_ok=True)  # a leftover of a killed run, or a planted link: removed, never followed
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
+            self._log = open(fd, "w", encoding="utf-8")
 
     def done_steps(self) -> int:
         """Committed steps (the contiguous prefix 1..k); later stray parts are removed."""
