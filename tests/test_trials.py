@@ -729,3 +729,87 @@ def test_reproduce_trials_small(tmp_path):
     before = (out / "README.md").read_text()
     reproduce(tmp_path / "out", tmp_path / "runs", n_trials=8, n_boot=20)  # resumes; same output
     assert (out / "README.md").read_text() == before
+
+
+class ServerDown:
+    """The surrogate behind a 'server' that goes down from step ``at`` on: every request gets a transport
+    error (what the openai backend returns after its own retries), never an answer."""
+
+    name, model = "surrogate", "affine-noise"
+
+    def __init__(self, at, **kw):
+        self.inner = SurrogateBackend(**kw)
+        self.at = at
+
+    def generate(self, reqs):
+        if reqs[0].meta["step"] >= self.at:
+            return [Response("", 0, 0, error="HTTP 503: connection refused") for _ in reqs]
+        return self.inner.generate(reqs)
+
+    def describe(self):
+        return {**self.inner.describe(), "base_url": "http://127.0.0.1:9/v1"}
+
+    def identity(self):
+        return self.inner.identity()
+
+
+def test_transport_failures_are_never_committed_and_a_rerun_redoes_them(tmp_path):
+    """Issue 14: a dead backend is not an answer. The step whose requests went unanswered (after the retries) is
+    not committed, the run is not complete, the error names the endpoint, and once the backend is back the rerun
+    redoes exactly that step and ends identical to a run that never failed."""
+    from mascot.protocols.state_tracking import BackendFailure
+
+    cfg = TrialConfig(n_trials=20, steps=3, log_requests="all")
+    kw = dict(sigma=4.0, parse_fail=0.05, seed=2)
+    ref = tmp_path / "ref"
+    run_trials(cfg, ref, SurrogateBackend(**kw), progress=False)
+    run = tmp_path / "run"
+    with pytest.raises(BackendFailure, match=r"127\.0\.0\.1:9.*step 2 \(stage1\).*HTTP 503"):
+        run_trials(cfg, run, ServerDown(2, **kw), progress=False)
+    assert sorted(p.name for p in (run / "steps").glob("*.parquet")) == ["step_001.parquet"]
+    meta = json.loads((run / "run.json").read_text())
+    assert not meta.get("complete") and meta["steps_done"] == 1
+    assert not (run / "trials.parquet").exists()
+    res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
+    assert (res.steps_skipped, res.steps_run) == (1, 2)
+    pd.testing.assert_frame_equal(pd.read_parquet(ref / "trials.parquet"), pd.read_parquet(run / "trials.parquet"))
+    assert (pd.read_parquet(run / "trials.parquet").n_backend_errors == 0).all()
+
+
+def test_transient_backend_errors_are_retried_and_counted_apart(tmp_path):
+    """An error answered on a retry is not a parse failure: it is counted in n_backend_errors."""
+
+    class OneError:
+        name, model = "surrogate", "affine-noise"
+
+        def __init__(self):
+            self.inner, self.done = SurrogateBackend(seed=1), False
+
+        def generate(self, reqs):
+            out = self.inner.generate(reqs)
+            if not self.done:
+                self.done = True
+                out[0] = Response("", 0, 0, error="timeout after 120 s")
+            return out
+
+        def describe(self):
+            return self.inner.describe()
+
+        def identity(self):
+            return self.inner.identity()
+
+    cfg = TrialConfig(n_trials=5, steps=1, topologies=("chain",), log_requests="all")
+    run_trials(cfg, tmp_path / "r", OneError(), progress=False)
+    df = pd.read_parquet(tmp_path / "r" / "trials.parquet")
+    assert df.n_backend_errors.sum() == 1 and df.n_failed_attempts.sum() == 0
+
+
+def test_cli_dead_openai_server_exits_nonzero(tmp_path, capsys):
+    out = tmp_path / "dead"
+    rc = cli_main(["trials", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
+                   "--topology", "chain", "--n-trials", "1", "--steps", "1", "--retries", "0", "--max-retries", "0",
+                   "--timeout", "5", "--no-figures", "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 1 and "127.0.0.1:9" in err and "not committed" in err
+    assert not (out / "trials.parquet").exists()
+    assert not json.loads((out / "run.json").read_text()).get("complete")

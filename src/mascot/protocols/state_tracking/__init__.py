@@ -12,7 +12,7 @@ import importlib
 
 _EXPORTS = {
     "TOPOLOGIES": "harness", "TrialConfig": "harness", "TrialsResult": "harness", "derive_seeds": "harness",
-    "run_trials": "harness", "plurality_vote": "aggregation", "pairwise_disagreement": "aggregation",
+    "run_trials": "harness", "BackendFailure": "harness", "plurality_vote": "aggregation", "pairwise_disagreement": "aggregation",
     "SurrogateBackend": "surrogate",
 }
 

@@ -77,6 +77,7 @@ from mascot.seeds import hash64, uniforms  # noqa: F401  (re-exported: part of t
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
 
 __all__ = [
+    "BackendFailure",
     "LOG_MODES",
     "MESH_TIES",
     "TOPOLOGIES",
@@ -90,6 +91,7 @@ __all__ = [
 ]
 
 TOPOLOGIES = ("chain", "star", "mesh")
+RECORDS_VERSION = 2  # 2: n_backend_errors apart from n_failed_attempts; unanswered steps are never committed
 TOPOLOGY_IDS = {"chain": 0, "star": 1, "mesh": 2}
 ROLES = ("agent", "judge", "revision")
 LOG_MODES = ("all", "failures", "none")
@@ -177,6 +179,7 @@ class TrialConfig:
         d.pop("d_floor")
         d["topologies"] = list(self.topologies)
         d["initial_state"] = list(self.initial_state)
+        d["records_version"] = RECORDS_VERSION  # the step files' schema: an older directory is refused, not mixed
         return d
 
     def to_dict(self) -> dict:
@@ -214,6 +217,16 @@ def _versions() -> dict:
 _PA_SCHEMA = None
 
 
+def _endpoint(backend) -> str:
+    """Where the backend's requests go, for error messages (never a secret)."""
+    try:
+        d = backend.describe()
+    except Exception:  # noqa: BLE001 -- describe() is best effort here
+        d = {}
+    where = d.get("base_url") or d.get("model") or getattr(backend, "model", None)
+    return f"backend {getattr(backend, 'name', type(backend).__name__)}" + (f" ({where})" if where else "")
+
+
 def _schema():
     global _PA_SCHEMA
     if _PA_SCHEMA is None:
@@ -227,17 +240,22 @@ def _schema():
             ("revised_values", pa.list_(pa.float64())), ("d_t", pa.float64()),
             ("vote_count", pa.int8()), ("vote_tied", pa.int8()),
             ("n_requests", pa.int32()), ("n_failed_attempts", pa.int32()), ("n_abstained", pa.int16()),
-            ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()),
+            ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("n_backend_errors", pa.int32()),
         ])
     return _PA_SCHEMA
 
 
 class _Stage(NamedTuple):
-    states: list  # final parsed state per slot (None: failed after retries)
+    states: list  # final parsed state per slot (None: unparsable after retries)
     n_req: np.ndarray
-    n_fail: np.ndarray
+    n_fail: np.ndarray  # attempts answered by the model but not parsable
     ptok: np.ndarray
     ctok: np.ndarray
+    n_err: np.ndarray  # attempts the backend did not answer (connection, HTTP status, timeout, ...)
+
+
+class BackendFailure(RuntimeError):
+    """Requests of a step got no answer from the backend after every retry: the step is not committed."""
 
 
 class _Runner:
@@ -290,6 +308,8 @@ class _Runner:
         n_fail = np.zeros(n, np.int64)
         ptok = np.zeros(n, np.int64)
         ctok = np.zeros(n, np.int64)
+        n_err = np.zeros(n, np.int64)
+        unanswered: dict[int, str] = {}  # slot -> its last backend error (cleared when the model answers)
         pending = np.arange(n)
         log_mode = cfg.log_requests
         for attempt in range(cfg.retries + 1):
@@ -328,9 +348,15 @@ class _Runner:
                 n_req[i] += 1
                 ptok[i] += int(resp.prompt_tokens or 0)
                 ctok[i] += int(resp.completion_tokens or 0)
-                if pr.state is not None:
+                if resp.error:  # not an answer: retried, and never counted as a parse failure
+                    n_err[i] += 1
+                    unanswered[i] = str(resp.error)
+                    still.append(i)
+                elif pr.state is not None:
+                    unanswered.pop(i, None)
                     states[i] = pr.state
                 else:
+                    unanswered.pop(i, None)
                     n_fail[i] += 1
                     still.append(i)
                 if log_mode == "all" or (log_mode == "failures" and pr.state is None):
@@ -344,11 +370,18 @@ class _Runner:
                         "latency_s": resp.latency_s, "call_s": round(dt, 6), "call_size": len(reqs),
                         "parse_ok": pr.state is not None, "reason": pr.reason, "method": pr.method,
                         "state": pr.state})
+            errs = sum(1 for i in still if i in unanswered)
             self._say(f"step {step}/{cfg.steps} {name}{f' retry {attempt}' if attempt else ''}: "
-                      f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.0f} req/s), "
-                      f"{len(still)} unparsed")
+                      f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.2f} req/s), "
+                      f"{len(still) - errs} unparsed, {errs} backend errors")
             pending = np.array(still, dtype=np.int64)
-        return _Stage(states, n_req, n_fail, ptok, ctok)
+        if unanswered:
+            first = unanswered[min(unanswered)]
+            raise BackendFailure(
+                f"{_endpoint(self.backend)}: {len(unanswered)} of {n} requests of step {step} ({name}) got no answer "
+                f"after {cfg.retries + 1} attempts; first error: {first[:300]}. Step {step} was not committed; "
+                f"rerun the same command to resume from it")
+        return _Stage(states, n_req, n_fail, ptok, ctok, n_err)
 
     # -------------------------------------------------------------- one step
     def step(self, step: int) -> dict:
@@ -386,7 +419,7 @@ class _Runner:
         if len(su2a):
             s2 = self._stage(step, "stage2", su2a, np.array(role2, np.int64), np.array(agent2, np.int64), msgs2)
         else:
-            s2 = _Stage([], *(np.zeros(0, np.int64) for _ in range(4)))
+            s2 = _Stage([], *(np.zeros(0, np.int64) for _ in range(5)))
         second: list[list] = [[] for _ in range(U)]
         for i, u in enumerate(su2a.tolist()):
             second[u].append(s2.states[i])
@@ -399,6 +432,7 @@ class _Runner:
 
         n_req = per_unit(s1.n_req, s2.n_req)
         n_fail = per_unit(s1.n_fail, s2.n_fail)
+        n_err = per_unit(s1.n_err, s2.n_err)
         ptok = per_unit(s1.ptok, s2.ptok)
         ctok = per_unit(s1.ctok, s2.ctok)
         cols: dict[str, list] = {k: [] for k in _schema().names}
@@ -453,6 +487,7 @@ class _Runner:
             cols["n_abstained"].append(abstained)
             cols["prompt_tokens"].append(int(ptok[u]))
             cols["completion_tokens"].append(int(ctok[u]))
+            cols["n_backend_errors"].append(int(n_err[u]))
         self.cur = new_cur
         return cols
 
@@ -466,7 +501,8 @@ class _Runner:
                         value_true=truth["Value"], parity_true=truth["Parity"], level_true=truth["Level"],
                         value=s["Value"], parity=s["Parity"], level=s["Level"], carried=False, agent_values=[],
                         revised_values=[], d_t=math.nan, vote_count=0, vote_tied=0, n_requests=0,
-                        n_failed_attempts=0, n_abstained=0, prompt_tokens=0, completion_tokens=0)
+                        n_failed_attempts=0, n_abstained=0, prompt_tokens=0, completion_tokens=0,
+                        n_backend_errors=0)
             for k, v in vals.items():
                 cols[k].append(v)
         return cols
