@@ -478,7 +478,7 @@ def test_adjacency_weights_that_overflow_into_a_zero_row_are_refused():
 # ----------------------------------------------------------------------------- results unchanged
 def test_committed_sweep_configs_keep_their_experiment_hashes():
     want = {"consensus_scaling": "d7450e895608e546", "noise_linear": "2307cd1313ea025c",
-            "noise_rule": "c248e46bc0e4d208", "spectra_families": "bb0cc43d178c1ad7"}
+            "noise_rule": "c248e46bc0e4d208", "spectra_families": "db39151f69bde927"}  # spectra kind version 2
     root = os.path.join(os.path.dirname(__file__), "..", "configs", "sweeps")
     for name, h in want.items():
         assert load_config(os.path.join(root, f"{name}.toml")).hash == h

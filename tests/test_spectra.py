@@ -263,3 +263,242 @@ def test_reproduce_spectra(tmp_path):
     assert (ml.kappa <= ml.bound * (1 + 1e-12)).all()
     for name in ("fig_malicious_leaf.png", "fig_time_varying.png", "drift_gains.json"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+# ----------------------------------------------------------------------------- dispatch: closed forms, solvers, jit
+from mascot.execute.spectra import sr_spectra as sr_spectra_threads  # noqa: E402
+from mascot.kernels.spectra_closed import FAMILY_CODES, chain_kappa, closed_form_spectra, detect_families  # noqa: E402
+
+GAMMAS = np.array([0.0, 0.3, 0.9, 0.99])
+
+
+def _refs(A, gammas):
+    """(G, Gamma, 3) float64 references (dense inverse) for a stack of adjacencies."""
+    one = lambda P, g: _ref(P, g) if P.shape[0] > 1 else tuple(th.sr_diagnostics(P, g))  # noqa: E731
+    return np.array([[one(tp.row_normalize(a), g) for g in gammas] for a in A])
+
+
+def _stack(s):
+    return np.stack([np.asarray(x, dtype=np.float64) for x in s[:3]], -1)
+
+
+def _family_graphs(n):
+    out = [("chain", tp.chain(n)), ("star", tp.star(n - 1)), ("mesh", tp.mesh(n)),
+           ("complete", tp.complete_self(n, 0.37)), ("complete", np.ones((n, n)))]
+    if n >= 4:
+        out.append(("ring", tp.ring(n)))
+    return out
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 5, 16, 64, 256])
+def test_closed_forms_detected_and_exact(n):
+    fams = _family_graphs(n)
+    A = np.stack([a for _, a in fams])
+    s = sr_spectra(A[:, None], GAMMAS)
+    got = [m for m in s.methods[:, 0]]
+    want = [f"closed:{f}" for f, _ in fams]
+    if n == 2:  # star(1) is mesh(2): either closed form is exact
+        want[1] = "closed:mesh"
+    assert got == want
+    np.testing.assert_allclose(_stack(s), _refs(A, GAMMAS), rtol=1e-9, atol=1e-12)
+    # the theory module's closed forms agree with the kernel's
+    for (f, a), row in zip(fams, _stack(s)):
+        if f in ("chain", "star", "mesh", "ring") and not (f == "star" and n == 2):
+            size = n - 1 if f == "star" else n
+            ref = np.array([th.closed_form_diagnostics(f, size, g) for g in GAMMAS])
+            np.testing.assert_allclose(row, ref, rtol=1e-9, atol=1e-12)
+
+
+def test_closed_forms_survive_row_scaling_and_normalize_false(rng):
+    A = np.stack([a for _, a in _family_graphs(9)])
+    scaled = A * rng.uniform(0.5, 3.0, size=(A.shape[0], 9, 1))  # P unchanged
+    a = sr_spectra(A[:, None], GAMMAS)
+    b = sr_spectra(scaled[:, None], GAMMAS)
+    c = sr_spectra(tp.row_normalize(A)[:, None], GAMMAS, normalize=False)
+    assert all(m.startswith("closed:") for m in b.methods.ravel()) and (b.methods == c.methods).all()
+    np.testing.assert_allclose(_stack(b), _stack(a), rtol=1e-13)
+    np.testing.assert_allclose(_stack(c), _stack(a), rtol=1e-13)
+
+
+def _near_misses(n, rng):
+    star_w = tp.star(n - 1)
+    star_w[0, 1] = 1 + 1e-9  # the malicious star with alpha = 1 + 1e-9
+    chain_back = tp.chain(n)
+    chain_back[-1, 0] = 1e-300  # a tiny edge closes the cycle: P is a permutation, no longer nilpotent
+    chain_loop = tp.chain(n)
+    chain_loop[-1, -1] = 1.0  # the sink reads itself
+    ring_chord = tp.ring(n)
+    ring_chord[0, n // 2] = ring_chord[n // 2, 0] = 1.0
+    mesh_gap = tp.mesh(n)
+    mesh_gap[0, 1] = mesh_gap[1, 0] = 0.0
+    complete_diag = tp.complete_self(n, 0.3)
+    complete_diag[2, 2] *= 1 + 1e-9
+    perm = rng.permutation(n)
+    ring_relabelled = tp.ring(n)[perm][:, perm]
+    ring_relabelled = ring_relabelled if not np.array_equal(ring_relabelled, tp.ring(n)) else ring_chord
+    return [star_w, chain_back, chain_loop, ring_chord, mesh_gap, complete_diag, ring_relabelled]
+
+
+@pytest.mark.parametrize("n", [6, 17])
+def test_closed_form_near_misses_go_to_the_solvers(n, rng):
+    A = np.stack(_near_misses(n, rng))
+    codes, _ = detect_families(tp.row_normalize(A))
+    assert (codes == 0).all()
+    s = sr_spectra(A[:, None], GAMMAS)
+    assert not any(m.startswith("closed:") for m in s.methods.ravel())
+    np.testing.assert_allclose(_stack(s), _refs(A, GAMMAS), rtol=1e-8, atol=1e-10)
+    # the exact zero pattern matters: the closed chain's tiny back edge changes rho at n = 17 by a lot
+    if n == 17:
+        assert float(s.rho[1, 2]) > 1.5
+
+
+def test_family_hint_and_off():
+    A = np.stack([tp.star(5), tp.mesh(6), tp.chain(6)])
+    only_star = sr_spectra(A[:, None], GAMMAS, family="star")
+    assert list(only_star.methods[:, 0]) == ["closed:star", "eigh", "eig"]
+    both = sr_spectra(A[:, None], GAMMAS, family=("chain", "mesh"))
+    assert list(both.methods[:, 0]) == ["eigh", "closed:mesh", "closed:chain"]
+    off = sr_spectra(A[:, None], GAMMAS, family=None)
+    assert list(off.methods[:, 0]) == ["eigh", "eigh", "eig"]
+    auto = sr_spectra(A[:, None], GAMMAS)
+    for s in (only_star, both, off):
+        np.testing.assert_allclose(_stack(s), _stack(auto), rtol=1e-9, atol=1e-12)
+    with pytest.raises(ValueError, match="family"):
+        sr_spectra(A, 0.9, family="tree")
+
+
+def test_structural_method_label_is_unchanged():
+    """`method` keeps the eigenvalue path of the structure (results record it); `methods` names the route."""
+    for A, method, route in [(tp.chain(12), "eig", "closed:chain"), (tp.star(4), "eigh", "closed:star"),
+                             (tp.mesh(4), "eigh", "closed:mesh")]:
+        s = sr_spectra(A, 0.9)
+        assert s.method == method and s.methods.shape == () and str(s.methods) == route
+
+
+def test_mixed_directed_undirected_batch_splits_by_row(rng):
+    und = tp.erdos_renyi(12, 0.4, 4, seed=rng)
+    dirc = (rng.random((3, 12, 12)) < 0.35) * rng.random((3, 12, 12))
+    A = np.concatenate([und[:2], dirc[:2], und[2:], dirc[2:], tp.random_regular(12, 4, 1, seed=rng)])
+    s = sr_spectra(A[:, None], GAMMAS)
+    assert s.method == "mixed" and s.rho.shape == (A.shape[0], GAMMAS.size)
+    assert list(s.methods[:, 0]) == ["eigh", "eigh", "eig", "eig", "eigh", "eigh", "eig", "eigh"]
+    ref = _refs(A, GAMMAS)
+    np.testing.assert_allclose(_stack(s), ref, rtol=1e-8, atol=1e-10)
+    # each row as computed alone
+    for i in (0, 2, 7):
+        np.testing.assert_allclose(_stack(sr_spectra(A[i : i + 1, None], GAMMAS)), _stack(s)[i : i + 1], rtol=1e-12)
+    # elementwise gammas across a mixed batch (pairs not grouped by graph)
+    g = rng.uniform(0, 0.99, size=A.shape[0])
+    e = sr_spectra(A[::-1], g[::-1])
+    np.testing.assert_allclose(_stack(e)[::-1], np.array([_ref(tp.row_normalize(a), x) for a, x in zip(A, g)]),
+                               rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float64", 1e-9), ("float32", 2e-3)])
+def test_host_callback_path_equals_pure_device_path(rng, dtype, rtol):
+    A = np.concatenate([tp.erdos_renyi(20, 0.3, 5, seed=rng), (rng.random((3, 20, 20)) < 0.3) * rng.random((3, 20, 20)),
+                        tp.random_regular(20, 6, 2, seed=rng), tp.star(19)[None], tp.chain(20)[None]])
+    h = sr_spectra(A[:, None], GAMMAS, solver="host", dtype=dtype)
+    d = sr_spectra(A[:, None], GAMMAS, solver="device", dtype=dtype)
+    assert h.solver == "host" and d.solver == "device" and (h.methods == d.methods).all()
+    assert h.kappa.dtype == np.dtype(dtype) and d.kappa.dtype == np.dtype(dtype)
+    np.testing.assert_allclose(_stack(h), _stack(d), rtol=rtol)
+    np.testing.assert_allclose(_stack(h), _refs(A, GAMMAS), rtol=rtol, atol=rtol)
+    # explicit methods: eig on undirected graphs, per solver
+    for solver in ("host", "device"):
+        e = sr_spectra(A[:5, None], GAMMAS, solver=solver, method="eig", family=None)
+        np.testing.assert_allclose(_stack(e), _refs(A[:5], GAMMAS), rtol=rtol, atol=rtol)
+
+
+def test_threaded_driver_is_bitwise_the_serial_kernel(rng):
+    D = (rng.random((30, 24, 24)) < 0.3) * rng.random((30, 24, 24))
+    A = np.concatenate([tp.erdos_renyi(24, 0.3, 40, seed=rng), D, np.stack([tp.ring(24), tp.mesh(24)])])
+    serial = sr_spectra(A[:, None], GAMMAS, solver="host")  # the same LAPACK call per matrix, any task split
+    for threads in (1, 2, 3):
+        t = sr_spectra_threads(A[:, None], GAMMAS, threads=threads, solver="host")
+        for a, b in zip(serial[:3], t[:3]):
+            assert np.array_equal(np.asarray(a), np.asarray(b))
+        assert (t.methods == serial.methods).all()
+    small = sr_spectra(A[:, None], GAMMAS, chunk_size=5, solver="host")
+    np.testing.assert_array_equal(_stack(small), _stack(serial))
+    with pytest.raises(ValueError, match="threads"):
+        sr_spectra_threads(A, 0.9, threads=0)
+
+
+def test_jit_with_explicit_method(rng):
+    import jax
+
+    A = tp.erdos_renyi(10, 0.4, 6, seed=rng)
+    D = (rng.random((4, 10, 10)) < 0.4) * rng.random((4, 10, 10))
+    eager = sr_spectra(A[:, None], GAMMAS, family=None)
+    for solver in ("host", "device"):
+        f = jax.jit(lambda a, g: sr_spectra(a, g, method="eigh", solver=solver)[:3])
+        np.testing.assert_allclose(np.stack([np.asarray(x) for x in f(A[:, None], GAMMAS)], -1), _stack(eager),
+                                   rtol=1e-10)
+    fd = jax.jit(lambda a, g: sr_spectra(a, g, method="eig").kappa)
+    np.testing.assert_allclose(np.asarray(fd(D, GAMMAS[2])), _refs(D, GAMMAS[2:3])[:, 0, 2], rtol=1e-9)
+    # the device path is pure: no host callback in the traced program; the host path is callbacks
+    jx = str(jax.make_jaxpr(lambda a, g: sr_spectra(a, g, method="eigh", solver="device").kappa)(A, 0.9))
+    assert "callback" not in jx
+    jh = str(jax.make_jaxpr(lambda a, g: sr_spectra(a, g, method="eigh", solver="host").kappa)(A, 0.9))
+    assert "callback" in jh
+    # a traced gamma with concrete graphs
+    fg = jax.jit(lambda g: sr_spectra(A, g, method="eigh").rho)
+    np.testing.assert_allclose(np.asarray(fg(0.9)), np.asarray(sr_spectra(A, 0.9).rho), rtol=1e-12)
+    with pytest.raises(ValueError, match="method='eigh'"):
+        jax.jit(lambda a: sr_spectra(a, 0.9).rho)(A)
+
+
+@pytest.mark.parametrize("n", [2, 3, 12, 100, 1000])
+def test_chain_kappa_bisection_matches_svd(n):
+    g = np.array([0.0, 0.1, 0.5, 0.9, 0.99, 0.999])
+    k = np.asarray(chain_kappa(n, g))
+    if n <= 100:
+        P = tp.row_normalize(tp.chain(n))
+        ref = [np.linalg.cond(np.eye(n) - x * P) for x in g]
+        np.testing.assert_allclose(k, ref, rtol=1e-11)
+    assert np.all(np.diff(k) > 0) and k[0] == 1.0  # kappa rises with gamma
+    k32 = np.asarray(chain_kappa(np.float32(n), g.astype(np.float32)))
+    assert k32.dtype == np.float32
+    np.testing.assert_allclose(k32, k, rtol=1e-4)
+
+
+def test_closed_form_spectra_direct_and_float32():
+    codes = np.array([FAMILY_CODES[f] for f in ("chain", "star", "mesh", "ring", "complete")])
+    n = 7
+    mu = {"mesh": (1.0, -1.0 / 6), "complete": (1.0, 0.4 - 0.6 / 6)}
+    mu1 = np.array([mu.get(f, (0, 0))[0] for f in ("chain", "star", "mesh", "ring", "complete")])
+    mu2 = np.array([mu.get(f, (0, 0))[1] for f in ("chain", "star", "mesh", "ring", "complete")])
+    A = [tp.chain(7), tp.star(6), tp.mesh(7), tp.ring(7), tp.complete_self(7, 0.4)]
+    for g in (0.5, 0.95):
+        r = np.stack([np.asarray(x) for x in closed_form_spectra(codes, n, mu1, mu2, np.full(5, g))], -1)
+        np.testing.assert_allclose(r, [_ref(tp.row_normalize(a), g) for a in A], rtol=1e-12)
+        r32 = closed_form_spectra(codes, n, mu1, mu2, np.full(5, g, np.float32))
+        assert r32[2].dtype == np.float32
+        np.testing.assert_allclose(np.stack([np.asarray(x) for x in r32], -1), r, rtol=1e-5, atol=1e-6)
+    s32 = sr_spectra(np.stack(A)[:, None], GAMMAS, dtype="float32")
+    assert s32.kappa.dtype == np.float32 and all(m.startswith("closed:") for m in s32.methods.ravel())
+    np.testing.assert_allclose(_stack(s32), _refs(np.stack(A), GAMMAS), rtol=1e-5, atol=1e-6)
+
+
+def test_degenerate_graphs(rng):
+    """One agent, isolated agents, an empty graph, a self-loop-only graph: every route vs the reference."""
+    cases = [np.zeros((1, 1)), np.ones((1, 1)), np.zeros((5, 5)), np.eye(4),
+             np.pad(tp.ring(5), ((0, 2), (0, 2))), np.pad(tp.star(3), ((0, 1), (0, 1)))]
+    for A in cases:
+        s = sr_spectra(A, GAMMAS)
+        np.testing.assert_allclose(_stack(s), _refs(A[None], GAMMAS)[0], rtol=1e-9, atol=1e-12)
+        d = sr_spectra(A, GAMMAS, solver="device")
+        np.testing.assert_allclose(_stack(d), _stack(s), rtol=1e-9, atol=1e-12)
+    assert sr_spectra(np.zeros((0, 4, 4)), 0.5).rho.shape == (0,)
+
+
+def test_float64_request_without_x64_is_honoured():
+    import jax
+
+    with jax.enable_x64(False):
+        s = sr_spectra(tp.erdos_renyi(9, 0.5, 2, seed=1)[:, None], GAMMAS, dtype="float64")
+        assert s.kappa.dtype == np.float64
+        f = sr_spectra(tp.erdos_renyi(9, 0.5, 2, seed=1)[:, None], GAMMAS)
+        assert f.kappa.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(f.kappa), np.asarray(s.kappa), rtol=1e-4)

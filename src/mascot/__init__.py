@@ -22,7 +22,7 @@ _EXPORTS = {
     "ConsensusResult": "mascot.kernels.consensus",
     "affine_noise_error": "mascot.execute.noise",
     "rule_noise_error": "mascot.execute.noise",
-    "sr_spectra": "mascot.kernels.spectra",
+    "sr_spectra": "mascot.execute.spectra",
     "SRSpectra": "mascot.kernels.spectra",
     "complete_weights": "mascot.graphs",
     "ring_weights": "mascot.graphs",

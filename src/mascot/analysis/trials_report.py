@@ -88,7 +88,7 @@ def spectral_predictions(steps: int = 12, leaves: int = 4, mesh_agents: int = 4,
     float64 (64-bit JAX enabled for this call and thread only)."""
     from mascot import graphs as topology
     from mascot.kernels.precision import float64
-    from mascot.kernels.spectra import sr_spectra
+    from mascot.execute.spectra import sr_spectra
 
     out = {}
     with float64():

@@ -4,3 +4,4 @@ conversion to numpy. ``simulate_consensus`` (Algorithm 1 rollouts) and ``affine_
 
 from mascot.execute.consensus import ConsensusResult, simulate_consensus  # noqa: F401
 from mascot.execute.noise import affine_noise_error, rule_noise_error  # noqa: F401
+from mascot.execute.spectra import sr_spectra  # noqa: F401

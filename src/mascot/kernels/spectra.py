@@ -8,10 +8,29 @@ kappa(M) of M = (I - gamma P)^-1, P = row_normalize(A) (Sec. 3.1-3.2), without f
 * kappa(M) = kappa(I - gamma P) = sigma_max / sigma_min of I - gamma P (singular values, no inverse);
   when P is symmetric it is normal and kappa = max|lambda| / min|lambda| from the eigenvalues alone.
 
-Paths (``method``): ``"eigh"`` for undirected graphs (symmetric A): P = D^-1 A is reversible and similar
-to the symmetric D^-1/2 A D^-1/2, so ``eigvalsh`` applies (runs on GPU). ``"eig"`` for directed graphs:
-general ``eigvals``, which JAX provides on CPU only, so it is placed on the CPU device whatever the default
-backend is; the singular values still run on the default device. ``"auto"`` picks per call.
+Each graph (row of the stack) takes one of three routes, reported per (graph, gamma) pair in
+``SRSpectra.methods``:
+
+* ``"closed:<family>"``: P is exactly a chain, star, mesh, ring or complete graph (SR paper A.1; exact
+  structure test, O(n^2) per graph, :mod:`mascot.kernels.spectra_closed`): closed forms in JAX, O(1) per pair;
+* ``"eigh"``: undirected graph (symmetric A): P = D^-1 A is reversible and similar to the symmetric
+  D^-1/2 A D^-1/2, so a symmetric eigenvalue solver applies;
+* ``"eig"``: directed graph: general eigenvalues, which run on the CPU (LAPACK ``geev``) whatever the
+  default backend is; only these rows leave the device.
+
+Solvers for the eigh/eig rows (``solver``, reported in ``SRSpectra.solver``): ``"host"`` runs LAPACK's
+eigenvalue-only drivers through numpy (:mod:`mascot.kernels.spectra_lapack`: ``syevd``/``geev``/``gesdd``
+without vectors; XLA's CPU ``eigh`` computes eigenvectors, and XLA runs a batch one matrix at a time on one
+core); ``"device"`` runs batched ``jnp.linalg.eigh`` / ``svd`` on the default device with no host round trip
+(the eig rows' eigenvalues still come from the host). ``"auto"``: host on a CPU backend; on a GPU, device up
+to n = 32 (cuSOLVER's batched Jacobi solvers) and host above (see :func:`_use_host`). A mixed
+directed/undirected batch splits by row. :func:`mascot.execute.spectra.sr_spectra` is the same function with
+the host tasks (validation, normalisation, family tests and LAPACK) on a thread pool, one thread per core.
+
+Under ``jax.jit`` (traced A or gamma) :func:`sr_spectra` is traceable with an explicit ``method``: no
+validation, no closed-form detection, kappa always from singular values; on a CPU backend the LAPACK calls
+are ``jax.pure_callback``\\ s; with the device solver (a GPU and n <= 32, or ``solver='device'``) the eigh
+path is pure device code.
 
 Time-varying operators (A.5): :func:`gat_transition` (attention-weighted P(t) with reliability scores),
 :func:`time_varying_sr` (M(t) = I + gamma P(t) M(t+1)) and :func:`time_varying_kappa`.
@@ -19,32 +38,44 @@ Time-varying operators (A.5): :func:`gat_transition` (attention-weighted P(t) wi
 
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
-from mascot.kernels.precision import x64_enabled
-from threadpoolctl import threadpool_limits
-
-from mascot.graphs import row_normalize, validate_adjacency
+from mascot.graphs import validate_adjacency
+from mascot.kernels import spectra_lapack as lp
+from mascot.kernels.precision import float64, x64_enabled
+from mascot.kernels.spectra_closed import FAMILIES, FAMILY_CODES, chain_kappa, closed_form_spectra
 from mascot.theory.spectra import check_gamma, check_stochastic
 
 __all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "sr_spectra", "time_varying_kappa", "time_varying_sr"]
 
 _METHODS = ("auto", "eigh", "eig")
+_SOLVERS = ("auto", "host", "device")
 _CHUNK_BYTES = 64 << 20
+_EIGH, _EIG = -1, -2  # route codes beside the family codes (> 0)
 
 
 class SRSpectra(NamedTuple):
-    """Diagnostics of M = (I - gamma P)^-1, each of shape ``broadcast(A.shape[:-2], gamma.shape)``."""
+    """Diagnostics of M = (I - gamma P)^-1, each of shape ``broadcast(A.shape[:-2], gamma.shape)``.
+
+    ``method``: the eigenvalue path the graphs' structure calls for: "eigh" when every A is symmetric,
+    "eig" when none is (or ``method='eig'`` was asked), "mixed" otherwise; closed-form rows keep this
+    structural label. ``methods``: per (graph, gamma) pair, the route actually taken ("closed:chain", ...,
+    "eigh", "eig"; a read-only numpy array of that shape). ``solver``: "host" (LAPACK eigenvalue-only
+    drivers on the CPU) or "device" (batched jnp.linalg on the default device) for the eigh/eig rows.
+    """
 
     rho: jax.Array
     delta: jax.Array
     kappa: jax.Array
     method: str
+    methods: np.ndarray = None
+    solver: str = "host"
 
 
 def _default_dtype():
@@ -61,32 +92,86 @@ def _mu_sym(A):
 
 
 @jax.jit
-def _mu_gen(P):
-    return jnp.linalg.eigvals(P)
+def _svd_kappa(P, idx, g):
+    """kappa(I - g P[idx]) per pair, batched SVD on the device."""
+    n = P.shape[-1]
+    s = jnp.linalg.svd(jnp.eye(n, dtype=P.dtype) - g.astype(P.dtype)[:, None, None] * P[idx], compute_uv=False)
+    return s[:, 0] / s[:, -1]
 
 
-@partial(jax.jit, static_argnames=("normal",))
-def _diagnostics(mu, P, gamma, normal):
-    """rho, Delta from mu (eigenvalues of P, real or complex) and kappa from I - gamma P."""
-    g = gamma.astype(P.dtype)
-    mod = 1.0 / jnp.abs(1.0 - g[:, None] * mu)  # |lambda_i(M)|
-    top = jax.lax.top_k(mod, 2)[0] if mu.shape[-1] > 1 else jnp.concatenate([mod, mod], -1)
-    rho = top[:, 0]
-    delta = top[:, 0] - top[:, 1] if mu.shape[-1] > 1 else jnp.zeros_like(rho)
-    if normal:
-        kappa = mod.max(-1) / mod.min(-1)
+@jax.jit
+def _finish(mu, idx, g, kappa_svd, from_mu):
+    """rho, Delta per pair from the eigenvalues mu (G, n) of P (real or complex) of graph ``idx``; kappa
+    from the eigenvalues where ``from_mu`` (P symmetric, so normal), else ``kappa_svd``."""
+    g = g.astype(kappa_svd.dtype)
+    mod = 1.0 / jnp.abs(1.0 - g[:, None] * mu[idx])  # |lambda_i(M)|
+    if mu.shape[-1] > 1:
+        top = jax.lax.top_k(mod, 2)[0]
+        rho, delta = top[:, 0], top[:, 0] - top[:, 1]
     else:
-        n = P.shape[-1]
-        s = jnp.linalg.svd(jnp.eye(n, dtype=P.dtype) - g[:, None, None] * P, compute_uv=False)
-        kappa = s[:, 0] / s[:, -1]
-    return rho, delta, kappa
+        rho, delta = mod[:, 0], jnp.zeros_like(mod[:, 0])
+    kappa = jnp.where(from_mu, mod.max(-1) / mod.min(-1), kappa_svd)
+    return rho.astype(kappa_svd.dtype), delta.astype(kappa_svd.dtype), kappa
 
 
-def _is_symmetric(A):
-    return bool(np.allclose(A, np.swapaxes(A, -1, -2), rtol=0.0, atol=1e-12 * max(1.0, float(np.abs(A).max(initial=0)))))
+def _bucket(k):
+    """Padded length for k pairs (powers of two, so a few compiled shapes serve every batch size)."""
+    return 8 if k <= 8 else 1 << (k - 1).bit_length()
 
 
-def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=None, chunk_size: int | None = None):
+def _pad(a, size):
+    a = np.asarray(a)
+    return a if a.shape[0] == size else np.concatenate([a, np.zeros((size - a.shape[0],) + a.shape[1:], a.dtype)])
+
+
+def _chunks(m, per_pair_bytes, chunk_size):
+    """(size, starts) of equal padded chunks covering m pairs."""
+    if chunk_size is None:
+        chunk_size = max(1, min(_bucket(m), _CHUNK_BYTES // per_pair_bytes))
+    return chunk_size, range(0, m, chunk_size)
+
+
+@lru_cache(maxsize=None)
+def _blas_controller(_key):
+    return ThreadpoolController()
+
+
+def _one_blas_thread(host):
+    """BLAS/LAPACK limited to one thread per call for the ``with`` block. OpenBLAS's own threads gain nothing
+    on these small matrices and collapse when another process holds a core (benchmarks/README.md); the
+    parallelism is across tasks. The library scan (about 1 ms) is cached for the host path, whose numpy
+    LAPACK is loaded with numpy; XLA loads its LAPACK lazily, so the device path scans afresh."""
+    return (_blas_controller(0) if host else ThreadpoolController()).limit(limits=1, user_api="blas")
+
+
+def _families(family):
+    if family is None or family is False:
+        return ()
+    if isinstance(family, str):
+        family = FAMILIES if family == "auto" else (family,)
+    family = tuple(family)
+    bad = [f for f in family if f not in FAMILIES]
+    if bad:
+        raise ValueError(f"family must be 'auto', None or among {FAMILIES}; got {bad}")
+    return family
+
+
+_DEVICE_MAX_N = 32  # up to here jaxlib runs a GPU batch through cuSOLVER's batched Jacobi eigh/SVD
+
+
+def _use_host(solver, n):
+    """Host LAPACK or device solvers for the eigh/eig rows. "auto": the host on a CPU backend (eigenvalue-only
+    drivers; XLA's CPU eigh computes vectors), the device elsewhere up to n = 32, where the batched Jacobi
+    solvers run a whole batch in one launch; above that XLA's GPU eigh/SVD loop over the matrices and lose
+    to the host (H200 with the device path at n = 64 and 256, float64: 0.03x and 0.10x numpy on 16 cores,
+    benchmarks/results_device_h200.md)."""
+    if solver == "auto":
+        return jax.default_backend() == "cpu" or n > _DEVICE_MAX_N
+    return solver == "host"
+
+
+def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=None, chunk_size: int | None = None,
+               family="auto", solver: str = "auto", host_map=None, host_workers: int = 1):
     """rho(M), Delta(M), kappa(M) for every (graph, gamma) pair (SR paper, Sec. 3.2, eq. 1).
 
     A: (..., n, n) weighted adjacency (``normalize=True``, row-normalised with the zero-row rule of
@@ -94,67 +179,215 @@ def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=
     gamma: scalar or array in [0, 1); broadcast against ``A.shape[:-2]`` by numpy rules, so a stack of G
       graphs against G gammas is elementwise, and ``A[:, None]`` (a view) against (Gamma,) gammas gives
       the (G, Gamma) outer product while decomposing each graph once.
-    method: "auto" (eigh when every A is symmetric, else eig), "eigh" (requires symmetric A), "eig".
-    Returns :class:`SRSpectra` of JAX arrays with the broadcast shape.
+    method: "auto" (per graph: eigh when A is symmetric, else eig), "eigh" (requires symmetric A), "eig".
+    family: "auto" (detect chain, star, mesh, ring, complete per graph and use their closed forms), a
+      family name or tuple of names (test only those: a hint), or None (never: every row to the solver).
+    solver: "auto" (host on a CPU backend, device otherwise), "host" or "device" (see the module doc).
+    dtype: float32 or float64 (default: float64 when 64-bit JAX types are on in this thread); float64 is
+      computed inside :func:`mascot.kernels.precision.float64`.
+    chunk_size: (graph, gamma) pairs per device call (default: about 64 MB of matrices).
+    host_map, host_workers: the ``map`` that runs the host LAPACK tasks and how many run at once (default:
+      the builtin, serially; :func:`mascot.execute.spectra.sr_spectra` passes a thread pool).
+    Returns :class:`SRSpectra` of JAX arrays with the broadcast shape. Inside ``jax.jit`` pass ``method``
+    ("eigh" or "eig") and return the arrays (``.rho``, ``.delta``, ``.kappa``).
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
-    A = validate_adjacency(A, "A")
+    if solver not in _SOLVERS:
+        raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}")
+    fams = _families(family)
+    if isinstance(A, jax.core.Tracer) or isinstance(gamma, jax.core.Tracer):
+        return _traced(A, gamma, method, normalize, dtype, solver, chunk_size)
+    dt = jnp.dtype(dtype) if dtype is not None else _default_dtype()
+    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
+        raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
+    with float64(dt == jnp.float64):
+        return _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map or map, max(1, host_workers))
+
+
+def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, workers):
+    A = np.asarray(A)
+    if A.dtype.kind not in "biuf" or A.ndim < 2 or A.shape[-1] != A.shape[-2] or A.shape[-1] < 1:
+        validate_adjacency(A, "A")  # raises the canonical message
+    A = A.astype(np.float64, copy=False)
+    if not normalize:
+        check_stochastic(validate_adjacency(A, "A"), "A")
+    batch, n = A.shape[:-2], A.shape[-1]
+    flatA = np.ascontiguousarray(A.reshape(-1, n, n))
+    G = flatA.shape[0]
+    flatP = np.empty_like(flatA) if normalize else flatA
+    # validation, P, symmetry and the closed-form families, per chunk of graphs (in cache; on the host pool)
+    sl = lp.plan(G, n, 8, workers, min_bytes=lp.PREP_MIN_TASK_BYTES)
+    prep = lp.run_tasks([(lp.task_prepare, (flatA[s], flatP[s] if normalize else None, fams)) for s in sl], host_map)
+    if not all(r[0] for r in prep):
+        validate_adjacency(A, "A")  # raises the canonical message
     g = check_gamma(gamma)
-    batch = A.shape[:-2]
     try:
         out_shape = np.broadcast_shapes(batch, g.shape)
     except ValueError:
         raise ValueError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
-    n = A.shape[-1]
-    P = row_normalize(A, "A") if normalize else check_stochastic(A, "A")
-    sym_A = _is_symmetric(A)
-    if method == "auto":
-        method = "eigh" if sym_A else "eig"
-    if method == "eigh" and not sym_A:
+    cat = lambda k: np.concatenate([r[k] for r in prep]) if prep else np.zeros(0, bool)  # noqa: E731
+    sym, normal = cat(1), cat(2)  # symmetric P is normal: kappa from its eigenvalues
+    if method == "eigh" and not sym.all():
         raise ValueError("method='eigh' needs a symmetric adjacency (an undirected graph); use 'eig' or 'auto'")
-    normal = _is_symmetric(P)  # symmetric P is normal: kappa from eigenvalues
-    dt = jnp.dtype(dtype) if dtype is not None else _default_dtype()
-    # XLA:CPU's LAPACK kernels call OpenBLAS, which defaults to one thread per core; with another busy
-    # process that oversubscription made one n = 256 call 70x slower (benchmarks/README.md), and even on a
-    # quiet machine one thread is faster for these per-matrix calls. Block inside the limit: dispatch is async.
-    # (threadpool_limits looks the libraries up at each call: JAX loads its LAPACK lazily.)
-    with threadpool_limits(limits=1, user_api="blas"):
-        rho, delta, kappa = _compute(A, P, g, batch, out_shape, n, method, normal, normalize, dt, chunk_size)
-        rho.block_until_ready()
-        kappa.block_until_ready()
-    return SRSpectra(rho, delta, kappa, method)
-
-
-def _compute(A, P, g, batch, out_shape, n, method, normal, normalize, dt, chunk_size):
-    """The device work of :func:`sr_spectra` (inputs already validated)."""
-    flatP = P.reshape(-1, n, n)
-    if method == "eigh":
-        base = A if normalize else P  # a symmetric stochastic P is its own symmetrisation
-        mu = _mu_sym(jnp.asarray(base.reshape(-1, n, n), dtype=dt))
+    if method == "auto":
+        summary = "eigh" if sym.all() else ("eig" if not sym.any() else "mixed")
+        route = np.where(sym, _EIGH, _EIG)
     else:
-        cpu = jax.devices("cpu")[0]
-        mu = _mu_gen(jax.device_put(np.asarray(flatP, dtype=dt), cpu))
-        mu = jax.device_put(mu, jax.devices()[0])
-    idx = np.broadcast_to(np.arange(flatP.shape[0]).reshape(batch), out_shape).ravel()
+        summary = method
+        route = np.full(G, _EIGH if method == "eigh" else _EIG)
+    codes = cat(3).astype(np.int8) if fams else np.zeros(G, np.int8)
+    params = np.concatenate([r[4] for r in prep]) if fams and prep else None
+    route = np.where(codes > 0, codes, route)
+    idx = np.broadcast_to(np.arange(G).reshape(batch), out_shape).ravel()
     gflat = np.broadcast_to(g, out_shape).ravel()
     m = idx.size
-    if chunk_size is None:
-        per = (n * n * (1 if normal else 3) + 4 * n) * jnp.dtype(dt).itemsize
-        chunk_size = int(max(1, min(m, _CHUNK_BYTES // per)))
-    Pd = jnp.asarray(flatP, dtype=dt)
-    outs = []
-    for s in range(0, m, chunk_size):
-        sl = idx[s : s + chunk_size]
-        gs = gflat[s : s + chunk_size]
-        pad = chunk_size - sl.size
-        if pad:  # keep one compiled shape
-            sl = np.concatenate([sl, np.zeros(pad, sl.dtype)])
-            gs = np.concatenate([gs, np.zeros(pad)])
-        j = jnp.asarray(sl)
-        r = _diagnostics(mu[j], Pd[j], jnp.asarray(gs, dtype=dt), normal)
-        outs.append([x[: chunk_size - pad] for x in r])
-    return tuple(jnp.concatenate(c).reshape(out_shape) for c in zip(*outs))
+    proute = route[idx]
+    out = [np.empty(m, dt) for _ in range(3)]
+    host = _use_host(solver, n)
+
+    sel = np.flatnonzero(proute > 0)
+    if sel.size:
+        gi = idx[sel]
+        gs = gflat[sel].astype(dt)
+        size = _bucket(sel.size)
+        k_chain = np.ones(sel.size, dt)
+        chain = codes[gi] == FAMILY_CODES["chain"]
+        if chain.any():  # depends on (n, gamma) only: once per distinct gamma
+            u, inv = np.unique(gs[chain], return_inverse=True)
+            k_chain[chain] = np.asarray(chain_kappa(n, _pad(u, _bucket(u.size))))[inv]
+        r = closed_form_spectra(_pad(codes[gi], size), n, _pad(params[gi, 0], size), _pad(params[gi, 1], size),
+                                _pad(gs, size), _pad(k_chain, size))
+        for o, x in zip(out, r):
+            o[sel] = np.asarray(x)[: sel.size]
+
+    if (proute < 0).any():
+        Xeig = (flatA if normalize else flatP).astype(dt, copy=False)
+        Pd = flatP.astype(dt, copy=False)
+        with _one_blas_thread(host):
+            _solve(out, route, proute, normal, Xeig, Pd, idx, gflat, host, host_map, workers, dt, chunk_size)
+
+    labels = np.array(["eigh", "eig"] + [f"closed:{f}" for f in FAMILIES])
+    lab_of = np.where(route == _EIGH, 0, np.where(route == _EIG, 1, route + 1))
+    methods = np.broadcast_to(labels[lab_of].reshape(batch), out_shape)
+    rho, delta, kappa = (jnp.asarray(o.reshape(out_shape)) for o in out)
+    return SRSpectra(rho, delta, kappa, summary, methods, "host" if host else "device")
+
+
+def _solve(out, route, proute, normal, X, P, idx, gflat, host, host_map, workers, dt, chunk_size):
+    """Fill ``out`` (rho, Delta, kappa per pair) for the eigh/eig rows.
+
+    Host LAPACK tasks (the eig rows always; every row when ``host``) each take a slice of graphs and the
+    pairs of those graphs: eigenvalues, then rho, Delta and (P normal) kappa in numpy; kappa of the other
+    pairs from SVD tasks over pairs. Device work (``host`` False: batched eigh, SVD and the finishing on the
+    default device) is dispatched first, asynchronously, so the host tasks overlap it.
+    """
+    G, n = P.shape[0], P.shape[-1]
+    item = jnp.dtype(dt).itemsize
+    svd_pairs = np.flatnonzero((proute < 0) & ~normal[idx])
+    order = np.flatnonzero(proute < 0)
+    if order.size > 1 and np.any(idx[order[1:]] < idx[order[:-1]]):
+        order = order[np.argsort(idx[order], kind="stable")]  # pairs grouped by graph
+    dev = []
+    if not host:
+        ps = order[proute[order] == _EIGH]
+        if ps.size:
+            gi = np.flatnonzero(route == _EIGH)
+            loc = np.empty(G, np.int64)
+            loc[gi] = np.arange(gi.size)
+            mu = _mu_sym(jnp.asarray(X if gi.size == G else X[gi], dtype=dt))
+            size, starts = _chunks(ps.size, 2 * n * item, chunk_size)
+            for s in starts:
+                part = ps[s : s + size]
+                pad = size if ps.size > size else _bucket(part.size)
+                dev.append((part, "finish", _finish(mu, jnp.asarray(_pad(loc[idx[part]], pad)),
+                                                    jnp.asarray(_pad(gflat[part].astype(dt), pad)),
+                                                    jnp.ones(pad, dt), jnp.asarray(_pad(normal[idx[part]], pad)))))
+        if svd_pairs.size:
+            Pj = jnp.asarray(P, dtype=dt)
+            size, starts = _chunks(svd_pairs.size, 3 * n * n * item, chunk_size)
+            for s in starts:
+                part = svd_pairs[s : s + size]
+                pad = size if svd_pairs.size > size else _bucket(part.size)
+                dev.append((part, "svd", _svd_kappa(Pj, jnp.asarray(_pad(idx[part], pad)),
+                                                    jnp.asarray(_pad(gflat[part].astype(dt), pad)))))
+    tasks, parts = [], []
+    for c in (_EIGH, _EIG):
+        if c == _EIGH and not host:
+            continue
+        gi = np.flatnonzero(route == c)
+        if not gi.size:
+            continue
+        ps = order[proute[order] == c]
+        fn = lp.task_eigvalsh_finish if c == _EIGH else lp.task_eigvals_finish
+        bounds = np.searchsorted(idx[ps], gi)  # first pair of each graph
+        for sl in lp.plan(gi.size, n, item * (1 if c == _EIGH else 4), workers):
+            g0, g1 = sl.start, sl.stop
+            lo, hi = bounds[g0], bounds[g1] if g1 < gi.size else ps.size
+            part = ps[lo:hi]
+            gs = slice(gi[g0], gi[g1 - 1] + 1) if gi[g1 - 1] - gi[g0] == g1 - g0 - 1 else gi[g0:g1]
+            loc, gam = np.searchsorted(gi[g0:g1], idx[part]), gflat[part].astype(dt)
+            if c == _EIGH:
+                tasks.append((fn, (X[gs], P[gs] if normal[gs].all() else None, loc, gam)))
+            else:
+                tasks.append((fn, (P[gs], loc, gam)))
+            parts.append((part, "finish"))
+    if host and svd_pairs.size:
+        for sl in lp.plan(svd_pairs.size, n, item, workers, cap=chunk_size):
+            part = svd_pairs[sl]
+            tasks.append((lp.task_svd_kappa, (P, idx[part], gflat[part])))
+            parts.append((part, "svd"))
+    done = [(part, kind, r) for (part, kind), r in zip(parts, lp.run_tasks(tasks, host_map))] + dev
+    rho, delta, kappa = out
+    from_mu = normal[idx]
+    for part, kind, r in done:
+        k = part.size
+        if kind == "svd":
+            kappa[part] = np.asarray(r)[:k]
+        else:
+            r0, r1, r2 = (np.asarray(x)[:k] for x in r)
+            rho[part], delta[part] = r0, r1
+            fm = from_mu[part]
+            kappa[part[fm]] = r2[fm]
+
+
+def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
+    """sr_spectra inside a trace: explicit method, no validation or closed-form detection, kappa from SVDs."""
+    if method == "auto":
+        raise ValueError("inside jax.jit, sr_spectra needs method='eigh' (symmetric A) or method='eig'")
+    A = jnp.asarray(A)
+    dt = jnp.dtype(dtype) if dtype is not None else (A.dtype if jnp.issubdtype(A.dtype, jnp.floating)
+                                                     else _default_dtype())
+    A = A.astype(dt)
+    g = jnp.asarray(gamma).astype(dt)
+    batch, n = A.shape[:-2], A.shape[-1]
+    try:
+        out_shape = np.broadcast_shapes(batch, g.shape)
+    except ValueError:
+        raise ValueError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
+    flatA = A.reshape(-1, n, n)
+    if normalize:
+        s = flatA.sum(-1, keepdims=True)
+        P = jnp.where(s > 0, flatA / jnp.where(s > 0, s, 1.0), 0.0)
+    else:
+        P = flatA
+    host = _use_host(solver, n)
+    if method == "eigh":
+        mu = lp.callback_eigvalsh(flatA) if host else _mu_sym(flatA)
+    else:
+        mu = lp.callback_eigvals(P)
+    idx = np.broadcast_to(np.arange(flatA.shape[0]).reshape(batch), out_shape).ravel()
+    gf = jnp.broadcast_to(g, out_shape).ravel()
+    if host:
+        kappa = lp.callback_svd_kappa(P, jnp.asarray(idx), gf)
+    else:
+        size, _ = _chunks(idx.size, 3 * n * n * jnp.dtype(dt).itemsize, chunk_size)
+        kappa = jax.lax.map(lambda ig: _svd_kappa(P, ig[0][None], ig[1][None])[0], (jnp.asarray(idx), gf),
+                            batch_size=min(size, idx.size))
+    rho, delta, kappa = _finish(mu, jnp.asarray(idx), gf, kappa, jnp.zeros(idx.size, bool))
+    rho, delta, kappa = (x.reshape(out_shape) for x in (rho, delta, kappa))
+    return SRSpectra(rho, delta, kappa, method, np.broadcast_to(np.array(method), out_shape),
+                     "host" if host else "device")
 
 
 # ----------------------------------------------------------------------------- time-varying operators (A.5)

@@ -293,7 +293,7 @@ def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
 
 
 def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
-    from mascot.kernels.spectra import sr_spectra
+    from mascot.execute.spectra import sr_spectra
 
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
@@ -394,8 +394,10 @@ KINDS = {
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs, version=2,
                       derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}),
+    # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
+    # (float32 values differ from version 1's XLA eigh in the last digits)
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
-                    row_key=("point", "graph"), max_workers=1),
+                    row_key=("point", "graph"), max_workers=1, version=2),
     "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",),
                          max_workers=1),
 }
