@@ -601,3 +601,61 @@ def test_consensus_sweep_tightness_coverage_and_dominance_header(tmp_path):
             in text)
     assert "| condition holds | 1 | 1 | 2 |" in text and "| condition fails | 1 | 0 | 1 |" in text
     assert "N = 128: no adaptive grid point has a certified trajectory" in text
+
+
+class DownFrom:
+    """A backend that stops answering from round ``at`` on: transport errors, as the openai backend returns them
+    after its own retries (what a dead server looks like to a protocol)."""
+
+    def __init__(self, inner, at):
+        self.inner, self.at = inner, at
+        self.name, self.model = inner.name, inner.model
+
+    def generate(self, requests):
+        from mascot.backends import Response
+
+        if requests[0].meta.get("round", 0) >= self.at:
+            return [Response("", 0, 0, error="connection refused") for _ in requests]
+        return self.inner.generate(requests)
+
+    def describe(self):
+        return {"base_url": "http://127.0.0.1:9/v1"}
+
+    def options(self):
+        return self.inner.options()
+
+
+def test_deliberation_never_commits_an_unanswered_round(tmp_path):
+    from mascot.backends import BackendFailure
+    from mascot.protocols.deliberation import run_deliberation as harness
+
+    cfg = DeliberationConfig(runs=2, b0=32_000, max_rounds=25)
+    ref = tmp_path / "ref"
+    harness(cfg, ref, SurrogateDeliberationBackend(seed=3), progress=False)
+    sur = SurrogateDeliberationBackend(seed=3)
+    run = tmp_path / "run"
+    with pytest.raises(BackendFailure, match=r"127\.0\.0\.1:9.*round 3.*connection refused"):
+        harness(cfg, run, DownFrom(sur, 3), backend_spec=_spec(sur), progress=False)
+    assert max(r["round"] for r in read_rounds(run)) == 2
+    assert not json.loads((run / "run.json").read_text())["complete"]
+    with pytest.raises(BackendFailure, match="round 0"):  # dead from the start: no D(0) made up from priors
+        harness(cfg, tmp_path / "dead", DownFrom(sur, 0), backend_spec=_spec(sur), progress=False)
+    assert read_rounds(tmp_path / "dead") == []
+    res = harness(cfg, run, SurrogateDeliberationBackend(seed=3), progress=False)
+    assert res.summaries == harness(cfg, ref, SurrogateDeliberationBackend(seed=3), progress=False).summaries
+
+
+def test_debate_never_turns_an_unanswered_reply_into_a_ballot(tmp_path):
+    from mascot.backends import BackendFailure
+    from mascot.protocols.debate import load_debate_config
+
+    cfg, _ = load_debate_config(None, {"runs": 2})
+    ref = run_debate(cfg, tmp_path / "ref", SurrogateDebateBackend(seed=1), progress=False)
+    sur = SurrogateDebateBackend(seed=1)
+    with pytest.raises(BackendFailure, match=r"round 2.*connection refused"):
+        run_debate(cfg, tmp_path / "run", DownFrom(sur, 2), backend_spec=_spec(sur), progress=False)
+    meta = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert not meta.get("complete")
+    assert all(r["round"] == 1 for r in read_jsonl(tmp_path / "run" / "transcript.jsonl"))
+    done = run_debate(cfg, tmp_path / "run", SurrogateDebateBackend(seed=1), progress=False)
+    assert done.outcomes == ref.outcomes

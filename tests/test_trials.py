@@ -813,3 +813,20 @@ def test_cli_dead_openai_server_exits_nonzero(tmp_path, capsys):
     assert rc == 1 and "127.0.0.1:9" in err and "not committed" in err
     assert not (out / "trials.parquet").exists()
     assert not json.loads((out / "run.json").read_text()).get("complete")
+
+
+def test_zero_valued_backend_options_are_given_not_dropped():
+    """--max-retries 0 reaches the openai backend (0 == False in Python: it was dropped as 'not given')."""
+    import argparse
+
+    from mascot.cli.backend_args import add_backend_args, build_backend
+
+    p = argparse.ArgumentParser()
+    add_backend_args(p)
+    args = p.parse_args(["--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                         "--max-retries", "0"])
+    factory, spec = build_backend(args, None)
+    assert factory().max_retries == 0
+    args = p.parse_args(["--backend", "hf", "--max-retries", "0"])
+    with pytest.raises(ValueError, match="--max-retries applies to --backend openai only"):
+        build_backend(args, None)

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import importlib
 
-from mascot.backends.base import Backend, Request, Response, Sampling
+from mascot.backends.base import Backend, BackendFailure, Request, Response, Sampling, endpoint
 
-__all__ = ["Backend", "Request", "Response", "Sampling", "REGISTRY", "identity_of", "make_backend", "run_spec"]
+__all__ = ["Backend", "BackendFailure", "Request", "Response", "Sampling", "endpoint", "REGISTRY", "identity_of", "make_backend", "run_spec"]
 
 # backend name -> "module:class", imported on first use
 REGISTRY = {

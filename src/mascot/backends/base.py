@@ -102,3 +102,20 @@ def constructor_options(cls, options: dict) -> dict:
     out = dict(bound.arguments)
     out.pop(next(iter(out)))  # self
     return out
+
+
+class BackendFailure(RuntimeError):
+    """Requests got no answer from the backend (connection, HTTP status, timeout, ...) after every retry. A
+    protocol raises it instead of committing the step or round: a failure is never a result, and a rerun
+    redoes exactly the uncommitted work."""
+
+
+def endpoint(backend) -> str:
+    """Where a backend's requests go, for error messages: its name and base URL or model (never a secret)."""
+    try:
+        d = backend.describe()
+    except Exception:  # noqa: BLE001 -- describe() is best effort in an error message
+        d = {}
+    where = (d.get("base_url") if isinstance(d, dict) else None) or (d.get("model") if isinstance(d, dict) else None) \
+        or getattr(backend, "model", None)
+    return f"backend {getattr(backend, 'name', type(backend).__name__)}" + (f" ({where})" if where else "")

@@ -47,6 +47,12 @@ _SAMPLING_HELP = {
 }
 
 
+def _given(v) -> bool:
+    """A backend option the user gave: anything but None (not given) and False (a store_true flag left off).
+    ``v is not False``, not ``v not in (None, False)``: ``0 == False``, and ``--max-retries 0`` is a value."""
+    return v is not None and v is not False
+
+
 def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping | None = None) -> None:
     """Add the backend and sampling flags to ``parser``.
 
@@ -154,7 +160,7 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         raise ValueError(f"{', '.join(given)}: surrogate options; they do not apply to --backend {name}")
     for dest, (flag, names, _) in _OPTIONS.items():
         v = getattr(args, dest, None)
-        if v not in (None, False) and name not in names:
+        if _given(v) and name not in names:
             raise ValueError(f"{flag} applies to --backend {'/'.join(names)} only, not {name}")
     structured = bool(getattr(args, "structured_output", False))
     if structured and name not in ("vllm", "openai"):
@@ -187,7 +193,7 @@ def build_backend(args, surrogate_factory: Callable[[], object],
     options: dict = {"model": model}
     for dest, (_, names, param) in _OPTIONS.items():
         v = getattr(args, dest, None)
-        if name in names and v not in (None, False):
+        if name in names and _given(v):
             options[param] = v
     if name == "vllm":
         options["structured_output"] = structured

@@ -31,7 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-from mascot.backends.base import Request
+from mascot.backends.base import BackendFailure, Request, endpoint
 from mascot.io import append_jsonl, atomic_write_text, canonical, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
 from mascot.protocols.debate.prompts import debate_system_prompt, debate_user_prompt
@@ -141,6 +141,11 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
         resps = b.generate(reqs)
         if len(resps) != len(reqs):
             raise RuntimeError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
+        errors = [resp.error for resp in resps if resp.error]
+        if errors:  # an unanswered reply is not an untagged ballot: nothing of this round is committed
+            raise BackendFailure(
+                f"{endpoint(b)}: {len(errors)} of {len(reqs)} requests of round {owners[0][1]} got no answer; first "
+                f"error: {str(errors[0])[:300]}. The round was not committed; rerun the same command to resume from it")
         n_requests += len(reqs)
         by_run: dict[int, list[dict]] = {}
         for req, resp, (run, rnd, i) in zip(reqs, resps, owners):

@@ -63,7 +63,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from mascot.backends.base import Request
+from mascot.backends.base import BackendFailure, Request, endpoint
 from mascot.io import append_jsonl, atomic_write_text, canonical, json_default, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.parsing import VectorParse, parse_vector
@@ -227,6 +227,15 @@ class _Harness:
                             "parse": {"ok": p.ok, "reason": p.reason, "clipped": p.clipped}})
             append_jsonl(self.out / "requests.jsonl", log)
             pending = still
+        failed = [i for i, r in enumerate(results) if r["parse"] is not None and not r["parse"].ok
+                  and r["parse"].reason.startswith("backend_error: ")]
+        if failed:
+            meta = slots[failed[0]]["meta"]
+            raise BackendFailure(
+                f"{endpoint(self.backend)}: {len(failed)} of {len(slots)} requests of round {meta['round']} got no "
+                f"answer after {cfg.retries + 1} attempts; first error: "
+                f"{results[failed[0]]['parse'].reason[len('backend_error: '):][:300]}. The round was not committed; "
+                "rerun the same command to resume from it")
         return results
 
     def _apply_results(self, ln: _Lane, k: int, res: list[dict], prev: list[list[float]]) -> tuple[list, dict]:

@@ -67,7 +67,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mascot.backends import run_spec
-from mascot.backends.base import Backend, Request, Sampling
+from mascot.backends.base import Backend, BackendFailure, Request, Sampling, endpoint
 from mascot.io import atomic_path, atomic_write_text, canonical
 from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend, utc_now
 from mascot.protocols.state_tracking import prompts
@@ -217,16 +217,6 @@ def _versions() -> dict:
 _PA_SCHEMA = None
 
 
-def _endpoint(backend) -> str:
-    """Where the backend's requests go, for error messages (never a secret)."""
-    try:
-        d = backend.describe()
-    except Exception:  # noqa: BLE001 -- describe() is best effort here
-        d = {}
-    where = d.get("base_url") or d.get("model") or getattr(backend, "model", None)
-    return f"backend {getattr(backend, 'name', type(backend).__name__)}" + (f" ({where})" if where else "")
-
-
 def _schema():
     global _PA_SCHEMA
     if _PA_SCHEMA is None:
@@ -252,10 +242,6 @@ class _Stage(NamedTuple):
     ptok: np.ndarray
     ctok: np.ndarray
     n_err: np.ndarray  # attempts the backend did not answer (connection, HTTP status, timeout, ...)
-
-
-class BackendFailure(RuntimeError):
-    """Requests of a step got no answer from the backend after every retry: the step is not committed."""
 
 
 class _Runner:
@@ -378,7 +364,7 @@ class _Runner:
         if unanswered:
             first = unanswered[min(unanswered)]
             raise BackendFailure(
-                f"{_endpoint(self.backend)}: {len(unanswered)} of {n} requests of step {step} ({name}) got no answer "
+                f"{endpoint(self.backend)}: {len(unanswered)} of {n} requests of step {step} ({name}) got no answer "
                 f"after {cfg.retries + 1} attempts; first error: {first[:300]}. Step {step} was not committed; "
                 f"rerun the same command to resume from it")
         return _Stage(states, n_req, n_fail, ptok, ctok, n_err)
