@@ -342,7 +342,10 @@ def _cmd_trials(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mascot", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="mascot", description="mascot: Multi-Agent Spectral Consensus Toolkit.")
+    from mascot import __version__
+
+    p.add_argument("--version", action="version", version=f"mascot {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("reproduce", help="recompute a paper's tables and figures")
