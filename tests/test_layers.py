@@ -27,7 +27,7 @@ LEVELS = {
     "execute": 4, "backends": 4,
     "protocols": 5, "sweep": 5, "design": 5,
     "analysis": 6,
-    "cli": 7, "__main__": 7,  # python -m mascot: the command line
+    "cli": 7, "__main__": 8,  # python -m mascot: calls the command line
 }
 FORBIDDEN = {
     "backends": {"kernels", "execute", "protocols", "analysis"},
