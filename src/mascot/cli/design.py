@@ -93,13 +93,9 @@ def cmd_design_weights(args) -> int:
 def cmd_design_budget(args) -> int:
     import numpy as np
 
-    from mascot.analysis.diagnose import load_adjacency
     from mascot.design.budget import budget_risk
-    from mascot.graphs import paper_modes
 
-    if (args.w1 is None) != (args.w2 is None):
-        raise ValueError("give both --w1 and --w2 (the two modes' weight matrices), or neither (Table III)")
-    W1, W2 = (load_adjacency(args.w1), load_adjacency(args.w2)) if args.w1 else paper_modes()
+    W1, W2 = _modes(args)
     for name in ("c1", "c2", "eta", "eps"):
         v = getattr(args, name)
         if not (v > 0 and np.isfinite(v)):
@@ -292,6 +288,13 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     save_figure(fig, out / "design_weights")
 
 
+def _mode_args(p) -> None:
+    p.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
+    p.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
+    p.add_argument("--c1", type=float, default=600.0, help="tokens per mode-1 round (default 600, Table III)")
+    p.add_argument("--c2", type=float, default=100.0, help="tokens per mode-2 round (default 100)")
+
+
 def add_parsers(sub) -> None:
     d = sub.add_parser("design", help="choose weights (and more) before spending tokens")
     dsub = d.add_subparsers(dest="design_command", required=True)
@@ -309,10 +312,7 @@ def add_parsers(sub) -> None:
     w.set_defaults(func=cmd_design_weights)
 
     b = dsub.add_parser("budget", help="P(BudgetFail) and the budget for a target risk, by Monte Carlo")
-    b.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
-    b.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
-    b.add_argument("--c1", type=float, default=600.0, help="tokens per mode-1 round (default 600, Table III)")
-    b.add_argument("--c2", type=float, default=100.0, help="tokens per mode-2 round (default 100)")
+    _mode_args(b)
     b.add_argument("--eta", type=float, default=0.1, help="switching threshold (default 0.1)")
     b.add_argument("--eps", type=float, default=0.03, help="consensus tolerance (default 0.03)")
     b.add_argument("--noise", type=float, default=0.0, help="belief noise s.d. after every round (default 0)")
@@ -327,10 +327,7 @@ def add_parsers(sub) -> None:
     b.set_defaults(func=cmd_design_budget)
 
     q = dsub.add_parser("policy", help="the switching threshold eta: certificate optimum and simulated frontier")
-    q.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
-    q.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
-    q.add_argument("--c1", type=float, default=600.0, help="tokens per mode-1 round (default 600)")
-    q.add_argument("--c2", type=float, default=100.0, help="tokens per mode-2 round (default 100)")
+    _mode_args(q)
     q.add_argument("--eps", type=float, default=0.03, help="consensus tolerance (default 0.03)")
     q.add_argument("--d0", type=float, default=0.3009, help="D0 for the certificate optimum (default 0.3009)")
     q.add_argument("--etas", help="comma-separated thresholds to simulate (default: 14 from 1.2 eps to 0.6, and 0.1)")

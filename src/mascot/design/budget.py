@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["BudgetRisk", "budget_risk", "wilson"]
+__all__ = ["BudgetRisk", "budget_risk", "sample_x0", "wilson"]
 
 
 class BudgetRisk(NamedTuple):
@@ -38,6 +38,15 @@ class BudgetRisk(NamedTuple):
     b_star_median: float  # Theorem 1's B*(D0) at the median sampled D0
     b_star_max: float  # ... at the largest sampled D0 (the certificate's worst case over the sample)
     never: float  # fraction of runs that did not reach consensus within max_rounds
+
+
+def sample_x0(runs: int, n: int, d: int, mean: float = 0.5, spread: float = 0.15, seed: int = 0) -> np.ndarray:
+    """Initial beliefs like the consensus paper's Sec. V-A: every entry ``N(mean, spread)`` truncated to [0, 1],
+    ``(runs, n, d)``, from ``numpy.random.default_rng(seed)``."""
+    from scipy.stats import truncnorm
+
+    a, b = (0 - mean) / spread, (1 - mean) / spread
+    return truncnorm.rvs(a, b, loc=mean, scale=spread, size=(runs, n, d), random_state=np.random.default_rng(seed))
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
@@ -65,8 +74,6 @@ def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: i
     """Monte Carlo of the token need of Algorithm 1 (see the module docstring). ``X0`` (``(runs, N, d)``):
     use these initial beliefs instead of sampling them (e.g. priors elicited from real agents)."""
     import jax
-    from scipy.stats import truncnorm
-
     from mascot.execute.consensus import simulate_consensus
     from mascot.kernels.precision import float64
     from mascot.theory.consensus import contraction_rate, theorem1
@@ -89,9 +96,7 @@ def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: i
     W1 = np.asarray(W1, dtype=np.float64)
     n = W1.shape[0]
     if X0 is None:
-        rng = np.random.default_rng(seed)
-        a, b = (0 - x0_mean) / x0_spread, (1 - x0_mean) / x0_spread
-        X0 = truncnorm.rvs(a, b, loc=x0_mean, scale=x0_spread, size=(int(runs), n, int(d)), random_state=rng)
+        X0 = sample_x0(int(runs), n, int(d), x0_mean, x0_spread, seed)
     never_binds = float(max_rounds) * max(float(c1), float(c2))  # max_rounds rounds can never exhaust it
     with float64():
         key = jax.random.key(seed) if noise > 0 else None

@@ -76,9 +76,7 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
     Every eta runs on the same initial beliefs (common random numbers), all in one kernel call."""
     import jax
     import pandas as pd
-    from scipy.stats import truncnorm
-
-    from mascot.design.budget import wilson
+    from mascot.design.budget import sample_x0, wilson
     from mascot.execute.consensus import simulate_consensus
     from mascot.kernels.precision import float64
 
@@ -88,9 +86,7 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
     W1 = np.asarray(W1, dtype=np.float64)
     n = W1.shape[0]
     if X0 is None:
-        rng = np.random.default_rng(seed)
-        a, b = (0 - x0_mean) / x0_spread, (1 - x0_mean) / x0_spread
-        X0 = truncnorm.rvs(a, b, loc=x0_mean, scale=x0_spread, size=(int(runs), n, int(d)), random_state=rng)
+        X0 = sample_x0(int(runs), n, int(d), x0_mean, x0_spread, seed)
     X0 = np.asarray(X0, dtype=np.float64)
     R = X0.shape[0]
     big = float(max_rounds) * max(float(c1), float(c2))  # never binds: token needs, read against any b0
