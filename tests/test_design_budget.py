@@ -83,3 +83,15 @@ def test_frontier_matches_the_reference_loop():
         assert row.p_fail == np.mean([r.spent > 1000 for r in ref])
     with pytest.raises(ValueError, match="> eps"):
         threshold_frontier(W1, W2, c1=600, c2=100, eps=0.03, etas=[0.02], X0=X0)
+
+
+def test_design_cli_refuses_bad_input(capsys):
+    from mascot.cli import main
+
+    for argv in (["design", "policy", "--runs", "5"], ["design", "policy", "--alpha", "2"],
+                 ["design", "policy", "--d0", "inf"], ["design", "policy", "--max-mean-rounds", "0"],
+                 ["design", "policy", "--etas", "0.01,0.2"], ["design", "budget", "--runs", "1000000000000"],
+                 ["design", "weights", "--topology", "ring:3000"]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert err.startswith("mascot: error: ") and err.count("\n") == 1, (argv, err)

@@ -53,6 +53,11 @@ def cmd_design_weights(args) -> int:
     costs = load_adjacency(args.costs) if args.costs else None
     if args.cost_weight and costs is None:
         raise ValueError("--cost-weight needs --costs FILE (per-edge token costs, an n x n matrix)")
+    if costs is not None and not args.cost_weight:
+        raise ValueError("--costs needs --cost-weight MU > 0 (the objective lambda + MU * sum_e c_e w_e)")
+    if A.shape[0] > 2048:
+        raise ValueError(f"{name}: n = {A.shape[0]} agents; design weights handles up to 2048 (one dense "
+                         "eigendecomposition per step)")
     if args.steps < 1:
         raise ValueError(f"--steps must be >= 1; got {args.steps}")
     res = fastest_weights(A, costs=costs, cost_weight=args.cost_weight, steps_per_stage=args.steps, seed=args.seed)
@@ -76,9 +81,15 @@ def cmd_design_weights(args) -> int:
     print(f"  lambda(W) Metropolis   {metro:.6f}  (w_e = 1 / (1 + max degree), the usual default)")
     if args.cost_weight:
         print(f"  objective              {res.objective:.6f}  (lambda + {args.cost_weight:g} * sum_e c_e w_e)")
-    rounds = np.log(1e-2) / np.log(res.rate) if 0 < res.rate < 1 else float("inf")
-    rounds_m = np.log(1e-2) / np.log(metro) if 0 < metro < 1 else float("inf")
-    print(f"  rounds to shrink D by 100x: {rounds:.1f} designed vs {rounds_m:.1f} Metropolis")
+    def rounds(lam):  # whole rounds to shrink D by 100x (lambda^K <= 1e-2)
+        if lam >= 1 - 1e-12:
+            return "never"
+        return "1" if lam <= 1e-12 else str(int(np.ceil(np.log(1e-2) / np.log(lam) - 1e-9)))
+
+    print(f"  rounds to shrink D by 100x: {rounds(res.rate)} designed vs {rounds(metro)} Metropolis")
+    if res.rate >= 1 - 1e-9:
+        print("  WARNING: the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is "
+              "the optimum of the stated objective; lower the cost weight.")
     k = min(len(res.edges), 12)
     print("  edge weights (largest first):" if len(res.edges) > k else "  edge weights:")
     order = np.argsort(-res.edge_weights)[:k]
@@ -102,6 +113,7 @@ def cmd_design_budget(args) -> int:
             raise ValueError(f"--{name} must be a finite number > 0; got {v}")
     if not (args.noise >= 0 and np.isfinite(args.noise)):
         raise ValueError(f"--noise must be a finite standard deviation >= 0; got {args.noise}")
+    _check_runs(args.runs)
     r = budget_risk(W1, W2, c1=args.c1, c2=args.c2, eta=args.eta, eps=args.eps, runs=args.runs, d=args.d,
                     noise=args.noise, max_rounds=args.max_rounds, alpha=args.alpha, b0=args.b0, seed=args.seed)
     obj = {"runs": int(r.tokens.size), "noise": args.noise, "alpha": r.alpha, "budget_for_alpha": r.budget_for_alpha,
@@ -155,6 +167,11 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     save_figure(fig, out / "design_budget")
 
 
+def _check_runs(runs) -> None:
+    if not (100 <= runs <= 10_000_000):
+        raise ValueError(f"--runs must be between 100 and 10^7; got {runs}")
+
+
 def _modes(args):
     from mascot.analysis.diagnose import load_adjacency
     from mascot.graphs import paper_modes
@@ -175,12 +192,24 @@ def cmd_design_policy(args) -> int:
         v = getattr(args, name)
         if not (v > 0 and np.isfinite(v)):
             raise ValueError(f"--{name} must be a finite number > 0; got {v}")
-    lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
+    _check_runs(args.runs)
+    if not (0 < args.alpha < 1):
+        raise ValueError(f"--alpha must be in (0, 1); got {args.alpha}")
+    if not args.max_mean_rounds > 0:
+        raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
+    if args.d0 is not None and not (np.isfinite(args.d0) and args.d0 > args.eps):
+        raise ValueError(f"--d0 must be a finite disagreement > --eps = {args.eps}; got {args.d0}")
+    if args.b0 is not None and not (np.isfinite(args.b0) and args.b0 >= 0):
+        raise ValueError(f"--b0 must be a finite budget >= 0; got {args.b0}")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
     if args.etas:
         try:
             etas = np.array([float(x) for x in args.etas.split(",")])
         except ValueError:
             raise ValueError(f"--etas must be comma-separated numbers; got {args.etas!r}") from None
+        if not (np.all(np.isfinite(etas)) and np.all(etas > args.eps)):
+            raise ValueError(f"--etas must be finite thresholds > --eps = {args.eps}; got {args.etas}")
     else:
         etas = np.round(np.geomspace(1.2 * args.eps, 0.6, 14), 4)
     etas = np.unique(np.append(etas, 0.1)) if args.eps < 0.1 else etas

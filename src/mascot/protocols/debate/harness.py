@@ -103,6 +103,7 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     session_id = len(meta["sessions"])
     session = {"started": utc_now(), "command": list(command) if command else None}
     meta["sessions"].append(session)
+    meta["complete"] = False
     atomic_write_text(run_json, json.dumps(meta, indent=2) + "\n")
 
     agents = config.agents
