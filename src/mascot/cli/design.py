@@ -68,11 +68,7 @@ def cmd_design_weights(args) -> int:
            "weights": res.W.tolist(), "edges": res.edges.tolist(), "edge_weights": res.edge_weights.tolist(),
            "steps": res.steps, "rate_per_stage": res.history.tolist()}
     if args.out:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out {out} is a file, not a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        _write_outputs(out, obj, res)
+        _write_outputs(_out_dir(args.out), obj, res)
     if args.json:
         print(json.dumps(obj))
         return 0
@@ -122,11 +118,7 @@ def cmd_design_budget(args) -> int:
            "theorem1_b_star_max_d0": r.b_star_max, "no_consensus_fraction": r.never,
            "d0_median": float(np.median(r.d0)), "d0_max": float(r.d0.max())}
     if args.out:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out {out} is a file, not a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        _budget_outputs(out, obj, r)
+        _budget_outputs(_out_dir(args.out), obj, r)
     if args.json:
         print(json.dumps(obj))
         return 0
@@ -165,6 +157,15 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, out / "design_budget")
+
+
+def _out_dir(path) -> Path:
+    """``--out`` as a directory, created if needed; a clear error when it is a file."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a directory")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
 
 
 def _check_runs(runs) -> None:
@@ -228,11 +229,7 @@ def cmd_design_policy(args) -> int:
            "certificate": None if cert is None else {"d0": d0, "eta": cert.eta, "b_star": cert.b_star, "K1": cert.k1,
                                                       "K2": cert.k2}}
     if args.out:
-        out = Path(args.out)
-        if out.exists() and not out.is_dir():
-            raise ValueError(f"--out {out} is a file, not a directory")
-        out.mkdir(parents=True, exist_ok=True)
-        _policy_outputs(out, obj, fr, args)
+        _policy_outputs(_out_dir(args.out), obj, fr, args)
     if args.json:
         print(json.dumps(obj))
         return 0
