@@ -167,7 +167,7 @@ def add_parsers(subparsers) -> None:
     d.add_argument("--eta", type=float, help="switching threshold (default 0.2)")
     d.add_argument("--eps", type=float, help="consensus tolerance (default 0.05)")
     d.add_argument("--max-rounds", type=int, help="round limit (default 30)")
-    d.add_argument("--retries", type=int, help="re-asks after an unusable reply (default 2)")
+    d.add_argument("--retries", type=int, help="re-asks after an unparsable or unanswered reply (default 2)")
     d.add_argument("--no-report", action="store_true", help="do not write tables and figures")
     _backend_args(d)
     s = d.add_argument_group("surrogate backend")

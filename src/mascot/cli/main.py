@@ -448,7 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     tr.add_argument("--initial-state", type=parse_initial_state, metavar="VALUE,PARITY,LEVEL",
                     help="the task's initial state (default 50,A,3: mascot's choice, the SR paper gives none)")
-    tr.add_argument("--retries", type=int, default=2, help="re-asks after an unparsable reply (default 2)")
+    tr.add_argument("--retries", type=int, default=2, help="re-asks after an unparsable or unanswered reply (default 2)")
     tr.add_argument("--mesh-tie", choices=["first", "median"], default="first",
                     help="mesh vote tie rule: tied tuple of the lowest agent index (default) or median Value")
     tr.add_argument("--unpaired", action="store_true",
