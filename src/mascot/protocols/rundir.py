@@ -5,14 +5,13 @@ while one runs (:func:`lock_run_dir`)."""
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import weakref
 from pathlib import Path
-from typing import Callable
+from typing import Callable, NamedTuple
 
-from mascot.io import DirLock, lock_dir, remove_stale_temps
+from mascot.io import DirLock, canonical, lock_dir, remove_stale_temps, utc_now  # noqa: F401 (utc_now re-exported)
 
 _HELD: "weakref.WeakValueDictionary[str, DirLock]" = weakref.WeakValueDictionary()
 
@@ -33,11 +32,6 @@ def lock_run_dir(out) -> DirLock:
     remove_stale_temps(out)
     _HELD[key] = lock
     return lock
-
-
-def utc_now() -> str:
-    """The current UTC time, ISO 8601 to the second (run records' timestamps)."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
 def identity_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
@@ -100,3 +94,26 @@ def surrogate_aware_spec(backend, surrogate_cls) -> dict:
     if isinstance(backend, surrogate_cls):
         spec["options"] = backend.options()
     return spec
+
+
+class RunStart(NamedTuple):
+    lock: object  # keep referenced while writing (the directory's exclusive lock)
+    factory: Callable | None
+    backend_spec: dict
+    identity: dict
+    meta: dict
+
+
+def begin_run(out: Path, *, kind: str, label: str, config_identity: dict, backend, backend_spec: dict | None,
+              spec_of: Callable, results: str, fresh_extra: dict | None = None, n_diffs: int = 6,
+              check_kind: bool = True) -> RunStart:
+    """What every LLM protocol does first: lock ``out``, resolve the backend (or factory) and its spec, build
+    the run identity ``{"config", "backend"}`` and open (or resume) the directory (:func:`open_run_dir`);
+    ``results`` names the records whose presence without ``run.json`` makes the directory an orphan."""
+    lock = lock_run_dir(out)
+    factory, backend_spec = resolve_backend(backend, backend_spec, spec_of)
+    identity = canonical({"config": config_identity, "backend": backend_spec})
+    fresh = {"kind": kind, "identity": identity, **(fresh_extra or {}), "created": utc_now(), "sessions": []}
+    meta = open_run_dir(out, kind=kind, identity=identity, label=label, orphan=orphan_message(out, results),
+                        fresh=fresh, n_diffs=n_diffs, check_kind=check_kind)
+    return RunStart(lock, factory, backend_spec, identity, meta)

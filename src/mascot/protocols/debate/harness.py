@@ -32,16 +32,14 @@ from pathlib import Path
 from typing import NamedTuple, Sequence
 
 from mascot.backends.base import BackendFailure, Request, endpoint
-from mascot.io import append_jsonl, atomic_write_text, canonical, read_jsonl, utc_now
+from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
 from mascot.protocols.debate.prompts import debate_system_prompt, debate_user_prompt
 from mascot.protocols.debate.surrogate import SurrogateDebateBackend
 from mascot.protocols.debate.voting import (
     Ballot, agreed_decision, article_consensus, article_decision, majority_vote, parse_decision, weighted_vote,
 )
-from mascot.protocols.rundir import (
-    lock_run_dir, open_run_dir, orphan_message, resolve_backend, surrogate_aware_spec,
-)
+from mascot.protocols.rundir import begin_run, surrogate_aware_spec
 from mascot.seeds import seed64
 
 __all__ = ["run_debate", "DebateRun"]
@@ -93,12 +91,9 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     if not isinstance(config, DebateConfig):
         raise ValueError("config must be a DebateConfig")
     out = Path(out)
-    _lock = lock_run_dir(out)  # exclusive while this call runs: a second writer is refused
-    factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
-    identity = canonical({"config": config.identity(), "backend": backend_spec})
-    meta = open_run_dir(out, kind="mascot-debate", identity=identity, label="a debate",
-                        orphan=orphan_message(out, "transcript.jsonl"),
-                        fresh={"kind": "mascot-debate", "identity": identity, "created": utc_now(), "sessions": []})
+    start = begin_run(out, kind="mascot-debate", label="a debate", config_identity=config.identity(),
+                      backend=backend, backend_spec=backend_spec, spec_of=_spec_of, results="transcript.jsonl")
+    factory, meta = start.factory, start.meta
     run_json = out / "run.json"
     session_id = len(meta["sessions"])
     session = {"started": utc_now(), "command": list(command) if command else None}

@@ -64,7 +64,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from mascot.backends.base import BackendFailure, Request, endpoint
-from mascot.io import append_jsonl, atomic_write_text, canonical, json_default, read_jsonl, utc_now
+from mascot.io import append_jsonl, atomic_write_text, json_default, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.parsing import VectorParse, parse_vector
 from mascot.protocols.deliberation.prompts import (
@@ -72,9 +72,7 @@ from mascot.protocols.deliberation.prompts import (
 )
 from mascot.protocols.deliberation.records import lane_summaries
 from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
-from mascot.protocols.rundir import (
-    lock_run_dir, open_run_dir, orphan_message, resolve_backend, surrogate_aware_spec,
-)
+from mascot.protocols.rundir import begin_run, surrogate_aware_spec
 from mascot.seeds import seed64
 from mascot.status import Status
 from mascot.theory.consensus import contraction_rate, disagreement
@@ -411,13 +409,9 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     if not isinstance(config, DeliberationConfig):
         raise ValueError("config must be a DeliberationConfig")
     out = Path(out)
-    _lock = lock_run_dir(out)  # exclusive while this call runs: a second writer is refused
-    factory, backend_spec = resolve_backend(backend, backend_spec, _spec_of)
-    identity = canonical({"config": config.identity(), "backend": backend_spec})
-    meta = open_run_dir(out, kind="mascot-deliberation", identity=identity, label="a deliberation run",
-                        orphan=orphan_message(out, "rounds.jsonl"),
-                        fresh={"kind": "mascot-deliberation", "identity": identity, "created": utc_now(),
-                               "sessions": []})
+    start = begin_run(out, kind="mascot-deliberation", label="a deliberation run", config_identity=config.identity(),
+                      backend=backend, backend_spec=backend_spec, spec_of=_spec_of, results="rounds.jsonl")
+    factory, meta = start.factory, start.meta
     run_json = out / "run.json"
     h = _Harness(config, out, progress)
     h.session = len(meta["sessions"])

@@ -68,8 +68,8 @@ import numpy as np
 
 from mascot.backends import run_spec
 from mascot.backends.base import Backend, BackendFailure, Request, Sampling, endpoint
-from mascot.io import atomic_path, atomic_write_text, canonical
-from mascot.protocols.rundir import lock_run_dir, open_run_dir, orphan_message, resolve_backend, utc_now
+from mascot.io import atomic_path, atomic_write_text
+from mascot.protocols.rundir import begin_run, utc_now
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disagreement, plurality_vote
 from mascot.protocols.state_tracking.parsing import ParseResult, parse_state
@@ -625,15 +625,11 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     if not isinstance(config, TrialConfig):
         raise ValueError("config must be a TrialConfig")
     out = Path(out)
-    _lock = lock_run_dir(out)  # exclusive while this call runs: a second writer is refused
-    factory, backend_spec = resolve_backend(backend, backend_spec, _identity_spec)
-    identity = canonical({"config": config.identity(), "backend": backend_spec})
-    ident_hash = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
-    meta = open_run_dir(
-        out, kind="mascot-trials", identity=identity, label="a run", n_diffs=8, check_kind=False,
-        orphan=orphan_message(out, "steps"),
-        fresh={"kind": "mascot-trials", "identity": identity, "identity_hash": ident_hash, "created": _now(),
-               "sessions": []})
+    start = begin_run(out, kind="mascot-trials", label="a run", config_identity=config.identity(), backend=backend,
+                      backend_spec=backend_spec, spec_of=_identity_spec, results="steps", n_diffs=8,
+                      check_kind=False)
+    factory, meta = start.factory, start.meta
+    meta.setdefault("identity_hash", hashlib.sha256(json.dumps(start.identity, sort_keys=True).encode()).hexdigest()[:16])
     run_json = out / "run.json"
     meta["config"] = config.to_dict()
     runner = _Runner(config, out, progress)
