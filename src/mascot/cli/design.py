@@ -321,6 +321,11 @@ def _mode_args(p) -> None:
     p.add_argument("--c2", type=float, default=100.0, help="tokens per mode-2 round (default 100)")
 
 
+def _output_args(p, what: str) -> None:
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--out", help=f"also write {what} here")
+
+
 def add_parsers(sub) -> None:
     d = sub.add_parser("design", help="choose weights (and more) before spending tokens")
     dsub = d.add_subparsers(dest="design_command", required=True)
@@ -333,8 +338,7 @@ def add_parsers(sub) -> None:
                    help="objective lambda + MU * sum_e c_e w_e (default 0: the rate alone)")
     w.add_argument("--steps", type=int, default=400, help="optimiser steps per smoothing stage (default 400)")
     w.add_argument("--seed", type=int, default=0, help="initial-point seed (default 0)")
-    w.add_argument("--json", action="store_true", help="print one JSON object")
-    w.add_argument("--out", help="also write weights.csv, design_weights.json and a figure here")
+    _output_args(w, "weights.csv, design_weights.json and a figure")
     w.set_defaults(func=cmd_design_weights)
 
     b = dsub.add_parser("budget", help="P(BudgetFail) and the budget for a target risk, by Monte Carlo")
@@ -348,8 +352,7 @@ def add_parsers(sub) -> None:
     b.add_argument("--alpha", type=float, default=0.05, help="target risk for the budget (default 0.05)")
     b.add_argument("--b0", type=float, help="also give P(BudgetFail) at this budget")
     b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--json", action="store_true", help="print one JSON object")
-    b.add_argument("--out", help="also write design_budget.json and a figure here")
+    _output_args(b, "design_budget.json and a figure")
     b.set_defaults(func=cmd_design_budget)
 
     q = dsub.add_parser("policy", help="the switching threshold eta: certificate optimum and simulated frontier")
@@ -363,8 +366,7 @@ def add_parsers(sub) -> None:
     q.add_argument("--noise", type=float, default=0.0, help="belief noise s.d. after every round (default 0)")
     q.add_argument("--runs", type=int, default=2000, help="simulated runs per eta (default 2000)")
     q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--json", action="store_true", help="print one JSON object")
-    q.add_argument("--out", help="also write frontier.csv, design_policy.json and a figure here")
+    _output_args(q, "frontier.csv, design_policy.json and a figure")
     q.set_defaults(func=cmd_design_policy)
 
 

@@ -356,6 +356,10 @@ class _Harness:
         ln.X = np.array([r["vector"] for r in replies], dtype=np.float64)
         ln.D = float(disagreement(ln.X))
         ln.b = float(self.cfg.b0) - cost
+        return self._book(ln, None, cost, replies, stats)
+
+    def _book(self, ln: _Lane, sigma, cost, replies, stats) -> dict:
+        """Book a round's replies and counts on ``ln``, decide what comes next and return its record."""
         ln.replies = [{"vector": r["vector"], "reasoning": r["reasoning"]} for r in replies]
         ln.failures += stats["failures"]
         ln.ptok += stats["prompt_tokens_raw"]
@@ -363,7 +367,7 @@ class _Harness:
         extra = self.decide(ln)
         ln.status = extra.get("status")
         ln.next_sigma = extra.get("next_sigma")
-        return self._row(ln, None, cost, replies, {**stats, **extra})
+        return self._row(ln, sigma, cost, replies, {**stats, **extra})
 
     def round_k(self, lanes: list[_Lane]) -> list[dict]:
         active = [ln for ln in lanes if ln.status is None]
@@ -385,14 +389,7 @@ class _Harness:
             ln.monitor.observe(sigma, ln.D, D, cost)
             ln.k += 1
             ln.X, ln.D, ln.b = X, D, ln.b - cost
-            ln.replies = [{"vector": r["vector"], "reasoning": r["reasoning"]} for r in replies]
-            ln.failures += stats["failures"]
-            ln.ptok += stats["prompt_tokens_raw"]
-            ln.pchars += stats["prompt_chars"]
-            extra = self.decide(ln)
-            ln.status = extra.get("status")
-            ln.next_sigma = extra.get("next_sigma")
-            rows.append(self._row(ln, sigma, cost, replies, {**stats, **extra}))
+            rows.append(self._book(ln, sigma, cost, replies, stats))
         return rows
 
 
