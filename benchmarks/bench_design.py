@@ -25,7 +25,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from test_design import connected_er, cycle, grid, path, sdp_optimum, star  # noqa: E402
 
-from mascot.design.weights import contraction_rate_sym, fastest_weights, support_edges, weights_matrix  # noqa: E402
+from mascot.design.weights import (  # noqa: E402
+    contraction_rate_sym, fastest_weights, metropolis_edge_weights, support_edges, weights_matrix,
+)
 
 
 def graphs(quick: bool):
@@ -40,8 +42,7 @@ def graphs(quick: bool):
 def metropolis(A):
     E = support_edges(A)
     n = A.shape[0]
-    deg = np.bincount(E.ravel(), minlength=n)
-    return contraction_rate_sym(weights_matrix(n, E, 1.0 / (1.0 + np.maximum(deg[E[:, 0]], deg[E[:, 1]]))))
+    return contraction_rate_sym(weights_matrix(n, E, metropolis_edge_weights(n, E)))
 
 
 def main(argv=None) -> int:

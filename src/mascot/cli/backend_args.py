@@ -25,19 +25,19 @@ BACKENDS = ("surrogate", "vllm", "openai", "hf")
 #: The model of the SR paper's runs (and the vllm default when --model is not given).
 DEFAULT_VLLM_MODEL = "Qwen/Qwen2.5-7B-Instruct"
 
-# dest -> (flag, backends it applies to, constructor parameter)
+# dest (= the backend constructor's parameter) -> (flag, backends it applies to)
 _OPTIONS = {
-    "enforce_eager": ("--enforce-eager", ("vllm",), "enforce_eager"),
-    "gpu_memory_utilization": ("--gpu-memory-utilization", ("vllm",), "gpu_memory_utilization"),
-    "max_model_len": ("--max-model-len", ("vllm",), "max_model_len"),
-    "base_url": ("--base-url", ("openai",), "base_url"),
-    "api_key_env": ("--api-key-env", ("openai",), "api_key_env"),
-    "concurrency": ("--concurrency", ("openai",), "concurrency"),
-    "timeout_s": ("--timeout", ("openai",), "timeout_s"),
-    "max_retries": ("--max-retries", ("openai",), "max_retries"),
-    "device": ("--device", ("hf",), "device"),
-    "batch_size": ("--batch-size", ("hf",), "batch_size"),
-    "dtype": ("--dtype", ("vllm", "hf"), "dtype"),
+    "enforce_eager": ("--enforce-eager", ("vllm",)),
+    "gpu_memory_utilization": ("--gpu-memory-utilization", ("vllm",)),
+    "max_model_len": ("--max-model-len", ("vllm",)),
+    "base_url": ("--base-url", ("openai",)),
+    "api_key_env": ("--api-key-env", ("openai",)),
+    "concurrency": ("--concurrency", ("openai",)),
+    "timeout_s": ("--timeout", ("openai",)),
+    "max_retries": ("--max-retries", ("openai",)),
+    "device": ("--device", ("hf",)),
+    "batch_size": ("--batch-size", ("hf",)),
+    "dtype": ("--dtype", ("vllm", "hf")),
 }
 _SAMPLING_HELP = {
     "temperature": "sampling temperature",
@@ -158,7 +158,7 @@ def build_backend(args, surrogate_factory: Callable[[], object],
     given = [flag for flag in sur_flags.values() if getattr(args, _dest(flag), None) is not None]
     if name != "surrogate" and given:
         raise ValueError(f"{', '.join(given)}: surrogate options; they do not apply to --backend {name}")
-    for dest, (flag, names, _) in _OPTIONS.items():
+    for dest, (flag, names) in _OPTIONS.items():
         v = getattr(args, dest, None)
         if _given(v) and name not in names:
             raise ValueError(f"{flag} applies to --backend {'/'.join(names)} only, not {name}")
@@ -191,10 +191,10 @@ def build_backend(args, surrogate_factory: Callable[[], object],
                              "(models are never downloaded)")
         model = str(Path(model).resolve())
     options: dict = {"model": model}
-    for dest, (_, names, param) in _OPTIONS.items():
+    for dest, (_, names) in _OPTIONS.items():
         v = getattr(args, dest, None)
         if name in names and _given(v):
-            options[param] = v
+            options[dest] = v
     if name == "vllm":
         options["structured_output"] = structured
         if getattr(args, "seed", None) is not None:

@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-__all__ = ["add_parsers", "cmd_deliberate", "cmd_debate", "make_llm_backend"]
+__all__ = ["add_parsers", "cmd_deliberate", "cmd_debate"]
 
 
 def _backend_args(p) -> None:
@@ -33,15 +33,6 @@ def _backend_args(p) -> None:
 
     add_backend_args(p)
     p.add_argument("--quiet", action="store_true", help="no progress on stderr")
-
-
-def make_llm_backend(args) -> tuple[object, dict]:
-    """``(factory, spec)`` for a real backend from the parsed options (constructed lazily by the harness)."""
-    from mascot.cli.backend_args import build_backend
-
-    if args.backend == "surrogate":
-        raise ValueError("--backend surrogate is not an LLM backend")
-    return build_backend(args, surrogate_factory=None)
 
 
 def _slug(s: str) -> str:
@@ -74,10 +65,8 @@ def _backend(args, sur: dict, surrogate_keys: tuple, surrogate_cls, **extra) -> 
         given = {k: getattr(args, f"surrogate_{k}") for k in surrogate_keys}
         return surrogate_cls(**extra, **{**sur, **{k: v for k, v in given.items() if v is not None}})
 
-    backend, spec = build_backend(args, surrogate, {k: f"--surrogate-{k}" for k in surrogate_keys})
-    if spec is None:  # the surrogate
-        spec = {"name": "surrogate", "model": backend.model, "options": backend.options()}
-    return backend, spec
+    return build_backend(args, surrogate, {k: f"--surrogate-{k}" for k in surrogate_keys})  # surrogate: spec None,
+    # the harness takes it from the instance
 
 
 def cmd_deliberate(args) -> int:

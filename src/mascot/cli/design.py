@@ -32,19 +32,11 @@ from pathlib import Path
 __all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy"]
 
 
-def _metropolis(n, edges):
-    from mascot.design.weights import weights_matrix
-    import numpy as np
-
-    deg = np.bincount(edges.ravel(), minlength=n)
-    return weights_matrix(n, edges, 1.0 / (1.0 + np.maximum(deg[edges[:, 0]], deg[edges[:, 1]])))
-
-
 def cmd_design_weights(args) -> int:
     import numpy as np
 
     from mascot.analysis.diagnose import graphs_from_args, load_adjacency
-    from mascot.design.weights import contraction_rate_sym, fastest_weights
+    from mascot.design.weights import contraction_rate_sym, fastest_weights, metropolis_edge_weights, weights_matrix
 
     graphs = graphs_from_args(args.topology, args.adjacency)
     if len(graphs) != 1:
@@ -62,7 +54,7 @@ def cmd_design_weights(args) -> int:
         raise ValueError(f"--steps must be >= 1; got {args.steps}")
     res = fastest_weights(A, costs=costs, cost_weight=args.cost_weight, steps_per_stage=args.steps, seed=args.seed)
     n = A.shape[0]
-    metro = contraction_rate_sym(_metropolis(n, res.edges))
+    metro = contraction_rate_sym(weights_matrix(n, res.edges, metropolis_edge_weights(n, res.edges)))
     obj = {"graph": name, "n": n, "edges_count": int(len(res.edges)), "lambda": res.rate,
            "metropolis_lambda": metro, "objective": res.objective, "cost_weight": args.cost_weight,
            "weights": res.W.tolist(), "edges": res.edges.tolist(), "edge_weights": res.edge_weights.tolist(),

@@ -34,7 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["WeightsResult", "fastest_weights", "support_edges", "weights_matrix", "contraction_rate_sym"]
+__all__ = ["WeightsResult", "fastest_weights", "support_edges", "weights_matrix", "contraction_rate_sym",
+           "metropolis_edge_weights"]
 
 
 class WeightsResult(NamedTuple):
@@ -70,6 +71,12 @@ def weights_matrix(n: int, edges: np.ndarray, w) -> np.ndarray:
     np.add.at(W, (i, i), -w)
     np.add.at(W, (j, j), -w)
     return W
+
+
+def metropolis_edge_weights(n: int, edges: np.ndarray) -> np.ndarray:
+    """Metropolis-Hastings weights ``w_e = 1 / (1 + max(deg_i, deg_j))``: the usual feasible default."""
+    deg = np.bincount(edges.ravel(), minlength=n)
+    return 1.0 / (1.0 + np.maximum(deg[edges[:, 0]], deg[edges[:, 1]]))
 
 
 def contraction_rate_sym(W) -> float:
@@ -163,8 +170,7 @@ def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(3
             return f + cost_weight * (cj @ w)
 
         # start from the Metropolis-Hastings weights w_e = 1 / (1 + max(deg_i, deg_j)), a good feasible point
-        deg = np.bincount(edges.ravel(), minlength=n)
-        w0 = 1.0 / (1.0 + np.maximum(deg[edges[:, 0]], deg[edges[:, 1]]))
+        w0 = metropolis_edge_weights(n, edges)
         rng = np.random.default_rng(seed)
         x0 = w0 * (1.0 + 0.01 * rng.standard_normal(len(edges)))
         theta = jnp.asarray(np.log(np.expm1(np.maximum(x0, 1e-6))))  # softplus^-1

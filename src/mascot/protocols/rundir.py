@@ -105,15 +105,17 @@ class RunStart(NamedTuple):
 
 
 def begin_run(out: Path, *, kind: str, label: str, config_identity: dict, backend, backend_spec: dict | None,
-              spec_of: Callable, results: str, fresh_extra: dict | None = None, n_diffs: int = 6,
+              spec_of: Callable, results: str, fresh_extra: Callable | None = None, n_diffs: int = 6,
               check_kind: bool = True) -> RunStart:
     """What every LLM protocol does first: lock ``out``, resolve the backend (or factory) and its spec, build
     the run identity ``{"config", "backend"}`` and open (or resume) the directory (:func:`open_run_dir`);
-    ``results`` names the records whose presence without ``run.json`` makes the directory an orphan."""
+    ``results`` names the records whose presence without ``run.json`` makes the directory an orphan;
+    ``fresh_extra(identity)`` gives extra keys for a new directory's ``run.json``."""
     lock = lock_run_dir(out)
     factory, backend_spec = resolve_backend(backend, backend_spec, spec_of)
     identity = canonical({"config": config_identity, "backend": backend_spec})
-    fresh = {"kind": kind, "identity": identity, **(fresh_extra or {}), "created": utc_now(), "sessions": []}
+    extra = fresh_extra(identity) if fresh_extra is not None else {}
+    fresh = {"kind": kind, "identity": identity, **extra, "created": utc_now(), "sessions": []}
     meta = open_run_dir(out, kind=kind, identity=identity, label=label, orphan=orphan_message(out, results),
                         fresh=fresh, n_diffs=n_diffs, check_kind=check_kind)
     return RunStart(lock, factory, backend_spec, identity, meta)

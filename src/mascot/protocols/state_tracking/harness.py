@@ -627,9 +627,9 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     out = Path(out)
     start = begin_run(out, kind="mascot-trials", label="a run", config_identity=config.identity(), backend=backend,
                       backend_spec=backend_spec, spec_of=_identity_spec, results="steps", n_diffs=8,
-                      check_kind=False)
+                      check_kind=False, fresh_extra=lambda ident: {"identity_hash": hashlib.sha256(
+                          json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]})
     factory, meta = start.factory, start.meta
-    meta.setdefault("identity_hash", hashlib.sha256(json.dumps(start.identity, sort_keys=True).encode()).hexdigest()[:16])
     run_json = out / "run.json"
     meta["config"] = config.to_dict()
     runner = _Runner(config, out, progress)
