@@ -502,3 +502,11 @@ def test_trials_step_log_never_follows_a_planted_link(tmp_path):
     assert main(args) == 0
     assert victim.read_text() == "keep me\n"
     assert not (out / "steps" / "step_001.requests.jsonl.tmp").exists()
+
+
+def test_sr_spectra_refuses_a_row_sum_that_overflows():
+    """The overflow guard of validate_adjacency also holds on sr_spectra's own fast validation path."""
+    import mascot
+
+    with pytest.raises(ValueError, match="row 0: weights sum to inf"):
+        mascot.sr_spectra([[0.0, 1e308, 1e308], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]], 0.5)

@@ -131,7 +131,7 @@ def read_jsonl(path, repair: bool = False) -> list[dict]:
         except json.JSONDecodeError:
             if repair:
                 keep = b"\n".join(raw[:i])
-                path.write_bytes(keep + (b"\n" if keep else b""))
+                os.truncate(path, len(keep) + (1 if keep else 0))  # cut the damaged tail in place
             break
     return rows
 

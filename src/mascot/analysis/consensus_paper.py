@@ -31,7 +31,7 @@ import pandas as pd
 from mascot import papers
 from mascot.analysis.figures import plt, save_figure
 from mascot.execute import simulate_consensus
-from mascot.io import atomic_path, atomic_write_text
+from mascot.io import atomic_write_text, write_csv
 from mascot.kernels.precision import float64
 from mascot.theory import STATUS_NAMES, algorithm1, contraction_rate, corollary1, disagreement, theorem1
 
@@ -278,15 +278,6 @@ def _markdown(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _write_csv(df: pd.DataFrame, path: Path):
-    with atomic_path(path) as tmp:
-        df.to_csv(tmp, index=False, float_format="%.10g")
-
-
-def _write_text(text: str, path: Path):
-    atomic_write_text(path, text)
-
-
 def _names(orders) -> str:
     return ", ".join(orders) if orders else "none"
 
@@ -326,7 +317,7 @@ def _reproduce(out_dir, log) -> dict:
 
     # the ring search: every order, both X0s
     search = ring_search(x0s)
-    _write_csv(search, out / "ring_search.csv")
+    write_csv(search, out / "ring_search.csv", index=False, float_format="%.10g")
     found = {x0: list(search.loc[(search.x0 == x0) & search.all_rows, "order"]) for x0 in x0s}
     recon = [o for o in dict.fromkeys(search.loc[search.all_rows, "order"])]
     text_name = order_name(TEXT_ORDER)
@@ -343,7 +334,7 @@ def _reproduce(out_dir, log) -> dict:
     # Table IV
     t4 = pd.DataFrame(TABLE_IV, columns=[f"f{i}" for i in range(1, 7)])
     t4.insert(0, "agent", [f"a{i}" for i in range(1, 6)])
-    _write_csv(t4, out / "table_iv.csv")
+    write_csv(t4, out / "table_iv.csv", index=False, float_format="%.10g")
 
     # Table V: the adaptive trace per (ring, X0), next to the printed row
     printed_v = {row[0]: row for row in papers.CONSENSUS_TABLE_V}
@@ -366,7 +357,7 @@ def _reproduce(out_dir, log) -> dict:
                                  paper_decision=p[5] if p else None, match=match))
     t5 = pd.DataFrame(rows).astype({"sigma": "Int64", "cost": "Int64", "paper_sigma": "Int64",
                                     "paper_cost": "Int64", "paper_budget": "Int64"})
-    _write_csv(t5, out / "table_v.csv")
+    write_csv(t5, out / "table_v.csv", index=False, float_format="%.10g")
 
     # Table VI
     rows = []
@@ -384,7 +375,7 @@ def _reproduce(out_dir, log) -> dict:
                                  paper_in_omega_eps=p_in,
                                  match=bool(counts and spent == p_tokens and _same4(d_final, p_d) and in_eps == p_in)))
     t6 = pd.DataFrame(rows).astype({"paper_rounds": "Int64"})
-    _write_csv(t6, out / "table_vi.csv")
+    write_csv(t6, out / "table_vi.csv", index=False, float_format="%.10g")
 
     # Theorem 1 / Corollary 1 (every 5-cycle has the same spectrum, so these do not depend on the order)
     def thm(d0):
@@ -397,12 +388,12 @@ def _reproduce(out_dir, log) -> dict:
                     certified_b0=cert.certifies(PAPER["b0"]), certified_tight=cert.certifies(PAPER["b0_tight"]))
     th = thm(disagreement(x0s["rescaled"]))
     th["printed_x0"] = thm(disagreement(x0s["printed"]))
-    _write_text(json.dumps(th, indent=2) + "\n", out / "theorem1.json")
+    atomic_write_text(out / "theorem1.json", json.dumps(th, indent=2) + "\n")
 
     figs = _figures(runs, rings, out)
     facts = dict(search=search, found=found, recon=recon, rings=rings, by_name=by_name, lam1=lam1, lam2=lam2)
-    _write_text(_errata(x0s, runs, th, facts), out / "errata.md")
-    _write_text(_readme(t4, t5, t6, th, facts), out / "README.md")
+    atomic_write_text(out / "errata.md", _errata(x0s, runs, th, facts))
+    atomic_write_text(out / "README.md", _readme(t4, t5, t6, th, facts))
     log(f"ring search: orders reproducing every printed row of Tables V and VI: "
         + "; ".join(f"{x0} X0: {_names(v)}" for x0, v in found.items()))
     for name, v in d0_candidates(TABLE_IV).items():
@@ -514,7 +505,6 @@ def _errata(x0s, runs, th, facts) -> str:
     search, found, recon, rings, by_name = (facts[k] for k in ("search", "found", "recon", "rings", "by_name"))
     lam1, lam2 = facts["lam1"], facts["lam2"]
     text = order_name(TEXT_ORDER)
-    W_text = ring_from_order(TEXT_ORDER)
     d_printed = disagreement(x0s["printed"])
     gap = d_printed - P["D0"]
     n, d = TABLE_IV.shape

@@ -153,7 +153,7 @@ def _is_default_state(state) -> bool:
 
 
 def _markdown(tab: pd.DataFrame, stats: dict) -> str:
-    from mascot.analysis.spectra_paper import TABLE2_PAPER
+    from mascot.papers import SR_TABLE2 as TABLE2_PAPER
 
     paper_h = {"E_ceg": (58.02, "<0.001", -1.00), "R_cdr": (188.68, "<0.001", 0.50), "F_ps": (29.03, "<0.001", 1.00)}
     n = stats["n_trials"]
@@ -402,7 +402,7 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
     tab = table2(metrics, preds)
     atomic_write_text(out / "table2.csv", tab.to_csv(index=False, float_format="%.6g"))
 
-    from mascot.analysis.spectra_paper import TABLE1_PAPER, TABLE2_PAPER
+    from mascot.papers import SR_TABLE1 as TABLE1_PAPER, SR_TABLE2 as TABLE2_PAPER
 
     paper_means = {m: {t: TABLE2_PAPER[m][t][0] for t in TOPOLOGY_ORDER} for m in METRICS}
     table1 = {t: {"rho": v[0], "delta": v[1], "kappa": v[2]} for t, v in TABLE1_PAPER.items()}
@@ -493,7 +493,7 @@ def ordering_findings(stats: dict) -> list[dict]:
     """Per metric: the paper's and the run's orderings of the topology means, whether each pair is ordered
     as in the paper (and separated by non-overlapping 95% bootstrap CIs), r_s and Kruskal-Wallis beside the
     paper's, and how many topology means fall within one paper s.d. of the paper's mean."""
-    from mascot.analysis.spectra_paper import TABLE2_PAPER
+    from mascot.papers import SR_TABLE2 as TABLE2_PAPER
 
     paper_stats = {"E_ceg": (58.02, -1.00), "R_cdr": (188.68, 0.50), "F_ps": (29.03, 1.00)}
     out = []
@@ -532,7 +532,7 @@ def _findings_md(stats: dict, title: str) -> list[str]:
 
 
 def _readme(stats: dict, stats_unpaired: dict | None, n_trials: int, surrogate: dict) -> str:
-    from mascot.analysis.spectra_paper import TABLE2_PAPER
+    from mascot.papers import SR_TABLE2 as TABLE2_PAPER
 
     fs = ordering_findings(stats)
     yes = [f["metric"] for f in fs if f["reproduced"]]

@@ -49,6 +49,22 @@ def sample_x0(runs: int, n: int, d: int, mean: float = 0.5, spread: float = 0.15
     return truncnorm.rvs(a, b, loc=mean, scale=spread, size=(runs, n, d), random_state=np.random.default_rng(seed))
 
 
+def token_need(X0, W1, W2, c1, c2, eta, eps, max_rounds: int, noise: float, seed: int):
+    """``(T, result)``: Algorithm 1 run in float64 with a budget that never binds (``max_rounds`` rounds cannot
+    exhaust it); ``T`` is each trajectory's spend to reach ``D <= eps``, ``inf`` when it did not."""
+    import jax
+
+    from mascot.execute.consensus import simulate_consensus
+    from mascot.kernels.precision import float64
+
+    never_binds = float(max_rounds) * max(float(c1), float(c2))
+    with float64():
+        key = jax.random.key(seed) if noise > 0 else None
+        res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, never_binds, max_rounds=max_rounds, noise=noise,
+                                 key=key, dtype="float64")
+    return np.where(res.status == 0, np.asarray(res.spent, dtype=np.float64), np.inf), res
+
+
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion k / n."""
     if n <= 0:
@@ -73,9 +89,6 @@ def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: i
                 alpha: float = 0.05, b0: float | None = None, seed: int = 0, X0=None) -> BudgetRisk:
     """Monte Carlo of the token need of Algorithm 1 (see the module docstring). ``X0`` (``(runs, N, d)``):
     use these initial beliefs instead of sampling them (e.g. priors elicited from real agents)."""
-    import jax
-    from mascot.execute.consensus import simulate_consensus
-    from mascot.kernels.precision import float64
     from mascot.theory.consensus import contraction_rate, theorem1
 
     if X0 is not None:
@@ -97,12 +110,7 @@ def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: i
     n = W1.shape[0]
     if X0 is None:
         X0 = sample_x0(int(runs), n, int(d), x0_mean, x0_spread, seed)
-    never_binds = float(max_rounds) * max(float(c1), float(c2))  # max_rounds rounds can never exhaust it
-    with float64():
-        key = jax.random.key(seed) if noise > 0 else None
-        res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, never_binds, max_rounds=max_rounds, noise=noise,
-                                 key=key, dtype="float64")
-    tokens = np.where(res.status == 0, np.asarray(res.spent, dtype=np.float64), np.inf)
+    tokens, res = token_need(X0, W1, W2, c1, c2, eta, eps, max_rounds, noise, seed)
     srt = np.sort(tokens)
     k = int(math.ceil((1 - alpha) * srt.size)) - 1  # smallest b with #(T > b) <= alpha n
     budget = float(srt[k])

@@ -74,11 +74,8 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
     """Per eta: mean / p95 tokens, mean / max rounds and P(BudgetFail | b0) of Algorithm 1 (a pandas DataFrame).
 
     Every eta runs on the same initial beliefs (common random numbers), all in one kernel call."""
-    import jax
     import pandas as pd
-    from mascot.design.budget import sample_x0, wilson
-    from mascot.execute.consensus import simulate_consensus
-    from mascot.kernels.precision import float64
+    from mascot.design.budget import sample_x0, token_need, wilson
 
     etas = np.unique(np.asarray(etas, dtype=np.float64))
     if etas.size == 0 or np.any(etas <= eps) or not np.all(np.isfinite(etas)):
@@ -89,14 +86,9 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
         X0 = sample_x0(int(runs), n, int(d), x0_mean, x0_spread, seed)
     X0 = np.asarray(X0, dtype=np.float64)
     R = X0.shape[0]
-    big = float(max_rounds) * max(float(c1), float(c2))  # never binds: token needs, read against any b0
     Xb = np.broadcast_to(X0[None], (etas.size,) + X0.shape).reshape(-1, *X0.shape[1:])
-    eta_b = np.repeat(etas, R)
-    with float64():
-        key = jax.random.key(seed) if noise > 0 else None
-        res = simulate_consensus(Xb, W1, W2, c1, c2, eta_b, eps, big, max_rounds=max_rounds, noise=noise, key=key,
-                                 dtype="float64")
-    need = np.where(res.status == 0, np.asarray(res.spent, np.float64), np.inf).reshape(etas.size, R)
+    need, res = token_need(Xb, W1, W2, c1, c2, np.repeat(etas, R), eps, max_rounds, noise, seed)
+    need = need.reshape(etas.size, R)
     rounds = np.asarray(res.rounds).reshape(etas.size, R)
     rows = []
     for i, e in enumerate(etas):

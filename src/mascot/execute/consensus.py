@@ -22,7 +22,7 @@ from threadpoolctl import ThreadpoolController
 
 from mascot.kernels import consensus as kc
 from mascot.kernels.consensus import ConsensusResult
-from mascot.kernels.precision import float64, x64_enabled
+from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
 from mascot.theory.consensus import validate_doubly_stochastic
 
 __all__ = ["simulate_consensus", "ConsensusResult"]
@@ -58,20 +58,6 @@ def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     if nonnegative and not np.all(arr >= 0):
         raise ValueError(f"{name} must be >= 0; got min {arr.min():g}")
     return arr
-
-
-def _resolve_dtype(dtype):
-    if dtype is None:
-        return jnp.dtype(jnp.float64 if x64_enabled() else jnp.float32)
-    dt = jnp.dtype(dtype)
-    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
-    if dt == jnp.float64 and not x64_enabled():
-        raise ValueError(
-            "dtype='float64' needs 64-bit JAX (jax_enable_x64): run inside `with mascot.kernels.precision.float64():` "
-            "(or enable jax_enable_x64 at start-up; the mascot CLI does this for float64 runs)"
-        )
-    return dt
 
 
 def _batch_keys(key, B):
@@ -127,7 +113,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0:
         raise ValueError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
     max_rounds = int(max_rounds)
-    dt = _resolve_dtype(dtype)
+    dt = resolve_dtype(dtype)
     if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
         X0 = np.asarray(X0)
     if not jnp.issubdtype(X0.dtype, jnp.floating):

@@ -58,6 +58,7 @@ import numpy as np
 
 from mascot.kernels.precision import x64_enabled
 
+from mascot.papers import DELIBERATION_STRATEGIES
 from mascot.theory.consensus import contraction_rate, validate_doubly_stochastic
 
 __all__ = [
@@ -66,7 +67,7 @@ __all__ = [
     "monitor_estimates", "CLAUDE_CALIBRATION",
 ]
 
-STRATEGIES = ("adaptive", "complete", "ring")
+STRATEGIES = tuple(DELIBERATION_STRATEGIES)  # ("adaptive", "complete", "ring"): the index is the traced code
 from mascot.status import STATUS_NAMES  # noqa: E402  (re-exported)
 _INT_TOL = 1e-9
 

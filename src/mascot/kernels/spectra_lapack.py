@@ -65,7 +65,7 @@ def task_prepare(A, P_out, families):
     """One chunk of graphs A (g, n, n) float64, before any solver runs.
 
     Returns ``(ok, sym, normal, codes, params)``: ``ok`` False when A has a NaN, an infinite or a negative
-    entry (the caller then raises :func:`mascot.graphs.validate_adjacency`'s error); per graph whether A is
+    entry, or a row whose sum overflows (the caller then raises :func:`mascot.graphs.validate_adjacency`'s error); per graph whether A is
     symmetric (to 1e-12 of its largest entry) and whether P is (to 1e-12: P is then normal); the
     closed-form family per graph (:func:`mascot.kernels.spectra_closed.detect_families` with ``families``).
     With ``P_out`` (g, n, n) the row-normalised P = D^-1 A (zero-row rule, :func:`mascot.graphs.row_normalize`'s
@@ -76,7 +76,10 @@ def task_prepare(A, P_out, families):
     lo, hi = flat.min(axis=1, initial=0.0), flat.max(axis=1, initial=0.0)  # NaN propagates
     if not (np.isfinite(hi).all() and np.isfinite(lo).all() and (lo >= 0).all()):
         return False, None, None, None, None
-    rows = A.sum(-1)
+    with np.errstate(over="ignore"):
+        rows = A.sum(-1)
+    if not np.isfinite(rows).all():  # a row sum that overflows would become a silent zero row
+        return False, None, None, None, None
     sym = _symmetric(A, rows, 1e-12 * np.maximum(1.0, hi))
     if P_out is None:
         P, normal = A, sym

@@ -1,6 +1,6 @@
 """Algorithm 1's norm-threshold switching rule (consensus paper, Def. 8 and eqs. 7-8) as one typed
-``init`` / ``decide`` / ``commit`` interface, shared by the consensus kernels (batched, inside ``jit``), the
-surrogate deliberation kernel and the live deliberation harness (plain Python floats, one lane at a time).
+``init`` / ``decide`` / ``commit`` interface, shared by the consensus kernels (batched, inside ``jit``) and the
+live deliberation harness (plain Python floats, one lane at a time).
 
 One round of a lane, in order:
 
