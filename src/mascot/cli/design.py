@@ -5,6 +5,8 @@
                          [--alpha A] [--b0 B] [--json] [--out DIR]
     mascot design policy [--w1 FILE --w2 FILE] [--c1 C --c2 C --eps E] [--d0 D] [--etas E,E,...] [--b0 B]
                          [--alpha A] [--max-mean-rounds R] [--noise S] [--runs N] [--json] [--out DIR]
+    mascot design schedule --lambda1 L --lambda2 L [--slope1 B --slope2 B --d-ref D] [--c1 C --c2 C] --eps E
+                           --d0 D [--b0 B --alpha A] [--max-mean-rounds R] [--bins K] [--json] [--out DIR]
 
 ``weights``: the symmetric doubly stochastic W supported on the graph (undirected: an edge wherever
 ``A[i, j]`` or ``A[j, i]`` is nonzero; self-loops implicit) with the smallest contraction rate lambda(W)
@@ -20,6 +22,12 @@ worst-case B*. Modes default to the consensus paper's Table III (complete K5 w_i
 enumeration, :func:`mascot.design.certificate_best_eta`), and the simulated frontier over eta (mean and p95
 tokens, rounds, P(BudgetFail | b0)) with the cheapest eta meeting ``--alpha`` and ``--max-mean-rounds``, and the
 paper's eta = 0.1 placed on it.
+
+``schedule``: for rates that depend on D (``lambda_s(D) = lambda_s (D / d_ref)^slope_s``, log-normal rate noise,
+noisy round costs: the scalar form of a calibrated deliberation surrogate), a D-dependent mode schedule that
+minimises mean tokens subject to ``P(T > b0) <= alpha`` and a mean rounds limit, by optax on a smooth relaxation
+(:func:`mascot.design.schedule.design_schedule`), beside the best single threshold (exact search) and the
+threshold ``--paper-eta``; both evaluated exactly on the design sample and on an independent one.
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ import math
 import sys
 from pathlib import Path
 
-__all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy"]
+__all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy", "cmd_design_schedule"]
 
 
 def cmd_design_weights(args) -> int:
@@ -306,6 +314,119 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     save_figure(fig, out / "design_weights")
 
 
+def _positive(args, *names) -> None:
+    for name in names:
+        v = getattr(args, name)
+        if not (v > 0 and math.isfinite(v)):
+            raise ValueError(f"--{name.replace('_', '-')} must be a finite number > 0; got {v}")
+
+
+def cmd_design_schedule(args) -> int:
+    import numpy as np
+
+    from mascot.design.schedule import RateModel, design_schedule, draws, evaluate
+
+    _positive(args, "lambda1", "lambda2", "c1", "c2", "eps", "d0", "d_ref")
+    for name in ("slope1", "slope2", "rate_sd1", "rate_sd2", "cost_cv", "d0_sd"):
+        v = getattr(args, name)
+        if not math.isfinite(v) or (name != "slope1" and name != "slope2" and v < 0):
+            raise ValueError(f"--{name.replace('_', '-')} must be a finite number{'' if 'slope' in name else ' >= 0'}; "
+                             f"got {v}")
+    _check_runs(args.runs)
+    if not args.d0 > args.eps:
+        raise ValueError(f"--d0 must be > --eps = {args.eps}; got {args.d0}")
+    if args.b0 is not None and not (math.isfinite(args.b0) and args.b0 > 0):
+        raise ValueError(f"--b0 must be a finite budget > 0; got {args.b0}")
+    if not (0 < args.alpha < 1):
+        raise ValueError(f"--alpha must be in (0, 1); got {args.alpha}")
+    if not args.max_mean_rounds > 0:
+        raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
+    if args.bins < 2 or args.steps < 1:
+        raise ValueError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
+    lr = math.log(args.d_ref)
+    model = RateModel(a=(math.log(args.lambda1) - args.slope1 * lr, math.log(args.lambda2) - args.slope2 * lr),
+                      b=(args.slope1, args.slope2), rate_sd=(args.rate_sd1, args.rate_sd2), cost=(args.c1, args.c2),
+                      cost_cv=args.cost_cv)
+    r = design_schedule(model, eps=args.eps, d0=args.d0, d0_sd=args.d0_sd, b0=args.b0, alpha=args.alpha,
+                        max_mean_rounds=args.max_mean_rounds, bins=args.bins, runs=args.runs, steps=args.steps,
+                        seed=args.seed)
+    paper = None
+    if args.paper_eta is not None and args.eps < args.paper_eta:
+        le = math.log(args.paper_eta)
+        from mascot.design.schedule import _summary
+
+        paper = {"eta": args.paper_eta, "design": _summary(evaluate(model, lambda x: x > le, args.eps,
+                                                                     draws(args.runs, 200, args.d0, args.d0_sd,
+                                                                           args.seed)), args.b0)}
+    obj = {"model": {"a": list(model.a), "b": list(model.b), "rate_sd": list(model.rate_sd), "cost": list(model.cost),
+                     "cost_cv": model.cost_cv},
+           "feasible": r.feasible, "mode1_intervals": r.schedule.intervals(),
+           "schedule": {"log_d_lo": r.schedule.log_lo, "log_d_hi": r.schedule.log_hi, "theta": list(r.schedule.theta)},
+           "design": r.design, "holdout": r.holdout, "best_eta": r.best_eta, "threshold_design": r.threshold_design,
+           "threshold_holdout": r.threshold_holdout, "paper_eta": paper, "wall_s": r.wall_s,
+           "constraints": {"b0": args.b0, "alpha": args.alpha if args.b0 is not None else None,
+                           "max_mean_rounds": args.max_mean_rounds}}
+    if args.out:
+        _schedule_outputs(_out_dir(args.out), obj, r, model, args)
+    if args.json:
+        print(json.dumps(obj))
+        return 0 if r.feasible else 1
+    print(f"rates lambda_s(D) = lambda_s (D / {args.d_ref:g})^slope_s: lambda1 = {args.lambda1:g} (slope "
+          f"{args.slope1:g}), lambda2 = {args.lambda2:g} (slope {args.slope2:g}); costs {args.c1:g} / {args.c2:g}; "
+          f"eps = {args.eps:g}; D0 = {args.d0:g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
+    if not r.feasible:
+        print("no schedule or threshold tried meets the constraints; the cheapest found is shown")
+    iv = ", ".join(f"[{a:.4g}, {b:.4g}]" for a, b in obj["mode1_intervals"]) or "none"
+    print(f"designed schedule: mode 1 for D in {iv}; mode 2 elsewhere above eps")
+    rows = [("designed schedule", r.design, r.holdout)]
+    if r.best_eta is not None:
+        rows.append((f"best threshold eta = {r.best_eta:.4g}", r.threshold_design, r.threshold_holdout))
+    if paper is not None:
+        rows.append((f"threshold eta = {paper['eta']:g}", paper["design"], None))
+    for name, d, h in rows:
+        extra = f", P(fail) {d['p_fail']:.3f}" if args.b0 is not None else ""
+        held = f" (independent sample: {h['mean_tokens']:.1f})" if h else ""
+        print(f"  {name}: {d['mean_tokens']:.1f} tokens{held}, {d['mean_rounds']:.2f} rounds{extra}")
+    return 0 if r.feasible else 1
+
+
+def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
+    import numpy as np
+
+    from mascot.analysis.figures import plt, save_figure
+    from mascot.io import atomic_write_text
+
+    atomic_write_text(out / "design_schedule.json", json.dumps(obj, indent=2) + "\n")
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.0))
+    d = np.geomspace(args.eps, math.exp(r.schedule.log_hi), 300)
+    for s, lab in ((0, "mode 1"), (1, "mode 2")):
+        a.plot(d, np.exp(model.a[s] + model.b[s] * np.log(d)), label=f"lambda_{s + 1}(D) ({lab})")
+    for lo, hi in obj["mode1_intervals"]:
+        a.axvspan(lo, hi, color="C0", alpha=0.12)
+    a.axhline(1.0, color="gray", lw=0.8)
+    if r.best_eta is not None:
+        a.axvline(r.best_eta, color="C3", ls="-.", label=f"best threshold {r.best_eta:.3g}")
+    a.set_xscale("log")
+    a.set_xlabel("disagreement D")
+    a.set_ylabel("per-round rate")
+    a.set_title("rates; shaded: designed schedule uses mode 1")
+    a.legend(fontsize=8)
+    etas = np.array([e for e, _ in r.thresholds])
+    tok = np.array([s["mean_tokens"] for _, s in r.thresholds])
+    ok = np.isfinite(tok)
+    b.plot(etas[ok], tok[ok], marker=".", label="single threshold eta")
+    b.axhline(r.design["mean_tokens"], color="C2", ls="--", label="designed schedule")
+    if obj["paper_eta"] is not None:
+        b.axvline(obj["paper_eta"]["eta"], color="gray", ls=":", label=f"eta = {obj['paper_eta']['eta']:g}")
+    b.set_xscale("log")
+    b.set_xlabel("threshold eta")
+    b.set_ylabel("mean tokens to consensus")
+    b.set_title("tokens: thresholds vs schedule (design sample)")
+    b.legend(fontsize=8)
+    fig.tight_layout()
+    save_figure(fig, out / "design_schedule")
+
+
 def _mode_args(p) -> None:
     p.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
     p.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
@@ -360,6 +481,31 @@ def add_parsers(sub) -> None:
     q.add_argument("--seed", type=int, default=0)
     _output_args(q, "frontier.csv, design_policy.json and a figure")
     q.set_defaults(func=cmd_design_policy)
+
+    s = dsub.add_parser("schedule", help="a D-dependent mode schedule for rates that depend on D (optax)")
+    s.add_argument("--lambda1", type=float, required=True, help="mode-1 rate at D = --d-ref")
+    s.add_argument("--lambda2", type=float, required=True, help="mode-2 rate at D = --d-ref")
+    s.add_argument("--slope1", type=float, default=0.0, help="d log lambda1 / d log D (default 0: constant)")
+    s.add_argument("--slope2", type=float, default=0.0, help="d log lambda2 / d log D (default 0: constant)")
+    s.add_argument("--d-ref", type=float, default=1.0, help="the D at which --lambda1/--lambda2 apply (default 1)")
+    s.add_argument("--rate-sd1", type=float, default=0.0, help="s.d. of the mode-1 log-rate per round")
+    s.add_argument("--rate-sd2", type=float, default=0.0, help="s.d. of the mode-2 log-rate per round")
+    s.add_argument("--c1", type=float, default=600.0, help="mean tokens per mode-1 round (default 600)")
+    s.add_argument("--c2", type=float, default=100.0, help="mean tokens per mode-2 round (default 100)")
+    s.add_argument("--cost-cv", type=float, default=0.0, help="coefficient of variation of a round's cost")
+    s.add_argument("--eps", type=float, required=True, help="consensus tolerance")
+    s.add_argument("--d0", type=float, required=True, help="initial disagreement (median)")
+    s.add_argument("--d0-sd", type=float, default=0.0, help="s.d. of log D0 (default 0)")
+    s.add_argument("--b0", type=float, help="budget for the risk constraint")
+    s.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
+    s.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
+    s.add_argument("--paper-eta", type=float, default=0.1, help="a threshold to place beside the design (default 0.1)")
+    s.add_argument("--bins", type=int, default=8, help="schedule knots in log D (default 8)")
+    s.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
+    s.add_argument("--runs", type=int, default=2000, help="simulated runs (default 2000)")
+    s.add_argument("--seed", type=int, default=0)
+    _output_args(s, "design_schedule.json and a figure")
+    s.set_defaults(func=cmd_design_schedule)
 
 
 if __name__ == "__main__":  # pragma: no cover
