@@ -270,13 +270,13 @@ class FakeOpenAIServer:
                 with server.lock:
                     server.inflight += 1
                     server.max_inflight = max(server.max_inflight, server.inflight)
+                self.counted = True
                 try:
                     server.handle(self)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (timeout test)
                 finally:
-                    with server.lock:
-                        server.inflight -= 1
+                    server.done(self)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
@@ -294,8 +294,16 @@ class FakeOpenAIServer:
             self.max_inflight = 0
             self.delay = 0.0
 
-    @staticmethod
-    def _send(h, code, obj, headers=()):
+    def done(self, h):
+        """The request leaves the in-flight count (once): before its reply is written, so a client that sends
+        its next request as soon as it reads this reply is never counted twice."""
+        if getattr(h, "counted", False):
+            h.counted = False
+            with self.lock:
+                self.inflight -= 1
+
+    def _send(self, h, code, obj, headers=()):
+        self.done(h)
         body = json.dumps(obj).encode()
         h.send_response(code)
         h.send_header("Content-Type", "application/json")
@@ -465,7 +473,7 @@ def test_openai_gives_up_after_max_retries(srv):
 def test_openai_concurrency_is_bounded(srv):
     srv.delay = 0.1
     reqs = [Request([{"role": "user", "content": f"request {i}"}], Sampling(0.0, 1.0, 2)) for i in range(12)]
-    out = client(srv, concurrency=3).generate(reqs)
+    out = client(srv, concurrency=3, adaptive=False).generate(reqs)  # the fixed cap (adaptive: tests below)
     assert all(r.error is None for r in out)
     assert 2 <= srv.max_inflight <= 3
 
@@ -748,3 +756,275 @@ def test_vllm_real_engine(tmp_path):
     if "MASCOT_VLLM_TEST_MODEL" not in os.environ:
         assert [r.prompt_tokens for r in a[:-1]] == [reference_prompt_tokens(model, c) for c in CONVERSATIONS]
     assert a[-1].text.lstrip().startswith("{")
+
+
+# ---------------------------------------------------------------------------------------------------
+# serial servers, the probe, progress inside a call (fake servers written here)
+# ---------------------------------------------------------------------------------------------------
+
+
+class _MiniServer:
+    """ThreadingHTTPServer on 127.0.0.1:<free port> answering chat completions with ``reply(payload)`` (a
+    string) after ``delay`` seconds; ``serial``: one request generated at a time, like ``transformers
+    serve`` (a request waits for the lock; an abandoned one is still generated). ``received`` counts the
+    requests that reached the server, ``payloads`` keeps them."""
+
+    def __init__(self, reply, delay=0.0, serial=False):
+        self.reply, self.delay, self.serial = reply, delay, serial
+        self.lock = threading.Lock()
+        self.gen_lock = threading.Lock()
+        self.received = 0
+        self.payloads: list[dict] = []
+        srv = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                payload = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+                with srv.lock:
+                    srv.received += 1
+                    srv.payloads.append(payload)
+                if srv.serial:
+                    with srv.gen_lock:
+                        time.sleep(srv.delay)
+                else:
+                    time.sleep(srv.delay)
+                text = srv.reply(payload)
+                body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                "finish_reason": "stop"}],
+                                   "usage": {"prompt_tokens": 7, "completion_tokens": len(text.split())}}).encode()
+                try:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up on it
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.base_url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def mini():
+    servers = []
+
+    def make(reply=lambda p: "a fixed reply", **kw):
+        servers.append(_MiniServer(reply, **kw))
+        return servers[-1]
+
+    yield make
+    for s in servers:
+        s.close()
+
+
+def _short_requests(n):
+    return [Request([{"role": "user", "content": f"question {i}"}], Sampling(0.8, 0.5, 8, seed=i)) for i in range(n)]
+
+
+def test_openai_serial_server_gets_each_request_once(mini):
+    """A one-at-a-time server (fixed delay d) and a timeout T with d < T < N d: with the default adaptive
+    concurrency all N requests succeed and the server receives exactly N requests (no request times out in
+    its queue and is re-sent). The same client with a fixed concurrency of 8 does re-send (the fault the
+    adaptation removes), and a client-side queue (concurrency 1) never counts against the timeout."""
+    n, d, timeout = 12, 0.25, 1.5
+    assert d < timeout < n * d
+    srv = mini(delay=d, serial=True)
+    be = OpenAIBackend("m", base_url=srv.base_url, timeout_s=timeout, max_retries=2, backoff_s=0.01, concurrency=8)
+    out = be.generate(_short_requests(n))
+    assert all(r.error is None and r.text == "a fixed reply" for r in out)
+    assert srv.received == n
+    assert max(r.latency_s for r in out) < timeout
+
+    fixed = mini(delay=d, serial=True)
+    be = OpenAIBackend("m", base_url=fixed.base_url, timeout_s=timeout, max_retries=2, backoff_s=0.01, concurrency=8,
+                       adaptive=False)
+    be.generate(_short_requests(n))
+    assert fixed.received > n  # 8 at once: the 7th and 8th wait 1.75 s and 2 s > T in the server's queue
+
+    queued = mini(delay=0.2, serial=True)  # client-side queue: 4 x 0.2 s > T = 0.6 s, each request alone < T
+    be = OpenAIBackend("m", base_url=queued.base_url, timeout_s=0.6, max_retries=0, concurrency=1, adaptive=False)
+    out = be.generate(_short_requests(4))
+    assert all(r.error is None for r in out) and queued.received == 4
+
+
+def test_openai_adaptive_concurrency_reaches_the_maximum_on_a_parallel_server(mini):
+    srv = mini(delay=0.05)
+    be = OpenAIBackend("m", base_url=srv.base_url, timeout_s=10.0, concurrency=4)
+    out = be.generate(_short_requests(24))
+    assert all(r.error is None for r in out) and srv.received == 24
+    assert be._gate.peak == 4 and be._gate.limit == 4
+
+
+def _seeded_reply(payload):
+    if "response_format" in payload:
+        return json.dumps({"answer": 7})
+    return f"reply drawn with seed {payload.get('seed')} at temperature {payload['temperature']}"
+
+
+def test_probe_warns_when_a_server_ignores_sampling_and_structured_output(mini, capsys):
+    """A server that echoes fixed text: identical replies for seeds 1, 2, 3 at temperature 1 and prose where
+    a JSON schema was requested -> two warnings naming the endpoint, findings in describe() (not in the
+    identity). A server that varies with the seed and returns the schema's JSON -> no warning, 3 requests."""
+    fixed = mini()
+    be = OpenAIBackend("m", base_url=fixed.base_url, probe=True, probe_structured=True)
+    err = capsys.readouterr().err
+    where = f"backend openai ({fixed.base_url})"
+    assert f"sampling appears to be ignored by {where}" in err
+    assert f"structured output (response_format json_schema) appears to be ignored by {where}" in err
+    found = be.describe()["probe"]
+    assert found["sampling"]["verdict"] == "ignored" and found["sampling"]["seeds"] == [1, 2, 3]
+    assert found["structured_output"]["verdict"] == "ignored"
+    assert fixed.received == 4
+    assert [p.get("seed") for p in fixed.payloads] == [1, 2, 3, 1]
+    assert all(p["temperature"] == 1.0 for p in fixed.payloads[:3]) and "response_format" in fixed.payloads[3]
+    assert be.identity() == {"backend": "openai", "model": "m"}
+
+    good = mini(reply=_seeded_reply)
+    be = OpenAIBackend("m", base_url=good.base_url, probe=True, probe_structured=True)
+    assert capsys.readouterr().err == ""
+    found = be.describe()["probe"]
+    assert found["sampling"]["verdict"] == "honoured" and found["structured_output"]["verdict"] == "honoured"
+    assert good.received == 3  # seeds 1 and 2 differ: no third request
+
+    OpenAIBackend("m", base_url=good.base_url, probe=False)
+    assert good.received == 3  # no probe unless asked
+
+
+def test_probe_of_an_unreachable_server_is_unknown_and_silent(capsys):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    be = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", probe=True, probe_structured=True, max_retries=3)
+    found = be.describe()["probe"]
+    assert found["sampling"]["verdict"] == "unknown" and "connection" in found["sampling"]["error"].lower()
+    assert found["structured_output"]["verdict"] == "unknown"
+    assert capsys.readouterr().err == ""
+
+
+def test_openai_progress_counts_every_completion(mini):
+    from mascot.backends.base import attach_progress, progress_text
+
+    srv = mini(delay=0.02)
+    be = OpenAIBackend("m", base_url=srv.base_url, concurrency=3)
+    lines = []
+    attach_progress(be, lines.append)
+    be.progress_every_s = 0.0  # report every completion
+    be.generate(_short_requests(7))
+    assert [ln.split(" done")[0] for ln in lines] == [f"requests {k}/7" for k in range(1, 8)]
+    assert all(ln.endswith(" req/s") and len(ln.split(", ")[1].split()[0].split(".")[1]) == 2 for ln in lines)
+    assert progress_text(3, 8, 2.0) == "requests 3/8 done, 1.50 req/s"
+    be.progress_every_s = 3600.0  # only the end of the call
+    lines.clear()
+    be.generate(_short_requests(5))
+    assert lines[0].startswith("requests 5/5 done") and len(lines) == 1
+    attach_progress(be, None)  # --quiet
+    be.generate(_short_requests(2))
+    assert len(lines) == 1
+
+
+def test_hf_progress_once_per_generation_batch(tiny_dir):
+    from mascot.backends.base import attach_progress
+
+    be = HFBackend(tiny_dir, device="cpu", batch_size=2)
+    calls = []
+    be.on_progress = lambda done, total, s: calls.append((done, total))
+    reqs = [Request(c, GREEDY) for c in CONVERSATIONS]  # 5 requests, one sampling group: batches of 2, 2, 1
+    be.generate(reqs)
+    assert calls == [(2, 5), (4, 5), (5, 5)]
+    lines = []
+    attach_progress(be, lines.append)
+    be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert len(lines) == 1 and lines[0].startswith("requests 1/1 done, ") and lines[0].endswith(" req/s")
+
+
+# ---------------------------------------------------------------------------------------------------
+# the CLI checks a model path and --surrogate-params before anything is written
+# ---------------------------------------------------------------------------------------------------
+
+
+def _cli(capsys, args) -> tuple[int, str]:
+    """The CLI in this process: (exit code, stderr)."""
+    from mascot.cli import main
+
+    capsys.readouterr()
+    rc = main(args)
+    return rc, capsys.readouterr().err
+
+
+def test_hf_model_path_is_checked_before_a_run_directory_is_written(tiny_dir, tmp_path, capsys):
+    out = tmp_path / "run"
+    common = ["trials", "--backend", "hf", "--device", "cpu", "--topology", "chain", "--n-trials", "1", "--steps",
+              "1", "--max-tokens", "4", "--retries", "0", "--n-boot", "20", "--no-figures", "--quiet", "--out", str(out)]
+    wrong = tmp_path / "no" / "such" / "model"
+    rc, err = _cli(capsys, [*common, "--model", str(wrong)])
+    assert rc == 2 and str(wrong) in err and "does not exist" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    rc, err = _cli(capsys, [*common, "--model", str(empty)])
+    assert rc == 2 and str(empty) in err
+    for what in ("config.json", "tokenizer files", "weights", "empty"):
+        assert what in err
+    assert not out.exists()
+    partial = tmp_path / "partial"  # a directory with a config only: the tokenizer and weights are named
+    partial.mkdir()
+    (partial / "config.json").write_text((Path(tiny_dir) / "config.json").read_text())
+    rc, err = _cli(capsys, [*common, "--model", str(partial)])
+    assert rc == 2 and "config.json" not in err.split("missing")[1] and "tokenizer files" in err
+    assert not out.exists()
+    rc, err = _cli(capsys, [*common, "--model", str(tiny_dir)])  # the corrected rerun
+    assert rc == 0, err
+    assert json.loads((out / "run.json").read_text())["complete"]
+
+
+def test_surrogate_params_errors_name_the_flag(tmp_path, capsys):
+    import argparse
+
+    from mascot.cli.backend_args import add_backend_args, build_backend
+
+    missing = tmp_path / "nope.toml"
+    rc, err = _cli(capsys, ["trials", "--surrogate-params", str(missing), "--n-trials", "2", "--steps", "1",
+                            "--out", str(tmp_path / "t")])
+    assert rc == 2 and "--surrogate-params" in err and str(missing) in err and "does not exist" in err
+    assert not (tmp_path / "t").exists()
+    for cmd in (["trials", "--n-trials", "1", "--steps", "1"], ["deliberate"], ["debate"]):
+        rc, err = _cli(capsys, [*cmd, "--backend", "hf", "--model", str(tmp_path), "--surrogate-params", str(missing),
+                                "--out", str(tmp_path / "x")])
+        assert rc == 2 and "--surrogate-params applies to --backend surrogate only, not hf" in err
+    rc, err = _cli(capsys, ["deliberate", "--surrogate-params", str(missing), "--out", str(tmp_path / "d")])
+    assert rc == 2 and "--surrogate-params" in err and not (tmp_path / "d").exists()
+    assert not (tmp_path / "x").exists()
+
+    # the surrogate's class builds itself from the file: from_params(path, seed=..., **flags given)
+    class Sur:
+        def __init__(self, seed=0, sigma=1.0):
+            self.seed, self.sigma = seed, sigma
+
+        @classmethod
+        def from_params(cls, path, **overrides):
+            got.append((path, overrides))
+            return cls(**overrides)
+
+    got = []
+    p = argparse.ArgumentParser()
+    add_backend_args(p)
+    p.add_argument("--sigma", type=float)
+    args = p.parse_args(["--surrogate-params", "f.toml", "--sigma", "2.5", "--seed", "4"])
+    b, spec = build_backend(args, lambda: Sur(seed=args.seed), {"sigma": "--sigma"})
+    assert got == [("f.toml", {"sigma": 2.5, "seed": 4})] and isinstance(b, Sur) and b.sigma == 2.5 and spec is None
+    p = argparse.ArgumentParser()
+    add_backend_args(p, surrogate_params=False)
+    with pytest.raises(SystemExit):
+        p.parse_args(["--surrogate-params", "f.toml"])

@@ -14,14 +14,20 @@ provenance (versions, devices, throughput knobs), recorded but never compared.
 
 Secrets (API keys) are read from environment variables by the backends that need them and never appear
 in requests, responses, logs or error messages.
+
+Progress inside a stage: a backend that takes long per call (``hf``, ``openai``) has an ``on_progress``
+attribute; a harness sets it with :func:`attach_progress` and the backend calls it as
+``on_progress(done, total, elapsed_s)`` (``hf`` after each generation batch, ``openai`` every few seconds
+and at the end of a call). Backends without the attribute (the protocols' surrogates) stay silent.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Callable, Protocol, runtime_checkable
 
-__all__ = ["Sampling", "Request", "Response", "Backend", "constructor_options"]
+__all__ = ["Sampling", "Request", "Response", "Backend", "constructor_options", "attach_progress", "progress_text",
+           "report_progress"]
 
 
 @dataclass(frozen=True)
@@ -119,3 +125,24 @@ def endpoint(backend) -> str:
     where = (d.get("base_url") if isinstance(d, dict) else None) or (d.get("model") if isinstance(d, dict) else None) \
         or getattr(backend, "model", None)
     return f"backend {getattr(backend, 'name', type(backend).__name__)}" + (f" ({where})" if where else "")
+
+
+def progress_text(done: int, total: int, elapsed_s: float) -> str:
+    """``"requests 3/8 done, 0.42 req/s"``: the progress line of one backend call (rate over ``elapsed_s``)."""
+    rate = done / elapsed_s if elapsed_s > 0 else 0.0
+    return f"requests {done}/{total} done, {rate:.2f} req/s"
+
+
+def attach_progress(backend, say: Callable[[str], None] | None) -> None:
+    """Let ``backend`` report progress inside a call through ``say(line)`` (:func:`progress_text`); ``None``
+    silences it. A backend without an ``on_progress`` attribute (a protocol's surrogate) is left alone."""
+    if not hasattr(backend, "on_progress"):
+        return
+    backend.on_progress = None if say is None else (lambda done, total, elapsed: say(progress_text(done, total, elapsed)))
+
+
+def report_progress(backend, done: int, total: int, elapsed_s: float) -> None:
+    """Call ``backend.on_progress(done, total, elapsed_s)`` if one is attached (used by the backends)."""
+    cb = getattr(backend, "on_progress", None)
+    if cb is not None:
+        cb(done, total, elapsed_s)

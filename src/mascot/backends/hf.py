@@ -32,6 +32,12 @@ numerical failure in sampling: ``RuntimeError``/``ValueError``/``IndexError``), 
 Token counts: ``prompt_tokens`` = the non-pad input ids of the row; ``completion_tokens`` = generated ids up
 to and including the first end-of-sequence id (``finish_reason = "stop"``), or all ``max_tokens`` of them
 when none appeared (``"length"``). ``latency_s`` is the wall time of the batch the request ran in.
+
+The model directory is checked before anything is loaded (:func:`check_model_dir`: ``config.json``, tokenizer
+files, weights), so a wrong path or an empty directory gets one message naming the path and what is missing
+(the CLI checks it before a run directory is written). Progress: after each generation batch the backend
+calls ``on_progress(done, total, elapsed_s)`` when a harness attached one
+(:func:`mascot.backends.base.attach_progress`).
 """
 
 from __future__ import annotations
@@ -41,9 +47,9 @@ import os
 import time
 from dataclasses import dataclass
 
-from mascot.backends.base import Request, Response, constructor_options
+from mascot.backends.base import Request, Response, constructor_options, report_progress
 
-__all__ = ["HFBackend", "completion_lengths"]
+__all__ = ["HFBackend", "check_model_dir", "completion_lengths"]
 
 _INSTALL_HINT = 'pip install -e ".[hf]"  (torch and transformers)'
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -52,6 +58,38 @@ _DTYPES = ("auto", "float32", "float16", "bfloat16")
 # bugs, never a problem of the request at hand (NotImplementedError and RecursionError are RuntimeErrors)
 _PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, KeyError, AssertionError, ImportError,
                        NotImplementedError, RecursionError)
+
+
+# a tokenizer is one of these (fast tokenizers: tokenizer.json; sentencepiece: *.model; BPE: vocab.json +
+# merges.txt; WordPiece: vocab.txt; tiktoken)
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "vocab.json",
+                    "vocab.txt", "tokenizer.tiktoken")
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
+
+
+def check_model_dir(model) -> str:
+    """``model`` as a path string if it is a local model directory transformers can load without a download:
+    ``config.json``, tokenizer files (one of :data:`_TOKENIZER_FILES`) and weights (``*.safetensors``,
+    ``*.bin``, ...). Else ``FileNotFoundError`` naming the path and everything that is missing."""
+    path = os.fspath(model)
+    if not os.path.isdir(path):
+        what = "does not exist" if not os.path.exists(path) else "is not a directory"
+        raise FileNotFoundError(
+            f"hf backend: the model must be a local model directory (config.json, weights, tokenizer files); "
+            f"{path!r} {what} (models are never downloaded)")
+    names = set(os.listdir(path))
+    missing = []
+    if "config.json" not in names:
+        missing.append("config.json")
+    if not names & set(_TOKENIZER_FILES):
+        missing.append("tokenizer files (one of " + ", ".join(_TOKENIZER_FILES) + ")")
+    if not any(n.endswith(_WEIGHT_SUFFIXES) for n in names):
+        missing.append("weights (*.safetensors or pytorch_model*.bin)")
+    if missing:
+        raise FileNotFoundError(
+            f"hf backend: {path!r} is not a usable local model directory: missing {'; '.join(missing)}"
+            + (" (the directory is empty)" if not names else ""))
+    return path
 
 
 def _is_request_error(e: BaseException) -> bool:
@@ -117,6 +155,7 @@ class HFBackend:
     """
 
     name = "hf"
+    on_progress = None  # on_progress(done, total, elapsed_s) after each batch (mascot.backends.base.attach_progress)
 
     def __init__(
         self,
@@ -130,12 +169,7 @@ class HFBackend:
             raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
         if dtype not in _DTYPES:
             raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}; got {dtype!r}")
-        path = os.fspath(model)
-        if not os.path.isdir(path):
-            raise FileNotFoundError(
-                f"hf backend: model must be a local model directory (config.json, weights, tokenizer); "
-                f"{path!r} is not a directory (models are never downloaded)"
-            )
+        path = check_model_dir(model)
         try:
             import torch
             import transformers
@@ -223,6 +257,8 @@ class HFBackend:
             s = requests[i].sampling
             groups.setdefault(_Key(float(s.temperature), float(s.top_p), int(s.max_tokens)), []).append(i)
 
+        t0 = time.perf_counter()
+        done = len(requests) - len(prompts)  # refused before generation
         for key, idx in groups.items():
             for start in range(0, len(idx), self.batch_size):
                 chunk = idx[start : start + self.batch_size]
@@ -236,6 +272,8 @@ class HFBackend:
                     outs = [Response("", 0, 0, error=msg) for _ in chunk]
                 for i, r in zip(chunk, outs):
                     results[i] = r
+                done += len(chunk)
+                report_progress(self, done, len(requests), time.perf_counter() - t0)
         return results  # type: ignore[return-value]
 
     @classmethod

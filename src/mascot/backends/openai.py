@@ -13,6 +13,26 @@ problem) propagates out of :meth:`OpenAIBackend.generate`.
 retries and concurrency do not change what a request returns (a requeued job may reach the same
 ``vllm serve`` model at another address), so they are provenance (:meth:`OpenAIBackend.describe`).
 
+Serial servers (``transformers serve`` without continuous batching, or any server that generates one request
+at a time): a request that waits in the *server's* queue looks like a slow request to the client, and a
+fixed concurrency of 8 with a 120 s timeout makes queued requests time out, be re-sent, and leave the server
+generating abandoned ones. So the number of requests in flight adapts (``adaptive=True``, the default;
+``concurrency`` is its maximum): it starts at 1, grows by one per completion whose latency is under a
+quarter of ``timeout_s`` (then by one per round trip once it has had to shrink), and halves when a latency
+exceeds half of ``timeout_s`` or an attempt fails with a timeout, a connection error, 429 or 5xx. A
+one-at-a-time server thus settles where the latency stays well inside the timeout; a batching server
+(``vllm serve``) reaches ``concurrency``. The timeout counts from when an attempt is sent: a request waiting
+for a free slot in this client is not sent and not timed. The limit carries over between ``generate`` calls
+of one backend.
+
+Probe (``probe=True``; the CLI sets it unless ``--no-probe``): at construction -- once per run, before
+the first stage -- :func:`mascot.backends.probe.probe_server` checks whether the server honours sampling
+(and, with ``probe_structured``, ``response_format``), warns on stderr when it does not, and the findings
+go into :meth:`OpenAIBackend.describe` (``"probe"``), hence into ``run.json``, never into the identity.
+
+Progress: ``on_progress(done, total, elapsed_s)`` (:func:`mascot.backends.base.attach_progress`) is called
+every ``progress_every_s`` seconds of a ``generate`` call and when it ends.
+
 Secrets: the API key is read once, at construction, from the environment variable named by
 ``api_key_env`` and sent only as ``Authorization: Bearer ...`` (an unredirected header; redirects are not
 followed at all, so the key never travels to another host). ``describe()`` and ``repr()`` name the
@@ -26,13 +46,14 @@ import http.client
 import json
 import os
 import random
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from mascot.backends.base import Request, Response, constructor_options
+from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
 
 __all__ = ["OpenAIBackend", "build_payload"]
 
@@ -79,6 +100,41 @@ def build_payload(model: str, req: Request) -> dict:
     return payload
 
 
+class _Gate:
+    """The adaptive limit on requests in flight (see the module docstring): additive increase while
+    latencies stay under ``timeout_s / 4`` (one per completion until the first decrease, then one per
+    round trip), halving on a latency over ``timeout_s / 2`` or an overload error."""
+
+    def __init__(self, maximum: int, timeout_s: float, adaptive: bool):
+        self.maximum = maximum
+        self.timeout_s = timeout_s
+        self.adaptive = adaptive
+        self.limit = 1.0 if adaptive else float(maximum)
+        self.slow_start = True
+        self.inflight = 0
+        self.peak = 0
+        self.cond = threading.Condition()
+
+    def acquire(self) -> None:
+        with self.cond:
+            while self.inflight >= int(self.limit):
+                self.cond.wait()
+            self.inflight += 1
+            self.peak = max(self.peak, self.inflight)
+
+    def release(self, latency_s: float | None, overloaded: bool = False) -> None:
+        with self.cond:
+            self.inflight -= 1
+            if self.adaptive:
+                if overloaded or (latency_s is not None and latency_s > self.timeout_s / 2):
+                    self.limit = max(1.0, self.limit / 2)
+                    self.slow_start = False
+                elif latency_s is not None and latency_s < self.timeout_s / 4:
+                    step = 1.0 if self.slow_start else 1.0 / self.limit
+                    self.limit = min(float(self.maximum), self.limit + step)
+            self.cond.notify_all()
+
+
 def _parse_retry_after(value: str | None) -> float | None:
     """Seconds to wait from a ``Retry-After`` header (delta-seconds or HTTP date); None if absent/bad."""
     if not value:
@@ -107,14 +163,20 @@ class OpenAIBackend:
             variable is unset or empty no ``Authorization`` header is sent (local ``vllm serve``).
         concurrency: at most this many requests in flight at once (>= 1).
         max_retries: retries after the first attempt for retryable failures (>= 0).
-        timeout_s: socket timeout of one attempt, seconds (> 0).
+        timeout_s: socket timeout of one attempt, seconds (> 0), counted from when the attempt is sent.
         backoff_s: base delay; retry ``k`` (k = 0, 1, ...) waits ``backoff_s * 2**k`` scaled by a random
             factor in [0.5, 1.0] (capped at 60 s), or the server's ``Retry-After`` when it sends one.
+        adaptive: adapt the requests in flight between 1 and ``concurrency`` (module docstring); False:
+            always ``concurrency``.
+        probe: probe the server at construction (:mod:`mascot.backends.probe`); ``probe_structured``: also
+            whether it honours ``response_format``.
     """
 
     name = "openai"
     max_backoff_s = 60.0
     max_retry_after_s = 600.0
+    progress_every_s = 5.0
+    on_progress = None  # on_progress(done, total, elapsed_s) (mascot.backends.base.attach_progress)
 
     def __init__(
         self,
@@ -125,6 +187,9 @@ class OpenAIBackend:
         max_retries: int = 5,
         timeout_s: float = 120.0,
         backoff_s: float = 1.0,
+        adaptive: bool = True,
+        probe: bool = False,
+        probe_structured: bool = False,
     ):
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string; got {model!r}")
@@ -152,8 +217,15 @@ class OpenAIBackend:
         self.max_retries = int(max_retries)
         self.timeout_s = float(timeout_s)
         self.backoff_s = float(backoff_s)
+        self.adaptive = bool(adaptive)
         self.__api_key = os.environ.get(api_key_env) or None  # name-mangled; never printed
         self._opener = self._build_opener(self.base_url)
+        self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
+        self.probe_findings: dict | None = None
+        if probe:
+            from mascot.backends.probe import probe_server
+
+            self.probe_findings = probe_server(self.ask_once, endpoint(self), structured=bool(probe_structured))
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -161,9 +233,29 @@ class OpenAIBackend:
         requests = list(requests)
         if not requests:
             return []
-        workers = min(self.concurrency, len(requests))
+        total = len(requests)
+        results: list[Response | None] = [None] * total
+        t0 = last = time.perf_counter()
+        workers = min(self.concurrency, total)
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-openai") as pool:
-            return list(pool.map(self._one, requests))
+            futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
+            for done, fut in enumerate(as_completed(futures), 1):
+                results[futures[fut]] = fut.result()  # a programming error propagates (the pool cancels the rest)
+                now = time.perf_counter()
+                if done == total or now - last >= self.progress_every_s:
+                    last = now
+                    report_progress(self, done, total, now - t0)
+        return results  # type: ignore[return-value]
+
+    def ask_once(self, req: Request) -> Response:
+        """One attempt at ``req``, no retries, outside the concurrency limit (the probe's requests)."""
+        t0 = time.perf_counter()
+        try:
+            resp = self._attempt(json.dumps(build_payload(self.model, req)).encode("utf-8"))
+        except (_RetryableError, _FatalError) as e:
+            return Response("", 0, 0, error=self._redact(str(e)), latency_s=time.perf_counter() - t0)
+        resp.latency_s = time.perf_counter() - t0
+        return resp
 
     @classmethod
     def identity_of(cls, **options) -> dict:
@@ -185,6 +277,8 @@ class OpenAIBackend:
             "max_retries": self.max_retries,
             "timeout_s": self.timeout_s,
             "backoff_s": self.backoff_s,
+            "adaptive_concurrency": self.adaptive,
+            "probe": self.probe_findings,
         }
 
     def __repr__(self) -> str:
@@ -195,13 +289,14 @@ class OpenAIBackend:
 
     def __getstate__(self):
         # The key and the opener stay behind; the copy re-reads the variable where it is unpickled.
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_OpenAIBackend__api_key", "_opener")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_OpenAIBackend__api_key", "_opener", "_gate")}
         return state
 
     def __setstate__(self, state):
         self.__dict__.update(state)
         self.__api_key = os.environ.get(self.api_key_env) or None
         self._opener = self._build_opener(self.base_url)
+        self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
 
     @staticmethod
     def _build_opener(base_url: str):
@@ -232,23 +327,35 @@ class OpenAIBackend:
         return base * (0.5 + 0.5 * random.random())
 
     def _one(self, req: Request) -> Response:
-        t0 = time.perf_counter()
+        """``req`` with retries; each attempt holds a slot of the adaptive limit while it is sent and
+        answered (not while it backs off). ``latency_s`` counts from the first attempt's sending."""
         payload = build_payload(self.model, req)
         try:
             body = json.dumps(payload).encode("utf-8")
         except (TypeError, ValueError) as e:  # the request's content: a value JSON cannot hold, a lone surrogate
             return Response("", 0, 0, error=self._redact(f"request not JSON-serialisable: {e}"), latency_s=0.0)
         last = "no attempt made"
+        t0 = None
+        gate = self._gate
         for attempt in range(self.max_retries + 1):
+            gate.acquire()
+            sent = time.perf_counter()
+            t0 = sent if t0 is None else t0
             try:
                 resp = self._attempt(body)
             except _RetryableError as e:
+                gate.release(None, overloaded=True)
                 last = str(e)
                 if attempt < self.max_retries:
                     time.sleep(self._delay(attempt, e.retry_after))
             except _FatalError as e:
+                gate.release(time.perf_counter() - sent)
                 return Response("", 0, 0, error=self._redact(str(e)), latency_s=time.perf_counter() - t0)
+            except BaseException:
+                gate.release(None)
+                raise
             else:
+                gate.release(time.perf_counter() - sent)
                 resp.latency_s = time.perf_counter() - t0
                 return resp
         msg = f"failed after {self.max_retries + 1} attempt(s): {last}"

@@ -11,6 +11,13 @@ identity spec, ``run_spec(identity_of(name, **options))`` (:mod:`mascot.backends
 comes back constructed (it is cheap, and constructing it validates its options) with spec ``None``: the
 harness takes the spec from the instance. A flag given for a backend it does not apply to is an error
 that names the flag and the backends it is for.
+
+Checked before anything is written: an hf ``--model`` must be a loadable local directory
+(:func:`mascot.backends.hf.check_model_dir`: config.json, tokenizer files, weights), so a wrong path never
+leaves a run directory behind. The openai backend probes its server once per run (:mod:`mascot.backends.probe`)
+unless ``--no-probe``. ``--surrogate-params FILE`` builds the surrogate with its class's
+``from_params(FILE, **overrides)``: the file replaces the config's surrogate options; the command's own
+surrogate flags and the surrogate's seed override the file.
 """
 
 from __future__ import annotations
@@ -53,13 +60,14 @@ def _given(v) -> bool:
     return v is not None and v is not False
 
 
-def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping | None = None) -> None:
+def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping | None = None, *,
+                     surrogate_params: bool = True) -> None:
     """Add the backend and sampling flags to ``parser``.
 
     ``sampling_defaults``: the command's defaults for ``temperature``, ``top_p``, ``max_tokens`` and
     ``seed`` (shown in the help); a value left out defaults to ``None`` (the command's config decides).
     Backend options default to ``None`` (the backend's own default), so that a flag given for the wrong
-    backend is recognised by :func:`build_backend`.
+    backend is recognised by :func:`build_backend`. ``surrogate_params``: add ``--surrogate-params FILE``.
     """
     sd = dict(sampling_defaults or {})
 
@@ -93,10 +101,18 @@ def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping
     g.add_argument("--concurrency", type=int, help="requests in flight (default 8)")
     g.add_argument("--timeout", dest="timeout_s", type=float, help="per-request timeout in seconds (default 120)")
     g.add_argument("--max-retries", type=int, help="HTTP retries per request (default 5)")
+    g.add_argument("--no-probe", action="store_true", default=None,
+                   help="do not probe the server before the first stage (the probe warns when the server ignores "
+                        "sampling or structured output; a few tiny requests)")
 
     g = parser.add_argument_group("hf")
     g.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default auto)")
     g.add_argument("--batch-size", type=int, help="requests per generate call (default 16)")
+    if surrogate_params:
+        parser.add_argument_group("surrogate").add_argument(
+            "--surrogate-params", metavar="FILE",
+            help="surrogate parameter file (TOML; --backend surrogate only): replaces the config's surrogate options; "
+                 "the surrogate flags given override it")
 
 
 def check_sampling_args(args) -> None:
@@ -165,6 +181,11 @@ def build_backend(args, surrogate_factory: Callable[[], object],
     structured = bool(getattr(args, "structured_output", False))
     if structured and name not in ("vllm", "openai"):
         raise ValueError(f"--structured-output applies to --backend vllm/openai only, not {name}")
+    if getattr(args, "no_probe", None) and name != "openai":
+        raise ValueError(f"--no-probe applies to --backend openai only, not {name}")
+    params = getattr(args, "surrogate_params", None)
+    if params is not None and name != "surrogate":
+        raise ValueError(f"--surrogate-params applies to --backend surrogate only, not {name}")
     _check_ranges(args)
 
     if name == "surrogate":
@@ -179,6 +200,9 @@ def build_backend(args, surrogate_factory: Callable[[], object],
                     msg = flag + msg[len(param):]
                     break
             raise ValueError(msg) from None
+        if params is not None:
+            backend = _surrogate_from_params(backend, params, {p: getattr(args, _dest(f)) for p, f in sur_flags.items()
+                                                               if getattr(args, _dest(f), None) is not None})
         return backend, None
 
     model = args.model or (DEFAULT_VLLM_MODEL if name == "vllm" else None)
@@ -186,18 +210,40 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         what = "a model name on the server" if name == "openai" else "a local model directory"
         raise ValueError(f"--backend {name} needs --model ({what})")
     if name == "hf":
-        if not Path(model).is_dir():
-            raise ValueError(f"--model for --backend hf must be a local model directory; {model!r} is not one "
-                             "(models are never downloaded)")
+        from mascot.backends.hf import check_model_dir  # no torch import
+
+        try:
+            check_model_dir(model)
+        except FileNotFoundError as e:
+            raise ValueError(f"--model: {e}") from None
         model = str(Path(model).resolve())
     options: dict = {"model": model}
     for dest, (_, names) in _OPTIONS.items():
         v = getattr(args, dest, None)
         if name in names and _given(v):
             options[dest] = v
+    if name == "openai":  # provenance options (not in the identity): probe the server once per run
+        options["probe"] = not getattr(args, "no_probe", None)
+        options["probe_structured"] = structured
     if name == "vllm":
         options["structured_output"] = structured
         if getattr(args, "seed", None) is not None:
             options["seed"] = args.seed
     spec = run_spec(identity_of(name, **options))
     return (lambda: make_backend(name, **options)), spec
+
+
+def _surrogate_from_params(default, path: str, given: dict):
+    """The surrogate built by ``type(default).from_params(path, seed=default.seed, **given)`` (the protocol's
+    surrogate class; ``given``: its options set by flags); errors name ``--surrogate-params``."""
+    cls = type(default)
+    from_params = getattr(cls, "from_params", None)
+    if from_params is None:
+        raise ValueError(f"--surrogate-params: this command's surrogate ({cls.__name__}) takes no parameter file")
+    overrides = dict(given)
+    if hasattr(default, "seed"):
+        overrides.setdefault("seed", default.seed)
+    try:
+        return from_params(path, **overrides)
+    except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
+        raise ValueError(f"--surrogate-params {path}: {e}") from None

@@ -31,7 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
-from mascot.backends.base import BackendFailure, Request, endpoint
+from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
 from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
 from mascot.protocols.debate.prompts import debate_system_prompt, debate_user_prompt
@@ -117,6 +117,11 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     while not all(done(st) for st in runs.values()):
         if b is None:
             b = factory() if factory is not None else backend
+            attach_progress(b, say)  # requests done/total inside a round (hf, openai)
+            # provenance, as trials and deliberate record it: describe() holds the openai probe's findings
+            # (sampling / structured output honoured or ignored by the server)
+            session["backend"] = {"name": getattr(b, "name", type(b).__name__), "model": getattr(b, "model", None),
+                                  "describe": b.describe() if hasattr(b, "describe") else None}
         reqs, owners = [], []
         for run, st in runs.items():
             if done(st):

@@ -67,7 +67,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mascot.backends import run_spec
-from mascot.backends.base import Backend, BackendFailure, Request, Sampling, endpoint
+from mascot.backends.base import Backend, BackendFailure, Request, Sampling, attach_progress, endpoint
 from mascot.io import atomic_path, atomic_write_text
 from mascot.protocols.rundir import begin_run, utc_now
 from mascot.protocols.state_tracking import prompts
@@ -654,6 +654,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
             runner._say(f"resuming {out}: steps 1..{done} of {config.steps} already committed")
         b = factory() if factory is not None else backend
         runner.backend = b
+        attach_progress(b, runner._say)  # requests done/total inside a stage (hf, openai)
         session["backend"] = _spec_of(b)
         atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
         for step in range(done + 1, config.steps + 1):
@@ -666,7 +667,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
             dt = time.perf_counter() - t0
             left = (config.steps - step) * (time.perf_counter() - t_start) / steps_run
             runner._say(f"step {step}/{config.steps} committed: {runner.n_requests - n0} requests in {dt:.1f} s "
-                        f"({(runner.n_requests - n0) / max(dt, 1e-9):,.0f} req/s); about {left:.0f} s left")
+                        f"({(runner.n_requests - n0) / max(dt, 1e-9):,.2f} req/s); about {left:.0f} s left")
             meta["steps_done"] = step
             session["steps_done"] = step
             session["requests"] = runner.n_requests
