@@ -62,11 +62,62 @@ def load_runs(dirs) -> list[dict]:
     return out
 
 
+def _unanswered(row: dict) -> bool:
+    """No agent's reply parsed in this round (every vector carried forward: round 0 from the priors)."""
+    reps = row.get("replies") or []
+    return bool(reps) and all(r.get("carried", not r.get("ok", True)) for r in reps)
+
+
+def lane_flags(rows: list[dict]) -> dict[tuple[str, int], dict]:
+    """Per lane: ``d0_from_priors`` (no agent's round-0 reply parsed: D(0) is the disagreement of the
+    config's priors), ``d0_carried`` (round-0 agents whose vector is their prior), ``unanswered_rounds``
+    (rounds k >= 1 in which no agent's reply parsed: X_k = X_{k-1} copied), ``carried_replies`` (every
+    carried vector, round 0 included)."""
+    out = {}
+    for key, rs in group_lanes(rows).items():
+        first = rs[0]
+        reps0 = first.get("replies") or []
+        out[key] = {"d0_from_priors": first["round"] == 0 and _unanswered(first),
+                    "d0_carried": sum(bool(r.get("carried", False)) for r in reps0) if first["round"] == 0 else 0,
+                    "unanswered_rounds": sum(_unanswered(r) for r in rs if r["round"] >= 1),
+                    "carried_replies": sum(sum(bool(x.get("carried", False)) for x in (r.get("replies") or []))
+                                           for r in rs)}
+    return out
+
+
+def rows_for_rates(rows: list[dict], include_unanswered: bool = False) -> tuple[list[dict], dict]:
+    """``rows`` for the empirical rate estimates: unless ``include_unanswered``, each rate D(k)/D(k-1) that
+    involves a round without any parsed reply (round k, round k-1 >= 1, or a round 0 whose D(0) came from the
+    priors) is dropped (its round-k row is copied with ``sigma = None``, which
+    :func:`~mascot.protocols.deliberation.records.mode_statistics` and
+    :func:`~mascot.protocols.deliberation.records.posthoc_certificates` skip). Returns the rows and
+    ``{"rates", "flagged", "excluded", "lanes_d0_from_priors", "unanswered_rounds"}`` (``flagged``: rates that
+    involve such a round; ``excluded``: those left out)."""
+    out, info = [], {"rates": 0, "flagged": 0, "excluded": 0, "lanes_d0_from_priors": 0, "unanswered_rounds": 0}
+    for _, rs in group_lanes(rows).items():
+        info["lanes_d0_from_priors"] += int(rs[0]["round"] == 0 and _unanswered(rs[0]))
+        info["unanswered_rounds"] += sum(_unanswered(r) for r in rs if r["round"] >= 1)
+        out.append(rs[0])
+        for prev, cur in zip(rs, rs[1:]):
+            if cur.get("sigma") is None or prev["D"] <= 0:
+                out.append(cur)
+                continue
+            info["rates"] += 1
+            if _unanswered(cur) or _unanswered(prev):
+                info["flagged"] += 1
+                if not include_unanswered:
+                    info["excluded"] += 1
+                    cur = {**cur, "sigma": None}
+            out.append(cur)
+    return out, info
+
+
 def table_viii(runs: list[dict]) -> pd.DataFrame:
     recs = []
     for r in runs:
+        flags = lane_flags(r["rows"])
         for s in lane_summaries(r["rows"], r["config"]["b0"]):
-            recs.append({"model": r["model"], **s})
+            recs.append({"model": r["model"], **s, **flags.get((s["strategy"], s["run"]), {})})
     return pd.DataFrame.from_records(recs)
 
 
@@ -79,21 +130,36 @@ def _table_md(df: pd.DataFrame) -> str:
     for (model, strat), g in df.groupby(["model", "strategy"], sort=False):
         st = g["status"].fillna("running").value_counts()
         status = ", ".join(f"{k} {v}" for k, v in st.items()) if len(g) > 1 else str(g["status"].iloc[0])
+        prior = int(g["d0_from_priors"].sum()) if "d0_from_priors" in g else 0
+        unans = int(g["unanswered_rounds"].sum()) if "unanswered_rounds" in g else 0
         cols.append((f"{model} {strat}", {
             "Rounds": f"{g['rounds'].mean():.1f}" if len(g) > 1 else f"{int(g['rounds'].iloc[0])}",
             "Tokens": _fmt_int(g["tokens"].mean()),
-            "D(0)": f"{g['d0'].mean():.4f}",
-            "D_final": f"{g['d_final'].mean():.4f}",
+            "D(0)": f"{g['d0'].mean():.4f}" + (" †" if prior else ""),
+            "D_final": f"{g['d_final'].mean():.4f}" + (" ‡" if unans else ""),
             "Status": status,
             "Parse failures": f"{int(g['failures'].sum())}",
             "Parse errors (retried)": f"{int(g['parse_errors'].sum())}",
+            "D(0) from priors (runs)": f"{prior}",
+            "Rounds with no parsed reply": f"{unans}",
             "Runs": f"{len(g)}",
         }))
-    rows = ["Rounds", "Tokens", "D(0)", "D_final", "Status", "Parse failures", "Parse errors (retried)", "Runs"]
+    rows = ["Rounds", "Tokens", "D(0)", "D_final", "Status", "Parse failures", "Parse errors (retried)",
+            "D(0) from priors (runs)", "Rounds with no parsed reply", "Runs"]
     head = "| | " + " | ".join(c for c, _ in cols) + " |"
     sep = "|---|" + "---|" * len(cols)
     body = ["| " + r + " | " + " | ".join(v[r] for _, v in cols) + " |" for r in rows]
-    return "\n".join([head, sep] + body) + "\n"
+    notes = []
+    n_prior = int(df["d0_from_priors"].sum()) if "d0_from_priors" in df else 0
+    n_unans = int(df["unanswered_rounds"].sum()) if "unanswered_rounds" in df else 0
+    if n_prior:
+        notes.append(f"† Not measured: in {n_prior} of {len(df)} runs no agent's round-0 reply parsed, so D(0) is the "
+                     "disagreement of the config's priors (the role priors, else 0.5 on every axis), not of model "
+                     "replies.")
+    if n_unans:
+        notes.append(f"‡ {n_unans} round(s) had no parsed reply at all: every vector of such a round is the previous "
+                     "one carried forward, so D did not move because of the model.")
+    return "\n".join([head, sep] + body) + "\n" + ("\n" + "\n\n".join(notes) + "\n" if notes else "")
 
 
 def _traces(rows, strategy):
@@ -244,6 +310,20 @@ def fig4(runs: list[dict], out_stem: Path, full: bool = False, note: str = "") -
     return save_figure(fig, out_stem)
 
 
+def _exclusion_note(excl: list[tuple[str, dict]], included: bool) -> str:
+    """The sentence under the estimates: how many rates rest on rounds without any parsed reply, and whether
+    they were left out."""
+    parts = []
+    for model, i in excl:
+        parts.append(f"{model}: {i['flagged']} of {i['rates']} rates {'flagged' if included else 'excluded'} "
+                     f"({i['lanes_d0_from_priors']} runs with D(0) from the priors, {i['unanswered_rounds']} later "
+                     "rounds with no parsed reply)")
+    return ("Rates that involve a round in which no agent's reply parsed (every vector carried forward; round 0: "
+            "the config's priors) are not measurements of the model"
+            + (" and are **included** here (include_unanswered). " if included else " and are left out. ")
+            + "; ".join(parts) + ".")
+
+
 def shadow_monitor(rows: list[dict], warmup: int | None = None) -> pd.DataFrame:
     """Per lane: first round the logged monitor flagged ``b_k < B*_hat(D(k))`` (after warmup) and the outcome."""
     recs = []
@@ -256,9 +336,11 @@ def shadow_monitor(rows: list[dict], warmup: int | None = None) -> pd.DataFrame:
     return pd.DataFrame.from_records(recs)
 
 
-def write_report(dirs, out, note: str = "") -> dict:
+def write_report(dirs, out, note: str = "", include_unanswered: bool = False) -> dict:
     """Write the deliberation report of run directories ``dirs`` into ``out`` (see the module docstring);
-    ``note``: a second title line for the figures."""
+    ``note``: a second title line for the figures. Rates D(k)/D(k-1) that involve a round without any parsed
+    reply (a D(0) from the priors included) are left out of ``estimates`` and ``certificates`` unless
+    ``include_unanswered`` (:func:`rows_for_rates`); ``estimates.md`` says how many."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(dirs)
@@ -266,19 +348,24 @@ def write_report(dirs, out, note: str = "") -> dict:
     write_csv(df, out / "table_viii.csv", index=False)
     atomic_write_text(out / "table_viii.md",
         "Table VIII-style summary (tokens = charged input tokens; D(0) after round 0)\n\n" + _table_md(df))
-    est, certs, shadows = [], [], []
+    est, certs, shadows, excl = [], [], [], []
     for r in runs:
         cfg = r["config"]
-        for m in mode_statistics(r["rows"]):
+        rate_rows, info = rows_for_rates(r["rows"], include_unanswered)
+        excl.append((r["model"], info))
+        flags = lane_flags(r["rows"])
+        for m in mode_statistics(rate_rows):
             est.append({"model": r["model"], **m})
-        for c in posthoc_certificates(r["rows"], cfg["eta"], cfg["eps"], cfg["b0"]):
+        for c in posthoc_certificates(rate_rows, cfg["eta"], cfg["eps"], cfg["b0"]):
             certs.append({"model": r["model"],
-                          **{k: (json.dumps(v) if isinstance(v, list) else v) for k, v in c.items()}})
+                          **{k: (json.dumps(v) if isinstance(v, list) else v) for k, v in c.items()},
+                          "d0_from_priors": flags[(c["strategy"], c["run"])]["d0_from_priors"]})
         sh = shadow_monitor(r["rows"])
         sh.insert(0, "model", r["model"])
         shadows.append(sh)
     est_df = pd.DataFrame.from_records(est)
     write_csv(est_df, out / "estimates.csv", index=False)
+    lines = []
     if len(est_df):
         lines = ["| model | strategy | mode | n | rate mean | geo-mean | std | min | max | share > 1 | cost mean "
                  "| cost std |",
@@ -287,8 +374,10 @@ def write_report(dirs, out, note: str = "") -> dict:
             lines.append(f"| {e['model']} | {e['strategy']} | {e['mode']} | {e['n']} | {e['rate_mean']:.4f} | "
                          f"{e['rate_geomean']:.4f} | {e['rate_std']:.4f} | {e['rate_min']:.4f} | {e['rate_max']:.4f} | "
                          f"{e['share_expanding']:.3f} | {e['cost_mean']:,.0f} | {e['cost_std']:,.0f} |")
-        atomic_write_text(out / "estimates.md", "Per-mode empirical contraction rates D(k+1)/D(k) and round costs\n\n"
-                                          + "\n".join(lines) + "\n")
+    else:
+        lines = ["No empirical contraction rate: no round-to-round rate D(k+1)/D(k) rests on parsed replies."]
+    atomic_write_text(out / "estimates.md", "Per-mode empirical contraction rates D(k+1)/D(k) and round costs\n\n"
+                      + "\n".join(lines) + "\n\n" + _exclusion_note(excl, include_unanswered) + "\n")
     write_csv(pd.DataFrame.from_records(certs), out / "certificates.csv", index=False)
     write_csv(pd.concat(shadows), out / "monitor_shadow.csv", index=False)
     atomic_write_text(out / "claude_example.json", json.dumps(claude_example(), indent=2, default=str) + "\n")

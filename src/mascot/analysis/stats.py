@@ -32,9 +32,11 @@ __all__ = [
     "consensus_decay",
     "cumulative_error",
     "kruskal",
+    "kruskal_note",
     "pairwise_disagreement",
     "perturbation_sensitivity",
     "spearman",
+    "spearman_note",
 ]
 
 #: Default floor applied to D_t before log(D_{t+1} / D_t).
@@ -78,16 +80,52 @@ def _clean(x) -> np.ndarray:
     return a[np.isfinite(a)]
 
 
+#: Why a statistic is not defined (the sentences the reports print instead of a number).
+NOT_DEFINED_NO_DATA = "not defined: no finite values"
+NOT_DEFINED_ONE_GROUP = "not defined: fewer than 2 groups with data"
+NOT_DEFINED_EQUAL = "not defined: all values equal"
+
+
+def kruskal_note(groups: Sequence) -> str | None:
+    """Why Kruskal-Wallis is not defined on ``groups`` (finite values only): :data:`NOT_DEFINED_NO_DATA` (every
+    value NaN or no groups), :data:`NOT_DEFINED_ONE_GROUP`, :data:`NOT_DEFINED_EQUAL` (every value of every
+    group equal, so every rank ties and H is 0/0); ``None`` when it is defined."""
+    gs = [g for g in (_clean(x) for x in groups) if g.size]
+    if not gs:
+        return NOT_DEFINED_NO_DATA
+    if len(gs) < 2:
+        return NOT_DEFINED_ONE_GROUP
+    if np.ptp(np.concatenate(gs)) == 0:
+        return NOT_DEFINED_EQUAL
+    return None
+
+
 def kruskal(groups: Sequence) -> tuple[float, float]:
     """Kruskal-Wallis ``(H, p)`` (``scipy.stats.kruskal``) over the finite values of each group; NaN when
-    fewer than two groups have data or all values are equal."""
+    fewer than two groups have data or all values are equal (:func:`kruskal_note` says which)."""
     from scipy.stats import kruskal as _kw
 
-    gs = [g for g in (_clean(x) for x in groups) if g.size]
-    if len(gs) < 2 or np.ptp(np.concatenate(gs)) == 0:
+    if kruskal_note(groups) is not None:
         return math.nan, math.nan
+    gs = [g for g in (_clean(x) for x in groups) if g.size]
     res = _kw(*gs)
     return float(res.statistic), float(res.pvalue)
+
+
+def spearman_note(x, y, what: str = "pairs") -> str | None:
+    """Why Spearman's r_s of ``x`` against ``y`` is not defined (pairs with both finite): "not defined:
+    fewer than 3 <what>", "not defined: all values equal" (``y`` constant) or "not defined: all predictions
+    equal" (``x`` constant); ``None`` when it is defined."""
+    x = np.asarray(x, float)
+    y = np.asarray(y, float)
+    ok = np.isfinite(x) & np.isfinite(y)
+    if ok.sum() < 3:
+        return f"not defined: fewer than 3 {what}"
+    if np.ptp(y[ok]) == 0:
+        return NOT_DEFINED_EQUAL
+    if np.ptp(x[ok]) == 0:
+        return "not defined: all predictions equal"
+    return None
 
 
 def spearman(x, y) -> float:

@@ -18,7 +18,12 @@ with R_cdr negated (a larger gap predicts faster consensus, i.e. a more negative
 +0.5), ``F_ps`` against kappa (the paper's +1). Ties in a prediction get average ranks
 (``scipy.stats.spearmanr``): star and mesh both have rho = 10 exactly, so the paper's own means give
 r_s = -0.87 for E_ceg under this convention, not the printed -1.00 (reported in ``table2.md``).
-``r_s`` needs all three topologies (NaN otherwise).
+``r_s`` needs all three topologies (NaN otherwise); where H, p or r_s are not defined (all values equal, fewer
+than two topologies with data, ...) ``table2.md`` says why instead of printing a number.
+
+Honest numbers (:mod:`mascot.analysis.trials_baselines`): means resting on carried-forward states are marked
+with † in ``table2.md`` (with the means over the other trials beside them), and the echo and random agents run
+through the same harness with the run's config (``DIR/baselines/``) stand beside the run's rows.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis import stats as st
+from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
 from mascot.io import atomic_write_text
 
@@ -71,9 +77,11 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
         f = st.perturbation_sensitivity(v[:, 0, T], v[:, 1, T])
         sub = df[(df.topology == topo) & (df.step > 0)]
         g = sub.groupby("trial")
+        carried_arm = sub.groupby(["trial", "perturbed"]).carried.sum().unstack(fill_value=0)
         agg = pd.DataFrame({
             "n_requests": g.n_requests.sum(), "n_failed_attempts": g.n_failed_attempts.sum(),
             "n_abstained": g.n_abstained.sum(), "carried_steps": g.carried.sum(),
+            "carried_unperturbed": carried_arm.get(False, 0), "carried_perturbed": carried_arm.get(True, 0),
             "prompt_tokens": g.prompt_tokens.sum(), "completion_tokens": g.completion_tokens.sum()}).reindex(range(n))
         rows.append(pd.DataFrame({
             "topology": topo, "trial": np.arange(n), "E_ceg": e, "R_cdr": r, "F_ps": f,
@@ -105,6 +113,22 @@ def _rank_r(pred: dict, means: dict, metric: str) -> float:
     if len(topos) < 3:
         return math.nan
     return st.spearman([pred[t][key] for t in topos], [sign * means[t] for t in topos])
+
+
+def table2_notes(metrics: pd.DataFrame, predictions: dict) -> dict:
+    """Per metric: why H/p (``H_note``) and r_s (``r_s_note``) of :func:`table2` are not defined ("not
+    defined: all values equal", ...; :func:`mascot.analysis.stats.kruskal_note`,
+    :func:`~mascot.analysis.stats.spearman_note`), ``None`` where they are."""
+    out = {}
+    for m in METRICS:
+        groups = [metrics.loc[metrics.topology == t, m].to_numpy(dtype=float) for t in TOPOLOGY_ORDER]
+        means = {t: float(np.nanmean(g)) for t, g in zip(TOPOLOGY_ORDER, groups) if np.isfinite(g).any()}
+        key, sign = PREDICTORS[m]
+        topos = [t for t in TOPOLOGY_ORDER if t in means and t in predictions]
+        out[m] = {"H_note": st.kruskal_note(groups),
+                  "r_s_note": st.spearman_note([predictions[t][key] for t in topos], [sign * means[t] for t in topos],
+                                               what="topologies with data")}
+    return out
 
 
 def table2(metrics: pd.DataFrame, predictions: dict) -> pd.DataFrame:
@@ -173,15 +197,26 @@ def _markdown(tab: pd.DataFrame, stats: dict) -> str:
                 if stats.get("paired_seeds", True) else " Perturbed arm with independent request seeds (unpaired)."),
              "",
              "| Metric | | Chain | Mesh | Star | H | p | r_s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    carried = stats.get("carried", {})
     for _, r in tab.iterrows():
         m = r.metric
-        cells = [f"{_fmt(r[f'{t}_mean'])} ± {_fmt(r[f'{t}_sd'])}" for t in TOPOLOGY_ORDER]
-        lines.append(f"| {METRIC_NAMES[m]} | ours | " + " | ".join(cells)
-                     + f" | {_fmt(r.H)} | {_fmt_p(r.p)} | {_fmt(r.r_s)} |")
+        e = stats["metrics"][m]
+        aff = {t: carried.get(t, {}).get("affected", {}).get(m, 0) for t in TOPOLOGY_ORDER}
+        cells = [f"{_fmt(r[f'{t}_mean'])}{' †' if aff[t] else ''} ± {_fmt(r[f'{t}_sd'])}" for t in TOPOLOGY_ORDER]
+        lines.append(f"| {METRIC_NAMES[m]} | ours | " + " | ".join(cells) + " | "
+                     + tb.stat_cells(r.H, r.p, r.r_s, e.get("H_note"), e.get("r_s_note"), _fmt, _fmt_p) + " |")
+        if any(aff.values()):
+            cm = stats["clean_means"][m]
+            lines.append("| | ours, trials without carried states | " + " | ".join(
+                f"{_fmt(cm[t][0])} (n = {cm[t][1]})" if t in cm else "n/a" for t in TOPOLOGY_ORDER) + " | | | |")
+        lines += tb.baseline_rows(stats.get("baselines", {}), m, TOPOLOGY_ORDER, _fmt, _fmt_p)
         pp = TABLE2_PAPER[m]
         ph = paper_h[m]
         lines.append("| | paper | " + " | ".join(f"{pp[t][0]:.2f} ± {pp[t][1]:.2f}" for t in TOPOLOGY_ORDER)
                      + f" | {ph[0]:.2f} | {ph[1]} | {ph[2]:+.2f} |")
+    lines += [""] + tb.carried_note(carried, TOPOLOGY_ORDER)
+    if stats.get("baselines"):
+        lines += [""] + tb.baselines_section(stats, TOPOLOGY_ORDER, _fmt)
     lines += ["", "## Bootstrap 95% confidence intervals of the means", "",
               f"Percentile bootstrap, {stats['bootstrap']['n_boot']} resamples, seed {stats['bootstrap']['seed']}.", "",
               "| Metric | Chain | Mesh | Star |", "| --- | --- | --- | --- |"]
@@ -205,11 +240,15 @@ def _markdown(tab: pd.DataFrame, stats: dict) -> str:
     lines += ["| | " + " | ".join(TOPOLOGY_ORDER) + " |", "| --- | " + " | ".join("---" for _ in TOPOLOGY_ORDER) + " |"]
     for key, label in (("n_requests", "requests"), ("n_failed_attempts", "failed parses (attempts)"),
                        ("n_abstained", "agents abstaining after retries"), ("carried_steps", "steps carried forward"),
+                       ("carried_percent", "steps carried forward (% of steps 1..T, both arms)"),
+                       ("affected_unperturbed", "trials resting on a carried state (E_ceg, R_cdr)"),
+                       ("affected_either", "trials resting on a carried state (F_ps)"),
                        ("D_floored", f"D_t floored at {stats['d_floor']:g} (unperturbed arm)"),
                        ("R_cdr_undefined", "trials with undefined R_cdr"),
                        ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens")):
-        lines.append(f"| {label} | " + " | ".join(f"{bk[t][key]:,}" if t in bk else "n/a" for t in TOPOLOGY_ORDER)
-                     + " |")
+        lines.append(f"| {label} | " + " | ".join(
+            (f"{bk[t][key]:.1f}" if isinstance(bk[t][key], float) else f"{bk[t][key]:,}") if t in bk and key in bk[t]
+            else "n/a" for t in TOPOLOGY_ORDER) + " |")
     lines.append("")
     return "\n".join(lines)
 
@@ -376,10 +415,16 @@ def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float,
 
 # ----------------------------------------------------------------------------- the report
 def write_report(out, d_floor: float | None = None, seed: int | None = None, n_boot: int = 2000,
-                 figures: bool = True, dest=None) -> tuple[pd.DataFrame, dict]:
+                 figures: bool = True, dest=None, baselines: bool = True) -> tuple[pd.DataFrame, dict]:
     """Read ``out/trials.parquet`` and ``out/run.json``; write ``metrics.csv``, ``table2.csv``,
     ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF) into ``dest`` (default ``out``).
     Returns ``(table2, stats)``.
+
+    Honest numbers (:mod:`mascot.analysis.trials_baselines`): means that rest on carried-forward states are
+    marked in ``table2.md`` (with the means over the trials without them), H/p/r_s on degenerate data say why
+    they are not defined, and with ``baselines`` (and a ``run.json``) the echo and random agents run through
+    the harness with the run's config into ``out/baselines/{echo,random}/`` (resumed when finished) and
+    their rows stand beside the run's (``baselines.csv``; ``stats.json``'s ``baselines``).
 
     ``d_floor`` (the floor on D_t in R_cdr) and ``seed`` (of the bootstrap) default to the run's own
     (``run.json``'s config), else to ``D_FLOOR`` and 0. The run's initial state (``--initial-state``; default
@@ -418,9 +463,15 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
         "bootstrap": {"n_boot": n_boot, "seed": seed, "level": 0.95, "method": "percentile"},
         "metrics": {}, "bookkeeping": {},
     }
+    notes = table2_notes(metrics, preds)
+    stats["carried"] = tb.carried_summary(df, metrics)
+    stats["clean_means"] = tb.clean_means(metrics)
+    if baselines and cfg:
+        stats["baselines"], bdf = _baselines(run_dir, cfg, d_floor, preds, metrics)
+        atomic_write_text(out / "baselines.csv", bdf.to_csv(index=False, float_format="%.6g"))
     for i, m in enumerate(METRICS):
         r = tab.iloc[i]
-        entry = {"H": r.H, "p": r.p, "r_s": r.r_s, "mean": {}, "sd": {}, "n": {}, "ci95": {}}
+        entry = {"H": r.H, "p": r.p, "r_s": r.r_s, **notes[m], "mean": {}, "sd": {}, "n": {}, "ci95": {}}
         for j, t in enumerate(_topos(metrics)):
             x = metrics.loc[metrics.topology == t, m].to_numpy(dtype=float)
             x = x[np.isfinite(x)]
@@ -435,6 +486,10 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
             k: int(mt[k].sum()) for k in ("n_requests", "n_failed_attempts", "n_abstained", "carried_steps",
                                           "D_floored", "prompt_tokens", "completion_tokens")}
         stats["bookkeeping"][t]["R_cdr_undefined"] = int(mt.R_cdr.isna().sum())
+        c = stats["carried"][t]
+        stats["bookkeeping"][t].update(carried_percent=100.0 * c["carried_fraction"],
+                                       affected_unperturbed=c["affected"]["E_ceg"],
+                                       affected_either=c["affected"]["F_ps"])
 
     def clean(x):
         if isinstance(x, dict):
@@ -458,6 +513,31 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
         _figures(df, metrics, out, d_floor, seed, paper=TABLE2_PAPER if like_paper else None,
                  state_note=st_note if stats["initial_state"] else "")
     return tab, stats
+
+
+def _baselines(run_dir: Path, cfg: dict, d_floor: float, preds: dict, metrics: pd.DataFrame):
+    """Run (or read) the baselines of a run; their Table 2 entries, the E_ceg comparison and one table."""
+    dirs = tb.run_baselines(run_dir, cfg)
+    out: dict = {}
+    bms, frames = {}, []
+    for name, d in dirs.items():
+        bm = trial_metrics(pd.read_parquet(d / "trials.parquet"), d_floor)
+        bms[name] = bm
+        bt = table2(bm, preds)
+        notes = table2_notes(bm, preds)
+        ident = json.loads((d / "run.json").read_text())["identity"]["backend"]
+        out[name] = {"dir": str(d), "backend": ident, "metrics": {}}
+        for i, m in enumerate(METRICS):
+            r = bt.iloc[i]
+            out[name]["metrics"][m] = {"H": r.H, "p": r.p, "r_s": r.r_s, **notes[m],
+                                       "mean": {t: r[f"{t}_mean"] for t in _topos(bm)},
+                                       "sd": {t: r[f"{t}_sd"] for t in _topos(bm)}}
+        frames.append(bt.assign(baseline=name))
+    cmp = tb.compare(metrics, bms)
+    for name in out:
+        out[name]["E_ceg_vs_run"] = cmp[name]
+    bdf = pd.concat(frames, ignore_index=True)
+    return out, bdf[["baseline"] + TABLE2_COLUMNS]
 
 
 def _nanify(x):
@@ -579,6 +659,18 @@ def _readme(stats: dict, stats_unpaired: dict | None, n_trials: int, surrogate: 
             f"{_fmt(f['r_s_paper_means'])} under mascot's average-rank convention). Surrogate means within one "
             f"paper s.d. of the paper's: {', '.join(f['within_paper_sd']) or 'none'} (paper: "
             + ", ".join(f"{t} {pm[t][0]:.2f} ± {pm[t][1]:.2f}" for t in TOPOLOGY_ORDER) + ").")
+    if stats.get("baselines"):
+        lines += ["", "**Against trivial agents** (`table2.md`, \"Trivial baselines\"; the same harness and config): "
+                  + " ".join(f"Mean E_ceg below the {name} agent's ("
+                             + ", ".join(f"{t} {_fmt(b['E_ceg_vs_run'][t]['baseline'])}" for t in TOPOLOGY_ORDER
+                                         if t in b["E_ceg_vs_run"]) + "): "
+                             + (", ".join(t for t in TOPOLOGY_ORDER if b["E_ceg_vs_run"].get(t, {}).get("beats"))
+                                or "none") + "."
+                             for name, b in stats["baselines"].items())
+                  + (" No topology beats the echo agent: the surrogate's noise is set to the magnitude of the paper's "
+                     "errors, and from this initial state copying it errs less."
+                     if "echo" in stats["baselines"] and not any(
+                         v["beats"] for v in stats["baselines"]["echo"]["E_ceg_vs_run"].values()) else "")]
     if stats_unpaired is not None:
         fu = {f["metric"]: f for f in ordering_findings(stats_unpaired)}["F_ps"]
         lines += ["",

@@ -353,9 +353,9 @@ def cmd_design_schedule(args) -> int:
     paper = None
     if args.paper_eta is not None and args.eps < args.paper_eta:
         le = math.log(args.paper_eta)
-        from mascot.design.schedule import _summary
+        from mascot.design.schedule import summarize
 
-        paper = {"eta": args.paper_eta, "design": _summary(evaluate(model, lambda x: x > le, args.eps,
+        paper = {"eta": args.paper_eta, "design": summarize(evaluate(model, lambda x: x > le, args.eps,
                                                                      draws(args.runs, 200, args.d0, args.d0_sd,
                                                                            args.seed)), args.b0)}
     obj = {"model": {"a": list(model.a), "b": list(model.b), "rate_sd": list(model.rate_sd), "cost": list(model.cost),

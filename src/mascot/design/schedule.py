@@ -42,7 +42,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["RateModel", "Schedule", "ScheduleDesign", "design_schedule", "evaluate", "draws", "threshold_schedule"]
+__all__ = ["RateModel", "Schedule", "ScheduleDesign", "design_schedule", "draws", "evaluate", "summarize",
+           "threshold_schedule"]
 
 
 @dataclass(frozen=True)
@@ -154,7 +155,8 @@ def evaluate(model: RateModel, policy, eps: float, dr: Draws) -> Outcome:
     return Outcome(tokens, rounds, m1)
 
 
-def _summary(o: Outcome, b0) -> dict:
+def summarize(o: Outcome, b0) -> dict:
+    """Mean / p95 tokens, mean rounds and mode-1 rounds, the no-consensus fraction and (with b0) P(T > b0)."""
     t = o.tokens
     finite = np.isfinite(t)
     with np.errstate(invalid="ignore"):
@@ -248,7 +250,7 @@ def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0
         etas = np.geomspace(eps * 1.0001, d_hi, 40)
     tried, best_eta, best_s = [], None, None
     for eta in [float(e) for e in etas]:
-        s = _summary(evaluate(model, lambda x, le=math.log(eta): x > le, eps, dr), b0)
+        s = summarize(evaluate(model, lambda x, le=math.log(eta): x > le, eps, dr), b0)
         tried.append((eta, s))
         if _feasible(s, b0, alpha, max_mean_rounds) and (best_s is None or s["mean_tokens"] < best_s["mean_tokens"]):
             best_eta, best_s = eta, s
@@ -270,15 +272,15 @@ def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0
         theta = optax.apply_updates(theta, upd)
         if i % 10 == 9 or i == steps - 1:
             cand = Schedule(log_lo, log_hi, tuple(float(v) for v in np.asarray(theta)))
-            s = _summary(evaluate(model, cand.mode1, eps, dr), b0)
+            s = summarize(evaluate(model, cand.mode1, eps, dr), b0)
             if _feasible(s, b0, alpha, max_mean_rounds) and (best_hard is None
                                                              or s["mean_tokens"] < best_hard["mean_tokens"]):
                 best_hard, best_theta = s, np.asarray(theta, dtype=np.float64)
     sched = Schedule(log_lo, log_hi, tuple(float(v) for v in best_theta))
-    design = best_hard if best_hard is not None else _summary(evaluate(model, sched.mode1, eps, dr), b0)
-    holdout = _summary(evaluate(model, sched.mode1, eps, hold), b0)
+    design = best_hard if best_hard is not None else summarize(evaluate(model, sched.mode1, eps, dr), b0)
+    holdout = summarize(evaluate(model, sched.mode1, eps, hold), b0)
     th_hold = None
     if best_eta is not None:
-        th_hold = _summary(evaluate(model, lambda x, le=math.log(best_eta): x > le, eps, hold), b0)
+        th_hold = summarize(evaluate(model, lambda x, le=math.log(best_eta): x > le, eps, hold), b0)
     return ScheduleDesign(sched, design, holdout, best_eta, best_s, th_hold, tried, np.asarray(hist),
                           time.perf_counter() - t0, best_hard is not None)
