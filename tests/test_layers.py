@@ -27,6 +27,7 @@ LEVELS = {
     "execute": 4, "backends": 4,
     "protocols": 5, "sweep": 5, "design": 5,
     "analysis": 6,
+    "calibrate": 6.5,  # fits surrogates to runs: reads them with analysis, replays them through protocols
     "cli": 7, "__main__": 8,  # python -m mascot: calls the command line
 }
 FORBIDDEN = {

@@ -69,6 +69,30 @@ def _backend(args, sur: dict, surrogate_keys: tuple, surrogate_cls, **extra) -> 
     # the harness takes it from the instance
 
 
+def _settings_from_params(args, overrides: dict) -> None:
+    """A calibrated parameter file (``--surrogate-params``) records the deployment it was fitted under
+    (``[settings]``: token_scale, eta, eps, b0, max_rounds). Those fill in what neither a flag nor ``--config``
+    sets, so that the surrogate runs under the token accounting it was fitted to (e.g. Gemini's x0.75)."""
+    path = getattr(args, "surrogate_params", None)
+    if not path or args.backend != "surrogate":
+        return  # build_backend refuses --surrogate-params with another backend
+    from mascot.io import read_toml
+    from mascot.protocols.deliberation.surrogate import read_params
+
+    try:
+        settings = read_params(path)["settings"]
+    except (OSError, ValueError) as e:
+        raise ValueError(f"--surrogate-params: {e}") from None
+    in_config = set(read_toml(args.config)) if args.config else set()
+    used = {}
+    for k in ("token_scale", "eta", "eps", "b0", "max_rounds"):
+        if k in settings and overrides.get(k) is None and k not in in_config:
+            overrides[k] = used[k] = settings[k]
+    if used and not args.quiet:
+        print("using the settings the parameter file was fitted under: "
+              + ", ".join(f"{k} = {v:g}" for k, v in used.items()), file=sys.stderr)
+
+
 def cmd_deliberate(args) -> int:
     from mascot.analysis.deliberation_report import write_report
     from mascot.protocols.deliberation import (
@@ -82,7 +106,10 @@ def cmd_deliberate(args) -> int:
     if args.strategy and args.strategy != "all":
         overrides["strategies"] = [args.strategy]
     _check_counts(overrides)
+    _settings_from_params(args, overrides)
     cfg, sur = load_deliberation_config(args.config, overrides)
+    if cfg.structured_output and args.backend == "openai":
+        args.structured_output = True  # the config asks for it: the server probe checks it is honoured
     backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
     name = cfg.name if args.strategy in (None, "all") else f"{cfg.name}-{args.strategy}"
     out = Path(args.out) if args.out else _default_out("deliberate", name, args)

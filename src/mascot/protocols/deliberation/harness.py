@@ -63,7 +63,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from mascot.backends.base import BackendFailure, Request, endpoint
+from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
 from mascot.io import append_jsonl, atomic_write_text, json_default, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.parsing import VectorParse, parse_vector
@@ -274,7 +274,8 @@ class _Harness:
                           "seed": (ln.sidx, ln.run, k, i),
                           "meta": {"kind": "deliberation", "strategy": ln.strategy, "run": ln.run, "round": k,
                                    "agent": i, "role": role.name, "title": role.title, "sigma": sigma,
-                                   "d": self.cfg.d, "prior": self.fallback[i], "inputs": inputs}})
+                                   "d": self.cfg.d, "prior": self.fallback[i], "inputs": inputs,
+                                   "D": ln.D, "mode_rate": self.lams[sigma - 1]}})
         return slots
 
     def _sigma(self, ln: _Lane) -> int:
@@ -427,6 +428,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
         if done_before:
             h.say(f"resuming {out}: {done_before} lane-rounds already logged")
         h.backend = factory() if factory is not None else backend
+        attach_progress(h.backend, h.say)  # requests done/total inside a round (hf, openai)
         session["backend"] = _spec_of(h.backend)
         new = h.round0(lanes)
         append_jsonl(out / "rounds.jsonl", new)

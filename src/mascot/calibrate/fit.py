@@ -1,0 +1,284 @@
+"""Simulated method of moments with optax: fit named, boxed scalar parameters of a JAX simulator.
+
+Public API (stable; the calibration modules of both protocols build on it)::
+
+    @dataclass(frozen=True)
+    class Param:                 # one named scalar parameter with its box
+        name: str; lo: float; hi: float; init: float      # lo < init < hi; lo may be -inf, hi may be +inf
+
+    class FitResult(NamedTuple):
+        params: dict[str, float]  # constrained values of the best iterate
+        loss: float               # objective at the best iterate
+        history: np.ndarray       # objective per iteration (at the iterate before its update)
+        iterations: int
+        wall_s: float
+
+    fit_smm(simulate, params, target, *, weights=None, steps=300, lr=0.05, grad="es", es_sigma=0.1,
+            es_pairs=16, seed=0, tol=None, progress=None) -> FitResult
+    bootstrap(refit, n, seed=0) -> (np.ndarray of shape (n, n_params), list of parameter names)
+    to_unconstrained(params, values) / to_constrained(params, u)   # the box transforms, exposed for tests
+
+The objective (SMM with a diagonal weight matrix) is
+
+    L(theta) = sum_j w_j (m_j(theta; xi) - target_j)^2,
+
+where ``m = simulate(theta, key)`` are simulated moments and ``xi`` (the PRNG ``key``) is the same at every
+iteration (common random numbers), so ``L`` is a deterministic function of ``theta``. ``theta`` lives in an
+unconstrained space ``u``: ``theta = lo + (hi - lo) * sigmoid(u)`` on a box, ``lo + exp(u)`` on ``[lo, inf)``,
+``hi - exp(u)`` on ``(-inf, hi]``, ``u`` itself on the real line. optax's Adam updates ``u``.
+
+Gradients:
+
+* ``grad="pathwise"``: ``jax.grad`` of ``L(u)`` through ``simulate`` (needs a differentiable simulator);
+* ``grad="es"``: the gradient of the Gaussian-smoothed objective ``L_s(u) = E[L(u + s*eps)]``, eps ~ N(0, I),
+  estimated with ``es_pairs`` antithetic pairs (the score-function estimator):
+  ``grad L_s(u) ~ 1/(2 s n) sum_i (L(u + s eps_i) - L(u - s eps_i)) eps_i``. It works for simulators with
+  discrete draws (mixtures, rounding, argmax), where the pathwise gradient is zero almost everywhere.
+  The ``2 * es_pairs`` evaluations are ``vmap``-ped and the whole step is ``jit``-ted; the directions ``eps``
+  change every iteration (from ``seed``), the simulation key does not.
+
+The best iterate (lowest ``L`` seen) is returned, not the last. ``tol``: stop as soon as ``L <= tol``.
+``progress(i, loss)`` is called after every iteration when given.
+
+``bootstrap(refit, n, seed)`` calls ``refit(b)`` for ``n`` replicate seeds ``b`` (distinct integers derived
+from ``(seed, i)`` with numpy's SeedSequence) and stacks the returned parameter dicts into an ``(n, p)``
+array whose columns follow the first dict's key order.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable, NamedTuple, Sequence
+
+import numpy as np
+
+__all__ = ["Param", "FitResult", "fit_smm", "bootstrap", "to_unconstrained", "to_constrained"]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One named scalar parameter with its box ``[lo, hi]`` (either end may be infinite) and start ``init``."""
+
+    name: str
+    lo: float
+    hi: float
+    init: float
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"Param name must be a non-empty string; got {self.name!r}")
+        lo, hi, init = float(self.lo), float(self.hi), float(self.init)
+        if math.isnan(lo) or math.isnan(hi) or not math.isfinite(init):
+            raise ValueError(f"Param {self.name!r}: lo, hi must not be NaN and init must be finite; "
+                             f"got lo={self.lo}, hi={self.hi}, init={self.init}")
+        if not lo < init < hi:
+            raise ValueError(f"Param {self.name!r}: need lo < init < hi; got lo={lo}, init={init}, hi={hi}")
+
+    @property
+    def kind(self) -> str:
+        """``'box'``, ``'lower'`` (``[lo, inf)``), ``'upper'`` (``(-inf, hi]``) or ``'free'``."""
+        fl, fh = math.isfinite(self.lo), math.isfinite(self.hi)
+        return "box" if fl and fh else "lower" if fl else "upper" if fh else "free"
+
+
+class FitResult(NamedTuple):
+    """Result of :func:`fit_smm`."""
+
+    params: dict[str, float]
+    loss: float
+    history: np.ndarray
+    iterations: int
+    wall_s: float
+
+
+def _fwd(p: Param, x):
+    """Constrained value -> unconstrained coordinate (numpy float64)."""
+    x = float(x)
+    k = p.kind
+    if k == "box":
+        z = (x - p.lo) / (p.hi - p.lo)
+        z = min(max(z, 1e-12), 1 - 1e-12)
+        return math.log(z) - math.log1p(-z)
+    if k == "lower":
+        return math.log(max(x - p.lo, 1e-300))
+    if k == "upper":
+        return math.log(max(p.hi - x, 1e-300))
+    return x
+
+
+def _inv(p: Param, u):
+    """Unconstrained coordinate -> constrained value (jax or numpy, elementwise)."""
+    import jax
+    import jax.numpy as jnp
+
+    k = p.kind
+    if k == "box":
+        return p.lo + (p.hi - p.lo) * jax.nn.sigmoid(u)
+    if k == "lower":
+        return p.lo + jnp.exp(u)
+    if k == "upper":
+        return p.hi - jnp.exp(u)
+    return u
+
+
+def to_unconstrained(params: Sequence[Param], values: dict[str, float] | None = None) -> np.ndarray:
+    """The unconstrained vector ``u`` of ``values`` (default: each parameter's ``init``)."""
+    values = values or {}
+    return np.array([_fwd(p, values.get(p.name, p.init)) for p in params], dtype=np.float64)
+
+
+def to_constrained(params: Sequence[Param], u) -> dict:
+    """``{name: constrained value}`` for the unconstrained vector ``u`` (jax arrays in, jax arrays out)."""
+    return {p.name: _inv(p, u[i]) for i, p in enumerate(params)}
+
+
+def _check(params, target, weights, grad, steps, es_pairs, es_sigma, lr):
+    params = list(params)
+    if not params:
+        raise ValueError("fit_smm needs at least one Param")
+    if not all(isinstance(p, Param) for p in params):
+        raise TypeError("params must be a sequence of Param")
+    names = [p.name for p in params]
+    if len(set(names)) != len(names):
+        raise ValueError(f"parameter names must be unique; got {names}")
+    target = np.asarray(target, dtype=np.float64)
+    if target.ndim != 1 or target.size == 0 or not np.all(np.isfinite(target)):
+        raise ValueError(f"target must be a non-empty finite 1-D array; got shape {target.shape}")
+    if weights is None:
+        weights = np.ones_like(target)
+    weights = np.asarray(weights, dtype=np.float64)
+    if weights.shape != target.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
+        raise ValueError(f"weights must be finite, >= 0 and of the target's shape {target.shape}; "
+                         f"got shape {weights.shape}")
+    if grad not in ("es", "pathwise"):
+        raise ValueError(f"grad must be 'es' or 'pathwise'; got {grad!r}")
+    if int(steps) < 1:
+        raise ValueError(f"steps must be >= 1; got {steps}")
+    if int(es_pairs) < 1 or not es_sigma > 0 or not lr > 0:
+        raise ValueError(f"need es_pairs >= 1, es_sigma > 0, lr > 0; got {es_pairs}, {es_sigma}, {lr}")
+    return params, target, weights
+
+
+def fit_smm(simulate: Callable, params: Sequence[Param], target, *, weights=None, steps: int = 300,
+            lr: float = 0.05, grad: str = "es", es_sigma: float = 0.1, es_pairs: int = 16, seed: int = 0,
+            tol: float | None = None, progress: Callable | None = None, init: dict | None = None,
+            key=None, decay: float | None = None) -> FitResult:
+    """Minimise ``sum(weights * (simulate(theta, key) - target)**2)`` over the boxed ``params``.
+
+    ``simulate(theta, key)`` takes ``{name: scalar jax array}`` and a PRNG key and returns a 1-D array of
+    moments of the target's length. ``init`` overrides the starting values (default: each ``Param.init``);
+    ``key`` overrides the common-random-numbers key (default ``jax.random.PRNGKey(seed)``). ``decay``: cosine-
+    decay the learning rate and ``es_sigma`` to ``decay`` times their start over ``steps`` (default: constant).
+    See the module docstring for the gradient estimators.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    params, target_np, weights_np = _check(params, target, weights, grad, steps, es_pairs, es_sigma, lr)
+    t0 = time.perf_counter()
+    dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
+    target_j = jnp.asarray(target_np, dtype=dtype)
+    weights_j = jnp.asarray(weights_np, dtype=dtype)
+    k_crn, k_es = jax.random.split(jax.random.PRNGKey(seed)) if key is None else (key, jax.random.PRNGKey(seed))
+
+    if decay is not None and not 0 < decay <= 1:
+        raise ValueError(f"decay must be in (0, 1]; got {decay}")
+    opt, step = _build_step(simulate, tuple(params), grad, float(es_sigma), int(es_pairs), float(lr),
+                            jnp.dtype(dtype).name, int(target_j.shape[0]),
+                            None if decay is None else (int(steps), float(decay)))
+
+    u = jnp.asarray(to_unconstrained(params, init), dtype=dtype)
+    state = opt.init(u)
+    best_u, best = np.asarray(u), np.inf
+    hist = []
+    for i in range(int(steps)):
+        k_es, k = jax.random.split(k_es)
+        u_new, state, loss = step(u, state, k, target_j, weights_j, k_crn, jnp.asarray(i, jnp.int32))
+        lv = float(loss)
+        hist.append(lv)
+        if np.isfinite(lv) and lv < best:
+            best, best_u = lv, np.asarray(u)
+        if progress is not None:
+            progress(i, lv)
+        u = u_new
+        if tol is not None and lv <= tol:
+            break
+    if not np.isfinite(best):
+        raise FloatingPointError("fit_smm: the objective was never finite; check simulate and the boxes")
+    theta = to_constrained(params, jnp.asarray(best_u))
+    out = {p.name: float(theta[p.name]) for p in params}
+    return FitResult(out, float(best), np.asarray(hist, dtype=np.float64), len(hist), time.perf_counter() - t0)
+
+
+@functools.lru_cache(maxsize=32)
+def _build_step(simulate, params, grad, es_sigma, es_pairs, lr, dtype, n_m, decay=None):
+    """The jitted optimiser step, cached per (simulate, params, settings) so that repeated fits (bootstrap
+    refits, warm starts) with the same simulator compile once; target, weights and key are arguments."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    dtype = jnp.dtype(dtype)
+    n_p = len(params)
+    if decay is None:
+        opt = optax.adam(lr)
+        sig = (lambda count: es_sigma)
+    else:
+        sched = optax.cosine_decay_schedule(1.0, decay[0], alpha=decay[1])
+        opt = optax.adam(lambda c: lr * sched(c))
+        sig = (lambda count: es_sigma * sched(count))
+
+    def objective(u, target_j, weights_j, k_crn):
+        m = jnp.asarray(simulate(to_constrained(params, u), k_crn))
+        if m.shape != (n_m,):
+            raise ValueError(f"simulate returned moments of shape {m.shape}; target has shape {(n_m,)}")
+        return jnp.sum(weights_j * (m.astype(dtype) - target_j) ** 2)
+
+    if grad == "pathwise":
+        vg = jax.value_and_grad(objective)
+
+        def value_grad(u, k, t, w, kc, count):
+            return vg(u, t, w, kc)
+    else:
+        def value_grad(u, k, t, w, kc, count):
+            s_ = sig(count)
+            eps = jax.random.normal(k, (es_pairs, n_p), dtype=dtype)
+            both = jnp.concatenate([u + s_ * eps, u - s_ * eps], axis=0)
+            f = jax.vmap(lambda x: objective(x, t, w, kc))(both)
+            diff = f[:es_pairs] - f[es_pairs:]
+            diff = jnp.where(jnp.isfinite(diff), diff, 0.0)
+            g = (diff[:, None] * eps).sum(0) / (2.0 * s_ * es_pairs)
+            return objective(u, t, w, kc), g
+
+    @jax.jit
+    def step(u, state, k, t, w, kc, count):
+        loss, g = value_grad(u, k, t, w, kc, count)
+        g = jnp.where(jnp.isfinite(g), g, 0.0)
+        upd, state = opt.update(g, state, u)
+        return optax.apply_updates(u, upd), state, loss
+
+    return opt, step
+
+
+def bootstrap(refit: Callable[[int], dict], n: int, seed: int = 0) -> tuple[np.ndarray, list[str]]:
+    """Call ``refit(b)`` for ``n`` replicate seeds and stack the parameter dicts: ``(array (n, p), names)``.
+
+    Replicate ``i`` gets ``b = SeedSequence([seed, i]).generate_state(1)[0]`` (a distinct 32-bit integer),
+    which ``refit`` uses to resample its data (and, if it likes, its simulation key).
+    """
+    n = int(n)
+    if n < 1:
+        raise ValueError(f"bootstrap needs n >= 1; got {n}")
+    rows, names = [], None
+    for i in range(n):
+        b = int(np.random.SeedSequence([int(seed), i]).generate_state(1)[0])
+        d = refit(b)
+        if names is None:
+            names = list(d)
+        elif set(d) != set(names):
+            raise ValueError(f"refit returned keys {sorted(d)} in replicate {i}; expected {sorted(names)}")
+        rows.append([float(d[k]) for k in names])
+    return np.asarray(rows, dtype=np.float64), names
