@@ -207,3 +207,30 @@ def test_cli_surrogate_params_applies_the_fitted_settings(tmp_path):
     r = subprocess.run(base[:5] + [str(tmp_path / "missing.toml"), "--out", str(tmp_path / "c")],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 2 and "--surrogate-params" in r.stderr and not (tmp_path / "c").exists()
+
+
+def test_schedule_evaluator_threshold_matches_the_simulator_and_the_harness_replay():
+    """A threshold written as a schedule is the simulator's own eta rule (same draws, equal results), and the
+    evaluator's adaptive eta = 0.2 agrees with the committed text-harness replay of the GPT fit."""
+    import jax
+
+    from mascot.calibrate.deliberation_sim import prompt_layout, schedule_evaluator, simulate_rate_law
+    from mascot.protocols.deliberation.surrogate import read_params
+
+    root = Path(__file__).resolve().parents[1] / "results/calibration/deliberation/gpt"
+    c = np.linspace(math.log(0.05), math.log(0.9), 6)
+    info = read_params(root / "params.toml")
+    cfg = DeliberationConfig(strategies=("adaptive",), eta=0.2, max_rounds=40, b0=float(2**23))
+    setup = prompt_layout(cfg)
+    key = jax.random.key(3)
+    a = simulate_rate_law({}, key, setup, runs=200, base=info["params"])
+    b = simulate_rate_law({}, key, setup, runs=200, base=info["params"],
+                          schedule=(np.asarray(c, np.float32), np.asarray(c - math.log(0.2), np.float32)))
+    np.testing.assert_array_equal(np.asarray(a["rounds"]), np.asarray(b["rounds"]))
+    np.testing.assert_array_equal(np.asarray(a["sigma"]), np.asarray(b["sigma"]))
+    ev = schedule_evaluator(root / "params.toml", c, runs=600)
+    s = ev(c - math.log(0.2))
+    rep = json.loads((root / "fit.json").read_text())["criteria"]["per_strategy"]["adaptive"]
+    se_t, se_r = rep["tokens_sd"] / math.sqrt(rep["n"]), rep["rounds_sd"] / math.sqrt(rep["n"])
+    assert abs(s["mean_tokens"] - rep["tokens"]) < 4 * se_t
+    assert abs(s["mean_rounds"] - rep["rounds"]) < 4 * se_r

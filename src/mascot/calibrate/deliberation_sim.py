@@ -34,7 +34,7 @@ from mascot.protocols.deliberation.surrogate import RateLawParams
 from mascot.theory.consensus import contraction_rate
 
 __all__ = ["SimSetup", "prompt_layout", "simulate_rate_law", "traces_from_rows", "moments_from_traces",
-           "FIELDS", "round_cost_numpy"]
+           "FIELDS", "round_cost_numpy", "scalar_rate_model", "schedule_evaluator"]
 
 #: the fields of :class:`RateLawParams` the simulator reads from ``theta`` (missing ones from the setup's base)
 FIELDS = tuple(RateLawParams.__dataclass_fields__)
@@ -115,13 +115,17 @@ def round_cost_numpy(setup: SimSetup, sigma: int, k: int, prev_lengths, cpt: flo
     return float(setup.token_scale * tok.sum())
 
 
-def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: RateLawParams | None = None):
+def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: RateLawParams | None = None,
+                      schedule=None):
     """Simulate ``runs`` runs of every strategy of ``setup`` (round 0 shared by the strategies of a run).
 
     ``theta``: ``{field of RateLawParams: scalar}`` (jax arrays allowed; fields not given come from ``base``).
     Returns a dict of arrays with leading dims ``(S, R)`` (S strategies, R runs): ``D`` ``(S, R, K + 1)``
     (D(0..K), NaN after the lane stopped), ``sigma`` ``(S, R, K)`` (0 after), ``cost`` ``(S, R, K)`` (NaN
     after), ``rounds``, ``tokens`` (charged), ``status`` (0 consensus, 1 BudgetFail, 2 max_rounds).
+    ``schedule``: ``(centres, theta)`` (arrays, log-D knots and values; may be traced): the adaptive lanes use
+    mode 1 where ``interp(log D, centres, theta) > 0`` instead of ``D > eta``
+    (:class:`mascot.design.schedule.Schedule`'s rule).
     """
     base = base or RateLawParams()
     p = {k: jnp.asarray(theta[k]) if k in theta else jnp.asarray(getattr(base, k)) for k in FIELDS}
@@ -167,7 +171,11 @@ def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: Rat
         z = z.reshape(S, R, N, d + 2)
         zx_k, zl_k, zc_k, xi = z[..., :d], z[..., d], zc_k.reshape(S, R, N), z[..., 0, d + 1]
         running = status < 0
-        mode2 = jnp.where(code == 0, D <= setup.eta, code == 2)  # (S, R)
+        if schedule is None:
+            adaptive2 = D <= setup.eta
+        else:
+            adaptive2 = jnp.interp(jnp.log(D), schedule[0], schedule[1]) <= 0
+        mode2 = jnp.where(code == 0, adaptive2, code == 2)  # (S, R)
         Wk = jnp.where(mode2[..., None, None], W[1], W[0])
         rk = jnp.where(mode2[..., None, None], reads[1], reads[0])
         lam = jnp.where(mode2, _rate(D, p["rate2"], p["slope2"], p["d_ref"], p["rate_min"], p["rate_max"]),
@@ -310,3 +318,76 @@ def moments_from_traces(tr: dict, strategies, *, eta: float, d_ref: float = 0.2,
         names.append("d0_sd")
         vals.append(jnp.sqrt(_wmean((d0 - mean0) ** 2, w0)))
     return jnp.stack([jnp.asarray(v, D.dtype) for v in vals]), names
+
+
+def scalar_rate_model(path, *, runs: int = 2000, seed: int = 0) -> dict:
+    """The scalar model of :mod:`mascot.design.schedule` for a calibrated parameter file (``rate_law``).
+
+    Rates: the file's rate law, ``log lambda_s(D) = log rate_s + slope_s log(D / d_ref)`` with log-rate noise
+    ``round_noise`` (the agents' target: exact for the complete graph, the slowest direction's rate for the
+    ring, whose faster directions die out in the first rounds, so the scalar ring is slightly pessimistic; the
+    clip to [rate_min, rate_max] is not modelled). Costs and D(0): measured by simulating the text-level agents
+    (:func:`simulate_rate_law`, complete-only and ring-only, under the file's ``[settings]`` with a budget
+    that never binds): the mean round cost per mode, their pooled coefficient of variation, and the median and
+    s.d. of ``log D(0)``. Returns ``{"a", "b", "rate_sd", "cost", "cost_cv", "d0", "d0_sd", "eps", "b0",
+    "eta", "source"}``."""
+    import math
+
+    from mascot.protocols.deliberation.surrogate import read_params
+
+    info = read_params(path)
+    if info["family"] != "rate_law":
+        raise ValueError(f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
+                         f"deliberation writes one); got family {info['family']!r}")
+    p = info["params"]
+    st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "b0", "max_rounds")}
+    b0 = float(st.get("b0", DeliberationConfig.b0))
+    st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)  # long enough that ring-only lanes finish
+    st["b0"] = 1e12  # a budget that never binds: the costs of every round are observed
+    cfg = DeliberationConfig(strategies=("complete", "ring"), **st)
+    tr = simulate_rate_law({}, jax.random.key(seed), prompt_layout(cfg), runs=int(runs), base=p)
+    D = np.asarray(tr["D"], dtype=np.float64)
+    cost = np.asarray(tr["cost"], dtype=np.float64)
+    c, cv = [], []
+    for s in range(2):
+        cs = cost[s][np.isfinite(cost[s])]
+        c.append(float(cs.mean()))
+        cv.append(float(cs.std() / cs.mean()))
+    ld0 = np.log(D[0, :, 0])
+    lr = math.log(p.d_ref)
+    return {"a": (math.log(p.rate1) - p.slope1 * lr, math.log(p.rate2) - p.slope2 * lr), "b": (p.slope1, p.slope2),
+            "rate_sd": (p.round_noise, p.round_noise), "cost": tuple(c), "cost_cv": float(np.mean(cv)),
+            "d0": float(np.exp(np.median(ld0))), "d0_sd": float(ld0.std()), "eps": float(cfg.eps), "b0": b0,
+            "eta": float(cfg.eta), "source": info["name"]}
+
+
+def schedule_evaluator(path, centres, *, runs: int = 1000, seed: int = 0):
+    """``evaluate(theta) -> summary`` of the adaptive strategy under the schedule ``(centres, theta)`` on the
+    **text-level** agents of a calibrated parameter file (this simulator, in distribution the text harness):
+    one compiled function for every schedule and threshold (``theta = centres - log eta`` is the threshold eta),
+    with common random numbers. The summary is :func:`mascot.design.schedule.summarize`'s (token need ``T``
+    with a budget that never binds, ``inf`` without consensus; ``p_fail = P(T > b0)`` at the file's b0)."""
+    from mascot.design.schedule import Outcome, summarize
+    from mascot.protocols.deliberation.surrogate import read_params
+
+    info = read_params(path)
+    st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "max_rounds")}
+    st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)
+    b0 = float(info["settings"].get("b0", DeliberationConfig.b0))
+    # a budget that never binds (60 rounds cost < 1e6 tokens) and float32-exact to a token (2^23)
+    cfg = DeliberationConfig(strategies=("adaptive",), b0=float(2**23), **st)
+    setup = prompt_layout(cfg)
+    c = jnp.asarray(centres, jnp.float32)
+    key = jax.random.key(seed)
+
+    @jax.jit
+    def run(theta):
+        tr = simulate_rate_law({}, key, setup, runs=int(runs), base=info["params"], schedule=(c, theta))
+        return tr["tokens"][0], tr["rounds"][0], tr["status"][0], jnp.sum(tr["sigma"][0] == 1, axis=-1)
+
+    def evaluate(theta) -> dict:
+        tok, rnd, status, m1 = (np.asarray(x) for x in run(jnp.asarray(theta, jnp.float32)))
+        T = np.where(status == 0, tok.astype(np.float64), np.inf)
+        return summarize(Outcome(T, rnd.astype(np.int64), m1.astype(np.int64)), b0)
+
+    return evaluate

@@ -5,8 +5,9 @@
                          [--alpha A] [--b0 B] [--json] [--out DIR]
     mascot design policy [--w1 FILE --w2 FILE] [--c1 C --c2 C --eps E] [--d0 D] [--etas E,E,...] [--b0 B]
                          [--alpha A] [--max-mean-rounds R] [--noise S] [--runs N] [--json] [--out DIR]
-    mascot design schedule --lambda1 L --lambda2 L [--slope1 B --slope2 B --d-ref D] [--c1 C --c2 C] --eps E
-                           --d0 D [--b0 B --alpha A] [--max-mean-rounds R] [--bins K] [--json] [--out DIR]
+    mascot design schedule (--model PARAMS.toml | --lambda1 L --lambda2 L [--slope1 B --slope2 B --d-ref D]
+                           [--c1 C --c2 C] --eps E --d0 D) [--b0 B --alpha A] [--max-mean-rounds R] [--bins K]
+                           [--json] [--out DIR]
 
 ``weights``: the symmetric doubly stochastic W supported on the graph (undirected: an edge wherever
 ``A[i, j]`` or ``A[j, i]`` is nonzero; self-loops implicit) with the smallest contraction rate lambda(W)
@@ -326,7 +327,29 @@ def cmd_design_schedule(args) -> int:
 
     from mascot.design.schedule import RateModel, design_schedule, draws, evaluate
 
-    _positive(args, "lambda1", "lambda2", "c1", "c2", "eps", "d0", "d_ref")
+    src = None
+    if args.model:
+        if args.lambda1 is not None or args.lambda2 is not None:
+            raise ValueError("give --model or --lambda1/--lambda2, not both")
+        from mascot.calibrate.deliberation_sim import scalar_rate_model
+
+        try:
+            src = scalar_rate_model(args.model, seed=args.seed)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"--model: {e}") from None
+        for k in ("eps", "d0", "b0"):
+            if getattr(args, k) is None:
+                setattr(args, k, src[k])
+        if args.d0_sd is None:
+            args.d0_sd = src["d0_sd"]
+    elif args.lambda1 is None or args.lambda2 is None or args.eps is None or args.d0 is None:
+        raise ValueError("give --lambda1, --lambda2, --eps and --d0 (or --model FILE, a calibrated deliberation "
+                         "parameter file)")
+    if args.d0_sd is None:
+        args.d0_sd = 0.0
+    if src is None:
+        _positive(args, "lambda1", "lambda2")
+    _positive(args, "c1", "c2", "eps", "d0", "d_ref")
     for name in ("slope1", "slope2", "rate_sd1", "rate_sd2", "cost_cv", "d0_sd"):
         v = getattr(args, name)
         if not math.isfinite(v) or (name != "slope1" and name != "slope2" and v < 0):
@@ -343,10 +366,13 @@ def cmd_design_schedule(args) -> int:
         raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
     if args.bins < 2 or args.steps < 1:
         raise ValueError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
-    lr = math.log(args.d_ref)
-    model = RateModel(a=(math.log(args.lambda1) - args.slope1 * lr, math.log(args.lambda2) - args.slope2 * lr),
-                      b=(args.slope1, args.slope2), rate_sd=(args.rate_sd1, args.rate_sd2), cost=(args.c1, args.c2),
-                      cost_cv=args.cost_cv)
+    if src is not None:
+        model = RateModel(a=src["a"], b=src["b"], rate_sd=src["rate_sd"], cost=src["cost"], cost_cv=src["cost_cv"])
+    else:
+        lr = math.log(args.d_ref)
+        model = RateModel(a=(math.log(args.lambda1) - args.slope1 * lr, math.log(args.lambda2) - args.slope2 * lr),
+                          b=(args.slope1, args.slope2), rate_sd=(args.rate_sd1, args.rate_sd2),
+                          cost=(args.c1, args.c2), cost_cv=args.cost_cv)
     r = design_schedule(model, eps=args.eps, d0=args.d0, d0_sd=args.d0_sd, b0=args.b0, alpha=args.alpha,
                         max_mean_rounds=args.max_mean_rounds, bins=args.bins, runs=args.runs, steps=args.steps,
                         seed=args.seed)
@@ -359,21 +385,29 @@ def cmd_design_schedule(args) -> int:
                                                                      draws(args.runs, 200, args.d0, args.d0_sd,
                                                                            args.seed)), args.b0)}
     obj = {"model": {"a": list(model.a), "b": list(model.b), "rate_sd": list(model.rate_sd), "cost": list(model.cost),
-                     "cost_cv": model.cost_cv},
+                     "cost_cv": model.cost_cv, "from": args.model},
            "feasible": r.feasible, "mode1_intervals": r.schedule.intervals(),
            "schedule": {"log_d_lo": r.schedule.log_lo, "log_d_hi": r.schedule.log_hi, "theta": list(r.schedule.theta)},
            "design": r.design, "holdout": r.holdout, "best_eta": r.best_eta, "threshold_design": r.threshold_design,
            "threshold_holdout": r.threshold_holdout, "paper_eta": paper, "wall_s": r.wall_s,
            "constraints": {"b0": args.b0, "alpha": args.alpha if args.b0 is not None else None,
                            "max_mean_rounds": args.max_mean_rounds}}
+    if src is not None:
+        obj["text_level"] = _text_level_check(args, r)
     if args.out:
         _schedule_outputs(_out_dir(args.out), obj, r, model, args)
     if args.json:
         print(json.dumps(obj))
         return 0 if r.feasible else 1
-    print(f"rates lambda_s(D) = lambda_s (D / {args.d_ref:g})^slope_s: lambda1 = {args.lambda1:g} (slope "
-          f"{args.slope1:g}), lambda2 = {args.lambda2:g} (slope {args.slope2:g}); costs {args.c1:g} / {args.c2:g}; "
-          f"eps = {args.eps:g}; D0 = {args.d0:g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
+    if src is not None:
+        rate = ", ".join(f"lambda{s + 1}(D) = exp({model.a[s]:.3f} {model.b[s]:+.3f} log D) (log-rate sd "
+                         f"{model.rate_sd[s]:.3f}, {model.cost[s]:,.0f} tokens/round)" for s in (0, 1))
+        print(f"scalar model measured from {args.model} ({src['source']}; the surrogate's agents simulated): {rate}; "
+              f"eps = {args.eps:g}; D0 = {args.d0:.4g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
+    else:
+        print(f"rates lambda_s(D) = lambda_s (D / {args.d_ref:g})^slope_s: lambda1 = {args.lambda1:g} (slope "
+              f"{args.slope1:g}), lambda2 = {args.lambda2:g} (slope {args.slope2:g}); costs {args.c1:g} / "
+              f"{args.c2:g}; eps = {args.eps:g}; D0 = {args.d0:g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
     if not r.feasible:
         print("no schedule or threshold tried meets the constraints; the cheapest found is shown")
     iv = ", ".join(f"[{a:.4g}, {b:.4g}]" for a, b in obj["mode1_intervals"]) or "none"
@@ -387,7 +421,54 @@ def cmd_design_schedule(args) -> int:
         extra = f", P(fail) {d['p_fail']:.3f}" if args.b0 is not None else ""
         held = f" (independent sample: {h['mean_tokens']:.1f})" if h else ""
         print(f"  {name}: {d['mean_tokens']:.1f} tokens{held}, {d['mean_rounds']:.2f} rounds{extra}")
+    if src is not None:
+        tl = obj["text_level"]
+        print(f"checked on the text-level agents ({tl['runs']:,} simulated runs of the calibrated surrogate, the "
+              f"scalar model's assumptions not made):")
+        for name, d in tl["rows"]:
+            print(f"  {name}: {d['mean_tokens']:.1f} tokens, {d['mean_rounds']:.2f} rounds, P(fail) {d['p_fail']:.3f}")
+        print(f"  cheapest meeting the constraints there: {tl['best']}")
     return 0 if r.feasible else 1
+
+
+def _text_level_check(args, r) -> dict:
+    """The scalar design, the thresholds and every bin schedule on the same knots, evaluated on the calibrated
+    surrogate's text-level agents (:func:`mascot.calibrate.deliberation_sim.schedule_evaluator`)."""
+    import itertools
+
+    import numpy as np
+
+    from mascot.calibrate.deliberation_sim import schedule_evaluator
+
+    c = r.schedule.centres()
+    runs = int(min(args.runs, 1000))
+    ev = schedule_evaluator(args.model, c, runs=runs, seed=args.seed + 1)
+
+    def ok(d):
+        return (np.isfinite(d["mean_tokens"]) and d["mean_rounds"] <= args.max_mean_rounds
+                and (args.b0 is None or d["p_fail"] <= args.alpha))
+
+    rows = [("designed schedule (scalar model)", ev(np.asarray(r.schedule.theta)))]
+    if args.paper_eta is not None and args.paper_eta > args.eps:
+        rows.append((f"threshold eta = {args.paper_eta:g}", ev(c - math.log(args.paper_eta))))
+    thr = [(float(e), ev(c - math.log(e))) for e in np.geomspace(args.eps * 1.0001, math.exp(c[-1]), 30)]
+    feas = [t for t in thr if ok(t[1])]
+    if feas:
+        e, d = min(feas, key=lambda t: t[1]["mean_tokens"])
+        rows.append((f"best threshold there, eta = {e:.4g}", d))
+    best_bins = None
+    if len(c) <= 8:
+        for signs in itertools.product((-1.0, 1.0), repeat=len(c)):
+            d = ev(np.asarray(signs))
+            if ok(d) and (best_bins is None or d["mean_tokens"] < best_bins[1]["mean_tokens"]):
+                best_bins = (signs, d)
+        if best_bins is not None:
+            on = [f"{math.exp(x):.3g}" for x, sg in zip(c, best_bins[0]) if sg > 0]
+            rows.append((f"best of the 2^{len(c)} bin schedules (mode 1 at knots D = {', '.join(on) or 'none'})",
+                         best_bins[1]))
+    cands = [(n, d) for n, d in rows if ok(d)]
+    best = min(cands, key=lambda t: t[1]["mean_tokens"])[0] if cands else "none"
+    return {"runs": runs, "rows": rows, "thresholds": thr, "best": best}
 
 
 def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
@@ -397,7 +478,7 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
     from mascot.io import atomic_write_text
 
     atomic_write_text(out / "design_schedule.json", json.dumps(obj, indent=2) + "\n")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.0))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.8))
     d = np.geomspace(args.eps, math.exp(r.schedule.log_hi), 300)
     for s, lab in ((0, "mode 1"), (1, "mode 2")):
         a.plot(d, np.exp(model.a[s] + model.b[s] * np.log(d)), label=f"lambda_{s + 1}(D) ({lab})")
@@ -414,15 +495,28 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
     etas = np.array([e for e, _ in r.thresholds])
     tok = np.array([s["mean_tokens"] for _, s in r.thresholds])
     ok = np.isfinite(tok)
-    b.plot(etas[ok], tok[ok], marker=".", label="single threshold eta")
-    b.axhline(r.design["mean_tokens"], color="C2", ls="--", label="designed schedule")
+    b.plot(etas[ok], tok[ok], marker=".", label="single threshold eta (scalar model)")
+    b.axhline(r.design["mean_tokens"], color="C2", ls="--", label="designed schedule (scalar model)")
+    tl = obj.get("text_level")
+    if tl:
+        te = np.array([e for e, _ in tl["thresholds"]])
+        tt = np.array([d["mean_tokens"] for _, d in tl["thresholds"]])
+        b.plot(te[np.isfinite(tt)], tt[np.isfinite(tt)], marker="x", color="C1", label="single threshold (text-level agents)")
+        b.axhline(tl["rows"][0][1]["mean_tokens"], color="C4", ls=":", label="designed schedule (text-level agents)")
     if obj["paper_eta"] is not None:
         b.axvline(obj["paper_eta"]["eta"], color="gray", ls=":", label=f"eta = {obj['paper_eta']['eta']:g}")
-    b.set_xscale("log")
+    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
+
+    for axis in (a, b):
+        axis.set_xscale("log")
+        lo, hi = axis.get_xlim()
+        axis.xaxis.set_major_locator(FixedLocator([x for x in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0) if lo <= x <= hi]))
+        axis.xaxis.set_minor_locator(NullLocator())
+        axis.xaxis.set_major_formatter(ScalarFormatter())
     b.set_xlabel("threshold eta")
     b.set_ylabel("mean tokens to consensus")
-    b.set_title("tokens: thresholds vs schedule (design sample)")
-    b.legend(fontsize=8)
+    b.set_title("mean tokens: thresholds vs the designed schedule")
+    b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
     fig.tight_layout()
     save_figure(fig, out / "design_schedule")
 
@@ -483,8 +577,10 @@ def add_parsers(sub) -> None:
     q.set_defaults(func=cmd_design_policy)
 
     s = dsub.add_parser("schedule", help="a D-dependent mode schedule for rates that depend on D (optax)")
-    s.add_argument("--lambda1", type=float, required=True, help="mode-1 rate at D = --d-ref")
-    s.add_argument("--lambda2", type=float, required=True, help="mode-2 rate at D = --d-ref")
+    s.add_argument("--model", help="a calibrated deliberation parameter file (mascot calibrate deliberation's "
+                   "params.toml): its agents are simulated and reduced to the scalar model (instead of the rate flags)")
+    s.add_argument("--lambda1", type=float, help="mode-1 rate at D = --d-ref")
+    s.add_argument("--lambda2", type=float, help="mode-2 rate at D = --d-ref")
     s.add_argument("--slope1", type=float, default=0.0, help="d log lambda1 / d log D (default 0: constant)")
     s.add_argument("--slope2", type=float, default=0.0, help="d log lambda2 / d log D (default 0: constant)")
     s.add_argument("--d-ref", type=float, default=1.0, help="the D at which --lambda1/--lambda2 apply (default 1)")
@@ -493,10 +589,10 @@ def add_parsers(sub) -> None:
     s.add_argument("--c1", type=float, default=600.0, help="mean tokens per mode-1 round (default 600)")
     s.add_argument("--c2", type=float, default=100.0, help="mean tokens per mode-2 round (default 100)")
     s.add_argument("--cost-cv", type=float, default=0.0, help="coefficient of variation of a round's cost")
-    s.add_argument("--eps", type=float, required=True, help="consensus tolerance")
-    s.add_argument("--d0", type=float, required=True, help="initial disagreement (median)")
-    s.add_argument("--d0-sd", type=float, default=0.0, help="s.d. of log D0 (default 0)")
-    s.add_argument("--b0", type=float, help="budget for the risk constraint")
+    s.add_argument("--eps", type=float, help="consensus tolerance (with --model: the file's)")
+    s.add_argument("--d0", type=float, help="initial disagreement, median (with --model: simulated)")
+    s.add_argument("--d0-sd", type=float, help="s.d. of log D0 (default 0; with --model: simulated)")
+    s.add_argument("--b0", type=float, help="budget for the risk constraint (with --model: the file's)")
     s.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
     s.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
     s.add_argument("--paper-eta", type=float, default=0.1, help="a threshold to place beside the design (default 0.1)")
