@@ -426,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mascot.cli.design import add_parsers as _add_design_parsers
 
     _add_design_parsers(sub)  # mascot design
+    from mascot.cli.calibrate import add_parsers as _add_calibrate_parsers
+
+    _add_calibrate_parsers(sub)  # mascot calibrate
 
     rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
     rp.add_argument("what", choices=["consensus-sweep", "spectra-sweep", "noise-sweep"])

@@ -49,7 +49,30 @@ paper's Table 2 (E_ceg about 2100 for the chain and 1100-1200 for star and mesh)
 Qwen errors are large (about 175 per step on Values near 70), so sigma is large too. The model does not
 reproduce the paper's consensus decay (its leaves never agree exactly, so star/mesh R_cdr stays near 0,
 where Qwen's star reaches -3.4) nor, with paired seeds, its F_ps magnitude (the two arms share their
-noise; ``paired_seeds=False`` in the harness gives F_ps of the paper's order).
+noise; ``paired_seeds=False`` in the harness gives F_ps of the paper's order). These defaults are the
+named parameter set ``"hand-tuned-v1"`` (:data:`PARAM_SETS`); with them the replies are byte-identical to
+the model above, so earlier runs reproduce.
+
+**Richer model** (issue 15; every extra is off in ``hand-tuned-v1``), per topology role -- ``chain`` (the
+chain's agent), ``star_leaf``, ``mesh_agent`` (round one), ``star_judge``, ``mesh_reviser``; the role comes
+from the prompt and ``meta["topology"]`` (an agent request without a known topology uses ``chain``):
+
+* an agent reply is a mixture: with probability ``p_exact`` the exact rule (no noise, no slips), with
+  probability ``p_echo`` an echo of its input state (small models do this), else the noisy reply above
+  with ``sigma`` scaled by the role's ``sigma_scale``;
+* a judge / reviser copies one shown proposal (uniformly chosen) with probability ``p_copy``, recomputes
+  the rule exactly on the input state with probability ``p_recompute``, else aggregates (``judge``) and
+  adds noise scaled by the role's ``noise`` (default ``judge_noise``);
+* ``bias``: the mean of the Value noise (the paper's non-contracting bias drift, Sec. 3.5), scaled per
+  role like ``sigma``;
+* ``p_blunder``, ``blunder_scale``: with probability ``p_blunder`` a noisy reply's Value noise s.d. is
+  multiplied by ``blunder_scale`` (heavy tails: rare large errors);
+* perturbation persistence ``persist``: a request of the perturbed arm reuses its paired unperturbed
+  request's draws (and the step's shared normal) with probability ``persist``, else draws afresh
+  (``persist = 1``: today's fully paired noise, which keeps F_ps small).
+
+Parameter files: :meth:`SurrogateBackend.from_params` reads a TOML file (``kind = "state-tracking"``) or a
+named set; :func:`params_toml` writes one.
 """
 
 from __future__ import annotations
@@ -66,12 +89,26 @@ from mascot.protocols.state_tracking.aggregation import plurality_vote
 from mascot.protocols.state_tracking.prompts import Prompt, read_prompt
 from mascot.seeds import hash64, uniforms
 
-__all__ = ["SurrogateBackend", "JUDGES", "split_words"]
+__all__ = ["SurrogateBackend", "JUDGES", "PARAM_SETS", "ROLE_PARAMS", "params_toml", "split_words"]
 
 JUDGES = ("mean", "median", "vote")
 _ROLES = ("agent", "judge", "revision")
 _TOPOLOGY_IDS = {"chain": 0, "star": 1, "mesh": 2}
 _MALFORMED_KINDS = 4
+#: topology roles and their parameters (agents: reply mixture and noise scale; judges: copy/recompute/noise)
+ROLE_PARAMS = {"chain": ("p_exact", "p_echo", "sigma_scale"), "star_leaf": ("p_exact", "p_echo", "sigma_scale"),
+               "mesh_agent": ("p_exact", "p_echo", "sigma_scale"),
+               "star_judge": ("p_copy", "p_recompute", "noise"), "mesh_reviser": ("p_copy", "p_recompute", "noise")}
+_AGENT_ROLE = {"chain": "chain", "star": "star_leaf", "mesh": "mesh_agent"}
+_ROLE_IDS = {r: i for i, r in enumerate(ROLE_PARAMS)}
+_GLOBAL_KEYS = ("sigma", "bias", "p_blunder", "blunder_scale", "rho_c", "parity_slip", "level_slip", "parse_fail",
+                "judge", "judge_noise", "persist")
+#: named parameter sets; "hand-tuned-v1" is the original hand tuning (every committed result uses it)
+PARAM_SETS = {"hand-tuned-v1": {"sigma": 75.0, "rho_c": 0.0, "parity_slip": 0.05, "level_slip": 0.1,
+                                "parse_fail": 0.01, "judge": "mean", "judge_noise": 0.25, "persist": 1.0, "bias": 0.0,
+                                "p_blunder": 0.0, "blunder_scale": 1.0,
+                                "roles": {}}}
+_TAG_EXTRA, _TAG_FRESH = 0x4D49_5854, 0x4652_4553  # streams of the mixture/copy/persist draws, fresh draws
 
 
 def split_words(text: str) -> int:
@@ -96,7 +133,9 @@ class SurrogateBackend:
 
     def __init__(self, sigma: float = 75.0, rho_c: float = 0.0, parity_slip: float = 0.05,
                  level_slip: float = 0.1, parse_fail: float = 0.01, judge: str = "mean",
-                 judge_noise: float = 0.25, seed: int = 0, model: str = "affine-noise"):
+                 judge_noise: float = 0.25, seed: int = 0, model: str = "affine-noise", persist: float = 1.0,
+                 roles: dict | None = None, params_name: str | None = None, bias: float = 0.0,
+                 p_blunder: float = 0.0, blunder_scale: float = 1.0):
         if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not (math.isfinite(sigma) and sigma >= 0):
             raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
         if isinstance(judge_noise, bool) or not isinstance(judge_noise, (int, float)) or not (
@@ -115,15 +154,84 @@ class SurrogateBackend:
         self.judge_noise = float(judge_noise)
         self.seed = int(seed)
         self.model = model
+        self.persist = _check_prob("persist", persist)
+        if isinstance(bias, bool) or not isinstance(bias, (int, float)) or not math.isfinite(bias):
+            raise ValueError(f"bias must be a finite number; got {bias!r}")
+        self.bias = float(bias)
+        self.p_blunder = _check_prob("p_blunder", p_blunder)
+        if isinstance(blunder_scale, bool) or not isinstance(blunder_scale, (int, float)) or not (
+                math.isfinite(blunder_scale) and blunder_scale >= 0):
+            raise ValueError(f"blunder_scale must be a finite number >= 0; got {blunder_scale!r}")
+        self.blunder_scale = float(blunder_scale)
+        self.roles = _check_roles(roles or {}, self.judge_noise)
+        self.params_name = params_name
         self._word_cache: dict[str, int] = {}
+
+    # ------------------------------------------------------------------ parameter files
+    @classmethod
+    def from_params(cls, path, **overrides) -> "SurrogateBackend":
+        """A backend from a TOML parameter file (``kind = "state-tracking"``, see :func:`params_toml`) or the
+        name of a built-in set (:data:`PARAM_SETS`); ``overrides`` (e.g. ``seed=3``) replace file values."""
+        import tomllib
+        from pathlib import Path
+
+        if isinstance(path, str) and path in PARAM_SETS:
+            d = {**PARAM_SETS[path], "roles": dict(PARAM_SETS[path]["roles"])}
+            name = path
+        else:
+            p = Path(path)
+            if not p.is_file():
+                raise ValueError(f"surrogate parameter file {str(p)!r} does not exist (or name one of the sets "
+                                 f"{', '.join(PARAM_SETS)})")
+            try:
+                d = tomllib.loads(p.read_text())
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+                raise ValueError(f"surrogate parameter file {str(p)!r} is not valid TOML: {e}") from None
+            if d.get("kind") != "state-tracking":
+                raise ValueError(f"{str(p)!r}: key 'kind' must be \"state-tracking\"; got {d.get('kind')!r}")
+            name = d.pop("name", p.stem)
+            d.pop("kind")
+            unknown = sorted(set(d) - set(_GLOBAL_KEYS) - {"roles"})
+            if unknown:
+                raise ValueError(f"{str(p)!r}: unknown key(s) {', '.join(unknown)}; accepted: kind, name, "
+                                 f"{', '.join(_GLOBAL_KEYS)}, [roles.<role>]")
+            if not isinstance(d.get("roles", {}), dict):
+                raise ValueError(f"{str(p)!r}: 'roles' must be a table of [roles.<role>] tables")
+        kw = {**d, **overrides}
+        kw.setdefault("params_name", name)
+        try:
+            return cls(**kw)
+        except TypeError as e:
+            raise ValueError(f"surrogate parameters: {e}") from None
+
+    def params(self) -> dict:
+        """The parameters as a plain dict (the content of :func:`params_toml`)."""
+        return {"sigma": self.sigma, "bias": self.bias, "p_blunder": self.p_blunder,
+                "blunder_scale": self.blunder_scale, "rho_c": self.rho_c, "parity_slip": self.parity_slip,
+                "level_slip": self.level_slip, "parse_fail": self.parse_fail, "judge": self.judge,
+                "judge_noise": self.judge_noise, "persist": self.persist,
+                "roles": {r: dict(v) for r, v in self.roles.items()}}
+
+    def _extended(self) -> bool:
+        """Whether any parameter of the richer model is away from its hand-tuned-v1 value."""
+        return (self.persist != 1.0 or self.bias != 0.0 or self.p_blunder != 0.0 or self.blunder_scale != 1.0
+                or self.roles != _check_roles({}, self.judge_noise))
 
     # ------------------------------------------------------------------ interface
     def identity(self) -> dict:
-        """Everything that changes the replies: the noise model, the judge, the seed, the token count."""
-        return {"backend": self.name, "model": self.model, "sigma": self.sigma, "rho_c": self.rho_c,
-                "parity_slip": self.parity_slip, "level_slip": self.level_slip, "parse_fail": self.parse_fail,
-                "judge": self.judge, "judge_noise": self.judge_noise, "seed": self.seed,
-                "token_count": "whitespace-separated words"}
+        """Everything that changes the replies: the noise model, the judge, the seed, the token count (the
+        richer model's parameters only when they differ from hand-tuned-v1, so old identities still match)."""
+        d = {"backend": self.name, "model": self.model, "sigma": self.sigma, "rho_c": self.rho_c,
+             "parity_slip": self.parity_slip, "level_slip": self.level_slip, "parse_fail": self.parse_fail,
+             "judge": self.judge, "judge_noise": self.judge_noise, "seed": self.seed,
+             "token_count": "whitespace-separated words"}
+        if self._extended():
+            d["persist"] = self.persist
+            d["bias"] = self.bias
+            d["p_blunder"] = self.p_blunder
+            d["blunder_scale"] = self.blunder_scale
+            d["roles"] = {r: dict(v) for r, v in self.roles.items()}
+        return d
 
     def describe(self) -> dict:
         import jax
@@ -133,14 +241,17 @@ class SurrogateBackend:
         return {"name": self.name, "model": self.model, "sigma": self.sigma, "rho_c": self.rho_c,
                 "parity_slip": self.parity_slip, "level_slip": self.level_slip, "parse_fail": self.parse_fail,
                 "judge": self.judge, "judge_noise": self.judge_noise, "seed": self.seed,
-                "token_count": "whitespace-separated words", "mascot": __version__, "jax": jax.__version__}
+                "token_count": "whitespace-separated words", "mascot": __version__, "jax": jax.__version__,
+                **({"persist": self.persist, "bias": self.bias, "p_blunder": self.p_blunder,
+                    "blunder_scale": self.blunder_scale, "roles": {r: dict(v) for r, v in self.roles.items()},
+                    "params_name": self.params_name} if self._extended() else {})}
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         n = len(requests)
         if n == 0:
             return []
         out: list[Response | None] = [None] * n
-        idx, states, roles, proposals, shared_ids, seeds = [], [], [], [], [], []
+        idx, states, roles, proposals, shared_ids, seeds, role5, pert = [], [], [], [], [], [], [], []
         read: dict[str, Prompt | str] = {}  # user message -> what it asks (mesh revisers share one prompt)
         for i, r in enumerate(requests):
             task = self._read(r.messages, read)
@@ -159,8 +270,12 @@ class SurrogateBackend:
                                int(m.get("trial", 0)), int(m.get("seed_arm", 0)), int(m.get("step", 0))))
             s64 = m.get("seed64", r.sampling.seed)
             seeds.append(int(s64) if s64 is not None else i)
+            role5.append(_ROLE_IDS[_AGENT_ROLE.get(topo, "chain") if task.role == "agent" else
+                                   "star_judge" if task.role == "judge" else "mesh_reviser"])
+            pert.append(bool(m.get("perturbed", False)))
         if idx:
-            texts = self._replies(states, np.array(roles), proposals, shared_ids, seeds)
+            texts = self._replies(states, np.array(roles), proposals, shared_ids, seeds, np.array(role5),
+                                  np.array(pert, dtype=bool))
             for i, text in zip(idx, texts):
                 out[i] = Response(text=text, prompt_tokens=self._prompt_tokens(requests[i]),
                                   completion_tokens=split_words(text), finish_reason="stop", latency_s=None)
@@ -195,7 +310,7 @@ class SurrogateBackend:
             total += k
         return total
 
-    def _replies(self, states, roles, proposals, shared_ids, seeds) -> list[str]:
+    def _replies(self, states, roles, proposals, shared_ids, seeds, role5=None, pert=None) -> list[str]:
         from mascot.kernels.precision import float64
         from mascot.kernels.state_tracking import rule_step
 
@@ -245,11 +360,21 @@ class SurrogateBackend:
         us = uniforms(skey, 2)
         z_sh = np.sqrt(-2.0 * np.log1p(-us[:, 0])) * np.cos(2.0 * np.pi * us[:, 1])
         scale = np.where(roles == 0, 1.0, self.judge_noise)
+        clean = np.zeros(n, dtype=bool)  # exact / echo / copy / recompute replies: no noise, no slips
+        mult = None
+        if self._extended() and role5 is not None:
+            u, z_own, z_sh, scale, clean, mult = self._extend(key, skey, u, z_own, z_sh, roles, role5, pert, proposals,
+                                                        states, tv, tp, tl, base_v, base_p, base_l)
         noise = scale * self.sigma * (math.sqrt(self.rho_c) * z_sh + math.sqrt(1.0 - self.rho_c) * z_own)
+        if mult is not None:
+            noise = noise * mult
+        if self.bias != 0.0:
+            noise = noise + scale * self.bias
+        noise = np.where(clean, 0.0, noise)
         out_v = np.round(base_v + noise, 2)
-        flip = u[:, 2] < scale * self.parity_slip
+        flip = (u[:, 2] < scale * self.parity_slip) & ~clean
         out_p = np.where(flip, 1 - base_p, base_p)
-        move = u[:, 3] < scale * self.level_slip
+        move = (u[:, 3] < scale * self.level_slip) & ~clean
         out_l = np.clip(base_l + np.where(move, np.where(u[:, 4] < 0.5, -1, 1), 0), 1, 9)
         fail = u[:, 5] < self.parse_fail
         kind = np.minimum((u[:, 6] * _MALFORMED_KINDS).astype(int), _MALFORMED_KINDS - 1)
@@ -278,3 +403,106 @@ class SurrogateBackend:
                     text = text.replace('"Parity": "%s"' % p, '"Parity": "C"')
             texts.append(text)
         return texts
+
+    def _extend(self, key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl,
+                base_v, base_p, base_l):
+        """The richer model (module docstring): persistence, reply mixtures, judge copy/recompute. Updates
+        ``base_*`` in place; returns ``(u, z_own, z_sh, scale, clean, noise multiplier)``."""
+        n = len(roles)
+        ue = uniforms(hash64(key, np.uint64(_TAG_EXTRA)), 3)
+        # perturbation persistence: a perturbed-arm request keeps its paired draws with probability persist
+        keep = uniforms(hash64(key, np.uint64(_TAG_EXTRA), np.uint64(1)), 1)[:, 0] < self.persist
+        fresh = pert & ~keep
+        if fresh.any():
+            fk = hash64(key, np.uint64(_TAG_FRESH))
+            u = np.where(fresh[:, None], uniforms(fk, 7), u)
+            ue = np.where(fresh[:, None], uniforms(hash64(fk, np.uint64(_TAG_EXTRA)), 3), ue)
+            z_own = np.sqrt(-2.0 * np.log1p(-u[:, 0])) * np.cos(2.0 * np.pi * u[:, 1])
+            us = uniforms(hash64(skey, np.uint64(_TAG_FRESH)), 2)
+            z_sh = np.where(fresh, np.sqrt(-2.0 * np.log1p(-us[:, 0])) * np.cos(2.0 * np.pi * us[:, 1]), z_sh)
+        names = list(ROLE_PARAMS)
+        table = np.array([[self.roles[r][k] for k in ROLE_PARAMS[r]] for r in names])  # (5, 3)
+        a, b, c = table[role5, 0], table[role5, 1], table[role5, 2]
+        is_agent = roles == 0
+        scale = c.copy()
+        first = ue[:, 0] < a
+        second = (ue[:, 0] >= a) & (ue[:, 0] < a + b)
+        clean = first | second
+        for j in np.flatnonzero(clean):
+            if is_agent[j]:
+                if second[j]:  # echo the input state
+                    st = states[j]
+                    base_v[j], base_p[j], base_l[j] = float(st["Value"]), 0 if st["Parity"] == "A" else 1, int(st["Level"])
+                else:  # exact rule
+                    base_v[j], base_p[j], base_l[j] = tv[j], tp[j], tl[j]
+                continue
+            props = [p for p in proposals[j] if isinstance(p, dict)]
+            if first[j] and props:  # copy one shown proposal
+                p = props[min(int(ue[j, 1] * len(props)), len(props) - 1)]
+                base_v[j], base_p[j], base_l[j] = float(p["Value"]), 0 if p["Parity"] == "A" else 1, int(p["Level"])
+            else:  # recompute the rule on the input state (also: copy with nothing shown)
+                base_v[j], base_p[j], base_l[j] = tv[j], tp[j], tl[j]
+        mult = np.where(ue[:, 2] < self.p_blunder, self.blunder_scale, 1.0)
+        return u, z_own, z_sh, scale, clean, mult
+
+
+def _check_roles(roles: dict, judge_noise: float) -> dict:
+    """All five roles' parameters, defaults filled in (agents 0, 0, 1; judges 0, 0, judge_noise)."""
+    if not isinstance(roles, dict):
+        raise ValueError(f"roles must be a dict of role -> parameters; got {type(roles).__name__}")
+    unknown = sorted(set(roles) - set(ROLE_PARAMS))
+    if unknown:
+        raise ValueError(f"unknown role(s) {', '.join(unknown)}; roles are {', '.join(ROLE_PARAMS)}")
+    out = {}
+    for r, keys in ROLE_PARAMS.items():
+        given = roles.get(r, {})
+        if not isinstance(given, dict):
+            raise ValueError(f"roles.{r} must be a table of {', '.join(keys)}")
+        bad = sorted(set(given) - set(keys))
+        if bad:
+            raise ValueError(f"roles.{r}: unknown key(s) {', '.join(bad)}; accepted: {', '.join(keys)}")
+        d = {keys[0]: 0.0, keys[1]: 0.0, keys[2]: 1.0 if r in _AGENT_ROLE.values() else float(judge_noise)}
+        for k, v in given.items():
+            if k in ("sigma_scale", "noise"):
+                if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
+                    raise ValueError(f"roles.{r}.{k} must be a finite number >= 0; got {v!r}")
+                d[k] = float(v)
+            else:
+                d[k] = _check_prob(f"roles.{r}.{k}", v)
+        if d[keys[0]] + d[keys[1]] > 1.0 + 1e-12:
+            raise ValueError(f"roles.{r}: {keys[0]} + {keys[1]} must be <= 1; got {d[keys[0]]} + {d[keys[1]]}")
+        out[r] = d
+    return out
+
+
+_COMMENTS = {"sigma": "s.d. of the Value noise of a noisy agent reply",
+             "bias": "mean of that noise (a systematic drift; scaled per role like sigma)",
+             "p_blunder": "P(a noisy reply's noise s.d. is multiplied by blunder_scale)",
+             "blunder_scale": "that multiplier (heavy tails)", "rho_c": "share of that variance common "
+             "to a step's replies (A.4)", "parity_slip": "P(Parity flipped) in a noisy reply",
+             "level_slip": "P(Level moved by +-1) in a noisy reply", "parse_fail": "P(malformed reply)",
+             "judge": "how judges / revisers aggregate: mean, median or vote",
+             "judge_noise": "judges' noise scale (default of roles.*.noise)",
+             "persist": "P(a perturbed-arm request reuses its paired draws)",
+             "p_exact": "P(reply = the exact rule)", "p_echo": "P(reply = the input state)",
+             "sigma_scale": "noise scale of this role", "p_copy": "P(copy one shown proposal)",
+             "p_recompute": "P(recompute the rule exactly)", "noise": "noise scale when aggregating"}
+
+
+def params_toml(params: dict, name: str = "custom", comment: str = "") -> str:
+    """The TOML text of a state-tracking surrogate parameter set (``SurrogateBackend.params()`` or a dict
+    of the same shape; missing keys take hand-tuned-v1 values), readable by
+    :meth:`SurrogateBackend.from_params`. ``comment`` lines go at the top."""
+    full = SurrogateBackend(**{k: v for k, v in params.items() if k in _GLOBAL_KEYS or k == "roles"}).params()
+
+    def val(v):
+        return json.dumps(v) if isinstance(v, str) else repr(float(v))
+
+    lines = [f"# {c}" for c in comment.splitlines() if c.strip()]
+    lines += ['kind = "state-tracking"', f"name = {json.dumps(name)}", ""]
+    for k in _GLOBAL_KEYS:
+        lines.append(f"{k} = {val(full[k])}".ljust(28) + f"  # {_COMMENTS[k]}")
+    for r, keys in ROLE_PARAMS.items():
+        lines += ["", f"[roles.{r}]"]
+        lines += [f"{k} = {val(full['roles'][r][k])}".ljust(28) + f"  # {_COMMENTS[k]}" for k in keys]
+    return "\n".join(lines) + "\n"

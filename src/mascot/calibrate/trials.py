@@ -1,0 +1,331 @@
+"""A JAX simulator of the state-tracking harness answered by the surrogate, and its calibration.
+
+:func:`simulate_metrics` reproduces, in distribution, what :func:`mascot.protocols.state_tracking.harness.run_trials`
+with :class:`mascot.protocols.state_tracking.surrogate.SurrogateBackend` records, without prompts, JSON or
+Python loops: every trial, both arms (unperturbed / perturbed by ``epsilon``) and the three topologies are
+batched (``vmap``), the 12 steps are a ``lax.scan``, the exact rule is the int64 kernel
+:func:`mascot.kernels.state_tracking.rule_step` (run inside :func:`mascot.kernels.precision.float64`).
+
+Per step, as the harness (Sec. 4 and Appendix C of "Predictive Maps of Multi-Agent Reasoning"):
+
+* chain: one agent (role ``chain``) writes the next state; ``D_t = |x*_t - x^_t|``;
+* star: ``leaves`` agents (``star_leaf``) answer; the judge (``star_judge``) sees the valid proposals and
+  writes the next state; ``D_t`` = mean pairwise |difference| of the valid leaf Values;
+* mesh: ``mesh_agents`` agents (``mesh_agent``) answer; every reviser (``mesh_reviser``) sees all valid
+  round-one proposals; the next state is the plurality (Value, Parity, Level) tuple of the valid revisions
+  (ties: the lowest agent index, the harness's ``mesh_tie="first"``); ``D_t`` over the revised Values.
+
+Replies follow the surrogate's model (its module docstring): agent mixture exact / echo / noisy (Value
+noise with shared and private parts, Parity and Level slips, Values rounded to 2 decimals); judges and
+revisers copy / recompute / aggregate (``mean``, ``median`` or ``vote``) plus scaled noise; the perturbed
+arm reuses each request's draws with probability ``persist``. A request abstains (all ``retries + 1``
+attempts malformed) with probability ``parse_fail ** (retries + 1)``; a deciding node that abstains carries
+its input state forward. The random streams differ from the surrogate's (JAX PRNG instead of SplitMix64),
+so the simulator matches the harness in distribution, not trial by trial (``tests/test_calibrate_trials.py``).
+
+Metrics per trial, as :func:`mascot.analysis.trials_report.trial_metrics`: ``E_ceg = sum_t |x*_t - x^_t|``
+(unperturbed arm, steps 1..T), ``R_cdr`` = mean over defined terms of ``log(max(D_{t+1}, f) / max(D_t, f))``
+(``f = d_floor``), ``F_ps = |x'_T - x_T|``.
+
+The calibration itself (moments, bootstrap, report) is in :mod:`mascot.calibrate.trials_fit`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "simulate_metrics", "simulate_numpy",
+           "simulate_trials", "true_trajectories"]
+
+ROLE_NAMES = ("chain", "star_leaf", "mesh_agent", "star_judge", "mesh_reviser")
+_AGENT_KEYS = ("p_exact", "p_echo", "sigma_scale")
+_JUDGE_KEYS = ("p_copy", "p_recompute", "noise")
+_GLOBALS = ("sigma", "bias", "p_blunder", "blunder_scale", "rho_c", "parity_slip", "level_slip", "parse_fail", "persist")
+
+
+class SimConfig(NamedTuple):
+    """The harness settings the simulator needs (defaults: the harness's and the paper's)."""
+
+    n_trials: int = 100
+    steps: int = 12
+    epsilon: float = 15.0
+    leaves: int = 4
+    mesh_agents: int = 4
+    retries: int = 2
+    initial_state: tuple = (50.0, "A", 3)
+    judge: str = "mean"
+    d_floor: float = 1e-6
+
+
+def flat_params(p: dict) -> dict[str, float]:
+    """``SurrogateBackend.params()`` -> ``{"sigma": .., "chain.p_exact": .., ...}`` (numbers only)."""
+    out = {k: float(p[k]) for k in _GLOBALS}
+    for r in ROLE_NAMES:
+        for k, v in p["roles"][r].items():
+            out[f"{r}.{k}"] = float(v)
+    return out
+
+
+def nest_params(flat: dict, judge: str = "mean", base: dict | None = None) -> dict:
+    """Inverse of :func:`flat_params` (missing keys from ``base``, default hand-tuned-v1), ready for
+    ``SurrogateBackend(**nest_params(...))`` and :func:`mascot.protocols.state_tracking.surrogate.params_toml`."""
+    from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+    base = base if base is not None else SurrogateBackend(judge=judge).params()
+    d = {k: float(flat.get(k, base[k])) for k in _GLOBALS}
+    d["judge"] = judge
+    d["judge_noise"] = float(base.get("judge_noise", 0.25))
+    d["roles"] = {r: {k: float(flat.get(f"{r}.{k}", base["roles"][r][k])) for k in base["roles"][r]}
+                  for r in ROLE_NAMES}
+    return d
+
+
+def true_trajectories(cfg: SimConfig):
+    from mascot.kernels.precision import float64
+    from mascot.kernels.state_tracking import rule_trajectory
+
+    v0, p0, l0 = cfg.initial_state
+    p0 = 0 if p0 == "A" else 1
+    import jax
+
+    with float64(), jax.ensure_compile_time_eval():  # a constant, also when called under jit
+        tr = rule_trajectory(np.array([float(v0), float(v0) + float(cfg.epsilon)]), np.array([p0, p0]),
+                             np.array([l0, l0]), steps=cfg.steps)
+        return tuple(np.asarray(x) for x in tr)  # each (2 arms, T + 1)
+
+
+def _round2(x):
+    import jax.numpy as jnp
+
+    return jnp.round(x * 100.0) / 100.0
+
+
+def _pairwise(v, ok):
+    """Mean pairwise |difference| of the valid entries of ``v`` (last axis), NaN with fewer than two."""
+    import jax.numpy as jnp
+
+    k = ok.sum(-1)
+    d = jnp.abs(v[..., :, None] - v[..., None, :])
+    m = ok[..., :, None] & ok[..., None, :]
+    tot = jnp.where(m, d, 0.0).sum((-1, -2))
+    return jnp.where(k >= 2, tot / jnp.maximum(k * (k - 1), 1), jnp.nan)
+
+
+def _majority(vals, par, lev, ok):
+    """The surrogate's ``mean`` aggregation's Parity and Level (majority; ties: threshold, smallest)."""
+    import jax.numpy as jnp
+
+    nb = (ok & (par == 1)).sum(-1)
+    na = ok.sum(-1) - nb
+    counts = (ok[..., None] & (lev[..., None] == jnp.arange(1, 10))).sum(-2)
+    lvl = jnp.argmax(counts, -1) + 1
+    return na, nb, lvl
+
+
+def _aggregate(method, v, p, lv, ok):
+    """Judge aggregation of proposals (last axis) with validity ``ok``: (value, parity, level)."""
+    import jax.numpy as jnp
+
+    k = ok.sum(-1)
+    if method == "vote":
+        return _plurality(v, p, lv, ok)
+    if method == "mean":
+        val = jnp.where(ok, v, 0.0).sum(-1) / jnp.maximum(k, 1)
+    else:  # median
+        s = jnp.sort(jnp.where(ok, v, jnp.inf), -1)
+        h = k // 2
+        hi = jnp.take_along_axis(s, jnp.minimum(h, s.shape[-1] - 1)[..., None], -1)[..., 0]
+        lo = jnp.take_along_axis(s, jnp.maximum(h - 1, 0)[..., None], -1)[..., 0]
+        val = jnp.where(k % 2 == 1, hi, 0.5 * (lo + hi))
+    na, nb, lvl = _majority(v, p, lv, ok)
+    par = jnp.where(na == nb, (val >= 70).astype(jnp.int32), (nb > na).astype(jnp.int32))
+    return val, par, lvl
+
+
+def _plurality(v, p, lv, ok):
+    """Plurality (Value, Parity, Level) tuple over the valid entries; ties to the lowest index."""
+    import jax.numpy as jnp
+
+    same = (v[..., :, None] == v[..., None, :]) & (p[..., :, None] == p[..., None, :]) & (
+        lv[..., :, None] == lv[..., None, :]) & ok[..., :, None] & ok[..., None, :]
+    cnt = same.sum(-1)
+    w = jnp.argmax(cnt, -1)[..., None]
+    pick = (lambda x: jnp.take_along_axis(x, w, -1)[..., 0])
+    return pick(v), pick(p), pick(lv)
+
+
+def simulate_trials(theta: dict, key, cfg: SimConfig):
+    """Per-trial (E_ceg, R_cdr, F_ps) arrays for chain, star, mesh: a dict topology -> (3, n_trials).
+    Traceable, no checks (:func:`simulate_metrics` is the checked entry point)."""
+    import jax
+    import jax.numpy as jnp
+    from jax import lax
+
+    from mascot.kernels.state_tracking import rule_step
+
+    f64 = jnp.float64
+    tv_all, tp_all, tl_all = true_trajectories(cfg)
+    n, T, L, M = cfg.n_trials, cfg.steps, cfg.leaves, cfg.mesh_agents
+    th = {k: jnp.asarray(v, f64) for k, v in theta.items()}
+    sigma, rho = th["sigma"], jnp.clip(th["rho_c"], 0.0, 1.0)
+    abstain = th["parse_fail"] ** (cfg.retries + 1)
+    v0, p0, l0 = cfg.initial_state
+    init_v = jnp.array([float(v0), float(v0) + float(cfg.epsilon)], f64)
+    p0i = 0 if p0 == "A" else 1
+
+    def draws(k, shape):
+        """Per request, arms first: (2, *shape, 9) uniforms u_mix, u_copy, z1, u_par, u_lev, u_dir, z2, u_fail, u_blunder
+        (arm 1 reuses arm 0's with probability persist) and the keep mask (*shape, 2)."""
+        ks = jax.random.split(k, 3)
+        base = jax.random.uniform(ks[0], shape + (9,), f64)
+        fresh = jax.random.uniform(ks[1], shape + (9,), f64)
+        keep = jax.random.uniform(ks[2], shape, f64) < th["persist"]
+        arm1 = jnp.where(keep[..., None], base, fresh)
+        return jnp.stack([base, arm1], axis=0), jnp.stack([jnp.ones_like(keep), keep], axis=-1)
+
+    def blunder(u):
+        return jnp.where(u[..., 8] < th["p_blunder"], th["blunder_scale"], 1.0)
+
+    def znorm(u1, u2):
+        return jnp.sqrt(-2.0 * jnp.log1p(-u1)) * jnp.cos(2.0 * jnp.pi * u2)
+
+    def agent(role, sv, sp, sl, u, zsh):
+        """Agent replies for input states (broadcast against u[..., 0])."""
+        a, b, c = (th[f"{role}.{x}"] for x in _AGENT_KEYS)
+        tv, tp, tl = rule_step(sv, sp, sl)
+        z = jnp.sqrt(rho) * zsh + jnp.sqrt(1.0 - rho) * znorm(u[..., 2], u[..., 6])
+        noise = c * th["bias"] + c * sigma * blunder(u) * z
+        nv = _round2(tv + noise)
+        npar = jnp.where(u[..., 3] < c * th["parity_slip"], 1 - tp, tp)
+        nl = jnp.clip(tl + jnp.where(u[..., 4] < c * th["level_slip"], jnp.where(u[..., 5] < 0.5, -1, 1), 0), 1, 9)
+        ex, ec = u[..., 0] < a, (u[..., 0] >= a) & (u[..., 0] < a + b)
+        v = jnp.where(ex, tv, jnp.where(ec, sv, nv))
+        p = jnp.where(ex, tp, jnp.where(ec, sp, npar))
+        lv = jnp.where(ex, tl, jnp.where(ec, sl, nl))
+        return v, p.astype(jnp.int32), lv.astype(jnp.int32)
+
+    def judge(role, sv, sp, sl, pv, pp, pl, pok, u, zsh):
+        """Judge / reviser replies; proposals on the last axis of pv/pp/pl/pok; u, zsh per judge."""
+        a, b, c = (th[f"{role}.{x}"] for x in _JUDGE_KEYS)
+        tv, tp, tl = rule_step(sv, sp, sl)
+        k = pok.sum(-1)
+        av, ap, al = _aggregate(cfg.judge, pv, pp, pl, pok)
+        av = jnp.where(k > 0, av, tv)
+        ap = jnp.where(k > 0, ap, tp)
+        al = jnp.where(k > 0, al, tl)
+        z = jnp.sqrt(rho) * zsh + jnp.sqrt(1.0 - rho) * znorm(u[..., 2], u[..., 6])
+        noise = c * th["bias"] + c * sigma * blunder(u) * z
+        nv = _round2(av + noise)
+        npar = jnp.where(u[..., 3] < c * th["parity_slip"], 1 - ap, ap)
+        nl = jnp.clip(al + jnp.where(u[..., 4] < c * th["level_slip"], jnp.where(u[..., 5] < 0.5, -1, 1), 0), 1, 9)
+        # copy the j-th valid proposal, j = floor(u_copy * k)
+        j = jnp.minimum((u[..., 1] * k).astype(jnp.int32), jnp.maximum(k - 1, 0))
+        rank = jnp.cumsum(pok, -1) - 1
+        sel = pok & (rank == j[..., None])
+        cv, cp, cl = ((x * sel).sum(-1) for x in (pv, pp, pl))
+        cp_, rc_ = u[..., 0] < a, (u[..., 0] >= a) & (u[..., 0] < a + b)
+        cp_ok = cp_ & (k > 0)
+        rec = rc_ | (cp_ & (k == 0))
+        v = jnp.where(cp_ok, cv, jnp.where(rec, tv, nv))
+        p = jnp.where(cp_ok, cp, jnp.where(rec, tp, npar))
+        lv = jnp.where(cp_ok, cl, jnp.where(rec, tl, nl))
+        return v, p.astype(jnp.int32), lv.astype(jnp.int32)
+
+    def valid(u):
+        return u[..., 7] >= abstain
+
+    def step(carry, xs):
+        (cv, cp, cl), (sv, sp, sl), (mv, mp, ml) = carry
+        k, t = xs
+        kc, ks1, ks2, km1, km2, kz = jax.random.split(k, 6)
+        zs = jax.random.normal(kz, (3, 2, n, 1), f64)  # (topology, [paired, fresh], trial) shared normals
+        # chain: draws (2 arms, n, 7)
+        uc, keepc = draws(kc, (n,))
+        zc = jnp.where(keepc.T, zs[0, 0, :, 0][None], zs[0, 1, :, 0][None])  # (2, n)
+        av, ap, al = agent("chain", cv, cp, cl, uc, zc)
+        okc = valid(uc)
+        ncv, ncp, ncl = (jnp.where(okc, x, y) for x, y in ((av, cv), (ap, cp), (al, cl)))
+        dchain = jnp.abs(tv_t[t] - ncv)
+        # star
+        ul, keepl = draws(ks1, (n, L))  # (2, n, L, 7), keep (n, L, 2)
+        zl = jnp.where(jnp.moveaxis(keepl, -1, 0), zs[1, 0, :, 0][None, :, None], zs[1, 1, :, 0][None, :, None])
+        lv_, lp_, ll_ = agent("star_leaf", sv[..., None], sp[..., None], sl[..., None], ul, zl)
+        okl = valid(ul)
+        uj, keepj = draws(ks2, (n,))
+        zj = jnp.where(keepj.T, zs[1, 0, :, 0][None], zs[1, 1, :, 0][None])
+        jv, jp, jl = judge("star_judge", sv, sp, sl, lv_, lp_, ll_, okl, uj, zj)
+        okj = valid(uj)
+        nsv, nsp, nsl = (jnp.where(okj, x, y) for x, y in ((jv, sv), (jp, sp), (jl, sl)))
+        dstar = _pairwise(lv_, okl)
+        # mesh
+        ua, keepa = draws(km1, (n, M))
+        za = jnp.where(jnp.moveaxis(keepa, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
+        rv1, rp1, rl1 = agent("mesh_agent", mv[..., None], mp[..., None], ml[..., None], ua, za)
+        oka = valid(ua)
+        ur, keepr = draws(km2, (n, M))
+        zr = jnp.where(jnp.moveaxis(keepr, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
+        bc = (lambda x: jnp.broadcast_to(x[..., None, :], x.shape[:-1] + (M, M)))
+        rv, rp, rl = judge("mesh_reviser", mv[..., None], mp[..., None], ml[..., None], bc(rv1), bc(rp1), bc(rl1),
+                           bc(oka), ur, zr)
+        okr = valid(ur)
+        wv, wp, wl = _plurality(rv, rp, rl, okr)
+        anyr = okr.any(-1)
+        nmv, nmp, nml = (jnp.where(anyr, x, y) for x, y in ((wv, mv), (wp, mp), (wl, ml)))
+        dmesh = _pairwise(rv, okr)
+        out = (ncv, nsv, nmv, dchain, dstar, dmesh)
+        return ((ncv, ncp, ncl), (nsv, nsp, nsl), (nmv, nmp, nml)), out
+
+    tv_t = jnp.asarray(tv_all.T[1:], f64)  # (T, 2)
+    tv_t = jnp.broadcast_to(tv_t[:, :, None], (T, 2, n))
+    s0 = (jnp.broadcast_to(init_v[:, None], (2, n)), jnp.full((2, n), p0i, jnp.int32), jnp.full((2, n), int(l0), jnp.int32))
+    keys = jax.random.split(key, T)
+    _, (vc, vs, vm, dc, ds, dm) = lax.scan(step, (s0, s0, s0), (keys, jnp.arange(T)))
+    res = {}
+    for name, vals, d in (("chain", vc, dc), ("star", vs, ds), ("mesh", vm, dm)):
+        e = jnp.abs(tv_t[:, 0] - vals[:, 0]).sum(0)  # (n,)
+        f = jnp.abs(vals[-1, 1] - vals[-1, 0])
+        dd = d[:, 0]  # (T, n) unperturbed arm
+        fin = jnp.isfinite(dd)
+        df = jnp.where(fin, jnp.maximum(dd, cfg.d_floor), 1.0)
+        r = jnp.log(df[1:] / df[:-1])
+        ok = fin[1:] & fin[:-1]
+        terms = ok.sum(0)
+        rcdr = jnp.where(terms > 0, jnp.where(ok, r, 0.0).sum(0) / jnp.maximum(terms, 1), jnp.nan)
+        res[name] = jnp.stack([e, rcdr, f])
+    return res
+
+
+def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig()):
+    """Per-trial metrics: ``{topology: array (3, n_trials)}`` with rows E_ceg, R_cdr, F_ps (jax arrays).
+    ``theta``: :func:`flat_params` keys (all of them). Call inside ``mascot.kernels.precision.float64()``."""
+    from mascot.kernels.precision import x64_enabled
+
+    if not x64_enabled():
+        raise RuntimeError("simulate_metrics needs 64-bit JAX: call it inside "
+                           "`with mascot.kernels.precision.float64():`")
+    missing = sorted(set(_required()) - set(theta))
+    if missing:
+        raise ValueError(f"theta lacks {', '.join(missing)}")
+    return simulate_trials(theta, key, cfg)
+
+
+def _required():
+    return list(_GLOBALS) + [f"{r}.{k}" for r in ROLE_NAMES[:3] for k in _AGENT_KEYS] + [
+        f"{r}.{k}" for r in ROLE_NAMES[3:] for k in _JUDGE_KEYS]
+
+
+def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = SimConfig()) -> dict:
+    """:func:`simulate_metrics` of a nested parameter dict (``SurrogateBackend.params()``), jitted, as numpy:
+    ``{topology: {"E_ceg": array, "R_cdr": array, "F_ps": array}}``."""
+    import jax
+
+    from mascot.kernels.precision import float64
+
+    flat = flat_params(params)
+    cfg = cfg._replace(judge=params.get("judge", cfg.judge))
+    with float64():
+        out = jax.jit(lambda th, k: simulate_trials(th, k, cfg))(flat, jax.random.PRNGKey(seed))
+        return {t: {m: np.asarray(a[i]) for i, m in enumerate(("E_ceg", "R_cdr", "F_ps"))} for t, a in out.items()}

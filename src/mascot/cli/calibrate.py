@@ -1,0 +1,107 @@
+"""``mascot calibrate``: fit the surrogate agent models to real runs and to the papers' tables.
+
+    mascot calibrate trials (RUN_DIR | --paper-table2) --out DIR [--seed S] [--n-boot B] [--quick]
+    mascot calibrate deliberation (RUN_DIR | --paper-table8 gpt|gemini|claude) --out DIR [--seed S] [--n-boot B] [--quick]
+
+``trials``: the state-tracking surrogate (:func:`mascot.calibrate.trials_fit.calibrate_trials`): simulated
+method of moments with optax on a JAX simulator of the harness, bootstrap uncertainty; writes
+``DIR/params.toml`` (for ``mascot trials --backend surrogate --surrogate-params DIR/params.toml``),
+``DIR/report.md``, ``DIR/fit.json`` and ``DIR/observed_vs_predicted.{png,pdf}``.
+
+``deliberation``: the deliberation surrogate (:func:`mascot.calibrate.deliberation.calibrate_deliberation`).
+
+Bad input (a missing directory, no ``trials.parquet``, both or neither source) is refused with a clear
+message and exit status 2, before anything is written.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+__all__ = ["add_parsers", "cmd_calibrate_trials", "cmd_calibrate_deliberation"]
+
+
+def _fail(msg: str) -> int:
+    print(f"mascot calibrate: error: {msg}", file=sys.stderr)
+    return 2
+
+
+def _common(p, n_boot_default: int) -> None:
+    p.add_argument("--out", required=True, help="output directory (params.toml, report.md, figures)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the fit, the bootstrap and the predictions (default 0)")
+    p.add_argument("--n-boot", type=int, default=n_boot_default,
+                   help=f"bootstrap refits for the uncertainty (default {n_boot_default})")
+    p.add_argument("--quick", action="store_true", help="fewer iterations and simulated trials (a smoke test)")
+
+
+def cmd_calibrate_trials(args) -> int:
+    if (args.run_dir is None) == (not args.paper_table2):
+        return _fail("give exactly one source: RUN_DIR or --paper-table2")
+    if args.n_boot < 0:
+        return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    from mascot.calibrate.trials_fit import calibrate_trials
+    from mascot.calibrate.trials_fit import observed_from_run
+
+    source = None
+    if args.run_dir is not None:
+        try:
+            observed_from_run(args.run_dir)  # validate before writing anything
+        except ValueError as e:
+            return _fail(str(e))
+        source = args.run_dir
+    s = calibrate_trials(source, Path(args.out), seed=args.seed, n_boot=args.n_boot, quick=args.quick)
+    width = max(len(k) for k in s["estimates"])
+    print(f"calibrated to {s['source']}: objective {s['loss']:.4g}, {s['iterations']} iterations, "
+          f"{s['wall_s']:.1f} s")
+    for k, v in s["estimates"].items():
+        print(f"  {k.ljust(width)}  {v:10.4f}  (bootstrap s.d. {s['boot_sd'][k]:.4f})")
+    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, observed_vs_predicted.png")
+    return 0
+
+
+def cmd_calibrate_deliberation(args) -> int:
+    if (args.run_dir is None) == (args.paper_table8 is None):
+        return _fail("give exactly one source: RUN_DIR or --paper-table8 gpt|gemini|claude")
+    if args.run_dir is not None and not Path(args.run_dir).is_dir():
+        return _fail(f"run directory {args.run_dir!r} does not exist")
+    if args.n_boot < 0:
+        return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    from mascot.calibrate.deliberation import calibrate_deliberation
+
+    try:
+        s = calibrate_deliberation(args.run_dir, Path(args.out), paper_model=args.paper_table8, seed=args.seed,
+                                   n_boot=args.n_boot, quick=args.quick)
+    except ValueError as e:
+        return _fail(str(e))
+    src = s["source"]
+    print(f"calibrated the deliberation surrogate to {src.get('name') or ', '.join(src.get('run_dirs', []))}: "
+          f"loss {s['loss']:.4g}, {s['wall_s']:.1f} s")
+    width = max(len(k) for k in s["estimate"])
+    for k, v in s["estimate"].items():
+        print(f"  {k.ljust(width)}  {v:10.4f}  (bootstrap s.d. {s['sd'][k]:.4f})")
+    c = s.get("criteria")
+    if c:
+        print(f"text harness replay: rounds and tokens within {100 * c['tol']:.0f} % of Table VIII: "
+              f"{'yes' if c['within_tol'] else 'no'}; ranking by tokens {' < '.join(c['rank_tokens'])} "
+              f"(paper {' < '.join(c['paper_rank_tokens'])})")
+    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, fit.png, dcurve.png")
+    return 0
+
+
+def add_parsers(sub) -> None:
+    c = sub.add_parser("calibrate", help="fit the surrogate agent models to runs or to the papers' tables",
+                       description=__doc__.split("\n\n")[0])
+    csub = c.add_subparsers(dest="calibrate_command", required=True)
+    t = csub.add_parser("trials", help="the state-tracking surrogate, to a run directory or the SR paper's Table 2",
+                        description=__doc__.split("\n\n")[2])
+    t.add_argument("run_dir", nargs="?", help="a `mascot trials` run directory (with trials.parquet)")
+    t.add_argument("--paper-table2", action="store_true", help="fit to the SR paper's Table 2 instead")
+    _common(t, 10)
+    t.set_defaults(func=cmd_calibrate_trials)
+    d = csub.add_parser("deliberation", help="the deliberation surrogate, to a run directory or Table VIII",
+                        description=__doc__.split("\n\n")[3])
+    d.add_argument("run_dir", nargs="?", help="a `mascot deliberate` run directory")
+    d.add_argument("--paper-table8", choices=["gpt", "gemini", "claude"], help="fit to one model's Table VIII column")
+    _common(d, 200)
+    d.set_defaults(func=cmd_calibrate_deliberation)

@@ -1,0 +1,134 @@
+"""State-tracking calibration: the surrogate's parameter files, the JAX simulator against the real harness
+(the simulator's independent reference: run_trials + SurrogateBackend, the analysis code's metrics), and
+parameter recovery from a harness run with known parameters."""
+
+import math
+
+import numpy as np
+import pytest
+
+from mascot.protocols.state_tracking.surrogate import PARAM_SETS, SurrogateBackend, params_toml
+
+EXT = {"sigma": 60.0, "bias": 25.0, "p_blunder": 0.05, "blunder_scale": 6.0, "persist": 0.3, "rho_c": 0.1,
+       "roles": {"chain": {"p_exact": 0.2, "sigma_scale": 0.8}, "star_leaf": {"p_exact": 0.4, "p_echo": 0.1},
+                 "star_judge": {"p_copy": 0.5, "noise": 0.6}, "mesh_agent": {"p_exact": 0.3},
+                 "mesh_reviser": {"p_copy": 0.6, "p_recompute": 0.1, "noise": 0.5}}}
+
+
+# a parameter set inside the fitted family (the unfitted parameters at hand-tuned-v1)
+TRUTH = {"sigma": 90.0, "bias": 40.0, "p_blunder": 0.04, "blunder_scale": 5.0, "persist": 0.35, "rho_c": 0.05,
+         "roles": {"chain": {"sigma_scale": 0.7}, "star_leaf": {"p_exact": 0.35},
+                   "star_judge": {"p_copy": 0.4, "noise": 0.5}, "mesh_agent": {"p_exact": 0.3},
+                   "mesh_reviser": {"p_copy": 0.5, "noise": 0.4}}}
+
+
+def _run(tmp_path, backend, n, seed, name):
+    import pandas as pd
+
+    from mascot.analysis.trials_report import trial_metrics
+    from mascot.protocols.state_tracking.harness import TrialConfig, run_trials
+
+    out = tmp_path / name
+    run_trials(TrialConfig(n_trials=n, seed=seed, log_requests="none"), out, backend)
+    met = trial_metrics(pd.read_parquet(out / "trials.parquet"))
+    return out, {t: {m: met.loc[met.topology == t, m].to_numpy(float) for m in ("E_ceg", "R_cdr", "F_ps")}
+                 for t in ("chain", "mesh", "star")}
+
+
+def test_params_toml_round_trip_and_named_set(tmp_path):
+    b = SurrogateBackend(**EXT)
+    p = tmp_path / "p.toml"
+    p.write_text(params_toml(b.params(), name="ext"))
+    c = SurrogateBackend.from_params(p, seed=5)
+    assert c.params() == b.params() and c.seed == 5 and c.params_name == "ext"
+    h = SurrogateBackend.from_params("hand-tuned-v1")
+    assert h.identity() == SurrogateBackend().identity()  # old identities (and run dirs) still match
+    assert "roles" not in h.identity() and "roles" in c.identity()
+    assert set(PARAM_SETS) >= {"hand-tuned-v1"}
+
+
+@pytest.mark.parametrize("text,match", [
+    ('kind = "deliberation"\n', "kind"),
+    ('kind = "state-tracking"\nsigmaa = 3.0\n', "sigmaa"),
+    ('kind = "state-tracking"\n[roles.chain]\np_exact = 1.5\n', "roles.chain.p_exact"),
+    ('kind = "state-tracking"\n[roles.judge]\np_copy = 0.5\n', "judge"),
+    ('kind = "state-tracking"\npersist = -1\n', "persist"),
+    ('kind = "state-tracking"\n[roles.star_leaf]\np_exact = 0.7\np_echo = 0.6\n', "star_leaf"),
+    ("kind = = 3", "not valid TOML"),
+])
+def test_from_params_names_the_bad_key(tmp_path, text, match):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(ValueError, match=match):
+        SurrogateBackend.from_params(p)
+    with pytest.raises(ValueError, match="does not exist"):
+        SurrogateBackend.from_params(tmp_path / "none.toml")
+
+
+def _close(h, s, what):
+    """Means within 4 combined standard errors; E_ceg distributions by two-sample KS (p > 1e-3)."""
+    from scipy.stats import ks_2samp
+
+    bad = []
+    for t in h:
+        for m in ("E_ceg", "F_ps", "R_cdr"):
+            a, b = h[t][m][np.isfinite(h[t][m])], s[t][m][np.isfinite(s[t][m])]
+            se = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+            if abs(a.mean() - b.mean()) > 4 * se + 1e-9:
+                bad.append(f"{what} {t} {m}: harness {a.mean():.3f} sim {b.mean():.3f} se {se:.3f}")
+        p = ks_2samp(h[t]["E_ceg"], s[t]["E_ceg"]).pvalue
+        if p < 1e-3:
+            bad.append(f"{what} {t} E_ceg KS p = {p:.2g}")
+    return bad
+
+
+def test_simulator_matches_the_harness(tmp_path):
+    from mascot.calibrate.trials import SimConfig, simulate_numpy
+
+    bad = []
+    for name, kw in (("v1", {}), ("ext", EXT)):
+        b = SurrogateBackend(seed=3, **kw)
+        _, h = _run(tmp_path, b, 80, 11, name)
+        s = simulate_numpy(b.params(), seed=1, cfg=SimConfig(n_trials=400))
+        bad += _close(h, s, name)
+    assert not bad, "\n".join(bad)
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known failure (issue 15 (a)): with 80 trials the short fit puts bias and "
+                   "persist about 3-8 bootstrap s.d. from the truth (63 vs 40, 0.52 vs 0.35); see "
+                   "results/calibration/trials/recovery/recovery.md for the full-size run")
+def test_recovers_known_parameters_from_a_harness_run(tmp_path):
+    """(a) of issue 15, small: 80 trials of the real harness with known parameters -> calibrate three of them
+    from the run directory (a short fit; the rest fixed at the truth) -> the truth within 3 bootstrap s.d."""
+    from mascot.calibrate.trials_fit import recovery
+
+    names = ("sigma", "bias", "persist")
+    r = recovery(tmp_path, TRUTH, n_trials=80, seed=2, n_boot=4, quick=True, steps=200, n_pred=8, fit_names=names)
+    assert [row["param"] for row in r["rows"]] == list(names)
+    off = [row for row in r["rows"] if not row["inside"]]
+    assert not off, off
+    loaded = SurrogateBackend.from_params(tmp_path / "fit" / "params.toml")
+    est = {row["param"]: row["estimate"] for row in r["rows"]}
+    assert loaded.params()["sigma"] == pytest.approx(est["sigma"])
+    assert (tmp_path / "fit" / "report.md").read_text().count("|") > 50
+
+
+def test_split_half_holds_out_the_other_half(tmp_path):
+    """(d) machinery on a surrogate-generated run: half A is fitted (a token fit here: its quality is shown in
+    results/calibration/trials/split-half-surrogate), half B's moments are those of the held-out trials,
+    checked against numpy on the analysis code's per-trial metrics of exactly those trials."""
+    from mascot.calibrate.trials_fit import split_half
+
+    run, per = _run(tmp_path, SurrogateBackend(seed=4, **TRUTH), 20, 9, "run")
+    r = split_half(run, tmp_path / "split", seed=1, n_boot=0, quick=True, steps=3, n_pred=3)
+    a, b = (np.array(h) for h in r["halves"])
+    assert len(a) == len(b) == 10 and not set(a) & set(b) and set(a) | set(b) == set(range(20))
+    got = {row["moment"]: row["held_out"] for row in r["rows"]}
+    for t in ("chain", "mesh", "star"):
+        for m in ("E_ceg", "F_ps"):
+            x = per[t][m][b]
+            assert got[f"{t}.{m}.mean"] == pytest.approx(float(np.mean(x)), rel=1e-12)
+            assert got[f"{t}.{m}.sd"] == pytest.approx(float(np.std(x, ddof=1)), rel=1e-12)
+    assert r["n_moments"] == 18 and r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
+    assert (tmp_path / "split" / "split_half.md").is_file() and (tmp_path / "split" / "fit" / "params.toml").is_file()
