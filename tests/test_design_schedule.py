@@ -111,3 +111,13 @@ def test_cli_schedule_json_and_errors(tmp_path):
     assert bad.returncode != 0 and "--bins" in bad.stderr
     bad = subprocess.run(cmd + ["--lambda1", "-1"], capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "--lambda1" in bad.stderr
+
+
+def test_design_runs_under_64_bit_jax_too():
+    # the relaxation keeps one dtype throughout (it failed in the scan's carry when 64-bit JAX was on)
+    from mascot.kernels.precision import float64
+
+    m = RateModel.constant(0.5, 0.9, 600.0, 10.0, rate_sd=(0.05, 0.05))
+    with float64():
+        r = design_schedule(m, eps=0.05, d0=0.8, runs=200, steps=20, bins=4)
+    assert r.feasible and math.isfinite(r.design["mean_tokens"])

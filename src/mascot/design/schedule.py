@@ -190,8 +190,9 @@ def _relaxed(model: RateModel, eps, b0, alpha, max_mean_rounds, k, log_lo, log_h
     import jax
     import jax.numpy as jnp
 
-    a, b, sd, c = (jnp.asarray(v, dtype=jnp.float32) for v in (model.a, model.b, model.rate_sd, model.cost))
-    centres = jnp.linspace(log_lo, log_hi, k)
+    dt = jnp.result_type(float)  # float32, or float64 where the caller enabled 64-bit JAX: one dtype throughout
+    a, b, sd, c = (jnp.asarray(v, dtype=dt) for v in (model.a, model.b, model.rate_sd, model.cost))
+    centres = jnp.linspace(log_lo, log_hi, k, dtype=dt)
     log_eps = math.log(eps)
     scale = float(max(model.cost))
 
@@ -255,10 +256,11 @@ def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0
         if _feasible(s, b0, alpha, max_mean_rounds) and (best_s is None or s["mean_tokens"] < best_s["mean_tokens"]):
             best_eta, best_s = eta, s
     start_eta = best_eta if best_eta is not None else min(tried, key=lambda r: r[1]["mean_tokens"])[0]
-    theta = jnp.asarray(threshold_schedule(start_eta, eps, d_hi, bins).theta, dtype=jnp.float32)
+    dt = jnp.result_type(float)
+    theta = jnp.asarray(threshold_schedule(start_eta, eps, d_hi, bins).theta, dtype=dt)
 
     f = _relaxed(model, eps, b0, alpha, max_mean_rounds, bins, log_lo, log_hi, mu=1.0)
-    args = tuple(jnp.asarray(v, dtype=jnp.float32) for v in dr)
+    args = tuple(jnp.asarray(v, dtype=dt) for v in dr)
     opt = optax.adam(lr)
     state = opt.init(theta)
     hist = []
