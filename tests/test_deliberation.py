@@ -506,7 +506,7 @@ def test_cli_json_keys(tmp_path, capsys):
     obj = json.loads(capsys.readouterr().out)
     assert list(obj) == ["ring"] and len(obj["ring"]) == 2
     for o in obj["ring"]:
-        assert set(o) == {"rounds", "tokens", "d0", "d_final", "status"}
+        assert set(o) == {"rounds", "tokens", "d0", "d_final", "status", "d0_from_priors", "unanswered_rounds"}
     assert _cli(["debate", str(Path(__file__).parents[1] / "configs/debate/code_review.toml"), "--out",
                  str(tmp_path / "b"), "--json", "--quiet"]) == 0
     o = json.loads(capsys.readouterr().out)

@@ -204,7 +204,11 @@ def baselines_section(stats: dict, order, fmt) -> list[str]:
             if t not in cmp:
                 continue
             c = cmp[t]
+            carried = (stats.get("carried") or {}).get(t, {})
+            n_aff = int((carried.get("affected") or {}).get("E_ceg", 0) or 0) if isinstance(carried, dict) else 0
+            caveat = (f"; but {n_aff} of {c['trials']} of our trials rest on carried-forward states (†), which mascot "
+                      "supplied, not the model" if n_aff else "")
             parts.append(f"{t} **{'yes' if c['beats'] else 'no'}** (ours {fmt(c['run'])}, {name} {fmt(c['baseline'])}; "
-                         f"{c['trials_below']} of {c['trials']} trials below)")
+                         f"{c['trials_below']} of {c['trials']} trials below{caveat})")
         lines += ["", f"Mean E_ceg below the {name} baseline's: " + "; ".join(parts) + "."]
     return lines

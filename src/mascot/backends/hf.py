@@ -43,6 +43,7 @@ calls ``on_progress(done, total, elapsed_s)`` when a harness attached one
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass
@@ -89,6 +90,13 @@ def check_model_dir(model) -> str:
         raise FileNotFoundError(
             f"hf backend: {path!r} is not a usable local model directory: missing {'; '.join(missing)}"
             + (" (the directory is empty)" if not names else ""))
+    for name in ("config.json", "generation_config.json", "tokenizer_config.json"):
+        if name in names:
+            try:
+                with open(os.path.join(path, name), encoding="utf-8") as fh:
+                    json.load(fh)
+            except (OSError, ValueError) as e:
+                raise FileNotFoundError(f"hf backend: {os.path.join(path, name)!r} is not valid JSON ({e})") from None
     return path
 
 

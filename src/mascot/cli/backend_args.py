@@ -23,6 +23,7 @@ surrogate flags and the surrogate's seed override the file.
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -217,6 +218,14 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         except FileNotFoundError as e:
             raise ValueError(f"--model: {e}") from None
         model = str(Path(model).resolve())
+        dev = getattr(args, "device", None)
+        if dev is not None and not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?|xpu(:\d+)?", str(dev)):
+            raise ValueError(f"--device must be auto, cpu, mps, cuda or cuda:N (xpu, xpu:N); got {dev!r}")
+        if dev is not None and str(dev).startswith("cuda"):
+            import torch
+
+            if not torch.cuda.is_available():
+                raise ValueError(f"--device {dev}: torch sees no CUDA device here (use cpu or auto)")
     options: dict = {"model": model}
     for dest, (_, names) in _OPTIONS.items():
         v = getattr(args, dest, None)

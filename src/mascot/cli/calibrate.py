@@ -38,6 +38,8 @@ def _common(p, n_boot_default: int) -> None:
 def cmd_calibrate_trials(args) -> int:
     if (args.run_dir is None) == (not args.paper_table2):
         return _fail("give exactly one source: RUN_DIR or --paper-table2")
+    if _out_ok(args.out):
+        return _fail(_out_ok(args.out))
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
     from mascot.calibrate.trials_fit import calibrate_trials
@@ -60,19 +62,33 @@ def cmd_calibrate_trials(args) -> int:
     return 0
 
 
+def _out_ok(out) -> str | None:
+    """Why ``--out`` cannot be an output directory (None: it can)."""
+    p = Path(out)
+    if p.exists() and not p.is_dir():
+        return f"--out {out!r} exists and is not a directory"
+    return None
+
+
 def cmd_calibrate_deliberation(args) -> int:
     if (args.run_dir is None) == (args.paper_table8 is None):
         return _fail("give exactly one source: RUN_DIR or --paper-table8 gpt|gemini|claude")
+    if _out_ok(args.out):
+        return _fail(_out_ok(args.out))
     if args.run_dir is not None and not Path(args.run_dir).is_dir():
         return _fail(f"run directory {args.run_dir!r} does not exist")
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
     from mascot.calibrate.deliberation import calibrate_deliberation
 
+    created = not Path(args.out).exists()
     try:
         s = calibrate_deliberation(args.run_dir, Path(args.out), paper_model=args.paper_table8, seed=args.seed,
                                    n_boot=args.n_boot, quick=args.quick)
     except ValueError as e:
+        out = Path(args.out)
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # refused before anything was written: leave no empty directory behind
         return _fail(str(e))
     src = s["source"]
     print(f"calibrated the deliberation surrogate to {src.get('name') or ', '.join(src.get('run_dirs', []))}: "

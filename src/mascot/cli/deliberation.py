@@ -8,7 +8,7 @@ Without CONFIG: the consensus paper's Sec. V-C scenario (deliberate) or the voti
 review (debate). CONFIG is TOML (``configs/deliberation/paper.toml``, ``configs/debate/code_review.toml``).
 Progress goes to stderr; run directories are resumable (rerun the same command). ``--json`` prints
 
-* deliberate: ``{"adaptive": [{"rounds", "tokens", "d0", "d_final", "status"}, ...one per run], "complete":
+* deliberate: ``{"adaptive": [{"rounds", "tokens", "d0", "d_final", "status", "d0_from_priors", "unanswered_rounds"}, ...one per run], "complete":
   [...], "ring": [...]}`` (strategies that ran, in that order);
 * debate: ``{"rounds", "consensus", "decision", "tokens"}`` for one debate, a list of them for ``--runs N > 1``.
 
@@ -117,12 +117,18 @@ def cmd_deliberate(args) -> int:
     if not args.no_report:
         write_report([out], out)
     if args.json:
+        from mascot.analysis.deliberation_report import lane_flags
+        from mascot.io import read_jsonl
+
+        flags = lane_flags(read_jsonl(out / "rounds.jsonl"))  # values not measured: D(0) from priors, unanswered rounds
         obj: dict = {}
         for s in STRATEGIES:
             rows = [x for x in res.summaries if x["strategy"] == s]
             if rows:
                 obj[s] = [{"rounds": int(x["rounds"]), "tokens": _num(float(x["tokens"])), "d0": _num(float(x["d0"])),
-                           "d_final": _num(float(x["d_final"])), "status": x["status"]}
+                           "d_final": _num(float(x["d_final"])), "status": x["status"],
+                           "d0_from_priors": bool(flags.get((s, x["run"]), {}).get("d0_from_priors", False)),
+                           "unanswered_rounds": int(flags.get((s, x["run"]), {}).get("unanswered_rounds", 0))}
                           for x in sorted(rows, key=lambda x: x["run"])]
         print(json.dumps(obj, indent=2))
         return 0

@@ -533,6 +533,9 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("mascot: interrupted; work committed so far is kept: rerun the same command to resume", file=sys.stderr)
+        return 130
     except RuntimeError as e:  # e.g. MissingChunksError, DirectoryLocked (another process holds the directory)
         print(f"mascot: error: {e}", file=sys.stderr)
         return 1

@@ -149,6 +149,9 @@ class DeliberationConfig:
             raise ValueError(f"strategies has duplicates: {self.strategies!r}")
         check_float("eta", self.eta, lo=0, lo_open=True)
         check_float("eps", self.eps, lo=0, lo_open=True)
+        if self.eta < self.eps:
+            raise ValueError(f"eta = {self.eta} < eps = {self.eps}: the adaptive strategy would never switch to mode 2 "
+                             "before consensus (Algorithm 1 needs eta >= eps)")
         check_float("b0", self.b0, lo=0, lo_open=True)
         check_int("max_rounds", self.max_rounds, 1)
         check_int("retries", self.retries, 0)

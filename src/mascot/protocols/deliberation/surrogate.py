@@ -230,12 +230,12 @@ def read_params(path) -> dict:
     else:
         raw = read_toml(path)
         where = str(path)
-    bad = sorted(set(raw) - _TOP)
-    if bad:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
     if raw.get("kind") != "deliberation":
         raise ValueError(f"{where}: kind must be \"deliberation\" (a deliberation surrogate parameter file); "
                          f"got {raw.get('kind')!r}")
+    bad = sorted(set(raw) - _TOP)
+    if bad:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
     fam = raw.get("family")
     if fam not in ("legacy", "rate_law"):
         raise ValueError(f"{where}: family must be \"legacy\" or \"rate_law\"; got {fam!r}")

@@ -1,0 +1,108 @@
+"""Refusals found by an outside tester: each is checked to leave nothing behind and to name what is wrong."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mascot.protocols.deliberation import DeliberationConfig
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def mascot(*args, timeout=300):
+    return subprocess.run([sys.executable, "-m", "mascot", *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT)
+
+
+def _model_dir(tmp_path, config_text='{"model_type": "llama"}'):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / "config.json").write_text(config_text)
+    (d / "tokenizer.json").write_text("{}")
+    (d / "model.safetensors").write_bytes(b"")
+    return d
+
+
+def test_hf_bad_device_is_refused_before_a_run_directory_exists(tmp_path):
+    out = tmp_path / "run"
+    r = mascot("trials", "--backend", "hf", "--model", _model_dir(tmp_path), "--device", "tpu9", "--topology",
+               "chain", "--n-trials", "1", "--steps", "1", "--out", out)
+    assert r.returncode == 2 and "--device" in r.stderr and "tpu9" in r.stderr
+    assert not out.exists()
+
+
+def test_hf_config_that_is_not_json_is_refused_before_a_run_directory_exists(tmp_path):
+    out = tmp_path / "run"
+    r = mascot("trials", "--backend", "hf", "--model", _model_dir(tmp_path, "{not json"), "--device", "cpu",
+               "--topology", "chain", "--n-trials", "1", "--steps", "1", "--out", out)
+    assert r.returncode == 2 and "config.json" in r.stderr and "not valid JSON" in r.stderr
+    assert not out.exists()
+
+
+def test_deliberate_json_says_which_values_were_not_measured(tmp_path, monkeypatch, capsys):
+    from mascot.backends.base import Response
+    from mascot.cli.main import main
+    from mascot.protocols.deliberation import SurrogateDeliberationBackend
+
+    def garbage(self, requests):  # every reply unusable: D(0) from the priors, no later round answered
+        return [Response("no JSON here", 10, 3, finish_reason="stop") for _ in requests]
+
+    monkeypatch.setattr(SurrogateDeliberationBackend, "generate", garbage)
+    assert main(["deliberate", "--strategy", "ring", "--runs", "1", "--max-rounds", "2", "--retries", "0",
+                 "--no-report", "--quiet", "--json", "--out", str(tmp_path / "d")]) == 0
+    lane = json.loads(capsys.readouterr().out)["ring"][0]
+    assert lane["d0_from_priors"] is True and lane["unanswered_rounds"] == lane["rounds"] >= 1
+    monkeypatch.undo()
+    assert main(["deliberate", "--strategy", "ring", "--runs", "1", "--max-rounds", "2", "--no-report", "--quiet",
+                 "--json", "--out", str(tmp_path / "e")]) == 0
+    lane = json.loads(capsys.readouterr().out)["ring"][0]
+    assert lane["d0_from_priors"] is False and lane["unanswered_rounds"] == 0
+
+
+def test_eta_below_eps_is_refused():
+    with pytest.raises(ValueError, match="eta = 0.2 < eps = 0.5"):
+        DeliberationConfig(eta=0.2, eps=0.5)
+    DeliberationConfig(eta=0.05, eps=0.05)  # the paper's complete-only estimate uses eta = eps
+    r = mascot("deliberate", "--eta", "0.2", "--eps", "0.5", "--runs", "1", "--out", "/nonexistent/never")
+    assert r.returncode == 2 and "eps" in r.stderr
+
+
+def test_calibrate_refuses_an_out_that_is_a_file_and_leaves_no_empty_directory(tmp_path):
+    f = tmp_path / "file"
+    f.write_text("x")
+    r = mascot("calibrate", "deliberation", "--paper-table8", "gpt", "--out", f)
+    assert r.returncode == 2 and "not a directory" in r.stderr
+    empty_run = tmp_path / "empty_run"
+    empty_run.mkdir()
+    out = tmp_path / "cal"
+    r = mascot("calibrate", "deliberation", empty_run, "--out", out)
+    assert r.returncode == 2 and not out.exists()
+
+
+def test_wrong_kind_of_parameter_file_says_so(tmp_path):
+    src = ROOT / "results/calibration/trials/paper-table2/params.toml"
+    if not src.exists():
+        pytest.skip("no committed state-tracking parameter file")
+    r = mascot("deliberate", "--surrogate-params", src, "--runs", "1", "--out", tmp_path / "d")
+    assert r.returncode == 2 and 'kind must be "deliberation"' in r.stderr and "unknown key" not in r.stderr
+
+
+def test_interrupt_prints_one_line_and_exits_130(tmp_path):
+    import signal
+    import time
+
+    p = subprocess.Popen([sys.executable, "-m", "mascot", "trials", "--n-trials", "3000", "--steps", "12",
+                          "--out", str(tmp_path / "t")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         cwd=ROOT)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
+        time.sleep(0.2)
+    time.sleep(1.0)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err[-2000:]
+    assert "interrupted" in err and "Traceback" not in err
