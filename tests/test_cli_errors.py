@@ -92,17 +92,28 @@ def test_wrong_kind_of_parameter_file_says_so(tmp_path):
 
 
 def test_interrupt_prints_one_line_and_exits_130(tmp_path):
+    """SIGINT while requests are in flight (a server that accepts connections and never answers): one line, 130."""
     import signal
+    import socket
     import time
 
-    p = subprocess.Popen([sys.executable, "-m", "mascot", "trials", "--n-trials", "3000", "--steps", "12",
-                          "--out", str(tmp_path / "t")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=ROOT)
-    deadline = time.time() + 120
-    while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
-        time.sleep(0.2)
-    time.sleep(1.0)
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=120)
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(64)  # connections complete in the kernel's backlog; nothing ever answers
+    port = srv.getsockname()[1]
+    try:
+        p = subprocess.Popen([sys.executable, "-m", "mascot", "trials", "--backend", "openai", "--base-url",
+                              f"http://127.0.0.1:{port}/v1", "--model", "m", "--no-probe", "--timeout", "120",
+                              "--topology", "chain", "--n-trials", "1", "--steps", "1", "--out", str(tmp_path / "t")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        deadline = time.time() + 120
+        while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
+            time.sleep(0.2)
+        time.sleep(2.0)
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        srv.close()
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err and "Traceback" not in err
+    assert not json.loads((tmp_path / "t" / "run.json").read_text()).get("complete")

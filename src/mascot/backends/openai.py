@@ -237,7 +237,8 @@ class OpenAIBackend:
         results: list[Response | None] = [None] * total
         t0 = last = time.perf_counter()
         workers = min(self.concurrency, total)
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-openai") as pool:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-openai")
+        try:
             futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
             for done, fut in enumerate(as_completed(futures), 1):
                 results[futures[fut]] = fut.result()  # a programming error propagates (the pool cancels the rest)
@@ -245,6 +246,10 @@ class OpenAIBackend:
                 if done == total or now - last >= self.progress_every_s:
                     last = now
                     report_progress(self, done, total, now - t0)
+        except BaseException:  # Ctrl-C or an error: do not wait for requests still blocked on the network
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return results  # type: ignore[return-value]
 
     def ask_once(self, req: Request) -> Response:

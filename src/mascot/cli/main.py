@@ -535,7 +535,11 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         print("mascot: interrupted; work committed so far is kept: rerun the same command to resume", file=sys.stderr)
-        return 130
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # exit now: worker threads may still be blocked on the network (the interpreter would join them at exit);
+        # every record is written atomically and the run's lock was released while the interrupt unwound
+        os._exit(130)
     except RuntimeError as e:  # e.g. MissingChunksError, DirectoryLocked (another process holds the directory)
         print(f"mascot: error: {e}", file=sys.stderr)
         return 1
