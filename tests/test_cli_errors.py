@@ -105,7 +105,10 @@ def test_interrupt_prints_one_line_and_exits_130(tmp_path):
         p = subprocess.Popen([sys.executable, "-m", "mascot", "trials", "--backend", "openai", "--base-url",
                               f"http://127.0.0.1:{port}/v1", "--model", "m", "--no-probe", "--timeout", "120",
                               "--topology", "chain", "--n-trials", "1", "--steps", "1", "--out", str(tmp_path / "t")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                             # a shell that runs the suite in the background leaves SIGINT ignored in its children;
+                             # a user's terminal does not
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.time() + 120
         while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
             time.sleep(0.2)
