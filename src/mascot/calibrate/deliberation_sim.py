@@ -320,6 +320,22 @@ def moments_from_traces(tr: dict, strategies, *, eta: float, d_ref: float = 0.2,
     return jnp.stack([jnp.asarray(v, D.dtype) for v in vals]), names
 
 
+def _fitted_deployment(path, strategies) -> tuple[dict, DeliberationConfig, float]:
+    """``(parameters, config, b0)`` for simulating a calibrated ``rate_law`` file under the deployment it was
+    fitted under (``[settings]``), with room for every lane to finish (max_rounds >= 60) and a budget that never
+    binds (60 rounds cost < 1e6 tokens; 2^23 keeps float32 exact to a token); ``b0`` is the file's budget."""
+    from mascot.protocols.deliberation.surrogate import read_params
+
+    info = read_params(path)
+    if info["family"] != "rate_law":
+        raise ValueError(f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
+                         f"deliberation writes one); got family {info['family']!r}")
+    st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "max_rounds")}
+    st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)
+    b0 = float(info["settings"].get("b0", DeliberationConfig.b0))
+    return info, DeliberationConfig(strategies=tuple(strategies), b0=float(2**23), **st), b0
+
+
 def scalar_rate_model(path, *, runs: int = 2000, seed: int = 0) -> dict:
     """The scalar model of :mod:`mascot.design.schedule` for a calibrated parameter file (``rate_law``).
 
@@ -333,18 +349,8 @@ def scalar_rate_model(path, *, runs: int = 2000, seed: int = 0) -> dict:
     "eta", "source"}``."""
     import math
 
-    from mascot.protocols.deliberation.surrogate import read_params
-
-    info = read_params(path)
-    if info["family"] != "rate_law":
-        raise ValueError(f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
-                         f"deliberation writes one); got family {info['family']!r}")
+    info, cfg, b0 = _fitted_deployment(path, ("complete", "ring"))
     p = info["params"]
-    st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "b0", "max_rounds")}
-    b0 = float(st.get("b0", DeliberationConfig.b0))
-    st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)  # long enough that ring-only lanes finish
-    st["b0"] = 1e12  # a budget that never binds: the costs of every round are observed
-    cfg = DeliberationConfig(strategies=("complete", "ring"), **st)
     tr = simulate_rate_law({}, jax.random.key(seed), prompt_layout(cfg), runs=int(runs), base=p)
     D = np.asarray(tr["D"], dtype=np.float64)
     cost = np.asarray(tr["cost"], dtype=np.float64)
@@ -368,14 +374,8 @@ def schedule_evaluator(path, centres, *, runs: int = 1000, seed: int = 0):
     with common random numbers. The summary is :func:`mascot.design.schedule.summarize`'s (token need ``T``
     with a budget that never binds, ``inf`` without consensus; ``p_fail = P(T > b0)`` at the file's b0)."""
     from mascot.design.schedule import Outcome, summarize
-    from mascot.protocols.deliberation.surrogate import read_params
 
-    info = read_params(path)
-    st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "max_rounds")}
-    st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)
-    b0 = float(info["settings"].get("b0", DeliberationConfig.b0))
-    # a budget that never binds (60 rounds cost < 1e6 tokens) and float32-exact to a token (2^23)
-    cfg = DeliberationConfig(strategies=("adaptive",), b0=float(2**23), **st)
+    info, cfg, b0 = _fitted_deployment(path, ("adaptive",))
     setup = prompt_layout(cfg)
     c = jnp.asarray(centres, jnp.float32)
     key = jax.random.key(seed)

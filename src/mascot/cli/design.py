@@ -195,14 +195,9 @@ def cmd_design_policy(args) -> int:
         if not (v > 0 and np.isfinite(v)):
             raise ValueError(f"--{name} must be a finite number > 0; got {v}")
     _check_runs(args.runs)
-    if not (0 < args.alpha < 1):
-        raise ValueError(f"--alpha must be in (0, 1); got {args.alpha}")
-    if not args.max_mean_rounds > 0:
-        raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
+    _check_constraints(args, b0_min_open=False)
     if args.d0 is not None and not (np.isfinite(args.d0) and args.d0 > args.eps):
         raise ValueError(f"--d0 must be a finite disagreement > --eps = {args.eps}; got {args.d0}")
-    if args.b0 is not None and not (np.isfinite(args.b0) and args.b0 >= 0):
-        raise ValueError(f"--b0 must be a finite budget >= 0; got {args.b0}")
     with np.errstate(invalid="ignore", divide="ignore"):
         lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
     if args.etas:
@@ -358,12 +353,7 @@ def cmd_design_schedule(args) -> int:
     _check_runs(args.runs)
     if not args.d0 > args.eps:
         raise ValueError(f"--d0 must be > --eps = {args.eps}; got {args.d0}")
-    if args.b0 is not None and not (math.isfinite(args.b0) and args.b0 > 0):
-        raise ValueError(f"--b0 must be a finite budget > 0; got {args.b0}")
-    if not (0 < args.alpha < 1):
-        raise ValueError(f"--alpha must be in (0, 1); got {args.alpha}")
-    if not args.max_mean_rounds > 0:
-        raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
+    _check_constraints(args, b0_min_open=True)
     if args.bins < 2 or args.steps < 1:
         raise ValueError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
     if src is not None:
@@ -521,6 +511,22 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
     save_figure(fig, out / "design_schedule")
 
 
+def _constraint_args(p, b0_help: str) -> None:
+    p.add_argument("--b0", type=float, help=b0_help)
+    p.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
+    p.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
+
+
+def _check_constraints(args, b0_min_open: bool) -> None:
+    """--alpha in (0, 1), --max-mean-rounds > 0, --b0 finite (> 0, or >= 0 where a zero budget makes sense)."""
+    if not (0 < args.alpha < 1):
+        raise ValueError(f"--alpha must be in (0, 1); got {args.alpha}")
+    if not args.max_mean_rounds > 0:
+        raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
+    if args.b0 is not None and not (math.isfinite(args.b0) and (args.b0 > 0 if b0_min_open else args.b0 >= 0)):
+        raise ValueError(f"--b0 must be a finite budget {'> 0' if b0_min_open else '>= 0'}; got {args.b0}")
+
+
 def _mode_args(p) -> None:
     p.add_argument("--w1", help="mode-1 weight matrix file (default: Table III's complete K5, w_ii = 0.4)")
     p.add_argument("--w2", help="mode-2 weight matrix file (default: Table III's ring C5, w_ii = 0.6)")
@@ -567,9 +573,7 @@ def add_parsers(sub) -> None:
     q.add_argument("--eps", type=float, default=0.03, help="consensus tolerance (default 0.03)")
     q.add_argument("--d0", type=float, default=0.3009, help="D0 for the certificate optimum (default 0.3009)")
     q.add_argument("--etas", help="comma-separated thresholds to simulate (default: 14 from 1.2 eps to 0.6, and 0.1)")
-    q.add_argument("--b0", type=float, help="budget for the risk column and constraint")
-    q.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
-    q.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
+    _constraint_args(q, "budget for the risk column and constraint")
     q.add_argument("--noise", type=float, default=0.0, help="belief noise s.d. after every round (default 0)")
     q.add_argument("--runs", type=int, default=2000, help="simulated runs per eta (default 2000)")
     q.add_argument("--seed", type=int, default=0)
@@ -592,9 +596,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--eps", type=float, help="consensus tolerance (with --model: the file's)")
     s.add_argument("--d0", type=float, help="initial disagreement, median (with --model: simulated)")
     s.add_argument("--d0-sd", type=float, help="s.d. of log D0 (default 0; with --model: simulated)")
-    s.add_argument("--b0", type=float, help="budget for the risk constraint (with --model: the file's)")
-    s.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
-    s.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
+    _constraint_args(s, "budget for the risk constraint (with --model: the file's)")
     s.add_argument("--paper-eta", type=float, default=0.1, help="a threshold to place beside the design (default 0.1)")
     s.add_argument("--bins", type=int, default=8, help="schedule knots in log D (default 8)")
     s.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
