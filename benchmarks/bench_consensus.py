@@ -15,7 +15,12 @@ eps = 0.03, a budget that never binds, max_rounds = 64):
 "floor" is the fraction of the memory-traffic floor reached: the time to read X0 once at this
 machine's measured copy bandwidth, divided by the JAX time.
 
-    python benchmarks/bench_consensus.py [--quick] [--json-out FILE]
+``--profile`` splits the modal path's time at the target cell (N = 64, B = 2e4, float32) into the host
+copy to aligned memory, the kernel (projection and round loop) and the rest (dispatch, harvest), beside
+two floors: reading X0 once, and the projection's multiply-adds at the rate XLA reaches on one
+same-shaped matrix product (a CPU cannot beat either).
+
+    python benchmarks/bench_consensus.py [--quick] [--json-out FILE] [--focus] [--profile]
 """
 
 from __future__ import annotations
@@ -172,6 +177,74 @@ def focus(trials=7):
     return out
 
 
+def profile(N=64, B=20000, repeat=9):
+    """Where the modal path's time goes at one cell (float32, numpy X0 as the benchmark makes it)."""
+    import jax.numpy as jnp
+
+    import mascot.execute.consensus as ec
+    from mascot.kernels import consensus as kc
+
+    rng = np.random.default_rng(1)
+    W1, W2 = pairs(N, rng)["commuting"]
+    X0 = rng.normal(0.5, 0.15, size=(B, N, D)).clip(0, 1).astype(np.float32)
+    dt = jnp.float32
+    _, _, _, c = ec._setup(W1.tobytes(), W2.tobytes(), N, "auto", "float32", False)
+    tile = ec._tile(N, D, dt) if hasattr(ec, "_tile") and N > kc.SMALL_N else None  # (older drivers: none)
+    try:
+        C = ec._chunk_size(B, N, D, dt, True, None, "cpu", tiled=tile is not None)
+    except TypeError:
+        C = ec._chunk_size(B, N, D, dt, True, None, "cpu")
+    kw = {} if tile is None else dict(tile=tile)
+    chunks = [jax.device_put(ec._aligned(X0[lo:lo + C])) for lo in range(0, B - C + 1, C)]  # full chunks
+    params = dict(c1=np.float32(C1), c2=np.float32(C2), eta=np.float32(ETA), eps=np.float32(EPS),
+                  b0=np.full(C, B0, np.float32))
+
+    def kernel():
+        return jax.block_until_ready([kc.modal_rollout(x, c["U"], c["S"], c["lam1"], c["lam2"], params,
+                                                       strategy="adaptive", max_rounds=MAX_ROUNDS, **kw)
+                                      for x in chunks])
+
+    def projection():
+        return jax.block_until_ready([kc.modal_init(x, c["U"], c["S"], noisy=False, **kw) for x in chunks])
+
+    n_cols = c["U"].shape[1]
+    Xt = jax.device_put(np.ascontiguousarray(X0.transpose(0, 2, 1)).reshape(B * D, N))
+    matmul = jax.jit(lambda x, u: x @ u)
+    product = lambda: jax.block_until_ready(matmul(Xt, c["U"]))  # noqa: E731
+    total = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
+    unaligned = X0[1:] if X0.ctypes.data % 64 == 0 else X0  # the copy a typical (16-byte aligned) X0 gets
+    copy = lambda: ec._aligned(unaligned)  # noqa: E731
+    fns = dict(total=total, host_copy=copy, kernel=kernel, projection=projection, product=product)
+    for f in fns.values():
+        f()
+    times = {k: [] for k in fns}
+    for _ in range(repeat):  # interleaved: load drifts hit every part alike
+        for k, f in fns.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    t = {k: min(v) for k, v in times.items()}
+    n_full = len(chunks) * C
+    scale = B / n_full  # the kernel parts were timed on the full chunks only
+    kern, proj = t["kernel"] * scale, t["projection"] * scale
+    host_copy = t["host_copy"] if X0.ctypes.data % 64 else 0.0
+    flops = 2.0 * B * D * N * n_cols
+    bw = copy_bandwidth()
+    floor = X0.nbytes / (bw / 2)
+    out = dict(N=N, B=B, chunk=C, tile=tile, total_s=t["total"], host_copy_s=host_copy, kernel_s=kern,
+               projection_s=proj, rounds_s=kern - proj, other_s=t["total"] - host_copy - kern,
+               x0_read_floor_s=floor, floor_fraction=floor / t["total"],
+               product_gflops=flops / t["product"] / 1e9, compute_floor_s=t["product"],
+               compute_floor_fraction=t["product"] / t["total"], copy_bandwidth_GBps=bw / 1e9,
+               x0_aligned=bool(X0.ctypes.data % 64 == 0))
+    print(f"  N={N} B={B} chunk={C} tile={tile}: total {1e3 * t['total']:.2f} ms = host copy "
+          f"{1e3 * host_copy:.2f} + projection {1e3 * proj:.2f} + rounds {1e3 * (kern - proj):.2f} + other "
+          f"{1e3 * out['other_s']:.2f}; X0-read floor {1e3 * floor:.2f} ms ({100 * out['floor_fraction']:.1f}%), "
+          f"projection at XLA's product rate {1e3 * t['product']:.2f} ms ({out['product_gflops']:.0f} GFLOP/s, "
+          f"{100 * out['compute_floor_fraction']:.1f}% of the total)", file=sys.stderr, flush=True)
+    return out
+
+
 def table(result):
     head = ("| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
             "jax / python | compile s | floor |")
@@ -190,9 +263,11 @@ def main():
     ap.add_argument("--json-out", help="also write the JSON here")
     ap.add_argument("--focus", action="store_true",
                     help="only the target cells (commuting N=64 B=2e4, N=5 B=1e5), 7 trials each")
+    ap.add_argument("--profile", action="store_true",
+                    help="only the time split of the modal path at N=64 B=2e4 (host copy, kernel, rest)")
     args = ap.parse_args()
-    if args.focus:
-        print(json.dumps(focus(), indent=2))
+    if args.focus or args.profile:
+        print(json.dumps(focus() if args.focus else profile(), indent=2))
         return
     result = run(args.quick)
     print(json.dumps(result, indent=2))

@@ -2,9 +2,18 @@
 
 :func:`simulate_consensus` runs Algorithm 1 of the consensus paper on a batch of trajectories by calling the
 pure JAX kernels of :mod:`mascot.kernels.consensus` chunk by chunk: chunks of equal size (one compiled
-shape), round-robin over the local devices (one host thread per device), the modal path without noise or
-traces dispatched one chunk ahead so the next chunk's host-to-device copy overlaps this chunk's compute,
-and the results gathered into numpy arrays. Results do not depend on the chunk size or the device count.
+shape), the modal path without noise or traces dispatched one chunk ahead so the next chunk's
+host-to-device copy overlaps this chunk's compute, and the results gathered into numpy arrays.
+
+Devices. With one local device every chunk runs there. With several (GPUs, or XLA's forced host devices)
+the batch axis of each call is sharded over a 1-D :class:`jax.sharding.Mesh` of all local devices
+(``NamedSharding(mesh, P("batch"))``, the constants replicated): one jitted call (``jax.shard_map`` of the
+one-device kernel) runs ``n_devices`` chunks at once, one per device, each exactly the rows, padding and
+shape that chunk has on one device, so results are bit-identical to one device's. A jax.Array ``X0``
+stays on its device(s): chunks are sliced (or gathered and resharded) there by compiled calls, and only
+the results come back to the host. Results do not depend on the device count; on a CPU they are also the
+same for every chunk size of the tiled modal path (other paths can differ in the last bits between chunk
+sizes: XLA:CPU's fused products and sums round differently for a different number of rows).
 """
 
 from __future__ import annotations
@@ -18,11 +27,13 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
 from threadpoolctl import ThreadpoolController
 
 from mascot.kernels import consensus as kc
 from mascot.kernels.consensus import ConsensusResult
-from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
+from mascot.kernels.precision import resolve_dtype
 from mascot.theory.consensus import validate_doubly_stochastic
 
 __all__ = ["simulate_consensus", "ConsensusResult"]
@@ -71,6 +82,93 @@ def _batch_keys(key, B):
     return key
 
 
+def _spec(a, axis=0):
+    """PartitionSpec splitting ``a``'s ``axis`` over the mesh ("batch"); 0-d and None: not split."""
+    if a is None:
+        return None
+    if np.ndim(a) == 0:
+        return P()
+    spec = [None] * np.ndim(a)
+    spec[axis] = "batch"
+    return P(*spec)
+
+
+_LOCAL = {}  # (kernel, static args, mesh, specs) -> jitted shard_map of the kernel
+
+
+@functools.lru_cache(maxsize=None)
+def _resharder(sharding):
+    return jax.jit(lambda a: a, out_shardings=sharding)
+
+
+@functools.lru_cache(maxsize=None)
+def _taker(sharding, dtype):
+    def take(X, idx):
+        X = jnp.take(X, idx, axis=0)
+        return X if dtype is None else X.astype(dtype)
+    return jax.jit(take, out_shardings=sharding)
+
+
+class _Shards:
+    """A 1-D mesh over the local devices: puts a chunk's arrays with their batch axis split over the
+    devices and runs a kernel on every device's rows at once (``jax.shard_map``: each device runs the
+    one-device kernel on its own rows, so its numbers are the one-device numbers)."""
+
+    def __init__(self, devices):
+        self.mesh = Mesh(np.asarray(devices), ("batch",))
+        self.n = len(devices)
+        self.replicated = NamedSharding(self.mesh, P())
+
+    def put(self, a, axis=0):
+        """``a`` with its ``axis`` split over the devices (0-d: replicated). A jax.Array moves device to
+        device (one on several devices through a compiled reshard: ``jax.device_put`` would read it to
+        the host)."""
+        if a is None:
+            return None
+        sharding = NamedSharding(self.mesh, _spec(a, axis))
+        if isinstance(a, jax.Array) and len(a.sharding.device_set) > 1 and a.sharding != sharding:
+            return _resharder(sharding)(a)
+        return jax.device_put(a, sharding)
+
+    def take(self, X, rows, dtype=None):
+        """Rows ``rows`` of the jax.Array ``X`` (cast to ``dtype``), split over the devices: one compiled
+        gather on the device(s) holding ``X``, no host round trip."""
+        return _taker(NamedSharding(self.mesh, P("batch")), None if dtype is None else jnp.dtype(dtype))(
+            X, np.asarray(rows))
+
+    def put_tree(self, tree, axes):
+        return jax.tree_util.tree_map(lambda a, ax: self.put(a, ax), tree, axes)
+
+    def local(self, fn, in_specs, out_specs, **static):
+        """``fn(*args, **static)`` as one jitted call on all devices, each on its shard of the arguments."""
+        key = (fn, tuple(sorted(static.items())), self.mesh, repr(in_specs), repr(out_specs))
+        f = _LOCAL.get(key)
+        if f is None:
+            # check_vma=False: the kernels' loops start from constants (zeros) that vary per device later
+            f = _LOCAL[key] = jax.jit(jax.shard_map(partial(fn, **static), mesh=self.mesh, in_specs=in_specs,
+                                                    out_specs=out_specs, check_vma=False))
+        return f
+
+    def rows(self, lo, B, C):
+        """``(rows, hi, src)`` of the call starting at batch row ``lo``: the next ``n`` one-device chunks of
+        ``C`` rows side by side (device ``k`` gets chunk ``k``, padded as one device pads it; chunks past
+        ``B`` repeat row 0), so every device runs exactly the shapes and row positions of the one-device
+        path (XLA:CPU's fused products and sums can round differently for another number of rows). The
+        call's results for batch rows ``lo:hi`` are at positions ``src``."""
+        parts, src = [], []
+        for k in range(self.n):
+            a = lo + k * C
+            real = np.arange(a, min(a + C, B)) if a < B else np.zeros(0, np.int64)
+            parts += [real, np.full(C - real.size, a if a < B else 0)]
+            src.append(k * C + np.arange(real.size))
+        return np.concatenate(parts), min(lo + self.n * C, B), np.concatenate(src)
+
+
+def _shards():
+    devs = jax.local_devices()
+    return _Shards(devs) if len(devs) > 1 else None
+
+
 # ----------------------------------------------------------------------------- public entry point
 def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64,
                        noise: float = 0.0, key=None, trace: bool = False, *, dtype=None,
@@ -100,8 +198,9 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
       return_x: also return the final beliefs (``x_final``).
       segment_rounds: rounds between compactions (default: 4 for the matrix path; the modal path does
         not compact since a round costs O(N)).
-      chunk_size: trajectories per kernel call (default: sized so a chunk's X0 fits in a few MiB; the
-        last chunk is padded so every chunk reuses one compiled shape). Results do not depend on it.
+      chunk_size: trajectories per kernel call and device (default: sized so a chunk's X0 fits in the
+        CPU's caches, or large on a GPU; the last chunk is padded so every chunk reuses one compiled shape).
+        Results do not depend on it beyond the last bits of floating-point sums, nor on the device count.
 
     Returns:
       :class:`ConsensusResult` of numpy arrays.
@@ -154,11 +253,17 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         consts = dict(W1=jnp.asarray(W1, dt), W2=jnp.asarray(W2, dt))
     keys = _batch_keys(key, B) if noisy else None
     platform = next(iter(X0.devices())).platform if isinstance(X0, jax.Array) else jax.default_backend()
-    C = _chunk_size(B, N, d, dt, use_modal, chunk_size, platform)
+    shards = _shards()
+    # CPU, one device, no noise: the modal projection runs in cache-sized tiles (see kc.modal_init)
+    tiled = use_modal and not noisy and N > kc.SMALL_N and shards is None and platform == "cpu"
+    tile = _tile(N, d, dt) if tiled else None
+    C = _chunk_size(B, N, d, dt, use_modal, chunk_size, platform, tiled=tiled)
+    if shards is not None:  # each call runs one C-row chunk on every device
+        consts = jax.device_put(consts, shards.replicated)
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
     cfg = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy, return_x=return_x,
                sigma=jnp.asarray(noise, dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
-               U=U, lam1=lam1, lam2=lam2)
+               U=U, lam1=lam1, lam2=lam2, shards=shards, tile=tile)
 
     out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
                d0=np.zeros(B, dt))
@@ -170,37 +275,25 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         out["sigma_trace"] = np.zeros((B, max_rounds), np.int32)
     params = dict(c1=c1a, c2=c2a, eta=eta_a, eps=eps_a, b0=np.broadcast_to(b0a, (B,)))
 
-    def one_chunk(lo, device):
-        hi = min(lo + C, B)
-        rows = slice(lo, hi)
-        if B > C and hi - lo < C:  # pad the last chunk so every chunk has one compiled shape
-            rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])
-        take = lambda a: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
-        chunk_keys = None if keys is None else keys[rows if isinstance(rows, slice) else jnp.asarray(rows)]
-        res = _run_chunk(X0[rows], {k: take(v) for k, v in params.items()}, chunk_keys, cfg, device)
-        for k, v in res.items():
-            out[k][lo:hi] = v[: hi - lo]
-
-    # Chunks are independent: with several local devices each takes every len(devices)-th chunk, one
-    # host thread per device (JAX releases the GIL while a device computes). The chunking itself does
-    # not depend on the device count, so results are identical with 1 or many devices.
-    starts = list(range(0, B, C))
-    devs = jax.local_devices()
+    # Chunks are independent and every trajectory's numbers are the same whichever chunk (and device)
+    # it runs in, so results are identical with 1 or many devices.
+    step = C if shards is None else C * shards.n
+    starts = list(range(0, B, step))
     if use_modal and not noisy and not trace:
-        _modal_pipelined(X0, params, starts, C, B, cfg, devs, out)
-    elif len(devs) > 1 and len(starts) > 1:
-        x64 = x64_enabled()  # thread-local: the device threads run under the caller's setting
-
-        def chunk_in_thread(lo, device):
-            with float64(x64):
-                one_chunk(lo, device)
-
-        with ThreadPoolExecutor(max_workers=min(len(devs), len(starts))) as pool:
-            for f in [pool.submit(chunk_in_thread, lo, devs[k % len(devs)]) for k, lo in enumerate(starts)]:
-                f.result()
+        _modal_pipelined(X0, params, starts, C, B, cfg, out)
     else:
         for lo in starts:
-            one_chunk(lo, None)
+            rows, hi, src = _layout(lo, B, C, shards)
+            take = lambda a: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
+            if shards is None:
+                chunk_keys = None if keys is None else keys[rows if isinstance(rows, slice) else jnp.asarray(rows)]
+                X = X0[rows]
+            else:  # a jax.Array's rows are gathered (and split over the devices) on the devices
+                chunk_keys = None if keys is None else shards.take(keys, rows)
+                X = shards.take(X0, rows, dt) if isinstance(X0, jax.Array) else X0[rows]
+            res = _run_chunk(X, {k: take(v) for k, v in params.items()}, chunk_keys, cfg)
+            for k, v in res.items():
+                out[k][lo:hi] = v[src]
 
     spent = np.asarray(b0a, dtype=dt) - out["b"]
     result = ConsensusResult(rounds=out["rounds"], spent=spent, d_final=out["d"], status=out["status"],
@@ -210,6 +303,18 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     if return_x:
         result = result._replace(x_final=out["x"])
     return result
+
+
+def _layout(lo, B, C, shards):
+    """``(rows, hi, src)`` of the kernel call starting at batch row ``lo``: the rows to run, the end of the
+    batch rows it covers and where their results are. One device: rows ``lo:hi`` padded with copies of
+    row ``lo`` to ``C`` rows (one compiled shape for every chunk); several: :meth:`_Shards.rows`."""
+    if shards is not None:
+        return shards.rows(lo, B, C)
+    hi = min(lo + C, B)
+    if hi - lo == C:
+        return slice(lo, hi), hi, slice(0, C)
+    return np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)]), hi, slice(0, hi - lo)
 
 
 def _aligned(a: np.ndarray) -> np.ndarray:
@@ -238,51 +343,52 @@ def _copy_pool() -> ThreadPoolExecutor:
     return _COPY_POOL
 
 
-def _modal_pipelined(X0, params, starts, C, B, cfg, devs, out):
+def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     """Modal path without noise or traces: one fused call per chunk, dispatched ahead (JAX runs it
-    asynchronously) so the next chunk's host-to-device copy overlaps this chunk's compute; chunks go
-    round-robin to the local devices."""
-    dt, consts = cfg["dt"], cfg["consts"]
-    window = max(2, len(devs))
-    per_dev = {}
+    asynchronously) so the next chunk's host-to-device copy overlaps this chunk's compute; with several
+    devices each chunk is sharded over all of them."""
+    dt, c, shards = cfg["dt"], cfg["consts"], cfg["shards"]
+    window = 2
 
-    def dispatch(k, lo):
-        hi = min(lo + C, B)
-        rows = slice(lo, hi)
-        if B > C and hi - lo < C:  # pad the last chunk so every chunk has one compiled shape
-            rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])
-        X = X0[rows]
-        if isinstance(X, jax.Array):
+    def dispatch(lo):
+        rows, hi, src = _layout(lo, B, C, shards)
+        whole = isinstance(rows, slice) and rows == slice(0, X0.shape[0])
+        if shards is not None and isinstance(X0, jax.Array):  # gathered and split on the devices
+            X = shards.take(X0, rows, dt)
+        else:
+            X = X0 if whole else X0[rows]  # (a jax.Array's full slice would be a copy on the device)
+        if isinstance(X, jax.Array):  # sliced on the device: no host round trip
             X = X.astype(dt)
+        elif shards is not None:
+            X = np.asarray(X, dt)
         elif X.dtype == dt:
-            X = jax.device_put(_aligned(X) if len(devs) == 1 else X, may_alias=True)
+            X = jax.device_put(_aligned(X), may_alias=True)
         else:
             X = jnp.asarray(X, dt)
         p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
-        c = consts
-        if len(devs) > 1:
-            dev = devs[k % len(devs)]
-            if dev not in per_dev:
-                per_dev[dev] = jax.device_put(consts, dev)
-            c, X = per_dev[dev], jax.device_put(X, dev)
-        res = kc.modal_rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p, strategy=cfg["strategy"],
-                           max_rounds=cfg["max_rounds"])
-        return lo, hi, res
+        static = dict(strategy=cfg["strategy"], max_rounds=cfg["max_rounds"], tile=cfg["tile"])
+        if shards is None:
+            res = kc.modal_rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
+        else:  # every device runs the one-device rollout on its C rows
+            X, p = shards.put(X), {key: shards.put(v) for key, v in p.items()}
+            rollout = shards.local(_rollout_local, (P("batch"),) + (P(),) * 4 + ({k: _spec(v) for k, v in p.items()},),
+                                   P("batch"), **static)
+            res = rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p)
+        return lo, hi, src, res
 
-    def collect(lo, hi, res):
+    def collect(lo, hi, src, res):
         host = jax.device_get(res)
-        if not bool(host["finite"]):  # a NaN/inf in X0 always reaches D(0)
+        if not np.all(host["finite"]):  # a NaN/inf in X0 always reaches D(0)
             raise ValueError("X0 contains NaN or inf")
-        n = hi - lo
         for key in ("rounds", "b", "d", "status", "d0"):
-            out[key][lo:hi] = host[key][:n]
-        if cfg["return_x"]:
+            out[key][lo:hi] = host[key][src]
+        if cfg["return_x"]:  # x_final is rebuilt on the host in float64 from X0 and the round counts
             out["x"][lo:hi] = kc.modal_reconstruct(np.asarray(X0[lo:hi]), cfg["U"], cfg["lam1"], cfg["lam2"],
-                                                 host["m1"][:n], host["m2"][:n])
+                                                 host["m1"][src], host["m2"][src])
 
     inflight = []
-    for k, lo in enumerate(starts):
-        inflight.append(dispatch(k, lo))
+    for lo in starts:
+        inflight.append(dispatch(lo))
         if len(inflight) >= window:
             collect(*inflight.pop(0))
     for item in inflight:
@@ -325,7 +431,14 @@ def _setup(w1_bytes, w2_bytes, n, method, dtype_name, noisy):
     return U, lam1, lam2, consts
 
 
-def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
+def _tile(N, d, dt):
+    """Rows per tile of the CPU modal projection: about 3 MiB of X0 (measured best at N = 32, 64, 128 and
+    256 on a 2-core CPU with a 32 MiB L3: 2x faster than one product over a 16k-row chunk at N = 64)."""
+    per = N * d * jnp.dtype(dt).itemsize
+    return max(64, 1 << int(np.floor(np.log2(max(3 * 2**20 // per, 1)))))
+
+
+def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu", *, tiled=False):
     """Trajectories per kernel call: keep a chunk's working set near the CPU's caches, or large on a GPU.
 
     Measured on a 2-core CPU: the matrix path at N = 64 ran 2x slower per trajectory at B = 1e5 than
@@ -334,7 +447,9 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
     GPU idle between kernel calls -- N = 64 modal 6.7M trajectories/s with 16k-row chunks, 34M with 2^17
     rows, 62-66M with 2^20 rows; the matrix path 0.29M with 1k-row chunks, 6.4M with 2^17 rows, 6.9M with
     2^20 -- so accelerators get up to 1.5 GiB of X0 per modal chunk (2^20 rows at N = 64, d = 6) and
-    256 MiB per matrix chunk (whose round state is several times X0).
+    256 MiB per matrix chunk (whose round state is several times X0). The tiled CPU modal projection
+    (``tiled``) keeps its working set in cache whatever the chunk, so it gets 128 MiB chunks (fewer calls:
+    measured 10-20% faster than 16k-row chunks at N = 64, B = 1e5 on a 2-core CPU).
     """
     if chunk_size is not None:
         if int(chunk_size) != chunk_size or chunk_size < 1:
@@ -343,7 +458,7 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
     # bytes of X0 per chunk, tuned on a 2-core Xeon: the matrix path keeps (N, d, C) state plus two
     # temporaries alive each round; the modal path only streams X0 once through the projection
     if platform == "cpu":
-        budget = (32 if use_modal else 2) * 2**20
+        budget = (128 if tiled else 32 if use_modal else 2) * 2**20
     else:
         budget = (1536 if use_modal else 256) * 2**20
     per = N * d * jnp.dtype(dt).itemsize
@@ -352,43 +467,77 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu"):
     return -(-B // n_chunks)  # equal chunks: at most n_chunks - 1 padded rows in all
 
 
-def _run_chunk(X0, params, keys, cfg, device=None):
-    """Run Algorithm 1 on one chunk of trajectories (on ``device``, default: JAX's default device);
-    returns host arrays for that chunk."""
+def _lanes_local(d0, params, keys, *, max_rounds):
+    """:func:`kc.make_lanes` with its "all D(0) finite" flag as a (1,) array (one per device when sharded)."""
+    lanes, finite = kc.make_lanes(d0, params, keys, max_rounds=max_rounds)
+    return lanes, finite[None]
+
+
+def _rollout_local(X0, U, S, lam1, lam2, params, *, strategy, max_rounds, tile):
+    """:func:`kc.modal_rollout` with its "all D(0) finite" flag as a (1,) array (one per device)."""
+    res = kc.modal_rollout(X0, U, S, lam1, lam2, params, strategy=strategy, max_rounds=max_rounds, tile=tile)
+    return dict(res, finite=res["finite"][None])
+
+
+def _gather_local(carry, idx, *, axes):
+    return kc.gather(carry, axes, idx)
+
+
+def _run_chunk(X0, params, keys, cfg):
+    """Run Algorithm 1 on one chunk of trajectories (with several devices: ``cfg["shards"]``, each device
+    running the one-device kernels on its rows, compacting its own lanes); returns host arrays."""
     dt, noisy, trace, max_rounds = cfg["dt"], cfg["noisy"], cfg["trace"], cfg["max_rounds"]
-    use_modal, return_x, consts = cfg["use_modal"], cfg["return_x"], cfg["consts"]
+    use_modal, return_x, consts, shards = cfg["use_modal"], cfg["return_x"], cfg["consts"], cfg["shards"]
     B, N, d = X0.shape
+    nd = 1 if shards is None else shards.n
     j = lambda a: jnp.asarray(a, dtype=dt)  # noqa: E731
     if isinstance(X0, jax.Array):
         X0j = X0.astype(dt)
+    elif shards is not None:
+        X0j = np.asarray(X0, dt)
     else:
         X0j = jax.device_put(X0, may_alias=True) if X0.dtype == dt else j(X0)
-    if device is not None:  # commit this chunk's inputs to its device; the kernels follow them
-        X0j = jax.device_put(X0j, device)
-        consts = jax.device_put(consts, device)
-        keys = None if keys is None else jax.device_put(keys, device)
-    if use_modal:
-        carry, d0 = kc.modal_init(X0j, consts["U"], consts["S"], noisy=noisy)
-        carry_axes = (0, 0) if noisy else (0, 0, 0)
-    else:
-        carry, d0 = kc.matrix_init(X0j)
-        carry_axes = (2, 1)
     p = {k: np.asarray(v, dtype=dt) for k, v in params.items()}
-    lanes, finite = kc.make_lanes(d0, p, keys if noisy else jnp.zeros(B, jnp.int32, device=device),
-                                max_rounds=max_rounds)
-    if not bool(finite):  # a NaN/inf in X0 always reaches D(0)
+    lane_keys = keys if noisy else np.zeros(B, np.int32)
+    carry_axes = ((0, 0) if noisy else (0, 0, 0)) if use_modal else (2, 1)
+    carry_specs = tuple(P(*([None] * ax + ["batch"])) for ax in carry_axes)
+
+    def kernel(fn, in_specs, out_specs, **static):
+        """``fn`` on this chunk: directly on one device, else on every device's shard at once."""
+        return partial(fn, **static) if shards is None else shards.local(fn, in_specs, out_specs, **static)
+
+    if shards is not None:  # split this chunk's batch axis over the devices
+        X0j, lane_keys = shards.put(X0j), shards.put(lane_keys)
+        p = {k: shards.put(v) for k, v in p.items()}
+    if use_modal:
+        carry, d0 = kernel(kc.modal_init, (P("batch"), P(), P()), (carry_specs, P("batch")), noisy=noisy,
+                           tile=cfg["tile"])(X0j, consts["U"], consts["S"])
+    else:
+        carry, d0 = kernel(kc.matrix_init, (P("batch"),), (carry_specs, P("batch")))(X0j)
+    p_specs = {k: _spec(v) for k, v in p.items()}
+    lane_specs = dict(c1=p_specs["c1"], c2=p_specs["c2"], eta=p_specs["eta"], eps=p_specs["eps"],
+                      **{k: P("batch") for k in ("b", "rounds", "keys", "d", "status", "active")})
+    lanes, finite = kernel(kc.make_lanes if shards is None else _lanes_local, (P("batch"), p_specs, P("batch")),
+                           (lane_specs, P("batch")), max_rounds=max_rounds)(d0, p, lane_keys)
+    if not bool(np.all(np.asarray(finite))):  # a NaN/inf in X0 always reaches D(0)
         raise ValueError("X0 contains NaN or inf")
     if trace:  # traces are indexed by round: run in one segment, no compaction
         traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
                       b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),
                       s=jnp.zeros((B, max_rounds), jnp.int32))
+        if shards is not None:
+            traces = shards.put_tree(traces, dict(d=0, b=0, s=0))
     else:
         traces = {}
+    trace_specs = {k: P("batch") for k in traces}
     static = dict(strategy=cfg["strategy"], max_rounds=max_rounds, trace=trace, noisy=noisy)
+    seg_specs = ((carry_specs, lane_specs, trace_specs) + (P(),) * 5, (carry_specs, lane_specs, trace_specs))
     if use_modal:
-        run = partial(kc.modal_segment, lam1=consts["lam1"], lam2=consts["lam2"], n_agents=N, **static)
+        segment, mats = kernel(kc.modal_segment, *seg_specs, n_agents=N, **static), (consts["lam1"], consts["lam2"])
     else:
-        run = partial(kc.matrix_segment, W1=consts["W1"], W2=consts["W2"], **static)
+        segment, mats = kernel(kc.matrix_segment, *seg_specs, **static), (consts["W1"], consts["W2"])
+    gather = kernel(_gather_local, (carry_specs, P("batch")), carry_specs, axes=carry_axes)
+    gather_lanes = kernel(kc.gather_lanes, (lane_specs, P("batch")), lane_specs)
 
     out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
                d0=np.asarray(d0))
@@ -423,8 +572,8 @@ def _run_chunk(X0, params, keys, cfg, device=None):
     seg = cfg["seg"]
     while offset < max_rounds:
         n_steps = min(seg, max_rounds - offset)
-        carry, lanes, traces = run(carry, lanes, traces, sigma=cfg["sigma"], n_steps=jnp.int32(n_steps),
-                                   offset=jnp.int32(offset))
+        carry, lanes, traces = segment(carry, lanes, traces, *mats, cfg["sigma"], jnp.int32(n_steps),
+                                       jnp.int32(offset))
         offset += n_steps
         active = np.asarray(lanes["active"])
         finished = valid & ~active
@@ -433,16 +582,21 @@ def _run_chunk(X0, params, keys, cfg, device=None):
         n_active = int(valid.sum())
         if n_active == 0:
             break
-        size = active.shape[0]
-        new_size = kc.bucket_size(n_active, size)
+        size = active.shape[0] // nd  # lanes per device; each device compacts its own
+        blocks = valid.reshape(nd, size)
+        new_size = max(kc.bucket_size(int(v.sum()), size) for v in blocks)
         if new_size < size and not trace:  # retire finished trajectories
-            keep = np.nonzero(valid)[0]
-            idx = np.concatenate([keep, np.full(new_size - keep.size, keep[0])])
-            carry = kc.gather(carry, carry_axes, jnp.asarray(idx))
-            lanes = kc.gather_lanes(lanes, jnp.asarray(idx))
-            pad = np.arange(new_size) >= keep.size
-            lanes["active"] = lanes["active"] & jnp.asarray(~pad)
-            lane_ids = lane_ids[idx]
+            idx, pad = [], []
+            for v in blocks:
+                keep = np.nonzero(v)[0]
+                idx.append(np.concatenate([keep, np.full(new_size - keep.size, keep[0] if keep.size else 0)]))
+                pad.append(np.arange(new_size) >= keep.size)
+            idx, pad = np.concatenate(idx), np.concatenate(pad)
+            idx_j = jnp.asarray(idx) if shards is None else shards.put(idx)
+            carry = gather(carry, idx_j)
+            lanes = gather_lanes(lanes, idx_j)
+            lanes["active"] = lanes["active"] & (jnp.asarray(~pad) if shards is None else shards.put(~pad))
+            lane_ids = lane_ids[idx + np.repeat(np.arange(nd) * size, new_size)]
             valid = ~pad
         # no trajectory outlives max_rounds: the kernel sets status 2 and deactivates it there
     if trace:

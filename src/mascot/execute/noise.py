@@ -1,7 +1,9 @@
 """The host driver of the affine-noise Monte Carlo kernels (:mod:`mascot.kernels.noise`): validation,
-parameter broadcasting, equal-size chunks of points and two host threads (XLA:CPU runs a chunk's
-``lax.map`` on one core). ``affine_noise_error`` and ``rule_noise_error`` are the public entry points; the
-model, its randomness and its batching invariants are described in :mod:`mascot.kernels.noise`.
+parameter broadcasting, equal-size chunks of points and, on one device, two host threads (XLA:CPU runs a
+chunk's ``lax.map`` on one core); with several local devices each call's points are split over a 1-D
+``jax.sharding.Mesh`` of all of them (``jax.shard_map``: every device maps over its own points at once).
+``affine_noise_error`` and ``rule_noise_error`` are the public entry points; the model, its randomness and
+its batching invariants are described in :mod:`mascot.kernels.noise`.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as PS
 
 from mascot.kernels import noise as kn
 from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
@@ -89,6 +93,20 @@ def _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, sc
     return (ceg, steps) if trace else ceg
 
 
+_SHARDED = {}  # (kernel, its static args, mesh) -> the jitted shard_map
+
+
+def _sharded(run, mesh):
+    """``run(keys, **arrays)`` on every device of ``mesh`` at once, each on its share of the points."""
+    cache_key = (run.func, tuple(sorted(run.keywords.items())), mesh)
+    f = _SHARDED.get(cache_key)
+    if f is None:
+        f = _SHARDED[cache_key] = jax.jit(jax.shard_map(lambda keys, arrays: run(keys, **arrays), mesh=mesh,
+                                                        in_specs=(PS("batch"), PS("batch")),
+                                                        out_specs=PS("batch"), check_vma=False))
+    return f
+
+
 def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
     """Run ``run(keys, **arrays)`` over chunks of points; returns the outputs concatenated over points.
 
@@ -97,13 +115,20 @@ def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
     of ~3 s on a 2-core CPU) and is as fast or faster at 1e4 trials. Chunks are equal-sized (the last is
     padded with copies of a point) so one shape is compiled per call, at most ``_CHUNK_ELEMS`` output
     values each, and at least two when ``P >= 2`` so that two host threads keep two cores busy (XLA:CPU
-    runs these loops on one core).
+    runs these loops on one core). With ``n > 1`` local devices a call holds ``n`` times as many points
+    (at most ``_CHUNK_ELEMS`` output values per device), split evenly over the devices (``_sharded``).
+    A point's result does not depend on the chunk or the device it runs on.
     """
+    devs = jax.local_devices()
+    nd = len(devs)
     if chunk_points is None:
-        C = max(1, min(_CHUNK_ELEMS // max(per_point_elems, 1), math.ceil(P / 2)))
+        C = max(1, min(_CHUNK_ELEMS // max(per_point_elems, 1), math.ceil(P / (2 if nd == 1 else nd))))
+        C *= 1 if nd == 1 else nd
     else:
         C = _positive_int("chunk_points", chunk_points)
     C = min(C, P)
+    if nd > 1:
+        return _run_sharded(run, arrays, ids, key, P, -(-C // nd) * nd, devs)
     results = [None] * math.ceil(P / C)
 
     def one(j):
@@ -126,6 +151,21 @@ def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
             list(pool.map(in_thread, range(len(results))))
     else:
         one(0)
+    return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *results)
+
+
+def _run_sharded(run, arrays, ids, key, P, C, devs):
+    """Chunks of ``C`` points (a multiple of the device count), each one call split over all ``devs``."""
+    mesh = Mesh(np.asarray(devs), ("batch",))
+    split = NamedSharding(mesh, PS("batch"))
+    f = _sharded(run, mesh)
+    results = []
+    for lo in range(0, P, C):
+        hi = min(lo + C, P)
+        rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])  # pad: one compiled shape
+        keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(ids[rows]))
+        out = f(jax.device_put(keys, split), {n: jax.device_put(a[rows], split) for n, a in arrays.items()})
+        results.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: hi - lo], out))
     return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *results)
 
 

@@ -17,7 +17,9 @@ Two exact execution paths share one round policy:
 
 Both paths run the batch in cache-sized chunks (equal sizes, one compiled shape per call). Without
 noise or traces the modal path compiles a chunk's projection, energies and round loop into one call
-and dispatches the next chunk before collecting the previous one (``_modal_pipelined``).
+and dispatches the next chunk before collecting the previous one (``_modal_pipelined``); on a CPU the
+projection runs in cache-sized tiles inside that call (``tile`` of :func:`modal_init`). With several devices
+the driver runs these kernels under ``jax.shard_map``, each device on its own rows.
 
 Each round (Algorithm 1): stop if ``D <= eps``; otherwise pick ``sigma = 1`` if ``D > eta`` else 2
 (``strategy`` can fix it), return BudgetFail if ``b < c_sigma`` (before the round), else
@@ -241,14 +243,36 @@ def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, stra
                     max_rounds=max_rounds, trace=trace)
 
 
-@partial(jax.jit, static_argnames=("noisy",))
-def modal_init(X0, U, S, *, noisy):
+def _grouped_energies(X0, U, S):
+    """``(B, G)`` mode energies summed over the groups of ``S``: ``(sum_d (U^T X0)^2) @ S``."""
+    Y = jnp.einsum("bnd,nm->bdm", X0, U, precision=_HIGHEST)  # (B, d, N-1)
+    return _mm(jnp.sum(Y * Y, axis=1), S)
+
+
+@partial(jax.jit, static_argnames=("noisy", "tile"))
+def modal_init(X0, U, S, *, noisy, tile=None):
     """Modal coordinates ``U^T X0`` (the O(N^2 d) part, done once) and ``D(0)``.
 
     One ``(B*d, N) @ (N, N-1)`` product. A NaN or inf anywhere in a trajectory's X0 makes its ``D(0)``
     non-finite (every row of ``U`` is nonzero), which the caller checks instead of a separate pass.
+
+    ``tile`` (no-noise path, N > SMALL_N): project ``tile`` rows at a time in a loop, so the transposed
+    copy of X0 and the modal coordinates of a tile stay in the CPU's caches instead of making three
+    round trips through memory (measured 2x faster at N = 64 on a 2-core CPU; a GPU wants one large
+    product: ``None``). Every row's energies are the same numbers either way (a row's products and sums
+    do not depend on how many rows share the call).
     """
     B, n, d = X0.shape
+    if not noisy and n > SMALL_N and tile is not None and B >= 2 * tile:
+        def body(i, acc):  # the last tile ends at row B (overlapping its predecessor): every product has
+            start = jnp.minimum(i * tile, B - tile)  # `tile` rows (XLA:CPU's products of a few rows sum in
+            x = jax.lax.dynamic_slice_in_dim(X0, start, tile, 0)  # another order: other last bits)
+            return jax.lax.dynamic_update_slice_in_dim(acc, _grouped_energies(x, U, S), start, 0)
+
+        sq = jax.lax.fori_loop(0, -(-B // tile), body, jnp.zeros((B, S.shape[1]), X0.dtype))
+        sq = jax.lax.optimization_barrier(sq)
+        zeros = jnp.zeros(B, jnp.int32)
+        return (sq, zeros, zeros), jnp.sqrt(jnp.sum(sq, axis=1) / n)
     if n <= SMALL_N:
         # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
         # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5)
@@ -288,12 +312,13 @@ def make_lanes(d0, params, keys, *, max_rounds):
     return lanes, jnp.all(jnp.isfinite(d0))
 
 
-@partial(jax.jit, static_argnames=("strategy", "max_rounds"))
-def modal_rollout(X0, U, S, lam1, lam2, params, *, strategy, max_rounds):
+@partial(jax.jit, static_argnames=("strategy", "max_rounds", "tile"))
+def modal_rollout(X0, U, S, lam1, lam2, params, *, strategy, max_rounds, tile=None):
     """The whole modal rollout of one chunk without noise or traces in one compiled call: projection,
-    energies, the round loop to the last active lane; no host round trips in between."""
+    energies, the round loop to the last active lane; no host round trips in between. ``tile``: see
+    :func:`modal_init`."""
     B, n, _ = X0.shape
-    carry, d0 = modal_init(X0, U, S, noisy=False)
+    carry, d0 = modal_init(X0, U, S, noisy=False, tile=tile)
     lanes, finite = make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
     carry, lanes, _ = modal_segment(carry, lanes, {}, lam1, lam2, jnp.zeros((), X0.dtype), jnp.int32(max_rounds),
                                      jnp.int32(0), strategy=strategy, max_rounds=max_rounds, trace=False,

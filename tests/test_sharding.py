@@ -1,0 +1,126 @@
+"""simulate_consensus with X0 already on the device (no host round trip of X0), and the CPU's tiled modal
+projection (the same numbers as one product, D(0) as numpy's float64 closed form)."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax._src import array as jax_array
+
+import mascot.execute.consensus as ec
+from mascot import simulate_consensus
+from mascot.graphs import complete_weights, ring_weights
+from mascot.kernels import consensus as kc
+
+pytestmark = pytest.mark.x64
+
+
+class _NumpySpy:
+    """numpy for one module, recording the shape of every jax.Array passed to a numpy function (on CPU
+    ``np.asarray(jax_array)`` reads the device buffer through the buffer protocol, which no Python hook on
+    the array sees)."""
+
+    def __init__(self, shapes):
+        self._shapes = shapes
+
+    def __getattr__(self, name):
+        v = getattr(np, name)
+        if not callable(v) or isinstance(v, type):
+            return v
+
+        def call(*args, **kwargs):
+            for a in jax.tree_util.tree_leaves((args, kwargs), is_leaf=lambda x: isinstance(x, jax.Array)):
+                if isinstance(a, jax.Array):
+                    self._shapes.append(tuple(a.shape))
+            return v(*args, **kwargs)
+
+        return call
+
+
+@pytest.fixture
+def host_reads(monkeypatch):
+    """Shapes of the jax.Arrays read into host memory by the consensus driver and kernels: through numpy
+    (module-level ``np`` of both) or through ``ArrayImpl._value`` (``jax.device_get``, ``float``, ...)."""
+    shapes = []
+    prop = jax_array.ArrayImpl._value
+
+    def spy(self):
+        shapes.append(tuple(self.shape))
+        return prop.fget(self)
+
+    monkeypatch.setattr(jax_array.ArrayImpl, "_value", property(spy))
+    monkeypatch.setattr(ec, "np", _NumpySpy(shapes))
+    monkeypatch.setattr(kc, "np", _NumpySpy(shapes))
+    return shapes
+
+
+def _problem(N, B, d, seed):
+    rng = np.random.default_rng(seed)
+    X0 = rng.uniform(size=(B, N, d))
+    P = np.zeros((N, N))
+    for w in rng.dirichlet(np.ones(3)):
+        P[np.arange(N), rng.permutation(N)] += w
+    return X0, complete_weights(N, 0.4), ring_weights(N, 0.6), 0.5 * np.eye(N) + 0.5 * P, rng.uniform(0, 5000, B)
+
+
+def test_spy_sees_host_reads(host_reads):
+    x = jax.device_put(np.ones((5, 4, 3)))
+    ec.np.asarray(x[1:])
+    kc.np.concatenate([x[:1], x[:2]])
+    jax.device_get(x[:2])
+    float(x[0, 0, 0])
+    assert host_reads == [(4, 4, 3), (1, 4, 3), (2, 4, 3), (2, 4, 3), ()]
+    assert ec.np.float64 is np.float64 and ec.np.linalg is np.linalg  # types and modules pass through
+
+
+@pytest.mark.parametrize("case", ["modal", "matrix", "noisy"])
+def test_device_x0_has_no_host_round_trip(case, host_reads):
+    N = 64 if case == "modal" else 6  # N = 64: the tiled CPU projection; the others go through _run_chunk
+    B, d = 5000, 3
+    X0, K, R, G, b0 = _problem(N, B, d, 1)
+    W1, W2 = {"modal": (K, R), "matrix": (G, R), "noisy": (K, G)}[case]
+    kw = dict(c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=b0, max_rounds=40, dtype="float64", chunk_size=1700)
+    if case == "noisy":
+        kw.update(noise=0.003, key=jax.random.split(jax.random.key(2), B))
+    ref = simulate_consensus(X0, W1, W2, **kw)  # numpy X0: 3 chunks, the last one padded
+    Xd = jax.device_put(X0)
+    host_reads.clear()
+    res = simulate_consensus(Xd, W1, W2, **kw)
+    big = [s for s in host_reads if len(s) >= 2]  # results are (B,) vectors; any X0 slice has 3 axes
+    assert not big, f"arrays of X0's shape went to the host: {big}"
+    assert host_reads, "no results read back at all: the spy did not see the device reads"
+    for f in ("rounds", "status", "spent", "d_final", "d0"):
+        np.testing.assert_array_equal(getattr(res, f), getattr(ref, f), err_msg=f)
+    # the reference itself: D(0) is the float64 closed form sqrt(||X0 - mean||^2 / N)
+    c = X0 - X0.mean(axis=1, keepdims=True)
+    np.testing.assert_allclose(ref.d0, np.sqrt(np.einsum("bnd,bnd->b", c, c) / N), rtol=1e-12)
+
+
+@pytest.mark.parametrize("N,B,dtype", [(13, 1000, "float64"), (64, 2500, "float32"), (64, 1999, "float64")])
+def test_tiled_projection_equals_one_product(N, B, dtype):
+    rng = np.random.default_rng(N)
+    X0 = rng.uniform(size=(B, N, 6)).astype(dtype)
+    U, lam1, lam2, consts = ec._setup(complete_weights(N, 0.4).tobytes(), ring_weights(N, 0.6).tobytes(), N,
+                                      "auto", dtype, False)
+    Xd = jnp.asarray(X0)
+    (sq, _, _), d0 = kc.modal_init(Xd, consts["U"], consts["S"], noisy=False)
+    for tile in (128, 300, 500):  # B is no multiple of these: the last tile overlaps its predecessor
+        assert B >= 2 * tile
+        (sq_t, m1, m2), d0_t = kc.modal_init(Xd, consts["U"], consts["S"], noisy=False, tile=tile)
+        np.testing.assert_array_equal(np.asarray(sq_t), np.asarray(sq), err_msg=f"tile {tile}")
+        np.testing.assert_array_equal(np.asarray(d0_t), np.asarray(d0))
+        assert not np.asarray(m1).any() and not np.asarray(m2).any()
+    # grouped energies against numpy float64: ||U^T X||^2 per mode, summed per eigenvalue pair
+    e = np.einsum("bnd,nm->bmd", X0.astype(np.float64), U)
+    want = (e * e).sum(axis=2) @ np.asarray(consts["S"], np.float64)[: N - 1]
+    rtol = 1e-12 if dtype == "float64" else 2e-5
+    np.testing.assert_allclose(np.asarray(sq, np.float64), want, rtol=rtol, atol=rtol * want.max())
+
+
+def test_tile_and_chunk_sizes():
+    # about 3 MiB of X0 per tile: 3 * 2^20 / (64 * 6 * 4 bytes) = 2048 rows; float64 half that
+    assert ec._tile(64, 6, jnp.float32) == 2048 and ec._tile(64, 6, jnp.float64) == 1024
+    assert ec._tile(256, 6, jnp.float32) == 512
+    # the tiled CPU path takes 128 MiB chunks: 2^16 rows at N = 64, d = 6, float32, so 1e5 rows in 2 chunks
+    assert ec._chunk_size(100_000, 64, 6, jnp.float32, True, None, "cpu", tiled=True) == 50_000
+    assert ec._chunk_size(100_000, 64, 6, jnp.float32, True, None, "cpu") == 14_286  # untiled: 7 chunks
