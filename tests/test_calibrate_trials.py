@@ -15,6 +15,14 @@ EXT = {"sigma": 60.0, "bias": 25.0, "p_blunder": 0.05, "blunder_scale": 6.0, "pe
                  "mesh_reviser": {"p_copy": 0.6, "p_recompute": 0.1, "noise": 0.5}}}
 
 
+# stale Parity (the explosion mechanism) and per-role persistence, far from their defaults
+STALE = {"sigma": 12.0, "parity_slip": 0.02, "persist": 0.5,
+         "roles": {"chain": {"p_keep_parity": 0.85, "persist": 0.9, "p_boundary": 0.6},
+                   "star_leaf": {"p_exact": 0.5, "p_keep_parity": 1.0, "persist": 0.0, "p_boundary": 0.3},
+                   "star_judge": {"persist": 0.2, "noise": 0.8}, "mesh_agent": {"p_exact": 0.3, "p_keep_parity": 0.9},
+                   "mesh_reviser": {"p_copy": 0.2, "persist": 0.7}}}
+
+
 # a parameter set inside the fitted family (the unfitted parameters at hand-tuned-v1)
 TRUTH = {"sigma": 90.0, "bias": 40.0, "p_blunder": 0.04, "blunder_scale": 5.0, "persist": 0.35, "rho_c": 0.05,
          "roles": {"chain": {"sigma_scale": 0.7}, "star_leaf": {"p_exact": 0.35},
@@ -86,12 +94,36 @@ def test_simulator_matches_the_harness(tmp_path):
     from mascot.calibrate.trials import SimConfig, simulate_numpy
 
     bad = []
-    for name, kw in (("v1", {}), ("ext", EXT)):
+    for name, kw in (("v1", {}), ("ext", EXT), ("stale", STALE)):
         b = SurrogateBackend(seed=3, **kw)
         _, h = _run(tmp_path, b, 80, 11, name)
         s = simulate_numpy(b.params(), seed=1, cfg=SimConfig(n_trials=400))
         bad += _close(h, s, name)
     assert not bad, "\n".join(bad)
+
+
+def test_stale_parity_keeps_the_input_parity_and_persist_is_per_role():
+    """Hand-checked replies: a noisy agent reply with p_keep_parity = 1 carries its input's Parity (the rule's
+    would flip it: 50 'A' -> 70.0 'B'); with 0 it carries the rule's; per-role persist reaches the identity."""
+    import json
+
+    from mascot.backends.base import Request, Sampling
+    from mascot.protocols.state_tracking.prompts import agent_messages
+
+    def reply(keep, exact=0.0, sigma=0.0):
+        b = SurrogateBackend(sigma=sigma, parity_slip=0.0, level_slip=0.0, parse_fail=0.0, seed=1,
+                             roles={"chain": {"p_keep_parity": keep, "persist": 0.25, "p_exact": exact}})
+        msgs = agent_messages({"Value": 50.0, "Parity": "A", "Level": 3})
+        r = b.generate([Request(messages=msgs, sampling=Sampling(seed=7), meta={"topology": "chain"})])[0]
+        return json.loads(r.text), b
+
+    kept, b = reply(1.0)
+    assert (kept["Value"], kept["Parity"]) == (70.0, "A")
+    assert reply(0.0)[0]["Parity"] == "B"
+    assert (reply(1.0, exact=1.0, sigma=50.0)[0]["Value"], reply(1.0, exact=1.0, sigma=50.0)[0]["Parity"]) == (70.0, "A")
+    assert reply(0.0, exact=1.0, sigma=50.0)[0]["Parity"] == "B"
+    assert reply(1.0, sigma=50.0)[0]["Value"] != 70.0  # the noisy reply really is noisy
+    assert b.identity()["roles"]["chain"]["persist"] == 0.25 and b.identity()["roles"]["star_leaf"]["persist"] == 1.0
 
 
 @pytest.mark.slow

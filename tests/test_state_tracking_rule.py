@@ -426,3 +426,48 @@ def test_bad_inputs_raise(state, field):
         apply_rules(state)
     with pytest.raises(ValueError, match=field):
         trajectory(state)
+
+
+def _misread_fraction(value, parity, level):
+    """Independent reference for rule_step_misread: Fractions, Rule 2's boundary cases read as "middle"."""
+    v = Fraction(Decimal(repr(value)))
+    raw = v * Fraction(5, 4) + 2 * level if parity == "A" else v * Fraction(3, 4) - 2 * level
+    frac = abs(raw) - math.floor(abs(raw))
+    new = raw + Fraction(3, 2) if frac > Fraction(1, 2) else raw - Fraction(1, 2)
+    q = round(new * 100)  # Python's round: half to even, as the kernel
+    p_new = "A" if q < 7000 else "B"
+    if p_new == "B" and 6000 <= q <= 9000:
+        lv = max(level - 1, 1)
+    elif q < 6000:
+        lv = max(level - 1, 1) if level >= 4 else max(level - 2, 1)
+    else:
+        lv = min(level + 2, 9)
+    return q / 100, p_new, lv
+
+
+def test_misread_rule_hand_cases_and_reference():
+    """rule_step_misread: hand cases (50 A 3: V_raw 68.5 -> 68.0, Parity A, Level 5; 40 A 5: V_raw 60.0 ->
+    59.5, Level 4), equal to rule_step off the boundary cases, and to a Fraction reference everywhere."""
+    from mascot.kernels.state_tracking import rule_step_misread
+
+    got = rule_step_misread(np.array([50.0, 40.0, 65.0]), np.array([0, 0, 0]), np.array([3, 5, 3]))
+    assert np.asarray(got.value).tolist() == [68.0, 59.5, 86.75]
+    assert np.asarray(got.parity).tolist() == [0, 0, 1] and np.asarray(got.level).tolist() == [5, 4, 2]
+    rng = np.random.default_rng(5)
+    vals = np.concatenate([np.round(rng.uniform(-200, 300, 400), 2), rng.integers(-100, 200, 200) / 2.0])
+    pars = rng.integers(0, 2, vals.size)
+    levs = rng.integers(1, 10, vals.size)
+    m = rule_step_misread(vals, pars, levs)
+    e = rule_step(vals, pars, levs)
+    n_boundary = 0
+    for i in range(vals.size):
+        want = _misread_fraction(float(vals[i]), "AB"[pars[i]], int(levs[i]))
+        assert (float(m.value[i]), "AB"[int(m.parity[i])], int(m.level[i])) == want, (vals[i], pars[i], levs[i])
+        v = Fraction(Decimal(repr(float(vals[i]))))
+        raw = v * Fraction(5, 4) + 2 * int(levs[i]) if pars[i] == 0 else v * Fraction(3, 4) - 2 * int(levs[i])
+        frac = abs(raw) - math.floor(abs(raw))
+        if frac in (0, Fraction(1, 2)):
+            n_boundary += 1
+        else:
+            assert float(m.value[i]) == float(e.value[i]) and int(m.level[i]) == int(e.level[i])
+    assert n_boundary > 50  # the half-integer inputs reach both boundary cases

@@ -17,8 +17,10 @@ Per step, as the harness (Sec. 4 and Appendix C of "Predictive Maps of Multi-Age
 
 Replies follow the surrogate's model (its module docstring): agent mixture exact / echo / noisy (Value
 noise with shared and private parts, Parity and Level slips, Values rounded to 2 decimals); judges and
-revisers copy / recompute / aggregate (``mean``, ``median`` or ``vote``) plus scaled noise; the perturbed
-arm reuses each request's draws with probability ``persist``. A request abstains (all ``retries + 1``
+revisers copy / recompute / aggregate (``mean``, ``median`` or ``vote``) plus scaled noise; an agent
+reply (exact or noisy) keeps its input's Parity with probability ``p_keep_parity`` and misreads Rule 2's boundary
+cases with probability ``p_boundary`` (its role's); the perturbed arm reuses each
+request's draws with its role's probability ``persist``. A request abstains (all ``retries + 1``
 attempts malformed) with probability ``parse_fail ** (retries + 1)``; a deciding node that abstains carries
 its input state forward. The random streams differ from the surrogate's (JAX PRNG instead of SplitMix64),
 so the simulator matches the harness in distribution, not trial by trial (``tests/test_calibrate_trials.py``).
@@ -41,8 +43,8 @@ __all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "simulate_me
            "simulate_trials", "true_trajectories"]
 
 ROLE_NAMES = ("chain", "star_leaf", "mesh_agent", "star_judge", "mesh_reviser")
-_AGENT_KEYS = ("p_exact", "p_echo", "sigma_scale")
-_JUDGE_KEYS = ("p_copy", "p_recompute", "noise")
+_AGENT_KEYS = ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary", "persist")
+_JUDGE_KEYS = ("p_copy", "p_recompute", "noise", "persist")
 _GLOBALS = ("sigma", "bias", "p_blunder", "blunder_scale", "rho_c", "parity_slip", "level_slip", "parse_fail", "persist")
 
 
@@ -164,7 +166,7 @@ def simulate_trials(theta: dict, key, cfg: SimConfig):
     import jax.numpy as jnp
     from jax import lax
 
-    from mascot.kernels.state_tracking import rule_step
+    from mascot.kernels.state_tracking import rule_step, rule_step_misread
 
     f64 = jnp.float64
     tv_all, tp_all, tl_all = true_trajectories(cfg)
@@ -176,13 +178,13 @@ def simulate_trials(theta: dict, key, cfg: SimConfig):
     init_v = jnp.array([float(v0), float(v0) + float(cfg.epsilon)], f64)
     p0i = 0 if p0 == "A" else 1
 
-    def draws(k, shape):
+    def draws(k, shape, role):
         """Per request, arms first: (2, *shape, 9) uniforms u_mix, u_copy, z1, u_par, u_lev, u_dir, z2, u_fail, u_blunder
-        (arm 1 reuses arm 0's with probability persist) and the keep mask (*shape, 2)."""
+        (arm 1 reuses arm 0's with the role's probability persist) and the keep mask (*shape, 2)."""
         ks = jax.random.split(k, 3)
         base = jax.random.uniform(ks[0], shape + (9,), f64)
         fresh = jax.random.uniform(ks[1], shape + (9,), f64)
-        keep = jax.random.uniform(ks[2], shape, f64) < th["persist"]
+        keep = jax.random.uniform(ks[2], shape, f64) < th[f"{role}.persist"]
         arm1 = jnp.where(keep[..., None], base, fresh)
         return jnp.stack([base, arm1], axis=0), jnp.stack([jnp.ones_like(keep), keep], axis=-1)
 
@@ -194,22 +196,27 @@ def simulate_trials(theta: dict, key, cfg: SimConfig):
 
     def agent(role, sv, sp, sl, u, zsh):
         """Agent replies for input states (broadcast against u[..., 0])."""
-        a, b, c = (th[f"{role}.{x}"] for x in _AGENT_KEYS)
+        a, b, c, kp, pb = (th[f"{role}.{x}"] for x in _AGENT_KEYS[:5])
         tv, tp, tl = rule_step(sv, sp, sl)
+        mv, mp, ml = rule_step_misread(sv, sp, sl)
+        mis = u[..., 1] < pb  # u_copy is free in agent replies: Rule 2's boundary cases misread
+        tv, tp, tl = jnp.where(mis, mv, tv), jnp.where(mis, mp, tp), jnp.where(mis, ml, tl)
         z = jnp.sqrt(rho) * zsh + jnp.sqrt(1.0 - rho) * znorm(u[..., 2], u[..., 6])
         noise = c * th["bias"] + c * sigma * blunder(u) * z
         nv = _round2(tv + noise)
-        npar = jnp.where(u[..., 3] < c * th["parity_slip"], 1 - tp, tp)
+        slip = c * th["parity_slip"]
+        stale = (u[..., 3] >= slip) & (u[..., 3] < slip + kp)  # exact and noisy replies alike
+        npar = jnp.where(u[..., 3] < slip, 1 - tp, jnp.where(stale, sp, tp))
         nl = jnp.clip(tl + jnp.where(u[..., 4] < c * th["level_slip"], jnp.where(u[..., 5] < 0.5, -1, 1), 0), 1, 9)
         ex, ec = u[..., 0] < a, (u[..., 0] >= a) & (u[..., 0] < a + b)
         v = jnp.where(ex, tv, jnp.where(ec, sv, nv))
-        p = jnp.where(ex, tp, jnp.where(ec, sp, npar))
+        p = jnp.where(ex, jnp.where(stale, sp, tp), jnp.where(ec, sp, npar))
         lv = jnp.where(ex, tl, jnp.where(ec, sl, nl))
         return v, p.astype(jnp.int32), lv.astype(jnp.int32)
 
     def judge(role, sv, sp, sl, pv, pp, pl, pok, u, zsh):
         """Judge / reviser replies; proposals on the last axis of pv/pp/pl/pok; u, zsh per judge."""
-        a, b, c = (th[f"{role}.{x}"] for x in _JUDGE_KEYS)
+        a, b, c = (th[f"{role}.{x}"] for x in _JUDGE_KEYS[:3])
         tv, tp, tl = rule_step(sv, sp, sl)
         k = pok.sum(-1)
         av, ap, al = _aggregate(cfg.judge, pv, pp, pl, pok)
@@ -243,29 +250,29 @@ def simulate_trials(theta: dict, key, cfg: SimConfig):
         kc, ks1, ks2, km1, km2, kz = jax.random.split(k, 6)
         zs = jax.random.normal(kz, (3, 2, n, 1), f64)  # (topology, [paired, fresh], trial) shared normals
         # chain: draws (2 arms, n, 7)
-        uc, keepc = draws(kc, (n,))
+        uc, keepc = draws(kc, (n,), "chain")
         zc = jnp.where(keepc.T, zs[0, 0, :, 0][None], zs[0, 1, :, 0][None])  # (2, n)
         av, ap, al = agent("chain", cv, cp, cl, uc, zc)
         okc = valid(uc)
         ncv, ncp, ncl = (jnp.where(okc, x, y) for x, y in ((av, cv), (ap, cp), (al, cl)))
         dchain = jnp.abs(tv_t[t] - ncv)
         # star
-        ul, keepl = draws(ks1, (n, L))  # (2, n, L, 7), keep (n, L, 2)
+        ul, keepl = draws(ks1, (n, L), "star_leaf")  # (2, n, L, 7), keep (n, L, 2)
         zl = jnp.where(jnp.moveaxis(keepl, -1, 0), zs[1, 0, :, 0][None, :, None], zs[1, 1, :, 0][None, :, None])
         lv_, lp_, ll_ = agent("star_leaf", sv[..., None], sp[..., None], sl[..., None], ul, zl)
         okl = valid(ul)
-        uj, keepj = draws(ks2, (n,))
+        uj, keepj = draws(ks2, (n,), "star_judge")
         zj = jnp.where(keepj.T, zs[1, 0, :, 0][None], zs[1, 1, :, 0][None])
         jv, jp, jl = judge("star_judge", sv, sp, sl, lv_, lp_, ll_, okl, uj, zj)
         okj = valid(uj)
         nsv, nsp, nsl = (jnp.where(okj, x, y) for x, y in ((jv, sv), (jp, sp), (jl, sl)))
         dstar = _pairwise(lv_, okl)
         # mesh
-        ua, keepa = draws(km1, (n, M))
+        ua, keepa = draws(km1, (n, M), "mesh_agent")
         za = jnp.where(jnp.moveaxis(keepa, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
         rv1, rp1, rl1 = agent("mesh_agent", mv[..., None], mp[..., None], ml[..., None], ua, za)
         oka = valid(ua)
-        ur, keepr = draws(km2, (n, M))
+        ur, keepr = draws(km2, (n, M), "mesh_reviser")
         zr = jnp.where(jnp.moveaxis(keepr, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
         bc = (lambda x: jnp.broadcast_to(x[..., None, :], x.shape[:-1] + (M, M)))
         rv, rp, rl = judge("mesh_reviser", mv[..., None], mp[..., None], ml[..., None], bc(rv1), bc(rp1), bc(rl1),

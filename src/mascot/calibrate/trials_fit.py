@@ -36,15 +36,32 @@ TOPOS = ("chain", "mesh", "star")  # Table 2's order
 METRICS = ("E_ceg", "R_cdr", "F_ps")
 STATS = ("mean", "sd")
 #: the fitted parameters (the rest stay at hand-tuned-v1), with boxes and starting values
+#: (starting values: the region a coarse numpy exploration of the stale-Parity model found near Table 2)
 FIT_PARAMS = (
-    Param("sigma", 1.0, 600.0, 75.0), Param("bias", -400.0, 400.0, 0.0),
-    Param("p_blunder", 0.0, 0.5, 0.05), Param("blunder_scale", 1.0, 40.0, 5.0),
+    Param("sigma", 1.0, 600.0, 10.0), Param("bias", -400.0, 400.0, 0.0),
+    Param("p_blunder", 0.0, 0.5, 0.02), Param("blunder_scale", 1.0, 40.0, 5.0),
     Param("persist", 0.0, 1.0, 0.5), Param("rho_c", 0.0, 1.0, 0.05),
-    Param("chain.sigma_scale", 0.02, 5.0, 1.0), Param("star_leaf.p_exact", 0.0, 1.0, 0.2),
-    Param("star_judge.p_copy", 0.0, 1.0, 0.2), Param("star_judge.noise", 0.01, 5.0, 0.25),
-    Param("mesh_agent.p_exact", 0.0, 1.0, 0.2), Param("mesh_reviser.p_copy", 0.0, 1.0, 0.2),
-    Param("mesh_reviser.noise", 0.01, 5.0, 0.25),
+    Param("chain.sigma_scale", 0.02, 5.0, 1.0), Param("chain.p_keep_parity", 0.0, 1.0, 0.85),
+    Param("chain.p_boundary", 0.0, 1.0, 0.5), Param("chain.persist", 0.0, 1.0, 0.85),
+    Param("star_leaf.p_exact", 0.0, 1.0, 0.7), Param("star_leaf.p_keep_parity", 0.0, 1.0, 0.97),
+    Param("star_leaf.p_boundary", 0.0, 1.0, 0.5), Param("star_leaf.persist", 0.0, 1.0, 0.05),
+    Param("star_judge.p_copy", 0.0, 1.0, 0.1), Param("star_judge.noise", 0.01, 5.0, 1.0),
+    Param("mesh_agent.p_exact", 0.0, 1.0, 0.75), Param("mesh_agent.p_keep_parity", 0.0, 1.0, 0.97),
+    Param("mesh_agent.p_boundary", 0.0, 1.0, 0.5), Param("mesh_agent.persist", 0.0, 1.0, 0.5),
+    Param("mesh_reviser.p_copy", 0.0, 1.0, 0.1), Param("mesh_reviser.noise", 0.01, 5.0, 1.0),
 )
+#: the default fit: every parameter above but the global ``persist`` (the per-role ones replace it); a fitted
+#: global ``persist`` ties every role's persistence that is not fitted itself (the recovery runs use this)
+DEFAULT_FIT = tuple(p.name for p in FIT_PARAMS if p.name != "persist")
+
+
+def _tie(theta: dict, names) -> dict:
+    """A fitted global ``persist`` sets every role's ``persist`` that is not fitted itself."""
+    from mascot.calibrate.trials import ROLE_NAMES
+
+    if "persist" not in names:
+        return theta
+    return {**theta, **{f"{r}.persist": theta["persist"] for r in ROLE_NAMES if f"{r}.persist" not in names}}
 
 
 def moment_names() -> list[str]:
@@ -159,7 +176,7 @@ def _simulator(scfg: SimConfig, names: tuple, base: tuple):
     fixed = dict(base)
 
     def simulate(theta, key):
-        th = {**{k: v for k, v in fixed.items() if k not in names}, **theta}
+        th = _tie({**{k: v for k, v in fixed.items() if k not in names}, **theta}, names)
         return _moments_jax(simulate_metrics(th, key, scfg))
 
     return simulate
@@ -229,18 +246,25 @@ def _observed(source, per=None):
 
 def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: bool = False, n_pred: int = 40,
                      steps: int | None = None, per_trial: dict | None = None, name: str | None = None,
-                     fit_names: tuple | None = None, base: dict | None = None) -> dict:
+                     fit_names: tuple | None = None, base: dict | None = None, sd_weight: float = 1.0,
+                     n_starts: int = 1, init=None, n_sim: int | None = None) -> dict:
     """Fit the surrogate to ``source`` (a run directory, or ``None`` / ``"paper-table2"`` for the SR paper's
     Table 2) and write ``out/params.toml``, ``out/report.md``, ``out/fit.json`` and the observed-vs-predicted
     figure. ``quick``: fewer iterations and simulated trials (tests). ``fit_names``: fit only these of
     :data:`FIT_PARAMS`; the others (and every unfitted parameter) from ``base`` (a nested parameter dict,
-    default hand-tuned-v1). Returns the summary dict."""
+    default hand-tuned-v1). ``sd_weight`` multiplies the weights of the s.d. moments (1: plain inverse
+    variances). ``n_starts``: the default start and ``n_starts - 1`` random ones. ``init``: start from this
+    parameter file (or nested dict) instead of the default start (a warm start, e.g. from an earlier
+    calibration). ``n_sim``: simulated trials per topology per evaluation (default max(200, observed)).
+    Returns the summary dict."""
+    if not (isinstance(sd_weight, (int, float)) and math.isfinite(sd_weight) and sd_weight >= 0):
+        raise ValueError(f"sd_weight must be a finite number >= 0; got {sd_weight!r}")
     from mascot.io import atomic_write_text
     from mascot.protocols.state_tracking.surrogate import params_toml
 
     t0 = time.perf_counter()
     target, se, cfg, info, per, boot = _observed(source, per_trial)
-    fparams = tuple(p for p in FIT_PARAMS if fit_names is None or p.name in fit_names)
+    fparams = tuple(p for p in FIT_PARAMS if p.name in (DEFAULT_FIT if fit_names is None else fit_names))
     if fit_names is not None and len(fparams) != len(set(fit_names)):
         raise ValueError(f"fit_names must be among {', '.join(p.name for p in FIT_PARAMS)}; got {fit_names}")
     base_nested = base if base is not None else nest_params({}, judge=cfg.judge)
@@ -255,13 +279,28 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
                 i = names_m.index(f"{t}.R_cdr.{s}")
                 mask[i] = 0.0
                 excluded.append(names_m[i])
+    for i, nm in enumerate(names_m):
+        if nm.endswith(".sd"):
+            mask[i] *= float(sd_weight)
     steps = steps or (60 if quick else 450)
-    n_sim = cfg.n_trials if quick else max(200, cfg.n_trials)
+    if n_sim is None:
+        n_sim = cfg.n_trials if quick else max(200, cfg.n_trials)
+    elif isinstance(n_sim, bool) or not isinstance(n_sim, int) or n_sim < 2:
+        raise ValueError(f"n_sim must be an integer >= 2; got {n_sim!r}")
+    start = None
+    if init is not None:
+        from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+        nested0 = SurrogateBackend.from_params(init).params() if not isinstance(init, dict) else init
+        f0 = flat_params(nested0)
+        # inside the box (1% from its edges), so that the optimiser can move a parameter the file has at an edge
+        start = {p.name: min(max(f0[p.name], p.lo + 0.01 * (p.hi - p.lo)), p.hi - 0.01 * (p.hi - p.lo))
+                 for p in fparams}
     # multi-start: the default start and n_starts - 1 random ones (uniform in each box, sigma/bias at their
     # defaults' scale), a short fit from each, then the rest of the iterations from the best
-    n_starts = 1 if quick else 3
+    n_starts = 1 if quick else int(n_starts)
     rs = np.random.default_rng([seed, 99])
-    starts = [None] + [{p.name: (p.lo + (p.hi - p.lo) * rs.uniform(0.1, 0.9)) if p.name not in ("sigma", "bias", "blunder_scale")
+    starts = [start] + [{p.name: (p.lo + (p.hi - p.lo) * rs.uniform(0.1, 0.9)) if p.name not in ("sigma", "bias", "blunder_scale")
                         else p.init for p in fparams} for _ in range(n_starts - 1)]
     first = steps if n_starts == 1 else steps // 3
     tries = [_fit(target, se, cfg, seed=seed, steps=first, n_sim=n_sim, weights_mask=mask, init=st, **kw)
@@ -283,7 +322,7 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
 
     boot_arr, bnames = bootstrap(refit, n_boot, seed=seed) if n_boot > 0 else (np.zeros((0, len(est))), list(est))
     sd = {k: float(np.std(boot_arr[:, i], ddof=1)) if len(boot_arr) > 1 else math.nan for i, k in enumerate(bnames)}
-    nested = nest_params(est, judge=cfg.judge, base=base_nested)
+    nested = nest_params(_tie(est, est), judge=cfg.judge, base=base_nested)
     # predictions at the estimate: n_pred simulated runs of the observed size
     runs = _simulate_runs(nested, cfg, n_pred, seed + 777)
     pm = np.array([moments(r) for r in runs])
@@ -305,7 +344,8 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
                "target": target.tolist(), "se": se.tolist(), "weights": w.tolist(), "excluded": excluded,
                "predicted": {k: v.tolist() for k, v in pred.items()}, "predicted_tests": pt,
                "observed_tests": obs_tests, "n_trials": cfg.n_trials, "n_sim": n_sim, "n_pred": n_pred,
-               "d_floor": cfg.d_floor, "steps": cfg.steps, "seed": seed, "quick": quick}
+               "d_floor": cfg.d_floor, "steps": cfg.steps, "seed": seed, "quick": quick, "sd_weight": float(sd_weight),
+               "init": None if init is None or isinstance(init, dict) else str(init)}
     figs = _figure(summary, out / "observed_vs_predicted")
     summary["wall_s"] = time.perf_counter() - t0
     summary["figures"] = [str(p.name) for p in figs]
@@ -411,16 +451,36 @@ def _report(s: dict) -> str:
                   "the bound allows, so no parameter set reaches them at this floor; they are left out of the "
                   "objective and their ordering is reported as a prediction."]
     if s["kind"] == "paper":
-        lines += ["", "## What the stationary model cannot reach", "", _growth_note(s)]
+        lines += ["", "## Why the errors grow", "", _growth_note(s)]
     lines += ["", "![observed vs predicted](observed_vs_predicted.png)", ""]
     return "\n".join(lines)
 
 
-def _growth_note(s: dict) -> str:
-    """Why F_ps and E_ceg cannot both be met by per-step errors that do not grow (computed from Table 2)."""
-    from mascot.calibrate.trials import true_trajectories
+def _stale_chain(cfg: SimConfig):
+    """Both arms of a chain whose every reply is the exact rule but keeps the initial Parity (a stale Parity):
+    (values (2, T), true values (2, T)) -- the growth the stale-Parity mechanism produces, noise-free."""
+    import jax
 
-    tv = true_trajectories(SimConfig(steps=s["steps"]))[0]
+    from mascot.calibrate.trials import true_trajectories
+    from mascot.kernels.precision import float64
+    from mascot.kernels.state_tracking import rule_step
+
+    tv = true_trajectories(cfg)[0][:, 1:]
+    v0, p0, l0 = cfg.initial_state
+    p0 = 0 if p0 == "A" else 1
+    v, lv = np.array([float(v0), float(v0) + cfg.epsilon]), np.array([l0, l0])
+    out = []
+    with float64(), jax.ensure_compile_time_eval():
+        for _ in range(cfg.steps):
+            v, _, lv = (np.asarray(x) for x in rule_step(v, np.array([p0, p0]), lv))
+            out.append(v)
+    return np.array(out).T, tv
+
+
+def _growth_note(s: dict) -> str:
+    """Why the errors must grow along the trajectory, and the mechanism that makes them grow (computed)."""
+    cfg = SimConfig(steps=s["steps"])
+    vals, tv = _stale_chain(cfg)
     delta = abs(float(tv[1, -1] - tv[0, -1]))
     names, T = s["moment_names"], s["steps"]
     parts = []
@@ -428,25 +488,31 @@ def _growth_note(s: dict) -> str:
         e = s["target"][names.index(f"{t}.E_ceg.mean")]
         f = s["target"][names.index(f"{t}.F_ps.mean")]
         need = (f - delta) / 2
-        parts.append(f"{t}: mean error per step E_ceg / {T} = {_f(e / T)}, final error needed >= {_f(need)} "
-                     f"(ratio {_f(need / (e / T))})")
+        parts.append(f"{t} {_f(need)} (mean error per step {_f(e / T)}, ratio {_f(need / (e / T))})")
     rc = s["target"][names.index("chain.R_cdr.mean")]
+    err = np.abs(vals[0] - tv[0])
+    e_stale, f_stale = float(err.sum()), float(abs(vals[1, -1] - vals[0, -1]))
+    slope = 1.25
 
     def inside(m):
-        ok = [t for t in TOPOS if s["predicted"]["lo"][names.index(f"{t}.{m}.mean")]
-              <= s["target"][names.index(f"{t}.{m}.mean")] <= s["predicted"]["hi"][names.index(f"{t}.{m}.mean")]]
+        ok = [t for t in TOPOS if abs(s["predicted"]["median"][names.index(f"{t}.{m}.mean")]
+                                      - s["target"][names.index(f"{t}.{m}.mean")])
+              <= 2 * s["se"][names.index(f"{t}.{m}.mean")]]
         return ", ".join(ok) if ok else "none"
 
     return ("Per trial F_ps = |x'_T - x_T| <= err'_T + err_T + |x*'_T - x*_T|, and the true trajectories end "
             f"{_f(delta)} apart, so the paper's mean F_ps needs a mean final-step error of at least (F_ps - "
             f"{_f(delta)}) / 2 in each arm: " + "; ".join(parts) + ". The chain's R_cdr = "
             f"{_f(rc)} says the same directly: its error grows by exp({T - 1} x {_f(rc)}) = "
-            f"{_f(math.exp((T - 1) * rc), 1)} times from step 1 to step {T}. Errors that large at the last step "
-            "and that small on average need per-step errors that grow along the trajectory; the surrogate's "
-            "errors (an additive, time-stationary noise through a rule whose slopes 1.25 and 0.75 nearly cancel) "
-            "grow only like a random walk. In this fit the observed mean lies inside the predicted 5-95% range "
-            f"for E_ceg: {inside('E_ceg')}; for F_ps: {inside('F_ps')}. A growth mechanism (error scale rising with "
-            "the step or with the input's own error) is what the model lacks for the star's and mesh's ratios.")
+            f"{_f(math.exp((T - 1) * rc), 1)} times from step 1 to step {T}. Time-stationary noise through the rule "
+            "cannot do that (Parity follows the Value across 70, so slopes 1.25 and 0.75 alternate and errors "
+            f"stay bounded). A reply that keeps its input's Parity (`p_keep_parity`) can: a state stuck at Parity A "
+            f"grows by {slope} per step. The noise-free chain whose every reply keeps Parity A (computed with the "
+            f"exact rule kernel) has E_ceg = {_f(e_stale)}, its error grows from {_f(err[1])} at step 2 to "
+            f"{_f(err[-1])} at step {T}, and its two arms end {_f(f_stale)} apart ({_f(cfg.epsilon)} x {slope}^{T} = "
+            f"{_f(cfg.epsilon * slope ** T)}): the magnitudes of the chain's row of Table 2. In this fit the "
+            f"predicted median mean lies within 2 paper s.e. of the observed one for E_ceg: {inside('E_ceg')}; "
+            f"for F_ps: {inside('F_ps')} (the real-harness check below is the test).")
 
 
 def split_half(run_dir, out, *, seed: int = 0, n_boot: int = 4, quick: bool = False, steps: int | None = None,

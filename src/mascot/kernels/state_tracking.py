@@ -55,6 +55,7 @@ __all__ = [
     "int_to_parity",
     "parity_to_int",
     "rule_step",
+    "rule_step_misread",
     "rule_trajectory",
     "states_to_arrays",
 ]
@@ -172,8 +173,10 @@ def _hundredths_to_float64(q: jax.Array) -> jax.Array:
     return lax.bitcast_convert_type(bits, jnp.float64)
 
 
-def _step(value: jax.Array, parity: jax.Array, level: jax.Array) -> RuleState:
-    """Rules 1-3 (Predictive Maps of Multi-Agent Reasoning, Appendix C) in exact int64 arithmetic."""
+def _step(value: jax.Array, parity: jax.Array, level: jax.Array, misread: bool = False) -> RuleState:
+    """Rules 1-3 (Predictive Maps of Multi-Agent Reasoning, Appendix C) in exact int64 arithmetic.
+    ``misread``: Rule 2's boundary cases go to the middle branch (a decimal portion of exactly 0.5 read as
+    "< 0.5", exactly 0.0 as "> 0.0"), so ``V_new = round(V_raw - 0.5, 2)`` there; Parity and Level follow."""
     valid = (jnp.isfinite(value) & (jnp.abs(value) <= MAX_ABS_VALUE)
              & ((parity == PARITY_A) | (parity == PARITY_B)) & (level >= 1) & (level <= 9))
     safe_value = jnp.where(valid, value, 0.0)
@@ -183,8 +186,11 @@ def _step(value: jax.Array, parity: jax.Array, level: jax.Array) -> RuleState:
     raw = jnp.where(parity == PARITY_A, u * 125 + lv * (2 * _ONE), u * 75 - lv * (2 * _ONE))
     # Rule 2: decimal portion of |V_raw|, the three branches, round half-even to hundredths
     frac = jnp.abs(raw) % _ONE
-    target = jnp.where(frac >= _ONE // 2, raw + (3 * _ONE) // 2,
-                       jnp.where(frac > 0, raw - _ONE // 2, (raw * 11) // 10))
+    if misread:
+        target = jnp.where(frac > _ONE // 2, raw + (3 * _ONE) // 2, raw - _ONE // 2)
+    else:
+        target = jnp.where(frac >= _ONE // 2, raw + (3 * _ONE) // 2,
+                           jnp.where(frac > 0, raw - _ONE // 2, (raw * 11) // 10))
     q = target // _HUNDREDTH  # floor
     rem = target - q * _HUNDREDTH  # in [0, 1e6)
     half = _HUNDREDTH // 2
@@ -211,9 +217,9 @@ def _as_arrays(value, parity, level) -> tuple[jax.Array, jax.Array, jax.Array]:
     return tuple(jnp.broadcast_arrays(value, parity, level))
 
 
-@jax.jit
-def _step_jit(value, parity, level) -> RuleState:
-    return _step(*_as_arrays(value, parity, level))
+@partial(jax.jit, static_argnames=("misread",))
+def _step_jit(value, parity, level, misread=False) -> RuleState:
+    return _step(*_as_arrays(value, parity, level), misread=misread)
 
 
 def rule_step(value, parity, level) -> RuleState:
@@ -229,6 +235,15 @@ def rule_step(value, parity, level) -> RuleState:
     """
     _require_x64()
     return _step_jit(value, parity, level)
+
+
+def rule_step_misread(value, parity, level) -> RuleState:
+    """:func:`rule_step` with Rule 2's boundary cases misread: a decimal portion of ``V_raw`` of exactly 0.5
+    taken as "< 0.5" and exactly 0.0 as "> 0.0" (both: ``V_new = round(V_raw - 0.5, 2)``), Parity and Level
+    then computed from that ``V_new`` as Rules 2-3 say. Equal to :func:`rule_step` wherever the decimal
+    portion is neither. The state-tracking surrogate's boundary error (an LLM slip at the rule's edges)."""
+    _require_x64()
+    return _step_jit(value, parity, level, misread=True)
 
 
 @partial(jax.jit, static_argnames=("steps",))

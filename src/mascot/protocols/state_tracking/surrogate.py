@@ -69,7 +69,18 @@ from the prompt and ``meta["topology"]`` (an agent request without a known topol
   multiplied by ``blunder_scale`` (heavy tails: rare large errors);
 * perturbation persistence ``persist``: a request of the perturbed arm reuses its paired unperturbed
   request's draws (and the step's shared normal) with probability ``persist``, else draws afresh
-  (``persist = 1``: today's fully paired noise, which keeps F_ps small).
+  (``persist = 1``: today's fully paired noise, which keeps F_ps small); per role (``roles.<r>.persist``,
+  default the global ``persist``): a judge's prompt, holding four proposals, differs more between the arms
+  than a chain agent's;
+* stale Parity ``p_keep_parity`` (agent roles): an exact or noisy reply (not an echo) carries its input's
+  Parity instead of the computed one (the interval after ``parity_slip`` of the Parity-slip draw): the
+  arithmetic is done, the Parity not updated;
+* boundary misreading ``p_boundary`` (agent roles): an exact or noisy reply reads Rule 2's boundary cases
+  (decimal portion of ``V_raw`` exactly 0.5 or 0.0) as the middle case (``V_raw - 0.5``), Parity and Level
+  following (:func:`mascot.kernels.state_tracking.rule_step_misread`); the task's first steps from 50 are
+  all such cases (``V_raw`` = 68.5, 48.5, 64.5, ...), later steps rarely. A state whose Parity stays "A"
+  above 70 grows by 1.25 per step, so errors grow along the trajectory, as the SR paper's chain R_cdr
+  (0.27: x19.5 over 12 steps) says Qwen's do.
 
 Parameter files: :meth:`SurrogateBackend.from_params` reads a TOML file (``kind = "state-tracking"``) or a
 named set; :func:`params_toml` writes one.
@@ -96,9 +107,10 @@ _ROLES = ("agent", "judge", "revision")
 _TOPOLOGY_IDS = {"chain": 0, "star": 1, "mesh": 2}
 _MALFORMED_KINDS = 4
 #: topology roles and their parameters (agents: reply mixture and noise scale; judges: copy/recompute/noise)
-ROLE_PARAMS = {"chain": ("p_exact", "p_echo", "sigma_scale"), "star_leaf": ("p_exact", "p_echo", "sigma_scale"),
-               "mesh_agent": ("p_exact", "p_echo", "sigma_scale"),
-               "star_judge": ("p_copy", "p_recompute", "noise"), "mesh_reviser": ("p_copy", "p_recompute", "noise")}
+_AGENT_PARAMS = ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary", "persist")
+_JUDGE_PARAMS = ("p_copy", "p_recompute", "noise", "persist")
+ROLE_PARAMS = {"chain": _AGENT_PARAMS, "star_leaf": _AGENT_PARAMS, "mesh_agent": _AGENT_PARAMS,
+               "star_judge": _JUDGE_PARAMS, "mesh_reviser": _JUDGE_PARAMS}
 _AGENT_ROLE = {"chain": "chain", "star": "star_leaf", "mesh": "mesh_agent"}
 _ROLE_IDS = {r: i for i, r in enumerate(ROLE_PARAMS)}
 _GLOBAL_KEYS = ("sigma", "bias", "p_blunder", "blunder_scale", "rho_c", "parity_slip", "level_slip", "parse_fail",
@@ -163,7 +175,7 @@ class SurrogateBackend:
                 math.isfinite(blunder_scale) and blunder_scale >= 0):
             raise ValueError(f"blunder_scale must be a finite number >= 0; got {blunder_scale!r}")
         self.blunder_scale = float(blunder_scale)
-        self.roles = _check_roles(roles or {}, self.judge_noise)
+        self.roles = _check_roles(roles or {}, self.judge_noise, self.persist)
         self.params_name = params_name
         self._word_cache: dict[str, int] = {}
 
@@ -215,7 +227,7 @@ class SurrogateBackend:
     def _extended(self) -> bool:
         """Whether any parameter of the richer model is away from its hand-tuned-v1 value."""
         return (self.persist != 1.0 or self.bias != 0.0 or self.p_blunder != 0.0 or self.blunder_scale != 1.0
-                or self.roles != _check_roles({}, self.judge_noise))
+                or self.roles != _check_roles({}, self.judge_noise, self.persist))
 
     # ------------------------------------------------------------------ interface
     def identity(self) -> dict:
@@ -361,9 +373,9 @@ class SurrogateBackend:
         z_sh = np.sqrt(-2.0 * np.log1p(-us[:, 0])) * np.cos(2.0 * np.pi * us[:, 1])
         scale = np.where(roles == 0, 1.0, self.judge_noise)
         clean = np.zeros(n, dtype=bool)  # exact / echo / copy / recompute replies: no noise, no slips
-        mult = None
+        mult = keep_p = None
         if self._extended() and role5 is not None:
-            u, z_own, z_sh, scale, clean, mult = self._extend(key, skey, u, z_own, z_sh, roles, role5, pert, proposals,
+            u, z_own, z_sh, scale, clean, mult, keep_p, computed = self._extend(key, skey, u, z_own, z_sh, roles, role5, pert, proposals,
                                                         states, tv, tp, tl, base_v, base_p, base_l)
         noise = scale * self.sigma * (math.sqrt(self.rho_c) * z_sh + math.sqrt(1.0 - self.rho_c) * z_own)
         if mult is not None:
@@ -374,6 +386,9 @@ class SurrogateBackend:
         out_v = np.round(base_v + noise, 2)
         flip = (u[:, 2] < scale * self.parity_slip) & ~clean
         out_p = np.where(flip, 1 - base_p, base_p)
+        if keep_p is not None:  # an exact or noisy agent reply keeps the input's Parity (next interval of u[:, 2])
+            stale = (u[:, 2] >= scale * self.parity_slip) & (u[:, 2] < scale * self.parity_slip + keep_p) & computed
+            out_p = np.where(stale, parity, out_p)
         move = (u[:, 3] < scale * self.level_slip) & ~clean
         out_l = np.clip(base_l + np.where(move, np.where(u[:, 4] < 0.5, -1, 1), 0), 1, 9)
         fail = u[:, 5] < self.parse_fail
@@ -406,12 +421,15 @@ class SurrogateBackend:
 
     def _extend(self, key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl,
                 base_v, base_p, base_l):
-        """The richer model (module docstring): persistence, reply mixtures, judge copy/recompute. Updates
-        ``base_*`` in place; returns ``(u, z_own, z_sh, scale, clean, noise multiplier)``."""
+        """The richer model (module docstring): persistence, reply mixtures, judge copy/recompute, stale
+        Parity. Updates ``base_*`` in place; returns ``(u, z_own, z_sh, scale, clean, noise multiplier,
+        P(keep the input's Parity) per request, whether it is an agent reply that computed the rule)``."""
         n = len(roles)
+        names = list(ROLE_PARAMS)
+        col = lambda k: np.array([self.roles[r].get(k, 0.0) for r in names])[role5]  # noqa: E731
         ue = uniforms(hash64(key, np.uint64(_TAG_EXTRA)), 3)
         # perturbation persistence: a perturbed-arm request keeps its paired draws with probability persist
-        keep = uniforms(hash64(key, np.uint64(_TAG_EXTRA), np.uint64(1)), 1)[:, 0] < self.persist
+        keep = uniforms(hash64(key, np.uint64(_TAG_EXTRA), np.uint64(1)), 1)[:, 0] < col("persist")
         fresh = pert & ~keep
         if fresh.any():
             fk = hash64(key, np.uint64(_TAG_FRESH))
@@ -420,14 +438,29 @@ class SurrogateBackend:
             z_own = np.sqrt(-2.0 * np.log1p(-u[:, 0])) * np.cos(2.0 * np.pi * u[:, 1])
             us = uniforms(hash64(skey, np.uint64(_TAG_FRESH)), 2)
             z_sh = np.where(fresh, np.sqrt(-2.0 * np.log1p(-us[:, 0])) * np.cos(2.0 * np.pi * us[:, 1]), z_sh)
-        names = list(ROLE_PARAMS)
-        table = np.array([[self.roles[r][k] for k in ROLE_PARAMS[r]] for r in names])  # (5, 3)
+        table = np.array([[self.roles[r][k] for k in ROLE_PARAMS[r][:3]] for r in names])  # (5, 3)
         a, b, c = table[role5, 0], table[role5, 1], table[role5, 2]
         is_agent = roles == 0
         scale = c.copy()
         first = ue[:, 0] < a
         second = (ue[:, 0] >= a) & (ue[:, 0] < a + b)
         clean = first | second
+        is_agent_ = roles == 0
+        mis = is_agent_ & ~second & (ue[:, 1] < col("p_boundary"))  # Rule 2's boundary cases misread
+        if mis.any():
+            from mascot.kernels.precision import float64
+            from mascot.kernels.state_tracking import rule_step_misread
+
+            m = _bucket(n)
+            vals = np.array([float(st["Value"]) for st in states])
+            pars = np.array([0 if st["Parity"] == "A" else 1 for st in states], dtype=np.int32)
+            levs = np.array([int(st["Level"]) for st in states], dtype=np.int32)
+            with float64():
+                mv, mp, ml = (np.asarray(x)[:n] for x in rule_step_misread(
+                    np.pad(vals, (0, m - n)), np.pad(pars, (0, m - n)), np.pad(levs, (0, m - n), constant_values=1)))
+            tv, tp, tl = np.where(mis, mv, tv), np.where(mis, mp, tp), np.where(mis, ml, tl)
+            noisy_mis = mis & ~clean
+            base_v[noisy_mis], base_p[noisy_mis], base_l[noisy_mis] = mv[noisy_mis], mp[noisy_mis], ml[noisy_mis]
         for j in np.flatnonzero(clean):
             if is_agent[j]:
                 if second[j]:  # echo the input state
@@ -443,11 +476,13 @@ class SurrogateBackend:
             else:  # recompute the rule on the input state (also: copy with nothing shown)
                 base_v[j], base_p[j], base_l[j] = tv[j], tp[j], tl[j]
         mult = np.where(ue[:, 2] < self.p_blunder, self.blunder_scale, 1.0)
-        return u, z_own, z_sh, scale, clean, mult
+        computed = is_agent & ~second  # agent replies that computed the rule (exact or noisy), not echoes
+        return u, z_own, z_sh, scale, clean, mult, np.where(is_agent, col("p_keep_parity"), 0.0), computed
 
 
-def _check_roles(roles: dict, judge_noise: float) -> dict:
-    """All five roles' parameters, defaults filled in (agents 0, 0, 1; judges 0, 0, judge_noise)."""
+def _check_roles(roles: dict, judge_noise: float, persist: float = 1.0) -> dict:
+    """All five roles' parameters, defaults filled in (agents 0, 0, 1, 0; judges 0, 0, judge_noise; every
+    role's ``persist`` the global ``persist``)."""
     if not isinstance(roles, dict):
         raise ValueError(f"roles must be a dict of role -> parameters; got {type(roles).__name__}")
     unknown = sorted(set(roles) - set(ROLE_PARAMS))
@@ -462,6 +497,10 @@ def _check_roles(roles: dict, judge_noise: float) -> dict:
         if bad:
             raise ValueError(f"roles.{r}: unknown key(s) {', '.join(bad)}; accepted: {', '.join(keys)}")
         d = {keys[0]: 0.0, keys[1]: 0.0, keys[2]: 1.0 if r in _AGENT_ROLE.values() else float(judge_noise)}
+        if "p_keep_parity" in keys:
+            d["p_keep_parity"] = 0.0
+            d["p_boundary"] = 0.0
+        d["persist"] = float(persist)
         for k, v in given.items():
             if k in ("sigma_scale", "noise"):
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
@@ -486,7 +525,10 @@ _COMMENTS = {"sigma": "s.d. of the Value noise of a noisy agent reply",
              "persist": "P(a perturbed-arm request reuses its paired draws)",
              "p_exact": "P(reply = the exact rule)", "p_echo": "P(reply = the input state)",
              "sigma_scale": "noise scale of this role", "p_copy": "P(copy one shown proposal)",
-             "p_recompute": "P(recompute the rule exactly)", "noise": "noise scale when aggregating"}
+             "p_recompute": "P(recompute the rule exactly)", "noise": "noise scale when aggregating",
+             "p_keep_parity": "P(an exact or noisy reply keeps the input's Parity)",
+             "p_boundary": "P(an exact or noisy reply misreads Rule 2's boundary cases)"}
+_ROLE_COMMENTS = {"persist": "P(this role's perturbed-arm request reuses its paired draws)"}
 
 
 def params_toml(params: dict, name: str = "custom", comment: str = "") -> str:
@@ -504,5 +546,6 @@ def params_toml(params: dict, name: str = "custom", comment: str = "") -> str:
         lines.append(f"{k} = {val(full[k])}".ljust(28) + f"  # {_COMMENTS[k]}")
     for r, keys in ROLE_PARAMS.items():
         lines += ["", f"[roles.{r}]"]
-        lines += [f"{k} = {val(full['roles'][r][k])}".ljust(28) + f"  # {_COMMENTS[k]}" for k in keys]
+        lines += [f"{k} = {val(full['roles'][r][k])}".ljust(28) + f"  # {_ROLE_COMMENTS.get(k, _COMMENTS[k])}"
+                  for k in keys]
     return "\n".join(lines) + "\n"
