@@ -83,6 +83,14 @@ def test_calibrate_refuses_an_out_that_is_a_file_and_leaves_no_empty_directory(t
     assert r.returncode == 2 and not out.exists()
 
 
+@pytest.mark.parametrize("extra,needle", [(["--sd-weight", "-1"], "--sd-weight"), (["--steps", "0"], "--steps"),
+                                          (["--n-sim", "1"], "--n-sim"), (["--init", "/nonexistent.toml"], "--init")])
+def test_calibrate_trials_refuses_bad_options_before_writing(tmp_path, extra, needle):
+    out = tmp_path / "cal"
+    r = mascot("calibrate", "trials", "--paper-table2", "--out", out, *extra)
+    assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr and not out.exists()
+
+
 def test_wrong_kind_of_parameter_file_says_so(tmp_path):
     src = ROOT / "results/calibration/trials/paper-table2/params.toml"
     if not src.exists():

@@ -1,6 +1,7 @@
 """``mascot calibrate``: fit the surrogate agent models to real runs and to the papers' tables.
 
     mascot calibrate trials (RUN_DIR | --paper-table2) --out DIR [--seed S] [--n-boot B] [--quick]
+                            [--steps K] [--n-sim M] [--sd-weight W] [--init PARAMS.toml]
     mascot calibrate deliberation (RUN_DIR | --paper-table8 gpt|gemini|claude) --out DIR [--seed S] [--n-boot B] [--quick]
 
 ``trials``: the state-tracking surrogate (:func:`mascot.calibrate.trials_fit.calibrate_trials`): simulated
@@ -42,6 +43,21 @@ def cmd_calibrate_trials(args) -> int:
         return _fail(_out_ok(args.out))
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    if args.steps is not None and args.steps < 1:
+        return _fail(f"--steps must be >= 1; got {args.steps}")
+    if args.n_sim is not None and args.n_sim < 2:
+        return _fail(f"--n-sim must be >= 2; got {args.n_sim}")
+    import math
+
+    if not (math.isfinite(args.sd_weight) and args.sd_weight >= 0):
+        return _fail(f"--sd-weight must be a finite number >= 0; got {args.sd_weight}")
+    if args.init is not None:
+        from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+        try:
+            SurrogateBackend.from_params(args.init)
+        except ValueError as e:
+            return _fail(f"--init: {e}")
     from mascot.calibrate.trials_fit import calibrate_trials
     from mascot.calibrate.trials_fit import observed_from_run
 
@@ -52,7 +68,8 @@ def cmd_calibrate_trials(args) -> int:
         except ValueError as e:
             return _fail(str(e))
         source = args.run_dir
-    s = calibrate_trials(source, Path(args.out), seed=args.seed, n_boot=args.n_boot, quick=args.quick)
+    s = calibrate_trials(source, Path(args.out), seed=args.seed, n_boot=args.n_boot, quick=args.quick,
+                         steps=args.steps, n_sim=args.n_sim, sd_weight=args.sd_weight, init=args.init)
     width = max(len(k) for k in s["estimates"])
     print(f"calibrated to {s['source']}: objective {s['loss']:.4g}, {s['iterations']} iterations, "
           f"{s['wall_s']:.1f} s")
@@ -113,6 +130,13 @@ def add_parsers(sub) -> None:
                         description=__doc__.split("\n\n")[2])
     t.add_argument("run_dir", nargs="?", help="a `mascot trials` run directory (with trials.parquet)")
     t.add_argument("--paper-table2", action="store_true", help="fit to the SR paper's Table 2 instead")
+    t.add_argument("--steps", type=int, default=None, help="optimiser iterations (default 450; --quick 60)")
+    t.add_argument("--n-sim", type=int, default=None,
+                   help="simulated trials per topology per evaluation (default max(200, observed trials))")
+    t.add_argument("--sd-weight", type=float, default=1.0,
+                   help="multiplies the weights of the s.d. moments (default 1: inverse variances)")
+    t.add_argument("--init", default=None, metavar="PARAMS.toml",
+                   help="start from this parameter file (e.g. an earlier calibration) instead of the defaults")
     _common(t, 10)
     t.set_defaults(func=cmd_calibrate_trials)
     d = csub.add_parser("deliberation", help="the deliberation surrogate, to a run directory or Table VIII",
