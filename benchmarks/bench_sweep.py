@@ -6,7 +6,9 @@ certificates, Parquet) versus the kernel alone on the same batches, in one proce
 All are measured warm (a first pass compiles every shape), in interleaved repetitions (medians).
 "kernel alone" times only the `simulate_consensus` calls on the pipeline's own per-chunk batches (X0
 precomputed); the pipeline time includes everything `mascot run` does. The issue's bar: pipeline >= 70%
-of kernel throughput.
+of kernel throughput. ``--before`` also times the pipeline with the sweep's device cache switched off
+(``kinds.X0_CACHE_BYTES = 0``: every chunk draws its X0 on the host and copies it to the device, as before
+the cache), interleaved with the rest, so before/after are ratios from one process.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import numpy as np
 
 from mascot.graphs import complete_weights, ring_weights
 from mascot.execute import simulate_consensus
+from mascot.sweep import kinds as sweep_kinds
 from mascot.sweep import parse_config, run_sweep
 from mascot.sweep.kinds import _STRATEGY, _initial_beliefs
 
@@ -78,6 +81,8 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians reported)")
     ap.add_argument("--workers", type=int, default=3, help="chunks in flight in `mascot run`")
     ap.add_argument("--chunk-size", type=int, default=36, help="grid points per chunk (1,000 trajectories each)")
+    ap.add_argument("--before", action="store_true",
+                    help="also time the pipeline without the device X0 cache (interleaved)")
     ap.add_argument("--json-out")
     args = ap.parse_args()
     traj, chunk = 1000, args.chunk_size
@@ -97,14 +102,27 @@ def main():
             simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=s, max_rounds=64, dtype="float32")
 
     times = {"pipeline": [], "sampling": [], "kernel": []}
+    cache_bytes = sweep_kinds.X0_CACHE_BYTES
+
+    def pipeline_before(r):  # every chunk draws its X0 on the host and copies it to the device
+        sweep_kinds.X0_CACHE_BYTES = 0
+        try:
+            run_sweep(cfg, f"{tmp}/before{r}", progress=False, workers=args.workers)
+        finally:
+            sweep_kinds.X0_CACHE_BYTES = cache_bytes
+
+    if args.before:
+        times["pipeline_before"] = []
     with tempfile.TemporaryDirectory() as tmp:
         run_sweep(cfg, f"{tmp}/warm", progress=False, workers=args.workers)  # compile every shape
+        if args.before:
+            pipeline_before("warm")
         sample(), rollout()
-        for r in range(args.reps):  # interleaved, so drift in the machine's load hits all three alike
-            t = time.perf_counter()
-            run_sweep(cfg, f"{tmp}/run{r}", progress=False, workers=args.workers)
-            times["pipeline"].append(time.perf_counter() - t)
-            for name, fn in (("sampling", sample), ("kernel", rollout)):
+        for r in range(args.reps):  # interleaved, so drift in the machine's load hits all alike
+            pipes = [("pipeline", lambda r=r: run_sweep(cfg, f"{tmp}/run{r}", progress=False, workers=args.workers))]
+            if args.before:  # before and after alternate which goes first
+                pipes.insert(r % 2, ("pipeline_before", lambda r=r: pipeline_before(r)))
+            for name, fn in pipes + [("sampling", sample), ("kernel", rollout)]:
                 t = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t)
@@ -121,8 +139,18 @@ def main():
                pipeline_fraction_of_kernel_per_rep=per_rep, pipeline_fraction_of_compute=t_compute / t_pipe)
     print(json.dumps(res, indent=2))
     print()
+    if args.before:
+        per_rep_before = [k / p for p, k in zip(times["pipeline_before"], times["kernel"])]
+        res.update(pipeline_before_s=float(np.median(times["pipeline_before"])),
+                   pipeline_before_fraction_of_kernel=t_kernel / float(np.median(times["pipeline_before"])),
+                   pipeline_before_fraction_of_kernel_per_rep=per_rep_before)
     print(f"medians of {args.reps} interleaved repetitions; pipeline / kernel per repetition: "
           + ", ".join(f"{100 * f:.0f}%" for f in per_rep))
+    if args.before:
+        print("without the device X0 cache (before), per repetition: "
+              + ", ".join(f"{100 * f:.0f}%" for f in per_rep_before)
+              + f"; medians: before {100 * res['pipeline_before_fraction_of_kernel']:.0f}%, "
+              f"after {100 * res['pipeline_fraction_of_kernel']:.0f}% of the kernel alone")
     print()
     print("| what | seconds | points/s | trajectories/s | pipeline throughput as % of this |")
     print("|---|---|---|---|---|")
@@ -130,6 +158,8 @@ def main():
             ("X0 sampling + kernel (the experiment's device compute)", t_compute),
             ("kernel alone (`simulate_consensus` on the same batches)", t_kernel),
             ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample)]
+    if args.before:
+        rows.insert(1, ("whole pipeline without the device X0 cache (before)", res["pipeline_before_s"]))
     for name, t in rows:
         print(f"| {name} | {t:.2f} | {cfg.n_points / t:,.0f} | {total / t:,.0f} | {100 * t / t_pipe:.0f}% |")
     if args.json_out:

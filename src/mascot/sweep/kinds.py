@@ -9,8 +9,9 @@ defaults 30 and 10) unless ``c1`` / ``c2`` are given. Initial beliefs are drawn 
 normal with mean ``x0_mean`` and standard deviation ``x0_spread`` truncated to [0, 1] (the paper's
 Sec. V-A sampler), as common random numbers: trajectory t of every point with the same (n, d,
 x0_mean, x0_spread) starts from the same X0, so comparisons across strategies, thresholds, budgets
-and costs are paired (rows of different points are not independent samples). One row per (point,
-trajectory).
+and costs are paired (rows of different points are not independent samples). Each such X0 is drawn once
+per sweep and kept on the device (:class:`DeviceCache`), so chunks copy no inputs but their per-trajectory
+parameters to the device and read back only results. One row per (point, trajectory).
 
 ``spectra``: SR diagnostics (rho, Delta, kappa of M = (I - gamma P)^-1) of one graph family per point;
 random families draw ``graphs`` samples seeded by the config and the graph parameters (not gamma), so a
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -34,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-__all__ = ["Param", "Kind", "KINDS", "point_keys"]
+__all__ = ["Param", "Kind", "KINDS", "DeviceCache", "point_keys"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +53,7 @@ class Param:
 class Kind:
     name: str
     params: dict[str, Param]
-    evaluate: Callable  # (points, indices, key_seed, dtype) -> DataFrame or pyarrow Table
+    evaluate: Callable  # (points, indices, key_seed, dtype[, cache=]) -> DataFrame or pyarrow Table
     bytes_per_point: Callable  # (point) -> int, working memory estimate
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
@@ -61,6 +64,8 @@ class Kind:
     # their LAPACK calls (process-global; changing it while another thread is inside OpenBLAS hung a run),
     # and the noise kernels already split their work over threads
     max_workers: int | None = None
+    # evaluate takes ``cache=``, the sweep's DeviceCache of device arrays its chunks share (e.g. X0)
+    device_cache: bool = False
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values (integers given for float parameters become floats)."""
@@ -86,6 +91,70 @@ class Kind:
                 raise ValueError(f"{k} = {v!r} is out of range: {spec.rule}")
         if self.extra_check:
             self.extra_check(p)
+
+
+X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept)
+
+
+class DeviceCache:
+    """Device arrays one sweep reuses across its chunks, least recently used first out past ``max_bytes``.
+
+    A consensus sweep's initial beliefs are common random numbers: every chunk's group with the same
+    (n, d, x0_mean, x0_spread, trajectories) starts from the same X0, so it is drawn once per sweep (host
+    PCG64 words, one host-to-device copy, the inverse-CDF transform on the device) and kept on the device,
+    as is its tiling over a group's points; later chunks pass the cached jax.Array straight to the kernel,
+    and only results come back to the host. The arrays are the ones a fresh draw would give (the draw is a
+    pure function of its key), so results do not depend on the cache. Thread-safe: chunks run on several
+    threads, and a key missing in several at once is built by one of them while the others wait.
+    ``max_bytes = 0`` keeps nothing (every chunk draws its own X0, as before the cache existed); an array
+    larger than the bound is built every time and not kept.
+    """
+
+    def __init__(self, max_bytes: int | None = None):
+        self.max_bytes = X0_CACHE_BYTES if max_bytes is None else int(max_bytes)
+        self._items: OrderedDict = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self._building: dict = {}  # key -> lock held by the thread building it
+        self.hits = self.misses = 0
+
+    def get(self, key, build: Callable[[], jax.Array]) -> jax.Array:
+        if self.max_bytes <= 0:
+            self.misses += 1
+            return build()
+        while True:
+            with self._lock:
+                if key in self._items:
+                    self._items.move_to_end(key)
+                    self.hits += 1
+                    return self._items[key]
+                pending = self._building.get(key)
+                if pending is None:
+                    pending = self._building[key] = threading.Lock()
+                    pending.acquire()
+                    break
+            with pending:  # another thread builds this key: wait for it, then look again
+                pass
+        try:
+            value = build()
+            size = int(value.nbytes)
+            with self._lock:
+                self.misses += 1
+                if size <= self.max_bytes:
+                    self._items[key] = value
+                    self._bytes += size
+                    while self._bytes > self.max_bytes:
+                        _, old = self._items.popitem(last=False)
+                        self._bytes -= int(old.nbytes)
+            return value
+        finally:
+            with self._lock:
+                del self._building[key]
+            pending.release()
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes
 
 
 def point_keys(key_seed: int, indices) -> jax.Array:
@@ -168,7 +237,28 @@ def _consensus_pair(n: int, a1: float, a2: float):
 _STRATEGY_NAMES = tuple(_STRATEGY)
 
 
-def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pa.Table:
+def _group_x0(cache, key_seed, T, n, d, mean, spread, dtype, members: int) -> jax.Array:
+    """The group's X0 on the device: the common draw tiled over its ``members`` points (see :class:`DeviceCache`)."""
+    cache = cache if cache is not None else DeviceCache(0)
+    base = ("x0", key_seed, T, n, d, mean, spread, dtype)
+    X0 = cache.get(base, lambda: _initial_beliefs(key_seed, T, n, d, mean, spread, dtype))
+    if members == 1:
+        return X0
+    return cache.get(base + (members,), lambda: jnp.tile(X0, (members, 1, 1)))
+
+
+@functools.partial(jax.jit, static_argnames=("key_seed", "T"))  # the seed is static: it may exceed int32
+def _noise_keys(key_seed, ids, T):
+    """Belief-noise keys of ``len(ids)`` points x ``T`` trajectories, built on the device: trajectory t of
+    point p uses ``fold_in(fold_in(key(key_seed), p), 2**31 + t)``."""
+    pkeys = point_keys(key_seed, ids)
+    t = jnp.arange(T, dtype=jnp.uint32) + jnp.uint32(2**31)
+    nk = jax.vmap(lambda k: jax.vmap(lambda v: jax.random.fold_in(k, v))(t))(pkeys)
+    return nk.reshape(-1)
+
+
+def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str,
+                        cache: DeviceCache | None = None) -> pa.Table:
     from mascot.execute import simulate_consensus
     from mascot.theory import theorem1_batch
 
@@ -183,15 +273,14 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
         W1, W2, lam1, lam2 = _consensus_pair(n, a1, a2)
         rows = np.repeat(np.asarray(members), T)
         traj = np.tile(np.arange(T, dtype=np.int32), len(members))
-        # X0 common to the group's points (one draw, tiled); noise from fold_in(point key, 2**31 + t)
-        X0 = _initial_beliefs(key_seed, T, n, d, float(mean), float(spread), dtype)
-        X0 = jnp.tile(X0, (len(members), 1, 1)) if len(members) > 1 else X0
+        # X0 common to the group's points (one draw per sweep, tiled, kept on the device); noise from
+        # fold_in(point key, 2**31 + t), the keys built on the device
+        X0 = _group_x0(cache, key_seed, T, n, d, float(mean), float(spread), dtype, len(members))
         col = lambda k: np.repeat(np.array([points[i][k] for i in members], dtype=np.float64), T)  # noqa: E731
         eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
         nkeys = None
         if noise > 0:
-            pkeys = point_keys(key_seed, indices[rows])
-            nkeys = jax.vmap(jax.random.fold_in)(pkeys, jnp.asarray(traj.astype(np.int64) + 2**31, jnp.uint32))
+            nkeys = _noise_keys(key_seed, indices[np.asarray(members)].astype(np.uint32), T=T)
         res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=_STRATEGY[strategy],
                                  max_rounds=max_rounds, noise=noise, key=nkeys, dtype=dtype)
         d0 = res.d0  # kernel outputs keep the sweep's dtype (float32 values stored as float64 add bytes, not precision)
@@ -393,7 +482,7 @@ KINDS = {
     # version 2: X0 from named PCG64 streams shared across points (common random numbers)
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs, version=2,
-                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}),
+                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}, device_cache=True),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from mascot.kernels.precision import float64
 from mascot.sweep.config import SweepConfig
-from mascot.sweep.kinds import KINDS
+from mascot.sweep.kinds import KINDS, DeviceCache
 from mascot.sweep.store import RunDir, provenance, write_table_atomic
 
 __all__ = ["run_sweep", "parse_shard", "RunSummary", "estimate_chunk_bytes"]
@@ -116,12 +116,13 @@ def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
     bar = _Progress(sum(npts(c) for c in todo), progress, f"{cfg.name} shard {i}/{n}")
     prov = provenance()
     t0 = time.perf_counter()
+    cache = DeviceCache(_cache_bytes() if kind.device_cache else 0)  # device arrays its chunks share (X0)
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-chunk")
     queue, running = list(todo), set()
     try:
         while queue or running:
             while queue and len(running) < workers:
-                running.add(pool.submit(_run_chunk, cfg, kind, queue.pop(0), run, prov, (i, n)))
+                running.add(pool.submit(_run_chunk, cfg, kind, queue.pop(0), run, prov, (i, n), cache))
             finished, running = wait(running, return_when=FIRST_COMPLETED)
             for f in finished:
                 c = f.result()  # re-raises a chunk's error (after the others in flight finish)
@@ -137,7 +138,27 @@ def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
                       seconds=time.perf_counter() - t0)
 
 
-def _run_chunk(cfg, kind, c, run, prov, shard) -> int:
+def _cache_bytes() -> int:
+    """Bound of a sweep's :class:`DeviceCache`: ``kinds.X0_CACHE_BYTES`` (read at call time; 0 switches
+    the cache off), raised to a quarter of an accelerator's memory where the device reports it."""
+    import jax
+
+    from mascot.sweep import kinds
+
+    limit = int(kinds.X0_CACHE_BYTES)
+    if limit <= 0:
+        return 0
+    try:
+        dev = jax.local_devices()[0]
+        stats = dev.memory_stats() if dev.platform != "cpu" else None
+    except Exception:  # noqa: BLE001  (a backend without memory statistics)
+        stats = None
+    if stats and stats.get("bytes_limit"):
+        return max(limit, int(stats["bytes_limit"]) // 4)
+    return limit
+
+
+def _run_chunk(cfg, kind, c, run, prov, shard, cache=None) -> int:
     """Evaluate chunk ``c`` and write it atomically; returns ``c``."""
     i, n = shard
     start = c * cfg.chunk_size
@@ -151,7 +172,8 @@ def _run_chunk(cfg, kind, c, run, prov, shard) -> int:
         k = cfg.chunk_size - len(points)
         points, indices = points + [points[-1]] * k, np.concatenate([indices, np.full(k, stop - 1)])
     with float64(cfg.dtype == "float64"):  # thread-local: each chunk's thread enters it
-        table = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype)
+        extra = {"cache": cache} if kind.device_cache else {}
+        table = kind.evaluate(points, indices, cfg.key_seed, cfg.dtype, **extra)
     if not isinstance(table, pa.Table):
         table = pa.Table.from_pandas(table, preserve_index=False)
     if len(indices) > stop - start:  # drop the padding's repeated rows
