@@ -2,6 +2,7 @@
 
     mascot calibrate trials (RUN_DIR | --paper-table2) --out DIR [--seed S] [--n-boot B] [--quick]
                             [--steps K] [--n-sim M] [--sd-weight W] [--init PARAMS.toml]
+                            [--fit NAME,NAME...] [--split-half]
     mascot calibrate deliberation (RUN_DIR | --paper-table8 gpt|gemini|claude) --out DIR [--seed S] [--n-boot B] [--quick]
 
 ``trials``: the state-tracking surrogate (:func:`mascot.calibrate.trials_fit.calibrate_trials`): simulated
@@ -51,6 +52,17 @@ def cmd_calibrate_trials(args) -> int:
 
     if not (math.isfinite(args.sd_weight) and args.sd_weight >= 0):
         return _fail(f"--sd-weight must be a finite number >= 0; got {args.sd_weight}")
+    from mascot.calibrate.trials_fit import FIT_PARAMS
+
+    fit_names = None
+    if args.fit is not None:
+        fit_names = tuple(x.strip() for x in args.fit.split(",") if x.strip())
+        known = [p.name for p in FIT_PARAMS]
+        bad = [x for x in fit_names if x not in known]
+        if bad or not fit_names or len(set(fit_names)) != len(fit_names):
+            return _fail(f"--fit: {', '.join(bad) or 'an empty or repeated list'}; choose among {', '.join(known)}")
+    if args.split_half and args.run_dir is None:
+        return _fail("--split-half needs a RUN_DIR (it fits half of the run's trials and predicts the other half)")
     if args.init is not None:
         from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 
@@ -68,8 +80,20 @@ def cmd_calibrate_trials(args) -> int:
         except ValueError as e:
             return _fail(str(e))
         source = args.run_dir
-    s = calibrate_trials(source, Path(args.out), seed=args.seed, n_boot=args.n_boot, quick=args.quick,
-                         steps=args.steps, n_sim=args.n_sim, sd_weight=args.sd_weight, init=args.init)
+    kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
+              sd_weight=args.sd_weight, init=args.init, fit_names=fit_names)
+    if args.split_half:
+        from mascot.calibrate.trials_fit import split_half
+
+        n = min(len(v["E_ceg"]) for v in observed_from_run(args.run_dir)[0].values())
+        if n < 2:
+            return _fail(f"--split-half needs at least 2 trials per topology; {args.run_dir!r} has {n}")
+        r = split_half(args.run_dir, Path(args.out), **kw)
+        print(f"split half of {r['source']}: fitted on trials {r['halves'][0]}, held-out moments inside their "
+              f"predicted 5-95% range: {r['inside']} of {r['n_moments']}")
+        print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
+        return 0
+    s = calibrate_trials(source, Path(args.out), **kw)
     width = max(len(k) for k in s["estimates"])
     print(f"calibrated to {s['source']}: objective {s['loss']:.4g}, {s['iterations']} iterations, "
           f"{s['wall_s']:.1f} s")
@@ -135,6 +159,11 @@ def add_parsers(sub) -> None:
                    help="simulated trials per topology per evaluation (default max(200, observed trials))")
     t.add_argument("--sd-weight", type=float, default=1.0,
                    help="multiplies the weights of the s.d. moments (default 1: inverse variances)")
+    t.add_argument("--fit", default=None, metavar="NAME,NAME...",
+                   help="fit only these parameters (default: the standard set; e.g. chain.p_echo,star_leaf.p_echo,"
+                        "mesh_agent.p_echo,parse_fail for a small model that echoes its input)")
+    t.add_argument("--split-half", action="store_true",
+                   help="fit half of RUN_DIR's trials (at random, per --seed) and predict the other half")
     t.add_argument("--init", default=None, metavar="PARAMS.toml",
                    help="start from this parameter file (e.g. an earlier calibration) instead of the defaults")
     _common(t, 10)
