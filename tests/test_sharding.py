@@ -5,9 +5,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from jax._src import array as jax_array
 
 import mascot.execute.consensus as ec
+from host_reads import watch
 from mascot import simulate_consensus
 from mascot.graphs import complete_weights, ring_weights
 from mascot.kernels import consensus as kc
@@ -15,43 +15,11 @@ from mascot.kernels import consensus as kc
 pytestmark = pytest.mark.x64
 
 
-class _NumpySpy:
-    """numpy for one module, recording the shape of every jax.Array passed to a numpy function (on CPU
-    ``np.asarray(jax_array)`` reads the device buffer through the buffer protocol, which no Python hook on
-    the array sees)."""
-
-    def __init__(self, shapes):
-        self._shapes = shapes
-
-    def __getattr__(self, name):
-        v = getattr(np, name)
-        if not callable(v) or isinstance(v, type):
-            return v
-
-        def call(*args, **kwargs):
-            for a in jax.tree_util.tree_leaves((args, kwargs), is_leaf=lambda x: isinstance(x, jax.Array)):
-                if isinstance(a, jax.Array):
-                    self._shapes.append(tuple(a.shape))
-            return v(*args, **kwargs)
-
-        return call
-
-
 @pytest.fixture
 def host_reads(monkeypatch):
     """Shapes of the jax.Arrays read into host memory by the consensus driver and kernels: through numpy
     (module-level ``np`` of both) or through ``ArrayImpl._value`` (``jax.device_get``, ``float``, ...)."""
-    shapes = []
-    prop = jax_array.ArrayImpl._value
-
-    def spy(self):
-        shapes.append(tuple(self.shape))
-        return prop.fget(self)
-
-    monkeypatch.setattr(jax_array.ArrayImpl, "_value", property(spy))
-    monkeypatch.setattr(ec, "np", _NumpySpy(shapes))
-    monkeypatch.setattr(kc, "np", _NumpySpy(shapes))
-    return shapes
+    return watch(monkeypatch, (ec, kc))
 
 
 def _problem(N, B, d, seed):

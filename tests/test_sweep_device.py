@@ -11,9 +11,9 @@ import jax.numpy as jnp
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from jax._src import array as jax_array
 
 import mascot.execute.consensus as ec
+from host_reads import watch
 import mascot.kernels.sampling as ks
 import mascot.sweep.kinds as kinds
 import mascot.sweep.runner as runner
@@ -43,44 +43,12 @@ b0 = [800.0, 3000.0, 20000.0]
 # projection, noise > 0 the chunked _run_chunk path; 4 distinct X0 draws: (n, trajectories) x 1 spread
 
 
-class _NumpySpy:
-    """numpy for one module, recording the shape of every jax.Array passed to a numpy function (on CPU
-    ``np.asarray(jax_array)`` reads the device buffer through the buffer protocol, which no Python hook on
-    the array sees); the approach of tests/test_sharding.py."""
-
-    def __init__(self, shapes):
-        self._shapes = shapes
-
-    def __getattr__(self, name):
-        v = getattr(np, name)
-        if not callable(v) or isinstance(v, type):
-            return v
-
-        def call(*args, **kwargs):
-            for a in jax.tree_util.tree_leaves((args, kwargs), is_leaf=lambda x: isinstance(x, jax.Array)):
-                if isinstance(a, jax.Array):
-                    self._shapes.append(tuple(a.shape))
-            return v(*args, **kwargs)
-
-        return call
-
-
 @pytest.fixture
 def host_reads(monkeypatch):
     """Shapes of the jax.Arrays read into host memory by the sweep kind, the runner, the consensus driver
     and kernels: through their module-level ``np`` or through ``ArrayImpl._value`` (``jax.device_get``,
     ``float``, ``np.asarray`` elsewhere)."""
-    shapes = []
-    prop = jax_array.ArrayImpl._value
-
-    def spy(self):
-        shapes.append(tuple(self.shape))
-        return prop.fget(self)
-
-    monkeypatch.setattr(jax_array.ArrayImpl, "_value", property(spy))
-    for mod in (ec, kc, kinds, runner):
-        monkeypatch.setattr(mod, "np", _NumpySpy(shapes))
-    return shapes
+    return watch(monkeypatch, (ec, kc, kinds, runner))
 
 
 @pytest.fixture
