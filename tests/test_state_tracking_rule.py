@@ -43,13 +43,17 @@ pytestmark = pytest.mark.x64  # the exact rule kernel needs int64/float64
 # Independent reference: rational arithmetic, written from the prompt text, without Decimal.
 # Fraction.__round__(x, 2) rounds half to even; float(Fraction) is correctly rounded.
 # ---------------------------------------------------------------------------------------------------
-def fraction_rule(state):
+def fraction_rule(state, misread=False):
+    """Rules 1-3 in Fractions; ``misread``: Rule 2's boundary cases (decimal portion exactly 0.5 or 0.0) take
+    the middle branch (the surrogate's boundary slip)."""
     v = Fraction(repr(float(state["Value"])))
     lv = state["Level"]
     raw = v * Fraction(5, 4) + 2 * lv if state["Parity"] == "A" else v * Fraction(3, 4) - 2 * lv
     mag = abs(raw)
     frac = mag - math.floor(mag)
-    if frac >= Fraction(1, 2):
+    if misread and frac in (0, Fraction(1, 2)):
+        vn = round(raw - Fraction(1, 2), 2)
+    elif frac >= Fraction(1, 2):
         vn = round(raw + Fraction(3, 2), 2)
     elif frac > 0:
         vn = round(raw - Fraction(1, 2), 2)
@@ -428,23 +432,6 @@ def test_bad_inputs_raise(state, field):
         trajectory(state)
 
 
-def _misread_fraction(value, parity, level):
-    """Independent reference for rule_step_misread: Fractions, Rule 2's boundary cases read as "middle"."""
-    v = Fraction(Decimal(repr(value)))
-    raw = v * Fraction(5, 4) + 2 * level if parity == "A" else v * Fraction(3, 4) - 2 * level
-    frac = abs(raw) - math.floor(abs(raw))
-    new = raw + Fraction(3, 2) if frac > Fraction(1, 2) else raw - Fraction(1, 2)
-    q = round(new * 100)  # Python's round: half to even, as the kernel
-    p_new = "A" if q < 7000 else "B"
-    if p_new == "B" and 6000 <= q <= 9000:
-        lv = max(level - 1, 1)
-    elif q < 6000:
-        lv = max(level - 1, 1) if level >= 4 else max(level - 2, 1)
-    else:
-        lv = min(level + 2, 9)
-    return q / 100, p_new, lv
-
-
 def test_misread_rule_hand_cases_and_reference():
     """rule_step_misread: hand cases (50 A 3: V_raw 68.5 -> 68.0, Parity A, Level 5; 40 A 5: V_raw 60.0 ->
     59.5, Level 4), equal to rule_step off the boundary cases, and to a Fraction reference everywhere."""
@@ -461,7 +448,8 @@ def test_misread_rule_hand_cases_and_reference():
     e = rule_step(vals, pars, levs)
     n_boundary = 0
     for i in range(vals.size):
-        want = _misread_fraction(float(vals[i]), "AB"[pars[i]], int(levs[i]))
+        w = fraction_rule({"Value": float(vals[i]), "Parity": "AB"[pars[i]], "Level": int(levs[i])}, misread=True)
+        want = (w["Value"], w["Parity"], w["Level"])
         assert (float(m.value[i]), "AB"[int(m.parity[i])], int(m.level[i])) == want, (vals[i], pars[i], levs[i])
         v = Fraction(Decimal(repr(float(vals[i]))))
         raw = v * Fraction(5, 4) + 2 * int(levs[i]) if pars[i] == 0 else v * Fraction(3, 4) - 2 * int(levs[i])
