@@ -127,16 +127,20 @@ def test_stale_parity_keeps_the_input_parity_and_persist_is_per_role():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="known failure (issue 15 (a)): with 80 trials the short fit puts bias and "
-                   "persist about 3-8 bootstrap s.d. from the truth (63 vs 40, 0.52 vs 0.35); see "
-                   "results/calibration/trials/recovery/recovery.md for the full-size run")
+@pytest.mark.xfail(strict=True, reason="known failure (issue 15 (a)): with 80 trials the short fit puts bias "
+                   "3.9 bootstrap s.d. from the truth (63 vs 40; sigma 70 vs 90 and persist 0.52 vs 0.35 are inside "
+                   "3 s.d.); see results/calibration/trials/recovery/recovery.md for the full-size run")
 def test_recovers_known_parameters_from_a_harness_run(tmp_path):
     """(a) of issue 15, small: 80 trials of the real harness with known parameters -> calibrate three of them
     from the run directory (a short fit; the rest fixed at the truth) -> the truth within 3 bootstrap s.d."""
     from mascot.calibrate.trials_fit import recovery
 
     names = ("sigma", "bias", "persist")
-    r = recovery(tmp_path, TRUTH, n_trials=80, seed=2, n_boot=4, quick=True, steps=200, n_pred=8, fit_names=names)
+    from mascot.calibrate.trials import nest_params
+
+    start = nest_params({"sigma": 75.0, "bias": 0.0, "persist": 0.5})  # hand-tuned-v1's scale, not the truth
+    r = recovery(tmp_path, TRUTH, n_trials=80, seed=2, n_boot=4, quick=True, steps=200, n_pred=8, fit_names=names,
+                 init=start)
     assert [row["param"] for row in r["rows"]] == list(names)
     off = [row for row in r["rows"] if not row["inside"]]
     assert not off, off

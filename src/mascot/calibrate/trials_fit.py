@@ -593,7 +593,8 @@ def split_half(run_dir, out, *, seed: int = 0, n_boot: int = 4, quick: bool = Fa
 
 
 def recovery(out, truth: dict, *, n_trials: int = 100, seed: int = 0, n_boot: int = 10, quick: bool = False,
-             k_sd: float = 3.0, steps: int | None = None, n_pred: int = 40, fit_names: tuple | None = None) -> dict:
+             k_sd: float = 3.0, steps: int | None = None, n_pred: int = 40, fit_names: tuple | None = None,
+             **kw) -> dict:
     """Parameter recovery: run the real harness with ``SurrogateBackend(**truth)`` (``n_trials`` trials, seed
     ``seed + 1``) into ``out/run``, calibrate from that run directory into ``out/fit`` and say, per fitted
     parameter, whether the truth lies within ``k_sd`` bootstrap s.d. of the estimate (``out/recovery.md``)."""
@@ -606,7 +607,7 @@ def recovery(out, truth: dict, *, n_trials: int = 100, seed: int = 0, n_boot: in
     run_trials(TrialConfig(n_trials=n_trials, seed=seed + 1, log_requests="none"), out / "run", backend)
     s = calibrate_trials(out / "run", out / "fit", seed=seed, n_boot=n_boot, quick=quick, steps=steps,
                          n_pred=n_pred, name="recovery", fit_names=fit_names,
-                         base=backend.params() if fit_names is not None else None)
+                         base=backend.params() if fit_names is not None else None, **kw)
     tf = flat_params(backend.params())
     rows = []
     for k, v in s["estimates"].items():
