@@ -89,8 +89,9 @@ def cmd_calibrate_trials(args) -> int:
         if n < 2:
             return _fail(f"--split-half needs at least 2 trials per topology; {args.run_dir!r} has {n}")
         r = split_half(args.run_dir, Path(args.out), **kw)
-        print(f"split half of {r['source']}: fitted on trials {r['halves'][0]}, held-out moments inside their "
-              f"predicted 5-95% range: {r['inside']} of {r['n_moments']}")
+        print(f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
+              f"{len(r['halves'][1])} (split_half.json lists them); held-out moments inside their predicted 5-95% "
+              f"range: {r['inside']} of {r['n_moments']}")
         print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
         return 0
     s = calibrate_trials(source, Path(args.out), **kw)
