@@ -168,3 +168,20 @@ def test_split_half_holds_out_the_other_half(tmp_path):
             assert got[f"{t}.{m}.sd"] == pytest.approx(float(np.std(x, ddof=1)), rel=1e-12)
     assert r["n_moments"] == 18 and r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
     assert (tmp_path / "split" / "split_half.md").is_file() and (tmp_path / "split" / "fit" / "params.toml").is_file()
+
+
+def test_init_file_supplies_the_unfitted_parameters_and_the_run_judge_is_read(tmp_path):
+    """Found by an outside tester: with --init and --fit, the parameters not fitted come from the init file
+    (not hand-tuned-v1); a run made with judge = median is calibrated with judge = median; params.toml is
+    written last (a directory with one is complete)."""
+    from mascot.calibrate.trials_fit import calibrate_trials
+
+    init = tmp_path / "init.toml"
+    init.write_text(params_toml(SurrogateBackend(sigma=33.0, bias=-7.0, judge="mean").params(), name="i"))
+    run, _ = _run(tmp_path, SurrogateBackend(seed=1, judge="median"), 6, 3, "run")
+    out = tmp_path / "cal"
+    s = calibrate_trials(run, out, quick=True, steps=2, n_boot=0, n_pred=2, init=init, fit_names=("parse_fail",))
+    got = SurrogateBackend.from_params(out / "params.toml")
+    assert (got.sigma, got.bias, got.judge) == (33.0, -7.0, "median") and set(s["estimates"]) == {"parse_fail"}
+    names = sorted(p.name for p in out.iterdir())
+    assert (out / "params.toml").stat().st_mtime_ns >= max((out / n).stat().st_mtime_ns for n in names)

@@ -91,6 +91,23 @@ def test_calibrate_trials_refuses_bad_options_before_writing(tmp_path, extra, ne
     assert r.returncode == 2 and needle in r.stderr and "Traceback" not in r.stderr and not out.exists()
 
 
+def test_calibrate_trials_refuses_unusable_input_at_once(tmp_path):
+    """Found by an outside tester: a seed out of range, an --out below a file, a 1-trial run, a run directory
+    that is a file -- each one line, exit 2, before any fit."""
+    f = tmp_path / "afile"
+    f.write_text("x")
+    r = mascot("calibrate", "trials", "--paper-table2", "--out", tmp_path / "c", "--seed", 2**40)
+    assert r.returncode == 2 and "--seed" in r.stderr and not (tmp_path / "c").exists()
+    r = mascot("calibrate", "trials", "--paper-table2", "--out", f / "sub", "--quick")
+    assert r.returncode == 2 and "cannot be written" in r.stderr and "Traceback" not in r.stderr
+    r = mascot("calibrate", "trials", f, "--out", tmp_path / "c")
+    assert r.returncode == 2 and "is a file" in r.stderr
+    run = tmp_path / "one"
+    assert mascot("trials", "--backend", "surrogate", "--n-trials", "1", "--steps", "2", "--out", run).returncode == 0
+    r = mascot("calibrate", "trials", run, "--out", tmp_path / "c")
+    assert r.returncode == 2 and "too few trials" in r.stderr and not (tmp_path / "c").exists()
+
+
 def test_wrong_kind_of_parameter_file_says_so(tmp_path):
     src = ROOT / "results/calibration/trials/paper-table2/params.toml"
     if not src.exists():

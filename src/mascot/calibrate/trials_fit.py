@@ -114,7 +114,7 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
 
     d = Path(run_dir)
     if not d.is_dir():
-        raise ValueError(f"run directory {str(d)!r} does not exist")
+        raise ValueError(f"run directory {str(d)!r} " + ("is a file, not a directory" if d.exists() else "does not exist"))
     pq = d / "trials.parquet"
     if not pq.is_file():
         raise ValueError(f"{str(d)!r} has no trials.parquet (not a finished `mascot trials` run)")
@@ -123,6 +123,8 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
         run = json.loads((d / "run.json").read_text())
         cfg_d = run.get("config", {})
         backend = run.get("backend", {}).get("identity", run.get("identity", {}).get("backend", {})) or {}
+        if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
+            backend = {**backend["options"], **{k: v for k, v in backend.items() if k != "options"}}
     df = pd.read_parquet(pq)
     missing = [t for t in TOPOS if t not in set(df.topology)]
     if missing:
@@ -280,7 +282,13 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
     fparams = tuple(p for p in FIT_PARAMS if p.name in (DEFAULT_FIT if fit_names is None else fit_names))
     if fit_names is not None and len(fparams) != len(set(fit_names)):
         raise ValueError(f"fit_names must be among {', '.join(p.name for p in FIT_PARAMS)}; got {fit_names}")
-    base_nested = base if base is not None else nest_params({}, judge=cfg.judge)
+    init_nested = None
+    if init is not None:
+        from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+        init_nested = SurrogateBackend.from_params(init).params() if not isinstance(init, dict) else init
+    # the parameters not fitted: from base, else from the init file, else hand-tuned-v1
+    base_nested = base if base is not None else init_nested if init_nested is not None else nest_params({}, judge=cfg.judge)
     bflat = flat_params(base_nested)
     kw = {"params": fparams, "base": bflat}
     mask = np.ones(target.size)
@@ -302,10 +310,7 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
         raise ValueError(f"n_sim must be an integer >= 2; got {n_sim!r}")
     start = None
     if init is not None:
-        from mascot.protocols.state_tracking.surrogate import SurrogateBackend
-
-        nested0 = SurrogateBackend.from_params(init).params() if not isinstance(init, dict) else init
-        f0 = flat_params(nested0)
+        f0 = flat_params(init_nested)
         # inside the box (1% from its edges), so that the optimiser can move a parameter the file has at an edge
         start = {p.name: min(max(f0[p.name], p.lo + 0.01 * (p.hi - p.lo)), p.hi - 0.01 * (p.hi - p.lo))
                  for p in fparams}
@@ -345,12 +350,12 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
     obs_tests = _tests(per) if per is not None else None
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    (out / "params.toml").unlink(missing_ok=True)  # written last: a directory with params.toml is complete
     comment = (f"state-tracking surrogate calibrated by `mascot calibrate trials` to {info['source']}\n"
                f"fitted: {', '.join(p.name for p in fparams)}; "
-               f"others {'at hand-tuned-v1' if base is None else 'given'}\n"
+               f"others {'given' if base is not None else 'from ' + str(init) if init is not None else 'at hand-tuned-v1'}\n"
                f"seed {seed}, {res.iterations} iterations, objective {res.loss:.4g}")
     pname = name or ("paper-table2" if info["kind"] == "paper" else Path(str(source)).name)
-    atomic_write_text(out / "params.toml", params_toml(nested, name=pname, comment=comment))
     summary = {"source": info["source"], "kind": info["kind"], "estimates": est, "boot_sd": sd,
                "n_boot": int(len(boot_arr)), "boot": boot_arr.tolist(), "loss": res.loss,
                "iterations": res.iterations, "history": res.history.tolist(), "moment_names": names_m,
@@ -364,6 +369,7 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 10, quick: boo
     summary["figures"] = [str(p.name) for p in figs]
     atomic_write_text(out / "fit.json", json.dumps(_clean(summary), indent=1))
     atomic_write_text(out / "report.md", _report(summary))
+    atomic_write_text(out / "params.toml", params_toml(nested, name=pname, comment=comment))
     return summary
 
 
@@ -413,6 +419,8 @@ def _f(x, nd=2):
 def _report(s: dict) -> str:
     names = s["moment_names"]
     lines = [f"# State-tracking surrogate calibrated to {s['source']}", "",
+             *(["**A `--quick` fit** (few iterations and simulated trials: a smoke test, not an estimate).", ""]
+               if s.get("quick") else []),
              f"Simulated method of moments (`mascot.calibrate.fit.fit_smm`, ES gradients, common random numbers) "
              f"on the JAX simulator of the harness (`mascot.calibrate.trials`): {s['iterations']} iterations, "
              f"{s['n_sim']} simulated trials per topology per evaluation, final objective {s['loss']:.4g} over "

@@ -44,6 +44,8 @@ def cmd_calibrate_trials(args) -> int:
         return _fail(_out_ok(args.out))
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    if not 0 <= args.seed < 2**31:
+        return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
     if args.steps is not None and args.steps < 1:
         return _fail(f"--steps must be >= 1; got {args.steps}")
     if args.n_sim is not None and args.n_sim < 2:
@@ -76,18 +78,30 @@ def cmd_calibrate_trials(args) -> int:
     source = None
     if args.run_dir is not None:
         try:
-            observed_from_run(args.run_dir)  # validate before writing anything
+            per = observed_from_run(args.run_dir)[0]  # validate before writing anything
         except ValueError as e:
             return _fail(str(e))
+        except Exception as e:  # a trials.parquet that is not a mascot trials table (a column missing, ...)
+            return _fail(f"{args.run_dir!r}: cannot read its trials as a `mascot trials` run: {type(e).__name__}: {e}")
+        need = 4 if args.split_half else 2
+        few = {t: len(v["E_ceg"]) for t, v in per.items() if len(v["E_ceg"]) < need}
+        if few:
+            return _fail(f"{args.run_dir!r} has too few trials to calibrate ({', '.join(f'{t} {n}' for t, n in few.items())}): "
+                         f"s.d.s need at least 2 trials per topology{', in each half' if args.split_half else ''}")
         source = args.run_dir
+    out = Path(args.out)
+    try:  # an unusable --out is found now, not after the fit
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / f".mascot-write-test-{__import__('os').getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        return _fail(f"--out {args.out!r} cannot be written: {e.strerror or e}")
     kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
               sd_weight=args.sd_weight, init=args.init, fit_names=fit_names)
     if args.split_half:
         from mascot.calibrate.trials_fit import split_half
 
-        n = min(len(v["E_ceg"]) for v in observed_from_run(args.run_dir)[0].values())
-        if n < 2:
-            return _fail(f"--split-half needs at least 2 trials per topology; {args.run_dir!r} has {n}")
         r = split_half(args.run_dir, Path(args.out), **kw)
         print(f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
               f"{len(r['halves'][1])} (split_half.json lists them); held-out moments inside their predicted 5-95% "
