@@ -106,6 +106,11 @@ def test_calibrate_trials_refuses_unusable_input_at_once(tmp_path):
     assert mascot("trials", "--backend", "surrogate", "--n-trials", "1", "--steps", "2", "--out", run).returncode == 0
     r = mascot("calibrate", "trials", run, "--out", tmp_path / "c")
     assert r.returncode == 2 and "too few trials" in r.stderr and not (tmp_path / "c").exists()
+    unp = tmp_path / "unpaired"
+    assert mascot("trials", "--backend", "surrogate", "--n-trials", "3", "--steps", "2", "--unpaired", "--out",
+                  unp).returncode == 0
+    r = mascot("calibrate", "trials", unp, "--out", tmp_path / "c")
+    assert r.returncode == 2 and "paired_seeds = False" in r.stderr and not (tmp_path / "c").exists()
 
 
 def test_wrong_kind_of_parameter_file_says_so(tmp_path):

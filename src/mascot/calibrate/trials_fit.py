@@ -125,6 +125,11 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
         backend = run.get("backend", {}).get("identity", run.get("identity", {}).get("backend", {})) or {}
         if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
             backend = {**backend["options"], **{k: v for k, v in backend.items() if k != "options"}}
+    unsupported = [f"{k} = {cfg_d[k]!r}" for k, ok in (("mesh_tie", "first"), ("paired_seeds", True))
+                   if k in cfg_d and cfg_d[k] != ok]
+    if unsupported:
+        raise ValueError(f"{str(d)!r} was run with {', '.join(unsupported)}; the calibration simulator models "
+                         "mesh_tie = 'first' and paired seeds (the defaults) only")
     df = pd.read_parquet(pq)
     missing = [t for t in TOPOS if t not in set(df.topology)]
     if missing:
