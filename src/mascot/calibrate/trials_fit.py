@@ -433,8 +433,9 @@ def _report(s: dict) -> str:
              + (f", the s.d. moments' times {s['sd_weight']:g}" if s.get("sd_weight", 1.0) != 1.0 else "")
              + ")" + (f", started from `{s['init']}`" if s.get("init") else "")
              + f"; wall time {_f(s.get('wall_s', math.nan), 1)} s. "
-             f"Uncertainty: s.d. of {s['n_boot']} bootstrap refits"
-             + (" (trials resampled)." if s["kind"] == "run" else " (parametric: moments ~ N(value, se^2)).") , "",
+             + ("No uncertainty (no bootstrap refits were asked for: `--n-boot 0`)." if s["n_boot"] < 2 else
+                f"Uncertainty: s.d. of {s['n_boot']} bootstrap refits"
+                + (" (trials resampled)." if s["kind"] == "run" else " (parametric: moments ~ N(value, se^2)).")), "",
              "## Estimates", "", "| parameter | estimate | bootstrap s.d. |", "| --- | --- | --- |"]
     for k, v in s["estimates"].items():
         lines.append(f"| {k} | {_f(v, 4)} | {_f(s['boot_sd'].get(k), 4)} |")

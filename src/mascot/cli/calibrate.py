@@ -42,8 +42,8 @@ def cmd_calibrate_trials(args) -> int:
         return _fail("give exactly one source: RUN_DIR or --paper-table2")
     if _out_ok(args.out):
         return _fail(_out_ok(args.out))
-    if args.n_boot < 0:
-        return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    if args.n_boot < 0 or args.n_boot == 1:
+        return _fail(f"--n-boot must be 0 (no uncertainty) or >= 2 (an s.d. needs two refits); got {args.n_boot}")
     if not 0 <= args.seed < 2**31:
         return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
     if args.steps is not None and args.steps < 1:
