@@ -15,9 +15,9 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as PS
 
+from mascot.execute.devices import Shards
 from mascot.kernels import noise as kn
 from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
 from mascot.theory.noise import validate_noise_params
@@ -93,18 +93,9 @@ def _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, sc
     return (ceg, steps) if trace else ceg
 
 
-_SHARDED = {}  # (kernel, its static args, mesh) -> the jitted shard_map
-
-
-def _sharded(run, mesh):
-    """``run(keys, **arrays)`` on every device of ``mesh`` at once, each on its share of the points."""
-    cache_key = (run.func, tuple(sorted(run.keywords.items())), mesh)
-    f = _SHARDED.get(cache_key)
-    if f is None:
-        f = _SHARDED[cache_key] = jax.jit(jax.shard_map(lambda keys, arrays: run(keys, **arrays), mesh=mesh,
-                                                        in_specs=(PS("batch"), PS("batch")),
-                                                        out_specs=PS("batch"), check_vma=False))
-    return f
+def _apply(keys, arrays, *, func, kw):
+    """``func(keys, **kw, **arrays)``: a chunk kernel in the form ``Shards.local`` runs on every device."""
+    return func(keys, **dict(kw), **arrays)
 
 
 def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
@@ -116,7 +107,7 @@ def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
     padded with copies of a point) so one shape is compiled per call, at most ``_CHUNK_ELEMS`` output
     values each, and at least two when ``P >= 2`` so that two host threads keep two cores busy (XLA:CPU
     runs these loops on one core). With ``n > 1`` local devices a call holds ``n`` times as many points
-    (at most ``_CHUNK_ELEMS`` output values per device), split evenly over the devices (``_sharded``).
+    (at most ``_CHUNK_ELEMS`` output values per device), split evenly over the devices (``Shards.local``).
     A point's result does not depend on the chunk or the device it runs on.
     """
     devs = jax.local_devices()
@@ -156,15 +147,15 @@ def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
 
 def _run_sharded(run, arrays, ids, key, P, C, devs):
     """Chunks of ``C`` points (a multiple of the device count), each one call split over all ``devs``."""
-    mesh = Mesh(np.asarray(devs), ("batch",))
-    split = NamedSharding(mesh, PS("batch"))
-    f = _sharded(run, mesh)
+    sh = Shards(devs)
+    f = sh.local(_apply, (PS("batch"), PS("batch")), PS("batch"), func=run.func,
+                 kw=tuple(sorted(run.keywords.items())))
     results = []
     for lo in range(0, P, C):
         hi = min(lo + C, P)
         rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])  # pad: one compiled shape
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(ids[rows]))
-        out = f(jax.device_put(keys, split), {n: jax.device_put(a[rows], split) for n, a in arrays.items()})
+        out = f(sh.put(keys), {n: sh.put(a[rows]) for n, a in arrays.items()})
         results.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: hi - lo], out))
     return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *results)
 
