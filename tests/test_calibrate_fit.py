@@ -92,3 +92,47 @@ def test_bootstrap_stacks_replicates_with_distinct_seeds():
     assert np.all(arr[:, 1] == 1.0) and abs(arr[:, 0].mean()) < 0.5
     arr2, _ = bootstrap(refit, 50, seed=4)
     np.testing.assert_array_equal(arr, arr2)
+
+
+def test_linearized_bootstrap_is_the_sandwich_of_a_linear_model():
+    """Linear moments m(theta) = B theta (free parameters): the draws are exactly
+    theta^ + (B'WB)^-1 B'W (d_b - s_b) (numpy float64), their covariance the sandwich formula."""
+    from mascot.calibrate.fit import linearized_bootstrap
+
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(7, 3))
+    w = rng.uniform(0.5, 2.0, 7)
+    params = [Param(f"t{i}", -math.inf, math.inf, 0.0) for i in range(3)]
+    est = {"t0": 0.3, "t1": -1.2, "t2": 2.0}
+    d, s = rng.normal(size=(500, 7)), 0.3 * rng.normal(size=(500, 7))
+    lb = linearized_bootstrap(lambda th: B @ np.array([th["t0"], th["t1"], th["t2"]]), params, est, d, s, w, h=0.7)
+    np.testing.assert_allclose(lb.jacobian, B, rtol=1e-10, atol=1e-12)
+    M = np.linalg.solve(B.T @ (w[:, None] * B), B.T * w)
+    want = np.array([0.3, -1.2, 2.0]) + (d - s) @ M.T
+    np.testing.assert_allclose(lb.draws, want, rtol=1e-9, atol=1e-12)
+    assert lb.names == ["t0", "t1", "t2"]
+    # a parameter no moment moves gets a huge spread, not a zero one; boxed draws stay inside the box
+    params_box = [Param("a", 0.0, 1.0, 0.5), Param("dead", 0.0, 1.0, 0.5)]
+    lb = linearized_bootstrap(lambda th: np.array([4 * th["a"], 1.0, -2 * th["a"]]), params_box,
+                              {"a": 0.4, "dead": 0.5}, 0.05 * rng.normal(size=(400, 3)), np.zeros((400, 3)),
+                              np.ones(3))
+    assert 0.0 <= lb.draws.min() and lb.draws.max() <= 1.0
+    assert lb.draws[:, 0].std() < 0.05 and lb.draws[:, 1].std() > 0.3
+    with pytest.raises(ValueError, match="must both be"):
+        linearized_bootstrap(lambda th: np.zeros(3), params_box, {"a": 0.4, "dead": 0.5}, np.zeros((4, 3)),
+                             np.zeros((4, 2)), np.ones(3))
+
+
+def test_gauss_newton_finds_a_nonlinear_least_squares_optimum():
+    """m(theta) = (a^2, a b, exp(b), a + b) with target m(1.5, -0.4): from (0.5, 0.5) the polish lands on the
+    truth (an exact zero-residual optimum); a start at the optimum is returned unchanged."""
+    from mascot.calibrate.fit import gauss_newton
+
+    params = [Param("a", 0.0, 4.0, 1.0), Param("b", -3.0, math.inf, 0.0)]
+    f = (lambda t: np.array([t["a"] ** 2, t["a"] * t["b"], math.exp(t["b"]), t["a"] + t["b"]]))
+    target = f({"a": 1.5, "b": -0.4})
+    r = gauss_newton(f, params, {"a": 0.5, "b": 0.5}, target, np.ones(4), iters=40, h=1e-4)
+    assert r.params["a"] == pytest.approx(1.5, abs=1e-6) and r.params["b"] == pytest.approx(-0.4, abs=1e-6)
+    assert r.loss < 1e-12 and np.all(np.diff(r.history) <= 0)
+    r0 = gauss_newton(f, params, {"a": 1.5, "b": -0.4}, target, np.ones(4), iters=3, h=1e-4)
+    assert r0.params == pytest.approx({"a": 1.5, "b": -0.4}, abs=1e-9)

@@ -40,7 +40,7 @@ from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
 from mascot.io import atomic_write_text
 
-__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "spectral_predictions", "table2", "trial_metrics",
+__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "spectral_predictions", "table2", "trial_metrics",
            "write_report"]
 
 TOPOLOGY_ORDER = ("chain", "mesh", "star")  # Table 2's column order
@@ -54,7 +54,7 @@ COLORS = {"chain": "#1f77b4", "mesh": "#2ca02c", "star": "#d62728"}
 GAMMA = 0.9
 
 
-def _arrays(df: pd.DataFrame, topo: str, col: str, n: int, T: int) -> np.ndarray:
+def arm_arrays(df: pd.DataFrame, topo: str, col: str, n: int, T: int) -> np.ndarray:
     """``(n_trials, 2 arms, T + 1 steps)`` array of ``col`` for one topology (rows sorted by the harness)."""
     sub = df[df.topology == topo].sort_values(["trial", "perturbed", "step"])
     if len(sub) != n * 2 * (T + 1):
@@ -68,9 +68,9 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
     rows = []
     for topo in [t for t in TOPOLOGY_ORDER if t in set(df.topology)]:
         n = int(df[df.topology == topo].trial.max()) + 1
-        vt = _arrays(df, topo, "value_true", n, T)
-        v = _arrays(df, topo, "value", n, T)
-        d = _arrays(df, topo, "d_t", n, T)
+        vt = arm_arrays(df, topo, "value_true", n, T)
+        v = arm_arrays(df, topo, "value", n, T)
+        d = arm_arrays(df, topo, "d_t", n, T)
         e = st.cumulative_error(vt[:, 0, 1:], v[:, 0, 1:])
         e_pert = st.cumulative_error(vt[:, 1, 1:], v[:, 1, 1:])
         r, floored, terms = st.consensus_decay(d[:, 0, 1:], d_floor)
@@ -400,10 +400,10 @@ def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float,
     cum, dis = {}, {}
     for t in _topos(metrics):
         n = int(metrics[metrics.topology == t].trial.max()) + 1
-        vt = _arrays(df, t, "value_true", n, T)[:, 0]
-        v = _arrays(df, t, "value", n, T)[:, 0]
+        vt = arm_arrays(df, t, "value_true", n, T)[:, 0]
+        v = arm_arrays(df, t, "value", n, T)[:, 0]
         cum[t] = np.cumsum(np.abs(vt - v), axis=1)
-        dis[t] = _arrays(df, t, "d_t", n, T)[:, 0]
+        dis[t] = arm_arrays(df, t, "d_t", n, T)[:, 0]
     paths += _stepwise_figure(cum, "cumulative error", "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| "
                               "(thin: trials; band: IQR; black: median)" + sn, out / "fig5_stepwise_cumulative_error",
                               seed)

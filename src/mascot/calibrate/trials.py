@@ -39,8 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "simulate_metrics", "simulate_numpy",
-           "simulate_trials", "true_trajectories"]
+__all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "profile_names", "simulate_metrics",
+           "simulate_numpy", "simulate_trials", "step_blocks", "true_trajectories", "block_mean"]
 
 ROLE_NAMES = ("chain", "star_leaf", "mesh_agent", "star_judge", "mesh_reviser")
 _AGENT_KEYS = ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary", "persist")
@@ -159,8 +159,9 @@ def _plurality(v, p, lv, ok):
     return pick(v), pick(p), pick(lv)
 
 
-def simulate_trials(theta: dict, key, cfg: SimConfig):
-    """Per-trial (E_ceg, R_cdr, F_ps) arrays for chain, star, mesh: a dict topology -> (3, n_trials).
+def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
+    """Per-trial (E_ceg, R_cdr, F_ps) arrays for chain, star, mesh: a dict topology -> (3, n_trials); with
+    ``profile``, followed by the rows named by :func:`profile_names` (the step profile a run directory holds).
     Traceable, no checks (:func:`simulate_metrics` is the checked entry point)."""
     import jax
     import jax.numpy as jnp
@@ -282,16 +283,17 @@ def simulate_trials(theta: dict, key, cfg: SimConfig):
         anyr = okr.any(-1)
         nmv, nmp, nml = (jnp.where(anyr, x, y) for x, y in ((wv, mv), (wp, mp), (wl, ml)))
         dmesh = _pairwise(rv, okr)
-        out = (ncv, nsv, nmv, dchain, dstar, dmesh)
+        out = (ncv, nsv, nmv, dchain, dstar, dmesh, ncp, nsp, nmp)
         return ((ncv, ncp, ncl), (nsv, nsp, nsl), (nmv, nmp, nml)), out
 
     tv_t = jnp.asarray(tv_all.T[1:], f64)  # (T, 2)
     tv_t = jnp.broadcast_to(tv_t[:, :, None], (T, 2, n))
     s0 = (jnp.broadcast_to(init_v[:, None], (2, n)), jnp.full((2, n), p0i, jnp.int32), jnp.full((2, n), int(l0), jnp.int32))
     keys = jax.random.split(key, T)
-    _, (vc, vs, vm, dc, ds, dm) = lax.scan(step, (s0, s0, s0), (keys, jnp.arange(T)))
+    _, (vc, vs, vm, dc, ds, dm, pc, ps, pm) = lax.scan(step, (s0, s0, s0), (keys, jnp.arange(T)))
     res = {}
-    for name, vals, d in (("chain", vc, dc), ("star", vs, ds), ("mesh", vm, dm)):
+    tp_t = jnp.asarray(tp_all[0, 1:])[:, None]  # (T, 1) true Parity, unperturbed arm
+    for name, vals, d, par in (("chain", vc, dc, pc), ("star", vs, ds, ps), ("mesh", vm, dm, pm)):
         e = jnp.abs(tv_t[:, 0] - vals[:, 0]).sum(0)  # (n,)
         f = jnp.abs(vals[-1, 1] - vals[-1, 0])
         dd = d[:, 0]  # (T, n) unperturbed arm
@@ -301,11 +303,46 @@ def simulate_trials(theta: dict, key, cfg: SimConfig):
         ok = fin[1:] & fin[:-1]
         terms = ok.sum(0)
         rcdr = jnp.where(terms > 0, jnp.where(ok, r, 0.0).sum(0) / jnp.maximum(terms, 1), jnp.nan)
-        res[name] = jnp.stack([e, rcdr, f])
+        rows = [e, rcdr, f]
+        if profile:
+            err = jnp.abs(tv_t[:, 0] - vals[:, 0])
+            gap = jnp.abs(vals[:, 1] - vals[:, 0])
+            for x in (err, dd, gap):
+                rows += [block_mean(jnp.log1p(x[b]), jnp) for b in step_blocks(T)]
+            rows.append((par[:, 0] != tp_t).mean(0).astype(f64))
+            rows += [jnp.log1p(e), jnp.log1p(f)]
+        res[name] = jnp.stack(rows)
     return res
 
 
-def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig()):
+def step_blocks(steps: int) -> list:
+    """Steps 1..T as 0-based row indices, in blocks: steps 1 and 2 alone (where an error is one reply's
+    noise or slip, before the rule amplifies it), then the rest in two near-equal halves; with fewer than 4
+    steps, every step alone."""
+    T = int(steps)
+    if T < 4:
+        return [np.array([t]) for t in range(T)]
+    return [np.array([0]), np.array([1])] + list(np.array_split(np.arange(2, T), 2))
+
+
+def profile_names(steps: int) -> list:
+    """Names of :func:`simulate_trials`'s ``profile`` rows: the per-trial mean of ``log1p`` of the error
+    ``|x*_t - x^_t|``, of ``D_t`` and of the arms' gap ``|x'_t - x_t|`` over each block of steps, and the share
+    of steps whose Parity differs from the rule's (unperturbed arm), and ``log1p`` of E_ceg and of F_ps (their
+    robust forms: the raw metrics' means and s.d.s are dominated by rare extreme trials)."""
+    tags = [f"s{b[0] + 1}-{b[-1] + 1}" if len(b) > 1 else f"s{b[0] + 1}" for b in step_blocks(steps)]
+    return [f"{q}.{g}" for q in ("log1p_err", "log1p_D", "log1p_gap") for g in tags] + [
+        "parity_miss", "log1p_E_ceg", "log1p_F_ps"]
+
+
+def block_mean(x, xp):
+    """Mean over axis 0 of the finite entries; NaN where none is finite."""
+    ok = xp.isfinite(x)
+    k = ok.sum(0)
+    return xp.where(k > 0, xp.where(ok, x, 0.0).sum(0) / xp.maximum(k, 1), xp.nan)
+
+
+def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig(), profile: bool = False):
     """Per-trial metrics: ``{topology: array (3, n_trials)}`` with rows E_ceg, R_cdr, F_ps (jax arrays).
     ``theta``: :func:`flat_params` keys (all of them). Call inside ``mascot.kernels.precision.float64()``."""
     from mascot.kernels.precision import x64_enabled
@@ -316,7 +353,7 @@ def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig()):
     missing = sorted(set(_required()) - set(theta))
     if missing:
         raise ValueError(f"theta lacks {', '.join(missing)}")
-    return simulate_trials(theta, key, cfg)
+    return simulate_trials(theta, key, cfg, profile)
 
 
 def _required():
@@ -324,15 +361,17 @@ def _required():
         f"{r}.{k}" for r in ROLE_NAMES[3:] for k in _JUDGE_KEYS]
 
 
-def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = SimConfig()) -> dict:
+def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = SimConfig(), profile: bool = False) -> dict:
     """:func:`simulate_metrics` of a nested parameter dict (``SurrogateBackend.params()``), jitted, as numpy:
-    ``{topology: {"E_ceg": array, "R_cdr": array, "F_ps": array}}``."""
+    ``{topology: {"E_ceg": array, "R_cdr": array, "F_ps": array}}`` (with ``profile``, also the
+    :func:`profile_names` rows)."""
     import jax
 
     from mascot.kernels.precision import float64
 
     flat = flat_params(params)
     cfg = cfg._replace(judge=params.get("judge", cfg.judge))
+    names = ["E_ceg", "R_cdr", "F_ps"] + (profile_names(cfg.steps) if profile else [])
     with float64():
-        out = jax.jit(lambda th, k: simulate_trials(th, k, cfg))(flat, jax.random.PRNGKey(seed))
-        return {t: {m: np.asarray(a[i]) for i, m in enumerate(("E_ceg", "R_cdr", "F_ps"))} for t, a in out.items()}
+        out = jax.jit(lambda th, k: simulate_trials(th, k, cfg, profile))(flat, jax.random.PRNGKey(seed))
+        return {t: {m: np.asarray(a[i]) for i, m in enumerate(names)} for t, a in out.items()}

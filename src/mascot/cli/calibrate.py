@@ -2,7 +2,7 @@
 
     mascot calibrate trials (RUN_DIR | --paper-table2) --out DIR [--seed S] [--n-boot B] [--quick]
                             [--steps K] [--n-sim M] [--sd-weight W] [--init PARAMS.toml]
-                            [--fit NAME,NAME...] [--split-half]
+                            [--fit NAME,NAME...] [--split-half] [--moments profile|table2]
     mascot calibrate deliberation (RUN_DIR | --paper-table8 gpt|gemini|claude) --out DIR [--seed S] [--n-boot B] [--quick]
 
 ``trials``: the state-tracking surrogate (:func:`mascot.calibrate.trials_fit.calibrate_trials`): simulated
@@ -13,7 +13,8 @@ method of moments with optax on a JAX simulator of the harness, bootstrap uncert
 ``deliberation``: the deliberation surrogate (:func:`mascot.calibrate.deliberation.calibrate_deliberation`).
 
 Bad input (a missing directory, no ``trials.parquet``, both or neither source) is refused with a clear
-message and exit status 2, before anything is written.
+message and exit status 2, before anything is written. One calibration at a time per output directory (a
+second is refused, exit status 1); an interrupted calibration keeps nothing and restarts when rerun.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ def _fail(msg: str) -> int:
     return 2
 
 
-def _common(p, n_boot_default: int) -> None:
+def _common(p, n_boot_default: int, what: str = "refits") -> None:
     p.add_argument("--out", required=True, help="output directory (params.toml, report.md, figures)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fit, the bootstrap and the predictions (default 0)")
     p.add_argument("--n-boot", type=int, default=n_boot_default,
-                   help=f"bootstrap refits for the uncertainty (default {n_boot_default})")
+                   help=f"bootstrap {what} for the uncertainty (default {n_boot_default})")
     p.add_argument("--quick", action="store_true", help="fewer iterations and simulated trials (a smoke test)")
 
 
@@ -43,7 +44,7 @@ def cmd_calibrate_trials(args) -> int:
     if _out_ok(args.out):
         return _fail(_out_ok(args.out))
     if args.n_boot < 0 or args.n_boot == 1:
-        return _fail(f"--n-boot must be 0 (no uncertainty) or >= 2 (an s.d. needs two refits); got {args.n_boot}")
+        return _fail(f"--n-boot must be 0 (no uncertainty) or >= 2 (an s.d. needs two draws); got {args.n_boot}")
     if not 0 <= args.seed < 2**31:
         return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
     if args.steps is not None and args.steps < 1:
@@ -97,10 +98,16 @@ def cmd_calibrate_trials(args) -> int:
         probe.unlink()
     except OSError as e:
         return _fail(f"--out {args.out!r} cannot be written: {e.strerror or e}")
+    from mascot.io import lock_dir
+
+    # one calibration per output directory at a time (a second one is refused, naming the first's pid)
+    lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
     kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
-              sd_weight=args.sd_weight, init=args.init, fit_names=fit_names)
+              sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments == "profile")
+    if args.moments == "profile" and args.run_dir is None:
+        kw.pop("profile")
     if args.split_half:
-        from mascot.calibrate.trials_fit import split_half
+        from mascot.calibrate.trials_checks import split_half
 
         r = split_half(args.run_dir, Path(args.out), **kw)
         print(f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
@@ -110,11 +117,13 @@ def cmd_calibrate_trials(args) -> int:
         return 0
     s = calibrate_trials(source, Path(args.out), **kw)
     width = max(len(k) for k in s["estimates"])
-    print(f"calibrated to {s['source']}: objective {s['loss']:.4g}, {s['iterations']} iterations, "
-          f"{s['wall_s']:.1f} s")
+    print(f"calibrated to {s['source']}: objective {s['loss']:.4g} ({s['iterations']} ES iterations, then "
+          f"{s['polish']['iterations']} Levenberg-Marquardt steps), {s['wall_s']:.1f} s")
     for k, v in s["estimates"].items():
-        print(f"  {k.ljust(width)}  {v:10.4f}  (bootstrap s.d. {s['boot_sd'][k]:.4f})")
-    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, observed_vs_predicted.png")
+        lo, hi = s["boot_ci"][k]
+        print(f"  {k.ljust(width)}  {v:10.4f}  (bootstrap s.d. {s['boot_sd'][k]:.4f}, 5-95% [{lo:.4g}, {hi:.4g}])")
+    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, "
+          + ", ".join(s["figures"][::2]))
     return 0
 
 
@@ -179,13 +188,18 @@ def add_parsers(sub) -> None:
                         "mesh_agent.p_echo,parse_fail for a small model that echoes its input)")
     t.add_argument("--split-half", action="store_true",
                    help="fit half of RUN_DIR's trials (at random, per --seed) and predict the other half")
+    t.add_argument("--moments", choices=["profile", "table2"], default="profile",
+                   help="what to fit for a RUN_DIR: Table 2's 18 moments plus the run's step profile (how error, "
+                        "D_t and the arms' gap grow over the steps; default), or Table 2's 18 only")
     t.add_argument("--init", default=None, metavar="PARAMS.toml",
                    help="start from this parameter file (e.g. an earlier calibration) instead of the defaults")
-    _common(t, 10)
-    t.set_defaults(func=cmd_calibrate_trials)
+    _common(t, 200, "draws (linearized: one Gauss-Newton step each)")
+    t.set_defaults(func=cmd_calibrate_trials, on_interrupt="a calibration keeps nothing of an interrupted fit: rerun "
+                   "the same command to start it again")
     d = csub.add_parser("deliberation", help="the deliberation surrogate, to a run directory or Table VIII",
                         description=__doc__.split("\n\n")[3])
     d.add_argument("run_dir", nargs="?", help="a `mascot deliberate` run directory")
     d.add_argument("--paper-table8", choices=["gpt", "gemini", "claude"], help="fit to one model's Table VIII column")
     _common(d, 200)
-    d.set_defaults(func=cmd_calibrate_deliberation)
+    d.set_defaults(func=cmd_calibrate_deliberation, on_interrupt="a calibration keeps nothing of an interrupted fit: "
+                   "rerun the same command to start it again")

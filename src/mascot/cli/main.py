@@ -534,7 +534,8 @@ def main(argv=None) -> int:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("mascot: interrupted; work committed so far is kept: rerun the same command to resume", file=sys.stderr)
+        print("mascot: interrupted; " + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same "
+                                                 "command to resume"), file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         # exit now: worker threads may still be blocked on the network (the interpreter would join them at exit);
