@@ -105,6 +105,9 @@ def test_simulator_matches_the_harness(tmp_path):
         b = SurrogateBackend(seed=3, **kw)
         _, h = _run(tmp_path, b, 80, 11, name)
         s = simulate_numpy(b.params(), seed=1, cfg=SimConfig(n_trials=400), profile=True)
+        for t in s:  # a share of 12 steps, exactly (float64: a float32 mean put 1/3 at 0.33333334)
+            k = s[t]["parity_miss"] * 12
+            np.testing.assert_allclose(k, np.round(k), rtol=0, atol=1e-12)
         bad += _close(h, s, name)
     assert not bad, "\n".join(bad)
 

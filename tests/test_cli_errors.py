@@ -113,6 +113,36 @@ def test_calibrate_trials_refuses_unusable_input_at_once(tmp_path):
     assert r.returncode == 2 and "paired_seeds = False" in r.stderr and not (tmp_path / "c").exists()
 
 
+def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outputs(tmp_path):
+    """Found by an outside tester: an empty --out wrote into the working directory; a run directory without
+    run.json was calibrated with default settings; a corrupt run.json gave a message without its name; an
+    earlier calibration's files (step profile, split-half report) stayed beside a new one's."""
+    import shutil
+
+    r = mascot("calibrate", "trials", "--paper-table2", "--out", "")
+    assert r.returncode == 2 and "--out is empty" in r.stderr
+    run = tmp_path / "run"
+    assert mascot("trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--out", run).returncode == 0
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(run / "trials.parquet", bare / "trials.parquet")
+    r = mascot("calibrate", "trials", bare, "--out", tmp_path / "c")
+    assert r.returncode == 2 and "no run.json" in r.stderr and not (tmp_path / "c").exists()
+    for text in ('{"config": ', "[1, 2]"):
+        (bare / "run.json").write_text(text)
+        r = mascot("calibrate", "trials", bare, "--out", tmp_path / "c")
+        assert r.returncode == 2 and "run.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    out = tmp_path / "cal"
+    out.mkdir()
+    for stale in ("step_profile.png", "split_half.md", "params.toml", ".report.md.abcd1234.tmp"):
+        (out / stale).write_text("old")
+    r = mascot("calibrate", "trials", run, "--out", out, "--quick", "--moments", "table2", "--n-boot", "0",
+               "--steps", "2")
+    assert r.returncode == 0, r.stderr
+    assert not (out / "step_profile.png").exists() and not (out / "split_half.md").exists()
+    assert not list(out.glob(".*.tmp")) and (out / "params.toml").read_text() != "old"
+
+
 def test_wrong_kind_of_parameter_file_says_so(tmp_path):
     src = ROOT / "results/calibration/trials/paper-table2/params.toml"
     if not src.exists():

@@ -40,8 +40,11 @@ from typing import NamedTuple
 import numpy as np
 
 __all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "profile_names", "simulate_metrics",
-           "simulate_numpy", "simulate_trials", "step_blocks", "true_trajectories", "block_mean"]
+           "simulate_numpy", "simulate_trials", "step_blocks", "true_trajectories", "block_mean", "block_tags",
+           "METRICS", "TOPOS"]
 
+TOPOS = ("chain", "mesh", "star")  # Table 2's order
+METRICS = ("E_ceg", "R_cdr", "F_ps")
 ROLE_NAMES = ("chain", "star_leaf", "mesh_agent", "star_judge", "mesh_reviser")
 _AGENT_KEYS = ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary", "persist")
 _JUDGE_KEYS = ("p_copy", "p_recompute", "noise", "persist")
@@ -309,7 +312,7 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
             gap = jnp.abs(vals[:, 1] - vals[:, 0])
             for x in (err, dd, gap):
                 rows += [block_mean(jnp.log1p(x[b]), jnp) for b in step_blocks(T)]
-            rows.append((par[:, 0] != tp_t).mean(0).astype(f64))
+            rows.append((par[:, 0] != tp_t).astype(f64).mean(0))  # float64 shares (float32 1/3 != 1/3)
             rows += [jnp.log1p(e), jnp.log1p(f)]
         res[name] = jnp.stack(rows)
     return res
@@ -333,6 +336,11 @@ def profile_names(steps: int) -> list:
     tags = [f"s{b[0] + 1}-{b[-1] + 1}" if len(b) > 1 else f"s{b[0] + 1}" for b in step_blocks(steps)]
     return [f"{q}.{g}" for q in ("log1p_err", "log1p_D", "log1p_gap") for g in tags] + [
         "parity_miss", "log1p_E_ceg", "log1p_F_ps"]
+
+
+def block_tags(steps: int) -> list:
+    """The step blocks' tags as :func:`profile_names` writes them (``s1``, ``s2``, ``s3-7``, ...)."""
+    return [n.split(".", 1)[1] for n in profile_names(steps) if n.startswith("log1p_err.")]
 
 
 def block_mean(x, xp):

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from mascot.calibrate.trials import flat_params
-from mascot.calibrate.trials_fit import (METRICS, TOPOS, json_clean, fmt_num, ordering, calibrate_trials, moments,
-                                         observed_from_run)
+from mascot.calibrate.trials_fit import (METRICS, TOPOS, calibrate_trials, fmt_num, in_range, json_clean, moments,
+                                         observed_from_run, ordering)
 
 __all__ = ["harness_check", "recovery", "split_half"]
 
@@ -39,7 +39,7 @@ def split_half(run_dir, out, *, seed: int = 0, n_boot: int = 200, quick: bool = 
     names = s["moment_names"]
     lo, hi, med = (np.array(s["predicted"][k], float) for k in ("lo", "hi", "median"))
     rows = [{"moment": nm, "held_out": float(obs[i]), "predicted": float(med[i]), "lo": float(lo[i]),
-             "hi": float(hi[i]), "inside": bool(lo[i] <= obs[i] <= hi[i])} for i, nm in enumerate(names)]
+             "hi": float(hi[i]), "inside": in_range(obs[i], lo[i], hi[i])} for i, nm in enumerate(names)]
     k = sum(r["inside"] for r in rows)
     fails = [r["moment"] for r in rows if not r["inside"]]
     lines = [f"# Split-half prediction: {info['source']}", "",

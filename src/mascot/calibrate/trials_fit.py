@@ -30,13 +30,12 @@ from pathlib import Path
 import numpy as np
 
 from mascot.calibrate.fit import Param, fit_smm, gauss_newton
-from mascot.calibrate.trials import SimConfig, flat_params, nest_params, simulate_metrics
+from mascot.calibrate.trials import (METRICS, TOPOS, SimConfig, block_tags, flat_params, nest_params,
+                                    simulate_metrics)
 
 __all__ = ["TOPOS", "METRICS", "FIT_PARAMS", "calibrate_trials", "observed_from_run", "observed_from_paper",
            "moment_names", "moments", "profile_keys", "r_cdr_bound", "step_profile"]
 
-TOPOS = ("chain", "mesh", "star")  # Table 2's order
-METRICS = ("E_ceg", "R_cdr", "F_ps")
 STATS = ("mean", "sd")
 #: the fitted parameters (the rest stay at hand-tuned-v1), with boxes and starting values
 #: starting values: the estimates of the Table 2 fit's earlier stages (a numpy exploration of the stale-Parity model,
@@ -204,13 +203,21 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     pq = d / "trials.parquet"
     if not pq.is_file():
         raise ValueError(f"{str(d)!r} has no trials.parquet (not a finished `mascot trials` run)")
-    cfg_d, backend = {}, {}
-    if (d / "run.json").is_file():
-        run = json.loads((d / "run.json").read_text())
-        cfg_d = run.get("config", {})
-        backend = run.get("backend", {}).get("identity", run.get("identity", {}).get("backend", {})) or {}
-        if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
-            backend = {**backend["options"], **{k: v for k, v in backend.items() if k != "options"}}
+    rj = d / "run.json"
+    if not rj.is_file():
+        raise ValueError(f"{str(d)!r} has no run.json: the run's settings (epsilon, retries, initial state, judge) "
+                         "are unknown, and the simulator would silently assume the defaults")
+    try:
+        run = json.loads(rj.read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{str(rj)!r} is not readable JSON ({e})") from None
+    if not isinstance(run, dict) or not isinstance(run.get("config", {}), dict):
+        raise ValueError(f"{str(rj)!r} is not a `mascot trials` run record (expected a JSON object with a 'config')")
+    cfg_d = run.get("config", {})
+    d_of = (lambda x: x if isinstance(x, dict) else {})
+    backend = d_of(run.get("backend")).get("identity", d_of(run.get("identity")).get("backend", {})) or {}
+    if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
+        backend = {**backend["options"], **{k: v for k, v in backend.items() if k != "options"}}
     unsupported = [f"{k} = {cfg_d[k]!r}" for k, ok in (("mesh_tie", "first"), ("paired_seeds", True))
                    if k in cfg_d and cfg_d[k] != ok]
     if unsupported:
@@ -226,6 +233,9 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     prof = step_profile(df)
     for t in TOPOS:
         per[t].update(prof[t])
+    sub = df[df.step > 0]
+    n_req = float(sub.n_requests.sum()) if "n_requests" in sub else 0.0
+    abst = float(sub.n_abstained.sum()) / n_req if n_req > 0 and "n_abstained" in sub else None
     ist = cfg_d.get("initial_state", [50.0, "A", 3])
     cfg = SimConfig(n_trials=int(min(len(per[t]["E_ceg"]) for t in TOPOS)), steps=int(df.step.max()),
                     epsilon=float(cfg_d.get("epsilon", 15.0)), leaves=int(cfg_d.get("leaves", 4)),
@@ -233,7 +243,7 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
                     initial_state=(float(ist[0]), str(ist[1]), int(ist[2])),
                     judge=str(backend.get("judge", "mean")) if isinstance(backend, dict) else "mean",
                     d_floor=floor)
-    return per, cfg, {"source": str(d), "kind": "run", "backend": backend}
+    return per, cfg, {"source": str(d), "kind": "run", "backend": backend, "abstained": abst}
 
 
 def observed_from_paper():
@@ -499,8 +509,12 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
                "predicted": {k: v.tolist() for k, v in pred.items()}, "predicted_tests": pt,
                "observed_tests": obs_tests, "n_trials": cfg.n_trials, "n_sim": n_sim, "n_pred": n_pred,
                "d_floor": cfg.d_floor, "steps": cfg.steps, "profile_steps": psteps, "seed": seed, "quick": quick, "sd_weight": float(sd_weight),
-               "init": None if init is None or isinstance(init, dict) else str(init)}
-    figs = _figure(summary, out / "observed_vs_predicted")
+               "init": None if init is None or isinstance(init, dict) else str(init),
+               "abstained": info.get("abstained"), "parse_fail_fitted": "parse_fail" in est,
+               "abstained_model": float(nested["parse_fail"]) ** (cfg.retries + 1)}
+    from mascot.calibrate.trials_figures import figures
+
+    figs = figures(summary, out / "observed_vs_predicted")
     summary["wall_s"] = time.perf_counter() - t0
     summary["figures"] = [str(p.name) for p in figs]
     atomic_write_text(out / "fit.json", json.dumps(json_clean(summary), indent=1))
@@ -561,75 +575,11 @@ def json_clean(x):
     return x
 
 
-def _figure(s: dict, stem: Path) -> list:
-    import matplotlib.pyplot as plt
-
-    from mascot.analysis.figures import save_figure
-
-    names = s["moment_names"]
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, m in zip(axes, METRICS):
-        for j, t in enumerate(TOPOS):
-            i = names.index(f"{t}.{m}.mean")
-            o, e = s["target"][i], s["se"][i]
-            p, lo, hi = s["predicted"]["median"][i], s["predicted"]["lo"][i], s["predicted"]["hi"][i]
-            ax.errorbar([j - 0.1], [o], yerr=[[2 * e], [2 * e]], fmt="o", color="k",
-                        label="observed ± 2 se" if j == 0 else None)
-            ax.errorbar([j + 0.1], [p], yerr=[[p - lo], [hi - p]], fmt="s", color="#d62728",
-                        label="predicted (5-95%)" if j == 0 else None)
-            if f"{t}.{m}.mean" in s["excluded"]:
-                ax.annotate("not fitted", (j - 0.1, o), textcoords="offset points", xytext=(-8, 0), fontsize=8,
-                            ha="right")
-        ax.set_xticks(range(3), TOPOS)
-        ax.set_title(f"mean {m}")
-    fig.suptitle(f"Observed vs predicted: {s['source']}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
-    h, lab = axes[0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="lower center", ncol=2, fontsize=9, frameon=False)
-    figs = list(save_figure(fig, stem))
-    if s.get("profile_steps"):
-        figs += _profile_figure(s, stem.with_name("step_profile"))
-    return figs
-
-
-def _profile_figure(s: dict, stem: Path) -> list:
-    """Observed (± 2 se) vs predicted (median, 5-95%) step profile: one panel per quantity, blocks of steps on
-    the x axis, one colour per topology."""
-    import matplotlib.pyplot as plt
-
-    from mascot.analysis.figures import save_figure
-
-    names, tags = s["moment_names"], _block_tags(s["profile_steps"])
-    colours = {"chain": "#1f77b4", "mesh": "#2ca02c", "star": "#d62728"}
-    titles = {"log1p_err": "log(1 + |x*_t - x^_t|)", "log1p_D": "log(1 + D_t)", "log1p_gap": "log(1 + |x'_t - x_t|)"}
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
-    for ax, (q, title) in zip(axes, titles.items()):
-        for j, t in enumerate(TOPOS):
-            idx = [names.index(f"{t}.{q}.{g}.mean") for g in tags if f"{t}.{q}.{g}.mean" in names]
-            if not idx:
-                continue
-            x = np.arange(len(idx)) + (j - 1) * 0.08
-            o, e = np.array([s["target"][i] for i in idx], float), np.array([s["se"][i] for i in idx], float)
-            p = np.array([s["predicted"]["median"][i] for i in idx], float)
-            lo = np.array([s["predicted"]["lo"][i] for i in idx], float)
-            hi = np.array([s["predicted"]["hi"][i] for i in idx], float)
-            ax.errorbar(x - 0.02, o, yerr=2 * e, fmt="o", color=colours[t], label=f"{t} observed ± 2 se")
-            ax.errorbar(x + 0.02, p, yerr=[p - lo, hi - p], fmt="s--", mfc="none", color=colours[t], alpha=0.8,
-                        label=f"{t} predicted (5-95%)")
-        ax.set_xticks(range(len(tags)), [f"steps {g[1:]}" for g in tags])
-        ax.set_title(title, fontsize=10)
-    axes[0].set_ylabel("mean over trials")
-    fig.suptitle(f"Step profile, observed vs predicted: {s['source']}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.1, 1, 1))
-    h, lab = axes[0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="lower center", ncol=3, fontsize=8, frameon=False)
-    return save_figure(fig, stem)
-
-
-def _block_tags(steps: int) -> list:
-    from mascot.calibrate.trials import profile_names
-
-    return [n.split(".", 1)[1] for n in profile_names(steps) if n.startswith("log1p_err.")]
+def in_range(x, lo, hi) -> bool:
+    """``lo <= x <= hi`` up to rounding (a held-out share of 1/3 against a predicted range [1/3, 1/3] computed
+    another way is inside)."""
+    tol = 1e-9 * (1.0 + abs(lo) + abs(hi))
+    return bool(lo - tol <= x <= hi + tol)
 
 
 def fmt_num(x, nd=2):
@@ -655,7 +605,7 @@ def _report(s: dict) -> str:
              + (f", the s.d. moments' times {s['sd_weight']:g}" if s.get("sd_weight", 1.0) != 1.0 else "")
              + ")" + (f", started from `{s['init']}`" if s.get("init") else "")
              + (f"; besides Table 2's 18 moments, the run's step profile (steps in blocks "
-                f"{', '.join(b for b in _block_tags(s['profile_steps']))}: mean log1p of the error, of D_t and of "
+                f"{', '.join(b for b in block_tags(s['profile_steps']))}: mean log1p of the error, of D_t and of "
                 "the arms' gap per block, and the share of Parity misses)" if s.get("profile_steps") else "")
              + f"; wall time {fmt_num(s.get('wall_s', math.nan), 1)} s. "
              + ("No uncertainty (no bootstrap draws were asked for: `--n-boot 0`)." if s["n_boot"] < 2 else
@@ -675,7 +625,7 @@ def _report(s: dict) -> str:
     for i, nm in enumerate(names):
         o, e = s["target"][i], s["se"][i]
         p, lo, hi = s["predicted"]["median"][i], s["predicted"]["lo"][i], s["predicted"]["hi"][i]
-        inr = lo <= o <= hi
+        inr = in_range(o, lo, hi)
         lines.append(f"| {nm} | {fmt_num(o)} | {fmt_num(e)} | {fmt_num(p)} | [{fmt_num(lo)}, {fmt_num(hi)}] | {'yes' if inr else 'no'} | "
                      f"{'no' if nm in s['excluded'] else 'yes'} |")
     lines += ["", "## Orderings and tests (predictions, not targets)", "",
@@ -700,7 +650,13 @@ def _report(s: dict) -> str:
         rs_txt = ", ".join(f"{v:+.2f}: {c}/{len(rs)}" for v, c in zip(vals, cnt))
         lines.append(f"| {m} | {ordering(om)} | {ordering(pmn)} | {oh} | {fmt_num(np.nanmedian(H))} "
                      f"[{fmt_num(np.nanquantile(H, .05))}, {fmt_num(np.nanquantile(H, .95))}] | {np.nanmedian(P):.2g} | {ors} | {rs_txt} |")
-    if s["excluded"]:
+    if s["excluded"] and s["kind"] == "run":
+        lines += ["", f"Not fitted: {', '.join(s['excluded'])}. In a run's fit the raw E_ceg and F_ps means and "
+                  "s.d.s are replaced by those of log(1 + E_ceg) and log(1 + F_ps) (fitted, in the step profile): a "
+                  "raw mean or s.d. of heavy-tailed trials is in most samples far below its expectation (the rare "
+                  "extreme trials that make it up are missing), and fitting it biased the noise scale. The raw "
+                  "moments are still predicted above."]
+    elif s["excluded"]:
         lines += ["", f"Not fitted: {', '.join(s['excluded'])}. With D_t floored at {s['d_floor']:g}, R_cdr "
                   f"telescopes to log(D_T / D_1) / (T - 1) when every D_t is defined, so a trial's R_cdr is at least "
                   f"log({s['d_floor']:g} / D_1) / {s['steps'] - 1}: {fmt_num(r_cdr_bound(100.0, s['d_floor'], s['steps']))} "
@@ -710,7 +666,15 @@ def _report(s: dict) -> str:
                   "objective and their ordering is reported as a prediction."]
     if s["kind"] == "paper":
         lines += ["", "## Why the errors grow", "", _growth_note(s)]
-    lines += ["", "![observed vs predicted](observed_vs_predicted.png)", ""]
+    if s.get("abstained") is not None:
+        lines += ["", f"Abstentions in the run: {100 * s['abstained']:.1f}% of requests had every attempt malformed "
+                  f"(the simulator at the estimate: {100 * s['abstained_model']:.1f}% = parse_fail^(retries + 1)"
+                  + ("; `parse_fail` was not fitted: add it to `--fit` when these differ" if not s.get(
+                      "parse_fail_fitted") else "") + ")."]
+    lines += ["", "![observed vs predicted](observed_vs_predicted.png)"]
+    if s.get("profile_steps"):
+        lines += ["", "![step profile](step_profile.png)"]
+    lines += [""]
     return "\n".join(lines)
 
 

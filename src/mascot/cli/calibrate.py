@@ -102,6 +102,7 @@ def cmd_calibrate_trials(args) -> int:
 
     # one calibration per output directory at a time (a second one is refused, naming the first's pid)
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
+    _clear_outputs(out)
     kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
               sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments == "profile")
     if args.moments == "profile" and args.run_dir is None:
@@ -127,8 +128,26 @@ def cmd_calibrate_trials(args) -> int:
     return 0
 
 
+# what a trials calibration writes: removed (with stale temporaries) before a new one starts, so that an
+# interrupted rerun never leaves an earlier calibration's files beside the new one's
+_OUTPUTS = ("params.toml", "report.md", "fit.json", "observed_vs_predicted.png", "observed_vs_predicted.pdf",
+            "step_profile.png", "step_profile.pdf", "split_half.md", "split_half.json")
+
+
+def _clear_outputs(out: Path) -> None:
+    from mascot.io import remove_stale_temps
+
+    for d in (out, out / "fit"):
+        if d.is_dir() and not d.is_symlink():
+            remove_stale_temps(d)
+            for name in _OUTPUTS:
+                (d / name).unlink(missing_ok=True)
+
+
 def _out_ok(out) -> str | None:
     """Why ``--out`` cannot be an output directory (None: it can)."""
+    if not str(out).strip():
+        return "--out is empty; give a directory"
     p = Path(out)
     if p.exists() and not p.is_dir():
         return f"--out {out!r} exists and is not a directory"
@@ -178,7 +197,9 @@ def add_parsers(sub) -> None:
                         description=__doc__.split("\n\n")[2])
     t.add_argument("run_dir", nargs="?", help="a `mascot trials` run directory (with trials.parquet)")
     t.add_argument("--paper-table2", action="store_true", help="fit to the SR paper's Table 2 instead")
-    t.add_argument("--steps", type=int, default=None, help="optimiser iterations (default 450; --quick 60)")
+    t.add_argument("--steps", type=int, default=None,
+                   help="ES iterations (default 450; --quick 60); up to 6 Levenberg-Marquardt steps on 4,000 "
+                        "simulated trials follow (2 on a few hundred with --quick)")
     t.add_argument("--n-sim", type=int, default=None,
                    help="simulated trials per topology per evaluation (default max(200, observed trials))")
     t.add_argument("--sd-weight", type=float, default=1.0,

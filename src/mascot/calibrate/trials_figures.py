@@ -1,0 +1,79 @@
+"""Figures of a state-tracking calibration (:func:`mascot.calibrate.trials_fit.calibrate_trials`): observed vs
+predicted Table 2 means, and a run's step profile."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from mascot.calibrate.trials import METRICS, TOPOS, block_tags
+
+__all__ = ["figures"]
+
+
+def figures(s: dict, stem: Path) -> list:
+    """Observed vs predicted means (``stem``.png/.pdf) and, for a run's fit, the step profile beside it."""
+    import matplotlib.pyplot as plt
+
+    from mascot.analysis.figures import save_figure
+
+    names = s["moment_names"]
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, m in zip(axes, METRICS):
+        for j, t in enumerate(TOPOS):
+            i = names.index(f"{t}.{m}.mean")
+            o, e = s["target"][i], s["se"][i]
+            p, lo, hi = s["predicted"]["median"][i], s["predicted"]["lo"][i], s["predicted"]["hi"][i]
+            ax.errorbar([j - 0.1], [o], yerr=[[2 * e], [2 * e]], fmt="o", color="k",
+                        label="observed ± 2 se" if j == 0 else None)
+            ax.errorbar([j + 0.1], [p], yerr=[[p - lo], [hi - p]], fmt="s", color="#d62728",
+                        label="predicted (5-95%)" if j == 0 else None)
+            if f"{t}.{m}.mean" in s["excluded"]:
+                ax.annotate("raw: not fitted\n(its log form is)" if s["kind"] == "run" else "not fitted",
+                            (j - 0.1, o + 2 * e), textcoords="offset points", xytext=(0, 4), fontsize=7,
+                            ha="center", va="bottom")
+        ax.set_xticks(range(3), TOPOS)
+        ax.set_title(f"mean {m}")
+    fig.suptitle(f"Observed vs predicted: {s['source']}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    h, lab = axes[0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    figs = list(save_figure(fig, stem))
+    if s.get("profile_steps"):
+        figs += _profile_figure(s, stem.with_name("step_profile"))
+    return figs
+
+
+def _profile_figure(s: dict, stem: Path) -> list:
+    """Observed (± 2 se) vs predicted (median, 5-95%) step profile: one panel per quantity, blocks of steps on
+    the x axis, one colour per topology."""
+    import matplotlib.pyplot as plt
+
+    from mascot.analysis.figures import save_figure
+
+    names, tags = s["moment_names"], block_tags(s["profile_steps"])
+    colours = {"chain": "#1f77b4", "mesh": "#2ca02c", "star": "#d62728"}
+    titles = {"log1p_err": "log(1 + |x*_t - x^_t|)", "log1p_D": "log(1 + D_t)", "log1p_gap": "log(1 + |x'_t - x_t|)"}
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4))
+    for ax, (q, title) in zip(axes, titles.items()):
+        for j, t in enumerate(TOPOS):
+            idx = [names.index(f"{t}.{q}.{g}.mean") for g in tags if f"{t}.{q}.{g}.mean" in names]
+            if not idx:
+                continue
+            x = np.arange(len(idx)) + (j - 1) * 0.08
+            o, e = np.array([s["target"][i] for i in idx], float), np.array([s["se"][i] for i in idx], float)
+            p = np.array([s["predicted"]["median"][i] for i in idx], float)
+            lo = np.array([s["predicted"]["lo"][i] for i in idx], float)
+            hi = np.array([s["predicted"]["hi"][i] for i in idx], float)
+            ax.errorbar(x - 0.02, o, yerr=2 * e, fmt="o", color=colours[t], label=f"{t} observed ± 2 se")
+            ax.errorbar(x + 0.02, p, yerr=[p - lo, hi - p], fmt="s--", mfc="none", color=colours[t], alpha=0.8,
+                        label=f"{t} predicted (5-95%)")
+        ax.set_xticks(range(len(tags)), [("steps " if "-" in g else "step ") + g[1:] for g in tags])
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("mean over trials")
+    fig.suptitle(f"Step profile, observed vs predicted: {s['source']}", fontsize=10)
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
+    h, lab = axes[0].get_legend_handles_labels()
+    fig.legend(h, lab, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    return save_figure(fig, stem)
