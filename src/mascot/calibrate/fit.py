@@ -316,6 +316,11 @@ def _inv_np(p: Param, u: float) -> float:
     return u
 
 
+def _in_u(moments_at, params):
+    """``moments_at`` as a function of the unconstrained vector ``u`` (numpy float64 in and out)."""
+    return lambda u: np.asarray(moments_at({p.name: _inv_np(p, u[i]) for i, p in enumerate(params)}), np.float64)
+
+
 def _jacobian(at, u0, h):
     cols = []
     for j in range(len(u0)):
@@ -338,8 +343,7 @@ def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, tar
     target = np.asarray(target, np.float64)
     w = np.asarray(weights, np.float64)
 
-    def at(u):
-        return np.asarray(moments_at({p.name: _inv_np(p, u[i]) for i, p in enumerate(params)}), np.float64)
+    at = _in_u(moments_at, params)
 
     def loss(m):
         r = np.where(np.isfinite(m - target), m - target, 0.0)
@@ -396,8 +400,7 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
         raise ValueError(f"h must be > 0; got {h}")
     u0 = to_unconstrained(params, estimate)
 
-    def at(u):
-        return np.asarray(moments_at({p.name: _inv_np(p, u[i]) for i, p in enumerate(params)}), np.float64)
+    at = _in_u(moments_at, params)
 
     G = _jacobian(at, u0, h)
     A = G.T @ (w[:, None] * G)

@@ -105,8 +105,6 @@ def cmd_calibrate_trials(args) -> int:
     _clear_outputs(out)
     kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
               sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments == "profile")
-    if args.moments == "profile" and args.run_dir is None:
-        kw.pop("profile")
     if args.split_half:
         from mascot.calibrate.trials_checks import split_half
 
