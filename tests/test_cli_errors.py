@@ -128,10 +128,27 @@ def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outp
     shutil.copy(run / "trials.parquet", bare / "trials.parquet")
     r = mascot("calibrate", "trials", bare, "--out", tmp_path / "c")
     assert r.returncode == 2 and "no run.json" in r.stderr and not (tmp_path / "c").exists()
-    for text in ('{"config": ', "[1, 2]"):
+    import json
+
+    good = json.loads((run / "run.json").read_text())
+    bad_cfg = [{"epsilon": float("nan")}, {"epsilon": "abc"}, {"leaves": 0}, {"retries": -1}, {"d_floor": "x"},
+               {"initial_state": [1]}, {"initial_state": [50, "Z", 3]}, {"initial_state": None}]
+    texts = ['{"config": ', "[1, 2]", "{}", '{"config": {}}'] + [
+        json.dumps({**good, "config": {**good["config"], **c}}) for c in bad_cfg]
+    judge = json.loads(json.dumps(good))
+    judge["identity"]["backend"].setdefault("options", {})["judge"] = "bogus"
+    texts.append(json.dumps(judge))
+    keep = tmp_path / "keep"  # an earlier calibration's files survive a refused one
+    keep.mkdir()
+    (keep / "report.md").write_text("old")
+    for text in texts:
         (bare / "run.json").write_text(text)
-        r = mascot("calibrate", "trials", bare, "--out", tmp_path / "c")
-        assert r.returncode == 2 and "run.json" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        r = mascot("calibrate", "trials", bare, "--out", keep)
+        assert r.returncode == 2 and "run.json" in r.stderr and "Traceback" not in r.stderr, (text, r.stderr)
+        assert (keep / "report.md").read_text() == "old" and not (keep / ".calibrate.lock").exists()
+    for inside in (run, run / "cal"):
+        r = mascot("calibrate", "trials", run, "--out", inside)
+        assert r.returncode == 2 and "inside it" in r.stderr and not (run / "cal").exists()
     out = tmp_path / "cal"
     out.mkdir()
     for stale in ("step_profile.png", "split_half.md", "params.toml", ".report.md.abcd1234.tmp"):

@@ -211,9 +211,12 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
         run = json.loads(rj.read_text())
     except (OSError, ValueError) as e:
         raise ValueError(f"{str(rj)!r} is not readable JSON ({e})") from None
-    if not isinstance(run, dict) or not isinstance(run.get("config", {}), dict):
+    if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
         raise ValueError(f"{str(rj)!r} is not a `mascot trials` run record (expected a JSON object with a 'config')")
-    cfg_d = run.get("config", {})
+    cfg_d = run["config"]
+    lacking = [k for k in ("epsilon", "initial_state", "retries", "leaves", "mesh_agents") if k not in cfg_d]
+    if lacking:
+        raise ValueError(f"{str(rj)!r}: config lacks {', '.join(lacking)}; the simulator would have to assume them")
     d_of = (lambda x: x if isinstance(x, dict) else {})
     backend = d_of(run.get("backend")).get("identity", d_of(run.get("identity")).get("backend", {})) or {}
     if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
@@ -227,7 +230,9 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     missing = [t for t in TOPOS if t not in set(df.topology)]
     if missing:
         raise ValueError(f"{str(pq)!r} lacks topologies {', '.join(missing)}; calibration needs chain, star and mesh")
-    floor = float(cfg_d.get("d_floor", 1e-6))
+    floor = _num(rj, cfg_d, "d_floor", 1e-6)
+    if floor <= 0:
+        raise ValueError(f"{str(rj)!r}: config.d_floor must be > 0; got {floor!r}")
     met = trial_metrics(df, floor)
     per = {t: {m: met.loc[met.topology == t, m].to_numpy(float) for m in METRICS} for t in TOPOS}
     prof = step_profile(df)
@@ -238,12 +243,36 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     abst = float(sub.n_abstained.sum()) / n_req if n_req > 0 and "n_abstained" in sub else None
     ist = cfg_d.get("initial_state", [50.0, "A", 3])
     cfg = SimConfig(n_trials=int(min(len(per[t]["E_ceg"]) for t in TOPOS)), steps=int(df.step.max()),
-                    epsilon=float(cfg_d.get("epsilon", 15.0)), leaves=int(cfg_d.get("leaves", 4)),
-                    mesh_agents=int(cfg_d.get("mesh_agents", 4)), retries=int(cfg_d.get("retries", 2)),
-                    initial_state=(float(ist[0]), str(ist[1]), int(ist[2])),
+                    epsilon=_num(rj, cfg_d, "epsilon", 15.0), leaves=int(_num(rj, cfg_d, "leaves", 4, 1, True)),
+                    mesh_agents=int(_num(rj, cfg_d, "mesh_agents", 4, 2, True)),
+                    retries=int(_num(rj, cfg_d, "retries", 2, 0, True)),
+                    initial_state=_initial_state(rj, ist),
                     judge=str(backend.get("judge", "mean")) if isinstance(backend, dict) else "mean",
                     d_floor=floor)
+    if cfg.judge not in ("mean", "median", "vote"):
+        raise ValueError(f"{str(rj)!r}: judge must be one of mean, median, vote; got {cfg.judge!r}")
     return per, cfg, {"source": str(d), "kind": "run", "backend": backend, "abstained": abst}
+
+
+def _num(rj, cfg_d: dict, key: str, default, lo=None, integer=False) -> float:
+    """``cfg_d[key]`` as a finite number (an integer >= ``lo`` when ``integer``); ``ValueError`` naming the file
+    and the key otherwise."""
+    v = cfg_d.get(key, default)
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if ok and integer:
+        ok = float(v).is_integer() and (lo is None or v >= lo)
+    if not ok:
+        want = f"an integer >= {lo}" if integer else "a finite number"
+        raise ValueError(f"{str(rj)!r}: config.{key} must be {want}; got {v!r}")
+    return float(v)
+
+
+def _initial_state(rj, ist) -> tuple:
+    if not (isinstance(ist, (list, tuple)) and len(ist) == 3 and ist[1] in ("A", "B")
+            and isinstance(ist[0], (int, float)) and not isinstance(ist[0], bool) and math.isfinite(ist[0])
+            and isinstance(ist[2], int) and not isinstance(ist[2], bool) and 1 <= ist[2] <= 9):
+        raise ValueError(f"{str(rj)!r}: config.initial_state must be [Value, 'A' or 'B', Level 1-9]; got {ist!r}")
+    return float(ist[0]), str(ist[1]), int(ist[2])
 
 
 def observed_from_paper():

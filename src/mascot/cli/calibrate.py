@@ -91,6 +91,10 @@ def cmd_calibrate_trials(args) -> int:
                          f"s.d.s need at least 2 trials per topology{', in each half' if args.split_half else ''}")
         source = args.run_dir
     out = Path(args.out)
+    if source is not None:
+        rd, o = Path(source).resolve(), out.resolve()
+        if o == rd or rd in o.parents:
+            return _fail(f"--out {args.out!r} is the run directory or inside it; give a directory of its own")
     try:  # an unusable --out is found now, not after the fit
         out.mkdir(parents=True, exist_ok=True)
         probe = out / f".mascot-write-test-{__import__('os').getpid()}"
