@@ -136,3 +136,32 @@ def test_gauss_newton_finds_a_nonlinear_least_squares_optimum():
     assert r.loss < 1e-12 and np.all(np.diff(r.history) <= 0)
     r0 = gauss_newton(f, params, {"a": 1.5, "b": -0.4}, target, np.ones(4), iters=3, h=1e-4)
     assert r0.params == pytest.approx({"a": 1.5, "b": -0.4}, abs=1e-9)
+
+
+def test_coordinates_set_the_linearization_and_the_polish():
+    """Moments linear in log(theta), m = B log(theta): in log coordinates (a ``Coords``) the Jacobian is B, the
+    draws are exactly exp(log theta^ + M (d_b - s_b)) with M = (B'WB)^-1 B'W (numpy float64), and one
+    Levenberg-Marquardt run lands on the zero-residual optimum; a step per coordinate is accepted."""
+    from mascot.calibrate.fit import Coords, box_coords, gauss_newton, linearized_bootstrap
+
+    rng = np.random.default_rng(1)
+    B, w = rng.normal(size=(6, 2)), rng.uniform(0.5, 2.0, 6)
+    params = [Param("a", 1e-3, 10.0, 1.0), Param("b", 1e-3, 10.0, 1.0)]
+    logc = Coords(lambda v: np.log([v["a"], v["b"]]), lambda u: {"a": float(np.exp(u[0])), "b": float(np.exp(u[1]))})
+
+    def f(th):
+        return B @ np.log([th["a"], th["b"]])
+
+    d, s = 0.1 * rng.normal(size=(300, 6)), 0.05 * rng.normal(size=(300, 6))
+    lb = linearized_bootstrap(f, params, {"a": 2.0, "b": 0.5}, d, s, w, h=np.array([0.3, 0.1]), coords=logc)
+    np.testing.assert_allclose(lb.jacobian, B, rtol=1e-9)
+    M = np.linalg.solve(B.T @ (w[:, None] * B), B.T * w)
+    np.testing.assert_allclose(lb.draws, np.exp(np.log([2.0, 0.5]) + (d - s) @ M.T), rtol=1e-9)
+    # the default is the box transform: its Jacobian is B times d log(theta) / d u, not B
+    box = linearized_bootstrap(f, params, {"a": 2.0, "b": 0.5}, d, s, w, h=1e-5)
+    u0 = box_coords(params).fwd({"a": 2.0, "b": 0.5})
+    dlog = [(10.0 - 1e-3) * math.exp(-u) / (1 + math.exp(-u)) ** 2 / x for u, x in zip(u0, (2.0, 0.5))]
+    np.testing.assert_allclose(box.jacobian, B * np.array(dlog), rtol=1e-6)
+    target = f({"a": 3.0, "b": 0.2})
+    r = gauss_newton(f, params, {"a": 2.0, "b": 0.5}, target, np.ones(6), iters=10, h=0.3, coords=logc)
+    assert r.params == pytest.approx({"a": 3.0, "b": 0.2}, rel=1e-9) and r.loss < 1e-20

@@ -101,7 +101,8 @@ def test_simulator_matches_the_harness(tmp_path):
     from mascot.calibrate.trials import SimConfig, simulate_numpy
 
     bad = []
-    for name, kw in (("v1", {}), ("ext", EXT), ("stale", STALE)):
+    # "abst": 0.6^3 = 21.6% of requests abstain (a small model's malformed replies)
+    for name, kw in (("v1", {}), ("ext", EXT), ("stale", STALE), ("abst", {**STALE, "parse_fail": 0.6})):
         b = SurrogateBackend(seed=3, **kw)
         _, h = _run(tmp_path, b, 80, 11, name)
         s = simulate_numpy(b.params(), seed=1, cfg=SimConfig(n_trials=400), profile=True)
@@ -163,7 +164,7 @@ def test_split_half_holds_out_the_other_half(tmp_path):
     checked against numpy on the analysis code's per-trial metrics of exactly those trials."""
     from mascot.calibrate.trials_checks import split_half
 
-    run, per = _run(tmp_path, SurrogateBackend(seed=4, **TRUTH), 20, 9, "run")
+    run, per = _run(tmp_path, SurrogateBackend(seed=4, **{**TRUTH, "parse_fail": 0.5}), 20, 9, "run")  # 12.5% abstain
     r = split_half(run, tmp_path / "split", seed=1, n_boot=0, quick=True, steps=3, n_pred=3)
     a, b = (np.array(h) for h in r["halves"])
     assert len(a) == len(b) == 10 and not set(a) & set(b) and set(a) | set(b) == set(range(20))
@@ -175,7 +176,16 @@ def test_split_half_holds_out_the_other_half(tmp_path):
             assert got[f"{t}.{m}.sd"] == pytest.approx(float(np.std(x, ddof=1)), rel=1e-12)
         for k in ("log1p_err.s1", "log1p_gap.s8-12", "parity_miss"):
             assert got[f"{t}.{k}.mean"] == pytest.approx(float(np.mean(per[t][k][b])), rel=1e-12)
-    assert r["n_moments"] == 18 + (11 + 3) + (15 + 3) + (15 + 3) and r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
+    # the abstention share, from the parquet's counts and the requests per step the config implies (1 chain
+    # agent; 4 leaves + the judge; 4 mesh agents + 4 revisers), unperturbed arm, steps 1-12, held-out trials
+    import pandas as pd
+
+    df = pd.read_parquet(run / "trials.parquet")
+    df = df[(df.step > 0) & ~df.perturbed & df.trial.isin(b)]
+    for t, n_req in (("chain", 1), ("star", 5), ("mesh", 8)):
+        want = (df[df.topology == t].groupby("trial").n_abstained.sum() / (12 * n_req)).mean()
+        assert got[f"{t}.abstained.mean"] == pytest.approx(float(want), rel=1e-12, abs=1e-15)
+    assert r["n_moments"] == 18 + (12 + 3) + (16 + 3) + (16 + 3) and r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
     assert (tmp_path / "split" / "split_half.md").is_file() and (tmp_path / "split" / "fit" / "params.toml").is_file()
 
 
@@ -194,3 +204,45 @@ def test_init_file_supplies_the_unfitted_parameters_and_the_run_judge_is_read(tm
     assert (got.sigma, got.bias, got.judge) == (33.0, -7.0, "median") and set(s["estimates"]) == {"parse_fail"}
     names = sorted(p.name for p in out.iterdir())
     assert (out / "params.toml").stat().st_mtime_ns >= max((out / n).stat().st_mtime_ns for n in names)
+
+
+def test_natural_coordinates_make_the_noise_scale_symmetry_a_straight_line():
+    """A role's Value noise is c * (bias + sigma * blunder * z): sigma, bias -> e^t sigma, e^t bias with every
+    role's scale c -> e^-t c leaves every simulated trial unchanged (with the slips, c * parity_slip and
+    c * level_slip, at 0: they are what breaks the symmetry in a fit, with the roles whose c is fixed). In ``natural_coords`` that orbit is one
+    fixed direction of u (a straight line: the linearization and the polish can follow it); the straight line
+    with the orbit's tangent in the box coordinates leaves it (the trials change)."""
+    import jax
+
+    from mascot.calibrate.fit import Param, box_coords
+    from mascot.calibrate.trials import SimConfig, flat_params, natural_coords, nest_params, simulate_trials
+    from mascot.kernels.precision import float64
+
+    base = flat_params(nest_params({"sigma": 20.0, "bias": -30.0, "p_blunder": 0.2, "parity_slip": 0.0, "level_slip": 0.0}))
+    scales = ("chain.sigma_scale", "star_leaf.sigma_scale", "mesh_agent.sigma_scale", "star_judge.noise",
+              "mesh_reviser.noise")
+    params = [Param("sigma", 1.0, 600.0, 20.0), Param("bias", -400.0, 400.0, -30.0),
+              Param("p_blunder", 0.0, 0.5, 0.2)] + [Param(k, 0.01, 5.0, 0.5) for k in scales]
+    v0 = {p.name: base[p.name] for p in params}
+    nat, box = natural_coords(params, base), box_coords(params)
+    np.testing.assert_allclose([nat.inv(nat.fwd(v0))[k] for k in v0], list(v0.values()), rtol=1e-12)
+    cfg = SimConfig(n_trials=60)
+    sim = jax.jit(lambda th, k: simulate_trials(th, k, cfg))
+
+    def trials(v):
+        with float64():
+            out = sim({**base, **v}, jax.random.PRNGKey(5))
+            return np.concatenate([np.asarray(out[t]).ravel() for t in sorted(out)])
+
+    ref = trials(v0)
+    direction = np.array([1.0, 0.0, 0.0] + [-1.0] * len(scales))  # log sigma +t, bias / sigma fixed, log c -t
+    t = 0.4
+    moved = nat.inv(nat.fwd(v0) + t * direction)
+    assert moved["sigma"] == pytest.approx(20.0 * math.exp(t)) and moved["bias"] == pytest.approx(-30.0 * math.exp(t))
+    np.testing.assert_allclose(trials(moved), ref, rtol=1e-9, atol=1e-9)
+    # the box coordinates: the orbit's tangent at u0 (finite difference), followed in a straight line
+    eps = 1e-6
+    tangent = (box.fwd(nat.inv(nat.fwd(v0) + eps * direction)) - box.fwd(v0)) / eps
+    straight = box.inv(box.fwd(v0) + t * tangent)
+    off = np.abs(trials(straight) - ref)
+    assert np.nanmax(off) > 1.0, np.nanmax(off)

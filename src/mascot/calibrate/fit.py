@@ -16,9 +16,12 @@ Public API (stable; the calibration modules of both protocols build on it)::
     fit_smm(simulate, params, target, *, weights=None, steps=300, lr=0.05, grad="es", es_sigma=0.1,
             es_pairs=16, seed=0, tol=None, progress=None) -> FitResult
     bootstrap(refit, n, seed=0) -> (np.ndarray of shape (n, n_params), list of parameter names)
-    gauss_newton(moments_at, params, start, target, weights, *, iters=6, h=0.25) -> FitResult
-    linearized_bootstrap(moments_at, params, estimate, data_dev, sim_dev, weights, *, h=0.25, rcond=1e-9, seed=0)
-        -> LinearizedBootstrap(draws, jacobian, names)
+    gauss_newton(moments_at, params, start, target, weights, *, iters=6, h=0.25, coords=None) -> FitResult
+    linearized_bootstrap(moments_at, params, estimate, data_dev, sim_dev, weights, *, h=0.25, rcond=1e-9, seed=0,
+                         coords=None) -> LinearizedBootstrap(draws, jacobian, names)
+    class Coords(NamedTuple):    # local coordinates for the polish and the bootstrap (default: the box transforms)
+        fwd: Callable[[dict], np.ndarray]; inv: Callable[[np.ndarray], dict]
+    box_coords(params) -> Coords
     to_unconstrained(params, values) / to_constrained(params, u)   # the box transforms, exposed for tests
 
 The objective (SMM with a diagonal weight matrix) is
@@ -62,6 +65,14 @@ noise). Its spread is the SMM sandwich covariance ``A^-1 G'W (S_d + S_s) W G A^-
 the moments hardly move get a large spread instead of the near-zero one a warm-started refit shows, and
 directions no moment moves at all (curvature below ``rcond`` of the largest) spread over the whole box. Draws
 are mapped back through the box transforms, so they stay inside every box.
+
+Coordinates: both work in a vector ``u`` and take it from ``coords`` (:class:`Coords`; default
+:func:`box_coords`, the transforms above). A linearization is only as good as its coordinates: where the
+model has a near-symmetry (a scale that moves between two parameters, ``c * sigma`` fixed), the valley of the
+objective is straight in log coordinates and curved in box (logit) coordinates, and one Gauss-Newton step
+along a curved valley leaves it at once, so the sandwich sees a steep objective and under-covers. A caller
+that knows its model's structure passes coordinates in which its valleys are straight (``inv`` must return
+values inside every box).
 """
 
 from __future__ import annotations
@@ -74,8 +85,8 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
-__all__ = ["Param", "FitResult", "LinearizedBootstrap", "fit_smm", "bootstrap", "gauss_newton", "linearized_bootstrap",
-           "to_unconstrained", "to_constrained"]
+__all__ = ["Param", "FitResult", "Coords", "LinearizedBootstrap", "box_coords", "fit_smm", "bootstrap", "gauss_newton",
+           "linearized_bootstrap", "to_unconstrained", "to_constrained"]
 
 
 @dataclass(frozen=True)
@@ -142,6 +153,22 @@ def _inv(p: Param, u):
     if k == "upper":
         return p.hi - jnp.exp(u)
     return u
+
+
+class Coords(NamedTuple):
+    """Local coordinates of a parameter dict for :func:`gauss_newton` and :func:`linearized_bootstrap`:
+    ``fwd(values: dict) -> u`` (numpy float64, one entry per fitted parameter) and ``inv(u) -> dict``
+    (constrained values, inside every box); ``inv(fwd(v)) == v`` inside the boxes."""
+
+    fwd: Callable
+    inv: Callable
+
+
+def box_coords(params: Sequence[Param]) -> Coords:
+    """The box transforms (module docstring) as :class:`Coords`."""
+    params = tuple(params)
+    return Coords(lambda values: to_unconstrained(params, values),
+                  lambda u: {p.name: _inv_np(p, u[i]) for i, p in enumerate(params)})
 
 
 def to_unconstrained(params: Sequence[Param], values: dict[str, float] | None = None) -> np.ndarray:
@@ -316,40 +343,44 @@ def _inv_np(p: Param, u: float) -> float:
     return u
 
 
-def _in_u(moments_at, params):
-    """``moments_at`` as a function of the unconstrained vector ``u`` (numpy float64 in and out)."""
-    return lambda u: np.asarray(moments_at({p.name: _inv_np(p, u[i]) for i, p in enumerate(params)}), np.float64)
+def _in_u(moments_at, coords: Coords):
+    """``moments_at`` as a function of the coordinate vector ``u`` (numpy float64 in and out)."""
+    return lambda u: np.asarray(moments_at(coords.inv(u)), np.float64)
 
 
 def _jacobian(at, u0, h):
+    """Central differences, step ``h`` (a scalar, or one per coordinate)."""
+    hv = np.broadcast_to(np.asarray(h, np.float64), u0.shape)
     cols = []
     for j in range(len(u0)):
         e = np.zeros(len(u0))
-        e[j] = h
-        cols.append((at(u0 + e) - at(u0 - e)) / (2 * h))
+        e[j] = hv[j]
+        cols.append((at(u0 + e) - at(u0 - e)) / (2 * hv[j]))
     G = np.stack(cols, 1)
     return np.where(np.isfinite(G), G, 0.0)
 
 
 def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, target, weights, *, iters: int = 6,
-                 h: float = 0.25, max_step: float = 2.0) -> FitResult:
+                 h: float = 0.25, max_step: float = 2.0, coords: Coords | None = None) -> FitResult:
     """Levenberg-Marquardt polish of ``start`` on ``sum_j w_j (moments_at(theta)_j - target_j)^2`` (module
     docstring). ``moments_at(theta) -> moments`` (numpy; a fixed key); NaN targets or moments count 0. Each
     iteration: ``G`` by central differences (step ``h`` in ``u``), then damped steps (each coordinate clipped to
     ``max_step``) until one lowers the objective; it stops after ``iters`` iterations, when no damping helps,
-    or when an iteration gains less than 0.1 %. Returns the best point (the start if nothing helped)."""
+    or when an iteration gains less than 0.1 %. ``coords``: the coordinates of ``u`` (default
+    :func:`box_coords`). Returns the best point (the start if nothing helped)."""
     t0 = time.perf_counter()
     params = tuple(params)
     target = np.asarray(target, np.float64)
     w = np.asarray(weights, np.float64)
 
-    at = _in_u(moments_at, params)
+    coords = coords or box_coords(params)
+    at = _in_u(moments_at, coords)
 
     def loss(m):
         r = np.where(np.isfinite(m - target), m - target, 0.0)
         return float((w * r * r).sum())
 
-    u = to_unconstrained(params, start)
+    u = np.asarray(coords.fwd(start), np.float64)
     m = at(u)
     best = loss(m)
     hist, mu = [best], 1e-3
@@ -370,7 +401,7 @@ def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, tar
         hist.append(best)
         if not moved or gain < 1e-3:
             break
-    est = {p.name: _inv_np(p, u[i]) for i, p in enumerate(params)}
+    est = {p.name: float(coords.inv(u)[p.name]) for p in params}
     return FitResult(est, best, np.asarray(hist), len(hist) - 1, time.perf_counter() - t0)
 
 
@@ -383,24 +414,26 @@ class LinearizedBootstrap(NamedTuple):
 
 
 def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate: dict, data_dev, sim_dev,
-                         weights, *, h: float = 0.25, rcond: float = 1e-9, seed: int = 0) -> LinearizedBootstrap:
+                         weights, *, h: float = 0.25, rcond: float = 1e-9, seed: int = 0,
+                         coords: Coords | None = None) -> LinearizedBootstrap:
     """Bootstrap draws of the estimate through the objective's local linearization (module docstring).
 
     ``moments_at(theta) -> moment vector`` (numpy, fixed simulation key); ``data_dev`` (n, m): resampled
     data moments minus the observed ones; ``sim_dev`` (n, m): simulated moments at the estimate under fresh
     keys minus their mean (zeros for none); ``weights`` (m,); ``h``: the central-difference step in ``u``.
     Directions of ``u`` whose curvature ``G'WG`` is below ``rcond`` times the largest are not identified: their
-    draws spread over the whole box (``seed`` draws that spread)."""
+    draws spread over the whole box (``seed`` draws that spread). ``coords``: the coordinates of ``u`` (default
+    :func:`box_coords`); the draws are ``coords.inv`` of ``u^ + du``."""
     params = tuple(params)
     data_dev, sim_dev = np.asarray(data_dev, np.float64), np.asarray(sim_dev, np.float64)
     w = np.asarray(weights, np.float64)
     if data_dev.ndim != 2 or data_dev.shape != sim_dev.shape or data_dev.shape[1] != w.size:
         raise ValueError(f"data_dev and sim_dev must both be (n, {w.size}); got {data_dev.shape}, {sim_dev.shape}")
-    if not h > 0:
+    if not np.all(np.asarray(h, np.float64) > 0):
         raise ValueError(f"h must be > 0; got {h}")
-    u0 = to_unconstrained(params, estimate)
-
-    at = _in_u(moments_at, params)
+    coords = coords or box_coords(params)
+    u0 = np.asarray(coords.fwd(estimate), np.float64)
+    at = _in_u(moments_at, coords)
 
     G = _jacobian(at, u0, h)
     A = G.T @ (w[:, None] * G)
@@ -413,5 +446,6 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     du = dev @ M.T
     if flat.any():
         du = du + (1e3 * np.random.default_rng(seed).standard_normal((len(du), int(flat.sum())))) @ V[:, flat].T
-    draws = np.array([[_inv_np(p, u0[i] + d[i]) for i, p in enumerate(params)] for d in du])
-    return LinearizedBootstrap(draws, G, [p.name for p in params])
+    names = [p.name for p in params]
+    draws = np.array([[v[k] for k in names] for v in (coords.inv(u0 + d) for d in du)], np.float64)
+    return LinearizedBootstrap(draws, G, names)

@@ -41,7 +41,7 @@ import numpy as np
 
 __all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "profile_names", "simulate_metrics",
            "simulate_numpy", "simulate_trials", "step_blocks", "true_trajectories", "block_mean", "block_tags",
-           "METRICS", "TOPOS"]
+           "METRICS", "TOPOS", "natural_coords"]
 
 TOPOS = ("chain", "mesh", "star")  # Table 2's order
 METRICS = ("E_ceg", "R_cdr", "F_ps")
@@ -286,17 +286,21 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
         anyr = okr.any(-1)
         nmv, nmp, nml = (jnp.where(anyr, x, y) for x, y in ((wv, mv), (wp, mp), (wl, ml)))
         dmesh = _pairwise(rv, okr)
-        out = (ncv, nsv, nmv, dchain, dstar, dmesh, ncp, nsp, nmp)
+        # abstentions, unperturbed arm: the share of each topology's requests this step
+        ab = ((~okc[0]).astype(f64), ((~okl[0]).sum(-1) + (~okj[0])).astype(f64) / (L + 1),
+              ((~oka[0]).sum(-1) + (~okr[0]).sum(-1)).astype(f64) / (2 * M))
+        out = (ncv, nsv, nmv, dchain, dstar, dmesh, ncp, nsp, nmp, ab)
         return ((ncv, ncp, ncl), (nsv, nsp, nsl), (nmv, nmp, nml)), out
 
     tv_t = jnp.asarray(tv_all.T[1:], f64)  # (T, 2)
     tv_t = jnp.broadcast_to(tv_t[:, :, None], (T, 2, n))
     s0 = (jnp.broadcast_to(init_v[:, None], (2, n)), jnp.full((2, n), p0i, jnp.int32), jnp.full((2, n), int(l0), jnp.int32))
     keys = jax.random.split(key, T)
-    _, (vc, vs, vm, dc, ds, dm, pc, ps, pm) = lax.scan(step, (s0, s0, s0), (keys, jnp.arange(T)))
+    _, (vc, vs, vm, dc, ds, dm, pc, ps, pm, ab) = lax.scan(step, (s0, s0, s0), (keys, jnp.arange(T)))
     res = {}
     tp_t = jnp.asarray(tp_all[0, 1:])[:, None]  # (T, 1) true Parity, unperturbed arm
-    for name, vals, d, par in (("chain", vc, dc, pc), ("star", vs, ds, ps), ("mesh", vm, dm, pm)):
+    for name, vals, d, par, abst in (("chain", vc, dc, pc, ab[0]), ("star", vs, ds, ps, ab[1]),
+                                     ("mesh", vm, dm, pm, ab[2])):
         e = jnp.abs(tv_t[:, 0] - vals[:, 0]).sum(0)  # (n,)
         f = jnp.abs(vals[-1, 1] - vals[-1, 0])
         dd = d[:, 0]  # (T, n) unperturbed arm
@@ -313,7 +317,7 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
             for x in (err, dd, gap):
                 rows += [block_mean(jnp.log1p(x[b]), jnp) for b in step_blocks(T)]
             rows.append((par[:, 0] != tp_t).astype(f64).mean(0))  # float64 shares (float32 1/3 != 1/3)
-            rows += [jnp.log1p(e), jnp.log1p(f)]
+            rows += [jnp.log1p(e), jnp.log1p(f), abst.mean(0)]
         res[name] = jnp.stack(rows)
     return res
 
@@ -331,11 +335,12 @@ def step_blocks(steps: int) -> list:
 def profile_names(steps: int) -> list:
     """Names of :func:`simulate_trials`'s ``profile`` rows: the per-trial mean of ``log1p`` of the error
     ``|x*_t - x^_t|``, of ``D_t`` and of the arms' gap ``|x'_t - x_t|`` over each block of steps, and the share
-    of steps whose Parity differs from the rule's (unperturbed arm), and ``log1p`` of E_ceg and of F_ps (their
-    robust forms: the raw metrics' means and s.d.s are dominated by rare extreme trials)."""
+    of steps whose Parity differs from the rule's (unperturbed arm), ``log1p`` of E_ceg and of F_ps (their
+    robust forms: the raw metrics' means and s.d.s are dominated by rare extreme trials), and the share of the
+    unperturbed arm's requests that abstained (every attempt malformed)."""
     tags = [f"s{b[0] + 1}-{b[-1] + 1}" if len(b) > 1 else f"s{b[0] + 1}" for b in step_blocks(steps)]
     return [f"{q}.{g}" for q in ("log1p_err", "log1p_D", "log1p_gap") for g in tags] + [
-        "parity_miss", "log1p_E_ceg", "log1p_F_ps"]
+        "parity_miss", "log1p_E_ceg", "log1p_F_ps", "abstained"]
 
 
 def block_tags(steps: int) -> list:
@@ -383,3 +388,48 @@ def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = SimConfig(), pr
     with float64():
         out = jax.jit(lambda th, k: simulate_trials(th, k, cfg, profile))(flat, jax.random.PRNGKey(seed))
         return {t: {m: np.asarray(a[i]) for i, m in enumerate(names)} for t, a in out.items()}
+
+
+def _is_scale(name: str) -> bool:
+    """A positive scale of the Value noise (``noise = c * (bias + sigma * blunder * z)``)."""
+    return name in ("sigma", "blunder_scale") or name.endswith(".sigma_scale") or name.endswith(".noise")
+
+
+def natural_coords(params, base: dict):
+    """Coordinates for the polish and the linearized bootstrap (:class:`mascot.calibrate.fit.Coords`) in which
+    the surrogate's near-symmetries are straight lines: ``log`` of every noise scale (``sigma``,
+    ``blunder_scale``, the roles' ``sigma_scale`` / judge ``noise``), ``bias / sigma`` for ``bias`` (``sigma``
+    fitted or from ``base``), the box (logit) transform for the rest. A role's Value noise is
+    ``c * (bias + sigma * z)`` (and its slips ``c * parity_slip``, ``c * level_slip``): when the slips are small
+    and the roles with a fixed ``c`` rarely reply with noise, only the products ``c * sigma`` and ``c * bias``
+    are tight, so the objective has a valley along ``sigma -> e^t sigma``,
+    ``bias -> e^t bias``, ``c -> e^-t c`` -- straight in these coordinates, curved in the box ones, where one
+    Gauss-Newton step leaves it at once: on the recovery run the box coordinates' sandwich gave
+    ``chain.sigma_scale`` and ``mesh_reviser.noise`` s.d.s 4x too small (their truths 3.4 and 3.2 s.d. off)."""
+    from mascot.calibrate.fit import Coords, box_coords
+
+    params = tuple(params)
+    names = [p.name for p in params]
+    fitted_sigma = "sigma" in names
+    box = box_coords(params)
+
+    def clip(p, x):
+        return min(max(float(x), p.lo), p.hi)
+
+    def fwd(values):
+        sig = float(values["sigma"]) if fitted_sigma else float(base["sigma"])
+        ub = box.fwd(values)
+        return np.array([math.log(float(values[p.name])) if _is_scale(p.name) else
+                         float(values[p.name]) / sig if p.name == "bias" else ub[i]
+                         for i, p in enumerate(params)], np.float64)
+
+    def inv(u):
+        vb = box.inv(u)
+        out = {p.name: clip(p, math.exp(min(float(u[i]), 700.0))) if _is_scale(p.name) else vb[p.name]
+               for i, p in enumerate(params) if p.name != "bias"}
+        if "bias" in names:
+            p = params[names.index("bias")]
+            out["bias"] = clip(p, float(u[names.index("bias")]) * (out["sigma"] if fitted_sigma else float(base["sigma"])))
+        return {k: out[k] for k in names}
+
+    return Coords(fwd, inv)

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 
 from mascot.calibrate.trials import flat_params
-from mascot.calibrate.trials_fit import (METRICS, TOPOS, calibrate_trials, fmt_num, in_range, json_clean, moments,
-                                         observed_from_run, ordering)
+from mascot.calibrate.trials_fit import METRICS, TOPOS, calibrate_trials, moments, observed_from_run
+from mascot.calibrate.trials_fit_report import fmt_num, in_range, json_clean, ordering
 
 __all__ = ["harness_check", "recovery", "split_half"]
 
@@ -45,7 +45,9 @@ def split_half(run_dir, out, *, seed: int = 0, n_boot: int = 200, quick: bool = 
     lines = [f"# Split-half prediction: {info['source']}", "",
              f"Trials 0..{n - 1} per topology split at random (seed {seed}) into halves of {len(a)}; the surrogate "
              f"was calibrated on half A (`fit/`) and predicts half B's moments (median and 5-95% range of "
-             f"{s['n_pred']} simulated runs of {len(a)} trials).", "",
+             f"{s['n_pred']} simulated runs of {len(a)} trials, "
+             + ("each at one bootstrap draw of the fitted parameters: parameter and sampling uncertainty)."
+                if s.get("predicted_at_draws") else "at the estimate: sampling uncertainty only)."), "",
              f"Held-out moments inside their predicted 5-95% range: {k} of {len(rows)}"
              + (f"; outside: {', '.join(fails)}." if fails else "."), "",
              "| moment | held-out (half B) | predicted | 5-95% | inside |", "| --- | --- | --- | --- | --- |"]
