@@ -16,11 +16,11 @@ Public API (stable; the calibration modules of both protocols build on it)::
     fit_smm(simulate, params, target, *, weights=None, steps=300, lr=0.05, grad="es", es_sigma=0.1,
             es_pairs=16, seed=0, tol=None, progress=None) -> FitResult
     bootstrap(refit, n, seed=0) -> (np.ndarray of shape (n, n_params), list of parameter names)
-    gauss_newton(moments_at, params, start, target, weights, *, iters=6, h=0.25, coords=None) -> FitResult
-    linearized_bootstrap(moments_at, params, estimate, data_dev, sim_dev, weights, *, h=0.25, rcond=1e-9, seed=0,
+    gauss_newton(moments_at, params, start, target, weights, *, iters=6, h=None, coords=None) -> FitResult
+    linearized_bootstrap(moments_at, params, estimate, data_dev, sim_dev, weights, *, h=None, rcond=1e-9, seed=0,
                          coords=None) -> LinearizedBootstrap(draws, jacobian, names)
     class Coords(NamedTuple):    # local coordinates for the polish and the bootstrap (default: the box transforms)
-        fwd: Callable[[dict], np.ndarray]; inv: Callable[[np.ndarray], dict]
+        fwd: Callable[[dict], np.ndarray]; inv: Callable[[np.ndarray], dict]; step: per-coordinate h or None
     box_coords(params) -> Coords
     to_unconstrained(params, values) / to_constrained(params, u)   # the box transforms, exposed for tests
 
@@ -158,10 +158,12 @@ def _inv(p: Param, u):
 class Coords(NamedTuple):
     """Local coordinates of a parameter dict for :func:`gauss_newton` and :func:`linearized_bootstrap`:
     ``fwd(values: dict) -> u`` (numpy float64, one entry per fitted parameter) and ``inv(u) -> dict``
-    (constrained values, inside every box); ``inv(fwd(v)) == v`` inside the boxes."""
+    (constrained values, inside every box: ``inv`` clips); ``inv(fwd(v)) == v`` inside the boxes. ``step``:
+    the central-difference step per coordinate suited to them (``None``: the functions' default 0.25)."""
 
     fwd: Callable
     inv: Callable
+    step: object = None
 
 
 def box_coords(params: Sequence[Param]) -> Coords:
@@ -348,23 +350,34 @@ def _in_u(moments_at, coords: Coords):
     return lambda u: np.asarray(moments_at(coords.inv(u)), np.float64)
 
 
-def _jacobian(at, u0, h):
-    """Central differences, step ``h`` (a scalar, or one per coordinate)."""
+def _step(h, coords: Coords):
+    """The central-difference step: ``h`` if given, else the coordinates' own, else 0.25."""
+    return h if h is not None else coords.step if coords.step is not None else 0.25
+
+
+def _jacobian(at, u0, h, coords: Coords | None = None):
+    """Central differences, step ``h`` (a scalar, or one per coordinate). With ``coords``, each difference is
+    divided by the displacement the coordinates really made (``fwd(inv(u))``): a parameter at its box's edge
+    moves only inward, and dividing by ``2 h`` would halve its slope."""
     hv = np.broadcast_to(np.asarray(h, np.float64), u0.shape)
     cols = []
     for j in range(len(u0)):
         e = np.zeros(len(u0))
         e[j] = hv[j]
-        cols.append((at(u0 + e) - at(u0 - e)) / (2 * hv[j]))
+        span = 2 * hv[j]
+        if coords is not None:
+            span = float(coords.fwd(coords.inv(u0 + e))[j] - coords.fwd(coords.inv(u0 - e))[j])
+        cols.append((at(u0 + e) - at(u0 - e)) / span if span > 0 else np.zeros_like(at(u0)))
     G = np.stack(cols, 1)
     return np.where(np.isfinite(G), G, 0.0)
 
 
 def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, target, weights, *, iters: int = 6,
-                 h: float = 0.25, max_step: float = 2.0, coords: Coords | None = None) -> FitResult:
+                 h=None, max_step: float = 2.0, coords: Coords | None = None) -> FitResult:
     """Levenberg-Marquardt polish of ``start`` on ``sum_j w_j (moments_at(theta)_j - target_j)^2`` (module
     docstring). ``moments_at(theta) -> moments`` (numpy; a fixed key); NaN targets or moments count 0. Each
-    iteration: ``G`` by central differences (step ``h`` in ``u``), then damped steps (each coordinate clipped to
+    iteration: ``G`` by central differences (step ``h`` in ``u``: a scalar or one per coordinate; default the
+    coordinates' ``step``, else 0.25), then damped steps (each coordinate clipped to
     ``max_step``) until one lowers the objective; it stops after ``iters`` iterations, when no damping helps,
     or when an iteration gains less than 0.1 %. ``coords``: the coordinates of ``u`` (default
     :func:`box_coords`). Returns the best point (the start if nothing helped)."""
@@ -374,6 +387,7 @@ def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, tar
     w = np.asarray(weights, np.float64)
 
     coords = coords or box_coords(params)
+    h = _step(h, coords)
     at = _in_u(moments_at, coords)
 
     def loss(m):
@@ -385,7 +399,7 @@ def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, tar
     best = loss(m)
     hist, mu = [best], 1e-3
     for _ in range(int(iters)):
-        G = _jacobian(at, u, h)
+        G = _jacobian(at, u, h, coords)
         A = G.T @ (w[:, None] * G)
         g = G.T @ (w * np.where(np.isfinite(target - m), target - m, 0.0))
         moved = False
@@ -414,13 +428,13 @@ class LinearizedBootstrap(NamedTuple):
 
 
 def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate: dict, data_dev, sim_dev,
-                         weights, *, h: float = 0.25, rcond: float = 1e-9, seed: int = 0,
+                         weights, *, h=None, rcond: float = 1e-9, seed: int = 0,
                          coords: Coords | None = None) -> LinearizedBootstrap:
     """Bootstrap draws of the estimate through the objective's local linearization (module docstring).
 
     ``moments_at(theta) -> moment vector`` (numpy, fixed simulation key); ``data_dev`` (n, m): resampled
     data moments minus the observed ones; ``sim_dev`` (n, m): simulated moments at the estimate under fresh
-    keys minus their mean (zeros for none); ``weights`` (m,); ``h``: the central-difference step in ``u``.
+    keys minus their mean (zeros for none); ``weights`` (m,); ``h``: the central-difference step in ``u`` (as in :func:`gauss_newton`).
     Directions of ``u`` whose curvature ``G'WG`` is below ``rcond`` times the largest are not identified: their
     draws spread over the whole box (``seed`` draws that spread). ``coords``: the coordinates of ``u`` (default
     :func:`box_coords`); the draws are ``coords.inv`` of ``u^ + du``."""
@@ -429,13 +443,14 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     w = np.asarray(weights, np.float64)
     if data_dev.ndim != 2 or data_dev.shape != sim_dev.shape or data_dev.shape[1] != w.size:
         raise ValueError(f"data_dev and sim_dev must both be (n, {w.size}); got {data_dev.shape}, {sim_dev.shape}")
+    coords = coords or box_coords(params)
+    h = _step(h, coords)
     if not np.all(np.asarray(h, np.float64) > 0):
         raise ValueError(f"h must be > 0; got {h}")
-    coords = coords or box_coords(params)
     u0 = np.asarray(coords.fwd(estimate), np.float64)
     at = _in_u(moments_at, coords)
 
-    G = _jacobian(at, u0, h)
+    G = _jacobian(at, u0, h, coords)
     A = G.T @ (w[:, None] * G)
     lam, V = np.linalg.eigh(A)
     flat = lam <= rcond * max(lam.max(), 0.0)

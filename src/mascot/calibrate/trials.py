@@ -397,39 +397,42 @@ def _is_scale(name: str) -> bool:
 
 def natural_coords(params, base: dict):
     """Coordinates for the polish and the linearized bootstrap (:class:`mascot.calibrate.fit.Coords`) in which
-    the surrogate's near-symmetries are straight lines: ``log`` of every noise scale (``sigma``,
-    ``blunder_scale``, the roles' ``sigma_scale`` / judge ``noise``), ``bias / sigma`` for ``bias`` (``sigma``
-    fitted or from ``base``), the box (logit) transform for the rest. A role's Value noise is
-    ``c * (bias + sigma * z)`` (and its slips ``c * parity_slip``, ``c * level_slip``): when the slips are small
-    and the roles with a fixed ``c`` rarely reply with noise, only the products ``c * sigma`` and ``c * bias``
-    are tight, so the objective has a valley along ``sigma -> e^t sigma``,
-    ``bias -> e^t bias``, ``c -> e^-t c`` -- straight in these coordinates, curved in the box ones, where one
-    Gauss-Newton step leaves it at once: on the recovery run the box coordinates' sandwich gave
-    ``chain.sigma_scale`` and ``mesh_reviser.noise`` s.d.s 4x too small (their truths 3.4 and 3.2 s.d. off)."""
-    from mascot.calibrate.fit import Coords, box_coords
+    the surrogate's near-symmetries are straight lines and no parameter at its box's edge looks unidentified:
+    ``log`` of every noise scale (``sigma``, ``blunder_scale``, the roles' ``sigma_scale`` / judge ``noise``),
+    ``bias / sigma`` for ``bias`` (``sigma`` fitted or from ``base``), and every other parameter (probabilities,
+    ``rho_c``) as itself, clipped to its box; central-difference steps 0.25 and, for those, 0.02.
+
+    A role's Value noise is ``c * (bias + sigma * z)`` (and its slips ``c * parity_slip``, ``c * level_slip``):
+    when the slips are small and the roles with a fixed ``c`` rarely reply with noise, only the products
+    ``c * sigma`` and ``c * bias`` are tight, so the objective has a valley along ``sigma -> e^t sigma``,
+    ``bias -> e^t bias``, ``c -> e^-t c`` -- straight in these coordinates, curved in the box (logit) ones,
+    where one Gauss-Newton step leaves it at once: on the recovery run the box coordinates' sandwich gave
+    ``chain.sigma_scale`` and ``mesh_reviser.noise`` s.d.s 4x too small (their truths 3.4 and 3.2 s.d. off).
+    And a probability estimated at its box's edge (``persist`` 0.9995) has a logit slope near zero, so the
+    sandwich spread it over the whole box although the data rule out most of it; as itself its slope is
+    the data's and its draws stop at the edge."""
+    from mascot.calibrate.fit import Coords
 
     params = tuple(params)
     names = [p.name for p in params]
     fitted_sigma = "sigma" in names
-    box = box_coords(params)
 
     def clip(p, x):
         return min(max(float(x), p.lo), p.hi)
 
     def fwd(values):
         sig = float(values["sigma"]) if fitted_sigma else float(base["sigma"])
-        ub = box.fwd(values)
         return np.array([math.log(float(values[p.name])) if _is_scale(p.name) else
-                         float(values[p.name]) / sig if p.name == "bias" else ub[i]
-                         for i, p in enumerate(params)], np.float64)
+                         float(values[p.name]) / sig if p.name == "bias" else float(values[p.name])
+                         for p in params], np.float64)
 
     def inv(u):
-        vb = box.inv(u)
-        out = {p.name: clip(p, math.exp(min(float(u[i]), 700.0))) if _is_scale(p.name) else vb[p.name]
+        out = {p.name: clip(p, math.exp(min(float(u[i]), 700.0)) if _is_scale(p.name) else u[i])
                for i, p in enumerate(params) if p.name != "bias"}
         if "bias" in names:
             p = params[names.index("bias")]
             out["bias"] = clip(p, float(u[names.index("bias")]) * (out["sigma"] if fitted_sigma else float(base["sigma"])))
         return {k: out[k] for k in names}
 
-    return Coords(fwd, inv)
+    step = np.array([0.25 if _is_scale(p.name) or p.name == "bias" else 0.02 for p in params])
+    return Coords(fwd, inv, step)

@@ -14,8 +14,9 @@ Uncertainty: ``n_boot`` linearized bootstrap draws (:func:`mascot.calibrate.fit.
 resampled target moments (trials resampled with replacement; for Table 2 a parametric bootstrap
 ``N(moment, se^2)``) and the estimate's own simulation noise, each mapped to the parameters by one
 Gauss-Newton step from the estimate (the SMM sandwich covariance), in the coordinates of
-:func:`mascot.calibrate.trials.natural_coords` (log noise scales, ``bias / sigma``), where the near-symmetry of
-the noise scales is a straight valley; the Levenberg-Marquardt polish works in the same coordinates.
+:func:`mascot.calibrate.trials.natural_coords` (log noise scales, ``bias / sigma``, probabilities as
+themselves), where the near-symmetry of the noise scales is a straight valley and a probability at its box's
+edge keeps the data's slope; the Levenberg-Marquardt polish works in the same coordinates.
 Warm-started refits, the first release's method, stayed in the valley around the estimate and under-covered:
 on the recovery run their s.d.s were 2-10 times smaller in the directions the moments hardly move.
 Predictions (the Kruskal-Wallis H and p, Spearman r_s, every moment): ``n_pred`` simulated runs of the
