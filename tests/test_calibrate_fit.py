@@ -110,6 +110,7 @@ def test_linearized_bootstrap_is_the_sandwich_of_a_linear_model():
     M = np.linalg.solve(B.T @ (w[:, None] * B), B.T * w)
     want = np.array([0.3, -1.2, 2.0]) + (d - s) @ M.T
     np.testing.assert_allclose(lb.draws, want, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(lb.identified, lb.draws)  # every direction identified
     assert lb.names == ["t0", "t1", "t2"]
     # a parameter no moment moves gets a huge spread, not a zero one; boxed draws stay inside the box
     params_box = [Param("a", 0.0, 1.0, 0.5), Param("dead", 0.0, 1.0, 0.5)]
@@ -118,6 +119,9 @@ def test_linearized_bootstrap_is_the_sandwich_of_a_linear_model():
                               np.ones(3))
     assert 0.0 <= lb.draws.min() and lb.draws.max() <= 1.0
     assert lb.draws[:, 0].std() < 0.05 and lb.draws[:, 1].std() > 0.3
+    # without the unidentified direction's spread: "dead" stays at its estimate, "a" draws are the same
+    np.testing.assert_array_equal(lb.identified[:, 1], 0.5)
+    np.testing.assert_allclose(lb.identified[:, 0], lb.draws[:, 0], rtol=1e-12)
     with pytest.raises(ValueError, match="must both be"):
         linearized_bootstrap(lambda th: np.zeros(3), params_box, {"a": 0.4, "dead": 0.5}, np.zeros((4, 3)),
                              np.zeros((4, 2)), np.ones(3))

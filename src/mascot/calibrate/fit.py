@@ -425,6 +425,7 @@ class LinearizedBootstrap(NamedTuple):
     draws: np.ndarray      # (n, p) constrained parameter values, columns in ``names`` order
     jacobian: np.ndarray   # (m, p) d moments / d u at the estimate
     names: list
+    identified: np.ndarray  # (n, p) the same draws without the unidentified directions' spread
 
 
 def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate: dict, data_dev, sim_dev,
@@ -436,7 +437,9 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     data moments minus the observed ones; ``sim_dev`` (n, m): simulated moments at the estimate under fresh
     keys minus their mean (zeros for none); ``weights`` (m,); ``h``: the central-difference step in ``u`` (as in :func:`gauss_newton`).
     Directions of ``u`` whose curvature ``G'WG`` is below ``rcond`` times the largest are not identified: their
-    draws spread over the whole box (``seed`` draws that spread). ``coords``: the coordinates of ``u`` (default
+    draws spread over the whole box (``seed`` draws that spread); ``identified`` holds the draws without that
+    spread (for predictions: a direction that no moment moves at the estimate is flat only locally, and a draw
+    at its box's edge may fit the data badly). ``coords``: the coordinates of ``u`` (default
     :func:`box_coords`); the draws are ``coords.inv`` of ``u^ + du``."""
     params = tuple(params)
     data_dev, sim_dev = np.asarray(data_dev, np.float64), np.asarray(sim_dev, np.float64)
@@ -459,8 +462,12 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     M = (V[:, ~flat] / lam[~flat]) @ V[:, ~flat].T @ (G.T * w)  # (p, m)
     dev = np.where(np.isfinite(data_dev), data_dev, 0.0) - np.where(np.isfinite(sim_dev), sim_dev, 0.0)
     du = dev @ M.T
+    names = [p.name for p in params]
+
+    def constrained(dus):
+        return np.array([[v[k] for k in names] for v in (coords.inv(u0 + d) for d in dus)], np.float64)
+
+    ident = constrained(du)
     if flat.any():
         du = du + (1e3 * np.random.default_rng(seed).standard_normal((len(du), int(flat.sum())))) @ V[:, flat].T
-    names = [p.name for p in params]
-    draws = np.array([[v[k] for k in names] for v in (coords.inv(u0 + d) for d in du)], np.float64)
-    return LinearizedBootstrap(draws, G, names)
+    return LinearizedBootstrap(constrained(du) if flat.any() else ident, G, names, ident)

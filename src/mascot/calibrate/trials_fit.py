@@ -521,17 +521,19 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     coords = natural_coords(fparams, bflat)
     pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=2 if quick else int(polish), coords=coords)
     est = pol.params
-    boot_arr, bnames = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target), moments_at,
+    boot_arr, bnames, ident = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target), moments_at,
                                     noise_at, fparams, n_boot=n_boot, seed=seed, coords=coords)
     sd = {k: float(np.std(boot_arr[:, i], ddof=1)) if len(boot_arr) > 1 else math.nan for i, k in enumerate(bnames)}
     ci = {k: [float(np.quantile(boot_arr[:, i], 0.05)), float(np.quantile(boot_arr[:, i], 0.95))]
           if len(boot_arr) > 1 else [math.nan, math.nan] for i, k in enumerate(bnames)}
     nested = nest_params(_tie(est, est), judge=cfg.judge, base=base_nested)
     # predictions: n_pred simulated runs of the observed size, run r at the r-th bootstrap draw of the
-    # parameters (parameter and sampling uncertainty together); at the estimate when there are no draws
-    if len(boot_arr) > 0:
+    # parameters (parameter and sampling uncertainty together) without the unidentified directions' spread
+    # (flat only at the estimate: a draw at a box edge there may fit the data badly); at the estimate when
+    # there are no draws
+    if len(ident) > 0:
         at_draws = [nest_params(_tie(d, d), judge=cfg.judge, base=base_nested)
-                    for d in (dict(zip(bnames, boot_arr[r % len(boot_arr)])) for r in range(n_pred))]
+                    for d in (dict(zip(bnames, ident[r % len(ident)])) for r in range(n_pred))]
         runs = _simulate_runs(at_draws, cfg, n_pred, seed + 777, profile=bool(psteps))
     else:
         runs = _simulate_runs(nested, cfg, n_pred, seed + 777, profile=bool(psteps))
@@ -598,14 +600,15 @@ def _uncertainty(est: dict, target, w, boot, moments_at, noise_at, params, *, n_
     """``n_boot`` linearized bootstrap draws of the estimate (:func:`mascot.calibrate.fit.linearized_bootstrap`):
     the data moments resampled by ``boot`` (trials with replacement; for a table, parametric), the estimate's
     simulation noise from ``n_boot`` simulations under fresh keys (``noise_at``), the Jacobian from
-    ``moments_at`` (the polish's simulation). Returns ``(draws (n_boot, p), names)``."""
+    ``moments_at`` (the polish's simulation). Returns ``(draws (n_boot, p), names, identified)``, the last
+    the draws without the unidentified directions' spread (the predictions use those)."""
     from mascot.calibrate.fit import linearized_bootstrap
 
     names = [p.name for p in params]
     if n_boot < 1:
-        return np.zeros((0, len(names))), names
+        return np.zeros((0, len(names))), names, np.zeros((0, len(names)))
     rng = np.random.default_rng([seed, 7])
     data_dev = np.array([boot(rng) for _ in range(n_boot)]) - target
     sims = np.array([noise_at(est, i) for i in range(n_boot)])
     lb = linearized_bootstrap(moments_at, params, est, data_dev, sims - sims.mean(0), w, seed=seed, coords=coords)
-    return lb.draws, lb.names
+    return lb.draws, lb.names, lb.identified

@@ -81,7 +81,8 @@ def report_markdown(s: dict) -> str:
     lines += ["", "Parameters not listed keep their hand-tuned-v1 values (see `params.toml`).", "",
               "## Observed vs predicted moments", "",
               f"Predicted: median and 5-95% range over {s['n_pred']} simulated runs of {s['n_trials']} trials, "
-              + ("each at one bootstrap draw of the parameters (parameter and sampling uncertainty together)"
+              + ("each at one bootstrap draw of the parameters (parameter and sampling uncertainty together; the "
+                 "draws without the spread of directions no moment moves at the estimate)"
                  if s.get("predicted_at_draws") else "at the estimate (no bootstrap draws: sampling uncertainty only)")
               + ". `in range` says whether the observed value lies in that range.", "",
               "| moment | observed | se | predicted | 5-95% | in range | fitted |", "| --- | --- | --- | --- | --- | --- | --- |"]
