@@ -29,16 +29,16 @@ def figures(s: dict, stem: Path) -> list:
                         label="observed ± 2 se" if j == 0 else None)
             ax.errorbar([j + 0.1], [p], yerr=[[p - lo], [hi - p]], fmt="s", color="#d62728",
                         label="predicted (5-95%)" if j == 0 else None)
-            if f"{t}.{m}.mean" in s["excluded"]:
-                ax.annotate("raw: not fitted\n(its log form is)" if s["kind"] == "run" else "not fitted",
-                            (j - 0.1, o + 2 * e), textcoords="offset points", xytext=(0, 4), fontsize=7,
-                            ha="center", va="bottom")
-        ax.set_xticks(range(3), TOPOS)
+        # a moment not fitted: its topology marked with * (a footnote says why), not a label over the data
+        ax.set_xticks(range(3), [t + (" *" if f"{t}.{m}.mean" in s["excluded"] else "") for t in TOPOS])
         ax.set_title(f"mean {m}")
     fig.suptitle(f"Observed vs predicted: {s['source']}", fontsize=10)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     h, lab = axes[0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    fig.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 0.03), ncol=2, fontsize=9, frameon=False)
+    if s["excluded"]:
+        fig.text(0.5, 0.005, "* not fitted" + (": a run's fit uses the log form of the raw E_ceg and F_ps"
+                                               if s["kind"] == "run" else ""), ha="center", va="bottom", fontsize=8)
     figs = list(save_figure(fig, stem))
     if s.get("profile_steps"):
         figs += _profile_figure(s, stem.with_name("step_profile"))
