@@ -246,3 +246,15 @@ def test_natural_coordinates_make_the_noise_scale_symmetry_a_straight_line():
     straight = box.inv(box.fwd(v0) + t * tangent)
     off = np.abs(trials(straight) - ref)
     assert np.nanmax(off) > 1.0, np.nanmax(off)
+
+
+def test_natural_coordinates_with_a_fixed_sigma_of_zero():
+    """Found by an outside tester: --init with sigma = 0 (a valid surrogate: no Value noise) and bias fitted
+    divided by zero in bias / sigma; bias then is its own coordinate, and round trips."""
+    from mascot.calibrate.fit import Param
+    from mascot.calibrate.trials import natural_coords
+
+    c = natural_coords([Param("bias", -400.0, 400.0, 0.0), Param("chain.persist", 0.0, 1.0, 0.5)], {"sigma": 0.0})
+    u = c.fwd({"bias": -37.5, "chain.persist": 1.0})
+    assert u.tolist() == [-37.5, 1.0]
+    assert c.inv(u + np.array([1.0, 0.3])) == {"bias": -36.5, "chain.persist": 1.0}  # clipped to its box

@@ -197,3 +197,45 @@ def test_interrupt_prints_one_line_and_exits_130(tmp_path):
     assert p.returncode == 130, err[-2000:]
     assert "interrupted" in err and "Traceback" not in err
     assert not json.loads((tmp_path / "t" / "run.json").read_text()).get("complete")
+
+
+def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_interrupt(tmp_path):
+    """Found by an outside tester: a run written without the n_abstained column could not be calibrated (the
+    abstention moment is simply unused); a damaged count (negative, or above the row's requests) was turned into a
+    share of -0.64 or 10; --n-boot 0 printed s.d. nan; SIGINT inside a JAX callback was ignored once and the
+    fit ran on to write its files."""
+    import signal
+    import time
+
+    import pyarrow.parquet as pq
+
+    run = tmp_path / "run"
+    assert mascot("trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--out", run).returncode == 0
+    old = tmp_path / "old"
+    shutil.copytree(run, old)
+    t = pq.read_table(run / "trials.parquet")
+    pq.write_table(t.drop_columns(["n_abstained"]), old / "trials.parquet")
+    r = mascot("calibrate", "trials", old, "--out", tmp_path / "c", "--quick", "--n-boot", "0", "--steps", "2")
+    assert r.returncode == 0, r.stderr
+    assert "no bootstrap" in r.stdout and "nan" not in r.stdout
+    fit = json.loads((tmp_path / "c" / "fit.json").read_text())
+    i = fit["moment_names"].index("chain.abstained.mean")
+    assert fit["target"][i] is None and fit["weights"][i] == 0.0 and fit["abstained"] is None
+    assert "nan" not in (tmp_path / "c" / "params.toml").read_text().lower()
+    for bad in (-1, 99):
+        col = t.column("n_abstained").to_pylist()
+        col[7] = bad
+        pq.write_table(t.set_column(t.schema.get_field_index("n_abstained"), "n_abstained",
+                                    __import__("pyarrow").array(col, t.schema.field("n_abstained").type)),
+                       old / "trials.parquet")
+        r = mascot("calibrate", "trials", old, "--out", tmp_path / "c2", "--quick", "--n-boot", "0")
+        assert r.returncode == 2 and f"n_abstained = {bad}" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    # SIGINT mid-fit: one line, 130, nothing written but the lock file (released by the OS)
+    p = subprocess.Popen([sys.executable, "-m", "mascot", "calibrate", "trials", str(run), "--out", str(tmp_path / "i")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(12.0)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
+    assert not (tmp_path / "i" / "params.toml").exists()

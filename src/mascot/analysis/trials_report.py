@@ -77,12 +77,17 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
         f = st.perturbation_sensitivity(v[:, 0, T], v[:, 1, T])
         sub = df[(df.topology == topo) & (df.step > 0)]
         g = sub.groupby("trial")
-        carried_arm = sub.groupby(["trial", "perturbed"]).carried.sum().unstack(fill_value=0)
+
+        def total(c):  # a bookkeeping count; NaN for a run written before the column existed
+            return g[c].sum() if c in sub else pd.Series(np.nan, index=range(n))
+
+        carried_arm = (sub.groupby(["trial", "perturbed"]).carried.sum().unstack(fill_value=0) if "carried" in sub
+                       else pd.DataFrame(index=range(n)))
         agg = pd.DataFrame({
-            "n_requests": g.n_requests.sum(), "n_failed_attempts": g.n_failed_attempts.sum(),
-            "n_abstained": g.n_abstained.sum(), "carried_steps": g.carried.sum(),
-            "carried_unperturbed": carried_arm.get(False, 0), "carried_perturbed": carried_arm.get(True, 0),
-            "prompt_tokens": g.prompt_tokens.sum(), "completion_tokens": g.completion_tokens.sum()}).reindex(range(n))
+            "n_requests": total("n_requests"), "n_failed_attempts": total("n_failed_attempts"),
+            "n_abstained": total("n_abstained"), "carried_steps": total("carried"),
+            "carried_unperturbed": carried_arm.get(False, np.nan), "carried_perturbed": carried_arm.get(True, np.nan),
+            "prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens")}).reindex(range(n))
         rows.append(pd.DataFrame({
             "topology": topo, "trial": np.arange(n), "E_ceg": e, "R_cdr": r, "F_ps": f,
             "E_ceg_perturbed": e_pert, "D_floored": floored, "R_cdr_terms": terms,

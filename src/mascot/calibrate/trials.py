@@ -420,8 +420,12 @@ def natural_coords(params, base: dict):
     def clip(p, x):
         return min(max(float(x), p.lo), p.hi)
 
-    def fwd(values):
+    def scale(values):  # bias's unit: sigma (1 when a fixed sigma is 0: no noise to measure it by)
         sig = float(values["sigma"]) if fitted_sigma else float(base["sigma"])
+        return sig if sig > 0 else 1.0
+
+    def fwd(values):
+        sig = scale(values)
         return np.array([math.log(float(values[p.name])) if _is_scale(p.name) else
                          float(values[p.name]) / sig if p.name == "bias" else float(values[p.name])
                          for p in params], np.float64)
@@ -431,7 +435,7 @@ def natural_coords(params, base: dict):
                for i, p in enumerate(params) if p.name != "bias"}
         if "bias" in names:
             p = params[names.index("bias")]
-            out["bias"] = clip(p, float(u[names.index("bias")]) * (out["sigma"] if fitted_sigma else float(base["sigma"])))
+            out["bias"] = clip(p, float(u[names.index("bias")]) * scale(out))
         return {k: out[k] for k in names}
 
     step = np.array([0.25 if _is_scale(p.name) or p.name == "bias" else 0.02 for p in params])

@@ -171,6 +171,23 @@ def _moments_jax(sim: dict, profile_steps: int | None = None, block: int | None 
     return jnp.stack(out)
 
 
+def abstention_nodes(df):
+    """Requests per ``trials.parquet`` row that can abstain (the first-round nodes, the star's judge, the
+    mesh's revisers; a retried request counts once), or ``None`` for a run without the ``n_abstained`` count.
+    ``ValueError`` when a row's ``n_abstained`` is negative or above that count (a damaged file)."""
+    if "n_abstained" not in df or "agent_values" not in df:
+        return None
+    nodes = (df.agent_values.map(len) + (df.topology == "star") +
+             (df.revised_values.map(len) if "revised_values" in df else 0))
+    ab = df.n_abstained.to_numpy(float)
+    bad = ~((ab >= 0) & (ab <= nodes.to_numpy(float)))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"n_abstained = {ab[i]:g} in row {i} ({df.topology.iloc[i]}, trial {df.trial.iloc[i]}, "
+                         f"step {df.step.iloc[i]}) is not between 0 and its {int(nodes.iloc[i])} requests")
+    return nodes
+
+
 def step_profile(df, steps: int | None = None) -> dict:
     """Per-trial step-profile rows (:func:`mascot.calibrate.trials.profile_names`) of a ``trials.parquet``
     frame, computed as the simulator computes them: ``{topology: {name: array (n_trials,)}}``."""
@@ -179,10 +196,8 @@ def step_profile(df, steps: int | None = None) -> dict:
 
     T = int(df.step.max()) if steps is None else int(steps)
     df = df.assign(parity_miss=(df.parity != df.parity_true).astype(float))
-    if "n_abstained" in df and "agent_values" in df:
-        # requests per row: the first-round nodes, the star's judge, the mesh's revisers
-        nodes = (df.agent_values.map(len) + (df.topology == "star") +
-                 (df.revised_values.map(len) if "revised_values" in df else 0))
+    nodes = abstention_nodes(df)
+    if nodes is not None:
         df = df.assign(abst_share=df.n_abstained / nodes.where(nodes > 0))
     else:  # an older run without the counts: the moment is NaN (weight 0)
         df = df.assign(abst_share=math.nan)
@@ -253,8 +268,11 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     for t in TOPOS:
         per[t].update(prof[t])
     sub = df[df.step > 0]
-    n_req = float(sub.n_requests.sum()) if "n_requests" in sub else 0.0
-    abst = float(sub.n_abstained.sum()) / n_req if n_req > 0 and "n_abstained" in sub else None
+    nodes = abstention_nodes(sub)
+    n_req = float(nodes.sum()) if nodes is not None else 0.0
+    # the share of requests (a retried request counts once) whose every attempt was malformed: what the
+    # simulator's parse_fail^(retries + 1) is (n_requests counts attempts)
+    abst = float(sub.n_abstained.sum()) / n_req if n_req > 0 else None
     ist = cfg_d.get("initial_state", [50.0, "A", 3])
     cfg = SimConfig(n_trials=int(min(len(per[t]["E_ceg"]) for t in TOPOS)), steps=int(df.step.max()),
                     epsilon=_num(rj, cfg_d, "epsilon", 15.0), leaves=int(_num(rj, cfg_d, "leaves", 4, 1, True)),

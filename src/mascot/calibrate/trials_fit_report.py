@@ -77,7 +77,8 @@ def report_markdown(s: dict) -> str:
              "", "## Estimates", "", "| parameter | estimate | bootstrap s.d. | 5-95% |", "| --- | --- | --- | --- |"]
     for k, v in s["estimates"].items():
         lo, hi = (s.get("boot_ci") or {}).get(k, [math.nan, math.nan])
-        lines.append(f"| {k} | {fmt_num(v, 4)} | {fmt_num(s['boot_sd'].get(k), 4)} | [{fmt_num(lo, 4)}, {fmt_num(hi, 4)}] |")
+        lines.append(f"| {k} | {fmt_num(v, 4)} | " + (f"{fmt_num(s['boot_sd'].get(k), 4)} | [{fmt_num(lo, 4)}, {fmt_num(hi, 4)}] |"
+                                                      if s["n_boot"] >= 2 else "- | - |"))
     lines += ["", "Parameters not listed keep their hand-tuned-v1 values (see `params.toml`).", "",
               "## Observed vs predicted moments", "",
               f"Predicted: median and 5-95% range over {s['n_pred']} simulated runs of {s['n_trials']} trials, "
@@ -131,7 +132,8 @@ def report_markdown(s: dict) -> str:
     if s["kind"] == "paper":
         lines += ["", "## Why the errors grow", "", _growth_note(s)]
     if s.get("abstained") is not None:
-        lines += ["", f"Abstentions in the run: {100 * s['abstained']:.1f}% of requests had every attempt malformed "
+        lines += ["", f"Abstentions in the run: {100 * s['abstained']:.1f}% of requests (a retried request counts "
+                  "once) had every attempt malformed "
                   f"(the simulator at the estimate: {100 * s['abstained_model']:.1f}% = parse_fail^(retries + 1)"
                   + ("; `parse_fail` was not fitted: add it to `--fit` when these differ" if not s.get(
                       "parse_fail_fitted") else "") + ")."]

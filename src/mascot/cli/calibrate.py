@@ -34,7 +34,8 @@ def _common(p, n_boot_default: int, what: str = "refits") -> None:
     p.add_argument("--out", required=True, help="output directory (params.toml, report.md, figures)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fit, the bootstrap and the predictions (default 0)")
     p.add_argument("--n-boot", type=int, default=n_boot_default,
-                   help=f"bootstrap {what} for the uncertainty (default {n_boot_default})")
+                   help=f"bootstrap {what} for the uncertainty (default {n_boot_default}; 0 for none, else at least 2; "
+                        "a few dozen give only rough 5-95%% ranges)")
     p.add_argument("--quick", action="store_true", help="fewer iterations and simulated trials (a smoke test)")
 
 
@@ -124,7 +125,8 @@ def cmd_calibrate_trials(args) -> int:
           f"{s['polish']['iterations']} Levenberg-Marquardt steps), {s['wall_s']:.1f} s")
     for k, v in s["estimates"].items():
         lo, hi = s["boot_ci"][k]
-        print(f"  {k.ljust(width)}  {v:10.4f}  (bootstrap s.d. {s['boot_sd'][k]:.4f}, 5-95% [{lo:.4g}, {hi:.4g}])")
+        print(f"  {k.ljust(width)}  {v:10.4f}  " + (f"(bootstrap s.d. {s['boot_sd'][k]:.4f}, 5-95% [{lo:.4g}, {hi:.4g}])"
+                                                    if s["n_boot"] >= 2 else "(no bootstrap: --n-boot 0)"))
     print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, "
           + ", ".join(s["figures"][::2]))
     return 0
@@ -217,12 +219,12 @@ def add_parsers(sub) -> None:
     t.add_argument("--init", default=None, metavar="PARAMS.toml",
                    help="start from this parameter file (e.g. an earlier calibration) instead of the defaults")
     _common(t, 200, "draws (linearized: one Gauss-Newton step each)")
-    t.set_defaults(func=cmd_calibrate_trials, on_interrupt="a calibration keeps nothing of an interrupted fit: rerun "
-                   "the same command to start it again")
+    t.set_defaults(func=cmd_calibrate_trials, hard_interrupt=True, on_interrupt="a calibration keeps nothing of an "
+                   "interrupted fit: rerun the same command to start it again")
     d = csub.add_parser("deliberation", help="the deliberation surrogate, to a run directory or Table VIII",
                         description=__doc__.split("\n\n")[3])
     d.add_argument("run_dir", nargs="?", help="a `mascot deliberate` run directory")
     d.add_argument("--paper-table8", choices=["gpt", "gemini", "claude"], help="fit to one model's Table VIII column")
     _common(d, 200)
-    d.set_defaults(func=cmd_calibrate_deliberation, on_interrupt="a calibration keeps nothing of an interrupted fit: "
-                   "rerun the same command to start it again")
+    d.set_defaults(func=cmd_calibrate_deliberation, hard_interrupt=True, on_interrupt="a calibration keeps nothing of "
+                   "an interrupted fit: rerun the same command to start it again")

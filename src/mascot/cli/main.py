@@ -528,6 +528,18 @@ def main(argv=None) -> int:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
     _process_switches(args)
+    if getattr(args, "hard_interrupt", False):
+        # a command that keeps nothing of interrupted work (the calibrations) stops at the signal itself: a
+        # KeyboardInterrupt raised inside a JAX garbage-collection callback is printed and ignored, and the fit
+        # would run on; its files are written atomically and its lock is released by the OS
+        import signal
+
+        def _stop(signum, frame):
+            print("mascot: interrupted; " + args.on_interrupt, file=sys.stderr)
+            sys.stderr.flush()
+            os._exit(130)
+
+        signal.signal(signal.SIGINT, _stop)
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError) as e:
