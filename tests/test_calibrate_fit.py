@@ -111,6 +111,7 @@ def test_linearized_bootstrap_is_the_sandwich_of_a_linear_model():
     want = np.array([0.3, -1.2, 2.0]) + (d - s) @ M.T
     np.testing.assert_allclose(lb.draws, want, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(lb.identified, lb.draws)  # every direction identified
+    np.testing.assert_allclose(lb.sd_unclipped, lb.draws.std(0, ddof=1), rtol=1e-12)  # nothing clipped
     assert lb.names == ["t0", "t1", "t2"]
     # a parameter no moment moves gets a huge spread, not a zero one; boxed draws stay inside the box
     params_box = [Param("a", 0.0, 1.0, 0.5), Param("dead", 0.0, 1.0, 0.5)]
@@ -169,3 +170,19 @@ def test_coordinates_set_the_linearization_and_the_polish():
     target = f({"a": 3.0, "b": 0.2})
     r = gauss_newton(f, params, {"a": 2.0, "b": 0.5}, target, np.ones(6), iters=10, h=0.3, coords=logc)
     assert r.params == pytest.approx({"a": 3.0, "b": 0.2}, rel=1e-9) and r.loss < 1e-20
+
+
+def test_sd_before_clipping_for_an_estimate_at_its_boxs_edge():
+    """m = 3 a (a in [0, 1], as itself, clipped): an estimate at the edge a = 1 has about half its draws
+    clipped onto 1; sd_unclipped is the sandwich's s.d. (the draws' before clipping: sd(d) / 3 for w = 1)."""
+    from mascot.calibrate.fit import Coords, linearized_bootstrap
+
+    params = [Param("a", 0.0, 1.0, 0.5)]
+    c = Coords(lambda v: np.array([v["a"]]), lambda u: {"a": min(max(float(u[0]), 0.0), 1.0)}, 0.01,
+               lambda u: {"a": float(u[0])})
+    d = 0.3 * np.random.default_rng(2).normal(size=(2000, 1))
+    lb = linearized_bootstrap(lambda th: np.array([3 * th["a"]]), params, {"a": 1.0}, d, np.zeros_like(d),
+                              np.ones(1), coords=c)
+    assert lb.draws.max() == 1.0 and 0.4 < (lb.draws[:, 0] == 1.0).mean() < 0.6
+    assert lb.sd_unclipped[0] == pytest.approx(d.std(ddof=1) / 3, rel=1e-6)
+    assert lb.draws[:, 0].std(ddof=1) < 0.7 * lb.sd_unclipped[0]

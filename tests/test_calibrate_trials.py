@@ -258,3 +258,4 @@ def test_natural_coordinates_with_a_fixed_sigma_of_zero():
     u = c.fwd({"bias": -37.5, "chain.persist": 1.0})
     assert u.tolist() == [-37.5, 1.0]
     assert c.inv(u + np.array([1.0, 0.3])) == {"bias": -36.5, "chain.persist": 1.0}  # clipped to its box
+    assert c.raw(u + np.array([1.0, 0.3])) == pytest.approx({"bias": -36.5, "chain.persist": 1.3})  # not clipped

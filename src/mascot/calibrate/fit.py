@@ -159,11 +159,13 @@ class Coords(NamedTuple):
     """Local coordinates of a parameter dict for :func:`gauss_newton` and :func:`linearized_bootstrap`:
     ``fwd(values: dict) -> u`` (numpy float64, one entry per fitted parameter) and ``inv(u) -> dict``
     (constrained values, inside every box: ``inv`` clips); ``inv(fwd(v)) == v`` inside the boxes. ``step``:
-    the central-difference step per coordinate suited to them (``None``: the functions' default 0.25)."""
+    the central-difference step per coordinate suited to them (``None``: the functions' default 0.25);
+    ``raw``: ``inv`` without the clipping (``None`` when ``inv`` never clips, as the box transforms)."""
 
     fwd: Callable
     inv: Callable
     step: object = None
+    raw: Callable | None = None  # inv without the clipping to the boxes (None: inv never clips)
 
 
 def box_coords(params: Sequence[Param]) -> Coords:
@@ -426,6 +428,7 @@ class LinearizedBootstrap(NamedTuple):
     jacobian: np.ndarray   # (m, p) d moments / d u at the estimate
     names: list
     identified: np.ndarray  # (n, p) the same draws without the unidentified directions' spread
+    sd_unclipped: np.ndarray  # (p,) s.d. of the identified draws before any clipping to the boxes
 
 
 def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate: dict, data_dev, sim_dev,
@@ -439,7 +442,9 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     Directions of ``u`` whose curvature ``G'WG`` is below ``rcond`` times the largest are not identified: their
     draws spread over the whole box (``seed`` draws that spread); ``identified`` holds the draws without that
     spread (for predictions: a direction that no moment moves at the estimate is flat only locally, and a draw
-    at its box's edge may fit the data badly). ``coords``: the coordinates of ``u`` (default
+    at its box's edge may fit the data badly), ``sd_unclipped`` their s.d.s before any clipping to the boxes
+    (the sandwich's: an estimate at its box's edge has half its draws clipped onto the edge, and their s.d.
+    understates how far the data would move it). ``coords``: the coordinates of ``u`` (default
     :func:`box_coords`); the draws are ``coords.inv`` of ``u^ + du``."""
     params = tuple(params)
     data_dev, sim_dev = np.asarray(data_dev, np.float64), np.asarray(sim_dev, np.float64)
@@ -468,6 +473,9 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
         return np.array([[v[k] for k in names] for v in (coords.inv(u0 + d) for d in dus)], np.float64)
 
     ident = constrained(du)
+    raw = coords.raw or coords.inv
+    unclipped = np.array([[v[k] for k in names] for v in (raw(u0 + d) for d in du)], np.float64)
+    sd_raw = unclipped.std(0, ddof=1) if len(du) > 1 else np.full(len(names), np.nan)
     if flat.any():
         du = du + (1e3 * np.random.default_rng(seed).standard_normal((len(du), int(flat.sum())))) @ V[:, flat].T
-    return LinearizedBootstrap(constrained(du) if flat.any() else ident, G, names, ident)
+    return LinearizedBootstrap(constrained(du) if flat.any() else ident, G, names, ident, sd_raw)

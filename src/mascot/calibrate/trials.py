@@ -430,7 +430,7 @@ def natural_coords(params, base: dict):
                          float(values[p.name]) / sig if p.name == "bias" else float(values[p.name])
                          for p in params], np.float64)
 
-    def inv(u):
+    def inv(u, clip=clip):
         out = {p.name: clip(p, math.exp(min(float(u[i]), 700.0)) if _is_scale(p.name) else u[i])
                for i, p in enumerate(params) if p.name != "bias"}
         if "bias" in names:
@@ -438,5 +438,8 @@ def natural_coords(params, base: dict):
             out["bias"] = clip(p, float(u[names.index("bias")]) * scale(out))
         return {k: out[k] for k in names}
 
+    def raw(u):
+        return inv(u, clip=lambda p, x: float(x))
+
     step = np.array([0.25 if _is_scale(p.name) or p.name == "bias" else 0.02 for p in params])
-    return Coords(fwd, inv, step)
+    return Coords(fwd, inv, step, raw)

@@ -539,9 +539,13 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     coords = natural_coords(fparams, bflat)
     pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=2 if quick else int(polish), coords=coords)
     est = pol.params
-    boot_arr, bnames, ident = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target), moments_at,
+    boot_arr, bnames, ident, sd_raw = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target), moments_at,
                                     noise_at, fparams, n_boot=n_boot, seed=seed, coords=coords)
-    sd = {k: float(np.std(boot_arr[:, i], ddof=1)) if len(boot_arr) > 1 else math.nan for i, k in enumerate(bnames)}
+    # the s.d.: the draws', or, where a box's edge truncates them (an estimate at the edge has about half its
+    # draws clipped onto it), the s.d. they have before the clipping (on the second recovery sample p_blunder,
+    # estimated at its edge 0.5: 0.087 clipped, 0.17 before, its truth 1.6 of the latter from the estimate)
+    sd = {k: float(max(np.std(boot_arr[:, i], ddof=1), np.nan_to_num(sd_raw[i]))) if len(boot_arr) > 1 else math.nan
+          for i, k in enumerate(bnames)}
     ci = {k: [float(np.quantile(boot_arr[:, i], 0.05)), float(np.quantile(boot_arr[:, i], 0.95))]
           if len(boot_arr) > 1 else [math.nan, math.nan] for i, k in enumerate(bnames)}
     nested = nest_params(_tie(est, est), judge=cfg.judge, base=base_nested)
@@ -618,15 +622,16 @@ def _uncertainty(est: dict, target, w, boot, moments_at, noise_at, params, *, n_
     """``n_boot`` linearized bootstrap draws of the estimate (:func:`mascot.calibrate.fit.linearized_bootstrap`):
     the data moments resampled by ``boot`` (trials with replacement; for a table, parametric), the estimate's
     simulation noise from ``n_boot`` simulations under fresh keys (``noise_at``), the Jacobian from
-    ``moments_at`` (the polish's simulation). Returns ``(draws (n_boot, p), names, identified)``, the last
-    the draws without the unidentified directions' spread (the predictions use those)."""
+    ``moments_at`` (the polish's simulation). Returns ``(draws (n_boot, p), names, identified, sd_unclipped)``:
+    the draws without the unidentified directions' spread (the predictions use those) and their s.d.s before
+    the clipping to the boxes."""
     from mascot.calibrate.fit import linearized_bootstrap
 
     names = [p.name for p in params]
     if n_boot < 1:
-        return np.zeros((0, len(names))), names, np.zeros((0, len(names)))
+        return np.zeros((0, len(names))), names, np.zeros((0, len(names))), np.full(len(names), np.nan)
     rng = np.random.default_rng([seed, 7])
     data_dev = np.array([boot(rng) for _ in range(n_boot)]) - target
     sims = np.array([noise_at(est, i) for i in range(n_boot)])
     lb = linearized_bootstrap(moments_at, params, est, data_dev, sims - sims.mean(0), w, seed=seed, coords=coords)
-    return lb.draws, lb.names, lb.identified
+    return lb.draws, lb.names, lb.identified, lb.sd_unclipped

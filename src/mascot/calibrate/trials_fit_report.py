@@ -72,7 +72,8 @@ def report_markdown(s: dict) -> str:
                 + (" (trials resampled" if s["kind"] == "run" else " (parametric: moments ~ N(value, se^2)")
                 + ", plus the estimate's simulation noise; each draw one Gauss-Newton step from the estimate, in "
                 "coordinates where the noise scales' near-symmetry is straight: log of each scale, bias / sigma, "
-                "the probabilities as themselves, clipped to their boxes). "
+                "the probabilities as themselves, clipped to their boxes; the s.d. is the draws' or, when larger, "
+                "theirs before that clipping: an estimate at its box's edge has about half its draws on the edge). "
                 "A range that spans much of a parameter's box says the moments hardly pin that parameter down."),
              "", "## Estimates", "", "| parameter | estimate | bootstrap s.d. | 5-95% |", "| --- | --- | --- | --- |"]
     for k, v in s["estimates"].items():
