@@ -17,7 +17,7 @@ def r_cdr_bound(d_max: float, floor: float = 1e-6, steps: int = 12) -> float:
     return math.log(floor / d_max) / (steps - 1)
 
 
-# ----------------------------------------------------------------------------- fitting
+# ----------------------------------------------------------------------------- formatting
 def ordering(means: dict) -> str:
     return " > ".join(sorted(means, key=lambda t: -means[t]))
 
