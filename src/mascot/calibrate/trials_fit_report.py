@@ -85,7 +85,9 @@ def report_markdown(s: dict) -> str:
               f"Predicted: median and 5-95% range over {s['n_pred']} simulated runs of {s['n_trials']} trials, "
               + ("each at one bootstrap draw of the parameters (parameter and sampling uncertainty together; the "
                  "draws without the spread of directions no moment moves at the estimate)"
-                 if s.get("predicted_at_draws") else "at the estimate (no bootstrap draws: sampling uncertainty only)")
+                 if s.get("predicted_at_draws") else "at the estimate (sampling uncertainty only: "
+                 + ("a table leaves the parameters too loose for its draws to fit it" if s["kind"] == "paper"
+                    else "no bootstrap draws") + ")")
               + ". `in range` says whether the observed value lies in that range.", "",
               "| moment | observed | se | predicted | 5-95% | in range | fitted |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for i, nm in enumerate(names):
