@@ -84,7 +84,8 @@ def test_calibrate_refuses_an_out_that_is_a_file_and_leaves_no_empty_directory(t
 
 
 @pytest.mark.parametrize("extra,needle", [(["--sd-weight", "-1"], "--sd-weight"), (["--steps", "0"], "--steps"),
-                                          (["--n-sim", "1"], "--n-sim"), (["--init", "/nonexistent.toml"], "--init")])
+                                          (["--n-sim", "1"], "--n-sim"), (["--init", "/nonexistent.toml"], "--init"),
+                                          (["--moments", "profile"], "--moments"), (["--fit", "sigma,"], "''")])
 def test_calibrate_trials_refuses_bad_options_before_writing(tmp_path, extra, needle):
     out = tmp_path / "cal"
     r = mascot("calibrate", "trials", "--paper-table2", "--out", out, *extra)
@@ -222,6 +223,9 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
     i = fit["moment_names"].index("chain.abstained.mean")
     assert fit["target"][i] is None and fit["weights"][i] == 0.0 and fit["abstained"] is None
     assert "nan" not in (tmp_path / "c" / "params.toml").read_text().lower()
+    rep = (tmp_path / "c" / "report.md").read_text()
+    assert "| chain.abstained.mean | not recorded | - |" in rep and "| nan |" not in rep
+    assert "RuntimeWarning" not in r.stderr
     for bad in (-1, 99):
         col = t.column("n_abstained").to_pylist()
         col[7] = bad
@@ -230,6 +234,7 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
                        old / "trials.parquet")
         r = mascot("calibrate", "trials", old, "--out", tmp_path / "c2", "--quick", "--n-boot", "0")
         assert r.returncode == 2 and f"n_abstained = {bad}" in r.stderr and "Traceback" not in r.stderr, r.stderr
+        assert "retried request counted once" in r.stderr
     # SIGINT mid-fit: one line, 130, nothing written but the lock file (released by the OS)
     p = subprocess.Popen([sys.executable, "-m", "mascot", "calibrate", "trials", str(run), "--out", str(tmp_path / "i")],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,

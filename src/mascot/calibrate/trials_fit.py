@@ -30,6 +30,7 @@ import functools
 import json
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -184,7 +185,8 @@ def abstention_nodes(df):
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise ValueError(f"n_abstained = {ab[i]:g} in row {i} ({df.topology.iloc[i]}, trial {df.trial.iloc[i]}, "
-                         f"step {df.step.iloc[i]}) is not between 0 and its {int(nodes.iloc[i])} requests")
+                         f"step {df.step.iloc[i]}) is not between 0 and the row's {int(nodes.iloc[i])} requests (a "
+                         "retried request counted once; n_requests counts attempts)")
     return nodes
 
 
@@ -423,7 +425,9 @@ def _observed(source, per=None, profile=True):
     target = moments(per, ps)
     rng = np.random.default_rng(12345)
     reps = np.array([_boot_moments(per, rng, ps) for _ in range(400)])
-    se = np.nanstd(reps, axis=0, ddof=1)
+    with np.errstate(invalid="ignore", divide="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a moment the run did not record is NaN in every draw
+        se = np.nanstd(reps, axis=0, ddof=1)
     # a sample whose trials are all equal (a model that echoes its input) has bootstrap se 0: floor it, so
     # that every moment keeps a finite weight
     se = np.maximum(se, SE_FLOOR_REL * np.abs(np.nan_to_num(target)) + SE_FLOOR_ABS)

@@ -53,7 +53,7 @@ def report_markdown(s: dict) -> str:
              f"Simulated method of moments (`mascot.calibrate.fit.fit_smm`, ES gradients, common random numbers) "
              f"on the JAX simulator of the harness (`mascot.calibrate.trials`): {s['iterations']} iterations, "
              f"{s['n_sim']} simulated trials per topology per evaluation"
-             + (f" (objective {s['es_loss']:.4g}), then {s['polish']['iterations']} Levenberg-Marquardt steps on "
+             + (f" (objective {s['es_loss']:.4g}), then {s['polish']['iterations']} Levenberg-Marquardt step{'s' if s['polish']['iterations'] != 1 else ''} on "
                 f"{s['polish']['n_sim']:,} simulated trials per topology" if s.get("polish") else "")
              + f", final objective {s['loss']:.4g} over "
              f"{sum(1 for w in s['weights'] if w > 0)} weighted moments (weights 1/se^2"
@@ -94,8 +94,12 @@ def report_markdown(s: dict) -> str:
         o, e = s["target"][i], s["se"][i]
         p, lo, hi = s["predicted"]["median"][i], s["predicted"]["lo"][i], s["predicted"]["hi"][i]
         inr = in_range(o, lo, hi)
+        if o is None or (isinstance(o, float) and not math.isfinite(o)):  # the run did not record it
+            lines.append(f"| {nm} | not recorded | - | {fmt_num(p)} | [{fmt_num(lo)}, {fmt_num(hi)}] | - | no |")
+            continue
+        fitted = nm not in s["excluded"] and (s.get("weights") is None or s["weights"][i] > 0)
         lines.append(f"| {nm} | {fmt_num(o)} | {fmt_num(e)} | {fmt_num(p)} | [{fmt_num(lo)}, {fmt_num(hi)}] | {'yes' if inr else 'no'} | "
-                     f"{'no' if nm in s['excluded'] else 'yes'} |")
+                     f"{'yes' if fitted else 'no'} |")
     lines += ["", "## Orderings and tests (predictions, not targets)", "",
               "| metric | observed ordering | predicted ordering (median means) | observed H | predicted H (5-95%) | "
               "predicted p (median) | observed r_s | predicted r_s (share of runs) |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]

@@ -60,11 +60,13 @@ def cmd_calibrate_trials(args) -> int:
 
     fit_names = None
     if args.fit is not None:
-        fit_names = tuple(x.strip() for x in args.fit.split(",") if x.strip())
+        fit_names = tuple(x.strip() for x in args.fit.split(","))
         known = [p.name for p in FIT_PARAMS]
-        bad = [x for x in fit_names if x not in known]
+        bad = [repr(x) if not x else x for x in fit_names if x not in known]
         if bad or not fit_names or len(set(fit_names)) != len(fit_names):
             return _fail(f"--fit: {', '.join(bad) or 'an empty or repeated list'}; choose among {', '.join(known)}")
+    if args.moments is not None and args.run_dir is None:
+        return _fail("--moments chooses what to fit for a RUN_DIR; Table 2 has its 18 moments only")
     if args.split_half and args.run_dir is None:
         return _fail("--split-half needs a RUN_DIR (it fits half of the run's trials and predicts the other half)")
     if args.init is not None:
@@ -109,7 +111,7 @@ def cmd_calibrate_trials(args) -> int:
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
     _clear_outputs(out)
     kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
-              sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments == "profile")
+              sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments != "table2")
     if args.split_half:
         from mascot.calibrate.trials_checks import split_half
 
@@ -122,7 +124,8 @@ def cmd_calibrate_trials(args) -> int:
     s = calibrate_trials(source, Path(args.out), **kw)
     width = max(len(k) for k in s["estimates"])
     print(f"calibrated to {s['source']}: objective {s['loss']:.4g} ({s['iterations']} ES iterations, then "
-          f"{s['polish']['iterations']} Levenberg-Marquardt steps), {s['wall_s']:.1f} s")
+          f"{s['polish']['iterations']} Levenberg-Marquardt step{'s' if s['polish']['iterations'] != 1 else ''}), "
+          f"{s['wall_s']:.1f} s")
     for k, v in s["estimates"].items():
         lo, hi = s["boot_ci"][k]
         print(f"  {k.ljust(width)}  {v:10.4f}  " + (f"(bootstrap s.d. {s['boot_sd'][k]:.4f}, 5-95% [{lo:.4g}, {hi:.4g}])"
@@ -213,7 +216,7 @@ def add_parsers(sub) -> None:
                         "mesh_agent.p_echo,parse_fail for a small model that echoes its input)")
     t.add_argument("--split-half", action="store_true",
                    help="fit half of RUN_DIR's trials (at random, per --seed) and predict the other half")
-    t.add_argument("--moments", choices=["profile", "table2"], default="profile",
+    t.add_argument("--moments", choices=["profile", "table2"], default=None,
                    help="what to fit for a RUN_DIR: Table 2's 18 moments plus the run's step profile (how error, "
                         "D_t and the arms' gap grow over the steps; default), or Table 2's 18 only")
     t.add_argument("--init", default=None, metavar="PARAMS.toml",
