@@ -40,8 +40,8 @@ from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
 from mascot.io import atomic_write_text
 
-__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "spectral_predictions", "table2", "trial_metrics",
-           "write_report"]
+__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "json_clean", "spectral_predictions", "table2",
+           "trial_metrics", "write_report"]
 
 TOPOLOGY_ORDER = ("chain", "mesh", "star")  # Table 2's column order
 METRICS = ("E_ceg", "R_cdr", "F_ps")
@@ -60,6 +60,20 @@ def arm_arrays(df: pd.DataFrame, topo: str, col: str, n: int, T: int) -> np.ndar
     if len(sub) != n * 2 * (T + 1):
         raise ValueError(f"trials.parquet has {len(sub)} rows for {topo}; expected {n * 2 * (T + 1)}")
     return sub[col].to_numpy(dtype=float).reshape(n, 2, T + 1)
+
+
+def json_clean(x):
+    """``x`` with numpy scalars as Python numbers and non-finite floats as ``None`` (JSON has no NaN), in
+    nested dicts, lists and tuples."""
+    if isinstance(x, dict):
+        return {k: json_clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_clean(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
 
 
 def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame:
@@ -496,18 +510,7 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
                                        affected_unperturbed=c["affected"]["E_ceg"],
                                        affected_either=c["affected"]["F_ps"])
 
-    def clean(x):
-        if isinstance(x, dict):
-            return {k: clean(v) for k, v in x.items()}
-        if isinstance(x, (list, tuple)):
-            return [clean(v) for v in x]
-        if isinstance(x, (float, np.floating)):
-            return float(x) if math.isfinite(x) else None
-        if isinstance(x, np.integer):
-            return int(x)
-        return x
-
-    stats = clean(stats)
+    stats = json_clean(stats)
     atomic_write_text(out / "stats.json", json.dumps(stats, indent=2) + "\n")
     atomic_write_text(out / "table2.md", _markdown(tab, _nanify(stats)))
     if figures:

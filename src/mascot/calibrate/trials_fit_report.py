@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from mascot.analysis.trials_report import json_clean
 from mascot.calibrate.trials import METRICS, TOPOS, SimConfig, block_tags
 
 __all__ = ["fmt_num", "in_range", "json_clean", "ordering", "r_cdr_bound", "report_markdown"]
@@ -20,18 +21,6 @@ def r_cdr_bound(d_max: float, floor: float = 1e-6, steps: int = 12) -> float:
 # ----------------------------------------------------------------------------- formatting
 def ordering(means: dict) -> str:
     return " > ".join(sorted(means, key=lambda t: -means[t]))
-
-
-def json_clean(x):
-    if isinstance(x, dict):
-        return {k: json_clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_clean(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return None if not math.isfinite(float(x)) else float(x)
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
 
 
 def in_range(x, lo, hi) -> bool:
