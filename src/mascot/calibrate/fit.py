@@ -357,18 +357,16 @@ def _step(h, coords: Coords):
     return h if h is not None else coords.step if coords.step is not None else 0.25
 
 
-def _jacobian(at, u0, h, coords: Coords | None = None):
-    """Central differences, step ``h`` (a scalar, or one per coordinate). With ``coords``, each difference is
-    divided by the displacement the coordinates really made (``fwd(inv(u))``): a parameter at its box's edge
-    moves only inward, and dividing by ``2 h`` would halve its slope."""
+def _jacobian(at, u0, h, coords: Coords):
+    """Central differences, step ``h`` (a scalar, or one per coordinate), each divided by the displacement the
+    coordinates really made (``fwd(inv(u))``): a parameter at its box's edge moves only inward, and dividing by
+    ``2 h`` would halve its slope."""
     hv = np.broadcast_to(np.asarray(h, np.float64), u0.shape)
     cols = []
     for j in range(len(u0)):
         e = np.zeros(len(u0))
         e[j] = hv[j]
-        span = 2 * hv[j]
-        if coords is not None:
-            span = float(coords.fwd(coords.inv(u0 + e))[j] - coords.fwd(coords.inv(u0 - e))[j])
+        span = float(coords.fwd(coords.inv(u0 + e))[j] - coords.fwd(coords.inv(u0 - e))[j])
         cols.append((at(u0 + e) - at(u0 - e)) / span if span > 0 else np.zeros_like(at(u0)))
     G = np.stack(cols, 1)
     return np.where(np.isfinite(G), G, 0.0)
@@ -438,7 +436,8 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
 
     ``moments_at(theta) -> moment vector`` (numpy, fixed simulation key); ``data_dev`` (n, m): resampled
     data moments minus the observed ones; ``sim_dev`` (n, m): simulated moments at the estimate under fresh
-    keys minus their mean (zeros for none); ``weights`` (m,); ``h``: the central-difference step in ``u`` (as in :func:`gauss_newton`).
+    keys minus their mean (zeros for none); ``weights`` (m,); ``h``: the central-difference step in ``u``
+    (as in :func:`gauss_newton`).
     Directions of ``u`` whose curvature ``G'WG`` is below ``rcond`` times the largest are not identified: their
     draws spread over the whole box (``seed`` draws that spread); ``identified`` holds the draws without that
     spread (for predictions: a direction that no moment moves at the estimate is flat only locally, and a draw
@@ -469,13 +468,11 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     du = dev @ M.T
     names = [p.name for p in params]
 
-    def constrained(dus):
-        return np.array([[v[k] for k in names] for v in (coords.inv(u0 + d) for d in dus)], np.float64)
+    def values(dus, inv):
+        return np.array([[v[k] for k in names] for v in (inv(u0 + d) for d in dus)], np.float64)
 
-    ident = constrained(du)
-    raw = coords.raw or coords.inv
-    unclipped = np.array([[v[k] for k in names] for v in (raw(u0 + d) for d in du)], np.float64)
-    sd_raw = unclipped.std(0, ddof=1) if len(du) > 1 else np.full(len(names), np.nan)
+    ident = values(du, coords.inv)
+    sd_raw = values(du, coords.raw or coords.inv).std(0, ddof=1) if len(du) > 1 else np.full(len(names), np.nan)
     if flat.any():
         du = du + (1e3 * np.random.default_rng(seed).standard_normal((len(du), int(flat.sum())))) @ V[:, flat].T
-    return LinearizedBootstrap(constrained(du) if flat.any() else ident, G, names, ident, sd_raw)
+    return LinearizedBootstrap(values(du, coords.inv) if flat.any() else ident, G, names, ident, sd_raw)

@@ -543,8 +543,9 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     coords = natural_coords(fparams, bflat)
     pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=2 if quick else int(polish), coords=coords)
     est = pol.params
-    boot_arr, bnames, ident, sd_raw = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target), moments_at,
-                                    noise_at, fparams, n_boot=n_boot, seed=seed, coords=coords)
+    boot_arr, bnames, ident, sd_raw = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target),
+                                                   moments_at, noise_at, fparams, n_boot=n_boot, seed=seed,
+                                                   coords=coords)
     # the s.d.: the draws', or, where a box's edge truncates them (an estimate at the edge has about half its
     # draws clipped onto it), the s.d. they have before the clipping (on the second recovery sample p_blunder,
     # estimated at its edge 0.5: 0.087 clipped, 0.17 before, its truth 1.6 of the latter from the estimate)
@@ -581,7 +582,8 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
                f"objective {pol.loss:.4g}")
     pname = name or ("paper-table2" if info["kind"] == "paper" else Path(str(source)).name)
     summary = {"source": info["source"], "kind": info["kind"], "estimates": est, "boot_sd": sd, "boot_ci": ci,
-               "n_boot": int(len(boot_arr)), "boot": boot_arr.tolist(), "predicted_at_draws": bool(use_draws), "loss": pol.loss, "se_fit": se_fit.tolist(),
+               "n_boot": int(len(boot_arr)), "boot": boot_arr.tolist(), "predicted_at_draws": bool(use_draws),
+               "loss": pol.loss, "se_fit": se_fit.tolist(),
                "iterations": res.iterations, "history": res.history.tolist(), "es_loss": es_loss,
                "polish": {"n_sim": n_grad, "iterations": pol.iterations, "history": pol.history.tolist()}, "moment_names": names_m,
                "target": target.tolist(), "se": se.tolist(), "weights": w.tolist(), "excluded": excluded,
