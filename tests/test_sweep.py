@@ -199,6 +199,32 @@ def test_cli_run_status_merge(tmp_path, capsys):
     assert "0 <= I < N" in capsys.readouterr().err
 
 
+def test_chunks_store_null_free_columns_as_required_and_old_chunks_still_merge(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    run_sweep(parse_config(cfg_text()), tmp_path / "run", progress=False)
+    rd = RunDir(tmp_path / "run")
+    chunk0 = rd.chunk_path(0)
+    # Parquet "required" columns (no definition levels): a chunk has no nulls
+    schema = pq.ParquetFile(chunk0).schema
+    assert {schema.column(i).max_definition_level for i in range(len(schema))} == {0}
+    expected = pd.concat([pd.read_parquet(rd.chunk_path(c)) for c in range(6)], ignore_index=True)
+    # a chunk as the previous release wrote it (every field nullable), with one null in a float column
+    t = pq.read_table(chunk0)
+    old = pa.Table.from_arrays(
+        [pa.array(t["d0"].to_pylist()[:-1] + [None], t["d0"].type) if n == "d0" else t[n] for n in t.column_names],
+        schema=pa.schema([f.with_nullable(True) for f in t.schema], metadata=t.schema.metadata))
+    pq.write_table(old, chunk0)
+    assert pq.ParquetFile(chunk0).schema.column(0).max_definition_level == 1
+    merged_path = rd.merge()
+    merged = pd.read_parquet(merged_path)
+    expected.loc[len(pd.read_parquet(rd.chunk_path(0))) - 1, "d0"] = np.nan
+    pd.testing.assert_frame_equal(merged, expected, check_exact=True)
+    fields = pq.read_schema(merged_path)
+    assert not fields.field("rounds").nullable and fields.field("d0").nullable  # required unless it holds a null
+
+
 def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, reference_run):
     f = tmp_path / "c.toml"
     f.write_text(cfg_text(1))  # 24 chunks of one point: many chances to be killed between writes
