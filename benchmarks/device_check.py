@@ -86,7 +86,7 @@ SIZES = {
     "gpu": dict(
         copy_bytes=4 << 30,
         cons_N=(5, 64), cons_B=(100_000, 1_000_000, 10_000_000), cons_chunks=(None, 1 << 20), cons_B_cpu=100_000,
-        cons_reps_small=3, cons_reps_large=2,
+        cons_reps_small=3, cons_reps_large=2, cons_split_B=1_000_000, cons_split_s=12,
         spec_G={16: (10_000, 100_000), 64: (1_000, 10_000), 256: (64, 1_000)},
         spec_G_cpu={16: 100_000, 64: 10_000, 256: 256}, spec_reps=3,
         sweep_traj=2000, sweep_nb0=28, sweep_chunk=36, sweep_reps=3,
@@ -96,7 +96,7 @@ SIZES = {
     "smoke": dict(
         copy_bytes=64 << 20,
         cons_N=(5, 64), cons_B=(1000,), cons_chunks=(None, 512), cons_B_cpu=1000,
-        cons_reps_small=2, cons_reps_large=2,
+        cons_reps_small=2, cons_reps_large=2, cons_split_B=1000, cons_split_s=6,
         spec_G={16: (8,), 64: (4,), 256: (2,)}, spec_G_cpu={16: 8, 64: 4, 256: 2}, spec_reps=2,
         sweep_traj=50, sweep_nb0=2, sweep_chunk=36, sweep_reps=2,
         hf_shape=TINY_QWEN2, hf_trials=2, hf_max_tokens=8, hf_batch=16, hf_steps_full=12,
@@ -441,8 +441,10 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
         prs = bc.pairs(N, rng)
         groups += [(N, kind, prs[kind]) for kind in ("commuting", "non-commuting")]
 
+    reserve = min(sz["cons_split_s"], 0.25 * ctx.left())  # kept for the time split at the end
+
     for gi, (N, kind, (W1, W2)) in enumerate(groups):
-        share_end = time.time() + ctx.left() / (len(groups) - gi)
+        share_end = time.time() + max(ctx.left() - reserve, 0.0) / (len(groups) - gi)
         say(f"  N={N} {kind}: {max(0, share_end - time.time()):.0f} s for this group")
 
         def call(X0, chunk=None):
@@ -538,11 +540,102 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                         b = False  # tried; do not try again
                         rec.note(f"N={N} {kind} numpy baseline failed: {traceback.format_exc(limit=3)[-800:]}")
                     rec.save()
+    # where the modal path's time goes (kernel, projection, result copies, the driver): what the next
+    # optimisation needs to know, measured while the device is at hand
+    split = rec.results.setdefault("split", [])
+    for gi, (N, kind, (W1, W2)) in enumerate(groups):
+        if kind != "commuting":
+            continue
+        if ctx.left() < (3 if ctx.smoke else 8):
+            rec.note(f"N={N} modal time split: skipped (no time left in the section)")
+            continue
+        try:
+            B = sz["cons_split_B"]
+            X0 = gen(jax.random.fold_in(key, gi), B, N)
+            row = modal_split(X0, W1, W2, bc, reps=sz["cons_reps_small"])
+            row.update(N=N, pair=kind, x0_floor_s=int(X0.nbytes) / read_Bps)
+            row.update(kernel_floor_fraction=row["x0_floor_s"] / row["kernel_s"],
+                       floor_fraction=row["x0_floor_s"] / row["total_s"])
+            split.append(row)
+            say(f"    N={N} B={B:,} chunk={row['chunk']:,}: total {1e3 * row['total_s']:.2f} ms = kernel "
+                f"{1e3 * row['kernel_s']:.2f} (projection {1e3 * row['projection_s']:.2f}) + result copies "
+                f"{1e3 * row['fetch_s']:.2f} + driver {1e3 * row['driver_s']:.2f}; X0 floor "
+                f"{1e3 * row['x0_floor_s']:.3f} ms ({100 * row['kernel_floor_fraction']:.1f}% of the kernel alone)")
+            del X0
+        except Exception:
+            rec.note(f"N={N} modal time split failed: {traceback.format_exc(limit=4)[-1500:]}")
+        rec.save()
     if rows:
         rec.summary.update(cells=len(rows), best_device_traj_s=max(r["device_traj_s"] for r in rows),
                            best_floor_fraction=max(r["floor_fraction"] for r in rows))
     if base:
         rec.summary["min_numpy_traj_s"] = min(b["numpy_traj_s"] for b in base)
+
+
+def modal_split(X0, W1, W2, bc, reps: int) -> dict:
+    """Time ``simulate_consensus`` on a device-resident ``X0`` and its parts, at its default chunk size: the
+    compiled rollout alone on every full chunk (``kernel_s``), its projection and energies alone
+    (``projection_s``), the copies of the results the driver fetches (``fetch_s``) and the rest
+    (``driver_s``: slicing, dispatch, host arrays). Best of ``reps`` after a first call; per-chunk parts
+    scaled from the full chunks to B."""
+    import jax
+    import numpy as np
+
+    import mascot
+    import mascot.execute.consensus as ec
+    from mascot.kernels import consensus as kc
+
+    B, N, d = X0.shape
+    dt = X0.dtype
+    _, _, _, c = ec._setup(np.asarray(W1, np.float64).tobytes(), np.asarray(W2, np.float64).tobytes(), N, "auto",
+                           dt.name, False)
+    platform = next(iter(X0.devices())).platform
+    tile = ec._tile(N, d, dt) if platform == "cpu" and N > kc.SMALL_N else None
+    C = ec._chunk_size(B, N, d, dt, True, None, platform, tiled=tile is not None)
+    chunks = [X0[lo:lo + C] for lo in range(0, B - C + 1, C)]
+    params = dict(c1=np.asarray(bc.C1, dt), c2=np.asarray(bc.C2, dt), eta=np.asarray(bc.ETA, dt),
+                  eps=np.asarray(bc.EPS, dt), b0=np.full(C, bc.B0, dt))
+    static = dict(strategy="adaptive", max_rounds=bc.MAX_ROUNDS, tile=tile)
+    keys = ("rounds", "b", "d", "status", "d0", "finite")
+
+    def rollouts():
+        return [kc.modal_rollout(x, c["U"], c["S"], c["lam1"], c["lam2"], params, **static) for x in chunks]
+
+    def kernel():
+        jax.block_until_ready(rollouts())
+
+    def projection():
+        jax.block_until_ready([kc.modal_init(x, c["U"], c["S"], noisy=False, tile=tile) for x in chunks])
+
+    done = rollouts()
+    jax.block_until_ready(done)
+
+    def fetch():  # fresh device copies of the results each time (a fetched array caches its host copy)
+        outs = [{k: r[k] + 0 for k in keys} for r in done]
+        jax.block_until_ready(outs)
+        t0 = time.perf_counter()
+        jax.device_get(outs)
+        return time.perf_counter() - t0
+
+    def total():
+        mascot.simulate_consensus(X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0, max_rounds=bc.MAX_ROUNDS,
+                                  dtype=dt.name)
+
+    for f in (kernel, projection, fetch, total):  # compile and warm every part
+        f()
+    t = {k: [] for k in ("kernel", "projection", "fetch", "total")}
+    for _ in range(max(1, reps)):  # interleaved
+        for name, f in (("kernel", kernel), ("projection", projection), ("total", total)):
+            t0 = time.perf_counter()
+            f()
+            t[name].append(time.perf_counter() - t0)
+        t["fetch"].append(fetch())
+    scale = B / (len(chunks) * C)
+    best = {k: min(v) for k, v in t.items()}
+    kern, proj, fetch_s = best["kernel"] * scale, best["projection"] * scale, best["fetch"] * scale
+    return dict(B=B, chunk=C, tile=tile, reps=max(1, reps), total_s=best["total"], kernel_s=kern,
+                projection_s=proj, rounds_s=max(kern - proj, 0.0), fetch_s=fetch_s,
+                driver_s=max(best["total"] - kern - fetch_s, 0.0), times_s=t)
 
 
 # --------------------------------------------------------------------------- spectra
@@ -1201,6 +1294,17 @@ def _md_consensus(secs):
         L.append(f"| {x['N']} | {x['pair']} | {x['B']:,} | {x['chunk_size']} | {x['method']} | {x['mean_rounds']:.1f} | "
                  f"{_fmt(x['device_traj_s'])} | {_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'])} | "
                  f"{_fmt(x.get('numpy_traj_s'))} ({_fmt(x.get('numpy_B'), ',')}) | {_fmt(x.get('ratio_vs_numpy'), ',.1f')}x |")
+    if r.get("split"):
+        L += ["\nWhere the modal path's time goes (X0 on the device, default chunks; best of the repetitions): "
+              "the compiled rollout alone on every chunk, its projection and energies alone, the copies of the "
+              "results to the host, and the rest of `simulate_consensus` (the driver).\n",
+              "| N | B | chunk | total ms | kernel ms | projection ms | rounds ms | result copies ms | driver ms | "
+              "X0 floor ms | floor of kernel | floor of total |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for x in r["split"]:
+            L.append(f"| {x['N']} | {x['B']:,} | {x['chunk']:,} | {1e3 * x['total_s']:.2f} | {1e3 * x['kernel_s']:.2f} | "
+                     f"{1e3 * x['projection_s']:.2f} | {1e3 * x['rounds_s']:.2f} | {1e3 * x['fetch_s']:.2f} | "
+                     f"{1e3 * x['driver_s']:.2f} | {1e3 * x['x0_floor_s']:.3f} | {_pct(x['kernel_floor_fraction'])} | "
+                     f"{_pct(x['floor_fraction'])} |")
     if r.get("baselines"):
         L.append("\nBaseline agreement (rounds, same X0): " + ", ".join(
             f"N={b['N']} {b['pair']}: {100 * b['rounds_agree']:.2f}%" for b in r["baselines"]))

@@ -55,6 +55,12 @@ def test_device_check_smoke(tmp_path):
             assert _positive_number(r[k]), (k, r)
     for b in cons["baselines"]:
         assert b["rounds_agree"] > 0.99, b
+    assert {r["N"] for r in cons["split"]} == {5, 64}
+    for r in cons["split"]:
+        for k in ("total_s", "kernel_s", "projection_s", "fetch_s", "x0_floor_s", "kernel_floor_fraction"):
+            assert _positive_number(r[k]), (k, r)
+        assert r["projection_s"] <= r["kernel_s"] * 1.5 and r["kernel_s"] <= r["total_s"] * 1.5, r
+    assert "Where the modal path's time goes" in md
 
     spec = rep["sections"]["spectra"]["results"]["rows"]
     assert {r["n"] for r in spec} == {16, 64, 256}

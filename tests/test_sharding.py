@@ -41,19 +41,27 @@ def test_spy_sees_host_reads(host_reads):
     assert ec.np.float64 is np.float64 and ec.np.linalg is np.linalg  # types and modules pass through
 
 
-@pytest.mark.parametrize("case", ["modal", "matrix", "noisy"])
-def test_device_x0_has_no_host_round_trip(case, host_reads):
-    N = 64 if case == "modal" else 6  # N = 64: the tiled CPU projection; the others go through _run_chunk
+@pytest.mark.parametrize("case", ["modal", "modal5", "matrix", "noisy"])
+def test_device_x0_has_no_host_round_trip(case, host_reads, monkeypatch):
+    # N = 64: the tiled CPU projection; N = 5: one product; the others go through _run_chunk
+    N = {"modal": 64, "modal5": 5}.get(case, 6)
     B, d = 5000, 3
     X0, K, R, G, b0 = _problem(N, B, d, 1)
-    W1, W2 = {"modal": (K, R), "matrix": (G, R), "noisy": (K, G)}[case]
+    W1, W2 = {"modal": (K, R), "modal5": (K, R), "matrix": (G, R), "noisy": (K, G)}[case]
     kw = dict(c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=b0, max_rounds=40, dtype="float64", chunk_size=1700)
     if case == "noisy":
         kw.update(noise=0.003, key=jax.random.split(jax.random.key(2), B))
     ref = simulate_consensus(X0, W1, W2, **kw)  # numpy X0: 3 chunks, the last one padded
     Xd = jax.device_put(X0)
+    calls, rollout = [], kc.modal_rollout
+    monkeypatch.setattr(kc, "modal_rollout", lambda X, *a, **k: calls.append((X.shape, a[5:], k.get("rows")))
+                        or rollout(X, *a, **k))
     host_reads.clear()
     res = simulate_consensus(Xd, W1, W2, **kw)
+    if case.startswith("modal"):  # the kernel reads each chunk's rows from the whole X0 (no sliced copy):
+        # windows 0, 1700 and 3300 (the last ends at row B, overlapping its predecessor)
+        assert [(shape, int(start[0]), rows) for shape, start, rows in calls] == [
+            ((B, N, d), 0, 1700), ((B, N, d), 1700, 1700), ((B, N, d), 3300, 1700)], calls
     big = [s for s in host_reads if len(s) >= 2]  # results are (B,) vectors; any X0 slice has 3 axes
     assert not big, f"arrays of X0's shape went to the host: {big}"
     assert host_reads, "no results read back at all: the spy did not see the device reads"

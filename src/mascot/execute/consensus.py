@@ -10,8 +10,9 @@ the batch axis of each call is sharded over a 1-D :class:`jax.sharding.Mesh` of 
 (``NamedSharding(mesh, P("batch"))``, the constants replicated): one jitted call (``jax.shard_map`` of the
 one-device kernel) runs ``n_devices`` chunks at once, one per device, each exactly the rows, padding and
 shape that chunk has on one device, so results are bit-identical to one device's. A jax.Array ``X0``
-stays on its device(s): chunks are sliced (or gathered and resharded) there by compiled calls, and only
-the results come back to the host. Results do not depend on the device count; on a CPU they are also the
+stays on its device(s): on one device the modal rollout reads each chunk's rows where they are (no sliced
+copy), other paths slice (or gather and reshard) chunks there by compiled calls, and only the results
+come back to the host. Results do not depend on the device count; on a CPU they are also the
 same for every chunk size of the tiled modal path (other paths can differ in the last bits between chunk
 sizes: XLA:CPU's fused products and sums round differently for a different number of rows).
 """
@@ -264,7 +265,18 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     dt, c, shards = cfg["dt"], cfg["consts"], cfg["shards"]
     window = 2
 
+    static = dict(strategy=cfg["strategy"], max_rounds=cfg["max_rounds"], tile=cfg["tile"])
+    in_place = shards is None and isinstance(X0, jax.Array) and X0.dtype == dt and B > C
+
     def dispatch(lo):
+        if in_place:  # the kernel reads rows start:start + C of the device-resident X0 where they are (a sliced
+            # copy per chunk cost more than the rollout on a CPU); the last window ends at row B, overlapping
+            # its predecessor, instead of padding
+            start = min(lo, B - C)
+            hi, src = min(lo + C, B), slice(lo - start, min(lo + C, B) - start)
+            p = {key: np.asarray(v if np.ndim(v) == 0 else v[start:start + C], dtype=dt) for key, v in params.items()}
+            res = kc.modal_rollout(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
+            return lo, hi, src, _fetch(res)
         rows, hi, src = _layout(lo, B, C, shards)
         whole = isinstance(rows, slice) and rows == slice(0, X0.shape[0])
         if shards is not None and isinstance(X0, jax.Array):  # gathered and split on the devices
@@ -280,7 +292,6 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
         else:
             X = jnp.asarray(X, dt)
         p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
-        static = dict(strategy=cfg["strategy"], max_rounds=cfg["max_rounds"], tile=cfg["tile"])
         if shards is None:
             res = kc.modal_rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
         else:  # every device runs the one-device rollout on its C rows
@@ -288,7 +299,18 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             rollout = shards.local(_rollout_local, (P("batch"),) + (P(),) * 4 + ({k: _spec(v) for k, v in p.items()},),
                                    P("batch"), **static)
             res = rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p)
-        return lo, hi, src, res
+        return lo, hi, src, _fetch(res)
+
+    fetch = ("rounds", "b", "d", "status", "d0", "finite") + (("m1", "m2") if cfg["return_x"] else ())
+
+    def _fetch(res):
+        """Only what the caller gets comes back (the round counts per mode only for x_final: 8 of 28 bytes
+        per trajectory otherwise), its device-to-host copies queued behind the kernel now, so on an
+        accelerator they overlap the next chunk's compute."""
+        res = {key: res[key] for key in fetch}
+        for v in res.values():
+            v.copy_to_host_async()
+        return res
 
     def collect(lo, hi, src, res):
         host = jax.device_get(res)

@@ -249,9 +249,12 @@ def _grouped_energies(X0, U, S):
     return _mm(jnp.sum(Y * Y, axis=1), S)
 
 
-@partial(jax.jit, static_argnames=("noisy", "tile"))
-def modal_init(X0, U, S, *, noisy, tile=None):
+@partial(jax.jit, static_argnames=("noisy", "tile", "rows"))
+def modal_init(X0, U, S, start=0, *, noisy, tile=None, rows=None):
     """Modal coordinates ``U^T X0`` (the O(N^2 d) part, done once) and ``D(0)``.
+
+    ``rows`` (static) with ``start``: work on rows ``start:start + rows`` of ``X0`` only, read in place (a
+    sliced copy of a device-resident X0 cost more than the projection on a CPU: fresh pages for every chunk).
 
     One ``(B*d, N) @ (N, N-1)`` product. A NaN or inf anywhere in a trajectory's X0 makes its ``D(0)``
     non-finite (every row of ``U`` is nonzero), which the caller checks instead of a separate pass.
@@ -263,16 +266,20 @@ def modal_init(X0, U, S, *, noisy, tile=None):
     do not depend on how many rows share the call).
     """
     B, n, d = X0.shape
+    if rows is not None:
+        B = rows
     if not noisy and n > SMALL_N and tile is not None and B >= 2 * tile:
         def body(i, acc):  # the last tile ends at row B (overlapping its predecessor): every product has
-            start = jnp.minimum(i * tile, B - tile)  # `tile` rows (XLA:CPU's products of a few rows sum in
-            x = jax.lax.dynamic_slice_in_dim(X0, start, tile, 0)  # another order: other last bits)
-            return jax.lax.dynamic_update_slice_in_dim(acc, _grouped_energies(x, U, S), start, 0)
+            lo = jnp.minimum(i * tile, B - tile)  # `tile` rows (XLA:CPU's products of a few rows sum in
+            x = jax.lax.dynamic_slice_in_dim(X0, start + lo, tile, 0)  # another order: other last bits)
+            return jax.lax.dynamic_update_slice_in_dim(acc, _grouped_energies(x, U, S), lo, 0)
 
         sq = jax.lax.fori_loop(0, -(-B // tile), body, jnp.zeros((B, S.shape[1]), X0.dtype))
         sq = jax.lax.optimization_barrier(sq)
         zeros = jnp.zeros(B, jnp.int32)
         return (sq, zeros, zeros), jnp.sqrt(jnp.sum(sq, axis=1) / n)
+    if rows is not None:
+        X0 = jax.lax.dynamic_slice_in_dim(X0, start, rows, 0)
     if n <= SMALL_N:
         # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
         # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5)
@@ -312,19 +319,21 @@ def make_lanes(d0, params, keys, *, max_rounds):
     return lanes, jnp.all(jnp.isfinite(d0))
 
 
-@partial(jax.jit, static_argnames=("strategy", "max_rounds", "tile"))
-def modal_rollout(X0, U, S, lam1, lam2, params, *, strategy, max_rounds, tile=None):
+@partial(jax.jit, static_argnames=("strategy", "max_rounds", "tile", "rows"))
+def modal_rollout(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds, tile=None, rows=None):
     """The whole modal rollout of one chunk without noise or traces in one compiled call: projection,
-    energies, the round loop to the last active lane; no host round trips in between. ``tile``: see
-    :func:`modal_init`."""
+    energies, the round loop to the last active lane; no host round trips in between. ``tile``, ``start``
+    and ``rows`` (the chunk is rows ``start:start + rows`` of ``X0``): see :func:`modal_init`."""
     B, n, _ = X0.shape
-    carry, d0 = modal_init(X0, U, S, noisy=False, tile=tile)
+    B = B if rows is None else rows
+    carry, d0 = modal_init(X0, U, S, start, noisy=False, tile=tile, rows=rows)
     lanes, finite = make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
     carry, lanes, _ = modal_segment(carry, lanes, {}, lam1, lam2, jnp.zeros((), X0.dtype), jnp.int32(max_rounds),
                                      jnp.int32(0), strategy=strategy, max_rounds=max_rounds, trace=False,
                                      n_agents=n, noisy=False)
-    return dict(rounds=lanes["rounds"], b=lanes["b"], d=lanes["d"], status=lanes["status"], d0=d0,
-                m1=carry[1], m2=carry[2], finite=finite)
+    # status as int8 (0, 1, 2): fewer bytes for the host to fetch
+    return dict(rounds=lanes["rounds"], b=lanes["b"], d=lanes["d"], status=lanes["status"].astype(jnp.int8),
+                d0=d0, m1=carry[1], m2=carry[2], finite=finite)
 
 
 def modal_reconstruct(X0, U, lam1, lam2, m1, m2):
