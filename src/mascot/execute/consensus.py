@@ -177,7 +177,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         consts = jax.device_put(consts, shards.replicated)
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
     cfg = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy, return_x=return_x,
-               sigma=jnp.asarray(noise, dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
+               sigma=np.asarray(noise, dtype=dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
                U=U, lam1=lam1, lam2=lam2, shards=shards, tile=tile)
 
     out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
