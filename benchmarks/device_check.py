@@ -15,7 +15,8 @@ section that runs past its time is killed and keeps what it had written):
              switch of its own: tests that need float64 use the ``x64`` marker), the two passes at once;
   consensus  ``mascot.simulate_consensus`` on the workload of ``bench_consensus.py`` (N = 5 and 64,
              commuting and non-commuting, B = 1e5 .. 1e7 generated on the device, default chunking and
-             one large chunk size) beside its vectorised numpy baseline (ii) on the CPU at B = 1e5;
+             one large chunk size) beside its vectorised numpy baseline (ii) on the CPU at B = 1e5, and
+             where the modal path's time goes at B = 1e6 (kernel, projection, result copies, driver);
   spectra    ``mascot.sr_spectra`` on random undirected graphs (n = 16, 64, 256; up to 1e5, 1e4, 1e3
              graphs x 4 gammas, float64 as ``bench_spectra.py``, plus a float32 row) beside batched numpy
              (eigvalsh + svd) split over the CPU's cores;
