@@ -688,10 +688,11 @@ def test_initial_state_option_flag_and_config(tmp_path, capsys):
 
 
 def test_ordering_findings_from_stats():
-    from mascot.analysis.trials_report import _ordering, ordering_findings
+    from mascot.analysis.trials_report import ordering, ordering_findings
 
-    assert _ordering({"chain": 3.0, "mesh": 1.0, "star": 2.0}) == "chain > star > mesh"
-    assert _ordering({"chain": 1.0, "mesh": 1.0, "star": 2.0}).startswith("star > ")
+    assert ordering({"chain": 3.0, "mesh": 1.0, "star": 2.0}) == "chain > star > mesh"
+    assert ordering({"chain": 1.0, "mesh": 1.0, "star": 2.0}) == "star > chain = mesh"
+    assert ordering({"chain": float("nan"), "mesh": 1.0, "star": 2.0}) == "star > mesh"
 
     def entry(means, half=1.0):
         return {"mean": means, "ci95": {t: [m - half, m + half] for t, m in means.items()}, "H": 1.0, "p": 0.5,

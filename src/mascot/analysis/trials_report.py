@@ -40,7 +40,7 @@ from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
 from mascot.io import atomic_write_text
 
-__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "json_clean", "spectral_predictions", "table2",
+__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "json_clean", "ordering", "spectral_predictions", "table2",
            "trial_metrics", "write_report"]
 
 TOPOLOGY_ORDER = ("chain", "mesh", "star")  # Table 2's column order
@@ -557,8 +557,9 @@ def _nanify(x):
 
 
 # ----------------------------------------------------------------------------- the seed reproduction
-def _ordering(means: dict) -> str:
-    """``"chain > mesh > star"`` (descending means; ``=`` for exactly equal means)."""
+def ordering(means: dict) -> str:
+    """``"chain > mesh > star"``: the topologies with finite means, descending (``=`` for exactly equal
+    means, so a tie never passes for a strict ordering)."""
     ts = sorted((t for t in TOPOLOGY_ORDER if t in means and math.isfinite(means[t])), key=lambda t: -means[t])
     out = ts[:1]
     for a, b in zip(ts, ts[1:]):
@@ -591,7 +592,7 @@ def ordering_findings(stats: dict) -> list[dict]:
         paper = {t: TABLE2_PAPER[m][t][0] for t in TOPOLOGY_ORDER}
         pairs = _pairs(ours, paper, e["ci95"])
         within = [t for t in TOPOLOGY_ORDER if abs(ours[t] - paper[t]) <= TABLE2_PAPER[m][t][1]]
-        out.append({"metric": m, "paper_order": _ordering(paper), "our_order": _ordering(ours),
+        out.append({"metric": m, "paper_order": ordering(paper), "our_order": ordering(ours),
                     "reproduced": all(p[1] for p in pairs), "pairs": pairs, "within_paper_sd": within,
                     "H": e["H"], "p": e["p"], "r_s": e["r_s"], "paper_H": paper_stats[m][0],
                     "paper_r_s": paper_stats[m][1], "r_s_paper_means": stats["r_s_of_paper_means"][m]})

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from mascot.analysis.trials_report import json_clean
+from mascot.analysis.trials_report import json_clean, ordering
 from mascot.calibrate.trials import METRICS, TOPOS, SimConfig, block_tags
 
 __all__ = ["fmt_num", "in_range", "json_clean", "ordering", "r_cdr_bound", "report_markdown"]
@@ -19,10 +19,6 @@ def r_cdr_bound(d_max: float, floor: float = 1e-6, steps: int = 12) -> float:
 
 
 # ----------------------------------------------------------------------------- formatting
-def ordering(means: dict) -> str:
-    return " > ".join(sorted(means, key=lambda t: -means[t]))
-
-
 def in_range(x, lo, hi) -> bool:
     """``lo <= x <= hi`` up to rounding (a held-out share of 1/3 against a predicted range [1/3, 1/3] computed
     another way is inside)."""
