@@ -16,7 +16,8 @@ section that runs past its time is killed and keeps what it had written):
   consensus  ``mascot.simulate_consensus`` on the workload of ``bench_consensus.py`` (N = 5 and 64,
              commuting and non-commuting, B = 1e5 .. 1e7 generated on the device, default chunking and
              one large chunk size) beside its vectorised numpy baseline (ii) on the CPU at B = 1e5, and
-             where the modal path's time goes at B = 1e6 (kernel, projection, result copies, driver);
+             where the modal path's time goes at B = 1e6 (kernel, projection, result copies, driver), and
+             a ``jax.profiler`` trace of the N = 64 modal and matrix paths (``traces/*.trace.json.gz``);
   spectra    ``mascot.sr_spectra`` on random undirected graphs (n = 16, 64, 256; up to 1e5, 1e4, 1e3
              graphs x 4 gammas, float64 as ``bench_spectra.py``, plus a float32 row) beside batched numpy
              (eigvalsh + svd) split over the CPU's cores;
@@ -173,6 +174,7 @@ class Ctx:
         self.sizes = SIZES[self.mode]
         self.deadline = float(d["deadline"])
         self.work = Path(d["work"])
+        self.out = Path(d.get("out") or d["work"])  # what comes back to the caller (traces)
         self.copy_Bps = d.get("copy_Bps")  # bytes read + written per second in a device copy
 
     def left(self) -> float:
@@ -566,11 +568,104 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
         except Exception:
             rec.note(f"N={N} modal time split failed: {traceback.format_exc(limit=4)[-1500:]}")
         rec.save()
+    # one profiler trace per path at N = 64 (device kernels and host events, Chrome trace format): read
+    # later, offline, to see the idle gaps and the ops that take the time
+    traces = rec.results.setdefault("traces", [])
+    for gi, (N, kind, (W1, W2)) in enumerate(groups):
+        if N != max(sz["cons_N"]):
+            continue
+        if ctx.left() < (3 if ctx.smoke else 8):
+            rec.note(f"N={N} {kind} profiler trace: skipped (no time left in the section)")
+            continue
+        try:
+            B = sz["cons_split_B"] if kind == "commuting" else sz["cons_B"][0]
+            X0 = gen(jax.random.fold_in(key, gi), B, N)
+
+            def once(X0=X0, W1=W1, W2=W2):
+                return mascot.simulate_consensus(X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0,
+                                                 max_rounds=bc.MAX_ROUNDS, dtype="float32")
+
+            method = once().method  # compiled before the trace
+            tr = trace_call(once, ctx.out / "traces", f"consensus_N{N}_{method}_B{B}")
+            tr.update(N=N, pair=kind, B=B, method=method)
+            traces.append(tr)
+            say(f"    trace N={N} {kind} B={B:,}: {tr['file']} ({tr['bytes'] / 1e6:.1f} MB); span "
+                f"{tr['span_ms']:.2f} ms; " + "; ".join(f"{p['process']} busy {p['busy_ms']:.2f} ms"
+                                                          for p in tr["processes"]))
+            del X0
+        except Exception:
+            rec.note(f"N={N} {kind} profiler trace failed: {traceback.format_exc(limit=4)[-1500:]}")
+        rec.save()
     if rows:
         rec.summary.update(cells=len(rows), best_device_traj_s=max(r["device_traj_s"] for r in rows),
                            best_floor_fraction=max(r["floor_fraction"] for r in rows))
     if base:
         rec.summary["min_numpy_traj_s"] = min(b["numpy_traj_s"] for b in base)
+
+
+def trace_call(fn, dest: Path, name: str) -> dict:
+    """Run ``fn`` once under ``jax.profiler.trace`` (Python tracer off) and keep its Chrome trace as
+    ``dest/NAME.trace.json.gz`` (open it in Perfetto or chrome://tracing); returns where it is and
+    :func:`summarize_trace` of it."""
+    import gzip
+
+    import jax
+
+    tmp = Path(tempfile.mkdtemp(prefix="mascot-trace-"))
+    try:
+        try:
+            opts = jax.profiler.ProfileOptions()
+            opts.python_tracer_level = 0  # Python frames would dwarf the kernels (and slow the call)
+        except Exception:  # noqa: BLE001  (a jax without profiler options: its defaults)
+            opts = None
+        with jax.profiler.trace(str(tmp), profiler_options=opts):
+            fn()
+        found = sorted(tmp.rglob("*.trace.json.gz"))
+        if not found:
+            raise RuntimeError(f"jax.profiler.trace wrote no *.trace.json.gz under {tmp}")
+        dest.mkdir(parents=True, exist_ok=True)
+        out = dest / f"{name}.trace.json.gz"
+        shutil.copyfile(found[-1], out)
+        with gzip.open(out, "rt") as f:
+            summary = summarize_trace(json.load(f))
+        return dict(file=str(out), bytes=out.stat().st_size, **summary)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _union_us(intervals) -> float:
+    total, end = 0.0, -math.inf
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def summarize_trace(trace: dict, top: int = 8) -> dict:
+    """Per traced process (``/device:GPU:0``, ``/host:CPU``, ...): its events, busy time (the union of its
+    events' intervals: nested and overlapping events count once) and the event names with the most total
+    time; and the span from the first event to the last."""
+    ev = trace.get("traceEvents", [])
+    names = {e["pid"]: e.get("args", {}).get("name", str(e["pid"])) for e in ev
+             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    xs = [e for e in ev if e.get("ph") == "X" and "dur" in e and "ts" in e]
+    if not xs:
+        return dict(span_ms=0.0, processes=[])
+    t0, t1 = min(e["ts"] for e in xs), max(e["ts"] + e["dur"] for e in xs)
+    procs = []
+    for pid in sorted({e["pid"] for e in xs}, key=str):
+        pe = [e for e in xs if e["pid"] == pid]
+        tot = collections.defaultdict(lambda: [0, 0.0])
+        for e in pe:
+            t = tot[e.get("name", "?")]
+            t[0] += 1
+            t[1] += e["dur"]
+        best = sorted(tot.items(), key=lambda kv: -kv[1][1])[:top]
+        procs.append(dict(process=names.get(pid, str(pid)), events=len(pe),
+                          busy_ms=_union_us((e["ts"], e["ts"] + e["dur"]) for e in pe) / 1e3,
+                          top=[dict(name=n[:120], count=c, total_ms=d / 1e3) for n, (c, d) in best]))
+    return dict(span_ms=(t1 - t0) / 1e3, processes=procs)
 
 
 def modal_split(X0, W1, W2, bc, reps: int) -> dict:
@@ -1306,6 +1401,14 @@ def _md_consensus(secs):
                      f"{1e3 * x['projection_s']:.2f} | {1e3 * x['rounds_s']:.2f} | {1e3 * x['fetch_s']:.2f} | "
                      f"{1e3 * x['driver_s']:.2f} | {1e3 * x['x0_floor_s']:.3f} | {_pct(x['kernel_floor_fraction'])} | "
                      f"{_pct(x['floor_fraction'])} |")
+    for x in r.get("traces", []):
+        L.append(f"\nProfiler trace, N = {x['N']} {x['pair']} ({x['method']}), B = {x['B']:,}: `{Path(x['file']).name}` "
+                 f"({x['bytes'] / 1e6:.1f} MB; Perfetto or chrome://tracing), {x['span_ms']:.2f} ms from the first "
+                 "event to the last. Busy time per process (union of its events) and its longest events in total:\n")
+        L += ["| process | events | busy ms | top events (count, total ms) |", "|---|---|---|---|"]
+        for p in x["processes"]:
+            tops = "; ".join(f"{t['name'][:60]} ({t['count']}, {t['total_ms']:.2f})" for t in p["top"][:5])
+            L.append(f"| {p['process']} | {p['events']:,} | {p['busy_ms']:.2f} | {tops.replace('|', '/')} |")
     if r.get("baselines"):
         L.append("\nBaseline agreement (rounds, same X0): " + ", ".join(
             f"N={b['N']} {b['pair']}: {100 * b['rounds_agree']:.2f}%" for b in r["baselines"]))
@@ -1415,7 +1518,7 @@ def main(argv=None) -> int:
     rep = dict(schema=1, mode=mode, started=time.strftime("%Y-%m-%d %H:%M:%S %Z"), budget_s=args.budget,
                command=" ".join([Path(sys.argv[0]).name] + sys.argv[1:]) if argv is None else " ".join(argv),
                out=str(out), sections={}, notes=[])
-    ctx = dict(mode=mode, work=str(work), platform=args.platform or "cpu", platform_forced=bool(args.platform),
+    ctx = dict(mode=mode, work=str(work), out=str(out), platform=args.platform or "cpu", platform_forced=bool(args.platform),
                maxfail=args.maxfail, pytest_workers=args.pytest_workers, hf_batch_size=args.hf_batch_size,
                hf_load=args.hf_load)
     caps = CAPS[mode]

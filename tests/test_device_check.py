@@ -61,6 +61,11 @@ def test_device_check_smoke(tmp_path):
             assert _positive_number(r[k]), (k, r)
         assert r["projection_s"] <= r["kernel_s"] * 1.5 and r["kernel_s"] <= r["total_s"] * 1.5, r
     assert "Where the modal path's time goes" in md
+    assert {(t["N"], t["method"]) for t in cons["traces"]} == {(64, "modal"), (64, "matrix")}
+    for t in cons["traces"]:  # the Chrome traces come back beside the report, and say something
+        assert (out / "traces" / Path(t["file"]).name).stat().st_size == t["bytes"] > 0
+        assert t["span_ms"] > 0 and t["processes"] and all(p["busy_ms"] > 0 and p["top"] for p in t["processes"])
+    assert "Profiler trace, N = 64" in md
 
     spec = rep["sections"]["spectra"]["results"]["rows"]
     assert {r["n"] for r in spec} == {16, 64, 256}
@@ -79,3 +84,22 @@ def test_device_check_smoke(tmp_path):
     assert hf["full_run_s_extrapolated"] == pytest.approx(12 * hf["step_s"])
     assert hf["backend_describe"]["dtype"] == "bfloat16"
     assert "EXTRAPOLATED" in md
+
+
+def test_trace_summary_counts_overlapping_events_once():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from device_check import summarize_trace
+
+    meta = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+            {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/host:CPU"}}]
+    x = lambda pid, name, ts, dur: {"ph": "X", "pid": pid, "tid": 0, "name": name, "ts": ts, "dur": dur}  # noqa: E731
+    # GPU: [100, 110] and [105, 115] overlap (15 us busy), [120, 125] apart: 20 us of a 40 us span
+    ev = meta + [x(1, "gemm", 100, 10), x(1, "gemm", 105, 10), x(1, "reduce", 120, 5), x(2, "launch", 90, 50)]
+    s = summarize_trace({"traceEvents": ev})
+    assert s["span_ms"] == pytest.approx(0.050)
+    gpu, host = (next(p for p in s["processes"] if p["process"] == n) for n in ("/device:GPU:0", "/host:CPU"))
+    assert gpu["busy_ms"] == pytest.approx(0.020) and gpu["events"] == 3
+    assert gpu["top"] == [{"name": "gemm", "count": 2, "total_ms": pytest.approx(0.020)},
+                          {"name": "reduce", "count": 1, "total_ms": pytest.approx(0.005)}]
+    assert host["busy_ms"] == pytest.approx(0.050)
+    assert summarize_trace({"traceEvents": meta}) == {"span_ms": 0.0, "processes": []}
