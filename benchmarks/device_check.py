@@ -673,8 +673,10 @@ def modal_split(X0, W1, W2, bc, reps: int) -> dict:
     compiled rollout alone on every full chunk (``kernel_s``), its projection and energies alone
     (``projection_s``), the copies of the results the driver fetches (``fetch_s``) and the rest
     (``driver_s``: slicing, dispatch, host arrays). Best of ``reps`` after a first call; per-chunk parts
-    scaled from the full chunks to B."""
+    scaled from the full chunks to B. The parts run on sliced chunks; on a CPU with B above one chunk the
+    driver reads them in place instead (the same products and rounds)."""
     import jax
+    import jax.numpy as jnp
     import numpy as np
 
     import mascot
@@ -707,7 +709,7 @@ def modal_split(X0, W1, W2, bc, reps: int) -> dict:
     jax.block_until_ready(done)
 
     def fetch():  # fresh device copies of the results each time (a fetched array caches its host copy)
-        outs = [{k: r[k] + 0 for k in keys} for r in done]
+        outs = [{k: jnp.array(r[k], copy=True) for k in keys} for r in done]
         jax.block_until_ready(outs)
         t0 = time.perf_counter()
         jax.device_get(outs)

@@ -199,16 +199,21 @@ def test_cli_run_status_merge(tmp_path, capsys):
     assert "0 <= I < N" in capsys.readouterr().err
 
 
-def test_chunks_store_null_free_columns_as_required_and_old_chunks_still_merge(tmp_path):
+def test_consensus_chunks_store_required_columns_and_old_chunks_still_merge(tmp_path):
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from mascot.sweep.store import write_table_atomic
 
     run_sweep(parse_config(cfg_text()), tmp_path / "run", progress=False)
     rd = RunDir(tmp_path / "run")
     chunk0 = rd.chunk_path(0)
-    # Parquet "required" columns (no definition levels): a chunk has no nulls
-    schema = pq.ParquetFile(chunk0).schema
-    assert {schema.column(i).max_definition_level for i in range(len(schema))} == {0}
+    # the consensus kind's columns are Parquet "required" (no definition levels) in every chunk and merged
+    for f in [rd.chunk_path(c) for c in range(6)] + [rd.merge(tmp_path / "all.parquet")]:
+        schema = pq.ParquetFile(f).schema
+        assert {schema.column(i).max_definition_level for i in range(len(schema))} == {0}, f
+    whole = pq.read_table(rd.chunks)  # the chunks directory reads as one dataset, and writes back
+    pq.write_table(whole, tmp_path / "again.parquet")
     expected = pd.concat([pd.read_parquet(rd.chunk_path(c)) for c in range(6)], ignore_index=True)
     # a chunk as the previous release wrote it (every field nullable), with one null in a float column
     t = pq.read_table(chunk0)
@@ -218,11 +223,12 @@ def test_chunks_store_null_free_columns_as_required_and_old_chunks_still_merge(t
     pq.write_table(old, chunk0)
     assert pq.ParquetFile(chunk0).schema.column(0).max_definition_level == 1
     merged_path = rd.merge()
-    merged = pd.read_parquet(merged_path)
-    expected.loc[len(pd.read_parquet(rd.chunk_path(0))) - 1, "d0"] = np.nan
-    pd.testing.assert_frame_equal(merged, expected, check_exact=True)
-    fields = pq.read_schema(merged_path)
-    assert not fields.field("rounds").nullable and fields.field("d0").nullable  # required unless it holds a null
+    expected.loc[len(t) - 1, "d0"] = np.nan
+    pd.testing.assert_frame_equal(pd.read_parquet(merged_path), expected, check_exact=True)
+    assert all(f.nullable for f in pq.read_schema(merged_path))  # required only where every chunk says so
+    with pytest.raises(ValueError, match="column 'd0' must not hold nulls"):
+        write_table_atomic(old, tmp_path / "x.parquet", required=old.column_names)
+    assert not (tmp_path / "x.parquet").exists()
 
 
 def test_sigkill_mid_sweep_then_resume_loses_nothing(tmp_path, reference_run):

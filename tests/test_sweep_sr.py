@@ -87,6 +87,10 @@ def test_noise_kind_matches_kernel_and_is_chunk_invariant(tmp_path):
     a = _run(tmp_path, NOISE.format(chunk=32), "n1")
     b = _run(tmp_path, NOISE.format(chunk=5), "n2", shards=2)
     pd.testing.assert_frame_equal(a, b)
+    # chunks with and without nulls in ceg_theory (rule rows have none) read as one dataset and write back
+    import pyarrow.parquet as pq
+
+    pq.write_table(pq.read_table(tmp_path / "n2" / "chunks"), tmp_path / "n2_again.parquet")
     cfg = load_config(tmp_path / "n1.toml")
     row = a[(a.model == "linear") & (a["aggregate"] == "mean") & (a.k == 4) & (a.rho_c == 0.5) & (a["T"] == 8)].iloc[0]
     ceg = affine_noise_error(cfg.key_seed, 4, 0.5, 1.0, 8, 1.0, trials=4000, point_ids=[int(row.point)], dtype="float64")

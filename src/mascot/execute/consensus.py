@@ -10,8 +10,8 @@ the batch axis of each call is sharded over a 1-D :class:`jax.sharding.Mesh` of 
 (``NamedSharding(mesh, P("batch"))``, the constants replicated): one jitted call (``jax.shard_map`` of the
 one-device kernel) runs ``n_devices`` chunks at once, one per device, each exactly the rows, padding and
 shape that chunk has on one device, so results are bit-identical to one device's. A jax.Array ``X0``
-stays on its device(s): on one device the modal rollout reads each chunk's rows where they are (no sliced
-copy), other paths slice (or gather and reshard) chunks there by compiled calls, and only the results
+stays on its device(s): on one CPU device the modal rollout reads each chunk's rows where they are (no
+sliced copy), other paths and accelerators slice (or gather and reshard) chunks there by compiled calls, and only the results
 come back to the host. Results do not depend on the device count; on a CPU they are also the
 same for every chunk size of the tiled modal path (other paths can differ in the last bits between chunk
 sizes: XLA:CPU's fused products and sums round differently for a different number of rows).
@@ -116,6 +116,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
       chunk_size: trajectories per kernel call and device (default: sized so a chunk's X0 fits in the
         CPU's caches, or large on a GPU; the last chunk is padded so every chunk reuses one compiled shape).
         Results do not depend on it beyond the last bits of floating-point sums, nor on the device count.
+        On a CPU, the modal path reads a device-resident (``jax.Array``) X0 in place and compiles one
+        kernel per (B, chunk_size); elsewhere one per chunk_size.
 
     Returns:
       :class:`ConsensusResult` of numpy arrays.
@@ -178,7 +180,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
     cfg = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy, return_x=return_x,
                sigma=np.asarray(noise, dtype=dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
-               U=U, lam1=lam1, lam2=lam2, shards=shards, tile=tile)
+               U=U, lam1=lam1, lam2=lam2, shards=shards, tile=tile, platform=platform)
 
     out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
                d0=np.zeros(B, dt))
@@ -266,7 +268,11 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     window = 2
 
     static = dict(strategy=cfg["strategy"], max_rounds=cfg["max_rounds"], tile=cfg["tile"])
-    in_place = shards is None and isinstance(X0, jax.Array) and X0.dtype == dt and B > C
+    # on a CPU a device-resident X0 larger than a chunk is read in place (its sliced copies landed in fresh
+    # pages and cost as much as the rollout); the kernel is then compiled for X0's whole shape, once per
+    # (B, C). Accelerators slice (a copy at memory speed) and keep one compiled shape per C.
+    in_place = (shards is None and isinstance(X0, jax.Array) and X0.dtype == dt and B > C
+                and cfg["platform"] == "cpu")
 
     def dispatch(lo):
         if in_place:  # the kernel reads rows start:start + C of the device-resident X0 where they are (a sliced

@@ -66,6 +66,9 @@ class Kind:
     max_workers: int | None = None
     # evaluate takes ``cache=``, the sweep's DeviceCache of device arrays its chunks share (e.g. X0)
     device_cache: bool = False
+    # every column of its tables is never null (NaN floats are values, not nulls): chunk files store them
+    # as Parquet required columns (faster to write; see sweep.store.write_table_atomic)
+    required: bool = False
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values (integers given for float parameters become floats)."""
@@ -482,7 +485,8 @@ KINDS = {
     # version 2: X0 from named PCG64 streams shared across points (common random numbers)
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs, version=2,
-                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}, device_cache=True),
+                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}, device_cache=True,
+                      required=True),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,

@@ -181,5 +181,5 @@ def _run_chunk(cfg, kind, c, run, prov, shard, cache=None) -> int:
         table = table.filter(pa.array(keep))
     meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
                 start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
-    write_table_atomic(table, run.chunk_path(c), meta)
+    write_table_atomic(table, run.chunk_path(c), meta, required=table.column_names if kind.required else ())
     return c

@@ -58,22 +58,27 @@ def _ranges(ids: list[int]) -> str:
     return ", ".join(out)
 
 
-def _nullability(table: pa.Table, required: bool | None) -> pa.Table:
-    """``table`` (zero-copy) with each column's field non-nullable (Parquet ``required``) where it holds no
-    nulls (``required=None``), or with every field nullable (``required=False``)."""
-    fields = [f.with_nullable(not (required is None and col.null_count == 0))
-              for f, col in zip(table.schema, table.columns)]
+def _nullability(table: pa.Table, required=()) -> pa.Table:
+    """``table`` (zero-copy) with the fields named in ``required`` non-nullable (Parquet ``required``
+    columns; a null in one is an error naming it) and every other field nullable."""
+    required = set(required)
+    for name in required:
+        if table.column(name).null_count:
+            raise ValueError(f"column {name!r} must not hold nulls; it holds {table.column(name).null_count}")
+    fields = [f.with_nullable(f.name not in required) for f in table.schema]
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata))
 
 
-def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None) -> None:
+def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None, required=()) -> None:
     """Write ``table`` to ``path`` via a temporary file, fsync and rename (never a partial file).
 
-    Columns without nulls are written as Parquet ``required`` columns: no definition levels to encode,
-    which halved the write time of a consensus chunk (5.4 -> 2.6 ms for 36,000 rows x 26 columns); the
-    values read back are the same (readers see the fields as non-nullable)."""
+    ``required``: the columns written as Parquet ``required`` columns (never null: no definition levels to
+    encode, which halved the write time of a consensus chunk, 5.4 -> 2.6 ms for 36,000 rows x 26 columns;
+    readers see those fields as non-nullable). Which columns are required is the sweep kind's fixed choice
+    (``Kind.required``), never read off the data, so every chunk of a run has one schema and a directory of
+    chunks reads as one dataset."""
     path = Path(path)
-    table = _nullability(table, None)
+    table = _nullability(table, required)
     if metadata is not None:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(metadata)})
     try:
@@ -273,15 +278,15 @@ class RunDir:
                                      "(run `mascot run` again to compute them)")
         tables = [pq.read_table(self.chunk_path(c)) for c in range(n)]
         meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
-        # every field nullable before concatenating: chunks written before columns became ``required``,
-        # or whose columns hold nulls in some chunks only, still merge (write_table_atomic marks the
-        # merged file's null-free columns required again)
-        table = pa.concat_tables([_nullability(t.replace_schema_metadata(None), False) for t in tables])
+        # every field nullable before concatenating (chunks written before a kind's columns became required
+        # still merge); the merged file's required columns are those required in every chunk
+        required = set.intersection(*({f.name for f in t.schema if not f.nullable} for t in tables))
+        table = pa.concat_tables([_nullability(t.replace_schema_metadata(None)) for t in tables])
         keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in table.column_names]
         table = table.sort_by(keys)
         out.parent.mkdir(parents=True, exist_ok=True)
         merged_meta = dict(plan=plan, config=(self.path / "config.toml").read_text(),
                            chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
                            **provenance())
-        write_table_atomic(table, out, merged_meta)
+        write_table_atomic(table, out, merged_meta, required=required)
         return out
