@@ -11,10 +11,10 @@ the batch axis of each call is sharded over a 1-D :class:`jax.sharding.Mesh` of 
 one-device kernel) runs ``n_devices`` chunks at once, one per device, each exactly the rows, padding and
 shape that chunk has on one device, so results are bit-identical to one device's. A jax.Array ``X0``
 stays on its device(s): on one CPU device the modal rollout reads each chunk's rows where they are (no
-sliced copy), other paths and accelerators slice (or gather and reshard) chunks there by compiled calls, and only the results
-come back to the host. Results do not depend on the device count; on a CPU they are also the
-same for every chunk size of the tiled modal path (other paths can differ in the last bits between chunk
-sizes: XLA:CPU's fused products and sums round differently for a different number of rows).
+sliced copy), other paths and accelerators slice (or gather and reshard) chunks there by compiled calls,
+and only the results come back to the host. Results do not depend on the device count; on a CPU they are
+also the same for every chunk size of the tiled modal path (other paths can differ in the last bits between
+chunk sizes: XLA:CPU's fused products and sums round differently for a different number of rows).
 """
 
 from __future__ import annotations
