@@ -1311,7 +1311,7 @@ def markdown(rep: dict) -> str:
     L.append("| | |\n|---|---|")
     devs = info.get("devices") or []
     bw = info.get("copy_bandwidth") or {}
-    items = [("GPU (JAX device_kind)", info.get("gpu_name") or "none"),
+    items = [("GPU (JAX device_kind)", (info.get("gpu_name") or "none") if devs else "-"),
              ("JAX devices", ", ".join(d.get("repr", "?") for d in devs) or "-"),
              ("device memory (JAX bytes_limit)", ", ".join(_fmt(d.get("bytes_limit_GiB"), ".1f") + " GiB" for d in devs
                                                           if d.get("bytes_limit_GiB")) or "-"),
@@ -1513,7 +1513,11 @@ def main(argv=None) -> int:
     if bad:
         ap.error(f"unknown sections {bad}; choose from {', '.join(SECTIONS)}")
     order = [s for s in SECTIONS if s in wanted]
+    if not order:
+        ap.error(f"--sections names no section; choose from {', '.join(SECTIONS)}")
     out = Path(args.out or os.environ.get("OUT") or "device_check_out").resolve()
+    if out.exists() and not out.is_dir():
+        ap.error(f"--out {out} is a file; give a directory for the report")
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="device_check_"))
     t_start = time.time()

@@ -103,3 +103,15 @@ def test_trace_summary_counts_overlapping_events_once():
                           {"name": "reduce", "count": 1, "total_ms": pytest.approx(0.005)}]
     assert host["busy_ms"] == pytest.approx(0.050)
     assert summarize_trace({"traceEvents": meta}) == {"span_ms": 0.0, "processes": []}
+
+
+def test_device_check_refuses_bad_options_before_any_work(tmp_path):
+    f = tmp_path / "a_file"
+    f.write_text("")
+    o = str(tmp_path / "o")
+    for args, msg in ((["--out", str(f)], "is a file"), (["--sections", "", "--out", o], "names no section"),
+                      (["--sections", "gpu", "--out", o], "unknown sections")):
+        res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", *args],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and msg in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
+    assert not (tmp_path / "o").exists()

@@ -167,3 +167,28 @@ def test_spectra_report_does_not_depend_on_the_last_bits(tmp_path):
         assert main(["report", "spectra-sweep", str(tmp_path / f"{name}.parquet"), "--out", str(tmp_path / name)]) == 0
     for f in ("sweep_summary.csv", "fig_sweep_gamma.pdf", "fig_sweep_size.pdf"):
         assert (tmp_path / "s" / f).read_bytes() == (tmp_path / "nudged" / f).read_bytes(), f
+
+
+@pytest.mark.x64
+def test_reports_refuse_missing_and_empty_inputs_and_draw_partial_sweeps(tmp_path, capsys):
+    _run(tmp_path, SPECTRA.format(chunk=14), "s")
+    _run(tmp_path, NOISE.format(chunk=32), "n")
+    spec, noise = pd.read_parquet(tmp_path / "s.parquet"), pd.read_parquet(tmp_path / "n.parquet")
+    spec.iloc[:0].to_parquet(tmp_path / "s0.parquet")
+    noise.iloc[:0].to_parquet(tmp_path / "n0.parquet")
+    cases = [("spectra-sweep", tmp_path / "missing.parquet", "no such file"),
+             ("spectra-sweep", tmp_path / "s", "is a directory"),
+             ("spectra-sweep", tmp_path / "s0.parquet", "holds no rows"),
+             ("noise-sweep", tmp_path / "n0.parquet", "holds no rows")]
+    for what, data, msg in cases:
+        out = tmp_path / f"out_{data.stem}"
+        assert main(["report", what, str(data), "--out", str(out)]) == 2, data
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and msg in err[0], err
+        assert not out.exists()  # refused before anything is written
+    # a sweep without the deterministic families, or without gamma = 0.9, still gets its table and figures
+    spec[~spec.family.isin(["chain", "ring", "mesh", "star"])].to_parquet(tmp_path / "random.parquet")
+    spec[spec.gamma != 0.9].to_parquet(tmp_path / "no09.parquet")
+    for name in ("random", "no09"):
+        assert main(["report", "spectra-sweep", str(tmp_path / f"{name}.parquet"), "--out", str(tmp_path / name)]) == 0
+        assert (tmp_path / name / "fig_sweep_size.png").stat().st_size > 5_000

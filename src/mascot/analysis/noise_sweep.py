@@ -49,6 +49,9 @@ def report(data, out="results/spectra") -> dict:
     df = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
     if "ceg_mean" not in df.columns:
         raise ValueError(f"{paths} is not a merged 'affine_noise' sweep (no ceg_mean column)")
+    if df.empty:
+        names = ", ".join(map(str, paths))
+        raise ValueError(f"{names} hold{'s' if len(paths) == 1 else ''} no rows: nothing to report")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ratios = chain_ratios(df)

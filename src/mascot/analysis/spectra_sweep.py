@@ -32,6 +32,8 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     df = pd.read_parquet(data)
     if "kappa" not in df.columns or "family" not in df.columns:
         raise ValueError(f"{data} is not a merged 'spectra' sweep (no family/kappa columns)")
+    if df.empty:
+        raise ValueError(f"{data} holds no rows: nothing to report")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df["graph_family"] = df.apply(_label, axis=1)
@@ -76,7 +78,10 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     ax[0].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Condition number vs discount")
     ax[1].set(yscale="symlog", xlabel="gamma", ylabel="Delta(M)", title="Spectral gap vs discount")
     ax[0].legend(fontsize=7, ncol=2)
-    ax[1].legend(fontsize=7, ncol=2)
+    if ax[1].has_data():
+        ax[1].legend(fontsize=7, ncol=2)
+    else:  # a sweep of random families only
+        _empty(ax[1], "no chain, ring, mesh or star rows\nin this sweep")
     fig.text(0.01, -0.01, "Coinciding curves are drawn in decreasing width; each curve has its markers at its own "
              "gammas (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
              fontsize=7.5, ha="left", va="top")
@@ -88,16 +93,26 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     for fam in _DET:
         d = g9[g9.family == fam]
-        ax[0].plot(d.n, d.kappa_median, "o-", color=colors[fam], label=fam)
+        if len(d):
+            ax[0].plot(d.n, d.kappa_median, "o-", color=colors[fam], label=fam)
     for i, (lab, d) in enumerate(g9[~g9.family.isin(_DET)].groupby("graph_family")):
         c = plt.cm.tab10(i % 10)
         ax[1].plot(d.n, d.kappa_median, "o-", color=c, label=lab)
         ax[1].fill_between(d.n, d.kappa_q10, d.kappa_q90, color=c, alpha=0.15)
-    ax[0].set_yscale("log")
-    for a, t in zip(ax, ("Canonical graphs", "Random graphs (median, 10-90% band)")):
-        a.set_xscale("log", base=2)
+    for a, t, what in zip(ax, ("Canonical graphs", "Random graphs (median, 10-90% band)"),
+                          ("chain, ring, mesh or star", "random-family")):
         a.set(xlabel="agents n", ylabel="kappa(M) at gamma = 0.9", title=t)
+        if not a.has_data():  # nothing of this kind at gamma = 0.9 (log scales need data)
+            _empty(a, f"no {what} rows\nat gamma = 0.9 in this sweep")
+            continue
+        if a is ax[0]:
+            a.set_yscale("log")
+        a.set_xscale("log", base=2)
         a.legend(fontsize=7)
     save_figure(fig, out / "fig_sweep_size")
     plt.close(fig)
     return summ
+
+
+def _empty(ax, msg: str) -> None:
+    ax.text(0.5, 0.5, msg, ha="center", va="center", transform=ax.transAxes, fontsize=9, color="0.4")

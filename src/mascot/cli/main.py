@@ -248,6 +248,10 @@ def _cmd_report(args) -> int:
         from mascot.analysis.noise_sweep import report
     if args.what != "noise-sweep" and len(args.data) != 1:
         raise ValueError(f"report {args.what} takes one merged dataset; got {len(args.data)}")
+    for p in args.data:
+        if not Path(p).is_file():
+            raise ValueError(f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
+                             "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)")
     report(args.data if args.what == "noise-sweep" else args.data[0], args.out or _REPORT_OUT[args.what])
     return 0
 
