@@ -16,7 +16,20 @@ from pathlib import Path
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
            "json_default", "canonical", "append_jsonl", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
-           "remove_stale_temps", "read_text_file"]
+           "remove_stale_temps", "read_text_file", "significant"]
+
+
+def significant(x, digits: int):
+    """``x`` with every finite float rounded to ``digits`` significant digits (nested dicts, lists and
+    tuples become dicts and lists; anything else is kept): reported numbers whose last bits depend on the
+    CPU's BLAS kernels come out the same on every machine."""
+    if isinstance(x, dict):
+        return {k: significant(v, digits) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [significant(v, digits) for v in x]
+    if isinstance(x, float) and x == x and abs(x) != float("inf"):
+        return float(f"{x:.{digits}g}")
+    return x
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once at import (single-threaded): new files get the usual 0o666 & ~umask

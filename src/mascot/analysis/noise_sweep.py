@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import atomic_write_text, write_csv
+from mascot.io import atomic_write_text, significant, write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report", "chain_ratios"]
@@ -136,16 +136,6 @@ def report(data, out="results/spectra") -> dict:
     save_figure(fig, out / "fig_noise")
     plt.close(fig)
     # 12 significant digits: the last bits of these fits depend on the CPU's BLAS kernels
-    atomic_write_text(out / "noise_claims.json", json.dumps(_significant(claims, 12), indent=2) + "\n")
+    atomic_write_text(out / "noise_claims.json", json.dumps(significant(claims, 12), indent=2) + "\n")
     return claims
 
-
-def _significant(x, digits: int):
-    """``x`` with every float rounded to ``digits`` significant digits (nested dicts and lists)."""
-    if isinstance(x, dict):
-        return {k: _significant(v, digits) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_significant(v, digits) for v in x]
-    if isinstance(x, float) and np.isfinite(x):
-        return float(f"{x:.{digits}g}")
-    return x

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import write_csv
+from mascot.io import significant, write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report"]
@@ -52,7 +52,7 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     for c in ("delta_median", "delta_q10", "delta_q90"):
         summ[c] = summ[c].mask(summ[c].abs() <= 1e-12 * summ["rho_median"].abs(), 0.0)
     for c in summ.columns[summ.dtypes == np.float64]:
-        summ[c] = [float(f"{v:.10g}") for v in summ[c]]
+        summ[c] = significant([float(v) for v in summ[c]], 10)
     write_csv(summ, out / "sweep_summary.csv", index=False, float_format="%.6g")
 
     # kappa and Delta against gamma for the deterministic families at a small and the largest size. Several

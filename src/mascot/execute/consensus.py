@@ -278,8 +278,8 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
         if in_place:  # the kernel reads rows start:start + C of the device-resident X0 where they are (a sliced
             # copy per chunk cost more than the rollout on a CPU); the last window ends at row B, overlapping
             # its predecessor, instead of padding
-            start = min(lo, B - C)
-            hi, src = min(lo + C, B), slice(lo - start, min(lo + C, B) - start)
+            start, hi = min(lo, B - C), min(lo + C, B)
+            src = slice(lo - start, hi - start)
             p = {key: np.asarray(v if np.ndim(v) == 0 else v[start:start + C], dtype=dt) for key, v in params.items()}
             res = kc.modal_rollout(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
             return lo, hi, src, _fetch(res)
