@@ -279,7 +279,7 @@ def test_clamped_certificate_region_is_forward_invariant(seed, n, eta, ratio, sc
 
 
 def _in_tolerance_band(d, eta, eps, lam1, lam2, band=1e-6):
-    """True when a log-ratio of theorem1 at D = d lies within ``band`` of an integer (mascot's 1e-9 rounding zone)."""
+    """True when a log-ratio of theorem1 at D = d lies within ``band`` of an integer (mascot's rounding zone is far narrower)."""
     rs = []
     for target, lam in ((eta, lam1), (eps, lam1), (eps, lam2), (max(eta, eps), lam1)):
         if 0 < lam < 1 and d > 0:

@@ -35,12 +35,14 @@ from mascot.execute.devices import shards as _shards
 from mascot.execute.devices import spec as _spec
 from mascot.kernels import consensus as kc
 from mascot.kernels.consensus import ConsensusResult
-from mascot.kernels.precision import resolve_dtype
+from mascot.kernels.precision import MAX_ROUNDS_LIMIT, check_budget, resolve_dtype
 from mascot.theory.consensus import validate_doubly_stochastic
 
 __all__ = ["simulate_consensus", "ConsensusResult"]
 
 _BLAS = None
+_NONFINITE = ("X0 contains NaN or inf, or values so large that D(0)^2 overflows in the working dtype "
+              "(rescale the beliefs, or use float64)")
 
 
 def _single_thread_blas():
@@ -126,8 +128,9 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         raise ValueError(f"strategy must be one of {kc.STRATEGIES}; got {strategy!r}")
     if method not in ("auto", "modal", "matrix"):
         raise ValueError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
-    if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or max_rounds < 0:
-        raise ValueError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
+    if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or not 0 <= max_rounds <= MAX_ROUNDS_LIMIT:
+        raise ValueError(f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); "
+                         f"got {max_rounds!r}")
     max_rounds = int(max_rounds)
     dt = resolve_dtype(dtype)
     if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
@@ -149,6 +152,12 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     eps_a = _per_trajectory("eps", eps, B, positive=True)
     eta_a = _per_trajectory("eta", eta, B, positive=True)
     b0a = _per_trajectory("b0", b0, B, nonnegative=True)
+    check_budget(b0a, (c1a, c2a), dt)
+    res = float(jnp.finfo(dt).eps)
+    if np.min(eps_a) < res:
+        raise ValueError(f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "
+                         "that small are rounding noise for beliefs of order 1 (the modal and matrix paths would "
+                         "disagree); use a larger eps, float64, or rescale the beliefs")
     if strategy == "adaptive" and not np.all(eta_a > eps_a):
         raise ValueError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
                          "selected; use strategy='mode1')")
@@ -321,7 +330,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     def collect(lo, hi, src, res):
         host = jax.device_get(res)
         if not np.all(host["finite"]):  # a NaN/inf in X0 always reaches D(0)
-            raise ValueError("X0 contains NaN or inf")
+            raise ValueError(_NONFINITE)
         for key in ("rounds", "b", "d", "status", "d0"):
             out[key][lo:hi] = host[key][src]
         if cfg["return_x"]:  # x_final is rebuilt on the host in float64 from X0 and the round counts
@@ -462,7 +471,7 @@ def _run_chunk(X0, params, keys, cfg):
     lanes, finite = kernel(kc.make_lanes if shards is None else _lanes_local, (P("batch"), p_specs, P("batch")),
                            (lane_specs, P("batch")), max_rounds=max_rounds)(d0, p, lane_keys)
     if not bool(np.all(np.asarray(finite))):  # a NaN/inf in X0 always reaches D(0)
-        raise ValueError("X0 contains NaN or inf")
+        raise ValueError(_NONFINITE)
     if trace:  # traces are indexed by round: run in one segment, no compaction
         traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
                       b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),

@@ -56,10 +56,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mascot.kernels.precision import x64_enabled
+from mascot.kernels.precision import check_budget, x64_enabled
 
 from mascot.papers import DELIBERATION_STRATEGIES
-from mascot.theory.consensus import contraction_rate, validate_doubly_stochastic
+from mascot.theory.consensus import ceil_rounds, contraction_rate, validate_doubly_stochastic
 
 __all__ = [
     "STRATEGIES", "STATUS_NAMES", "DeliberationResult", "simulate_deliberation", "round_draws",
@@ -69,7 +69,6 @@ __all__ = [
 
 STRATEGIES = tuple(DELIBERATION_STRATEGIES)  # ("adaptive", "complete", "ring"): the index is the traced code
 from mascot.status import STATUS_NAMES  # noqa: E402  (re-exported)
-_INT_TOL = 1e-9
 
 #: Surrogate parameters calibrated to the Claude column of Table VIII (Sec. V-C): effective per-round
 #: rates 0.755 (complete: (0.0549/0.6864)^(1/9)) and 0.801 (ring: (0.0401/0.7193)^(1/13)), i.e.
@@ -159,9 +158,10 @@ def _disagreement(X):
 def _rounds_to_reach(start, target, lam, ceil: bool = True):
     """JAX version of :func:`mascot.theory.consensus.rounds_to_reach` (float, ``inf`` if ``lam >= 1``)."""
     lam_ok = (lam > 0) & (lam < 1)
-    r = jnp.log(target / start) / jnp.log(jnp.where(lam_ok, lam, 0.5))
+    log_lam = jnp.log(jnp.where(lam_ok, lam, 0.5))
+    r = jnp.log(target / start) / log_lam
     if ceil:
-        k = jnp.maximum(jnp.ceil(r - _INT_TOL * jnp.maximum(1.0, jnp.abs(r))), 1.0)  # start > target: >= 1
+        k = jnp.maximum(ceil_rounds(r, log_lam, jnp), 1.0)  # start > target: >= 1
     else:
         k = jnp.maximum(r, 0.0)
     k = jnp.where(lam <= 0, 1.0, jnp.where(lam >= 1, jnp.inf, k))
@@ -359,6 +359,7 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
     dt = jnp.float64 if dtype == "float64" else jnp.float32
     f = lambda v: jnp.asarray(v, dt)  # noqa: E731
     b0 = np.broadcast_to(np.asarray(b0, dtype=np.float64), (B,))
+    check_budget(b0, prior_cost, dt)  # float32 keeps budgets up to 2^24 with round costs >= b0 * 2^-24
     if isinstance(seed, bool) or int(seed) != seed or not 0 <= int(seed) < 2**32:
         raise ValueError(f"seed must be an integer in [0, 2^32); got {seed!r}")
     run_ids = jnp.arange(B, dtype=jnp.uint32) + jnp.uint32(int(run_offset))

@@ -9,10 +9,12 @@ previous setting on exit. Worker threads enter it themselves (the setting is thr
 from __future__ import annotations
 
 import contextlib
+import math
 
 import jax
+import numpy as np
 
-__all__ = ["float64", "x64_enabled", "resolve_dtype"]
+__all__ = ["float64", "x64_enabled", "resolve_dtype", "check_budget", "MAX_ROUNDS_LIMIT"]
 
 
 def _context(enabled: bool):
@@ -55,3 +57,26 @@ def resolve_dtype(dtype=None):
         raise ValueError("dtype='float64' needs 64-bit JAX (jax_enable_x64): run inside "
                          "`with mascot.kernels.precision.float64():` (or enable jax_enable_x64 at start-up)")
     return dt
+
+
+#: the largest ``max_rounds`` the kernels accept (round counters are int32)
+MAX_ROUNDS_LIMIT = 2**31 - 2
+_F32_EXACT = 2**24  # float32 holds every integer up to 2^24 = 16,777,216 exactly
+
+
+def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'") -> None:
+    """Refuse token budgets a float32 run cannot keep: ``b0`` above 2^24 (16,777,216), or a round cost
+    below ``b0 * 2^-24`` (float32 would lose part or all of each deduction). Integer budgets and costs up
+    to 2^24 are exact in float32; float64 is exact to 2^53. ``ValueError`` naming the values and ``fix``."""
+    import jax.numpy as jnp
+
+    if jnp.dtype(dtype) != jnp.dtype(jnp.float32):
+        return
+    b = float(np.max(b0)) if np.size(b0) else 0.0
+    if b > _F32_EXACT:
+        raise ValueError(f"b0 = {b:.10g} is above 2^24 = 16,777,216, the largest budget float32 keeps exactly "
+                         f"(deductions would be rounded or lost); {fix}")
+    c = min(float(np.min(x)) for x in costs if np.size(x)) if any(np.size(x) for x in costs) else math.inf
+    if b > 0 and c < b * 2.0**-24:
+        raise ValueError(f"a round cost of {c:.6g} is below b0 * 2^-24 = {b * 2.0**-24:.6g}: float32 would lose part "
+                         f"or all of each deduction from b0 = {b:.10g}; {fix}")

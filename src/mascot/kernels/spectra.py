@@ -222,6 +222,10 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
     if not all(r[0] for r in prep):
         validate_adjacency(A, "A")  # raises the canonical message
     g = check_gamma(gamma)
+    if dt == jnp.float32 and np.any(g.astype(np.float32) >= 1.0):
+        bad = g[g.astype(np.float32) >= 1.0].ravel()[:3]
+        raise ValueError(f"gamma = {bad.tolist()} rounds to 1 in float32 (M = (I - gamma P)^-1 would not exist); "
+                         "use dtype='float64'")
     try:
         out_shape = np.broadcast_shapes(batch, g.shape)
     except ValueError:

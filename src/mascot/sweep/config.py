@@ -191,6 +191,8 @@ def _random_axis(table: dict, seed: int) -> tuple[tuple[str, ...], list[tuple]]:
             if not (isinstance(args, list) and len(args) == 2 and all(isinstance(a, (int, float)) for a in args)):
                 raise ConfigError(f"{where}.{form} must be [low, high]")
             lo, hi = float(args[0]), float(args[1])
+            if not (math.isfinite(lo) and math.isfinite(hi)):
+                raise ConfigError(f"{where}.{form} needs finite low and high; got [{lo}, {hi}]")
             if not lo < hi:
                 raise ConfigError(f"{where}.{form} needs low < high")
             if form == "uniform":
@@ -259,7 +261,7 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
     if "max_points" in exp and exp["max_points"] < 1:
         raise ConfigError(f"experiment.max_points must be >= 1; got {exp['max_points']}")
     run_name = exp.get("name", kind)
-    if not _NAME.match(run_name):
+    if not _NAME.fullmatch(run_name):
         raise ConfigError(f"experiment.name must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or "
                           f"digit (it names runs/NAME and Slurm jobs); got {run_name!r}")
 
@@ -311,6 +313,8 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
 
     out = raw.get("output", {})
     _check_keys(out, _OUTPUT_KEYS, "[output]")
+    if "dir" in out and not (isinstance(out["dir"], str) and out["dir"].strip()):
+        raise ConfigError(f"output.dir must be a non-empty string (a directory path); got {out['dir']!r}")
     if dtype == "float32":
         _check_float32(fixed, axes)
     cfg = SweepConfig(kind=kind, name=run_name, seed=seed, dtype=dtype, chunk_size=chunk,
@@ -333,6 +337,8 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
                 spec.validate(full)
                 if dtype == "float32":
                     _check_derived_float32(full, p, spec)
+                if spec.dtype_check:
+                    spec.dtype_check(full, dtype)
             except ValueError as e:
                 raise ConfigError(f"grid point {start + i} ({_short(p, names)}): {e}") from None
     return cfg

@@ -58,6 +58,7 @@ class Kind:
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
     derived_from: dict = field(default_factory=dict)  # derived parameter -> the key(s) users write for it
+    dtype_check: Callable[[dict, str], None] | None = None  # (complete point, "float32"/"float64"): ValueError
     row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
     version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
     # chunks this kind may evaluate at once: the spectra kernels change OpenBLAS's thread count around
@@ -77,11 +78,24 @@ class Kind:
             v = p.get(k, spec.default)
             out[k] = float(v) if spec.type is float and type(v) is int else v
         if self.derive:
-            self.derive(out)
+            try:
+                self.derive(out)
+            except (TypeError, ValueError, OverflowError) as e:
+                # a bad value the user wrote (n = "5", n = 1) fails here first: name it, not what it derives
+                self._check({k: v for k, v in out.items() if k not in self.derived_from or p.get(k) is not None})
+                raise ValueError(str(e)) from None
         return out
 
     def validate(self, p: dict) -> None:
+        self._check(p)
+        if self.extra_check:
+            self.extra_check(p)
+
+    def _check(self, p: dict) -> None:
+        """Types and ranges of the parameters in ``p`` (``None``: not given, nothing to check)."""
         for k, spec in self.params.items():
+            if k not in p:
+                continue
             v = p[k]
             if v is None:
                 continue
@@ -92,8 +106,6 @@ class Kind:
                 raise ValueError(f"{k} must be of type {spec.type.__name__}; got {v!r}")
             if spec.check is not None and not spec.check(v):
                 raise ValueError(f"{k} = {v!r} is out of range: {spec.rule}")
-        if self.extra_check:
-            self.extra_check(p)
 
 
 X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept)
@@ -207,6 +219,17 @@ def _consensus_costs(p):
 def _consensus_extra(p):
     if p["strategy"] == "adaptive" and not p["eta"] > p["eps"]:
         raise ValueError(f"eta must be > eps for strategy 'adaptive'; got eta = {p['eta']}, eps = {p['eps']}")
+
+
+def _consensus_dtype_check(p, dtype):
+    """What :func:`simulate_consensus` would refuse in this dtype, found when the config is read."""
+    from mascot.kernels.precision import check_budget
+
+    check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"')
+    res = float(np.finfo(dtype).eps)
+    if p["eps"] < res:
+        raise ValueError(f"eps = {p['eps']:g} is below {dtype}'s resolution {res:.3g}; use a larger eps or "
+                         'experiment.dtype = "float64"')
 
 
 _X0_STREAM = 0x5830  # "X0": first element of the X0 stream key, apart from per-point keys (p,)
@@ -384,6 +407,12 @@ def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
     return getattr(tp, fam)(n)[None]
 
 
+def _spectra_dtype_check(p, dtype):
+    if dtype == "float32" and np.float32(p["gamma"]) >= 1:
+        raise ValueError(f"gamma = {p['gamma']!r} rounds to 1 in float32; use a smaller gamma or "
+                         'experiment.dtype = "float64"')
+
+
 def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
     from mascot.execute.spectra import sr_spectra
 
@@ -486,11 +515,11 @@ KINDS = {
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs, version=2,
                       derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}, device_cache=True,
-                      required=True),
+                      required=True, dtype_check=_consensus_dtype_check),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
-                    row_key=("point", "graph"), max_workers=1, version=2),
+                    row_key=("point", "graph"), max_workers=1, version=2, dtype_check=_spectra_dtype_check),
     "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",),
                          max_workers=1),
 }

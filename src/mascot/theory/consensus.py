@@ -39,6 +39,7 @@ __all__ = [
     "circulant_contraction_rate",
     "is_circulant",
     "rounds_to_reach",
+    "ceil_rounds",
     "Certificate",
     "theorem1",
     "theorem1_batch",
@@ -53,7 +54,19 @@ __all__ = [
 
 from mascot.status import STATUS_NAMES  # noqa: E402  (re-exported)
 
-_INT_TOL = 1e-9
+_ROUND_ULPS = 16  # log-ratio tolerance, in units of the dtype's eps (see ceil_rounds)
+
+
+def ceil_rounds(r, log_lam, xp=np):
+    """``ceil(r)`` for a computed log-ratio ``r = log(target/start) / log(lam)``, forgiving only its own
+    rounding error: ``r`` is taken as an integer ``k`` when it exceeds ``k`` by less than
+    ``16 eps (|r| + 1/|log lam|)`` (about 6x the float error bound of the two logs and the division).
+    A tolerance wider than that (1e-9 before) made the certificate claim one round too few for ``D0`` up to
+    ``1e-9`` relative above a round boundary, i.e. certify budgets the run then exceeds.
+    """
+    eps = xp.finfo(getattr(r, "dtype", np.float64)).eps
+    tol = _ROUND_ULPS * eps * (xp.abs(r) + 1.0 / xp.abs(log_lam))
+    return xp.ceil(r - tol)
 
 
 # ----------------------------------------------------------------------------- disagreement
@@ -75,9 +88,13 @@ def disagreement(X) -> np.ndarray | float:
 def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.ndarray:
     """Return ``W`` as float64 after checking Def. 3 (nonnegative, rows and columns sum to 1).
 
-    Raises ``ValueError`` naming the matrix (``name``) and the violated condition.
+    Raises ``ValueError`` naming the matrix (``name``) and the violated condition. A matrix given in a
+    lower precision (e.g. float32) is held to that precision's rounding: ``atol`` grows to ``2 N eps``.
     """
-    W = np.asarray(W, dtype=np.float64)
+    src = np.asarray(W)
+    W = np.asarray(src, dtype=np.float64)
+    if np.issubdtype(src.dtype, np.floating) and src.dtype.itemsize < 8 and W.ndim == 2:
+        atol = max(atol, 2 * W.shape[0] * float(np.finfo(src.dtype).eps))
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
         raise ValueError(f"{name} must be a square (N, N) matrix; got shape {W.shape}")
     if not np.all(np.isfinite(W)):
@@ -112,6 +129,9 @@ def contraction_rate(W, name: str = "W", method: str = "auto") -> float:
     For doubly stochastic ``W`` both ``1`` and ``1-perp`` are invariant, so the restriction's norm is
     the largest singular value of ``W - 11^T/N``. ``method="auto"`` uses the circulant DFT path
     (Remark 6) when ``W`` is circulant, else the SVD; ``"svd"`` and ``"circulant"`` force one.
+
+    A rate within 16 float64 ulps of 1 is returned as exactly 1 (does not contract): a reducible ``W`` (rate
+    1) comes out of the SVD as ``1 - 1e-16``, which would otherwise certify ~1e16 rounds as "contracting".
     """
     W = validate_doubly_stochastic(W, name)
     if method not in ("auto", "svd", "circulant"):
@@ -121,7 +141,11 @@ def contraction_rate(W, name: str = "W", method: str = "auto") -> float:
             raise ValueError(f"{name} is not circulant; use method='svd'")
         return circulant_contraction_rate(W[0], name=name)
     n = W.shape[0]
-    return float(np.linalg.norm(W - np.full((n, n), 1.0 / n), ord=2))
+    return _snap_one(float(np.linalg.norm(W - np.full((n, n), 1.0 / n), ord=2)))
+
+
+def _snap_one(rate: float) -> float:
+    return 1.0 if rate > 1.0 - 16 * np.finfo(np.float64).eps else rate
 
 
 def circulant_contraction_rate(first_row, name: str = "W") -> float:
@@ -138,17 +162,19 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
         raise ValueError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1")
     if w.size == 1:
         return 0.0
-    return float(np.max(np.abs(np.fft.fft(w)[1:])))
+    return _snap_one(float(np.max(np.abs(np.fft.fft(w)[1:]))))
 
 
 # ----------------------------------------------------------------------------- Theorem 1
-def _check_scalar(name: str, value, *, positive=False, nonnegative=False) -> float:
+def _check_scalar(name: str, value, *, positive=False, nonnegative=False, finite=False) -> float:
     try:
         v = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a real number; got {value!r}") from None
     if math.isnan(v):
         raise ValueError(f"{name} must not be NaN")
+    if finite and math.isinf(v):
+        raise ValueError(f"{name} must be finite; got {v}")
     if positive and not v > 0:
         raise ValueError(f"{name} must be > 0; got {v}")
     if nonnegative and not v >= 0:
@@ -160,8 +186,9 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
     """Smallest ``K >= 0`` with ``lam**K * start <= target``: ``ceil(log(target/start) / log lam)``.
 
     Returns ``0`` when ``start <= target``, ``1`` when ``lam == 0`` (one round reaches consensus) and
-    ``math.inf`` when ``lam >= 1`` (the mode does not contract). Log-ratios within 1e-9 of an
-    integer are treated as that integer, but never below one round while ``start > target``.
+    ``math.inf`` when ``lam >= 1`` (the mode does not contract). A log-ratio above an integer by no more
+    than its own rounding error is that integer (:func:`ceil_rounds`), but never below one round while
+    ``start > target``.
     """
     if start <= target:
         return 0
@@ -169,8 +196,8 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
         return 1
     if lam >= 1.0:
         return math.inf
-    r = math.log(target / start) / math.log(lam)
-    k = math.ceil(r - _INT_TOL * max(1.0, abs(r)))
+    log_lam = math.log(lam)
+    k = ceil_rounds(math.log(target / start) / log_lam, log_lam)
     return max(int(k), 1)  # start > target: at least one round, however close (the tolerance only rounds down)
 
 
@@ -209,7 +236,7 @@ def theorem1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Certificate:
     ``K1 = ceil(log(eta/D0)/log lambda1)``, ``K2 = ceil(log(eps/eta)/log lambda2)`` (eq. 11), with the
     edge cases of the module docstring. ``B*`` is ``inf`` when a needed mode does not contract.
     """
-    d0 = _check_scalar("d0", d0, nonnegative=True)
+    d0 = _check_scalar("d0", d0, nonnegative=True, finite=True)
     eta = _check_scalar("eta", eta, positive=True)
     eps = _check_scalar("eps", eps, positive=True)
     lambda1 = _check_scalar("lambda1", lambda1, nonnegative=True)
@@ -371,8 +398,8 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
 
     def rounds(start, target, lam):  # scalars stay scalars (a sweep passes one lambda per call)
         with np.errstate(divide="ignore", invalid="ignore"):
-            r = np.log(target / start) / np.log(lam)
-            k = np.ceil(r - _INT_TOL * np.maximum(1.0, np.abs(r)))
+            log_lam = np.log(lam)
+            k = ceil_rounds(np.log(target / start) / log_lam, log_lam)
         k = np.where(lam <= 0, 1.0, np.where(lam >= 1, np.inf, np.maximum(k, 1.0)))  # start > target: >= 1
         return np.where(start <= target, 0.0, k)
 

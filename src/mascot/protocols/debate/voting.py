@@ -20,7 +20,8 @@ Voting rules (:func:`majority_vote`, :func:`weighted_vote`)
 * **Weighted confidence**: ``score = sum_i D_i C_i`` with ``D_i = +1`` (PASS) / ``-1`` (FAIL) and
   ``C_i in [0, 1]``; ``PASS`` if ``score > 0``, ``FAIL`` if ``< 0``, ``TIE`` if exactly 0 with at least one valid
   vote, ``NONE`` without valid votes. The sum is exact: each confidence is taken as the decimal number it
-  was written as (``Decimal(str(c))`` for floats), so ``0.1 + 0.2 - 0.3`` is a tie, not ``5.6e-17``.
+  was written as (``Decimal(str(c))`` for floats, numpy's too), summed without rounding, so ``0.1 + 0.2 - 0.3``
+  is a tie, not ``5.6e-17``, and ``0.9 + 1e-30 - 0.9`` is PASS.
 
 Erratum (the article's ``check_consensus``)
 -------------------------------------------
@@ -39,7 +40,8 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+import numbers
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
 from typing import NamedTuple, Sequence
 
 __all__ = [
@@ -131,12 +133,17 @@ def _confidence(c) -> Decimal | None:
     try:
         if isinstance(c, Decimal):
             v = c
-        elif isinstance(c, float):
-            if not math.isfinite(c):
+        elif isinstance(c, numbers.Integral):  # int, numpy integers
+            v = Decimal(int(c))
+        elif isinstance(c, numbers.Real):  # float, numpy floats (float32 as written: str gives '0.9')
+            if not math.isfinite(float(c)):
                 return None
-            v = Decimal(repr(c))
-        elif isinstance(c, (int, str)):
-            v = Decimal(str(c).strip())
+            try:
+                v = Decimal(str(c))
+            except InvalidOperation:  # other Reals (e.g. Fraction): their nearest float
+                v = Decimal(repr(float(c)))
+        elif isinstance(c, str):
+            v = Decimal(c.strip())
         else:
             return None
     except InvalidOperation:
@@ -144,6 +151,10 @@ def _confidence(c) -> Decimal | None:
     if not v.is_finite() or not (0 <= v <= 1):
         return None
     return v
+
+
+# sums of decimals are exact in this context (it only adds: results have as many digits as they need)
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 
 def weighted_vote(ballots: Sequence) -> VoteResult:
@@ -160,10 +171,10 @@ def weighted_vote(ballots: Sequence) -> VoteResult:
         n += 1
         if d == "PASS":
             p += 1
-            score += c
+            score = _EXACT.add(score, c)
         else:
             f += 1
-            score -= c
+            score = _EXACT.subtract(score, c)
     outcome = "NONE" if n == 0 else ("PASS" if score > 0 else "FAIL" if score < 0 else "TIE")
     return VoteResult(outcome, p, f, len(ballots) - n, float(score))
 

@@ -1,0 +1,153 @@
+"""Inputs at the edges of what the numbers can carry (found by an outside numerical check, 2026-12-01):
+certificates at a round boundary, budgets and tolerances beyond float32, int32 round counters, numpy
+numbers in votes. References: plain-Python Algorithm 1 (float64), hand counts, numpy."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import mascot
+from mascot.kernels.precision import float64
+from mascot.protocols.debate.voting import weighted_vote
+from mascot.sweep import parse_config
+from mascot.sweep.config import ConfigError
+from mascot.theory.consensus import (algorithm1, contraction_rate, disagreement, rounds_to_reach, theorem1,
+                                     theorem1_batch, validate_doubly_stochastic)
+
+W1, W2 = mascot.paper_modes()
+L1, L2 = contraction_rate(W1), contraction_rate(W2)  # 0.25 and 0.7236 (paper, Sec. V-A)
+
+
+def _boundary_x0(rel):
+    """Beliefs with D0 = 1.6 (1 + rel): 0.25^2 * 1.6 = 0.1 = eta exactly, so rel > 0 needs a third mode-1 round."""
+    v = np.array([[1.0], [-1.0], [0.0], [0.0], [0.0]]) @ np.ones((1, 2))
+    return v / disagreement(v) * 1.6 * (1 + rel)
+
+
+@pytest.mark.parametrize("rel", [1e-9, 1e-10, 1e-12])
+def test_certificate_just_above_a_round_boundary_counts_the_extra_round(rel):
+    X0 = _boundary_x0(rel)
+    c = theorem1(disagreement(X0), 0.1, 0.03, L1, L2, 600, 100)
+    # by hand: 1.6 (1 + rel) * 0.25^2 > 0.1 -> K1 = 3; then 0.1 -> 0.03 at 0.7236: ceil(3.72) = 4
+    assert (c.K1, c.K2, c.B_star) == (3, 4, 3 * 600 + 4 * 100)
+    # the certificate is sound: the float64 reference run stays within B* and fails one mode-1 round short
+    ok = algorithm1(X0, W1, W2, 600, 100, 0.1, 0.03, c.B_star)
+    assert ok.status == 0 and ok.spent <= c.B_star
+    assert algorithm1(X0, W1, W2, 600, 100, 0.1, 0.03, 1600).status == 1
+    k1, k2, b = theorem1_batch(disagreement(X0), 0.1, 0.03, L1, L2, 600, 100)
+    assert (float(k1), float(k2), float(b)) == (3, 4, 2200)
+
+
+def test_exact_boundary_keeps_the_integer_round_count():
+    # D0 * 0.25^2 == eta exactly: two rounds in exact arithmetic (Theorem 1's "<="; the documented convention)
+    c = theorem1(1.6, 0.1, 0.03, 0.25, L2, 600, 100)
+    assert c.K1 == 2 and rounds_to_reach(1.6, 0.1, 0.25) == 2
+    # a log-ratio off an integer only by rounding (0.3 -> 0.1 at sqrt(1/3): exactly 2 rounds) stays 2
+    assert rounds_to_reach(0.3, 0.1, math.sqrt(1 / 3)) == 2
+    # at such a tie a float run is a coin flip: here the float64 reference lands 1 ulp above eta after two
+    # rounds and needs a third (the README says so); one ulp, not a real difference of D0
+    r = algorithm1(_boundary_x0(0.0), W1, W2, 600, 100, 0.1, 0.03, c.B_star)
+    assert abs(r.d_trace[2] - 0.1) <= 2 * np.spacing(0.1)
+
+
+def test_theorem1_refuses_infinite_d0_and_a_reducible_mode_does_not_contract():
+    with pytest.raises(ValueError, match="d0 must be finite"):
+        theorem1(math.inf, 0.1, 0.03, L1, L2, 600, 100)
+    P = np.eye(5)[[1, 0, 3, 4, 2]]  # two cycles: reducible, rate exactly 1 (the SVD gives 1 - 1e-16)
+    W = 0.5 * np.eye(5) + 0.5 * P
+    assert contraction_rate(W) == 1.0
+    c = theorem1(0.3, 0.1, 0.03, L1, contraction_rate(W), 600, 100)
+    assert math.isinf(c.B_star) and not c.certifies(1e300)
+
+
+def test_float32_weights_are_held_to_float32_rounding():
+    W = mascot.complete_weights(5, 0.4).astype(np.float32)
+    assert np.abs(W.astype(np.float64).sum(axis=1) - 1).max() > 1e-9  # float64 sums: what made the check refuse it
+    np.testing.assert_array_equal(validate_doubly_stochastic(W), W.astype(np.float64))
+    with pytest.raises(ValueError, match="not doubly stochastic"):
+        validate_doubly_stochastic((W * 1.001).astype(np.float32))
+
+
+@pytest.mark.parametrize("method", ["modal", "matrix"])
+def test_max_rounds_beyond_int32_is_refused(method):
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    with pytest.raises(ValueError, match="max_rounds must be an integer in"):
+        mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, max_rounds=2**31, method=method)
+    r = mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, max_rounds=2**31 - 2, method=method)
+    ref = algorithm1(X, W1, W2, 600, 100, 0.1, 0.03, 2000, max_rounds=10_000)
+    assert (int(r.rounds[0]), int(r.status[0])) == (ref.rounds, ref.status)
+
+
+def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    with pytest.raises(ValueError, match="2\\^24"):
+        mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float32")
+    with pytest.raises(ValueError, match="below b0"):
+        mascot.simulate_consensus(X, W1, W2, 1e-4, 1e-4, 0.1, 1e-3, 1e4, strategy="mode2", dtype="float32")
+    ref = algorithm1(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", max_rounds=64)
+    with float64():
+        r = mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float64")
+    assert int(r.rounds[0]) == ref.rounds and float(r.spent[0]) == ref.spent == ref.rounds  # 18 rounds of 1 token
+    # float32 is exact for integer budgets up to 2^24
+    r32 = mascot.simulate_consensus(X, W1, W2, 3, 1, 0.1, 1e-3, 2**24, strategy="mode2", dtype="float32")
+    assert float(r32.spent[0]) == ref.rounds
+
+
+def test_eps_below_the_dtype_resolution_is_refused():
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    with pytest.raises(ValueError, match="resolution"):
+        mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 1e-9, 2000, dtype="float32")
+    with float64(), pytest.raises(ValueError, match="resolution"):
+        mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 1e-18, 2000, strategy="mode2", dtype="float64")
+
+
+def test_huge_finite_beliefs_say_overflow_not_only_nan():
+    X = np.random.default_rng(0).uniform(size=(5, 6)).astype(np.float32)
+    X[0, 0] = 1e30
+    with pytest.raises(ValueError, match="overflows"):
+        mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, dtype="float32")
+
+
+_CONFIG = """
+[experiment]
+kind = "{kind}"
+name = "edge"
+seed = 1
+{dtype}
+[fixed]
+{fixed}
+"""
+
+
+@pytest.mark.parametrize("fixed, match", [
+    ("trajectories = 4\nb0 = 3e7", "2\\^24"),
+    ("trajectories = 4\neps = 1e-9\neta = 0.1", "resolution"),
+])
+def test_sweep_configs_refuse_float32_budgets_and_tolerances_when_read(fixed, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config(_CONFIG.format(kind="consensus", dtype="", fixed=fixed))
+    parse_config(_CONFIG.format(kind="consensus", dtype='dtype = "float64"', fixed=fixed))  # float64 holds them
+
+
+def test_sweep_and_sr_spectra_refuse_a_gamma_that_rounds_to_one_in_float32():
+    with pytest.raises(ValueError, match="rounds to 1 in float32"):
+        mascot.sr_spectra(np.ones((4, 4)), 0.99999999, dtype="float32")
+    with float64():
+        s = mascot.sr_spectra(np.ones((4, 4)), 0.99999999, dtype="float64")
+    # complete graph with self loops: P = J/4, eigenvalues 1 and 0, so rho(M) = 1 / (1 - gamma)
+    assert float(s.rho) == pytest.approx(1 / (1 - 0.99999999), rel=1e-6)
+    with pytest.raises(ConfigError, match="rounds to 1 in float32"):
+        parse_config(_CONFIG.format(kind="spectra", dtype="", fixed="gamma = 0.99999999"))
+
+
+def test_weighted_vote_takes_numpy_numbers_and_sums_exactly():
+    assert weighted_vote([("PASS", np.float64(0.9)), ("FAIL", 0.2)])[:4] == ("PASS", 1, 1, 0)
+    r = weighted_vote([("PASS", np.float32(0.9)), ("FAIL", np.int64(1))])
+    assert (r.outcome, r.abstentions, r.score) == ("FAIL", 0, pytest.approx(-0.1))
+    r = weighted_vote([("PASS", 0.9), ("PASS", 1e-30), ("FAIL", 0.9)])
+    assert (r.outcome, r.score) == ("PASS", 1e-30)
+    assert weighted_vote([("PASS", 0.1), ("PASS", 0.2), ("FAIL", 0.3)]).outcome == "TIE"
+    assert weighted_vote([("PASS", np.True_), ("PASS", np.nan)]).outcome == "NONE"
