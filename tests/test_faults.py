@@ -510,3 +510,94 @@ def test_sr_spectra_refuses_a_row_sum_that_overflows():
 
     with pytest.raises(ValueError, match="row 0: weights sum to inf"):
         mascot.sr_spectra([[0.0, 1e308, 1e308], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]], 0.5)
+
+
+# ----------------------------------------------------------------------------- 10. found by an outside tester, 2026-12-01
+def _flip_page_byte(path, column="d_final"):
+    """Flip the last byte of ``column``'s last data page (page payload, not the footer): the data is wrong
+    but the file still parses, as after a bit flip on disk."""
+    md = pq.read_metadata(path)
+    names = [md.schema.column(j).name for j in range(md.num_columns)]
+    col = md.row_group(0).column(names.index(column))
+    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
+    b = bytearray(path.read_bytes())
+    b[start + col.total_compressed_size - 1] ^= 0x5A
+    path.write_bytes(bytes(b))
+
+
+def test_a_byte_flipped_in_a_chunk_is_caught_by_its_page_checksums_and_redone(run_dir, tmp_path, capsys):
+    before = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "before.parquet"))
+    chunk = RunDir(run_dir).chunk_path(1)
+    _flip_page_byte(chunk)
+    assert main(["status", str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "chunks 2/3" in out and str(chunk) in out and "damaged data" in out
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]) == 1
+    assert "chunk-000001.parquet" in _err_line(capsys) and not (tmp_path / "m.parquet").exists()
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 0
+    assert f"redoing {chunk}: damaged data" in _err_line(capsys)
+    after = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet"))
+    pd.testing.assert_frame_equal(before, after)
+
+
+def test_a_trailing_newline_in_a_name_or_sbatch_value_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match="experiment.name"):
+        parse_config(sweep_text(**{'name = "faults"': 'name = "abc\\n"'}))
+    with pytest.raises(ValueError, match="--time"):
+        render(str(write(tmp_path, sweep_text())), 2, str(tmp_path / "o"), time="01:00:00\n")
+
+
+def test_run_into_a_non_empty_directory_without_a_plan_is_refused(tmp_path, capsys):
+    d = tmp_path / "proj"
+    d.mkdir()
+    (d / "config.toml").write_text("notes")
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(d), "--quiet"]) == 2
+    assert "not empty and is not a mascot run directory" in _err_line(capsys)
+    assert (d / "config.toml").read_text() == "notes" and not (d / "plan.json").exists()
+    e = tmp_path / "empty"
+    e.mkdir()
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(e), "--quiet"]) == 0
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda p: dict(p, n_chunks=p["n_chunks"] - 1), "n_chunks = 2 but 8 points"),
+    (lambda p: dict(p, n_chunks=str(p["n_chunks"])), "integers >= 1"),
+    (lambda p: dict(p, n_chunks=0), "integers >= 1"),
+])
+def test_a_tampered_plan_is_refused_in_one_line(run_dir, tmp_path, capsys, edit, match):
+    pf = run_dir / "plan.json"
+    pf.write_text(json.dumps(edit(json.loads(pf.read_text()))))
+    for cmd in (["status", str(run_dir)], ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")],
+                ["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]):
+        assert main(cmd) == 2
+        assert match in _err_line(capsys)
+
+
+@pytest.mark.parametrize("edit, match", [
+    ({"n = [5, 6]": 'n = ["5", 6]'}, "n must be of type int"),
+    ({"n = [5, 6]": "n = [1, 6]"}, "n = 1 is out of range: 3 <= n <= 4096"),
+    ({"n = [5, 6]": "n = [[5], [6]]"}, "n must be of type int"),
+    ({"[grid]": "[output]\ndir = 5\n\n[grid]"}, "output.dir must be a non-empty string"),
+    ({"b0 = [500.0, 5000.0]": "b0 = [500.0, 5000.0]\n[grid.random]\ncount = 2\neta = { uniform = [0.05, inf] }"},
+     "grid.random.eta.uniform needs finite"),
+])
+def test_bad_values_are_one_line_naming_what_the_user_wrote(edit, match):
+    with pytest.raises(ConfigError, match=match):
+        parse_config(sweep_text(**edit))
+
+
+def test_more_shards_than_chunks_and_odd_merge_outputs_are_refused(run_dir, tmp_path, capsys):
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--shard", "5/10", "--quiet"]) == 2
+    assert "owns no chunks" in _err_line(capsys)
+    assert main(["merge", str(run_dir), "--out", str(run_dir / "chunks")]) == 2
+    assert f"e.g. {run_dir / 'merged.parquet'}" in _err_line(capsys)
+    (tmp_path / "f.parquet").write_text("x")
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "f.parquet" / "x.parquet")]) == 2
+    assert "is a file, not a directory" in _err_line(capsys)
+
+
+def test_consensus_report_names_missing_columns(run_dir, tmp_path, capsys):
+    df = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "m.parquet")).drop(columns=["certified"])
+    df.to_parquet(tmp_path / "cut.parquet")
+    assert main(["report", "consensus-sweep", str(tmp_path / "cut.parquet"), "--out", str(tmp_path / "r")]) == 2
+    assert "missing column(s) certified" in _err_line(capsys)

@@ -228,7 +228,7 @@ def remove_stale_temps(directory) -> list[Path]:
     if not d.is_dir():
         return gone
     for entry in os.scandir(d):
-        if _TEMP_NAME.match(entry.name) and not entry.is_dir(follow_symlinks=False):
+        if _TEMP_NAME.fullmatch(entry.name) and not entry.is_dir(follow_symlinks=False):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(entry.path)
                 gone.append(Path(entry.path))

@@ -60,8 +60,11 @@ def dominance(summary: pd.DataFrame) -> pd.DataFrame:
 
 def report(data, out_dir="results/sweeps", log=print) -> dict:
     df = pd.read_parquet(data) if not isinstance(data, pd.DataFrame) else data
-    if "strategy" not in df or "K_star" not in df:
-        raise ValueError(f"{data}: not a consensus sweep dataset (needs strategy, K_star, ... columns)")
+    need = ["point", "strategy", "status", "rounds", "tokens", "certified", "K_star", "B_star", "lambda1", "lambda2",
+            *_SETTING]
+    lost = [c for c in dict.fromkeys(need) if c not in df]
+    if lost:
+        raise ValueError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     s = summarise(df)

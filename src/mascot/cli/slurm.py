@@ -50,7 +50,7 @@ _SBATCH_VALUE = re.compile(r"^[A-Za-z0-9._:,+=@%/-]+$")
 def _sbatch_value(option: str, value) -> str:
     """``value`` for an ``#SBATCH`` line (not shell-parsed, so it cannot be quoted): a safe character set only."""
     text = str(value)
-    if not _SBATCH_VALUE.match(text):
+    if not _SBATCH_VALUE.fullmatch(text):
         raise ValueError(f"{option} {text!r} has characters an #SBATCH line cannot carry; use letters, digits "
                          "and . _ : , + = @ % / -")
     return text
@@ -61,6 +61,9 @@ def _log_dir(outp: Path) -> str:
     if any(c.isspace() or not c.isprintable() for c in logs):
         raise ValueError(f"the run directory {outp} contains whitespace or control characters, which "
                          "#SBATCH --output cannot carry")
+    if "%" in logs or "\\" in logs:  # Slurm expands %j, %A, ... and backslash escapes in --output paths
+        raise ValueError(f"the run directory {outp} contains '%' or a backslash, which Slurm would expand in "
+                         "#SBATCH --output (logs would go elsewhere); choose another --out")
     return logs
 
 

@@ -94,6 +94,9 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     """
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
         raise ValueError(f"workers must be an integer >= 1; got {workers!r}")
+    if shard[0] >= cfg.n_chunks:
+        raise ValueError(f"shard {shard[0]}/{shard[1]} owns no chunks: this sweep has {cfg.n_chunks} chunk(s) "
+                         f"(chunk c belongs to shard c mod {shard[1]}); use at most {cfg.n_chunks} shards")
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
     run = RunDir(out_dir)
     locks = run.acquire(shard)  # held until the chunks are written: the same shard twice is refused
@@ -108,7 +111,9 @@ def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
     run.init(cfg)
     i, n = shard
     mine = [c for c in range(cfg.n_chunks) if c % n == i]
-    done = run.done()
+    done, bad, _ = run.scan(only=set(mine))
+    for path, why in bad.items():
+        print(f"mascot: redoing {path}: {why}", file=sys.stderr)
     todo = [c for c in mine if c not in done]
     kind = KINDS[cfg.kind]
     workers = min(int(workers), kind.max_workers or int(workers))

@@ -88,9 +88,35 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
             # for files half the size (4.7 vs 2.4 MB per 10^6 consensus rows); statistics only on the row
             # keys (what readers filter on), 15% faster than on every column
             keys = [k for k in ("point", *ROW_SUBKEYS) if k in table.column_names]
-            pq.write_table(table, f, compression="lz4", use_dictionary=False, write_statistics=keys or False)
+            # page checksums (CRC32 of every data page): a chunk damaged on disk fails verification when it
+            # is scanned or merged, and is redone, instead of merging wrong numbers
+            pq.write_table(table, f, compression="lz4", use_dictionary=False, write_statistics=keys or False,
+                           write_page_checksum=True)
     except OSError as e:  # disk full, quota, permissions: one line naming the file (nothing partial is left)
         raise OSError(e.errno, f"cannot write {path}: {os.strerror(e.errno) if e.errno else e}") from None
+
+
+def _ours_before_plan(p: Path, config_text: str) -> bool:
+    """Whether ``p`` may stand in a run directory that has no plan.json yet: our locks, an empty chunks/,
+    an atomic write in flight, or the config.toml another shard of the same run wrote just before its plan."""
+    name = p.name
+    if name.startswith(".mascot") and name.endswith(".lock"):
+        return True
+    if name.startswith(".") and name.endswith(".tmp"):
+        return True
+    if name == "chunks":
+        return p.is_dir() and not any(p.iterdir())
+    if name == "config.toml":
+        try:
+            return p.is_file() and p.read_text() == config_text
+        except (OSError, UnicodeDecodeError):
+            return False
+    return False
+
+
+def _read_verified(path) -> pa.Table:
+    """The whole table, every data page checked against its CRC32 (where the writer stored one)."""
+    return pq.ParquetFile(path, page_checksum_verification=True).read()
 
 
 def _git_commit() -> str | None:
@@ -153,10 +179,20 @@ class RunDir:
                     chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
-        self.chunks.mkdir(parents=True, exist_ok=True)
         pf = self.path / "plan.json"
+        if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
+            other = [p.name for p in self.path.iterdir() if not _ours_before_plan(p, cfg.text)]
+            if other:
+                raise ValueError(f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
+                                 f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
+                                 "give a new or empty directory")
+        self.chunks.mkdir(parents=True, exist_ok=True)
         if pf.exists():
             old = self._read_plan(pf)
+            if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
+                raise ValueError(f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
+                                 f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
+                                 "cannot be trusted: use another --out")
             if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
                 raise ValueError(
                     f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
@@ -174,9 +210,16 @@ class RunDir:
         except (ValueError, OSError) as e:
             raise ValueError(f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out "
                              "or delete it") from None
-        need = ("hash", "n_points", "chunk_size", "n_chunks")
-        if not isinstance(plan, dict) or not all(isinstance(plan.get(k), (int, str)) for k in need):
-            raise ValueError(f"{pf} is corrupt (needs {', '.join(need)}); use another --out or delete the directory")
+        counts = ("n_points", "chunk_size", "n_chunks")
+        ok = isinstance(plan, dict) and isinstance(plan.get("hash"), str) and all(
+            type(plan.get(k)) is int and plan[k] >= 1 for k in counts)
+        if not ok:
+            raise ValueError(f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
+                             "another --out or delete the directory")
+        if plan["n_chunks"] != -(-plan["n_points"] // plan["chunk_size"]):
+            raise ValueError(f"{pf} is corrupt: n_chunks = {plan['n_chunks']} but {plan['n_points']} points in chunks "
+                             f"of {plan['chunk_size']} make {-(-plan['n_points'] // plan['chunk_size'])}; use another "
+                             "--out or delete the directory")
         return plan
 
     def plan(self) -> dict:
@@ -189,7 +232,9 @@ class RunDir:
 
     # -- chunks -------------------------------------------------------------------------------
     def check_chunk(self, c: int, plan: dict) -> str | None:
-        """Why chunk ``c``'s file is not a complete chunk of ``plan`` (None: it is)."""
+        """Why chunk ``c``'s file is not a complete chunk of ``plan`` (None: it is). Its data are read with
+        page-checksum verification (a byte damaged on disk; chunks written before checksums were added are
+        only decoded)."""
         path = self.chunk_path(c)
         try:
             md = pq.read_metadata(path)
@@ -210,20 +255,27 @@ class RunDir:
                     "a copied or renamed file")
         if md.num_rows < 1:
             return "no rows"
+        try:
+            _read_verified(path)
+        except (OSError, ValueError, pa.ArrowException) as e:
+            return f"damaged data ({str(e).splitlines()[0][:120]})"
         return None
 
-    def scan(self) -> tuple[set[int], dict[Path, str], list[Path]]:
-        """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan."""
+    def scan(self, only=None) -> tuple[set[int], dict[Path, str], list[Path]]:
+        """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan;
+        ``only``: check only these chunk indices (a shard's), data included."""
         plan = self.plan()
         done, bad, foreign = set(), {}, []
         if not self.chunks.exists():
             return done, bad, foreign
         for p in sorted(self.chunks.iterdir()):
-            m = _CHUNK_NAME.match(p.name)
+            m = _CHUNK_NAME.fullmatch(p.name)
             if p.name.startswith(".") and p.name.endswith(".tmp"):
                 continue  # a writer's temporary (in flight, or removed when a runner starts alone)
             if m is None or int(m.group(1)) >= plan["n_chunks"] or not p.is_file():
                 foreign.append(p)
+                continue
+            if only is not None and int(m.group(1)) not in only:
                 continue
             why = self.check_chunk(int(m.group(1)), plan)
             if why is None:
@@ -232,11 +284,11 @@ class RunDir:
                 bad[p] = why
         return done, bad, foreign
 
-    def done(self) -> set[int]:
-        """Indices of the complete chunks (see :meth:`check_chunk`)."""
+    def done(self, only=None) -> set[int]:
+        """Indices of the complete chunks (see :meth:`check_chunk`; ``only``: among these)."""
         if not (self.path / "plan.json").exists():
             return set()
-        return self.scan()[0]
+        return self.scan(only)[0]
 
     def missing(self) -> list[int]:
         n = self.plan()["n_chunks"]
@@ -254,9 +306,14 @@ class RunDir:
                     bad_chunks={str(p): why for p, why in bad.items()}, foreign_files=[str(p) for p in foreign])
 
     def _check_merge_out(self, out: Path) -> None:
-        if out.exists() and out.is_dir():
-            raise ValueError(f"--out {out} is a directory; give the merged file's path (e.g. {out}/merged.parquet)")
         ro, rd = out.resolve(), self.path.resolve()
+        if out.exists() and out.is_dir():
+            eg = out / "merged.parquet" if not (ro == rd / "chunks" or ro.is_relative_to(rd / "chunks")) \
+                else self.path / "merged.parquet"
+            raise ValueError(f"--out {out} is a directory; give the merged file's path (e.g. {eg})")
+        if any(p.exists() and not p.is_dir() for p in out.parents):
+            raise ValueError(f"--out {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a "
+                             "file, not a directory")
         own = ro.parent == rd and (ro.name in _OWN_FILES or ro.name.endswith(".lock"))
         if ro.is_relative_to(rd / "chunks") or own:
             raise ValueError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
@@ -276,7 +333,13 @@ class RunDir:
             why = "".join(f"; invalid {p}: {w}" for p, w in list(bad.items())[:5])
             raise MissingChunksError(f"{len(missing)} of {n} chunks missing: {_ranges(missing)}{why} "
                                      "(run `mascot run` again to compute them)")
-        tables = [pq.read_table(self.chunk_path(c)) for c in range(n)]
+        tables = []
+        for c in range(n):
+            try:
+                tables.append(_read_verified(self.chunk_path(c)))
+            except (OSError, ValueError, pa.ArrowException) as e:
+                raise MissingChunksError(f"{self.chunk_path(c)} is damaged ({str(e).splitlines()[0][:80]}); run "
+                                         "`mascot run` again to recompute it") from None
         meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
         # every field nullable before concatenating (chunks written before a kind's columns became required
         # still merge); the merged file's required columns are those required in every chunk
