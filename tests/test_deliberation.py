@@ -189,7 +189,9 @@ def test_resume_after_deleting_last_round(tmp_path):
     for a, b in zip(sorted(full, key=key), sorted(again, key=key)):
         assert (a["X"], a["D"], a["b"], a["status"]) == (b["X"], b["D"], b["b"], b["status"])
     assert {r for c in counting.calls for r, _ in c} == {last_round}  # only the deleted round was redone
-    assert len(read_jsonl(tmp_path / "requests.jsonl")) == n_req + sum(len(c) for c in counting.calls)
+    # the deleted round's old request records go (they would count its tokens twice); the rerun logs it anew
+    recs = read_jsonl(tmp_path / "requests.jsonl")
+    assert len(recs) == n_req and sum(r["round"] == last_round for r in recs) == sum(len(c) for c in counting.calls)
     # a finished run does nothing (the factory is never called); other parameters are refused
     run_deliberation(cfg, tmp_path, lambda: pytest.fail("backend built"), backend_spec=_spec(be), progress=False,
                      report=False)
@@ -659,3 +661,72 @@ def test_debate_never_turns_an_unanswered_reply_into_a_ballot(tmp_path):
     assert all(r["round"] == 1 for r in read_jsonl(tmp_path / "run" / "transcript.jsonl"))
     done = run_debate(cfg, tmp_path / "run", SurrogateDebateBackend(seed=1), progress=False)
     assert done.outcomes == ref.outcomes
+
+
+class OnceDown:
+    """Each request chosen by ``pick(meta)`` gets a transport error the first time it is sent, then an answer."""
+
+    def __init__(self, inner, pick):
+        self.inner, self.pick, self.failed = inner, pick, set()
+        self.name, self.model = inner.name, inner.model
+
+    def generate(self, requests):
+        from mascot.backends import Response
+
+        out = self.inner.generate(requests)
+        for j, r in enumerate(requests):
+            key = (r.sampling.seed, json.dumps(r.messages))
+            if self.pick(r.meta) and key not in self.failed:
+                self.failed.add(key)
+                out[j] = Response("", 0, 0, error="HTTP 503: busy")
+        return out
+
+    def describe(self):
+        return {"base_url": "http://127.0.0.1:9/v1"}
+
+    def options(self):
+        return self.inner.options()
+
+
+def _strip(rows):
+    return [{k: v for k, v in r.items() if k not in ("time", "session", "wall_s")} for r in rows]
+
+
+def test_deliberation_transient_errors_leave_the_rounds_unchanged(tmp_path):
+    """A request that got no answer is asked again the same way (same seed, no retry prompt) and does not
+    use up a parse retry: the committed rounds equal a run without the errors."""
+    from mascot.protocols.deliberation import run_deliberation as harness
+
+    cfg = DeliberationConfig(runs=2, b0=32_000, max_rounds=12)
+    harness(cfg, tmp_path / "ref", SurrogateDeliberationBackend(seed=3), progress=False)
+    sur = SurrogateDeliberationBackend(seed=3)
+    flaky = OnceDown(sur, lambda m: (m.get("agent", 0) + m.get("round", 0)) % 2 == 0)
+    harness(cfg, tmp_path / "err", flaky, backend_spec=_spec(sur), progress=False)
+    assert flaky.failed
+    assert _strip(read_rounds(tmp_path / "err")) == _strip(read_rounds(tmp_path / "ref"))
+
+
+def test_deliberation_resume_keeps_one_set_of_request_records_per_round(tmp_path):
+    from mascot.backends import BackendFailure
+    from mascot.protocols.deliberation import run_deliberation as harness
+
+    cfg = DeliberationConfig(runs=2, b0=32_000, max_rounds=25)
+    sur = SurrogateDeliberationBackend(seed=3)
+    with pytest.raises(BackendFailure):
+        harness(cfg, tmp_path, DownFrom(sur, 3), backend_spec=_spec(sur), progress=False)
+    harness(cfg, tmp_path, SurrogateDeliberationBackend(seed=3), progress=False)
+    keys = [(r["strategy"], r["run"], r["round"], r["agent"], r["attempt"]) for r in read_jsonl(tmp_path / "requests.jsonl")]
+    assert len(keys) == len(set(keys))
+    done = {(r["strategy"], r["run"], r["round"]) for r in read_rounds(tmp_path) if r["round"] > 0}
+    assert {k[:3] for k in keys if k[2] > 0} == done  # (round 0's proposals are logged once, for every strategy)
+
+
+def test_debate_asks_an_unanswered_request_again(tmp_path):
+    from mascot.protocols.debate import load_debate_config
+
+    cfg, _ = load_debate_config(None, {"runs": 2})
+    ref = run_debate(cfg, tmp_path / "ref", SurrogateDebateBackend(seed=1), progress=False)
+    sur = SurrogateDebateBackend(seed=1)
+    flaky = OnceDown(sur, lambda m: m.get("agent_index", 0) == 1)
+    done = run_debate(cfg, tmp_path / "run", flaky, backend_spec=_spec(sur), progress=False)
+    assert flaky.failed and done.outcomes == ref.outcomes

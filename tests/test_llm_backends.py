@@ -15,6 +15,7 @@ import pickle
 import socket
 import sys
 import threading
+import math
 import time
 import types
 from collections import defaultdict
@@ -336,6 +337,26 @@ class FakeOpenAIServer:
         if action == "close":
             h.close_connection = True
             return None  # no status line at all -> RemoteDisconnected on the client
+        if action in ("negtok", "inftok"):  # a server that reports impossible token counts
+            usage = '{"prompt_tokens": -50}' if action == "negtok" else '{"prompt_tokens": 1e999}'
+            body = ('{"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "usage": ' + usage + "}")
+            self.done(h)
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            h.wfile.write(body.encode())
+            return None
+        if action == "trickle":  # headers at once, then the body a byte every 0.1 s (never a silent read)
+            body = json.dumps({"choices": [{"message": {"content": "x" * 100}}]}).encode()
+            self.done(h)
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(body)))
+            h.end_headers()
+            for i in range(len(body)):
+                h.wfile.write(body[i:i + 1])
+                h.wfile.flush()
+                time.sleep(0.1)
+            return None
         if action == "sleep":
             time.sleep(1.0)
         elif self.delay:
@@ -1028,3 +1049,52 @@ def test_surrogate_params_errors_name_the_flag(tmp_path, capsys):
     add_backend_args(p, surrogate_params=False)
     with pytest.raises(SystemExit):
         p.parse_args(["--surrogate-params", "f.toml"])
+
+
+# ----------------------------------------------------------------------------- found by an outside tester, 2026-12-01
+@pytest.mark.parametrize("bad", ["sk-SECRET\r", "sk-SE CRET", "sk-SECRET\n", "sk-SECRÉT", "sk-🔑"])
+def test_openai_refuses_an_unusable_key_without_showing_it(monkeypatch, bad):
+    monkeypatch.setenv("MASCOT_TEST_KEY", bad)
+    with pytest.raises(ValueError, match=r"\$MASCOT_TEST_KEY is not a usable API key") as e:
+        OpenAIBackend("m", api_key_env="MASCOT_TEST_KEY")
+    assert "SECR" not in str(e.value) and "🔑" not in str(e.value)
+
+
+def test_openai_redacts_a_key_the_server_echoes_escaped(srv, monkeypatch):
+    secret = 'sk-"quote\\back/slash+plus'
+    monkeypatch.setenv("MASCOT_TEST_KEY", secret)
+    be = client(srv, max_retries=0)
+    srv.plan[CONVERSATIONS[1][-1]["content"]] = ["echo400"]
+    (r,) = be.generate([Request(CONVERSATIONS[1], GREEDY)])
+    assert r.error and "HTTP 400" in r.error and "***" in r.error
+    for form in (secret, json.dumps(secret)[1:-1], "quote", "back"):
+        assert form not in r.error, form
+
+
+def test_openai_api_key_env_must_be_a_name_and_is_never_echoed():
+    with pytest.raises(ValueError, match="NAME of an environment variable") as e:
+        OpenAIBackend("m", api_key_env="sk-abc123-PASTED")
+    assert "PASTED" not in str(e.value)
+
+
+def test_openai_timeout_bounds_the_whole_response(srv):
+    be = client(srv, max_retries=0, timeout_s=0.5)
+    srv.plan[CONVERSATIONS[0][-1]["content"]] = ["trickle"]
+    t = time.perf_counter()
+    (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.error and "still arriving after 0.5 s" in r.error
+    assert time.perf_counter() - t < 3.0  # the body alone takes about 6 s at a byte per 0.1 s
+
+
+@pytest.mark.parametrize("fault", ["negtok", "inftok"])
+def test_openai_refuses_impossible_token_counts(srv, fault):
+    be = client(srv, max_retries=0)
+    srv.plan[CONVERSATIONS[0][-1]["content"]] = [fault]
+    (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.error and "usage.prompt_tokens" in r.error and "not a count" in r.error
+
+
+def test_sampling_refuses_a_non_finite_temperature():
+    for t in (math.inf, math.nan, -0.1, 1e9):
+        with pytest.raises(ValueError, match="temperature"):
+            Sampling(temperature=t)

@@ -517,9 +517,8 @@ def test_resume_after_crash_or_lost_step_is_identical(tmp_path):
     run = tmp_path / "run"
     with pytest.raises(KeyboardInterrupt):
         run_trials(cfg, run, Crashing(3, **kw), progress=False)
-    assert sorted(p.name for p in (run / "steps").iterdir()) == [
-        "step_001.parquet", "step_001.requests.jsonl", "step_002.parquet", "step_002.requests.jsonl",
-        "step_003.requests.jsonl.tmp"]
+    assert sorted(p.name for p in (run / "steps").iterdir()) == [  # the failed step's partial log is removed
+        "step_001.parquet", "step_001.requests.jsonl", "step_002.parquet", "step_002.requests.jsonl"]
     res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
     assert (res.steps_skipped, res.steps_run) == (2, 2)
     pd.testing.assert_frame_equal(ref_df, pd.read_parquet(run / "trials.parquet"))
@@ -831,3 +830,133 @@ def test_zero_valued_backend_options_are_given_not_dropped():
     args = p.parse_args(["--backend", "hf", "--max-retries", "0"])
     with pytest.raises(ValueError, match="--max-retries applies to --backend openai only"):
         build_backend(args, None)
+
+
+def test_a_damaged_step_file_is_recomputed_with_the_steps_after_it(tmp_path, capsys):
+    """A byte flipped on disk in a committed step (page payload: the file still parses) fails its page
+    checksum on resume; that step and the later ones are recomputed, and the result equals the original."""
+    import pyarrow.parquet as pq
+
+    cfg = TrialConfig(n_trials=10, steps=4)
+    kw = dict(sigma=4.0, parse_fail=0.05, seed=2)
+    run = tmp_path / "run"
+    run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
+    ref_df = pd.read_parquet(run / "trials.parquet")
+    part = run / "steps" / "step_002.parquet"
+    md = pq.read_metadata(part)
+    names = [md.schema.column(j).name for j in range(md.num_columns)]
+    col = md.row_group(0).column(names.index("value"))
+    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
+    b = bytearray(part.read_bytes())
+    b[start + col.total_compressed_size - 1] ^= 0x5A
+    part.write_bytes(bytes(b))
+    res = run_trials(cfg, run, SurrogateBackend(**kw), progress=True)
+    assert (res.steps_skipped, res.steps_run) == (1, 3)
+    assert "removing step_002.parquet: damaged" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(ref_df, pd.read_parquet(run / "trials.parquet"))
+
+
+class ErrorsFirst:
+    """The surrogate, but the first ``k`` calls answer every third request with a transport error (what a
+    briefly overloaded server looks like after the openai backend's own retries)."""
+
+    name, model = "surrogate", "affine-noise"
+
+    def __init__(self, k, **kw):
+        self.inner, self.k, self.failed = SurrogateBackend(**kw), k, set()
+
+    def generate(self, reqs):
+        out = self.inner.generate(reqs)
+        if self.k > 0:  # each chosen request fails once, then is answered
+            self.k -= 1
+            for j, r in enumerate(reqs):
+                key = (r.sampling.seed, json.dumps(r.messages))
+                if j % 3 == 0 and key not in self.failed:
+                    self.failed.add(key)
+                    out[j] = Response("", 0, 0, error="HTTP 503: busy")
+        return out
+
+    def describe(self):
+        return self.inner.describe()
+
+    def identity(self):
+        return self.inner.identity()
+
+
+def test_a_transient_backend_error_leaves_the_results_unchanged(tmp_path):
+    """A request that got no answer is asked again with the same seed and does not use up a parse retry, so
+    the committed values equal a run without the errors (10 of 72 values changed before)."""
+    cfg = TrialConfig(n_trials=6, steps=3, log_requests="all")
+    kw = dict(sigma=4.0, parse_fail=0.3, seed=5)  # parse failures too: the retry budget is in play
+    run_trials(cfg, tmp_path / "ref", SurrogateBackend(**kw), progress=False)
+    run_trials(cfg, tmp_path / "err", ErrorsFirst(4, **kw), progress=False)
+    ref, err = (pd.read_parquet(tmp_path / d / "trials.parquet") for d in ("ref", "err"))
+    assert err.n_backend_errors.sum() > 0 and ref.n_backend_errors.sum() == 0
+    same = [c for c in ref.columns if c not in ("n_backend_errors", "n_requests")]
+    pd.testing.assert_frame_equal(ref[same], err[same])
+    assert (err.n_requests - err.n_backend_errors).equals(ref.n_requests)
+
+    def answered(d):
+        return sorted((r["topology"], r["trial"], r["perturbed"], r["step"], r["stage"], r["role"], r["agent"],
+                       r["attempt"], r["seed"]) for r in map(json.loads, open(tmp_path / d / "requests.jsonl"))
+                      if not r["error"])
+    assert answered("ref") == answered("err")
+
+
+def test_a_run_that_never_committed_takes_new_parameters(tmp_path):
+    """A run stopped before its first step (a wrong model name, a bad option, a dead server) does not pin its
+    directory to those parameters: the corrected command starts it over."""
+    from mascot.backends import BackendFailure
+
+    cfg = TrialConfig(n_trials=2, steps=1, topologies=("chain",))
+
+    class Dead(ErrorsFirst):
+        def __init__(self):
+            super().__init__(10**9, seed=9)
+
+        def generate(self, reqs):
+            return [Response("", 0, 0, error="HTTP 400: no such model") for _ in reqs]
+
+    with pytest.raises(BackendFailure):
+        run_trials(cfg, tmp_path, Dead(), progress=False)
+    res = run_trials(cfg, tmp_path, SurrogateBackend(seed=1), progress=False)
+    assert res.steps_run == 1 and not list((tmp_path / "steps").glob("*.tmp"))
+    with pytest.raises(ValueError, match="different parameters"):  # once a step is committed, it is pinned
+        run_trials(TrialConfig(n_trials=2, steps=2, topologies=("chain",)), tmp_path, SurrogateBackend(seed=2),
+                   progress=False)
+
+
+def test_cli_warns_when_most_steps_carry_their_input_forward(tmp_path, capsys):
+    rc = cli_main(["trials", "--topology", "chain", "--n-trials", "2", "--steps", "2", "--parse-fail", "1.0",
+                   "--no-figures", "--quiet", "--n-boot", "10", "--out", str(tmp_path / "r")])
+    assert rc == 0
+    assert "carried their input state forward" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags, match", [
+    (["--backend", "openai", "--model", "m", "--api-key-env", "MASCOT_UNSET_VARIABLE"], "is not set"),
+    (["--backend", "openai", "--model", "m", "--timeout", "inf"], "--timeout must be > 0 seconds and finite"),
+    (["--backend", "openai", "--model", "m", "--base-url", "ftp://x/v1"], "base_url must be an http"),
+    (["--backend", "openai", "--model", "m", "--api-key-env", "sk-PASTED-KEY"], "NAME of an environment variable"),
+    (["--temperature", "inf"], "temperature"),
+])
+def test_cli_refuses_bad_backend_options_before_writing_anything(tmp_path, capsys, monkeypatch, flags, match):
+    monkeypatch.delenv("MASCOT_UNSET_VARIABLE", raising=False)
+    out = tmp_path / "r"
+    rc = cli_main(["trials", *flags, "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures",
+                   "--quiet", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert rc == 2 and match in err and "PASTED" not in err
+    assert not out.exists()
+
+
+def test_calibrate_trials_refuses_an_unfinished_run(tmp_path):
+    from mascot.calibrate.trials_fit import observed_from_run as load_run
+
+    run = tmp_path / "r"
+    run_trials(TrialConfig(n_trials=2, steps=1), run, SurrogateBackend(seed=1), progress=False)
+    load_run(run)  # finished: fine
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps(dict(meta, complete=False)))
+    with pytest.raises(ValueError, match="not a finished run"):
+        load_run(run)

@@ -40,8 +40,8 @@ class Sampling:
     seed: int | None = None  # this request's sampling seed (None: the backend's own); harnesses set it per request
 
     def __post_init__(self):
-        if not (self.temperature >= 0):
-            raise ValueError(f"temperature must be >= 0; got {self.temperature!r}")
+        if not (0 <= self.temperature <= 100):  # finite: inf would go out as non-standard JSON (Infinity)
+            raise ValueError(f"temperature must be in [0, 100]; got {self.temperature!r}")
         if not (0 < self.top_p <= 1):
             raise ValueError(f"top_p must be in (0, 1]; got {self.top_p!r}")
         if int(self.max_tokens) != self.max_tokens or self.max_tokens < 1:

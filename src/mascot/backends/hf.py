@@ -50,10 +50,10 @@ from dataclasses import dataclass
 
 from mascot.backends.base import Request, Response, constructor_options, report_progress
 
-__all__ = ["HFBackend", "check_model_dir", "completion_lengths"]
+__all__ = ["DTYPES", "HFBackend", "check_model_dir", "completion_lengths"]
 
 _INSTALL_HINT = 'pip install -e ".[hf]"  (torch and transformers)'
-_DTYPES = ("auto", "float32", "float16", "bfloat16")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 # bugs, never a problem of the request at hand (NotImplementedError and RecursionError are RuntimeErrors)
@@ -175,8 +175,8 @@ class HFBackend:
     ):
         if int(batch_size) != batch_size or batch_size < 1:
             raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
-        if dtype not in _DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}; got {dtype!r}")
+        if dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
         path = check_model_dir(model)
         try:
             import torch
@@ -197,9 +197,13 @@ class HFBackend:
             device = "cuda" if torch.cuda.is_available() else "cpu"
         self.device = torch.device(device)
 
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(
-            path, local_files_only=True, trust_remote_code=self.trust_remote_code
-        )
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(
+                path, local_files_only=True, trust_remote_code=self.trust_remote_code
+            )
+        except Exception as e:  # a damaged or foreign file in the directory: one line naming it, not a traceback
+            raise ValueError(f"hf backend: cannot load the tokenizer in {path!r}: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:300] if str(e) else ''}") from None
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             if self.tokenizer.eos_token is None:
@@ -209,9 +213,13 @@ class HFBackend:
             raise ValueError(f"hf backend: the tokenizer in {path!r} has no chat_template")
 
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
-        self._lm = transformers.AutoModelForCausalLM.from_pretrained(
-            path, local_files_only=True, trust_remote_code=self.trust_remote_code, dtype=torch_dtype
-        )
+        try:
+            self._lm = transformers.AutoModelForCausalLM.from_pretrained(
+                path, local_files_only=True, trust_remote_code=self.trust_remote_code, dtype=torch_dtype
+            )
+        except Exception as e:  # damaged weights (safetensors header), a config without a model type, ...
+            raise ValueError(f"hf backend: cannot load the model in {path!r}: {type(e).__name__}: "
+                             f"{str(e).splitlines()[0][:300] if str(e) else ''}") from None
         self._lm.to(self.device)
         self._lm.eval()
 

@@ -44,8 +44,10 @@ from __future__ import annotations
 import email.utils
 import http.client
 import json
+import math
 import os
 import random
+import re
 import threading
 import time
 import urllib.error
@@ -55,10 +57,44 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
 
-__all__ = ["OpenAIBackend", "build_payload"]
+__all__ = ["OpenAIBackend", "build_payload", "check_options"]
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_KEY_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header value carries unchanged
 _MAX_BODY_IN_ERROR = 500
+
+
+def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OPENAI_API_KEY", concurrency=8,
+                  max_retries=5, timeout_s=120.0, backoff_s=1.0, **_ignored) -> str | None:
+    """Validate :class:`OpenAIBackend`'s options without building it (the CLI checks them before it writes a
+    run directory); returns the API key read from ``$api_key_env`` (None when unset). ``ValueError`` naming
+    the option; never the key's value."""
+    if not isinstance(model, str) or not model:
+        raise ValueError(f"model must be a non-empty string; got {model!r}")
+    parsed = urllib.parse.urlsplit(str(base_url))
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
+    if parsed.username is not None or parsed.password is not None:
+        raise ValueError("base_url must not carry credentials (user:password@); put the key in api_key_env")
+    if int(concurrency) != concurrency or concurrency < 1:
+        raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}")
+    if int(max_retries) != max_retries or max_retries < 0:
+        raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
+    if not (0 < float(timeout_s) < math.inf):
+        raise ValueError(f"timeout_s must be > 0 and finite; got {timeout_s!r}")
+    if not (0 <= float(backoff_s) < math.inf):
+        raise ValueError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
+    if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
+        # never echoed: a key pasted here instead of a variable's name must not reach a log
+        raise ValueError("api_key_env must be the NAME of an environment variable (letters, digits and _, not "
+                         "starting with a digit), not the key itself")
+    key = os.environ.get(api_key_env) or None
+    if key is not None and not _KEY_CHARS.fullmatch(key):
+        raise ValueError(f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
+                         "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
+                         "(its value is not shown)")
+    return key
 
 
 class _RetryableError(Exception):
@@ -191,23 +227,8 @@ class OpenAIBackend:
         probe: bool = False,
         probe_structured: bool = False,
     ):
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty string; got {model!r}")
-        parsed = urllib.parse.urlsplit(str(base_url))
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
-        if parsed.username is not None or parsed.password is not None:
-            raise ValueError("base_url must not carry credentials (user:password@); put the key in api_key_env")
-        if int(concurrency) != concurrency or concurrency < 1:
-            raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}")
-        if int(max_retries) != max_retries or max_retries < 0:
-            raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
-        if not (float(timeout_s) > 0):
-            raise ValueError(f"timeout_s must be > 0; got {timeout_s!r}")
-        if not (float(backoff_s) >= 0):
-            raise ValueError(f"backoff_s must be >= 0; got {backoff_s!r}")
-        if not isinstance(api_key_env, str) or not api_key_env:
-            raise ValueError(f"api_key_env must name an environment variable; got {api_key_env!r}")
+        key = check_options(model=model, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
+                            max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s)
 
         self.model = model
         self.base_url = str(base_url).rstrip("/")
@@ -218,7 +239,7 @@ class OpenAIBackend:
         self.timeout_s = float(timeout_s)
         self.backoff_s = float(backoff_s)
         self.adaptive = bool(adaptive)
-        self.__api_key = os.environ.get(api_key_env) or None  # name-mangled; never printed
+        self.__api_key = key  # name-mangled; never printed
         self._opener = self._build_opener(self.base_url)
         self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
         self.probe_findings: dict | None = None
@@ -314,8 +335,10 @@ class OpenAIBackend:
 
     def _redact(self, text: str) -> str:
         key = self.__api_key
-        if key:
-            text = text.replace(key, "***")
+        if key:  # the key as sent, and as a server or a library may echo it: JSON-, repr- or URL-escaped
+            for form in sorted({key, json.dumps(key)[1:-1], repr(key)[1:-1], urllib.parse.quote(key, safe=""),
+                                urllib.parse.quote_plus(key)}, key=len, reverse=True):
+                text = text.replace(form, "***")
         return text
 
     def _headers(self) -> tuple[dict, dict]:
@@ -371,9 +394,17 @@ class OpenAIBackend:
         http_req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         for k, v in secret.items():
             http_req.add_unredirected_header(k, v)
+        sent = time.perf_counter()
         try:
             with self._opener.open(http_req, timeout=self.timeout_s) as r:
-                raw = r.read()
+                # the body in pieces, against one deadline for the whole request: a server that trickles a
+                # byte at a time never trips the per-read socket timeout (one request took 57 s at 2 s)
+                parts = []
+                while chunk := r.read1(1 << 16):
+                    parts.append(chunk)
+                    if time.perf_counter() - sent > self.timeout_s:
+                        raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
+                raw = b"".join(parts)
         except urllib.error.HTTPError as e:
             try:
                 detail = e.read()[:_MAX_BODY_IN_ERROR].decode("utf-8", "replace")
@@ -419,9 +450,13 @@ class OpenAIBackend:
         usage = data.get("usage") or {}
         if not isinstance(usage, dict):
             raise malformed("'usage' is not an object")
-        try:
-            tokens = [int(usage.get(k) or 0) for k in ("prompt_tokens", "completion_tokens")]
-        except (TypeError, ValueError) as e:  # a non-numeric count
-            raise malformed(f"token counts: {type(e).__name__}: {e}") from None
+        tokens = []
+        for k in ("prompt_tokens", "completion_tokens"):
+            v = usage.get(k)
+            if v is None:
+                v = 0
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**53) or v != int(v):
+                raise malformed(f"usage.{k} = {v!r} is not a count (an integer >= 0)")
+            tokens.append(int(v))
         return Response(text=text or "", prompt_tokens=tokens[0], completion_tokens=tokens[1],
                         finish_reason=choice.get("finish_reason"))

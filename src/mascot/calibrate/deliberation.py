@@ -305,6 +305,18 @@ def _jacobian(mom: _Moments, fitted, x: np.ndarray, seed: int) -> np.ndarray:
     return ((m[0::2] - m[1::2]) / step[:, None]).T  # (moments, params)
 
 
+def _ridge_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``(H + 1e-6 diag H)^-1 rhs`` (a scale-free ridge) on the parameters that move some moment (``diag H >
+    0``); a parameter that moves none (not identified by these data: a zero column of the Jacobian, which
+    made the matrix singular) gets 0."""
+    d = np.diag(H)
+    ok = d > 1e-12 * max(float(d.max(initial=0.0)), 1e-300)
+    out = np.zeros((H.shape[0],) + rhs.shape[1:])
+    if ok.any():
+        out[ok] = np.linalg.solve(H[np.ix_(ok, ok)] + 1e-6 * np.diag(d[ok]), rhs[ok])
+    return out
+
+
 def _gauss_newton(mom: _Moments, fitted, x0: np.ndarray, target, weights, seed: int, iters: int = 3):
     """Polish ``x0`` with damped Gauss-Newton steps on ``sum w (m(x) - t)^2`` (the simulated moments at a fixed
     key); a step is kept only if it lowers the loss. Returns ``(x, loss, G)`` with ``G`` the Jacobian at x."""
@@ -316,7 +328,7 @@ def _gauss_newton(mom: _Moments, fitted, x0: np.ndarray, target, weights, seed: 
     for _ in range(iters):
         r = target - mom(x[None], seed)[0]
         H = G.T @ (weights[:, None] * G)
-        step = np.linalg.solve(H + 1e-6 * np.diag(np.diag(H)), G.T @ (weights * r))  # scale-free ridge
+        step = _ridge_solve(H, G.T @ (weights * r))
         for damp in (1.0, 0.5, 0.25):
             y = _clip_box(fitted, x + damp * step)
             ly = loss(y)
@@ -442,7 +454,11 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     # s_b the model's moments simulated with the fit's run count and the replicate's own key (simulation noise)
     t1 = time.perf_counter()
     H = G.T @ (weights[:, None] * G)
-    A = np.linalg.solve(H + 1e-6 * np.diag(np.diag(H)), G.T * weights[None, :])
+    A = _ridge_solve(H, G.T * weights[None, :])
+    lost = [k for k, h in zip(fitted, np.diag(H)) if not h > 1e-12 * max(float(np.diag(H).max(initial=0.0)), 1e-300)]
+    if lost:
+        say(f"warning: {', '.join(lost)} changes none of the fitted moments: not identified by these data (kept at "
+            "its fitted value, uncertainty reported as NaN)")
     small = _Moments(setup, base, fitted, names, detail=detail, runs=runs)
     s_ref = big(x_hat[None], seed + 202)[0]
     if paper_model is not None:
@@ -474,7 +490,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     boot, bnames = bootstrap(refit, n_boot, seed=seed)
     boot_wall = time.perf_counter() - t1
     sd = boot.std(axis=0, ddof=1)
-    unc = {k: float(sd[bnames.index(k)]) for k in fitted}
+    unc = {k: math.nan if k in lost else float(sd[bnames.index(k)]) for k in fitted}
     pred, tr_pred = _predict(setup, base, est, detail=detail, runs=256, seed=seed)
     result = {
         "source": source,
@@ -483,6 +499,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         "family": "rate_law", "fitted": list(fitted),
         "fixed": {k: v for k, v in est_params.to_dict().items() if k not in fitted},
         "estimate": {k: float(est[k]) for k in fitted}, "initial_guess": {k: float(guess[k]) for k in fitted},
+        "not_identified": lost,
         "sd": unc,
         "ci95": {k: [float(est[k]) - 1.96 * unc[k], float(est[k]) + 1.96 * unc[k]] for k in fitted},
         "boot_percentiles": {k: np.percentile(boot[:, bnames.index(k)], [2.5, 97.5]).tolist() for k in fitted},

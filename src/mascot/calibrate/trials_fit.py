@@ -244,6 +244,9 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
         raise ValueError(f"{str(rj)!r} is not readable JSON ({e})") from None
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
         raise ValueError(f"{str(rj)!r} is not a `mascot trials` run record (expected a JSON object with a 'config')")
+    if run.get("complete") is False:
+        raise ValueError(f"{str(d)!r} is not a finished run (run.json says complete: false: it stopped, or is "
+                         "being resumed); finish it with the same `mascot trials` command first")
     cfg_d = run["config"]
     lacking = [k for k in ("epsilon", "initial_state", "retries", "leaves", "mesh_agents") if k not in cfg_d]
     if lacking:

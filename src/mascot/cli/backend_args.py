@@ -23,6 +23,7 @@ surrogate flags and the surrogate's seed override the file.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -139,8 +140,8 @@ def _check_ranges(args) -> None:
     if v is not None and v < 0:
         raise ValueError(f"--max-retries must be >= 0; got {v}")
     v = getattr(args, "timeout_s", None)
-    if v is not None and not v > 0:
-        raise ValueError(f"--timeout must be > 0 seconds; got {v}")
+    if v is not None and not 0 < v < math.inf:
+        raise ValueError(f"--timeout must be > 0 seconds and finite; got {v}")
     v = getattr(args, "gpu_memory_utilization", None)
     if v is not None and not 0 < v <= 1:
         raise ValueError(f"--gpu-memory-utilization must be in (0, 1]; got {v}")
@@ -238,6 +239,19 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         options["structured_output"] = structured
         if getattr(args, "seed", None) is not None:
             options["seed"] = args.seed
+    if name == "openai":  # what the backend would refuse, refused before a run directory is written
+        from mascot.backends.openai import check_options
+
+        key = check_options(**options)
+        env = options.get("api_key_env")
+        if env is not None and key is None:
+            raise ValueError(f"--api-key-env {env}: that environment variable is not set (or empty); export it, "
+                             "or leave --api-key-env out for a server without a key")
+    if name == "hf" and options.get("dtype") is not None:
+        from mascot.backends.hf import DTYPES
+
+        if options["dtype"] not in DTYPES:
+            raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}; got {options['dtype']!r}")
     spec = run_spec(identity_of(name, **options))
     return (lambda: make_backend(name, **options)), spec
 

@@ -342,7 +342,21 @@ def _cmd_trials(args) -> int:
     print(table2.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     print(f"wrote {out}/table2.csv, table2.md, metrics.csv, stats.json, trials.parquet"
           + ("" if args.no_figures else ", fig2..fig6 (.png/.pdf)"))
+    _warn_carried(out)
     return 0
+
+
+def _warn_carried(out: Path, limit: float = 0.5) -> None:
+    """Say on stderr (also with --quiet) when most steps carried their input state forward: the model's
+    replies mostly did not parse, so the table measures the parser's fallback, not the model."""
+    import pandas as pd
+
+    carried = pd.read_parquet(out / "trials.parquet", columns=["step", "carried"])
+    c = carried[carried.step > 0].carried
+    if len(c) and c.mean() > limit:
+        print(f"mascot: warning: {c.mean():.0%} of the steps in {out} carried their input state forward (replies "
+              "that did not parse after the retries): the table measures that fallback, not the model; see "
+              "requests.jsonl (--log-requests failures) for the replies", file=sys.stderr)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -47,6 +47,14 @@ def identity_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
     return out
 
 
+def has_results(path: Path) -> bool:
+    """Whether ``path`` (a records file, or a folder of them) holds committed results: a non-empty file, or
+    a folder with a file that is not a writer's temporary (``*.tmp``, dot-files)."""
+    if path.is_dir():
+        return any(p.is_file() and not p.name.startswith(".") and not p.name.endswith(".tmp") for p in path.iterdir())
+    return path.is_file() and path.stat().st_size > 0
+
+
 def orphan_message(out: Path, results: str) -> str | None:
     """The refusal for a directory holding ``results`` (a file or non-empty folder) but no ``run.json``."""
     path = out / results
@@ -67,16 +75,25 @@ def resolve_backend(backend, backend_spec: dict | None, spec_of: Callable) -> tu
 
 
 def open_run_dir(out: Path, *, kind: str, identity: dict, label: str, orphan: str | None, fresh: dict,
-                 n_diffs: int = 6, check_kind: bool = True) -> dict:
+                 n_diffs: int = 6, check_kind: bool = True, results: str | None = None) -> dict:
     """Create ``out`` and return its ``run.json`` metadata: the stored one when the identity matches, else
     ``fresh`` for a new directory. Raises ``ValueError`` for a directory of another kind, another identity
-    (naming up to ``n_diffs`` differences), or results without ``run.json`` (``orphan``: the message)."""
+    (naming up to ``n_diffs`` differences), or results without ``run.json`` (``orphan``: the message). A
+    directory whose run never committed anything (no ``results``: e.g. it stopped on a bad option, a wrong
+    model name or an unreachable server) starts over with the new parameters instead of refusing them."""
     out.mkdir(parents=True, exist_ok=True)
     run_json = out / "run.json"
     if run_json.exists():
-        meta = json.loads(run_json.read_text())
+        try:
+            meta = json.loads(run_json.read_text())
+        except (ValueError, OSError) as e:
+            raise ValueError(f"{run_json} is corrupt ({e}); use another --out, or delete the directory") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"{run_json} is corrupt (not an object); use another --out, or delete the directory")
         if check_kind and meta.get("kind") != kind:
             raise ValueError(f"{out} is not a {kind.replace('-', ' ')} directory; use another --out")
+        if meta.get("identity") != identity and results is not None and not has_results(out / results):
+            return fresh
         if meta.get("identity") != identity:
             diffs = identity_diff(meta.get("identity", {}), identity)
             raise ValueError(f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
@@ -117,5 +134,5 @@ def begin_run(out: Path, *, kind: str, label: str, config_identity: dict, backen
     extra = fresh_extra(identity) if fresh_extra is not None else {}
     fresh = {"kind": kind, "identity": identity, **extra, "created": utc_now(), "sessions": []}
     meta = open_run_dir(out, kind=kind, identity=identity, label=label, orphan=orphan_message(out, results),
-                        fresh=fresh, n_diffs=n_diffs, check_kind=check_kind)
+                        fresh=fresh, n_diffs=n_diffs, check_kind=check_kind, results=results)
     return RunStart(lock, factory, backend_spec, identity, meta)

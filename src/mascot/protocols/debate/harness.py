@@ -82,6 +82,16 @@ def _restore(rows: list[dict], n_agents: int) -> dict[int, dict]:
     return state
 
 
+REASK = 2  # how often a request the backend did not answer is asked again (as the other harnesses' --retries)
+
+
+def _generate(b, reqs):
+    resps = list(b.generate(reqs))
+    if len(resps) != len(reqs):
+        raise RuntimeError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
+    return resps
+
+
 def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None = None, progress: bool = True,
                command: Sequence[str] | None = None) -> DebateRun:
     """Run (or resume) ``config.runs`` debates in ``out`` (see the module docstring).
@@ -139,15 +149,21 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
                 reqs.append(Request(messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
                                     sampling=replace(config.sampling, seed=seed64(config.seed, run, rnd, i)), meta=m))
                 owners.append((run, rnd, i))
-        resps = b.generate(reqs)
-        if len(resps) != len(reqs):
-            raise RuntimeError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
+        resps = _generate(b, reqs)
+        n_requests += len(reqs)
+        for _ in range(REASK):  # requests the backend did not answer are asked again, the same way (same seed)
+            missing = [j for j, r in enumerate(resps) if r.error]
+            if not missing:
+                break
+            for j, r in zip(missing, _generate(b, [reqs[j] for j in missing])):
+                resps[j] = r
+            n_requests += len(missing)
         errors = [resp.error for resp in resps if resp.error]
         if errors:  # an unanswered reply is not an untagged ballot: nothing of this round is committed
             raise BackendFailure(
-                f"{endpoint(b)}: {len(errors)} of {len(reqs)} requests of round {owners[0][1]} got no answer; first "
-                f"error: {str(errors[0])[:300]}. The round was not committed; rerun the same command to resume from it")
-        n_requests += len(reqs)
+                f"{endpoint(b)}: {len(errors)} of {len(reqs)} requests of round {owners[0][1]} got no answer after "
+                f"{REASK + 1} tries; first error: {str(errors[0])[:300]}. The round was not committed; rerun the same "
+                "command to resume from it")
         by_run: dict[int, list[dict]] = {}
         for req, resp, (run, rnd, i) in zip(reqs, resps, owners):
             text = "" if resp.error else (resp.text or "")

@@ -186,12 +186,15 @@ class _Harness:
         results = [{"parse": None, "prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "prompt_chars": 0,
                     "reasons": []} for _ in slots]
         pending = list(range(len(slots)))
-        for attempt in range(cfg.retries + 1):
-            if not pending:
-                break
+        # attempt numbers (seeds, retry prompts) count the model's answers only: a request the backend did not
+        # answer is asked again the same way, so a transient error leaves the results unchanged
+        answered = [0] * len(slots)
+        errs_in_row = [0] * len(slots)
+        while pending:
             reqs = []
             for i in pending:
                 s = slots[i]
+                attempt = answered[i]
                 msgs = (s["messages"] if attempt == 0
                         else retry_messages(s["messages"], results[i]["reasons"][-1], cfg.d))
                 seed = seed64(cfg.seed, *s["seed"], attempt)
@@ -207,19 +210,28 @@ class _Harness:
             log, still = [], []
             for i, req, resp in zip(pending, reqs, resps):
                 r = results[i]
-                r["attempts"] += 1
-                r["prompt_tokens"] += int(resp.prompt_tokens or 0)
-                r["completion_tokens"] += int(resp.completion_tokens or 0)
-                r["prompt_chars"] += prompt_chars(req.messages)
                 p = (VectorParse(None, "", f"backend_error: {resp.error}") if resp.error
                      else parse_vector(resp.text, cfg.d))
                 r["parse"] = p
-                if not p.ok:
-                    r["reasons"].append(p.reason)
-                    still.append(i)
+                if resp.error:  # no answer: not an attempt of the model's (requests.jsonl keeps the error)
+                    errs_in_row[i] += 1
+                    if errs_in_row[i] <= cfg.retries:
+                        still.append(i)
+                else:
+                    r["attempts"] += 1
+                    r["prompt_tokens"] += int(resp.prompt_tokens or 0)
+                    r["completion_tokens"] += int(resp.completion_tokens or 0)
+                    r["prompt_chars"] += prompt_chars(req.messages)
+                    errs_in_row[i] = 0
+                    answered[i] += 1
+                    if not p.ok:
+                        r["reasons"].append(p.reason)
+                        if answered[i] <= cfg.retries:
+                            still.append(i)
                 meta = req.meta
                 log.append({"session": self.session, "time": utc_now(), "strategy": meta.get("strategy"),
-                            "run": meta["run"], "round": meta["round"], "agent": meta["agent"], "attempt": attempt,
+                            "run": meta["run"], "round": meta["round"], "agent": meta["agent"],
+                            "attempt": meta["attempt"],
                             "seed": req.sampling.seed, "messages": req.messages,
                             "response": resp.to_dict() if hasattr(resp, "to_dict") else asdict(resp),
                             "parse": {"ok": p.ok, "reason": p.reason, "clipped": p.clipped}})
@@ -231,7 +243,7 @@ class _Harness:
             meta = slots[failed[0]]["meta"]
             raise BackendFailure(
                 f"{endpoint(self.backend)}: {len(failed)} of {len(slots)} requests of round {meta['round']} got no "
-                f"answer after {cfg.retries + 1} attempts; first error: "
+                f"answer after {cfg.retries + 1} tries in a row; first error: "
                 f"{results[failed[0]]['parse'].reason[len('backend_error: '):][:300]}. The round was not committed; "
                 "rerun the same command to resume from it")
         return results
@@ -395,6 +407,20 @@ class _Harness:
 
 
 
+def _drop_uncommitted_requests(path: Path, rounds: list[dict]) -> None:
+    """Keep only the request records of committed lane-rounds: a round that failed (or was killed) logged
+    requests that its rerun logs again, which would count its tokens and parse failures twice."""
+    if not path.exists():
+        return
+    done = {(r.get("strategy"), r.get("run"), r.get("round")) for r in rounds}
+    shared = {(r.get("run"), r.get("round")) for r in rounds}  # round 0's proposals serve every strategy
+    recs = read_jsonl(path, repair=True)
+    keep = [r for r in recs if (r.get("strategy"), r.get("run"), r.get("round")) in done
+            or (r.get("strategy") is None and (r.get("run"), r.get("round")) in shared)]
+    if len(keep) != len(recs):
+        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, default=json_default) + "\n" for r in keep))
+
+
 def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: dict | None = None,
                      progress: bool = True, command: Sequence[str] | None = None) -> DeliberationRun:
     """Run (or resume) the deliberation of ``config`` in directory ``out``; see the module docstring.
@@ -416,6 +442,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     lanes = h.new_lanes()
     rows = read_jsonl(out / "rounds.jsonl", repair=True)
     h.restore(lanes, rows)
+    _drop_uncommitted_requests(out / "requests.jsonl", rows)
     done_before = sum(max(ln.k, -1) + 1 for ln in lanes)
     session = {"started": utc_now(), "command": list(command) if command else None,
                "rounds_done_before": done_before}

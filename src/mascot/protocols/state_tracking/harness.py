@@ -217,6 +217,18 @@ def _versions() -> dict:
 _PA_SCHEMA = None
 
 
+def _read_part(path, columns=None):
+    """A step's table, every data page checked against its CRC32 (parts written before checksums: decoded
+    only). Damage raises ``ValueError`` naming the file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path, page_checksum_verification=True).read(columns=columns)
+    except (OSError, pa.ArrowException) as e:
+        raise ValueError(f"{path} is damaged: {str(e).splitlines()[0][:120]}") from None
+
+
 def _schema():
     global _PA_SCHEMA
     if _PA_SCHEMA is None:
@@ -296,21 +308,27 @@ class _Runner:
         ctok = np.zeros(n, np.int64)
         n_err = np.zeros(n, np.int64)
         unanswered: dict[int, str] = {}  # slot -> its last backend error (cleared when the model answers)
+        # A slot's attempt number (its seed) counts the model's answers only: a request that got no answer is
+        # asked again with the same seed and does not use up a parse retry, so a transient server error
+        # leaves the results as they would have been (it changed 10 of 72 values before). A slot stops after
+        # retries + 1 answers, or retries + 1 backend errors in a row (then the step is not committed).
+        answered = np.zeros(n, np.int64)
+        errs_in_row = np.zeros(n, np.int64)
         pending = np.arange(n)
         log_mode = cfg.log_requests
-        for attempt in range(cfg.retries + 1):
-            if len(pending) == 0:
-                break
+        call = 0
+        while len(pending):
             u = su[pending]
+            att = answered[pending]
             seeds = derive_seeds(cfg.seed, self.tid[u], self.trial[u], self.seed_arm[u], step, role[pending],
-                                 agent[pending], attempt).tolist()
+                                 agent[pending], att).tolist()
             reqs = []
             for j, i in enumerate(pending.tolist()):
                 ui = int(su[i])
                 r = int(role[i])
                 meta = {"role": ROLES[r], "topology": self.topo[ui], "trial": int(self.trial[ui]),
                         "perturbed": bool(self.arm[ui]), "seed_arm": int(self.seed_arm[ui]), "step": step,
-                        "agent": int(agent[i]), "attempt": attempt, "stage": name, "seed64": seeds[j]}
+                        "agent": int(agent[i]), "attempt": int(att[j]), "stage": name, "seed64": seeds[j]}
                 schema = None
                 if cfg.structured_output:
                     schema = prompts.AGENT_SCHEMA if r == 0 else prompts.FINAL_SCHEMA
@@ -334,38 +352,44 @@ class _Runner:
                 n_req[i] += 1
                 ptok[i] += int(resp.prompt_tokens or 0)
                 ctok[i] += int(resp.completion_tokens or 0)
-                if resp.error:  # not an answer: retried, and never counted as a parse failure
+                if resp.error:  # not an answer: asked again (same seed), never counted as a parse failure
                     n_err[i] += 1
+                    errs_in_row[i] += 1
                     unanswered[i] = str(resp.error)
-                    still.append(i)
-                elif pr.state is not None:
-                    unanswered.pop(i, None)
-                    states[i] = pr.state
+                    if errs_in_row[i] <= cfg.retries:
+                        still.append(i)
                 else:
+                    errs_in_row[i] = 0
+                    answered[i] += 1
                     unanswered.pop(i, None)
-                    n_fail[i] += 1
-                    still.append(i)
+                    if pr.state is not None:
+                        states[i] = pr.state
+                    else:
+                        n_fail[i] += 1
+                        if answered[i] <= cfg.retries:
+                            still.append(i)
                 if log_mode == "all" or (log_mode == "failures" and pr.state is None):
                     meta = reqs[j].meta
                     self._log_record({
                         "topology": meta["topology"], "trial": meta["trial"], "perturbed": meta["perturbed"],
                         "step": step, "stage": name, "role": meta["role"], "agent": meta["agent"],
-                        "attempt": attempt, "seed": reqs[j].sampling.seed, "messages": reqs[j].messages,
+                        "attempt": meta["attempt"], "seed": reqs[j].sampling.seed, "messages": reqs[j].messages,
                         "text": resp.text, "finish_reason": resp.finish_reason, "error": resp.error,
                         "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
                         "latency_s": resp.latency_s, "call_s": round(dt, 6), "call_size": len(reqs),
                         "parse_ok": pr.state is not None, "reason": pr.reason, "method": pr.method,
                         "state": pr.state})
             errs = sum(1 for i in still if i in unanswered)
-            self._say(f"step {step}/{cfg.steps} {name}{f' retry {attempt}' if attempt else ''}: "
+            self._say(f"step {step}/{cfg.steps} {name}{f' retry {call}' if call else ''}: "
                       f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.2f} req/s), "
                       f"{len(still) - errs} unparsed, {errs} backend errors")
             pending = np.array(still, dtype=np.int64)
+            call += 1
         if unanswered:
             first = unanswered[min(unanswered)]
             raise BackendFailure(
                 f"{endpoint(self.backend)}: {len(unanswered)} of {n} requests of step {step} ({name}) got no answer "
-                f"after {cfg.retries + 1} attempts; first error: {first[:300]}. Step {step} was not committed; "
+                f"after {cfg.retries + 1} tries in a row; first error: {first[:300]}. Step {step} was not committed; "
                 f"rerun the same command to resume from it")
         return _Stage(states, n_req, n_fail, ptok, ctok, n_err)
 
@@ -512,7 +536,7 @@ class _Runner:
             self._log = None
             os.replace(self.log_path(step).with_suffix(".jsonl.tmp"), self.log_path(step))
         with atomic_path(self.part_path(step)) as tmp:
-            pq.write_table(table, tmp)
+            pq.write_table(table, tmp, write_page_checksum=True)  # damage on disk is found on resume
 
     def open_log(self, step: int) -> None:
         if self.cfg.log_requests != "none":
@@ -521,10 +545,23 @@ class _Runner:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
             self._log = open(fd, "w", encoding="utf-8")
 
+    def drop_log(self, step: int) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        self.log_path(step).with_suffix(".jsonl.tmp").unlink(missing_ok=True)
+
     def done_steps(self) -> int:
         """Committed steps (the contiguous prefix 1..k); later stray parts are removed."""
         k = 0
         while self.part_path(k + 1).exists():
+            try:  # every page against its checksum: a damaged step is recomputed, with the steps after it
+                _read_part(self.part_path(k + 1))
+            except ValueError as e:
+                self._say(f"removing {self.part_path(k + 1).name}: damaged ({str(e).split(' is damaged: ', 1)[-1]}), so "
+                          f"steps {k + 1}.. will be recomputed")
+                self.part_path(k + 1).unlink()
+                break
             k += 1
         for p in sorted(self.steps_dir.glob("step_*.parquet")):
             try:
@@ -537,9 +574,7 @@ class _Runner:
         return k
 
     def restore(self, k: int) -> None:
-        import pyarrow.parquet as pq
-
-        t = pq.read_table(self.part_path(k), columns=["topology", "trial", "perturbed", "value", "parity", "level"])
+        t = _read_part(self.part_path(k), columns=["topology", "trial", "perturbed", "value", "parity", "level"])
         d = t.to_pydict()
         if len(d["value"]) != self.U or d["topology"] != self.topo or d["trial"] != self.trial.tolist() or \
                 d["perturbed"] != [bool(a) for a in self.arm]:
@@ -553,7 +588,7 @@ class _Runner:
         import pyarrow.parquet as pq
 
         parts = [pa.Table.from_pydict(self.initial_rows(), schema=_schema())]
-        parts += [pq.read_table(self.part_path(s), schema=_schema()) for s in range(1, self.cfg.steps + 1)]
+        parts += [_read_part(self.part_path(s)).cast(_schema()) for s in range(1, self.cfg.steps + 1)]
         table = pa.concat_tables(parts)
         order = pc.sort_indices(table, sort_keys=[("topology", "ascending"), ("trial", "ascending"),
                                                           ("perturbed", "ascending"), ("step", "ascending")])
@@ -661,7 +696,11 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
             t0 = time.perf_counter()
             n0 = runner.n_requests
             runner.open_log(step)
-            cols = runner.step(step)
+            try:
+                cols = runner.step(step)
+            except BaseException:  # the step is not committed: its partial request log goes too
+                runner.drop_log(step)
+                raise
             runner.commit(step, cols)
             steps_run += 1
             dt = time.perf_counter() - t0
