@@ -102,12 +102,16 @@ def test_noise_kind_matches_kernel_and_is_chunk_invariant(tmp_path):
 
 
 @pytest.mark.x64
-def test_reports(tmp_path):
+def test_reports(tmp_path, capsys):
     spec = _run(tmp_path, SPECTRA.format(chunk=14), "s")
     noise = _run(tmp_path, NOISE.format(chunk=32), "n")
     out = tmp_path / "out"
+    capsys.readouterr()
     assert main(["report", "spectra-sweep", str(tmp_path / "s.parquet"), "--out", str(out)]) == 0
     assert main(["report", "noise-sweep", str(tmp_path / "n.parquet"), "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    assert f"wrote {out}/: sweep_summary.csv" in said.out and f"wrote {out}/: noise_ratios.csv" in said.out
+    assert "RankWarning" not in said.err
     summ = pd.read_csv(out / "sweep_summary.csv")
     assert set(summ.family) == set(spec.family)
     claims = json.loads((out / "noise_claims.json").read_text())

@@ -5,6 +5,7 @@ merged `affine_noise` sweeps, linear and on the state-tracking rule."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +38,9 @@ def _legend(ax, **kw):
 
 
 def _slope(x, y):
+    """Least-squares slope of log y on log x; NaN with fewer than two distinct x (no slope to fit)."""
+    if len(np.unique(np.asarray(x))) < 2:
+        return math.nan
     return float(np.polyfit(np.log(x), np.log(y), 1)[0])
 
 

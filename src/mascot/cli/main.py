@@ -252,7 +252,12 @@ def _cmd_report(args) -> int:
         if not Path(p).is_file():
             raise ValueError(f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
                              "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)")
-    report(args.data if args.what == "noise-sweep" else args.data[0], args.out or _REPORT_OUT[args.what])
+    out = args.out or _REPORT_OUT[args.what]
+    report(args.data if args.what == "noise-sweep" else args.data[0], out)
+    if args.what != "consensus-sweep":  # (the consensus report names its files itself)
+        files = {"spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf",
+                 "noise-sweep": "noise_ratios.csv noise_claims.json fig_noise.png/.pdf"}[args.what]
+        print(f"wrote {out}/: {files}")
     return 0
 
 
