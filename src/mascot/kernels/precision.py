@@ -68,15 +68,20 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'") -> None:
     """Refuse token budgets a float32 run cannot keep: ``b0`` above 2^24 (16,777,216), or a round cost
     below ``b0 * 2^-24`` (float32 would lose part or all of each deduction). Integer budgets and costs up
     to 2^24 are exact in float32; float64 is exact to 2^53. ``ValueError`` naming the values and ``fix``."""
-    import jax.numpy as jnp
-
-    if jnp.dtype(dtype) != jnp.dtype(jnp.float32):
+    if np.dtype(dtype) != np.float32:
         return
-    b = float(np.max(b0)) if np.size(b0) else 0.0
+
+    def largest(x):  # scalars (a sweep's points, one by one) without numpy's per-call overhead
+        return float(x) if isinstance(x, (int, float)) else (float(np.max(x)) if np.size(x) else -math.inf)
+
+    def smallest(x):
+        return float(x) if isinstance(x, (int, float)) else (float(np.min(x)) if np.size(x) else math.inf)
+
+    b = max(largest(b0), 0.0)
     if b > _F32_EXACT:
         raise ValueError(f"b0 = {b:.10g} is above 2^24 = 16,777,216, the largest budget float32 keeps exactly "
                          f"(deductions would be rounded or lost); {fix}")
-    c = min(float(np.min(x)) for x in costs if np.size(x)) if any(np.size(x) for x in costs) else math.inf
+    c = min((smallest(x) for x in costs), default=math.inf)
     if b > 0 and c < b * 2.0**-24:
         raise ValueError(f"a round cost of {c:.6g} is below b0 * 2^-24 = {b * 2.0**-24:.6g}: float32 would lose part "
                          f"or all of each deduction from b0 = {b:.10g}; {fix}")

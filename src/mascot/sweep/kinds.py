@@ -37,6 +37,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from mascot.kernels.precision import check_budget
+
 __all__ = ["Param", "Kind", "KINDS", "DeviceCache", "point_keys"]
 
 
@@ -221,15 +223,16 @@ def _consensus_extra(p):
         raise ValueError(f"eta must be > eps for strategy 'adaptive'; got eta = {p['eta']}, eps = {p['eps']}")
 
 
+_EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
+
+
 def _consensus_dtype_check(p, dtype):
     """What :func:`simulate_consensus` would refuse in this dtype, found when the config is read."""
-    from mascot.kernels.precision import check_budget
-
-    check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"')
-    res = float(np.finfo(dtype).eps)
-    if p["eps"] < res:
-        raise ValueError(f"eps = {p['eps']:g} is below {dtype}'s resolution {res:.3g}; use a larger eps or "
-                         'experiment.dtype = "float64"')
+    if dtype == "float32":  # (float64 keeps budgets exactly to 2^53)
+        check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"')
+    if p["eps"] < _EPS[dtype]:
+        raise ValueError(f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
+                         + (' or experiment.dtype = "float64"' if dtype == "float32" else ""))
 
 
 _X0_STREAM = 0x5830  # "X0": first element of the X0 stream key, apart from per-point keys (p,)
