@@ -41,16 +41,28 @@ def test_certificate_just_above_a_round_boundary_counts_the_extra_round(rel):
     assert (float(k1), float(k2), float(b)) == (3, 4, 2200)
 
 
-def test_exact_boundary_keeps_the_integer_round_count():
-    # D0 * 0.25^2 == eta exactly: two rounds in exact arithmetic (Theorem 1's "<="; the documented convention)
+def test_an_exact_tie_counts_the_round_a_float_run_may_need():
+    # D0 * 0.25^2 == eta exactly: 2 rounds in exact arithmetic, but the float64 reference lands one ulp above
+    # eta after two rounds and needs a third, so the certificate counts 3 (conservative at ties)
     c = theorem1(1.6, 0.1, 0.03, 0.25, L2, 600, 100)
-    assert c.K1 == 2 and rounds_to_reach(1.6, 0.1, 0.25) == 2
-    # a log-ratio off an integer only by rounding (0.3 -> 0.1 at sqrt(1/3): exactly 2 rounds) stays 2
-    assert rounds_to_reach(0.3, 0.1, math.sqrt(1 / 3)) == 2
-    # at such a tie a float run is a coin flip: here the float64 reference lands 1 ulp above eta after two
-    # rounds and needs a third (the README says so); one ulp, not a real difference of D0
+    assert c.K1 == 3 and rounds_to_reach(1.6, 0.1, 0.25) == 3
     r = algorithm1(_boundary_x0(0.0), W1, W2, 600, 100, 0.1, 0.03, c.B_star)
-    assert abs(r.d_trace[2] - 0.1) <= 2 * np.spacing(0.1)
+    assert abs(r.d_trace[2] - 0.1) <= 2 * np.spacing(0.1) and r.status == 0 and r.spent <= c.B_star
+
+
+@pytest.mark.parametrize("K", [5, 20, 40])
+@pytest.mark.parametrize("delta", [1e-6, 1e-9, 1e-12, 1e-13, 5e-14, 2e-14, 1e-14, 1e-15, 0.0, -1e-15, -1e-12])
+def test_certificates_stay_sound_next_to_a_round_boundary(K, delta):
+    """The ring's slowest mode contracts by exactly lambda2 per round, so D(k) = lambda2^k D0: start D0 a
+    relative delta above (or below) the value that reaches eps in exactly K mode-2 rounds. Whatever delta,
+    a run funded with B* reaches consensus within it (float64 reference)."""
+    v = np.cos(2 * np.pi * np.arange(5) / 5)[:, None] * np.ones((1, 2))  # slow eigenvector of the ring
+    d0 = 1e-6 / L2**K * (1 + delta)
+    X0 = v / disagreement(v) * d0
+    c = theorem1(disagreement(X0), 10.0, 1e-6, L1, L2, 600, 100)  # eta above D0: mode 2 throughout
+    assert c.K2 in (K, K + 1)
+    r = algorithm1(X0, W1, W2, 600, 100, 10.0, 1e-6, c.B_star, max_rounds=200)
+    assert r.status == 0 and r.spent <= c.B_star and r.rounds <= c.K_star
 
 
 def test_theorem1_refuses_infinite_d0_and_a_reducible_mode_does_not_contract():
@@ -87,6 +99,17 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
         mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float32")
     with pytest.raises(ValueError, match="below b0"):
         mascot.simulate_consensus(X, W1, W2, 1e-4, 1e-4, 0.1, 1e-3, 1e4, strategy="mode2", dtype="float32")
+    for b0, c in ((1e7, 0.7), (2**24, 1.5), (2.1, 0.7)):  # fractional costs: rounded at every deduction
+        with pytest.raises(ValueError, match="not a whole number"):
+            mascot.simulate_consensus(X, W1, W2, c, c, 0.5, 1e-6, b0, dtype="float32")
+    with float64(), pytest.raises(ValueError, match="2\\^53"):
+        mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 1e17, dtype="float64")
+    with float64():  # float64 takes fractional costs: 2.1 - 3 x 0.7 = 0 (to 2e-16) >= 0: 3 rounds, as in algorithm1
+        r = mascot.simulate_consensus(X, W1, W2, 0.7, 0.7, 0.5, 1e-6, 2.1, max_rounds=10, dtype="float64")
+        assert int(r.rounds[0]) == algorithm1(X, W1, W2, 0.7, 0.7, 0.5, 1e-6, 2.1, max_rounds=10).rounds
+    # float32 with whole-token costs is exact for any b0 up to 2^24, fractional b0 included
+    r = mascot.simulate_consensus(X, W1, W2, 600, 600, 0.5, 1e-6, 1077.2173, max_rounds=10, dtype="float32")
+    assert float(r.spent[0]) == 600 * int(r.rounds[0])
     ref = algorithm1(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", max_rounds=64)
     with float64():
         r = mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float64")
@@ -132,14 +155,25 @@ def test_sweep_configs_refuse_float32_budgets_and_tolerances_when_read(fixed, ma
     parse_config(_CONFIG.format(kind="consensus", dtype='dtype = "float64"', fixed=fixed))  # float64 holds them
 
 
+@pytest.mark.parametrize("gamma", [0.99999999, 0.99999997, 0.9999999, 0.9999])
+def test_float32_refuses_gamma_too_close_to_one_and_float64_takes_it(gamma):
+    with pytest.raises(ValueError, match="within 2\\^-12 of 1"):
+        mascot.sr_spectra(np.ones((4, 4)), gamma, dtype="float32")
+    with float64():
+        s = mascot.sr_spectra(np.ones((4, 4)), gamma, dtype="float64")
+    assert float(s.rho) == pytest.approx(1 / (1 - gamma), rel=1e-9)  # P = J/4: eigenvalues 1, 0
+    ok = mascot.sr_spectra(np.ones((4, 4)), 0.999, dtype="float32")  # 1 - gamma well resolved
+    assert float(ok.rho) == pytest.approx(1000.0, rel=1e-4)
+
+
 def test_sweep_and_sr_spectra_refuse_a_gamma_that_rounds_to_one_in_float32():
-    with pytest.raises(ValueError, match="rounds to 1 in float32"):
+    with pytest.raises(ValueError, match="within 2\\^-12 of 1"):
         mascot.sr_spectra(np.ones((4, 4)), 0.99999999, dtype="float32")
     with float64():
         s = mascot.sr_spectra(np.ones((4, 4)), 0.99999999, dtype="float64")
     # complete graph with self loops: P = J/4, eigenvalues 1 and 0, so rho(M) = 1 / (1 - gamma)
     assert float(s.rho) == pytest.approx(1 / (1 - 0.99999999), rel=1e-6)
-    with pytest.raises(ConfigError, match="rounds to 1 in float32"):
+    with pytest.raises(ConfigError, match="within 2\\^-12 of 1"):
         parse_config(_CONFIG.format(kind="spectra", dtype="", fixed="gamma = 0.99999999"))
 
 
@@ -151,3 +185,14 @@ def test_weighted_vote_takes_numpy_numbers_and_sums_exactly():
     assert (r.outcome, r.score) == ("PASS", 1e-30)
     assert weighted_vote([("PASS", 0.1), ("PASS", 0.2), ("FAIL", 0.3)]).outcome == "TIE"
     assert weighted_vote([("PASS", np.True_), ("PASS", np.nan)]).outcome == "NONE"
+
+
+def test_round_counts_across_300_orders_of_magnitude():
+    # eps / D0 underflows to 0 in float64 ('math domain error' from certify); the logs are taken apart then
+    c = theorem1(1e30, 0.1, 1e-300, 0.25, 0.7, 600, 100)
+    assert c.K1 == math.ceil(math.log(0.1 / 1e30) / math.log(0.25))  # 51.8 -> 52 (no underflow here)
+    assert c.K2 == math.ceil((math.log(1e-300) - math.log(0.1)) / math.log(0.7))
+    k1, k2, _ = theorem1_batch(1e30, 0.1, 1e-300, 0.25, 0.7, 600, 100)
+    assert (float(k1), float(k2)) == (c.K1, c.K2)
+    # D0 -> eps straight (Corollary 1's K_cmpl): 1e-300 / 1e30 underflows to 0
+    assert rounds_to_reach(1e30, 1e-300, 0.25) == math.ceil(330 * math.log(10) / math.log(4))  # 548.1 -> 549

@@ -106,10 +106,13 @@ def test_claude_example_sec_vc():
     assert not cert.certifies(100000)
 
 
-def test_rounds_to_reach_exact_integers():
-    assert rounds_to_reach(1.0, 0.25 ** 2, 0.25) == 2
-    assert rounds_to_reach(0.3, 0.3 * 0.5 ** 7, 0.5) == 7
-    assert rounds_to_reach(1.0, 0.26, 0.5) == 2
+def test_rounds_to_reach_counts_ties_conservatively():
+    # exact ties (a log-ratio within its rounding error of an integer k) count k + 1: a certificate never
+    # claims fewer rounds than a floating-point run may need there
+    assert rounds_to_reach(1.0, 0.25 ** 2, 0.25) == 3
+    assert rounds_to_reach(0.3, 0.3 * 0.5 ** 7, 0.5) == 8
+    assert rounds_to_reach(1.0, 0.26, 0.5) == 2  # log2(1/0.26) = 1.94: no tie
+    assert rounds_to_reach(1.0, 0.25 * (1 + 1e-9), 0.5) == 2  # a real step below the tie: 2 suffice
     assert rounds_to_reach(1.0, 1.0, 0.5) == 0
 
 

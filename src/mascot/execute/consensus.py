@@ -152,7 +152,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     eps_a = _per_trajectory("eps", eps, B, positive=True)
     eta_a = _per_trajectory("eta", eta, B, positive=True)
     b0a = _per_trajectory("b0", b0, B, nonnegative=True)
-    check_budget(b0a, (c1a, c2a), dt)
+    check_budget(b0a, (c1a, c2a), dt, integer_costs=True)
     res = float(jnp.finfo(dt).eps)
     if np.min(eps_a) < res:
         raise ValueError(f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "

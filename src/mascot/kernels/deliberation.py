@@ -159,7 +159,8 @@ def _rounds_to_reach(start, target, lam, ceil: bool = True):
     """JAX version of :func:`mascot.theory.consensus.rounds_to_reach` (float, ``inf`` if ``lam >= 1``)."""
     lam_ok = (lam > 0) & (lam < 1)
     log_lam = jnp.log(jnp.where(lam_ok, lam, 0.5))
-    r = jnp.log(target / start) / log_lam
+    q = target / start
+    r = jnp.where((q > 0) & (q < jnp.inf), jnp.log(q), jnp.log(target) - jnp.log(start)) / log_lam
     if ceil:
         k = jnp.maximum(ceil_rounds(r, log_lam, jnp), 1.0)  # start > target: >= 1
     else:
@@ -359,7 +360,7 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
     dt = jnp.float64 if dtype == "float64" else jnp.float32
     f = lambda v: jnp.asarray(v, dt)  # noqa: E731
     b0 = np.broadcast_to(np.asarray(b0, dtype=np.float64), (B,))
-    check_budget(b0, prior_cost, dt)  # float32 keeps budgets up to 2^24 with round costs >= b0 * 2^-24
+    check_budget(b0, prior_cost, dt)  # budgets up to 2^24 (float32) / 2^53 with round costs >= b0 * 2^-24 / 2^-53
     if isinstance(seed, bool) or int(seed) != seed or not 0 <= int(seed) < 2**32:
         raise ValueError(f"seed must be an integer in [0, 2^32); got {seed!r}")
     run_ids = jnp.arange(B, dtype=jnp.uint32) + jnp.uint32(int(run_offset))

@@ -61,15 +61,20 @@ def resolve_dtype(dtype=None):
 
 #: the largest ``max_rounds`` the kernels accept (round counters are int32)
 MAX_ROUNDS_LIMIT = 2**31 - 2
-_F32_EXACT = 2**24  # float32 holds every integer up to 2^24 = 16,777,216 exactly
+_EXACT = {"float32": 2**24, "float64": 2**53}  # every integer up to these is exact in the dtype
 
 
-def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'") -> None:
-    """Refuse token budgets a float32 run cannot keep: ``b0`` above 2^24 (16,777,216), or a round cost
-    below ``b0 * 2^-24`` (float32 would lose part or all of each deduction). Integer budgets and costs up
-    to 2^24 are exact in float32; float64 is exact to 2^53. ``ValueError`` naming the values and ``fix``."""
-    if np.dtype(dtype) != np.float32:
+def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_costs: bool = False) -> None:
+    """Refuse token budgets the working dtype cannot keep. ``b0`` above 2^24 (float32) or 2^53 (float64),
+    or a round cost below ``b0 * 2^-24`` (``2^-53``): deductions would be rounded or lost entirely (b0 = 3e7,
+    c = 1 in float32 reported ``spent = 0`` after 18 rounds). ``integer_costs``: float32 also needs whole
+    token costs -- with them every ``b_k = b0 - spent`` and every ``b_k >= c`` test is exact for any b0 up to
+    2^24, while a fractional cost is rounded at every deduction (b0 = 1e7, c = 0.7: 10 rounds "spent" 10).
+    ``ValueError`` naming the values and ``fix``."""
+    name = np.dtype(dtype).name
+    if name not in _EXACT:
         return
+    exact = _EXACT[name]
 
     def largest(x):  # scalars (a sweep's points, one by one) without numpy's per-call overhead
         return float(x) if isinstance(x, (int, float)) else (float(np.max(x)) if np.size(x) else -math.inf)
@@ -78,10 +83,19 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'") -> None:
         return float(x) if isinstance(x, (int, float)) else (float(np.min(x)) if np.size(x) else math.inf)
 
     b = max(largest(b0), 0.0)
-    if b > _F32_EXACT:
-        raise ValueError(f"b0 = {b:.10g} is above 2^24 = 16,777,216, the largest budget float32 keeps exactly "
-                         f"(deductions would be rounded or lost); {fix}")
+    if b > exact:
+        raise ValueError(f"b0 = {b:.10g} is above 2^{exact.bit_length() - 1} = {exact:,}, the largest budget {name} "
+                         f"keeps exactly (deductions would be rounded or lost); "
+                         + (fix if name == "float32" else "scale the budget and costs down"))
     c = min((smallest(x) for x in costs), default=math.inf)
-    if b > 0 and c < b * 2.0**-24:
-        raise ValueError(f"a round cost of {c:.6g} is below b0 * 2^-24 = {b * 2.0**-24:.6g}: float32 would lose part "
-                         f"or all of each deduction from b0 = {b:.10g}; {fix}")
+    if b > 0 and c < b / exact:
+        raise ValueError(f"a round cost of {c:.6g} is below b0 / 2^{exact.bit_length() - 1} = {b / exact:.6g}: "
+                         f"{name} would lose part or all of each deduction from b0 = {b:.10g}; "
+                         + (fix if name == "float32" else "scale the budget down"))
+    if integer_costs and name == "float32":
+        for x in costs:
+            if not (float(x).is_integer() if isinstance(x, (int, float)) else bool(np.all(np.mod(x, 1) == 0))):
+                frac = x if isinstance(x, (int, float)) else np.asarray(x)[np.mod(x, 1) != 0].flat[0]
+                raise ValueError(f"a round cost of {float(frac):.6g} tokens is not a whole number: float32 keeps "
+                                 f"budgets exactly only for whole-token costs (each deduction of a fraction is "
+                                 f"rounded); round the costs, or {fix}")

@@ -228,8 +228,7 @@ _EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np
 
 def _consensus_dtype_check(p, dtype):
     """What :func:`simulate_consensus` would refuse in this dtype, found when the config is read."""
-    if dtype == "float32":  # (float64 keeps budgets exactly to 2^53)
-        check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"')
+    check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"', integer_costs=True)
     if p["eps"] < _EPS[dtype]:
         raise ValueError(f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
                          + (' or experiment.dtype = "float64"' if dtype == "float32" else ""))
@@ -411,9 +410,11 @@ def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
 
 
 def _spectra_dtype_check(p, dtype):
-    if dtype == "float32" and np.float32(p["gamma"]) >= 1:
-        raise ValueError(f"gamma = {p['gamma']!r} rounds to 1 in float32; use a smaller gamma or "
-                         'experiment.dtype = "float64"')
+    from mascot.kernels.spectra import F32_GAMMA_MAX
+
+    if dtype == "float32" and p["gamma"] > F32_GAMMA_MAX:
+        raise ValueError(f"gamma = {p['gamma']!r} is within 2^-12 of 1, closer than float32 resolves 1 - gamma "
+                         'well; use experiment.dtype = "float64"')
 
 
 def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:

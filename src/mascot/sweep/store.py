@@ -79,7 +79,9 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
     chunks reads as one dataset."""
     path = Path(path)
     table = _nullability(table, required)
-    if metadata is not None:
+    if metadata is not None:  # with the row count and column types: a footer damaged on disk (no page checksum
+        # covers it) can change either and still read; check_chunk compares them with what it reads back
+        metadata = {**metadata, "rows": table.num_rows, "columns": _fingerprint(table.schema)}
         table = table.replace_schema_metadata({**(table.schema.metadata or {}), META_KEY: json.dumps(metadata)})
     try:
         with atomic_path(path) as tmp, open(tmp, "wb") as f:
@@ -112,6 +114,10 @@ def _ours_before_plan(p: Path, config_text: str) -> bool:
         except (OSError, UnicodeDecodeError):
             return False
     return False
+
+
+def _fingerprint(schema: pa.Schema) -> list[str]:
+    return [f"{f.name}:{f.type}" for f in schema]
 
 
 def _read_verified(path) -> pa.Table:
@@ -181,7 +187,8 @@ class RunDir:
             raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
         pf = self.path / "plan.json"
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
-            other = [p.name for p in self.path.iterdir() if not _ours_before_plan(p, cfg.text)]
+            # (another shard of this run may write plan.json meanwhile: it is checked below like any plan)
+            other = [p.name for p in self.path.iterdir() if p.name != "plan.json" and not _ours_before_plan(p, cfg.text)]
             if other:
                 raise ValueError(f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
                                  f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
@@ -256,9 +263,13 @@ class RunDir:
         if md.num_rows < 1:
             return "no rows"
         try:
-            _read_verified(path)
+            table = _read_verified(path)
         except (OSError, ValueError, pa.ArrowException) as e:
             return f"damaged data ({str(e).splitlines()[0][:120]})"
+        if "rows" in meta and not (meta["rows"] == table.num_rows == md.num_rows):  # (older chunks: not recorded)
+            return f"damaged footer ({table.num_rows} rows read, {meta['rows']} written)"
+        if "columns" in meta and meta["columns"] != _fingerprint(table.schema):
+            return "damaged footer (the columns read back are not the columns written)"
         return None
 
     def scan(self, only=None) -> tuple[set[int], dict[Path, str], list[Path]]:

@@ -58,15 +58,16 @@ _ROUND_ULPS = 16  # log-ratio tolerance, in units of the dtype's eps (see ceil_r
 
 
 def ceil_rounds(r, log_lam, xp=np):
-    """``ceil(r)`` for a computed log-ratio ``r = log(target/start) / log(lam)``, forgiving only its own
-    rounding error: ``r`` is taken as an integer ``k`` when it exceeds ``k`` by less than
-    ``16 eps (|r| + 1/|log lam|)`` (about 6x the float error bound of the two logs and the division).
-    A tolerance wider than that (1e-9 before) made the certificate claim one round too few for ``D0`` up to
-    ``1e-9`` relative above a round boundary, i.e. certify budgets the run then exceeds.
+    """Rounds needed for a computed log-ratio ``r = log(target/start) / log(lam)``, conservatively: ``ceil``
+    of ``r`` plus its own rounding error bound, ``16 eps (|r| + 1/|log lam|)`` (about 6x the float error of
+    the two logs and the division). A certificate then never claims fewer rounds than exact arithmetic
+    needs; where ``r`` lies within that bound of an integer ``k`` (an exact tie such as ``D0 * 0.25^2 = eta``,
+    or a ``D0`` a few ulps above a boundary) it counts ``k + 1``, the round a floating-point run may need
+    there. (A 1e-9 tolerance rounding the other way, before 2026-12, certified budgets the run then exceeded.)
     """
     eps = xp.finfo(getattr(r, "dtype", np.float64)).eps
     tol = _ROUND_ULPS * eps * (xp.abs(r) + 1.0 / xp.abs(log_lam))
-    return xp.ceil(r - tol)
+    return xp.ceil(r + tol)
 
 
 # ----------------------------------------------------------------------------- disagreement
@@ -186,9 +187,8 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
     """Smallest ``K >= 0`` with ``lam**K * start <= target``: ``ceil(log(target/start) / log lam)``.
 
     Returns ``0`` when ``start <= target``, ``1`` when ``lam == 0`` (one round reaches consensus) and
-    ``math.inf`` when ``lam >= 1`` (the mode does not contract). A log-ratio above an integer by no more
-    than its own rounding error is that integer (:func:`ceil_rounds`), but never below one round while
-    ``start > target``.
+    ``math.inf`` when ``lam >= 1`` (the mode does not contract). A log-ratio within its own rounding error
+    of an integer ``k`` counts ``k + 1`` rounds (:func:`ceil_rounds`: conservative).
     """
     if start <= target:
         return 0
@@ -197,7 +197,9 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
     if lam >= 1.0:
         return math.inf
     log_lam = math.log(lam)
-    k = ceil_rounds(math.log(target / start) / log_lam, log_lam)
+    q = target / start
+    log_q = math.log(q) if 0 < q < math.inf else math.log(target) - math.log(start)  # (q under/overflows)
+    k = ceil_rounds(log_q / log_lam, log_lam)
     return max(int(k), 1)  # start > target: at least one round, however close (the tolerance only rounds down)
 
 
@@ -399,7 +401,9 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
     def rounds(start, target, lam):  # scalars stay scalars (a sweep passes one lambda per call)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_lam = np.log(lam)
-            k = ceil_rounds(np.log(target / start) / log_lam, log_lam)
+            q = target / start
+            log_q = np.where((q > 0) & (q < np.inf), np.log(q), np.log(target) - np.log(start))
+            k = ceil_rounds(log_q / log_lam, log_lam)
         k = np.where(lam <= 0, 1.0, np.where(lam >= 1, np.inf, np.maximum(k, 1.0)))  # start > target: >= 1
         return np.where(start <= target, 0.0, k)
 
