@@ -601,3 +601,21 @@ def test_consensus_report_names_missing_columns(run_dir, tmp_path, capsys):
     df.to_parquet(tmp_path / "cut.parquet")
     assert main(["report", "consensus-sweep", str(tmp_path / "cut.parquet"), "--out", str(tmp_path / "r")]) == 2
     assert "missing column(s) certified" in _err_line(capsys)
+
+
+def test_footer_bit_flips_never_merge_changed_data(run_dir):
+    """No page checksum covers a Parquet footer; a flip there cut a chunk's row count or renamed a column and
+    still read. Flip bits across the footer: each chunk is either refused or reads back unchanged."""
+    rd = RunDir(run_dir)
+    plan, path = rd.plan(), rd.chunk_path(1)
+    orig, ref = path.read_bytes(), pq.read_table(rd.chunk_path(1))
+    start = len(orig) - 8 - int.from_bytes(orig[-8:-4], "little")
+    for i in range(start, len(orig), 7):
+        for bit in (0x01, 0x10):
+            b = bytearray(orig)
+            b[i] ^= bit
+            path.write_bytes(bytes(b))
+            if rd.check_chunk(1, plan) is None:
+                t = pq.read_table(path)
+                assert t.equals(ref) and t.schema.equals(ref.schema), (i, bit)
+    path.write_bytes(orig)
