@@ -619,3 +619,29 @@ def test_footer_bit_flips_never_merge_changed_data(run_dir):
                 t = pq.read_table(path)
                 assert t.equals(ref) and t.schema.equals(ref.schema), (i, bit)
     path.write_bytes(orig)
+
+
+def test_a_shard_whose_sibling_writes_the_plan_meanwhile_joins_the_run(tmp_path, monkeypatch):
+    """Two shards opening a fresh directory at once: one checks for plan.json (absent), the other writes
+    config.toml and plan.json, the first lists the directory. It refused 'holds plan.json' (85 of 8,000 tries
+    with 8 shards); it must join the run."""
+    from pathlib import Path
+
+    cfg = load_config(write(tmp_path, sweep_text()))
+    d = tmp_path / "run"
+    sibling = RunDir(d)
+    real_exists = Path.exists
+    state = {"raced": False}
+
+    def exists(self):
+        if self.name == "plan.json" and self.parent == d and not state["raced"]:
+            state["raced"] = True
+            out = real_exists(self)
+            sibling.init(cfg)  # the other shard, between our check and our listing
+            return out
+        return real_exists(self)
+
+    d.mkdir()
+    monkeypatch.setattr(Path, "exists", exists)
+    RunDir(d).init(cfg)
+    assert state["raced"] and json.loads((d / "plan.json").read_text())["hash"] == cfg.hash
