@@ -346,6 +346,14 @@ class FakeOpenAIServer:
             h.end_headers()
             h.wfile.write(body.encode())
             return None
+        if action == "slowhdr":  # a status line, then a header line every 0.1 s for 6 s (never a silent read)
+            self.done(h)
+            h.wfile.write(b"HTTP/1.0 200 OK\r\n")
+            for i in range(60):
+                h.wfile.write(b"X-%d: a\r\n" % i)
+                h.wfile.flush()
+                time.sleep(0.1)
+            return None
         if action == "trickle":  # headers at once, then the body a byte every 0.1 s (never a silent read)
             body = json.dumps({"choices": [{"message": {"content": "x" * 100}}]}).encode()
             self.done(h)
@@ -562,7 +570,10 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
                  b'{"choices": [{}], "usage": {"prompt_tokens": "many"}}'):
         with pytest.raises(Exception, match="malformed response"):
             be._reply(body)
-    assert be._reply(b'{"choices": [{"message": {"content": null}}]}').text == ""
+    usage = b'"usage": {"prompt_tokens": 3, "completion_tokens": 0}'
+    assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b'}').text == ""
+    with pytest.raises(Exception, match="no .usage. object"):  # budgets are charged by these counts
+        be._reply(b'{"choices": [{"message": {"content": "x"}}]}')
 
     def bug(body):
         raise AttributeError("a bug, not a request error")
@@ -1077,6 +1088,15 @@ def test_openai_api_key_env_must_be_a_name_and_is_never_echoed():
     assert "PASTED" not in str(e.value)
 
 
+def test_openai_timeout_bounds_slowly_sent_headers(srv):
+    be = client(srv, max_retries=0, timeout_s=0.5)
+    srv.plan[CONVERSATIONS[0][-1]["content"]] = ["slowhdr"]
+    t = time.perf_counter()
+    (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.error and "timeout after 0.5 s" in r.error
+    assert time.perf_counter() - t < 3.0  # the headers alone take 6 s
+
+
 def test_openai_timeout_bounds_the_whole_response(srv):
     be = client(srv, max_retries=0, timeout_s=0.5)
     srv.plan[CONVERSATIONS[0][-1]["content"]] = ["trickle"]
@@ -1091,10 +1111,27 @@ def test_openai_refuses_impossible_token_counts(srv, fault):
     be = client(srv, max_retries=0)
     srv.plan[CONVERSATIONS[0][-1]["content"]] = [fault]
     (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
-    assert r.error and "usage.prompt_tokens" in r.error and "not a count" in r.error
+    assert r.error and "usage.prompt_tokens" in r.error and "not a token count" in r.error
 
 
 def test_sampling_refuses_a_non_finite_temperature():
     for t in (math.inf, math.nan, -0.1, 1e9):
         with pytest.raises(ValueError, match="temperature"):
             Sampling(temperature=t)
+
+
+def test_openai_refuses_more_completion_tokens_than_asked_and_redacts_echoed_keys(srv, monkeypatch):
+    secret = "sk_live/Zq7X<&>abc"
+    monkeypatch.setenv("MASCOT_TEST_KEY", secret)
+    be = client(srv, max_retries=0)
+    big = Request(CONVERSATIONS[0], Sampling(temperature=0.0, top_p=1.0, max_tokens=1))
+    monkeypatch.setattr(be, "_attempt", lambda body: Response("ok", 3, 2))  # 2 tokens for max_tokens = 1
+    (r,) = be.generate([big])
+    assert r.error and "exceeds the request's max_tokens = 1" in r.error
+    j = json.dumps(secret)[1:-1]
+    for echo in (secret, j.replace("/", "\\/"), j.replace("<", "\\u003c").replace("&", "\\u0026").replace(">", "\\u003e"),
+                 json.dumps(j)[1:-1], "sk_live/Zq7X&lt;&amp;&gt;abc"):
+        assert "Zq7X" not in be._redact(f"error: {echo} !"), echo
+    body = json.dumps({"choices": [{"message": {"content": f"auth Bearer {secret}"}}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    assert "Zq7X" not in be._reply(body).text  # a reply that echoes the key never reaches a log

@@ -960,3 +960,36 @@ def test_calibrate_trials_refuses_an_unfinished_run(tmp_path):
     (run / "run.json").write_text(json.dumps(dict(meta, complete=False)))
     with pytest.raises(ValueError, match="not a finished run"):
         load_run(run)
+
+
+def test_another_steps_file_copied_over_a_step_is_recomputed(tmp_path, capsys):
+    cfg = TrialConfig(n_trials=4, steps=3)
+    run = tmp_path / "run"
+    run_trials(cfg, run, SurrogateBackend(seed=2), progress=False)
+    ref = pd.read_parquet(run / "trials.parquet")
+    (run / "steps" / "step_002.parquet").write_bytes((run / "steps" / "step_001.parquet").read_bytes())
+    res = run_trials(cfg, run, SurrogateBackend(seed=2), progress=True)
+    assert (res.steps_skipped, res.steps_run) == (1, 2)
+    assert "holds step(s) [1], not step 2" in capsys.readouterr().err
+    pd.testing.assert_frame_equal(ref, pd.read_parquet(run / "trials.parquet"))
+
+
+def test_calibrate_trials_refuses_a_damaged_trials_file(tmp_path):
+    import pyarrow.parquet as pq
+
+    from mascot.calibrate.trials_fit import observed_from_run
+
+    run = tmp_path / "r"
+    run_trials(TrialConfig(n_trials=2, steps=1), run, SurrogateBackend(seed=1), progress=False)
+    path = run / "trials.parquet"
+    md = pq.read_metadata(path)
+    names = [md.schema.column(j).name for j in range(md.num_columns)]
+    col = md.row_group(0).column(names.index("value"))
+    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
+    b = bytearray(path.read_bytes())
+    b[start + col.total_compressed_size - 1] ^= 0x5A
+    path.write_bytes(bytes(b))
+    with pytest.raises(ValueError, match="is damaged"):
+        observed_from_run(run)
+    run_trials(TrialConfig(n_trials=2, steps=1), run, SurrogateBackend(seed=1), progress=False)  # rebuilds it
+    observed_from_run(run)

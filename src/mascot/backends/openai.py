@@ -42,12 +42,14 @@ variable, never its value, and every error message is scrubbed of the key.
 from __future__ import annotations
 
 import email.utils
+import html
 import http.client
 import json
 import math
 import os
 import random
 import re
+import socket
 import threading
 import time
 import urllib.error
@@ -114,6 +116,48 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None  # urllib then raises HTTPError(code) for the 3xx reply
+
+
+# -- one deadline per request: a watchdog shuts the request's socket down when --timeout runs out, whatever
+# phase it is in (a server trickling header lines or body bytes never trips the per-read socket timeout)
+_REQ = threading.local()  # the sockets the current thread's request opened
+
+
+def _track(sock):
+    socks = getattr(_REQ, "socks", None)
+    if socks is not None:
+        socks.append(sock)
+
+
+class _Conn(http.client.HTTPConnection):
+    def connect(self):
+        super().connect()
+        _track(self.sock)
+
+
+class _SConn(http.client.HTTPSConnection):
+    def connect(self):
+        super().connect()
+        _track(self.sock)
+
+
+class _Handler(urllib.request.HTTPHandler):
+    def http_open(self, req):
+        return self.do_open(_Conn, req)
+
+
+class _SHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req):
+        return self.do_open(_SConn, req, context=self._context)
+
+
+def _shut(socks: list, fired: list) -> None:
+    fired.append(True)
+    for sock in list(socks):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
 
 def build_payload(model: str, req: Request) -> dict:
@@ -326,7 +370,7 @@ class OpenAIBackend:
 
     @staticmethod
     def _build_opener(base_url: str):
-        handlers: list = [_NoRedirect()]
+        handlers: list = [_NoRedirect(), _Handler(), _SHandler()]
         if (urllib.parse.urlsplit(base_url).hostname or "").lower() in _LOOPBACK:
             handlers.append(urllib.request.ProxyHandler({}))  # a local server is never reached via a proxy
         return urllib.request.build_opener(*handlers)
@@ -335,9 +379,13 @@ class OpenAIBackend:
 
     def _redact(self, text: str) -> str:
         key = self.__api_key
-        if key:  # the key as sent, and as a server or a library may echo it: JSON-, repr- or URL-escaped
-            for form in sorted({key, json.dumps(key)[1:-1], repr(key)[1:-1], urllib.parse.quote(key, safe=""),
-                                urllib.parse.quote_plus(key)}, key=len, reverse=True):
+        if key:  # the key as sent, and as a server or a library may echo it: JSON-escaped (also "\/", Go's
+            # \u003c, twice), repr-, URL- or HTML-escaped
+            j = json.dumps(key)[1:-1]
+            go = j.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            forms = {key, j, j.replace("/", "\\/"), go, json.dumps(j)[1:-1], repr(key)[1:-1], html.escape(key),
+                     urllib.parse.quote(key, safe=""), urllib.parse.quote(key), urllib.parse.quote_plus(key)}
+            for form in sorted(forms, key=len, reverse=True):
                 text = text.replace(form, "***")
         return text
 
@@ -384,6 +432,10 @@ class OpenAIBackend:
                 raise
             else:
                 gate.release(time.perf_counter() - sent)
+                if resp.completion_tokens > req.sampling.max_tokens:  # more than the request allows: not a reply
+                    return Response("", 0, 0, error=self._redact(
+                        f"malformed response from {self.url}: usage.completion_tokens = {resp.completion_tokens} "
+                        f"exceeds the request's max_tokens = {req.sampling.max_tokens}"), latency_s=time.perf_counter() - t0)
                 resp.latency_s = time.perf_counter() - t0
                 return resp
         msg = f"failed after {self.max_retries + 1} attempt(s): {last}"
@@ -395,6 +447,17 @@ class OpenAIBackend:
         for k, v in secret.items():
             http_req.add_unredirected_header(k, v)
         sent = time.perf_counter()
+        _REQ.socks, fired = [], []
+        watchdog = threading.Timer(self.timeout_s, _shut, args=(_REQ.socks, fired))
+        watchdog.daemon = True
+        watchdog.start()
+        try:
+            return self._exchange(http_req, sent, fired)
+        finally:
+            watchdog.cancel()
+            _REQ.socks = None
+
+    def _exchange(self, http_req, sent: float, fired: list) -> Response:
         try:
             with self._opener.open(http_req, timeout=self.timeout_s) as r:
                 # the body in pieces, against one deadline for the whole request: a server that trickles a
@@ -405,6 +468,8 @@ class OpenAIBackend:
                     if time.perf_counter() - sent > self.timeout_s:
                         raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
                 raw = b"".join(parts)
+                if fired:  # the watchdog shut the socket down mid-response: what came is cut off
+                    raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
         except urllib.error.HTTPError as e:
             try:
                 detail = e.read()[:_MAX_BODY_IN_ERROR].decode("utf-8", "replace")
@@ -416,14 +481,17 @@ class OpenAIBackend:
             if e.code == 429 or 500 <= e.code < 600:
                 raise _RetryableError(msg, _parse_retry_after(e.headers.get("Retry-After") if e.headers else None))
             raise _FatalError(msg) from None
-        except TimeoutError as e:  # socket.timeout is TimeoutError since 3.10
-            raise _RetryableError(self._redact(f"timeout after {self.timeout_s:g} s: {e}")) from None
-        except urllib.error.URLError as e:
-            kind = "timeout" if isinstance(e.reason, TimeoutError) else "connection error"
-            raise _RetryableError(self._redact(f"{kind} to {self.url}: {e.reason}")) from None
-        except (ConnectionError, http.client.HTTPException, OSError) as e:
+        except (urllib.error.URLError, ConnectionError, http.client.HTTPException, OSError) as e:
+            # (TimeoutError, socket.timeout since 3.10, is an OSError)
+            if isinstance(e, TimeoutError):
+                raise _RetryableError(self._redact(f"timeout after {self.timeout_s:g} s: {e}")) from None
+            if fired:  # the watchdog shut the socket down: the whole request outlasted the timeout
+                raise _RetryableError(f"timeout after {self.timeout_s:g} s: no complete response in time (the "
+                                      "server was still connecting or sending)") from None
+            if isinstance(e, urllib.error.URLError):
+                kind = "timeout" if isinstance(e.reason, TimeoutError) else "connection error"
+                raise _RetryableError(self._redact(f"{kind} to {self.url}: {e.reason}")) from None
             raise _RetryableError(self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}")) from None
-
         return self._reply(raw)
 
     def _reply(self, raw: bytes) -> Response:
@@ -447,16 +515,14 @@ class OpenAIBackend:
         text = message.get("content")
         if not isinstance(text, (str, type(None))):
             raise malformed("'message.content' is not a string")
-        usage = data.get("usage") or {}
-        if not isinstance(usage, dict):
-            raise malformed("'usage' is not an object")
+        usage = data.get("usage")
+        if not isinstance(usage, dict):  # budgets are charged by the server's counts: never a silent 0
+            raise malformed("no 'usage' object with the token counts" if usage is None else "'usage' is not an object")
         tokens = []
         for k in ("prompt_tokens", "completion_tokens"):
             v = usage.get(k)
-            if v is None:
-                v = 0
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**53) or v != int(v):
-                raise malformed(f"usage.{k} = {v!r} is not a count (an integer >= 0)")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**31) or v != int(v):
+                raise malformed(f"usage.{k} = {v!r} is not a token count (an integer in [0, 2^31))")
             tokens.append(int(v))
-        return Response(text=text or "", prompt_tokens=tokens[0], completion_tokens=tokens[1],
+        return Response(text=self._redact(text or ""), prompt_tokens=tokens[0], completion_tokens=tokens[1],
                         finish_reason=choice.get("finish_reason"))

@@ -396,7 +396,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         raise ValueError("give either a run directory or paper_model (gpt|gemini|claude), not both or neither")
     n_boot = int(n_boot)
     if n_boot < 2:
-        raise ValueError(f"n_boot must be >= 2; got {n_boot}")
+        raise ValueError(f"calibrate deliberation needs --n-boot >= 2 (its uncertainty is the bootstrap); got {n_boot}")
     steps = int(steps or (60 if quick else 150))
     runs = int(sim_runs or (16 if quick else 32))
     out = Path(out)
@@ -530,8 +530,11 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
                  settings={"token_scale": cfg.token_scale, "eta": cfg.eta, "eps": cfg.eps, "b0": cfg.b0,
                            "max_rounds": cfg.max_rounds,
                            "source": source.get("name") or ", ".join(source.get("run_dirs", []))},
-                 uncertainty=unc, fit={"loss": float(res.loss), "n_boot": n_boot, "seed": seed},
-                 comments={k: f"fitted; bootstrap sd {unc[k]:.4g}" for k in fitted})
+                 uncertainty={k: v for k, v in unc.items() if math.isfinite(v)},  # (TOML holds no NaN)
+                 fit={"loss": float(res.loss), "n_boot": n_boot, "seed": seed},
+                 comments={k: (f"fitted; bootstrap sd {unc[k]:.4g}" if k not in lost else
+                               "not identified by these runs: no fitted moment depends on it (kept at the fit)")
+                           for k in fitted})
     if paper_model is not None and check_runs > 0:
         say(f"replaying params.toml through the text harness ({len(check_seeds)} seeds x {check_runs} runs)")
         import tempfile

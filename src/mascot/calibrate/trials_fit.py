@@ -260,7 +260,13 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     if unsupported:
         raise ValueError(f"{str(d)!r} was run with {', '.join(unsupported)}; the calibration simulator models "
                          "mesh_tie = 'first' and paired seeds (the defaults) only")
-    df = pd.read_parquet(pq)
+    try:  # every page against its checksum (runs written before checksums: decoded only)
+        import pyarrow.parquet as pa_pq
+
+        df = pa_pq.ParquetFile(pq, page_checksum_verification=True).read().to_pandas()
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{str(pq)!r} is damaged ({str(e).splitlines()[0][:120]}); rerun the trials command to "
+                         "rebuild it from its step files") from None
     missing = [t for t in TOPOS if t not in set(df.topology)]
     if missing:
         raise ValueError(f"{str(pq)!r} lacks topologies {', '.join(missing)}; calibration needs chain, star and mesh")

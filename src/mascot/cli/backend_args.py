@@ -245,8 +245,9 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         key = check_options(**options)
         env = options.get("api_key_env")
         if env is not None and key is None:
-            raise ValueError(f"--api-key-env {env}: that environment variable is not set (or empty); export it, "
-                             "or leave --api-key-env out for a server without a key")
+            raise ValueError("the environment variable named by --api-key-env is not set (or empty); export it, or "
+                             "leave --api-key-env out for a server without a key (the name is not repeated here: "
+                             "a key pasted in its place must not reach a log)")
     if name == "hf" and options.get("dtype") is not None:
         from mascot.backends.hf import DTYPES
 

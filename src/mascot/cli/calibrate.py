@@ -34,7 +34,7 @@ def _common(p, n_boot_default: int, what: str = "refits") -> None:
     p.add_argument("--out", required=True, help="output directory (params.toml, report.md, figures)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fit, the bootstrap and the predictions (default 0)")
     p.add_argument("--n-boot", type=int, default=n_boot_default,
-                   help=f"bootstrap {what} for the uncertainty (default {n_boot_default}; 0 for none, else at least 2; "
+                   help=f"bootstrap {what} for the uncertainty (default {n_boot_default}; at least 2, or 0 for none in trials; "
                         "a few dozen give only rough 5-95%% ranges)")
     p.add_argument("--quick", action="store_true", help="fewer iterations and simulated trials (a smoke test)")
 
@@ -186,7 +186,9 @@ def cmd_calibrate_deliberation(args) -> int:
           f"loss {s['loss']:.4g}, {s['wall_s']:.1f} s")
     width = max(len(k) for k in s["estimate"])
     for k, v in s["estimate"].items():
-        print(f"  {k.ljust(width)}  {v:10.4f}  (bootstrap s.d. {s['sd'][k]:.4f})")
+        print(f"  {k.ljust(width)}  {v:10.4f}  " + ("(not identified: no fitted moment depends on it)"
+                                                   if k in s.get("not_identified", ())
+                                                   else f"(bootstrap s.d. {s['sd'][k]:.4f})"))
     c = s.get("criteria")
     if c:
         print(f"text harness replay: rounds and tokens within {100 * c['tol']:.0f} % of Table VIII: "

@@ -556,7 +556,10 @@ class _Runner:
         k = 0
         while self.part_path(k + 1).exists():
             try:  # every page against its checksum: a damaged step is recomputed, with the steps after it
-                _read_part(self.part_path(k + 1))
+                steps = set(_read_part(self.part_path(k + 1)).column("step").to_pylist())  # (all columns verified)
+                if steps != {k + 1}:  # e.g. another step's file copied over it (its checksums are valid)
+                    raise ValueError(f"{self.part_path(k + 1)} is damaged: it holds step(s) {sorted(steps)[:3]}, "
+                                     f"not step {k + 1}")
             except ValueError as e:
                 self._say(f"removing {self.part_path(k + 1).name}: damaged ({str(e).split(' is damaged: ', 1)[-1]}), so "
                           f"steps {k + 1}.. will be recomputed")
@@ -594,7 +597,7 @@ class _Runner:
                                                           ("perturbed", "ascending"), ("step", "ascending")])
         table = table.take(order)
         with atomic_path(self.out / "trials.parquet") as tmp:
-            pq.write_table(table, tmp)
+            pq.write_table(table, tmp, write_page_checksum=True)  # readers (calibrate trials) verify them
         # request log: the per-step logs concatenated in step order, then removed. If requests.jsonl exists
         # (a finished run whose later steps were recomputed), the records of the recomputed steps are replaced.
         req = self.out / "requests.jsonl"
