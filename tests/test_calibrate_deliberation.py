@@ -253,3 +253,19 @@ def test_gauss_newton_step_leaves_a_parameter_no_moment_depends_on_at_zero():
     # a matrix right-hand side (the bootstrap's A = (G'WG)^-1 G'W) too
     A = _ridge_solve(H, G.T)
     assert A.shape == (3, 7) and not A[1].any()
+
+
+def test_a_ring_only_run_fits_with_its_mode_1_parameters_not_identified(tmp_path):
+    """Mode 1 never runs in a ring-only run, so no moment depends on its rate: the fit says so (and wrote NaN
+    into params.toml, then crashed, before)."""
+    from mascot.calibrate.deliberation import calibrate_deliberation
+    from mascot.protocols.deliberation.surrogate import read_params
+
+    run = tmp_path / "run"
+    run_deliberation(DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1),
+                     progress=False)
+    res = calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=20, n_boot=2, seed=0)
+    assert "rate1" in res["not_identified"] and all(math.isnan(res["sd"][k]) for k in res["not_identified"])
+    text = (tmp_path / "fit" / "params.toml").read_text()
+    assert "not identified by these runs" in text and "nan" not in text.lower()
+    read_params(tmp_path / "fit" / "params.toml")  # a valid parameter file
