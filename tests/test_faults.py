@@ -29,6 +29,8 @@ from mascot.io import DirectoryLocked, atomic_write_text, lock_dir, remove_stale
 from mascot.protocols.rundir import lock_run_dir
 from mascot.sweep import ConfigError, MissingChunksError, RunDir, load_config, parse_config, run_sweep
 
+from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
+
 SWEEP = """
 [experiment]
 kind = "consensus"
@@ -513,22 +515,10 @@ def test_sr_spectra_refuses_a_row_sum_that_overflows():
 
 
 # ----------------------------------------------------------------------------- 10. found by an outside tester, 2026-12-01
-def _flip_page_byte(path, column="d_final"):
-    """Flip the last byte of ``column``'s last data page (page payload, not the footer): the data is wrong
-    but the file still parses, as after a bit flip on disk."""
-    md = pq.read_metadata(path)
-    names = [md.schema.column(j).name for j in range(md.num_columns)]
-    col = md.row_group(0).column(names.index(column))
-    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
-    b = bytearray(path.read_bytes())
-    b[start + col.total_compressed_size - 1] ^= 0x5A
-    path.write_bytes(bytes(b))
-
-
 def test_a_byte_flipped_in_a_chunk_is_caught_by_its_page_checksums_and_redone(run_dir, tmp_path, capsys):
     before = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "before.parquet"))
     chunk = RunDir(run_dir).chunk_path(1)
-    _flip_page_byte(chunk)
+    flip_page_byte(chunk, "d_final")
     assert main(["status", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "chunks 2/3" in out and str(chunk) in out and "damaged data" in out

@@ -28,6 +28,8 @@ from mascot.cli import main as cli_main
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import plurality_vote
 from mascot.protocols.state_tracking.harness import TrialConfig, derive_seeds, run_trials
+
+from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
 from mascot.protocols.state_tracking.parsing import parse_state, validate_state_object
 from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 from mascot.theory.state_tracking import BASE_PROMPT, RULES_TEXT, apply_rules, perturb, trajectory
@@ -835,21 +837,12 @@ def test_zero_valued_backend_options_are_given_not_dropped():
 def test_a_damaged_step_file_is_recomputed_with_the_steps_after_it(tmp_path, capsys):
     """A byte flipped on disk in a committed step (page payload: the file still parses) fails its page
     checksum on resume; that step and the later ones are recomputed, and the result equals the original."""
-    import pyarrow.parquet as pq
-
     cfg = TrialConfig(n_trials=10, steps=4)
     kw = dict(sigma=4.0, parse_fail=0.05, seed=2)
     run = tmp_path / "run"
     run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
     ref_df = pd.read_parquet(run / "trials.parquet")
-    part = run / "steps" / "step_002.parquet"
-    md = pq.read_metadata(part)
-    names = [md.schema.column(j).name for j in range(md.num_columns)]
-    col = md.row_group(0).column(names.index("value"))
-    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
-    b = bytearray(part.read_bytes())
-    b[start + col.total_compressed_size - 1] ^= 0x5A
-    part.write_bytes(bytes(b))
+    flip_page_byte(run / "steps" / "step_002.parquet", "value")
     res = run_trials(cfg, run, SurrogateBackend(**kw), progress=True)
     assert (res.steps_skipped, res.steps_run) == (1, 3)
     assert "removing step_002.parquet: damaged" in capsys.readouterr().err
@@ -975,20 +968,11 @@ def test_another_steps_file_copied_over_a_step_is_recomputed(tmp_path, capsys):
 
 
 def test_calibrate_trials_refuses_a_damaged_trials_file(tmp_path):
-    import pyarrow.parquet as pq
-
     from mascot.calibrate.trials_fit import observed_from_run
 
     run = tmp_path / "r"
     run_trials(TrialConfig(n_trials=2, steps=1), run, SurrogateBackend(seed=1), progress=False)
-    path = run / "trials.parquet"
-    md = pq.read_metadata(path)
-    names = [md.schema.column(j).name for j in range(md.num_columns)]
-    col = md.row_group(0).column(names.index("value"))
-    start = min(o for o in (col.dictionary_page_offset, col.data_page_offset) if o is not None)
-    b = bytearray(path.read_bytes())
-    b[start + col.total_compressed_size - 1] ^= 0x5A
-    path.write_bytes(bytes(b))
+    flip_page_byte(run / "trials.parquet", "value")
     with pytest.raises(ValueError, match="is damaged"):
         observed_from_run(run)
     run_trials(TrialConfig(n_trials=2, steps=1), run, SurrogateBackend(seed=1), progress=False)  # rebuilds it
