@@ -547,6 +547,10 @@ def test_run_into_a_non_empty_directory_without_a_plan_is_refused(tmp_path, caps
     e = tmp_path / "empty"
     e.mkdir()
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(e), "--quiet"]) == 0
+    s = tmp_path / "submitted"  # what `mascot slurm submit` leaves before the array tasks start: the log folder
+    (s / "slurm").mkdir(parents=True)
+    (s / "slurm" / "1_0.out").write_text("")
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(s), "--quiet"]) == 0
 
 
 @pytest.mark.parametrize("edit, match", [

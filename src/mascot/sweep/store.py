@@ -99,8 +99,9 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
 
 
 def _ours_before_plan(p: Path, config_text: str) -> bool:
-    """Whether ``p`` may stand in a run directory that has no plan.json yet: our locks, an empty chunks/,
-    an atomic write in flight, or the config.toml another shard of the same run wrote just before its plan."""
+    """Whether ``p`` may stand in a run directory that has no plan.json yet: our locks, an empty chunks/, the
+    Slurm log folder, an atomic write in flight, or the config.toml another shard of the same run wrote just
+    before its plan."""
     name = p.name
     if name.startswith(".mascot") and name.endswith(".lock"):
         return True
@@ -108,6 +109,8 @@ def _ours_before_plan(p: Path, config_text: str) -> bool:
         return True
     if name == "chunks":
         return p.is_dir() and not any(p.iterdir())
+    if name == "slurm":  # `mascot slurm submit` makes the array tasks' log folder before they start
+        return p.is_dir()
     if name == "config.toml":
         try:
             return p.is_file() and p.read_text() == config_text
