@@ -5,6 +5,7 @@ import signal
 import subprocess
 import sys
 import time
+import tomllib
 
 import numpy as np
 import pandas as pd
@@ -324,3 +325,78 @@ def test_chunk_validity_and_shard_locks(tmp_path):
         for lock in held:
             lock.release()
     assert run_sweep(cfg, tmp_path, progress=False).chunks_run == 1
+
+
+# ----------------------------------------------------------------------------- grid validation
+_POOLS = {
+    "consensus": {
+        "n": [5, 3, 64, 2, 4097, 6.5], "strategy": ["adaptive", "ring", "complete", "fastest"],
+        "eta": [0.1, 0.02, -1.0, 1], "eps": [0.03, 1e-9, 0.2], "b0": [100.0, 3e7, 1e40, 2000],
+        "tokens_complete": [30.0, 0.3, 1e37, 2], "tokens_ring": [10.0, 0.25], "max_rounds": [64, 0],
+        "x0_spread": [0.1, -0.2], "c2": [100.0, 0.5], "d": [6, 2000],
+    },
+    "spectra": {
+        "family": ["star", "ring", "watts_strogatz", "random_regular", "hexagon"], "n": [2, 5, 8, 3000],
+        "gamma": [0.9, 0.99999, 1.0, 0.0], "degree": [2, 3, 7], "p": [0.2, 1.5], "graphs": [4, 0],
+    },
+    "affine_noise": {
+        "model": ["linear", "rule", "cubic"], "k": [1, 4, 0], "rho_c": [0.0, 0.5, 2.0], "T": [12, 0],
+        "trials": [100, 10**8], "level0": [3, 10], "sigma": [1.0, -1.0],
+    },
+}
+
+
+def _toml_value(v):
+    return f'"{v}"' if isinstance(v, str) else repr(v)
+
+
+def _random_config(rng, kind):
+    pool = _POOLS[kind]
+    names = list(rng.choice(list(pool), size=rng.integers(2, 5), replace=False))
+    lines = ["[experiment]", f'kind = "{kind}"', f'dtype = "{rng.choice(["float32", "float64"])}"', "[grid]"]
+    for name in names:
+        # mostly good values; the first of each pool is valid, the rest often are not
+        k = int(rng.integers(1, 4))
+        vals = [pool[name][0]] + [pool[name][int(i)] for i in rng.integers(0, len(pool[name]), size=k)]
+        vals = list(dict.fromkeys(vals))
+        lines.append(f"{name} = [{', '.join(_toml_value(v) for v in vals)}]")
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("kind", sorted(_POOLS))
+def test_grid_validation_matches_checking_every_point_in_full(kind):
+    """parse_config checks each written value once and only the cross-parameter checks per point; the
+    reference checks every point in full (defaults, derived values, the kind's checks) and reports the
+    first failure. Same accept/refuse decision and the same message on 60 random grids per kind."""
+    from mascot.sweep.config import _check_point, _short, expand_grid
+    from mascot.sweep.kinds import KINDS
+
+    rng = np.random.default_rng(2026)
+    outcomes = set()
+    for _ in range(60):
+        text = _random_config(rng, kind)
+        try:
+            got = None
+            parse_config(text)
+        except ConfigError as e:
+            got = str(e)
+        # the reference: the same config's points, each through every check in full
+        raw = tomllib.loads(text)
+        axes = [((k,), [(v,) for v in vals]) for k, vals in raw["grid"].items()]
+        names = list(raw["grid"])
+        want = None
+        dtype = raw["experiment"]["dtype"]
+        for i, p in enumerate(expand_grid(axes)):
+            try:
+                _check_point(KINDS[kind], dict(p), dtype)
+            except ValueError as e:
+                want = f"grid point {i} ({_short(p, names)}): {e}"
+                break
+        if got is not None and not got.startswith("grid point"):
+            # refused before any point was checked (e.g. a float32 value out of range): the reference agrees
+            # that some point fails
+            assert want is not None, (text, got)
+            continue
+        assert got == want, text
+        outcomes.add(want is None)
+    assert outcomes == {True, False}  # both accepted and refused grids were drawn

@@ -88,26 +88,44 @@ class Kind:
                 raise ValueError(str(e)) from None
         return out
 
+    def fill(self, given: dict, defaults: bool = True) -> dict:
+        """``given`` with integers written for float parameters as floats, and (``defaults``) every other
+        parameter's default; no derived values (see :meth:`complete`)."""
+        out = {}
+        for k, spec in self.params.items():
+            if k in given or defaults:
+                v = given.get(k, spec.default)
+                out[k] = float(v) if spec.type is float and type(v) is int else v
+        return out
+
+    def check_values(self, p: dict) -> None:
+        """Each value's own type and range, in ``p``'s order (``ValueError`` names the first bad one)."""
+        for k, v in p.items():
+            self._check_value(k, v)
+
     def validate(self, p: dict) -> None:
         self._check(p)
         if self.extra_check:
             self.extra_check(p)
 
     def _check(self, p: dict) -> None:
-        """Types and ranges of the parameters in ``p`` (``None``: not given, nothing to check)."""
-        for k, spec in self.params.items():
-            if k not in p:
-                continue
-            v = p[k]
-            if v is None:
-                continue
-            if spec.type is float and isinstance(v, int) and not isinstance(v, bool):
-                v = float(v)
-                p[k] = v
-            if not isinstance(v, spec.type) or isinstance(v, bool) != (spec.type is bool):
-                raise ValueError(f"{k} must be of type {spec.type.__name__}; got {v!r}")
-            if spec.check is not None and not spec.check(v):
-                raise ValueError(f"{k} = {v!r} is out of range: {spec.rule}")
+        """Types and ranges of the parameters in ``p`` (``None``: not given, nothing to check); integers
+        given for float parameters become floats in ``p``."""
+        for k in self.params:
+            if k in p:
+                p[k] = self._check_value(k, p[k])
+
+    def _check_value(self, k: str, v):
+        spec = self.params[k]
+        if v is None:
+            return v
+        if spec.type is float and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, spec.type) or isinstance(v, bool) != (spec.type is bool):
+            raise ValueError(f"{k} must be of type {spec.type.__name__}; got {v!r}")
+        if spec.check is not None and not spec.check(v):
+            raise ValueError(f"{k} = {v!r} is out of range: {spec.rule}")
+        return v
 
 
 X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept)
