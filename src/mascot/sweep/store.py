@@ -245,39 +245,44 @@ class RunDir:
         """Why chunk ``c``'s file is not a complete chunk of ``plan`` (None: it is). Its data are read with
         page-checksum verification (a byte damaged on disk; chunks written before checksums were added are
         only decoded)."""
+        return self._read_chunk(c, plan)[0]
+
+    def _read_chunk(self, c: int, plan: dict) -> tuple[str | None, pa.Table | None]:
+        """``(why chunk c is not complete, None)`` or ``(None, its verified table)``: see :meth:`check_chunk`."""
         path = self.chunk_path(c)
         try:
             md = pq.read_metadata(path)
         except (OSError, ValueError, pa.ArrowException) as e:
-            return f"unreadable Parquet ({str(e).splitlines()[0][:80]})"
+            return f"unreadable Parquet ({str(e).splitlines()[0][:80]})", None
         try:
             meta = json.loads((md.metadata or {}).get(META_KEY, b"null"))
         except ValueError:
             meta = None
         if not isinstance(meta, dict):
-            return "no mascot metadata"
+            return "no mascot metadata", None
         start = c * plan["chunk_size"]
         want = [start, min(start + plan["chunk_size"], plan["n_points"])]
         if meta.get("config_hash") != plan["hash"]:
-            return f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)"
+            return f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)", None
         if meta.get("chunk") != c or meta.get("points") != want:
             return (f"holds chunk {meta.get('chunk')} (points {meta.get('points')}), not chunk {c} (points {want}): "
-                    "a copied or renamed file")
+                    "a copied or renamed file"), None
         if md.num_rows < 1:
-            return "no rows"
+            return "no rows", None
         try:
             table = _read_verified(path)
         except (OSError, ValueError, pa.ArrowException) as e:
-            return f"damaged data ({str(e).splitlines()[0][:120]})"
+            return f"damaged data ({str(e).splitlines()[0][:120]})", None
         if "rows" in meta and not (meta["rows"] == table.num_rows == md.num_rows):  # (older chunks: not recorded)
-            return f"damaged footer ({table.num_rows} rows read, {meta['rows']} written)"
+            return f"damaged footer ({table.num_rows} rows read, {meta['rows']} written)", None
         if "columns" in meta and meta["columns"] != _fingerprint(table.schema):
-            return "damaged footer (the columns read back are not the columns written)"
-        return None
+            return "damaged footer (the columns read back are not the columns written)", None
+        return None, table
 
-    def scan(self, only=None) -> tuple[set[int], dict[Path, str], list[Path]]:
+    def scan(self, only=None, tables: dict | None = None) -> tuple[set[int], dict[Path, str], list[Path]]:
         """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan;
-        ``only``: check only these chunk indices (a shard's), data included."""
+        ``only``: check only these chunk indices (a shard's), data included; ``tables``: a dict that receives
+        each complete chunk's verified table (so a merge reads every chunk once)."""
         plan = self.plan()
         done, bad, foreign = set(), {}, []
         if not self.chunks.exists():
@@ -291,9 +296,11 @@ class RunDir:
                 continue
             if only is not None and int(m.group(1)) not in only:
                 continue
-            why = self.check_chunk(int(m.group(1)), plan)
+            why, table = self._read_chunk(int(m.group(1)), plan)
             if why is None:
                 done.add(int(m.group(1)))
+                if tables is not None:
+                    tables[int(m.group(1))] = table
             else:
                 bad[p] = why
         return done, bad, foreign
@@ -338,7 +345,8 @@ class RunDir:
         out = Path(out) if out else self.path / "merged.parquet"
         self._check_merge_out(out)
         plan = self.plan()
-        done, bad, foreign = self.scan()
+        read: dict[int, pa.Table] = {}
+        done, bad, foreign = self.scan(tables=read)
         for p in foreign:
             print(f"mascot: warning: ignoring {p}: not a chunk of this run", file=sys.stderr)
         n = plan["n_chunks"]
@@ -347,13 +355,7 @@ class RunDir:
             why = "".join(f"; invalid {p}: {w}" for p, w in list(bad.items())[:5])
             raise MissingChunksError(f"{len(missing)} of {n} chunks missing: {_ranges(missing)}{why} "
                                      "(run `mascot run` again to compute them)")
-        tables = []
-        for c in range(n):
-            try:
-                tables.append(_read_verified(self.chunk_path(c)))
-            except (OSError, ValueError, pa.ArrowException) as e:
-                raise MissingChunksError(f"{self.chunk_path(c)} is damaged ({str(e).splitlines()[0][:80]}); run "
-                                         "`mascot run` again to recompute it") from None
+        tables = [read.pop(c) for c in range(n)]  # read and verified once, by the scan
         meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
         # every field nullable before concatenating (chunks written before a kind's columns became required
         # still merge); the merged file's required columns are those required in every chunk
