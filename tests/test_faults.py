@@ -277,6 +277,9 @@ def test_truncated_chunk_is_named_by_status_and_recomputed(run_dir, tmp_path, ca
     assert "chunks 2/3" in out and str(chunk) in out and "unreadable" in out
     assert main(["status", str(run_dir), "--json"]) == 0
     assert str(chunk) in json.loads(capsys.readouterr().out)["bad_chunks"]
+    assert main(["status", str(run_dir), "--quick"]) == 0  # footers only: a truncated file has none
+    out = capsys.readouterr().out
+    assert "chunks 2/3" in out and str(chunk) in out and "data pages not verified" in out
     with pytest.raises(MissingChunksError, match="chunk-000001.parquet"):
         RunDir(run_dir).merge(tmp_path / "m.parquet")
     s = run_sweep(load_config(write(tmp_path, sweep_text())), run_dir, progress=False)
@@ -522,6 +525,9 @@ def test_a_byte_flipped_in_a_chunk_is_caught_by_its_page_checksums_and_redone(ru
     assert main(["status", str(run_dir)]) == 0
     out = capsys.readouterr().out
     assert "chunks 2/3" in out and str(chunk) in out and "damaged data" in out
+    assert main(["status", str(run_dir), "--quick", "--json"]) == 0  # its footer is intact: --quick says so
+    st = json.loads(capsys.readouterr().out)
+    assert (st["chunks_done"], st["verified"]) == (3, "footers")
     assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]) == 1
     assert "chunk-000001.parquet" in _err_line(capsys) and not (tmp_path / "m.parquet").exists()
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 0
@@ -639,3 +645,20 @@ def test_a_shard_whose_sibling_writes_the_plan_meanwhile_joins_the_run(tmp_path,
     monkeypatch.setattr(Path, "exists", exists)
     RunDir(d).init(cfg)
     assert state["raced"] and json.loads((d / "plan.json").read_text())["hash"] == cfg.hash
+
+
+def test_status_quick_finds_a_footer_whose_row_count_or_columns_differ_from_what_was_written(run_dir, capsys):
+    """--quick reads no data pages but compares the footer with the row count and columns recorded at write time."""
+    rd = RunDir(run_dir)
+    t = pq.read_table(rd.chunk_path(2))
+    short = t.slice(0, t.num_rows - 1)  # one row fewer, the original mascot metadata kept
+    pq.write_table(short.replace_schema_metadata(t.schema.metadata), rd.chunk_path(2))
+    t = pq.read_table(rd.chunk_path(1))
+    renamed = t.rename_columns([("x_" + n if n == "d_final" else n) for n in t.column_names])
+    pq.write_table(renamed.replace_schema_metadata(t.schema.metadata), rd.chunk_path(1))
+    st = rd.status(quick=True)
+    assert st["chunks_done"] == 1 and st["verified"] == "footers"
+    why = {os.path.basename(p): w for p, w in st["bad_chunks"].items()}
+    assert "rows in the footer" in why["chunk-000002.parquet"]
+    assert "columns read back" in why["chunk-000001.parquet"]
+    assert rd.status()["chunks_done"] == 1  # the full check agrees

@@ -188,13 +188,14 @@ def _cmd_run(args) -> int:
 def _cmd_status(args) -> int:
     from mascot.sweep import RunDir
 
-    st = RunDir(args.dir).status()
+    st = RunDir(args.dir).status(quick=args.quick)
     if args.json:
         print(json.dumps(st, indent=2))
         return 0
     print(f"{args.dir}: {st['name']} ({st['kind']}, hash {st['hash']})")
     print(f"  chunks {st['chunks_done']}/{st['n_chunks']}  rows {st['rows']:,}  "
-          + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}"))
+          + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}")
+          + ("  (--quick: footers checked, data pages not verified)" if args.quick else ""))
     for path, why in st["bad_chunks"].items():
         print(f"  invalid (recomputed by the next `mascot run`): {path}: {why}")
     for path in st["foreign_files"]:
@@ -406,6 +407,9 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="progress of a run directory")
     st.add_argument("dir")
     st.add_argument("--json", action="store_true")
+    st.add_argument("--quick", action="store_true",
+                    help="check chunk footers and metadata only, not every data page (faster on large runs; "
+                         "`mascot run` and `mascot merge` still verify everything)")
     st.set_defaults(func=_cmd_status)
 
     m = sub.add_parser("merge", help="check a run directory is complete and write one Parquet dataset")

@@ -247,8 +247,9 @@ class RunDir:
         only decoded)."""
         return self._read_chunk(c, plan)[0]
 
-    def _read_chunk(self, c: int, plan: dict) -> tuple[str | None, pa.Table | None]:
-        """``(why chunk c is not complete, None)`` or ``(None, its verified table)``: see :meth:`check_chunk`."""
+    def _read_chunk(self, c: int, plan: dict, data: bool = True) -> tuple[str | None, pa.Table | None]:
+        """``(why chunk c is not complete, None)`` or ``(None, its verified table)``: see :meth:`check_chunk`.
+        ``data=False``: the footer and metadata only (row count and columns from the footer; no table)."""
         path = self.chunk_path(c)
         try:
             md = pq.read_metadata(path)
@@ -269,6 +270,16 @@ class RunDir:
                     "a copied or renamed file"), None
         if md.num_rows < 1:
             return "no rows", None
+        if not data:
+            if "rows" in meta and meta["rows"] != md.num_rows:
+                return f"damaged footer ({md.num_rows} rows in the footer, {meta['rows']} written)", None
+            try:
+                columns = _fingerprint(md.schema.to_arrow_schema())
+            except (ValueError, pa.ArrowException):
+                return "damaged footer (its schema does not read back)", None
+            if "columns" in meta and meta["columns"] != columns:
+                return "damaged footer (the columns read back are not the columns written)", None
+            return None, None
         try:
             table = _read_verified(path)
         except (OSError, ValueError, pa.ArrowException) as e:
@@ -279,10 +290,12 @@ class RunDir:
             return "damaged footer (the columns read back are not the columns written)", None
         return None, table
 
-    def scan(self, only=None, tables: dict | None = None) -> tuple[set[int], dict[Path, str], list[Path]]:
+    def scan(self, only=None, tables: dict | None = None, data: bool = True
+             ) -> tuple[set[int], dict[Path, str], list[Path]]:
         """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan;
         ``only``: check only these chunk indices (a shard's), data included; ``tables``: a dict that receives
-        each complete chunk's verified table (so a merge reads every chunk once)."""
+        each complete chunk's verified table (so a merge reads every chunk once); ``data=False``: footers and
+        metadata only (``mascot status --quick``: a damaged data page is not found)."""
         plan = self.plan()
         done, bad, foreign = set(), {}, []
         if not self.chunks.exists():
@@ -296,7 +309,7 @@ class RunDir:
                 continue
             if only is not None and int(m.group(1)) not in only:
                 continue
-            why, table = self._read_chunk(int(m.group(1)), plan)
+            why, table = self._read_chunk(int(m.group(1)), plan, data)
             if why is None:
                 done.add(int(m.group(1)))
                 if tables is not None:
@@ -317,12 +330,15 @@ class RunDir:
         return [c for c in range(n) if c not in done]
 
     # -- status and merge -----------------------------------------------------------------------
-    def status(self) -> dict:
+    def status(self, quick: bool = False) -> dict:
+        """Progress against the plan. Every complete chunk's data pages are verified unless ``quick`` (footers
+        and metadata only: much faster on large runs, but a damaged data page counts as complete until a run
+        or merge reads it)."""
         plan = self.plan()
-        done, bad, foreign = self.scan()
+        done, bad, foreign = self.scan(data=not quick)
         rows = sum(pq.read_metadata(self.chunk_path(c)).num_rows for c in done)
         missing = [c for c in range(plan["n_chunks"]) if c not in done]
-        return dict(plan, chunks_done=len(done), rows=rows, missing=len(missing),
+        return dict(plan, chunks_done=len(done), rows=rows, missing=len(missing), verified="footers" if quick else "data",
                     missing_chunks=_ranges(missing), complete=not missing,
                     bad_chunks={str(p): why for p, why in bad.items()}, foreign_files=[str(p) for p in foreign])
 
