@@ -351,52 +351,69 @@ def _toml_value(v):
 
 
 def _random_config(rng, kind):
+    """Parameters from the pool in [fixed], as grid lists, zipped in pairs or drawn by [grid.random] choice;
+    the first value of each pool is valid, the others often are not."""
     pool = _POOLS[kind]
-    names = list(rng.choice(list(pool), size=rng.integers(2, 5), replace=False))
-    lines = ["[experiment]", f'kind = "{kind}"', f'dtype = "{rng.choice(["float32", "float64"])}"', "[grid]"]
+    names = list(rng.choice(list(pool), size=rng.integers(2, 7), replace=False))
+    dtype = rng.choice(["float32", "float64"])
+    sections = {"fixed": [], "grid": [], "grid.zip.z": [], "grid.random": []}
+    zip_len = int(rng.integers(1, 4))
     for name in names:
-        # mostly good values; the first of each pool is valid, the rest often are not
-        k = int(rng.integers(1, 4))
-        vals = [pool[name][0]] + [pool[name][int(i)] for i in rng.integers(0, len(pool[name]), size=k)]
-        vals = list(dict.fromkeys(vals))
-        lines.append(f"{name} = [{', '.join(_toml_value(v) for v in vals)}]")
+        k = int(rng.integers(0, 3))
+        vals = list(dict.fromkeys([pool[name][0]] + [pool[name][int(i)] for i in rng.integers(0, len(pool[name]), k)]))
+        where = rng.choice(list(sections), p=[0.2, 0.5, 0.15, 0.15])
+        if where == "fixed":
+            sections[where].append(f"{name} = {_toml_value(vals[-1])}")
+        elif where == "grid.zip.z":
+            picks = [vals[int(i)] for i in rng.integers(0, len(vals), zip_len)]
+            sections[where].append(f"{name} = [{', '.join(_toml_value(v) for v in picks)}]")
+        elif where == "grid.random":
+            sections[where].append(f"{name} = {{ choice = [{', '.join(_toml_value(v) for v in vals)}] }}")
+        else:
+            sections[where].append(f"{name} = [{', '.join(_toml_value(v) for v in vals)}]")
+    if sections["grid.random"]:
+        sections["grid.random"].insert(0, f"count = {int(rng.integers(1, 6))}")
+    lines = ["[experiment]", f'kind = "{kind}"', f'dtype = "{dtype}"']
+    for sec, body in sections.items():
+        if body:
+            lines += [f"[{sec}]", *body]
     return "\n".join(lines) + "\n"
 
 
 @pytest.mark.parametrize("kind", sorted(_POOLS))
-def test_grid_validation_matches_checking_every_point_in_full(kind):
+def test_grid_validation_matches_checking_every_point_in_full(kind, monkeypatch):
     """parse_config checks each written value once and only the cross-parameter checks per point; the
     reference checks every point in full (defaults, derived values, the kind's checks) and reports the
-    first failure. Same accept/refuse decision and the same message on 60 random grids per kind."""
-    from mascot.sweep.config import _check_point, _short, expand_grid
+    first failure. Same accept/refuse decision and the same message on 80 random configs per kind
+    (fixed values, grid lists, zipped axes, random choices)."""
+    from mascot.sweep import config as config_mod
+    from mascot.sweep.config import _check_point, _short
     from mascot.sweep.kinds import KINDS
 
     rng = np.random.default_rng(2026)
     outcomes = set()
-    for _ in range(60):
+    for _ in range(80):
         text = _random_config(rng, kind)
         try:
             got = None
             parse_config(text)
         except ConfigError as e:
             got = str(e)
-        # the reference: the same config's points, each through every check in full
-        raw = tomllib.loads(text)
-        axes = [((k,), [(v,) for v in vals]) for k, vals in raw["grid"].items()]
-        names = list(raw["grid"])
-        want = None
-        dtype = raw["experiment"]["dtype"]
-        for i, p in enumerate(expand_grid(axes)):
+        # the reference: the same config's points (parsed without point checks), each checked in full
+        with monkeypatch.context() as m:
+            m.setattr(config_mod, "_validate_points", lambda *a: None)
             try:
-                _check_point(KINDS[kind], dict(p), dtype)
+                cfg = parse_config(text)
+            except ConfigError as e:  # refused before any point is checked: both paths agree by construction
+                assert got == str(e), text
+                continue
+        want = None
+        for i, p in enumerate(cfg.points()):
+            try:
+                _check_point(KINDS[kind], dict(p), cfg.dtype)
             except ValueError as e:
-                want = f"grid point {i} ({_short(p, names)}): {e}"
+                want = f"grid point {i} ({_short(p, cfg.grid_names)}): {e}"
                 break
-        if got is not None and not got.startswith("grid point"):
-            # refused before any point was checked (e.g. a float32 value out of range): the reference agrees
-            # that some point fails
-            assert want is not None, (text, got)
-            continue
         assert got == want, text
         outcomes.add(want is None)
     assert outcomes == {True, False}  # both accepted and refused grids were drawn
