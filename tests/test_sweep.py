@@ -271,13 +271,67 @@ def test_consensus_sweep_report(tmp_path):
     assert row.success == pytest.approx((raw.status == 0).mean())
     assert row.trajectories == 5
     dom = res["dominance"]
+    assert len(dom) == len(s) // 3  # one setting per (n, b0, costs): the three strategies' points
     for _, r in dom.iterrows():  # recompute the dominance verdict by hand from the summary
         sub = s[(s.n == r.n) & (s.b0 == r.b0) & (s.c1 == r.c1)].set_index("strategy")
+        never = float("inf")  # a fixed policy with no success never finishes
         ok = (sub.success["adaptive"] >= max(sub.success["complete"], sub.success["ring"])
-              and sub.success["adaptive"] > 0 and sub.rounds["adaptive"] <= sub.rounds["ring"]
-              and sub.tokens["adaptive"] <= sub.tokens["complete"])
+              and sub.success["adaptive"] > 0
+              and sub.rounds["adaptive"] <= (never if np.isnan(sub.rounds["ring"]) else sub.rounds["ring"])
+              and sub.tokens["adaptive"] <= (never if np.isnan(sub.tokens["complete"]) else sub.tokens["complete"]))
         assert bool(r.adaptive_dominates) == bool(ok)
         assert r.corollary_condition == bool(r.lambda1 < r.lambda2 and r.c1 / r.c2 >= np.log(r.lambda1) / np.log(r.lambda2))
+
+
+def _three_strategy_sweep(tmp_path, name, fixed, grid):
+    text = (f'[experiment]\nkind = "consensus"\nname = "{name}"\nseed = 7\ndtype = "float64"\n[fixed]\n'
+            f'trajectories = 20\nd = 4\nn = 5\neta = 0.1\neps = 0.03\n{fixed}\n[grid]\n'
+            f'strategy = ["adaptive", "complete", "ring"]\n{grid}\n')
+    run_sweep(parse_config(text), tmp_path / name, progress=False)
+    return pd.read_parquet(RunDir(tmp_path / name).merge())
+
+
+def test_consensus_sweep_report_tells_settings_apart_by_every_parameter(tmp_path):
+    """Found by an outside tester: points differing only in max_rounds (or noise, d, x0_mean) collapsed into
+    one setting, and the dominance verdict of the first was reported for all."""
+    from mascot.analysis.consensus_sweep import report
+
+    df = _three_strategy_sweep(tmp_path, "mr", "b0 = 5000", "max_rounds = [200, 2]")
+    res = report(df, tmp_path / "rep", log=lambda *_: None)
+    dom = res["dominance"].set_index("max_rounds")
+    assert sorted(dom.index) == [2, 200] and "max_rounds" in res["summary"]
+    for mr in (2, 200):  # by hand from the trajectories of each setting
+        sub = df[df.max_rounds == mr]
+        succ = sub.groupby("strategy").status.apply(lambda x: (x == 0).mean())
+        assert dom.loc[mr, "success_adaptive"] == pytest.approx(succ["adaptive"])
+        assert dom.loc[mr, "success_ring"] == pytest.approx(succ["ring"])
+    assert dom.loc[2, "success_ring"] == 0 and dom.loc[200, "success_ring"] == 1
+
+
+def test_consensus_sweep_report_when_a_fixed_policy_never_succeeds(tmp_path):
+    """Found by an outside tester: complete-only never succeeding anywhere crashed the report (its tokens column
+    was missing), and elsewhere its NaN mean tokens made every comparison false, so adaptive with 100% success
+    'did not dominate'. A policy that never succeeds never finishes: adaptive dominates it."""
+    from mascot.analysis.consensus_sweep import report
+
+    df = _three_strategy_sweep(tmp_path, "nc", "max_rounds = 200", "b0 = [1000]")
+    succ = df.groupby("strategy").status.apply(lambda x: (x == 0).mean())
+    assert succ["complete"] == 0 and succ["adaptive"] == 1 and succ["ring"] == 1  # the case itself
+    res = report(df, tmp_path / "rep", log=lambda *_: None)
+    r = res["dominance"].iloc[0]
+    ok = df[df.status == 0].groupby("strategy").rounds.mean()
+    assert bool(r.adaptive_dominates) == bool(ok["adaptive"] <= ok["ring"]) and ok["adaptive"] < ok["ring"]
+    assert "no rows" in _report_error(report, df.iloc[:0], tmp_path)
+    assert "impossible values in column(s) rounds" in _report_error(report, df.assign(rounds=-df.rounds), tmp_path)
+    none = _three_strategy_sweep(tmp_path, "none", "max_rounds = 200", "b0 = [10, 50]")  # nothing succeeds
+    assert not report(none, tmp_path / "rep2", log=lambda *_: None)["dominance"].adaptive_dominates.any()
+
+
+def _report_error(report, df, tmp_path):
+    with pytest.raises(ValueError) as e:
+        report(df, tmp_path / "bad", log=lambda *_: None)
+    assert not (tmp_path / "bad").exists()  # refused before anything is written
+    return str(e.value)
 
 
 def test_points_share_initial_beliefs_as_common_random_numbers(reference_run):

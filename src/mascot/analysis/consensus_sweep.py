@@ -19,36 +19,61 @@ from mascot.analysis.figures import plt, save_figure
 
 __all__ = ["report"]
 
-_SETTING = ["n", "eta", "eps", "b0", "c1", "c2", "x0_spread", "self_weight_complete", "self_weight_ring"]
+# the parameters that define a setting (every one a consensus sweep writes, strategy apart): the report tells
+# points apart by all of them (a sweep over noise or max_rounds alone used to collapse into one setting)
+_REQUIRED = ["n", "eta", "eps", "b0", "c1", "c2", "x0_spread", "self_weight_complete", "self_weight_ring"]
+_OPTIONAL = ["d", "x0_mean", "noise", "max_rounds"]  # (older datasets may lack them: constant there)
+_STRATEGIES = ("adaptive", "complete", "ring")
+
+
+def _setting(df: pd.DataFrame) -> list[str]:
+    return _REQUIRED + [k for k in _OPTIONAL if k in df]
+
+
+def _outcomes(df: pd.DataFrame) -> pd.DataFrame:
+    ok = df["status"] == 0
+    return df.assign(success=ok, rounds_ok=df["rounds"].where(ok), tokens_ok=df["tokens"].where(ok))
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    ok = df["status"] == 0
-    df = df.assign(success=ok, rounds_ok=df["rounds"].where(ok), tokens_ok=df["tokens"].where(ok),
-                   r_tight=(df["rounds"] / df["K_star"]).where(ok & df["certified"] & (df["K_star"] > 0)),
+    df = _outcomes(df)
+    ok = df["success"]
+    df = df.assign(r_tight=(df["rounds"] / df["K_star"]).where(ok & df["certified"] & (df["K_star"] > 0)),
                    b_tight=(df["tokens"] / df["B_star"]).where(ok & df["certified"] & (df["B_star"] > 0)))
-    g = df.groupby(["point", "strategy"] + _SETTING, observed=True)
+    g = df.groupby(["point", "strategy"] + _setting(df), observed=True)
     return g.agg(trajectories=("success", "size"), success=("success", "mean"), rounds=("rounds_ok", "mean"),
                  tokens=("tokens_ok", "mean"), certified=("certified", "mean"), rounds_over_K=("r_tight", "median"),
                  tokens_over_B=("b_tight", "median"), lambda1=("lambda1", "first"),
                  lambda2=("lambda2", "first")).reset_index()
 
 
-def dominance(summary: pd.DataFrame) -> pd.DataFrame:
-    """Per setting (all but strategy): does adaptive match the success of both fixed policies, finish in
-    fewer mean rounds than ring-only and spend fewer mean tokens than complete-only?"""
-    keys = [k for k in _SETTING]
-    wide = summary.pivot_table(index=keys, columns="strategy", values=["success", "rounds", "tokens"], aggfunc="first")
+def dominance(df: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (every parameter but strategy; the trajectories of points with equal settings pooled):
+    does adaptive match the success of both fixed policies, finish in no more mean rounds than ring-only and
+    spend no more mean tokens than complete-only (means over successful trajectories)? A fixed policy with
+    no successful trajectory never finishes: its rounds and tokens count as infinite (not NaN, which no
+    comparison satisfies)."""
+    keys = _setting(df)
+    g = _outcomes(df).groupby(keys + ["strategy"], observed=True)
+    per = g.agg(success=("success", "mean"), rounds=("rounds_ok", "mean"), tokens=("tokens_ok", "mean"),
+                lambda1=("lambda1", "first"), lambda2=("lambda2", "first")).reset_index()
+    wide = per.pivot(index=keys, columns="strategy", values=["success", "rounds", "tokens"])
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
-    wide = wide.reset_index()
-    need = {"success_adaptive", "success_complete", "success_ring"}
-    if not need <= set(wide.columns):
-        raise ValueError("the sweep must contain all three strategies (adaptive, complete, ring)")
-    w = wide
+    w = wide.reset_index()
+    if not {f"success_{s}" for s in _STRATEGIES} <= set(w.columns):
+        raise ValueError("the sweep must contain all three strategies (adaptive, complete, ring); it has "
+                         + ", ".join(sorted(df["strategy"].unique())))
+    w = w.dropna(subset=[f"success_{s}" for s in _STRATEGIES])  # settings that ran all three strategies
+    for s in _STRATEGIES:  # (a column is absent when a strategy never succeeds anywhere in the sweep)
+        for col in (f"rounds_{s}", f"tokens_{s}"):
+            if col not in w:
+                w[col] = np.nan
+    never = np.inf  # a fixed policy that never succeeds never finishes
     w["adaptive_dominates"] = ((w.success_adaptive >= w[["success_complete", "success_ring"]].max(axis=1))
                                & (w.success_adaptive > 0)
-                               & (w.rounds_adaptive <= w.rounds_ring) & (w.tokens_adaptive <= w.tokens_complete))
-    lam = summary.groupby(keys, observed=True)[["lambda1", "lambda2"]].first().reset_index()
+                               & (w.rounds_adaptive <= w.rounds_ring.fillna(never))
+                               & (w.tokens_adaptive <= w.tokens_complete.fillna(never)))
+    lam = per.groupby(keys, observed=True)[["lambda1", "lambda2"]].first().reset_index()
     w = w.merge(lam, on=keys)
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.log(w.lambda1) / np.log(w.lambda2)
@@ -61,14 +86,22 @@ def dominance(summary: pd.DataFrame) -> pd.DataFrame:
 def report(data, out_dir="results/sweeps", log=print) -> dict:
     df = pd.read_parquet(data) if not isinstance(data, pd.DataFrame) else data
     need = ["point", "strategy", "status", "rounds", "tokens", "certified", "K_star", "B_star", "lambda1", "lambda2",
-            *_SETTING]
+            *_REQUIRED]
     lost = [c for c in dict.fromkeys(need) if c not in df]
     if lost:
         raise ValueError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
+    if len(df) == 0:
+        raise ValueError(f"{data}: the dataset has no rows")
+    bad = [name for name, wrong in (("status", ~df["status"].isin([0, 1, 2])), ("rounds", ~(df["rounds"] >= 0)),
+                                    ("tokens", ~(df["tokens"] >= 0)))
+           if wrong.any()]
+    if bad:
+        raise ValueError(f"{data}: impossible values in column(s) {', '.join(bad)} (status must be 0, 1 or 2; rounds "
+                         "and tokens >= 0): not an unmodified consensus sweep dataset")
+    s = summarise(df)
+    dom = dominance(df)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    s = summarise(df)
-    dom = dominance(s)
     write_csv(s, out / "summary.csv", index=False, float_format="%.6g")
     write_csv(dom, out / "dominance.csv", index=False, float_format="%.6g")
     # dominance is only meaningful where the adaptive policy itself is funded: >= 99% success
@@ -94,7 +127,7 @@ def _fig_success(s, out):
         ax.set_xlabel("budget b0 (tokens)")
     axes[0].set_ylabel("agents N")
     fig.colorbar(im, ax=axes, shrink=0.8, label="P(consensus within budget)")
-    fig.suptitle("Consensus within budget, averaged over eta, message costs and X0 spread")
+    fig.suptitle("Consensus within budget, averaged over every other parameter of the grid")
     return save_figure(fig, out / "fig_success")
 
 
@@ -142,6 +175,13 @@ def _fig_tightness(s, out):
 
 
 def _fig_dominance(dom, out):
+    if dom.empty:  # say so instead of drawing empty axes
+        fig, ax = plt.subplots(figsize=(8, 3))
+        ax.axis("off")
+        ax.text(0.5, 0.5, "No setting where the adaptive policy reaches consensus on >= 99% of trajectories:\n"
+                "nothing to compare with Corollary 1 (raise the budgets or max_rounds)", ha="center", va="center")
+        fig.suptitle("Where adaptive switching Pareto-dominates, vs Corollary 1")
+        return save_figure(fig, out / "fig_dominance")
     ns = sorted(dom.n.unique())
     tc = sorted((dom.c1 / (dom.n * (dom.n - 1))).round(6).unique())
     dom = dom.assign(tokens_complete=(dom.c1 / (dom.n * (dom.n - 1))).round(6))
@@ -194,7 +234,8 @@ def _readme(df, s, dom, agree) -> str:
         "",
         "## Success, rounds and tokens by team size and strategy (means over the grid; rounds and tokens over successful trajectories)",
         "", _md(by), "",
-        "## Certificate tightness (adaptive, certified and successful trajectories; medians)",
+        "## Certificate tightness (adaptive, certified and successful trajectories; the median over grid points of "
+        "each point's median)",
         "", _md(tight), "",
         *([f"N = {', '.join(map(str, empty))}: no adaptive grid point has a certified trajectory (K*, B* > 0) "
            "that reached "
@@ -204,10 +245,13 @@ def _readme(df, s, dom, agree) -> str:
         "",
         "Adaptive dominates a setting when its success rate is at least that of both fixed policies, its mean",
         "rounds are at most ring-only's and its mean tokens at most complete-only's (means over successful",
-        "trajectories). Only settings where adaptive reaches consensus on >= 99% of trajectories are counted.",
+        "trajectories; a fixed policy with no successful trajectory never finishes, so its rounds and tokens",
+        "count as infinite). A setting is every parameter but the strategy. Only settings where adaptive reaches",
+        "consensus on >= 99% of trajectories are counted.",
         "The three strategies of a setting run from the same initial beliefs (common random numbers: X0",
         "depends on n, d, x0_mean and x0_spread only), so these comparisons are paired.",
         "", cross_md, "",
-        f"Agreement between the condition and the measured dominance: {100 * agree:.1f}% of {len(dom):,} settings.",
+        (f"Agreement between the condition and the measured dominance: {100 * agree:.1f}% of {len(dom):,} settings."
+         if len(dom) else "No setting has adaptive success >= 99%: there is nothing to compare."),
         "",
     ])
