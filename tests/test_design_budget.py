@@ -95,3 +95,18 @@ def test_design_cli_refuses_bad_input(capsys):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("mascot: error: ") and err.count("\n") == 1, (argv, err)
+
+
+def test_design_json_is_strict_json(capsys):
+    """An unlimited --max-mean-rounds (inf) was printed and written as bare Infinity, which strict JSON parsers
+    refuse; non-finite numbers are null."""
+    import json
+
+    from mascot.cli import main
+
+    def refuse(const):
+        raise AssertionError(f"{const} is not JSON")
+
+    assert main(["design", "policy", "--runs", "200", "--json"]) == 0
+    obj = json.loads(capsys.readouterr().out, parse_constant=refuse)
+    assert obj["constraints"]["max_mean_rounds"] is None and obj["frontier"][0]["mean_tokens"] > 0

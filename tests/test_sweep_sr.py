@@ -125,6 +125,28 @@ def test_reports(tmp_path, capsys):
     assert main(["report", "spectra-sweep", str(tmp_path / "n.parquet"), "--out", str(out)]) == 2
 
 
+@pytest.mark.x64
+def test_noise_report_refuses_a_dataset_given_twice_and_writes_strict_json(tmp_path, capsys):
+    """Found by an outside tester: the same merged file given twice was paired with itself (16 ratio rows
+    instead of 4, every claim counted twice), and a slope with one T >= 12 was written as bare NaN."""
+    text = NOISE.format(chunk=16).replace('model = ["linear", "rule"]', 'model = ["linear"]').replace(
+        'aggregate = ["mean", "median"]', 'aggregate = ["mean"]').replace("T = [4, 8]", "T = [4, 12]").replace(
+        "trials = 4000", "trials = 500")
+    _run(tmp_path, text, "n")
+    data, out = str(tmp_path / "n.parquet"), tmp_path / "out"
+    assert main(["report", "noise-sweep", data, data, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "8 parameter set(s) appear in more than one row (16 rows; e.g. model = linear" in err and not out.exists()
+    assert main(["report", "noise-sweep", data, "--out", str(out)]) == 0
+
+    def refuse(const):
+        raise AssertionError(f"{const} in noise_claims.json: not JSON")
+
+    claims = json.loads((out / "noise_claims.json").read_text(), parse_constant=refuse)
+    assert claims["slope_in_T_at_L1"] == {"1": None, "4": None}  # one T >= 12: no slope to fit
+    assert len(pd.read_csv(out / "noise_ratios.csv")) == 4
+
+
 def test_blas_limiting_kinds_run_one_chunk_at_a_time(tmp_path, monkeypatch):
     """The spectra kernels change OpenBLAS's process-wide thread count around LAPACK calls, so their
     chunks must not overlap (overlapping ones hung a run); the runner caps in-flight chunks by kind."""

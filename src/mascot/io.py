@@ -8,6 +8,7 @@ import datetime as _dt
 import errno
 import fcntl
 import json
+import math
 import os
 import re
 import tempfile
@@ -16,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
            "json_default", "canonical", "append_jsonl", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
-           "remove_stale_temps", "read_text_file", "significant"]
+           "remove_stale_temps", "read_text_file", "significant", "json_clean"]
 
 
 def significant(x, digits: int):
@@ -30,6 +31,23 @@ def significant(x, digits: int):
     if isinstance(x, float) and x == x and abs(x) != float("inf"):
         return float(f"{x:.{digits}g}")
     return x
+
+def json_clean(x):
+    """``x`` with numpy scalars as Python numbers and non-finite floats as ``None`` (JSON has no NaN or
+    Infinity: ``json.dumps`` would write bare ``NaN``, which strict parsers refuse), in nested dicts, lists and
+    tuples."""
+    import numpy as np
+
+    if isinstance(x, dict):
+        return {k: json_clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_clean(v) for v in x]
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    return x
+
 
 _UMASK = os.umask(0o022)
 os.umask(_UMASK)  # read once at import (single-threaded): new files get the usual 0o666 & ~umask

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import atomic_write_text, significant, write_csv
+from mascot.io import atomic_write_text, json_clean, significant, write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report", "chain_ratios"]
@@ -56,6 +56,17 @@ def report(data, out="results/spectra") -> dict:
     if df.empty:
         names = ", ".join(map(str, paths))
         raise ValueError(f"{names} hold{'s' if len(paths) == 1 else ''} no rows: nothing to report")
+    # one row per parameter set: the same file given twice (or two sweeps of one grid) would be paired with
+    # itself in the k-ratios and counted twice in every claim
+    params = [c for c in ("model", "aggregate", "k", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0",
+                          "level0") if c in df.columns]
+    dup = df.duplicated(params, keep=False)
+    if dup.any():
+        first = df[dup].iloc[0]
+        sets = len(df[dup].drop_duplicates(params))
+        raise ValueError(f"{sets} parameter set(s) appear in more than one row ({int(dup.sum())} rows; e.g. "
+                         + ", ".join(f"{c} = {first[c]}" for c in params)
+                         + "): give each sweep once, and sweeps whose grids do not overlap")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     ratios = chain_ratios(df)
@@ -140,6 +151,7 @@ def report(data, out="results/spectra") -> dict:
     save_figure(fig, out / "fig_noise")
     plt.close(fig)
     # 12 significant digits: the last bits of these fits depend on the CPU's BLAS kernels
-    atomic_write_text(out / "noise_claims.json", json.dumps(significant(claims, 12), indent=2) + "\n")
+    # (a slope that cannot be fitted is null: JSON has no NaN)
+    atomic_write_text(out / "noise_claims.json", json.dumps(json_clean(significant(claims, 12)), indent=2) + "\n")
     return claims
 

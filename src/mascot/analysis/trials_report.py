@@ -38,7 +38,7 @@ import pandas as pd
 from mascot.analysis import stats as st
 from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
-from mascot.io import atomic_write_text
+from mascot.io import atomic_write_text, json_clean
 
 __all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "json_clean", "ordering", "spectral_predictions", "table2",
            "trial_metrics", "write_report"]
@@ -60,20 +60,6 @@ def arm_arrays(df: pd.DataFrame, topo: str, col: str, n: int, T: int) -> np.ndar
     if len(sub) != n * 2 * (T + 1):
         raise ValueError(f"trials.parquet has {len(sub)} rows for {topo}; expected {n * 2 * (T + 1)}")
     return sub[col].to_numpy(dtype=float).reshape(n, 2, T + 1)
-
-
-def json_clean(x):
-    """``x`` with numpy scalars as Python numbers and non-finite floats as ``None`` (JSON has no NaN), in
-    nested dicts, lists and tuples."""
-    if isinstance(x, dict):
-        return {k: json_clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [json_clean(v) for v in x]
-    if isinstance(x, (float, np.floating)):
-        return float(x) if math.isfinite(x) else None
-    if isinstance(x, np.integer):
-        return int(x)
-    return x
 
 
 def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame:

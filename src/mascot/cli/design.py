@@ -38,6 +38,8 @@ import math
 import sys
 from pathlib import Path
 
+from mascot.io import json_clean
+
 __all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy", "cmd_design_schedule"]
 
 
@@ -71,7 +73,7 @@ def cmd_design_weights(args) -> int:
     if args.out:
         _write_outputs(_out_dir(args.out), obj, res)
     if args.json:
-        print(json.dumps(obj))
+        print(json.dumps(json_clean(obj)))
         return 0
     print(f"{name}: n = {n}, {len(res.edges)} edges")
     print(f"  lambda(W) designed     {res.rate:.6f}")
@@ -121,7 +123,7 @@ def cmd_design_budget(args) -> int:
     if args.out:
         _budget_outputs(_out_dir(args.out), obj, r)
     if args.json:
-        print(json.dumps(obj))
+        print(json.dumps(json_clean(obj)))
         return 0
     print(f"Algorithm 1, {obj['runs']:,} simulated runs (X0 like Sec. V-A, noise {args.noise:g}; "
           f"D0 median {obj['d0_median']:.4f}, max {obj['d0_max']:.4f})")
@@ -141,7 +143,7 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text
 
-    atomic_write_text(out / "design_budget.json", json.dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_budget.json", json.dumps(json_clean(obj), indent=2) + "\n")
     t = np.sort(r.tokens[np.isfinite(r.tokens)])
     fig, ax = plt.subplots(figsize=(6, 3.8))
     if t.size:
@@ -227,7 +229,7 @@ def cmd_design_policy(args) -> int:
     if args.out:
         _policy_outputs(_out_dir(args.out), obj, fr, args)
     if args.json:
-        print(json.dumps(obj))
+        print(json.dumps(json_clean(obj)))
         return 0
     print(f"lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f}, c1 = {args.c1:g}, c2 = {args.c2:g}, eps = {args.eps:g}; "
           f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})")
@@ -253,7 +255,7 @@ def _policy_outputs(out: Path, obj: dict, fr, args) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text, write_csv
 
-    atomic_write_text(out / "design_policy.json", json.dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_policy.json", json.dumps(json_clean(obj), indent=2) + "\n")
     write_csv(fr, out / "frontier.csv", index=False, float_format="%.6g")
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
@@ -293,7 +295,7 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     from mascot.io import atomic_write_text, write_csv
 
     write_csv(pd.DataFrame(res.W), out / "weights.csv", index=False, header=False, float_format="%.10g")
-    atomic_write_text(out / "design_weights.json", json.dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_weights.json", json.dumps(json_clean(obj), indent=2) + "\n")
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
     im = a.imshow(res.W, cmap="viridis", vmin=0)
     a.set_title(f"designed W, lambda = {res.rate:.4f}")
@@ -387,7 +389,7 @@ def cmd_design_schedule(args) -> int:
     if args.out:
         _schedule_outputs(_out_dir(args.out), obj, r, model, args)
     if args.json:
-        print(json.dumps(obj))
+        print(json.dumps(json_clean(obj)))
         return 0 if r.feasible else 1
     if src is not None:
         rate = ", ".join(f"lambda{s + 1}(D) = exp({model.a[s]:.3f} {model.b[s]:+.3f} log D) (log-rate sd "
@@ -467,7 +469,7 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text
 
-    atomic_write_text(out / "design_schedule.json", json.dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_schedule.json", json.dumps(json_clean(obj), indent=2) + "\n")
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.8))
     d = np.geomspace(args.eps, math.exp(r.schedule.log_hi), 300)
     for s, lab in ((0, "mode 1"), (1, "mode 2")):
