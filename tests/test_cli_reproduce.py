@@ -269,6 +269,16 @@ def test_certify_non_contracting_and_bad_input(tmp_path, capsys):
     assert main(["certify", "--d0", "0.3", "--b0", "-5", "--eta", "0.1", "--eps", "0.03", "--c1", "600",
                  "--c2", "100", "--lambda1", "0.2", "--lambda2", "0.7"]) == 2
     assert "--b0" in capsys.readouterr().err
+    # found by an outside tester: modes on different numbers of agents were certified; an empty file printed a
+    # numpy warning before the error
+    np.savetxt(tmp_path / "I3.csv", np.eye(3), delimiter=",")
+    np.savetxt(tmp_path / "C5.csv", 0.6 * np.eye(5) + 0.2 * np.roll(np.eye(5), 1, 1) + 0.2 * np.roll(np.eye(5), -1, 1),
+               delimiter=",")
+    (tmp_path / "empty.csv").write_text("")
+    for w1, says in (("I3.csv", "--w1 is 3 x 3 but --w2 is 5 x 5"), ("empty.csv", "the file is empty")):
+        assert main(base + ["--w1", str(tmp_path / w1), "--w2", str(tmp_path / "C5.csv")]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
 
 
 def test_console_entry_point():

@@ -662,3 +662,14 @@ def test_status_quick_finds_a_footer_whose_row_count_or_columns_differ_from_what
     assert "rows in the footer" in why["chunk-000002.parquet"]
     assert "columns read back" in why["chunk-000001.parquet"]
     assert rd.status()["chunks_done"] == 1  # the full check agrees
+
+
+def test_status_of_a_missing_directory_and_a_report_into_a_file_say_so(run_dir, tmp_path, capsys):
+    assert main(["status", str(tmp_path / "nope")]) == 2
+    assert "does not exist" in _err_line(capsys)
+    data = RunDir(run_dir).merge(tmp_path / "m.parquet")
+    (tmp_path / "afile").write_text("mine")
+    for out in ("afile", "afile/sub"):
+        assert main(["report", "consensus-sweep", str(data), "--out", str(tmp_path / out)]) == 2
+        assert f"{tmp_path / 'afile'} is a file" in _err_line(capsys)
+    assert (tmp_path / "afile").read_text() == "mine"

@@ -251,6 +251,31 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     assert main(["diagnose", "--topology", "star:4", "--gamma", "1.0"]) == 2
     assert "gamma must be in [0, 1)" in capsys.readouterr().err
     assert main(["diagnose", "--adjacency", str(tmp_path / "missing.csv")]) == 2
+    # found by an outside tester: the same graph under two names was ranked strictly better than itself, and a
+    # repeated graph vanished silently
+    assert main(["diagnose", "--topology", "paper", "--adjacency", str(tmp_path / "g.npy")]) == 0
+    text = capsys.readouterr().out
+    assert "robustness (kappa, best first):   chain:12 < mesh:4 = g.npy < star:4" in text
+    capsys.readouterr()
+    for argv in (["--topology", "star:4", "--topology", "star:4"],
+                 ["--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / ".." / tmp_path.name / "g.npy")]):
+        assert main(["diagnose", *argv]) == 2
+        assert "given twice" in capsys.readouterr().err
+    (tmp_path / "b").mkdir()
+    np.save(tmp_path / "b" / "g.npy", tp.star(3))
+    assert main(["diagnose", "--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / "b" / "g.npy"),
+                 "--json"]) == 0
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["g.npy", str(tmp_path / "b" / "g.npy")]
+    # entries that are not numbers, and a header that does not match the rows, are refused
+    (tmp_path / "s.json").write_text('[[0, "1"], [1, 0]]')
+    (tmp_path / "t.json").write_text("[[0, true], [1, 0]]")
+    (tmp_path / "h.csv").write_text("a,b,c\n0,1\n1,0\n")
+    (tmp_path / "h2.csv").write_text("node a,node b\n0,1\n1,0\n")
+    for name, says in (("s.json", 'got "1"'), ("t.json", "got true"), ("h.csv", "header names 3 columns")):
+        assert main(["diagnose", "--adjacency", str(tmp_path / name)]) == 2
+        assert says in capsys.readouterr().err
+    assert main(["diagnose", "--adjacency", str(tmp_path / "h2.csv"), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["kappa"] == pytest.approx(19.0)
 
 
 def test_reproduce_spectra(tmp_path):

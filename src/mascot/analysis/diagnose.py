@@ -14,6 +14,7 @@ leaves k = 1, the mesh k = n - 1, the chain k = 1. Pass ``k_profile`` to overrid
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -59,17 +60,27 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         obj = json.loads(text)
         if isinstance(obj, dict) and "adjacency" not in obj:
             raise ValueError('a JSON object needs the key "adjacency"')
-        return np.asarray(obj["adjacency"] if isinstance(obj, dict) else obj, dtype=np.float64)
+        rows = obj["adjacency"] if isinstance(obj, dict) else obj
+        if isinstance(rows, list):  # numbers only: "1" and true are not weights
+            bad = next((v for r in rows if isinstance(r, list) for v in r
+                        if isinstance(v, bool) or not isinstance(v, (int, float))), None)
+            if bad is not None:
+                raise ValueError(f"entries must be JSON numbers; got {json.dumps(bad)}")
+        return np.asarray(rows, dtype=np.float64)
     lines = [ln for ln in text.splitlines() if ln.strip()]
+    header = None
     try:
         float(lines[0].replace(",", " ").split()[0])
     except ValueError:
-        lines = lines[1:]  # header row
+        header, lines = lines[0], lines[1:]  # header row
     if not lines:
         raise ValueError("no numeric rows")
     rows = [[float(x) for x in ln.replace(",", " ").split()] for ln in lines]
     if len({len(r) for r in rows}) != 1:
         raise ValueError(f"rows have different lengths {sorted({len(r) for r in rows})}")
+    names = None if header is None else header.split(",") if "," in header else header.split()
+    if names is not None and len(names) != len(rows[0]):
+        raise ValueError(f"the header names {len(names)} columns but rows have {len(rows[0])}")
     return np.array(rows)
 
 
@@ -140,19 +151,40 @@ def triage_text(rows: list[dict]) -> str:
     if len(rows) > 1:
         rk = rank(rows)
         lines.append("")
-        lines.append("Ranking:")
-        lines.append("  robustness (kappa, best first):   " + " < ".join(rk["kappa"]))
-        lines.append("  consensus (Delta, fastest first): " + " > ".join(rk["delta"]))
-        lines.append("  drift (rho~_c, least first):      " + " < ".join(rk["rho_tilde_c"]))
+        lines.append("Ranking (= where the values agree to 9 significant digits):")
+        lines.append("  robustness (kappa, best first):   " + _chain(rows, rk["kappa"], "kappa", " < "))
+        lines.append("  consensus (Delta, fastest first): " + _chain(rows, rk["delta"], "delta", " > "))
+        lines.append("  drift (rho~_c, least first):      " + _chain(rows, rk["rho_tilde_c"], "rho_tilde_c", " < "))
     return "\n".join(lines)
+
+
+def _chain(rows: list[dict], order: list[str], key: str, sep: str) -> str:
+    """``order`` joined by ``sep``, or by `` = `` between neighbours whose values are equal to 9 digits (the same
+    graph under two names must not read as better or worse than itself)."""
+    value = {r["name"]: r[key] for r in rows}
+    out = order[:1]
+    for a, b in zip(order, order[1:]):
+        tie = math.isclose(value[a], value[b], rel_tol=1e-9, abs_tol=0.0) or value[a] == value[b]
+        out += [" = " if tie else sep, b]
+    return "".join(out)
 
 
 def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) -> dict:
     graphs = {}
     for spec in topologies or []:
+        if spec in graphs:
+            raise ValueError(f"--topology {spec} is given twice")
         graphs[spec] = from_spec(spec)
+    seen = set()
     for path in adjacency or []:
-        graphs[Path(path).name] = load_adjacency(path)
+        if Path(path).resolve() in seen:
+            raise ValueError(f"--adjacency {path} is given twice")
+        seen.add(Path(path).resolve())
+        # named by the file name, or by the path as given where two files share a name (or a topology spec)
+        name = Path(path).name if Path(path).name not in graphs else path
+        if name in graphs:
+            raise ValueError(f"--adjacency {path}: its name clashes with another graph's; rename the file")
+        graphs[name] = load_adjacency(path)
     if not graphs:
         raise ValueError("give at least one --topology SPEC or --adjacency FILE")
     return graphs

@@ -69,8 +69,11 @@ def report(data, out="results/spectra") -> pd.DataFrame:
             continue
         for i, (n, ls, mfc) in enumerate(zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--"), (None, "white"))):
             e = d[d.n == n].sort_values("gamma")
+            # staggered markers need a long gamma axis; on a short one every gamma has a marker (a stagger of 2
+            # gammas left most curves with none, though the legend shows one)
+            stagger = ((2 * j + i) % 8, 8) if len(e) >= 16 else None
             kw = dict(color=colors[fam], marker=markers[fam], ms=5, mfc=mfc or colors[fam], lw=2.2 - 0.4 * j,
-                      markevery=((2 * j + i) % 8, 8), label=f"{fam} n={n}")
+                      markevery=stagger, label=f"{fam} n={n}")
             ax[0].plot(e.gamma, e.kappa_median, ls, **kw)
             ax[1].plot(e.gamma, e.delta_median, ls, **kw)
     g = np.linspace(0.05, 0.99, 100)
@@ -82,8 +85,10 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         ax[1].legend(fontsize=7, ncol=2)
     else:  # a sweep of random families only
         _empty(ax[1], "no chain, ring, mesh or star rows\nin this sweep")
-    fig.text(0.01, -0.01, "Coinciding curves are drawn in decreasing width; each curve has its markers at its own "
-             "gammas (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
+    long_axis = summ.groupby(["family", "n"]).gamma.nunique().max() >= 16
+    fig.text(0.01, -0.01, "Coinciding curves are drawn in decreasing width; "
+             + ("each curve has its markers at its own gammas" if long_axis else "every gamma has a marker")
+             + " (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
              fontsize=7.5, ha="left", va="top")
     save_figure(fig, out / "fig_sweep_gamma")
     plt.close(fig)

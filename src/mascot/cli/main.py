@@ -21,6 +21,7 @@ import json
 import math
 import os
 import sys
+import warnings
 from pathlib import Path
 
 __all__ = ["main"]
@@ -102,7 +103,11 @@ def _load_matrix(path: str, name: str):
         elif p.suffix == ".json":
             W = np.asarray(json.loads(p.read_bytes().decode("utf-8")), dtype=float)
         else:
-            W = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
+            if not p.read_bytes().strip():
+                raise ValueError("the file is empty")
+            with warnings.catch_warnings():  # (numpy warns on data-free input; the error below says it in one line)
+                warnings.simplefilter("ignore", UserWarning)
+                W = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
     except (ValueError, TypeError, OSError, EOFError) as e:
         msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
         raise ValueError(f"{name} {path}: not a readable matrix ({msg})") from None
@@ -128,10 +133,15 @@ def _cmd_certify(args) -> int:
         v = getattr(args, flag)
         if v is not None and not math.isfinite(v):
             raise ValueError(f"--{flag} must be a finite number; got {v}")
-    if args.w1:
-        lam1 = contraction_rate(_load_matrix(args.w1, "--w1"), name="W1 (--w1)")
-    if args.w2:
-        lam2 = contraction_rate(_load_matrix(args.w2, "--w2"), name="W2 (--w2)")
+    W1 = _load_matrix(args.w1, "--w1") if args.w1 else None
+    W2 = _load_matrix(args.w2, "--w2") if args.w2 else None
+    if W1 is not None and W2 is not None and W1.shape != W2.shape:
+        raise ValueError(f"--w1 is {W1.shape[0]} x {W1.shape[1]} but --w2 is {W2.shape[0]} x {W2.shape[1]}: both modes "
+                         "act on the same N agents (consensus paper, Def. 1)")
+    if W1 is not None:
+        lam1 = contraction_rate(W1, name="W1 (--w1)")
+    if W2 is not None:
+        lam2 = contraction_rate(W2, name="W2 (--w2)")
     if lam1 is None or lam2 is None:
         raise ValueError("give --lambda1 and --lambda2, or --w1 and --w2 (weight-matrix files)")
     if not args.b0 >= 0:
@@ -254,6 +264,9 @@ def _cmd_report(args) -> int:
             raise ValueError(f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
                              "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)")
     out = args.out or _REPORT_OUT[args.what]
+    bad = next((q for q in (Path(out), *Path(out).parents) if q.exists() and not q.is_dir()), None)
+    if bad is not None:
+        raise ValueError(f"--out {out}: {bad} is a file; give a directory for the report's files")
     report(args.data if args.what == "noise-sweep" else args.data[0], out)
     if args.what != "consensus-sweep":  # (the consensus report names its files itself)
         files = {"spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf",
@@ -583,6 +596,9 @@ def main(argv=None) -> int:
     except RuntimeError as e:  # e.g. MissingChunksError, DirectoryLocked (another process holds the directory)
         print(f"mascot: error: {e}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # stdout closed early (`mascot diagnose ... | head`): stop quietly, as shell tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error when Python flushes)
+        return 141
     except OSError as e:  # disk full, permissions, ...: one line naming the file
         where = f"{e.filename}: " if e.filename else ""
         print(f"mascot: error: {where}{e.strerror or e}", file=sys.stderr)

@@ -236,6 +236,8 @@ class RunDir:
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"{self.path} is a file, not a mascot run directory")
         pf = self.path / "plan.json"
+        if not self.path.exists():
+            raise FileNotFoundError(f"{self.path} does not exist (give the run directory `mascot run --out` wrote)")
         if not pf.exists():
             raise FileNotFoundError(f"{self.path} is not a mascot run directory (no plan.json)")
         return self._read_plan(pf)
