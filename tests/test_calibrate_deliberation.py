@@ -269,3 +269,27 @@ def test_a_ring_only_run_fits_with_its_mode_1_parameters_not_identified(tmp_path
     text = (tmp_path / "fit" / "params.toml").read_text()
     assert "not identified by these runs" in text and "nan" not in text.lower()
     read_params(tmp_path / "fit" / "params.toml")  # a valid parameter file
+    assert not (tmp_path / "fit" / ".params.toml.staged").exists()
+    assert f"loss = {res['loss']!r}" in text  # the final (Gauss-Newton) loss, as printed; not the ES stage's
+
+
+def test_an_interrupted_calibration_leaves_no_params_toml(tmp_path, monkeypatch):
+    """Found by an outside tester: params.toml was written before the harness replay and the report, so an
+    interrupted calibration left a new params.toml (beside the previous calibration's report) that later
+    commands trusted. It is written last now, and the previous one is removed first."""
+    import mascot.calibrate.deliberation as cd
+    import mascot.calibrate.deliberation_report as cdr
+
+    run = tmp_path / "run"
+    run_deliberation(DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1),
+                     progress=False)
+    cd.calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=5, n_boot=2, seed=0)
+    assert (tmp_path / "fit" / "params.toml").exists()
+
+    def interrupted(*a, **k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cdr, "write_report", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        cd.calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=5, n_boot=2, seed=1)
+    assert not (tmp_path / "fit" / "params.toml").exists()

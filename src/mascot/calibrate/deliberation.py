@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -522,7 +523,11 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     }
     result["es_wall_s"] = es_wall
     result["sim_runs_per_s"] = result["evaluations"] * runs / max(es_wall, 1e-9)  # each run: every strategy
-    write_params(out / "params.toml", est_params,
+    # params.toml is written last (fit.json, report.md and the figures first): a directory holding it holds a
+    # complete calibration, and an interrupted one leaves none (the harness replay reads a staged copy)
+    (out / "params.toml").unlink(missing_ok=True)
+    staged = out / ".params.toml.staged"
+    write_params(staged, est_params,
                  name=(f"{paper_model}-table8" if paper_model else f"fit-{Path(source['run_dirs'][0]).name}"),
                  description=("rate_law agents fitted by mascot calibrate deliberation to "
                               + (f"Table VIII's {source['name']} column" if paper_model else
@@ -531,7 +536,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
                            "max_rounds": cfg.max_rounds,
                            "source": source.get("name") or ", ".join(source.get("run_dirs", []))},
                  uncertainty={k: v for k, v in unc.items() if math.isfinite(v)},  # (TOML holds no NaN)
-                 fit={"loss": float(res.loss), "n_boot": n_boot, "seed": seed},
+                 fit={"loss": float(loss_gn), "loss_es": float(res.loss), "n_boot": n_boot, "seed": seed},
                  comments={k: (f"fitted; bootstrap sd {unc[k]:.4g}" if k not in lost else
                                "not identified by these runs: no fitted moment depends on it (kept at the fit)")
                            for k in fitted})
@@ -540,11 +545,12 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         import tempfile
 
         with tempfile.TemporaryDirectory(prefix="mascot-calibrate-") as tmp:
-            result["harness"] = harness_check(out / "params.toml", cfg, tmp, seeds=check_seeds, runs=check_runs)
+            result["harness"] = harness_check(staged, cfg, tmp, seeds=check_seeds, runs=check_runs)
         result["criteria"] = paper_criteria(result["harness"], paper_model)
     result["wall_s"] = time.perf_counter() - t0
     atomic_write_text(out / "fit.json", json.dumps(result, indent=1, default=json_default) + "\n")
     write_report(result, out, traces=tr_pred, obs_traces=None if paper_model is not None else tr_obs)
+    os.replace(staged, out / "params.toml")
     return result
 
 

@@ -141,6 +141,10 @@ _OUTPUTS = ("params.toml", "report.md", "fit.json", "observed_vs_predicted.png",
             "step_profile.png", "step_profile.pdf", "split_half.md", "split_half.json")
 
 
+_DELIBERATION_OUTPUTS = ("params.toml", ".params.toml.staged", "report.md", "fit.json", "fit.png", "fit.pdf",
+                         "dcurve.png", "dcurve.pdf", "rates.png", "rates.pdf")
+
+
 def _clear_outputs(out: Path) -> None:
     from mascot.io import remove_stale_temps
 
@@ -167,18 +171,29 @@ def cmd_calibrate_deliberation(args) -> int:
     if _out_ok(args.out):
         return _fail(_out_ok(args.out))
     if args.run_dir is not None and not Path(args.run_dir).is_dir():
-        return _fail(f"run directory {args.run_dir!r} does not exist")
+        return _fail(f"run directory {args.run_dir!r} " + ("is a file, not a directory" if Path(args.run_dir).exists()
+                                                           else "does not exist"))
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
     from mascot.calibrate.deliberation import calibrate_deliberation
+    from mascot.io import lock_dir, remove_stale_temps
 
     created = not Path(args.out).exists()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    # one calibration per output directory at a time (the same lock as `calibrate trials`); the previous
+    # calibration's files go first, so an interrupted run never leaves a mix of two (params.toml comes last)
+    lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
+    remove_stale_temps(out)
+    for name in _DELIBERATION_OUTPUTS:
+        (out / name).unlink(missing_ok=True)
     try:
         s = calibrate_deliberation(args.run_dir, Path(args.out), paper_model=args.paper_table8, seed=args.seed,
                                    n_boot=args.n_boot, quick=args.quick)
     except ValueError as e:
-        out = Path(args.out)
-        if created and out.is_dir() and not any(out.iterdir()):
+        if created and out.is_dir() and not any(p for p in out.iterdir() if p.name != ".calibrate.lock"):
+            lock.release()
+            (out / ".calibrate.lock").unlink(missing_ok=True)
             out.rmdir()  # refused before anything was written: leave no empty directory behind
         return _fail(str(e))
     src = s["source"]
