@@ -134,6 +134,27 @@ def test_cost_weight_drops_an_expensive_edge():
     assert res.objective <= 1 / 3 + mu * 4 / 3 + 1e-3
 
 
+def test_a_cost_weight_that_makes_talking_not_pay_gives_the_identity(tmp_path, capsys):
+    """Found by an outside tester: at cost weight 0.2 with a costly hub the design returned weights of 1e-4
+    (objective 1.000176), worse than W = I (no messages: lambda 1, objective exactly 1), which is feasible; the
+    per-stage history was labelled a rate though it is the objective."""
+    from mascot.cli import main
+
+    A = np.ones((5, 5)) - np.eye(5)
+    C = np.ones((5, 5))
+    C[0, :] = C[:, 0] = 10.0
+    np.fill_diagonal(C, 0.0)
+    res = fastest_weights(A, costs=C, cost_weight=0.2, steps_per_stage=60)
+    assert res.objective == 1.0 and res.rate == 1.0 and not res.edge_weights.any()
+    assert np.all(np.diff(res.history) <= 0) and res.history[0] <= 1.0  # best so far: never above W = I
+    np.savetxt(tmp_path / "c.csv", C, delimiter=",")
+    assert main(["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "c.csv"),
+                 "--cost-weight", "0.2", "--steps", "60", "--out", str(tmp_path / "o")]) == 0
+    assert "WARNING: the designed W does not contract" in capsys.readouterr().out
+    obj = json.loads((tmp_path / "o" / "design_weights.json").read_text())
+    assert obj["objective_per_stage"][-1] == 1.0 and "rate_per_stage" not in obj
+
+
 def test_bad_inputs():
     with pytest.raises(ValueError, match="disconnected"):
         fastest_weights(np.zeros((4, 4)))

@@ -69,7 +69,7 @@ def cmd_design_weights(args) -> int:
     obj = {"graph": name, "n": n, "edges_count": int(len(res.edges)), "lambda": res.rate,
            "metropolis_lambda": metro, "objective": res.objective, "cost_weight": args.cost_weight,
            "weights": res.W.tolist(), "edges": res.edges.tolist(), "edge_weights": res.edge_weights.tolist(),
-           "steps": res.steps, "rate_per_stage": res.history.tolist()}
+           "steps": res.steps, "objective_per_stage": res.history.tolist()}
     if args.out:
         _write_outputs(_out_dir(args.out), obj, res)
     if args.json:
@@ -89,6 +89,9 @@ def cmd_design_weights(args) -> int:
     if res.rate >= 1 - 1e-9:
         print("  WARNING: the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is "
               "the optimum of the stated objective; lower the cost weight.")
+    elif args.cost_weight and res.rate > 0.99:
+        print(f"  WARNING: the designed W barely contracts (lambda = {res.rate:.6f}, {rounds(res.rate)} rounds to shrink "
+              "D by 100x): the cost term outweighs the rate at this --cost-weight; lower it for a usable design.")
     k = min(len(res.edges), 12)
     print("  edge weights (largest first):" if len(res.edges) > k else "  edge weights:")
     order = np.argsort(-res.edge_weights)[:k]
@@ -302,11 +305,13 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     a.set_xlabel("j")
     a.set_ylabel("i")
     fig.colorbar(im, ax=a, fraction=0.046)
+    costly = bool(obj["cost_weight"])
     b.plot(np.arange(1, len(res.history) + 1), res.history, marker="o", label="designed (best so far)")
-    b.axhline(obj["metropolis_lambda"], color="gray", ls="--", label="Metropolis weights")
+    if not costly:  # (with costs the objective adds the token term: the Metropolis rate is not comparable)
+        b.axhline(obj["metropolis_lambda"], color="gray", ls="--", label="Metropolis weights")
     b.set_xlabel("smoothing stage")
-    b.set_ylabel("lambda(W)")
-    b.set_title("contraction rate per stage")
+    b.set_ylabel("lambda(W) + cost_weight * sum c_e w_e" if costly else "lambda(W)")
+    b.set_title("objective per stage" if costly else "contraction rate per stage")
     b.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, out / "design_weights")

@@ -45,7 +45,7 @@ class WeightsResult(NamedTuple):
     edge_weights: np.ndarray  # (m,) W[i, j] for each edge
     objective: float  # rate + cost_weight * sum_e c_e w_e (the rate when no costs are given)
     steps: int  # optimiser steps taken
-    history: np.ndarray  # exact rate of the best iterate after each stage
+    history: np.ndarray  # exact objective of the best iterate after each stage (the rate when cost_weight = 0)
 
 
 def support_edges(adjacency) -> np.ndarray:
@@ -112,7 +112,8 @@ def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(3
       betas, taus: the smoothing schedule (one optimisation stage per pair; larger beta and smaller tau
         approach the exact objective and the whole feasible set).
       steps_per_stage, learning_rate, seed: Adam steps per stage, its step size, the initial-point seed.
-    Returns :class:`WeightsResult` (the best iterate by the exact objective; feasible at every iterate).
+    Returns :class:`WeightsResult` (the best iterate by the exact objective; feasible at every iterate). With costs,
+    W = I (no messages, lambda = 1, objective 1) is a candidate: a cost weight that high makes talking not pay.
     Raises ``ValueError`` for a disconnected graph (no W contracts it: lambda = 1 for every W).
     """
     import jax
@@ -176,6 +177,10 @@ def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(3
         theta = jnp.asarray(np.log(np.expm1(np.maximum(x0, 1e-6))))  # softplus^-1
 
         best_w, best = w0, exact(w0)
+        if cost_weight > 0:  # no communication (W = I, objective exactly 1) is feasible too, and can be the best
+            none = np.zeros(len(edges))
+            if exact(none) < best:
+                best_w, best = none, exact(none)
         history, steps = [], 0
         opt = optax.adam(learning_rate)
         for beta, tau in zip(betas, taus):
