@@ -110,3 +110,41 @@ def test_design_json_is_strict_json(capsys):
     assert main(["design", "policy", "--runs", "200", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out, parse_constant=refuse)
     assert obj["constraints"]["max_mean_rounds"] is None and obj["frontier"][0]["mean_tokens"] > 0
+
+
+def test_design_cli_names_what_is_wrong(tmp_path, capsys):
+    """Found by an outside tester: thresholds below eps silently dropped or defaulted, a missing costs file
+    called an adjacency file, the Python API's strategy= advice, --seed -1 without the flag's name, a
+    non-contracting mode refused only after the whole simulation (with a numpy warning)."""
+    from mascot.cli import main
+    from mascot.graphs import paper_modes
+
+    np.savetxt(tmp_path / "W1.csv", paper_modes()[0], delimiter=",")
+    np.savetxt(tmp_path / "I.csv", np.eye(5), delimiter=",")
+    sched = ["design", "schedule", "--lambda1", "0.5", "--lambda2", "0.85", "--c1", "6000", "--c2", "3500", "--eps",
+             "0.05", "--d0", "0.75"]
+    for argv, says in ((sched + ["--paper-eta", "0.01"], "--paper-eta must be a finite threshold > --eps"),
+                       (sched + ["--paper-eta", "nan"], "--paper-eta must be a finite threshold > --eps"),
+                       (["design", "policy", "--etas", ""], "--etas must be comma-separated numbers"),
+                       (["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "no.csv"),
+                         "--cost-weight", "0.05"], "--costs: file not found"),
+                       (["design", "budget", "--eta", "0.01"], "--eta must be > --eps"),
+                       (["design", "policy", "--w1", str(tmp_path / "W1.csv"), "--w2", str(tmp_path / "I.csv")],
+                        "both modes must contract")):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1 and "strategy=" not in err, (argv, err)
+    with pytest.raises(SystemExit):
+        main(["design", "budget", "--seed", "-1"])
+    assert "argument --seed" in capsys.readouterr().err
+
+
+def test_design_policy_exits_1_when_no_eta_meets_the_constraints(capsys):
+    """As design schedule does: a script can tell an infeasible design from a found one."""
+    from mascot.cli import main
+
+    assert main(["design", "policy", "--runs", "200", "--max-mean-rounds", "3", "--b0", "1000"]) == 1
+    assert "no eta meets the constraints" in capsys.readouterr().out
+    assert main(["design", "policy", "--runs", "200", "--max-mean-rounds", "3", "--b0", "1000", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["best_eta"] is None
+

@@ -121,3 +121,18 @@ def test_design_runs_under_64_bit_jax_too():
     with float64():
         r = design_schedule(m, eps=0.05, d0=0.8, runs=200, steps=20, bins=4)
     assert r.feasible and math.isfinite(r.design["mean_tokens"])
+
+
+def test_intervals_say_when_mode_1_has_no_upper_end():
+    """theta is held at its last value above the last knot (np.interp): a schedule whose last theta is positive
+    uses mode 1 for every larger D, which the intervals used to cut at the last knot (found by an outside tester)."""
+    import math
+
+    from mascot.design.schedule import Schedule
+
+    up = Schedule(math.log(0.05), math.log(1.0), (-1.0, -0.5, 0.5, 2.0))
+    assert up.intervals()[-1][1] == math.inf and up.mode1(math.log(50.0))
+    x0 = math.exp(math.log(0.05) + (math.log(1.0) - math.log(0.05)) * 0.5)  # theta -0.5 -> 0.5 between knots 2 and 3
+    assert up.intervals()[0][0] == pytest.approx(x0, rel=2e-3)
+    down = Schedule(math.log(0.05), math.log(1.0), (-1.0, 0.5, 0.5, -2.0))
+    assert math.isfinite(down.intervals()[-1][1]) and not down.mode1(math.log(50.0))

@@ -53,7 +53,11 @@ def cmd_design_weights(args) -> int:
     if len(graphs) != 1:
         raise ValueError("give exactly one --topology SPEC or --adjacency FILE")
     (name, A), = graphs.items()
-    costs = load_adjacency(args.costs) if args.costs else None
+    try:
+        costs = load_adjacency(args.costs) if args.costs else None
+    except (ValueError, FileNotFoundError) as e:
+        raise ValueError(f"--costs: {e}".replace("adjacency file not found", "file not found")
+                         .replace(" adjacency matrix", " cost matrix")) from None
     if args.cost_weight and costs is None:
         raise ValueError("--cost-weight needs --costs FILE (per-edge token costs, an n x n matrix)")
     if costs is not None and not args.cost_weight:
@@ -103,6 +107,19 @@ def cmd_design_weights(args) -> int:
     return 0
 
 
+def _seed(text: str) -> int:
+    """argparse type of --seed: a whole number in [0, 2^63) (argparse names the option in its error)."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 0; got {text!r}") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"must be a whole number in [0, 2^63); got {v}")
+    return v
+
+
 def cmd_design_budget(args) -> int:
     import numpy as np
 
@@ -115,6 +132,9 @@ def cmd_design_budget(args) -> int:
             raise ValueError(f"--{name} must be a finite number > 0; got {v}")
     if not (args.noise >= 0 and np.isfinite(args.noise)):
         raise ValueError(f"--noise must be a finite standard deviation >= 0; got {args.noise}")
+    if not args.eta > args.eps:
+        raise ValueError(f"--eta must be > --eps for the adaptive policy (with eta <= eps mode 2 is never used); "
+                         f"got --eta {args.eta:g}, --eps {args.eps:g}")
     _check_runs(args.runs)
     r = budget_risk(W1, W2, c1=args.c1, c2=args.c2, eta=args.eta, eps=args.eps, runs=args.runs, d=args.d,
                     noise=args.noise, max_rounds=args.max_rounds, alpha=args.alpha, b0=args.b0, seed=args.seed)
@@ -205,7 +225,9 @@ def cmd_design_policy(args) -> int:
         raise ValueError(f"--d0 must be a finite disagreement > --eps = {args.eps}; got {args.d0}")
     with np.errstate(invalid="ignore", divide="ignore"):
         lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
-    if args.etas:
+    if not (0 <= lam1 < 1 and 0 <= lam2 < 1):  # (refused now, not after the simulation)
+        raise ValueError(f"both modes must contract (0 <= lambda < 1); got {lam1}, {lam2}")
+    if args.etas is not None:
         try:
             etas = np.array([float(x) for x in args.etas.split(",")])
         except ValueError:
@@ -233,13 +255,13 @@ def cmd_design_policy(args) -> int:
         _policy_outputs(_out_dir(args.out), obj, fr, args)
     if args.json:
         print(json.dumps(json_clean(obj)))
-        return 0
+        return 0 if best is not None else 1
     print(f"lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f}, c1 = {args.c1:g}, c2 = {args.c2:g}, eps = {args.eps:g}; "
           f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})")
     cols = ["eta", "mean_tokens", "p95_tokens", "mean_rounds"] + (["p_fail"] if args.b0 is not None else [])
     print(fr[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if best is None:
-        print("no eta meets the constraints")
+        print("no eta meets the constraints")  # (exit status 1, as design schedule's)
     else:
         print(f"cheapest eta meeting the constraints: {best.eta:g} ({best.mean_tokens:.1f} tokens on average, "
               f"{best.mean_rounds:.2f} rounds)")
@@ -249,7 +271,7 @@ def cmd_design_policy(args) -> int:
     if cert is not None:
         print(f"certificate (Theorem 1, D0 = {d0:g}): min B* = {cert.b_star:g} at eta = {cert.eta:.4g} "
               f"(K1 = {cert.k1}, K2 = {cert.k2})")
-    return 0
+    return 0 if best is not None else 1
 
 
 def _policy_outputs(out: Path, obj: dict, fr, args) -> None:
@@ -360,6 +382,10 @@ def cmd_design_schedule(args) -> int:
     _check_runs(args.runs)
     if not args.d0 > args.eps:
         raise ValueError(f"--d0 must be > --eps = {args.eps}; got {args.d0}")
+    if args.paper_eta is None:  # the paper's threshold, where it is above this eps
+        args.paper_eta = 0.1 if args.eps < 0.1 else None
+    elif not (math.isfinite(args.paper_eta) and args.paper_eta > args.eps):
+        raise ValueError(f"--paper-eta must be a finite threshold > --eps = {args.eps}; got {args.paper_eta}")
     _check_constraints(args, b0_min_open=True)
     if args.bins < 2 or args.steps < 1:
         raise ValueError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
@@ -407,7 +433,8 @@ def cmd_design_schedule(args) -> int:
               f"{args.c2:g}; eps = {args.eps:g}; D0 = {args.d0:g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
     if not r.feasible:
         print("no schedule or threshold tried meets the constraints; the cheapest found is shown")
-    iv = ", ".join(f"[{a:.4g}, {b:.4g}]" for a, b in obj["mode1_intervals"]) or "none"
+    iv = ", ".join(f"[{a:.4g}, {b:.4g}]" if math.isfinite(b) else f"[{a:.4g}, inf)"
+                   for a, b in obj["mode1_intervals"]) or "none"
     print(f"designed schedule: mode 1 for D in {iv}; mode 2 elsewhere above eps")
     rows = [("designed schedule", r.design, r.holdout)]
     if r.best_eta is not None:
@@ -480,7 +507,7 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
     for s, lab in ((0, "mode 1"), (1, "mode 2")):
         a.plot(d, np.exp(model.a[s] + model.b[s] * np.log(d)), label=f"lambda_{s + 1}(D) ({lab})")
     for lo, hi in obj["mode1_intervals"]:
-        a.axvspan(lo, hi, color="C0", alpha=0.12)
+        a.axvspan(lo, min(hi, d[-1]), color="C0", alpha=0.12)
     a.axhline(1.0, color="gray", lw=0.8)
     if r.best_eta is not None:
         a.axvline(r.best_eta, color="C3", ls="-.", label=f"best threshold {r.best_eta:.3g}")
@@ -557,7 +584,7 @@ def add_parsers(sub) -> None:
     w.add_argument("--cost-weight", type=float, default=0.0,
                    help="objective lambda + MU * sum_e c_e w_e (default 0: the rate alone)")
     w.add_argument("--steps", type=int, default=400, help="optimiser steps per smoothing stage (default 400)")
-    w.add_argument("--seed", type=int, default=0, help="initial-point seed (default 0)")
+    w.add_argument("--seed", type=_seed, default=0, help="initial-point seed (default 0)")
     _output_args(w, "weights.csv, design_weights.json and a figure")
     w.set_defaults(func=cmd_design_weights)
 
@@ -571,7 +598,7 @@ def add_parsers(sub) -> None:
     b.add_argument("--max-rounds", type=int, default=200, help="rounds after which a run counts as failed")
     b.add_argument("--alpha", type=float, default=0.05, help="target risk for the budget (default 0.05)")
     b.add_argument("--b0", type=float, help="also give P(BudgetFail) at this budget")
-    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--seed", type=_seed, default=0)
     _output_args(b, "design_budget.json and a figure")
     b.set_defaults(func=cmd_design_budget)
 
@@ -583,7 +610,7 @@ def add_parsers(sub) -> None:
     _constraint_args(q, "budget for the risk column and constraint")
     q.add_argument("--noise", type=float, default=0.0, help="belief noise s.d. after every round (default 0)")
     q.add_argument("--runs", type=int, default=2000, help="simulated runs per eta (default 2000)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=_seed, default=0)
     _output_args(q, "frontier.csv, design_policy.json and a figure")
     q.set_defaults(func=cmd_design_policy)
 
@@ -604,11 +631,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--d0", type=float, help="initial disagreement, median (with --model: simulated)")
     s.add_argument("--d0-sd", type=float, help="s.d. of log D0 (default 0; with --model: simulated)")
     _constraint_args(s, "budget for the risk constraint (with --model: the file's)")
-    s.add_argument("--paper-eta", type=float, default=0.1, help="a threshold to place beside the design (default 0.1)")
+    s.add_argument("--paper-eta", type=float, default=None,
+                   help="a threshold to place beside the design (default 0.1, the paper's, where it is above --eps)")
     s.add_argument("--bins", type=int, default=8, help="schedule knots in log D (default 8)")
     s.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
     s.add_argument("--runs", type=int, default=2000, help="simulated runs (default 2000)")
-    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--seed", type=_seed, default=0)
     _output_args(s, "design_schedule.json and a figure")
     s.set_defaults(func=cmd_design_schedule)
 

@@ -87,7 +87,8 @@ class Schedule:
         return np.interp(log_d, self.centres(), np.asarray(self.theta, dtype=np.float64)) > 0
 
     def intervals(self, grid: int = 2001) -> list[tuple[float, float]]:
-        """The D intervals (within [exp(log_lo), exp(log_hi)]) that use mode 1, read off a fine grid."""
+        """The D intervals that use mode 1, read off a fine grid of [exp(log_lo), exp(log_hi)]. ``theta`` is held
+        at its last value above the last centre, so an interval reaching it has no upper end: ``inf``."""
         x = np.linspace(self.log_lo, self.log_hi, grid)
         m = self.mode1(x)
         out, start = [], None
@@ -95,7 +96,8 @@ class Schedule:
             if on and start is None:
                 start = x[i]
             if (not on or i == grid - 1) and start is not None:
-                out.append((float(np.exp(start)), float(np.exp(x[i]))))
+                end = math.inf if on and i == grid - 1 else float(np.exp(x[i]))
+                out.append((float(np.exp(start)), end))
                 start = None
         return out
 
