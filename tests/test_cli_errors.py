@@ -81,6 +81,10 @@ def test_calibrate_refuses_an_out_that_is_a_file_and_leaves_no_empty_directory(t
     out = tmp_path / "cal"
     r = mascot("calibrate", "deliberation", empty_run, "--out", out)
     assert r.returncode == 2 and not out.exists()
+    r = mascot("calibrate", "deliberation", "--paper-table8", "gpt", "--out", out, "--seed", "-1")
+    assert r.returncode == 2 and "--seed must be" in r.stderr and not out.exists()
+    r = mascot("calibrate", "deliberation", f, "--out", out)
+    assert r.returncode == 2 and "is a file, not a directory" in r.stderr and not out.exists()
 
 
 @pytest.mark.parametrize("extra,needle", [(["--sd-weight", "-1"], "--sd-weight"), (["--steps", "0"], "--steps"),

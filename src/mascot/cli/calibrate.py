@@ -175,6 +175,8 @@ def cmd_calibrate_deliberation(args) -> int:
                                                            else "does not exist"))
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    if not 0 <= args.seed < 2**31:
+        return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
     from mascot.calibrate.deliberation import calibrate_deliberation
     from mascot.io import lock_dir, remove_stale_temps
 
