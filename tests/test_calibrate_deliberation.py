@@ -285,6 +285,12 @@ def test_an_interrupted_calibration_leaves_no_params_toml(tmp_path, monkeypatch)
                      progress=False)
     cd.calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=5, n_boot=2, seed=0)
     assert (tmp_path / "fit" / "params.toml").exists()
+    before = {p.name: p.read_bytes() for p in (tmp_path / "fit").iterdir()}
+    for bad in (dict(n_boot=1), dict(run_dir_or_none=tmp_path / "no-such-run")):  # refused: nothing is touched
+        with pytest.raises((ValueError, FileNotFoundError)):
+            cd.calibrate_deliberation(bad.pop("run_dir_or_none", run), tmp_path / "fit", quick=True, steps=5,
+                                      **{"n_boot": 2, **bad})
+        assert {p.name: p.read_bytes() for p in (tmp_path / "fit").iterdir()} == before
 
     def interrupted(*a, **k):
         raise KeyboardInterrupt

@@ -369,6 +369,11 @@ def _same_setting(a: DeliberationConfig, b: DeliberationConfig, where: str) -> N
         raise ValueError(f"{where}: W1/W2 differ from the first run directory's")
 
 
+#: the files a calibration writes into its ``out`` (``.params.toml.staged``: params.toml before the replay)
+OUTPUTS = ("params.toml", ".params.toml.staged", "report.md", "fit.json", "fit.png", "fit.pdf", "dcurve.png",
+           "dcurve.pdf", "rates.png", "rates.pdf")
+
+
 def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = None, seed: int = 0,
                            n_boot: int = 200, quick: bool = False, steps: int | None = None,
                            sim_runs: int | None = None, check_runs: int = 4, check_seeds=(0, 1, 2),
@@ -434,6 +439,10 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         target, names, weights, boot_rows = run_target(tr_obs, setup.strategies, setup.eta, seed=seed,
                                                        d_ref=base.d_ref)
         source = {"kind": "run_dir", "run_dirs": [str(d) for d in dirs], "runs": int(tr_obs["D"].shape[1])}
+    # the inputs are read and valid: the fit starts, and the previous calibration's files in `out` go now (not
+    # before: a refused command leaves them alone), so two calibrations' files never mix
+    for name in OUTPUTS:
+        (out / name).unlink(missing_ok=True)
     guess = initial_guess(setup, target, names, base)
     say(f"fitting {len(fitted)} parameters to {len(target)} moments ({steps} + {steps // 2} steps)")
     t_es = time.perf_counter()

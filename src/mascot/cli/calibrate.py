@@ -141,8 +141,10 @@ _OUTPUTS = ("params.toml", "report.md", "fit.json", "observed_vs_predicted.png",
             "step_profile.png", "step_profile.pdf", "split_half.md", "split_half.json")
 
 
-_DELIBERATION_OUTPUTS = ("params.toml", ".params.toml.staged", "report.md", "fit.json", "fit.png", "fit.pdf",
-                         "dcurve.png", "dcurve.pdf", "rates.png", "rates.pdf")
+# params.toml is written last, so an interrupted calibration leaves none (files it wrote before are removed when
+# the next calibration into the same --out starts its fit)
+_INTERRUPTED = ("an interrupted calibration writes no params.toml (a partial fit.json or report it left is replaced "
+                "by the next run): rerun the same command to start it again")
 
 
 def _clear_outputs(out: Path) -> None:
@@ -184,11 +186,9 @@ def cmd_calibrate_deliberation(args) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     # one calibration per output directory at a time (the same lock as `calibrate trials`); the previous
-    # calibration's files go first, so an interrupted run never leaves a mix of two (params.toml comes last)
+    # calibration's files go when the fit starts (calibrate_deliberation), so outputs never mix
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
     remove_stale_temps(out)
-    for name in _DELIBERATION_OUTPUTS:
-        (out / name).unlink(missing_ok=True)
     try:
         s = calibrate_deliberation(args.run_dir, Path(args.out), paper_model=args.paper_table8, seed=args.seed,
                                    n_boot=args.n_boot, quick=args.quick)
@@ -241,12 +241,10 @@ def add_parsers(sub) -> None:
     t.add_argument("--init", default=None, metavar="PARAMS.toml",
                    help="start from this parameter file (e.g. an earlier calibration) instead of the defaults")
     _common(t, 200, "draws (linearized: one Gauss-Newton step each)")
-    t.set_defaults(func=cmd_calibrate_trials, hard_interrupt=True, on_interrupt="a calibration keeps nothing of an "
-                   "interrupted fit: rerun the same command to start it again")
+    t.set_defaults(func=cmd_calibrate_trials, hard_interrupt=True, on_interrupt=_INTERRUPTED)
     d = csub.add_parser("deliberation", help="the deliberation surrogate, to a run directory or Table VIII",
                         description=__doc__.split("\n\n")[3])
     d.add_argument("run_dir", nargs="?", help="a `mascot deliberate` run directory")
     d.add_argument("--paper-table8", choices=["gpt", "gemini", "claude"], help="fit to one model's Table VIII column")
     _common(d, 200)
-    d.set_defaults(func=cmd_calibrate_deliberation, hard_interrupt=True, on_interrupt="a calibration keeps nothing of "
-                   "an interrupted fit: rerun the same command to start it again")
+    d.set_defaults(func=cmd_calibrate_deliberation, hard_interrupt=True, on_interrupt=_INTERRUPTED)
