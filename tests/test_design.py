@@ -153,6 +153,11 @@ def test_a_cost_weight_that_makes_talking_not_pay_gives_the_identity(tmp_path, c
     assert "WARNING: the designed W does not contract" in capsys.readouterr().out
     obj = json.loads((tmp_path / "o" / "design_weights.json").read_text())
     assert obj["objective_per_stage"][-1] == 1.0 and "rate_per_stage" not in obj
+    assert obj["warnings"] and "does not contract" in obj["warnings"][0]
+    assert main(["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "c.csv"),
+                 "--cost-weight", "0.2", "--steps", "60", "--json"]) == 0
+    said = capsys.readouterr()
+    assert json.loads(said.out)["warnings"] and "mascot: warning: the designed W does not contract" in said.err
 
 
 def test_bad_inputs():

@@ -155,6 +155,24 @@ def test_sweep_configs_refuse_float32_budgets_and_tolerances_when_read(fixed, ma
     parse_config(_CONFIG.format(kind="consensus", dtype='dtype = "float64"', fixed=fixed))  # float64 holds them
 
 
+def test_noise_whose_squares_overflow_is_refused_and_noise_below_the_bound_runs_finite():
+    """Found by an outside tester: float32 noise = 1e30 passed validation and gave D = inf rows. The bound:
+    (10 noise sqrt(max_rounds))^2 n d <= max / 4 (hand-computed here for n = 5, d = 6, 64 rounds)."""
+    import jax
+
+    bound32 = math.sqrt(float(np.finfo(np.float32).max) / 4 / (5 * 6)) / (10 * math.sqrt(64))
+    with pytest.raises(ConfigError, match=r"noise = 1e\+30 overflows float32"):
+        parse_config(_CONFIG.format(kind="consensus", dtype="", fixed="trajectories = 4\nnoise = 1e30"))
+    parse_config(_CONFIG.format(kind="consensus", dtype='dtype = "float64"', fixed="trajectories = 4\nnoise = 1e30"))
+    W1, W2 = mascot.graphs.complete_weights(5, 0.4), mascot.graphs.ring_weights(5, 0.6)
+    X0 = np.full((3, 5, 6), 0.5, np.float32)
+    kw = dict(c1=600, c2=100, eta=0.1, eps=0.03, b0=1e6, max_rounds=64, key=jax.random.key(0), dtype="float32")
+    with pytest.raises(ValueError, match="overflows float32"):
+        mascot.simulate_consensus(X0, W1, W2, noise=bound32 * 1.01, **kw)
+    r = mascot.simulate_consensus(X0, W1, W2, noise=bound32 * 0.99, **kw)  # 2e15: huge, but every D finite
+    assert np.all(np.isfinite(r.d_final)) and bound32 > 1e15
+
+
 @pytest.mark.parametrize("gamma", [0.99999999, 0.99999997, 0.9999999, 0.9999])
 def test_float32_refuses_gamma_too_close_to_one_and_float64_takes_it(gamma):
     with pytest.raises(ValueError, match="within 2\\^-12 of 1"):

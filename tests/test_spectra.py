@@ -265,13 +265,17 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     np.save(tmp_path / "b" / "g.npy", tp.star(3))
     assert main(["diagnose", "--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / "b" / "g.npy"),
                  "--json"]) == 0
-    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == ["g.npy", str(tmp_path / "b" / "g.npy")]
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == [str(tmp_path / "g.npy"),
+                                                                        str(tmp_path / "b" / "g.npy")]
     # entries that are not numbers, and a header that does not match the rows, are refused
     (tmp_path / "s.json").write_text('[[0, "1"], [1, 0]]')
     (tmp_path / "t.json").write_text("[[0, true], [1, 0]]")
     (tmp_path / "h.csv").write_text("a,b,c\n0,1\n1,0\n")
     (tmp_path / "h2.csv").write_text("node a,node b\n0,1\n1,0\n")
-    for name, says in (("s.json", 'got "1"'), ("t.json", "got true"), ("h.csv", "header names 3 columns")):
+    (tmp_path / "n.json").write_text("[[0, null], [1, 0]]")
+    (tmp_path / "r.json").write_text("[[0, 1], null]")
+    for name, says in (("s.json", 'got "1"'), ("t.json", "got true"), ("n.json", "got null"),
+                       ("r.json", "a list of rows"), ("h.csv", "header names 3 columns")):
         assert main(["diagnose", "--adjacency", str(tmp_path / name)]) == 2
         assert says in capsys.readouterr().err
     assert main(["diagnose", "--adjacency", str(tmp_path / "h2.csv"), "--json"]) == 0

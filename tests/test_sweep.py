@@ -285,8 +285,8 @@ def test_consensus_sweep_report(tmp_path):
 
 def _three_strategy_sweep(tmp_path, name, fixed, grid):
     text = (f'[experiment]\nkind = "consensus"\nname = "{name}"\nseed = 7\ndtype = "float64"\n[fixed]\n'
-            f'trajectories = 20\nd = 4\nn = 5\neta = 0.1\neps = 0.03\n{fixed}\n[grid]\n'
-            f'strategy = ["adaptive", "complete", "ring"]\n{grid}\n')
+            f'{"" if "trajectories" in grid else "trajectories = 20"}\nd = 4\nn = 5\neta = 0.1\neps = 0.03\n{fixed}\n'
+            f'[grid]\nstrategy = ["adaptive", "complete", "ring"]\n{grid}\n')
     run_sweep(parse_config(text), tmp_path / name, progress=False)
     return pd.read_parquet(RunDir(tmp_path / name).merge())
 
@@ -325,6 +325,26 @@ def test_consensus_sweep_report_when_a_fixed_policy_never_succeeds(tmp_path):
     assert "impossible values in column(s) rounds" in _report_error(report, df.assign(rounds=-df.rounds), tmp_path)
     none = _three_strategy_sweep(tmp_path, "none", "max_rounds = 200", "b0 = [10, 50]")  # nothing succeeds
     assert not report(none, tmp_path / "rep2", log=lambda *_: None)["dominance"].adaptive_dominates.any()
+
+
+def test_consensus_sweep_report_keeps_trajectory_counts_apart_and_refuses_repeated_points(tmp_path):
+    """Found by an outside tester: points differing only in `trajectories` were pooled (their first trajectories
+    share initial beliefs, so those counted twice), as were points of a value listed twice in the grid."""
+    from mascot.analysis.consensus_sweep import report
+
+    df = _three_strategy_sweep(tmp_path, "tr", "max_rounds = 200", "trajectories = [4, 8]\nb0 = [5000]")
+    dom = report(df, tmp_path / "rep", log=lambda *_: None)["dominance"].set_index("trajectories")
+    assert sorted(dom.index) == [4, 8]
+    for t in (4, 8):  # by hand, from that point's own trajectories
+        sub = df[df.groupby("point").point.transform("size") == t]
+        ok = sub[(sub.status == 0) & (sub.strategy == "ring")]
+        assert dom.loc[t, "rounds_ring"] == pytest.approx(ok.rounds.mean())
+    twice = _three_strategy_sweep(tmp_path, "tw", "max_rounds = 200", "b0 = [5000, 5000]")
+    assert "have the same parameters" in _report_error(report, twice, tmp_path)
+    bad = df.assign(strategy=df.strategy.replace("ring", "star"))
+    assert "impossible values in column(s) strategy" in _report_error(report, bad, tmp_path)
+    assert "column(s) rounds" in _report_error(report, df.assign(rounds=df.max_rounds + 1), tmp_path)
+    assert "column(s) eta" in _report_error(report, df.assign(eta=np.nan), tmp_path)
 
 
 def _report_error(report, df, tmp_path):

@@ -147,6 +147,32 @@ def test_noise_report_refuses_a_dataset_given_twice_and_writes_strict_json(tmp_p
     assert len(pd.read_csv(out / "noise_ratios.csv")) == 4
 
 
+@pytest.mark.x64
+def test_noise_report_pairs_k_ratios_within_one_trials_count_and_takes_sigma_zero(tmp_path, capsys):
+    """Found by an outside tester: two sweeps that differ only in trials were paired across (a 400-trial baseline
+    divided by a 200-trial k = 2 mean); a sweep with sigma = 0 (every E_ceg 0) failed on a log-scaled figure after
+    writing part of the report."""
+    base = ('[experiment]\nkind = "affine_noise"\nname = "{name}"\ndtype = "float64"\n[fixed]\nmodel = "linear"\n'
+            "trials = {trials}\nsigma = {sigma}\n[grid]\nL = [1.0]\nrho_c = [0.0, 0.5]\nT = [3, 6]\nk = [1, 2]\n")
+    a = _run(tmp_path, base.format(name="a", trials=200, sigma=1.0), "a")
+    b = _run(tmp_path, base.format(name="b", trials=400, sigma=1.0), "b")
+    out = tmp_path / "out"
+    assert main(["report", "noise-sweep", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out",
+                 str(out)]) == 0
+    ratios = pd.read_csv(out / "noise_ratios.csv")
+    assert len(ratios) == 8 and sorted(ratios.trials.unique()) == [200, 400]
+    for _, r in ratios.iterrows():  # by hand, within the sweep with that many trials
+        d = a if r.trials == 200 else b
+        sel = d[(d.rho_c == r.rho_c) & (d["T"] == r["T"])].set_index("k")
+        assert r.ratio == pytest.approx(sel.ceg_mean[1] / sel.ceg_mean[2], rel=1e-5)
+    _run(tmp_path, base.format(name="z", trials=50, sigma=0.0), "z")
+    capsys.readouterr()
+    assert main(["report", "noise-sweep", str(tmp_path / "z.parquet"), "--out", str(tmp_path / "oz")]) == 0
+    claims = json.loads((tmp_path / "oz" / "noise_claims.json").read_text())
+    assert set(claims["slope_in_k_at_L1_rho0"].values()) == {None}  # every E_ceg is 0: no slope
+    assert (tmp_path / "oz" / "fig_noise.png").stat().st_size > 10_000
+
+
 def test_blas_limiting_kinds_run_one_chunk_at_a_time(tmp_path, monkeypatch):
     """The spectra kernels change OpenBLAS's process-wide thread count around LAPACK calls, so their
     chunks must not overlap (overlapping ones hung a run); the runner caps in-flight chunks by kind."""

@@ -27,7 +27,15 @@ _STRATEGIES = ("adaptive", "complete", "ring")
 
 
 def _setting(df: pd.DataFrame) -> list[str]:
-    return _REQUIRED + [k for k in _OPTIONAL if k in df]
+    return _REQUIRED + [k for k in _OPTIONAL if k in df] + ["trajectories"]
+
+
+def _with_trajectories(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with each point's trajectory count as a column (a sweep axis the dataset has no column for: points
+    that differ only in it share their first trajectories' initial beliefs and must not be pooled)."""
+    if "trajectories" in df:
+        return df
+    return df.assign(trajectories=df.groupby("point")["point"].transform("size").astype("int64"))
 
 
 def _outcomes(df: pd.DataFrame) -> pd.DataFrame:
@@ -36,24 +44,32 @@ def _outcomes(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
-    df = _outcomes(df)
+    df = _outcomes(_with_trajectories(df))
     ok = df["success"]
     df = df.assign(r_tight=(df["rounds"] / df["K_star"]).where(ok & df["certified"] & (df["K_star"] > 0)),
                    b_tight=(df["tokens"] / df["B_star"]).where(ok & df["certified"] & (df["B_star"] > 0)))
     g = df.groupby(["point", "strategy"] + _setting(df), observed=True)
-    return g.agg(trajectories=("success", "size"), success=("success", "mean"), rounds=("rounds_ok", "mean"),
+    return g.agg(success=("success", "mean"), rounds=("rounds_ok", "mean"),
                  tokens=("tokens_ok", "mean"), certified=("certified", "mean"), rounds_over_K=("r_tight", "median"),
                  tokens_over_B=("b_tight", "median"), lambda1=("lambda1", "first"),
                  lambda2=("lambda2", "first")).reset_index()
 
 
 def dominance(df: pd.DataFrame) -> pd.DataFrame:
-    """Per setting (every parameter but strategy; the trajectories of points with equal settings pooled):
-    does adaptive match the success of both fixed policies, finish in no more mean rounds than ring-only and
-    spend no more mean tokens than complete-only (means over successful trajectories)? A fixed policy with
-    no successful trajectory never finishes: its rounds and tokens count as infinite (not NaN, which no
-    comparison satisfies)."""
+    """Per setting (every parameter but strategy, the trajectory count included): does adaptive match the
+    success of both fixed policies, finish in no more mean rounds than ring-only and spend no more mean tokens
+    than complete-only (means over successful trajectories)? A fixed policy with no successful trajectory never
+    finishes: its rounds and tokens count as infinite (not NaN, which no comparison satisfies). Two points
+    with one setting and strategy (a grid value listed twice) are refused: they would count the same initial
+    beliefs twice."""
+    df = _with_trajectories(df)
     keys = _setting(df)
+    twice = df.groupby(keys + ["strategy"], observed=True)["point"].unique()
+    twice = twice[twice.map(len) > 1]
+    if len(twice):
+        raise ValueError(f"grid points {', '.join(map(str, twice.iloc[0]))} have the same parameters ({len(twice)} "
+                         "such groups; a value listed twice in the grid?): their trajectories start from the same "
+                         "beliefs, so pooling them would count them twice; sweep each setting once")
     g = _outcomes(df).groupby(keys + ["strategy"], observed=True)
     per = g.agg(success=("success", "mean"), rounds=("rounds_ok", "mean"), tokens=("tokens_ok", "mean"),
                 lambda1=("lambda1", "first"), lambda2=("lambda2", "first")).reset_index()
@@ -92,12 +108,17 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
         raise ValueError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
     if len(df) == 0:
         raise ValueError(f"{data}: the dataset has no rows")
-    bad = [name for name, wrong in (("status", ~df["status"].isin([0, 1, 2])), ("rounds", ~(df["rounds"] >= 0)),
-                                    ("tokens", ~(df["tokens"] >= 0)))
-           if wrong.any()]
+    checks = [("status", ~df["status"].isin([0, 1, 2])), ("rounds", ~(df["rounds"] >= 0)),
+              ("tokens", ~(df["tokens"] >= 0)), ("strategy", ~df["strategy"].isin(_STRATEGIES))]
+    if "max_rounds" in df:
+        checks.append(("rounds", df["rounds"] > df["max_rounds"]))
+    checks += [(k, ~np.isfinite(df[k].astype(float))) for k in _REQUIRED + _OPTIONAL if k in df]
+    bad = list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
     if bad:
-        raise ValueError(f"{data}: impossible values in column(s) {', '.join(bad)} (status must be 0, 1 or 2; rounds "
-                         "and tokens >= 0): not an unmodified consensus sweep dataset")
+        raise ValueError(f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
+                         "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters): not an "
+                         "unmodified consensus sweep dataset")
+    df = _with_trajectories(df)
     s = summarise(df)
     dom = dominance(df)
     out = Path(out_dir)

@@ -61,11 +61,12 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         if isinstance(obj, dict) and "adjacency" not in obj:
             raise ValueError('a JSON object needs the key "adjacency"')
         rows = obj["adjacency"] if isinstance(obj, dict) else obj
-        if isinstance(rows, list):  # numbers only: "1" and true are not weights
-            bad = next((v for r in rows if isinstance(r, list) for v in r
-                        if isinstance(v, bool) or not isinstance(v, (int, float))), None)
-            if bad is not None:
-                raise ValueError(f"entries must be JSON numbers; got {json.dumps(bad)}")
+        if isinstance(rows, list):  # numbers only: "1", true and null are not weights
+            if not all(isinstance(r, list) for r in rows):
+                raise ValueError("the matrix must be a list of rows, each a list of numbers")
+            bad = [v for r in rows for v in r if isinstance(v, bool) or not isinstance(v, (int, float))]
+            if bad:
+                raise ValueError(f"entries must be JSON numbers; got {json.dumps(bad[0])}")
         return np.asarray(rows, dtype=np.float64)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     header = None
@@ -176,12 +177,15 @@ def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) 
             raise ValueError(f"--topology {spec} is given twice")
         graphs[spec] = from_spec(spec)
     seen = set()
+    names = [Path(p).name for p in adjacency or []]
     for path in adjacency or []:
         if Path(path).resolve() in seen:
             raise ValueError(f"--adjacency {path} is given twice")
         seen.add(Path(path).resolve())
-        # named by the file name, or by the path as given where two files share a name (or a topology spec)
-        name = Path(path).name if Path(path).name not in graphs else path
+        # named by the file name, or, where two files share a name (or a file's name is a topology spec), every
+        # one of them by its path as given
+        base = Path(path).name
+        name = base if names.count(base) == 1 and base not in graphs else path
         if name in graphs:
             raise ValueError(f"--adjacency {path}: its name clashes with another graph's; rename the file")
         graphs[name] = load_adjacency(path)

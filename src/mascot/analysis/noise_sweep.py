@@ -19,8 +19,8 @@ __all__ = ["report", "chain_ratios"]
 
 def chain_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """E_ceg(k = 1) / E_ceg(k) for every k > 1 at equal other parameters, with a delta-method 95% CI."""
-    keys = [c for c in ("model", "aggregate", "rho_c", "sigma", "T", "L", "value0", "parity0", "level0")
-            if c in df.columns]
+    keys = [c for c in ("model", "aggregate", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0", "level0")
+            if c in df.columns]  # (trials too: two sweeps that differ only in it are never paired across)
     base = df[df.k == 1][keys + ["ceg_mean", "ceg_se"]].rename(columns={"ceg_mean": "m1", "ceg_se": "se1"})
     r = df[df.k > 1].merge(base, on=keys, how="inner")
     r["ratio"] = r.m1 / r.ceg_mean
@@ -38,10 +38,13 @@ def _legend(ax, **kw):
 
 
 def _slope(x, y):
-    """Least-squares slope of log y on log x; NaN with fewer than two distinct x (no slope to fit)."""
-    if len(np.unique(np.asarray(x))) < 2:
+    """Least-squares slope of log y on log x over the points with y > 0; NaN with fewer than two distinct x
+    there (no slope to fit: e.g. one T, or sigma = 0 and every E_ceg 0)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = (y > 0) & np.isfinite(y) & (x > 0)
+    if len(np.unique(x[keep])) < 2:
         return math.nan
-    return float(np.polyfit(np.log(x), np.log(y), 1)[0])
+    return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
 def report(data, out="results/spectra") -> dict:
@@ -68,9 +71,7 @@ def report(data, out="results/spectra") -> dict:
                          + ", ".join(f"{c} = {first[c]}" for c in params)
                          + "): give each sweep once, and sweeps whose grids do not overlap")
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     ratios = chain_ratios(df)
-    write_csv(ratios, out / "noise_ratios.csv", index=False, float_format="%.6g")
     claims: dict = {}
     lin = df[df.model == "linear"]
     rule = df[df.model == "rule"]
@@ -82,8 +83,9 @@ def report(data, out="results/spectra") -> dict:
         claims["linear_mean_vs_exact_theory"] = dict(points=int(len(m)), max_abs_z=float(z.abs().max()),
                                                      share_abs_z_below_3=float((z.abs() < 3).mean()))
         a = m[(m.L == 1.0) & (m.rho_c == 0.0)]
-        for k, c in zip(sorted(a.k.unique())[::2], plt.cm.viridis(np.linspace(0, 0.9, 8))):
-            d = a[a.k == k].sort_values("T")
+        pos = a[(a.sigma > 0) & (a.ceg_mean > 0)]  # (a log-log panel: sigma = 0 gives E_ceg = 0)
+        for k, c in zip(sorted(pos.k.unique())[::2], plt.cm.viridis(np.linspace(0, 0.9, 8))):
+            d = pos[pos.k == k].sort_values("T")
             ax[0].errorbar(d["T"], d.ceg_mean / d.sigma, yerr=1.96 * d.ceg_se / d.sigma, fmt="o", color=c, ms=4,
                            label=f"k = {k}")
             ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-", color=c, lw=1)
@@ -92,11 +94,15 @@ def report(data, out="results/spectra") -> dict:
         claims["slope_in_T_at_L1"] = {int(k): _slope(d["T"], d.ceg_mean) for k, d in big.groupby("k")}
         claims["slope_in_T_theory_at_L1"] = {int(k): _slope(d["T"], d.ceg_theory) for k, d in big.groupby("k")}
         claims["slope_in_k_at_L1_rho0"] = {int(T): _slope(d.k, d.ceg_mean) for T, d in a.groupby("T")}
-        ax[0].set(xscale="log", yscale="log", xlabel="steps T", ylabel="E[E_ceg] / sigma",
-                  title="L = 1, rho_c = 0: dots MC (95% CI), lines exact")
-        ts = sorted(a["T"].unique())
-        ax[0].set_xticks(ts, labels=[str(int(t)) for t in ts])
-        ax[0].minorticks_off()
+        ax[0].set(xlabel="steps T", ylabel="E[E_ceg] / sigma", title="L = 1, rho_c = 0: dots MC (95% CI), lines exact")
+        if len(pos):
+            ax[0].set(xscale="log", yscale="log")
+            ts = sorted(pos["T"].unique())
+            ax[0].set_xticks(ts, labels=[str(int(t)) for t in ts])
+            ax[0].minorticks_off()
+        else:
+            ax[0].text(0.5, 0.5, "no linear-model row with L = 1, rho_c = 0\nand E_ceg > 0 (sigma > 0)", ha="center",
+                       va="center", transform=ax[0].transAxes, fontsize=8, color="0.35")
         _legend(ax[0], fontsize=7)
         rr = ratios[(ratios.model == "linear") & (ratios.L == 1.0) & (ratios["T"] == 12)]
         for (agg, k), d in rr.groupby(["aggregate", "k"]):
@@ -127,13 +133,19 @@ def report(data, out="results/spectra") -> dict:
         rr = ratios[(ratios.model == "rule")]
         for k, c in zip((2, 4, 8), ("C0", "C1", "C2")):
             for T, ls in zip((3, 12), (":", "-")):
-                d = rr[(rr.k == k) & (rr["T"] == T) & (rr.rho_c == 0) & (rr["aggregate"] == "mean")].sort_values("sigma")
+                d = rr[(rr.k == k) & (rr["T"] == T) & (rr.rho_c == 0) & (rr["aggregate"] == "mean")
+                       & (rr.sigma > 0) & np.isfinite(rr.ratio)].sort_values("sigma")
                 if len(d):
                     ax[2].errorbar(d.sigma, d.ratio, yerr=[d.ratio - d.ratio_lo, d.ratio_hi - d.ratio], fmt="o",
                                    ls=ls, color=c, ms=3, label=f"k = {k}, T = {T}")
                     ax[2].axhline(np.sqrt(k), color=c, lw=0.6)
-        ax[2].set(xscale="log", xlabel="per-agent Value noise sigma", ylabel="E_ceg(k = 1) / E_ceg(k)",
+        ax[2].set(xlabel="per-agent Value noise sigma", ylabel="E_ceg(k = 1) / E_ceg(k)",
                   title="State-tracking rule, rho_c = 0 (thin lines: sqrt(k))")
+        if ax[2].has_data():
+            ax[2].set(xscale="log")
+        else:
+            ax[2].text(0.5, 0.5, "no rule-model ratio with sigma > 0 at\nk = 2, 4, 8, T = 3, 12, rho_c = 0", ha="center",
+                       va="center", transform=ax[2].transAxes, fontsize=8, color="0.35")
         _legend(ax[2], fontsize=7)
         m = rr[(rr["aggregate"] == "mean") & (rr.rho_c == 0)]
         claims["rule_ratio_rel_dev_from_sqrt_k"] = {
@@ -148,6 +160,8 @@ def report(data, out="results/spectra") -> dict:
             claims["rule_initial_state"] = dict(value0=float(r0.value0), parity0=parity, level0=int(r0.level0))
     else:
         ax[2].set_visible(False)
+    out.mkdir(parents=True, exist_ok=True)  # (everything computed and drawn: nothing is written before a failure)
+    write_csv(ratios, out / "noise_ratios.csv", index=False, float_format="%.6g")
     save_figure(fig, out / "fig_noise")
     plt.close(fig)
     # 12 significant digits: the last bits of these fits depend on the CPU's BLAS kernels

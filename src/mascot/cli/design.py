@@ -74,28 +74,35 @@ def cmd_design_weights(args) -> int:
            "metropolis_lambda": metro, "objective": res.objective, "cost_weight": args.cost_weight,
            "weights": res.W.tolist(), "edges": res.edges.tolist(), "edge_weights": res.edge_weights.tolist(),
            "steps": res.steps, "objective_per_stage": res.history.tolist()}
+    def rounds(lam):  # whole rounds to shrink D by 100x (lambda^K <= 1e-2)
+        if lam >= 1 - 1e-12:
+            return "never"
+        return "1" if lam <= 1e-12 else str(int(np.ceil(np.log(1e-2) / np.log(lam) - 1e-9)))
+
+    warnings = []
+    if res.rate >= 1 - 1e-9:
+        warnings.append("the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is the "
+                        "optimum of the stated objective; lower the cost weight.")
+    elif args.cost_weight and res.rate > 0.99:
+        warnings.append(f"the designed W barely contracts (lambda = {res.rate:.6f}, {rounds(res.rate)} rounds to shrink "
+                        "D by 100x): the cost term outweighs the rate at this --cost-weight; lower it for a usable "
+                        "design.")
+    obj["warnings"] = warnings
     if args.out:
         _write_outputs(_out_dir(args.out), obj, res)
     if args.json:
         print(json.dumps(json_clean(obj)))
+        for w in warnings:  # (stdout holds the JSON object)
+            print(f"mascot: warning: {w}", file=sys.stderr)
         return 0
     print(f"{name}: n = {n}, {len(res.edges)} edges")
     print(f"  lambda(W) designed     {res.rate:.6f}")
     print(f"  lambda(W) Metropolis   {metro:.6f}  (w_e = 1 / (1 + max degree), the usual default)")
     if args.cost_weight:
         print(f"  objective              {res.objective:.6f}  (lambda + {args.cost_weight:g} * sum_e c_e w_e)")
-    def rounds(lam):  # whole rounds to shrink D by 100x (lambda^K <= 1e-2)
-        if lam >= 1 - 1e-12:
-            return "never"
-        return "1" if lam <= 1e-12 else str(int(np.ceil(np.log(1e-2) / np.log(lam) - 1e-9)))
-
     print(f"  rounds to shrink D by 100x: {rounds(res.rate)} designed vs {rounds(metro)} Metropolis")
-    if res.rate >= 1 - 1e-9:
-        print("  WARNING: the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is "
-              "the optimum of the stated objective; lower the cost weight.")
-    elif args.cost_weight and res.rate > 0.99:
-        print(f"  WARNING: the designed W barely contracts (lambda = {res.rate:.6f}, {rounds(res.rate)} rounds to shrink "
-              "D by 100x): the cost term outweighs the rate at this --cost-weight; lower it for a usable design.")
+    for w in warnings:
+        print(f"  WARNING: {w}")
     k = min(len(res.edges), 12)
     print("  edge weights (largest first):" if len(res.edges) > k else "  edge weights:")
     order = np.argsort(-res.edge_weights)[:k]

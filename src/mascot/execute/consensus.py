@@ -35,7 +35,7 @@ from mascot.execute.devices import shards as _shards
 from mascot.execute.devices import spec as _spec
 from mascot.kernels import consensus as kc
 from mascot.kernels.consensus import ConsensusResult
-from mascot.kernels.precision import MAX_ROUNDS_LIMIT, check_budget, resolve_dtype
+from mascot.kernels.precision import MAX_ROUNDS_LIMIT, check_budget, check_noise, resolve_dtype
 from mascot.theory.consensus import validate_doubly_stochastic
 
 __all__ = ["simulate_consensus", "ConsensusResult"]
@@ -164,6 +164,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     noise = float(noise)
     if not (math.isfinite(noise) and noise >= 0):
         raise ValueError(f"noise must be a finite standard deviation >= 0; got {noise}")
+    check_noise(noise, max_rounds, N, d, dt)
     noisy = noise > 0
     if noisy and key is None:
         raise ValueError("key is required when noise > 0 (e.g. key=jax.random.key(0))")

@@ -14,7 +14,7 @@ import math
 import jax
 import numpy as np
 
-__all__ = ["float64", "x64_enabled", "resolve_dtype", "check_budget", "MAX_ROUNDS_LIMIT"]
+__all__ = ["float64", "x64_enabled", "resolve_dtype", "check_budget", "check_noise", "MAX_ROUNDS_LIMIT"]
 
 
 def _context(enabled: bool):
@@ -99,3 +99,21 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_co
                 raise ValueError(f"a round cost of {float(frac):.6g} tokens is not a whole number: float32 keeps "
                                  f"budgets exactly only for whole-token costs (each deduction of a fraction is "
                                  f"rounded); round the costs, or {fix}")
+
+
+_MAX = {"float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
+
+
+def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str = "pass dtype='float64'") -> None:
+    """Refuse belief noise whose squares would overflow the working dtype: after ``max_rounds`` rounds a belief
+    has spread about ``noise * sqrt(max_rounds)``, and D^2 sums ``n * d`` squares of it; with 10-sigma headroom
+    that must stay below the dtype's largest number (float32: noise = 1e30 gave D = inf rows, read as results)."""
+    name = dtype if type(dtype) is str and dtype in _MAX else np.dtype(dtype).name
+    if name not in _MAX or not noise > 0:
+        return
+    spread = 10.0 * noise * math.sqrt(max(int(max_rounds), 1))
+    if spread * spread * n * d > _MAX[name] / 4:
+        raise ValueError(f"noise = {noise:g} overflows {name}: after {max_rounds} rounds the beliefs' squared spread "
+                         f"summed over {n} x {d} entries exceeds its largest number; use a smaller noise"
+                         + (f", or {fix}" if name == "float32" else ""))
+

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from mascot.kernels.precision import check_budget
+from mascot.kernels.precision import check_budget, check_noise
 
 __all__ = ["Param", "Kind", "KINDS", "DeviceCache", "point_keys"]
 
@@ -247,6 +247,7 @@ _EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np
 def _consensus_dtype_check(p, dtype):
     """What :func:`simulate_consensus` would refuse in this dtype, found when the config is read."""
     check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"', integer_costs=True)
+    check_noise(p["noise"], p["max_rounds"], p["n"], p["d"], dtype, fix='set experiment.dtype = "float64"')
     if p["eps"] < _EPS[dtype]:
         raise ValueError(f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
                          + (' or experiment.dtype = "float64"' if dtype == "float32" else ""))

@@ -256,7 +256,7 @@ class RunDir:
         try:
             md = pq.read_metadata(path)
         except (OSError, ValueError, pa.ArrowException) as e:
-            return f"unreadable Parquet ({str(e).splitlines()[0][:80]})", None
+            return f"unreadable Parquet ({str(e).splitlines()[0][:160]})", None
         try:
             meta = json.loads((md.metadata or {}).get(META_KEY, b"null"))
         except ValueError:
