@@ -469,8 +469,11 @@ def test_float32_sweep_refuses_values_that_overflow_to_inf():
         parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308"}))
     with pytest.raises(ConfigError, match=r"grid.b0 = 1e\+300"):
         parse_config(sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = [500.0, 1e300]"}))
-    parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308",
-                               "seed = 1": 'seed = 1\ndtype = "float64"'}))
+    parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e100",
+                               "seed = 1": 'seed = 1\ndtype = "float64"'}))  # float64 holds it
+    with pytest.raises(ConfigError, match=r"noise = 1e\+308 overflows float64"):  # its squares do not fit either
+        parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308",
+                                   "seed = 1": 'seed = 1\ndtype = "float64"'}))
 
 
 def test_adjacency_weights_that_overflow_into_a_zero_row_are_refused():
