@@ -32,6 +32,7 @@ def significant(x, digits: int):
         return float(f"{x:.{digits}g}")
     return x
 
+
 def json_clean(x):
     """``x`` with numpy scalars as Python numbers and non-finite floats as ``None`` (JSON has no NaN or
     Infinity: ``json.dumps`` would write bare ``NaN``, which strict parsers refuse), in nested dicts, lists and

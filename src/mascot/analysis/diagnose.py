@@ -28,25 +28,27 @@ def default_k_profile(A) -> np.ndarray:
     return np.maximum((np.asarray(A) > 0).sum(axis=-1), 1).astype(np.float64)
 
 
-def load_adjacency(path) -> np.ndarray:
+def load_adjacency(path, what: str = "adjacency") -> np.ndarray:
     """Read an adjacency from .npy, .csv (comma-separated numbers, optional header row) or .json
     (a list of rows, or an object with key "adjacency"). Every problem is a ``ValueError`` (or
-    ``FileNotFoundError``) naming the file: a directory, an empty or malformed file, not one 2-D matrix."""
+    ``FileNotFoundError``) naming the file: a directory, an empty or malformed file, not one 2-D matrix.
+    ``what`` names the matrix in those messages (e.g. "cost" for a cost matrix read the same way)."""
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"adjacency file not found: {p}")
+        raise FileNotFoundError(f"{what} file not found: {p}")
     if p.is_dir():
-        raise ValueError(f"{p}: is a directory, not an adjacency file")
+        raise ValueError(f"{p}: is a directory, not {'an' if what[0] in 'aeiou' else 'a'} {what} file")
     suf = p.suffix.lower()
     if suf not in (".npy", ".json", ".csv", ".txt"):
-        raise ValueError(f"adjacency file must be .npy, .csv, .txt or .json; got {p.name}")
+        raise ValueError(f"{what} file must be .npy, .csv, .txt or .json; got {p.name}")
     try:
         A = _read_matrix(p, suf)
     except (ValueError, TypeError, KeyError, OSError, EOFError) as e:
         msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
-        raise ValueError(f"{p}: not a readable {suf[1:]} adjacency matrix ({msg})") from None
+        raise ValueError(f"{p}: not a readable {suf[1:]} {what} matrix ({msg})") from None
     if A.ndim != 2:
-        raise ValueError(f"{p}: an adjacency file holds one n x n matrix; got shape {A.shape}")
+        raise ValueError(f"{p}: {'an' if what[0] in 'aeiou' else 'a'} {what} file holds one n x n matrix; got shape "
+                         f"{A.shape}")
     return validate_adjacency(A, str(p))
 
 

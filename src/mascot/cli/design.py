@@ -54,10 +54,11 @@ def cmd_design_weights(args) -> int:
         raise ValueError("give exactly one --topology SPEC or --adjacency FILE")
     (name, A), = graphs.items()
     try:
-        costs = load_adjacency(args.costs) if args.costs else None
-    except (ValueError, FileNotFoundError) as e:
-        raise ValueError(f"--costs: {e}".replace("adjacency file not found", "file not found")
-                         .replace(" adjacency matrix", " cost matrix")) from None
+        costs = load_adjacency(args.costs, what="cost") if args.costs else None
+    except FileNotFoundError:
+        raise ValueError(f"--costs: file not found: {args.costs}") from None
+    except ValueError as e:
+        raise ValueError(f"--costs: {e}") from None
     if args.cost_weight and costs is None:
         raise ValueError("--cost-weight needs --costs FILE (per-edge token costs, an n x n matrix)")
     if costs is not None and not args.cost_weight:
@@ -74,6 +75,7 @@ def cmd_design_weights(args) -> int:
            "metropolis_lambda": metro, "objective": res.objective, "cost_weight": args.cost_weight,
            "weights": res.W.tolist(), "edges": res.edges.tolist(), "edge_weights": res.edge_weights.tolist(),
            "steps": res.steps, "objective_per_stage": res.history.tolist()}
+
     def rounds(lam):  # whole rounds to shrink D by 100x (lambda^K <= 1e-2)
         if lam >= 1 - 1e-12:
             return "never"
@@ -91,7 +93,7 @@ def cmd_design_weights(args) -> int:
     if args.out:
         _write_outputs(_out_dir(args.out), obj, res)
     if args.json:
-        print(json.dumps(json_clean(obj)))
+        print(_dumps(obj))
         for w in warnings:  # (stdout holds the JSON object)
             print(f"mascot: warning: {w}", file=sys.stderr)
         return 0
@@ -112,6 +114,11 @@ def cmd_design_weights(args) -> int:
     if args.out:
         print(f"  wrote {args.out}/weights.csv, design_weights.json, design_weights.png/.pdf")
     return 0
+
+
+def _dumps(obj: dict, indent: int | None = None) -> str:
+    """Strict JSON of a design result (non-finite numbers as null: JSON has no NaN or Infinity)."""
+    return json.dumps(json_clean(obj), indent=indent)
 
 
 def _seed(text: str) -> int:
@@ -153,7 +160,7 @@ def cmd_design_budget(args) -> int:
     if args.out:
         _budget_outputs(_out_dir(args.out), obj, r)
     if args.json:
-        print(json.dumps(json_clean(obj)))
+        print(_dumps(obj))
         return 0
     print(f"Algorithm 1, {obj['runs']:,} simulated runs (X0 like Sec. V-A, noise {args.noise:g}; "
           f"D0 median {obj['d0_median']:.4f}, max {obj['d0_max']:.4f})")
@@ -173,7 +180,7 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text
 
-    atomic_write_text(out / "design_budget.json", json.dumps(json_clean(obj), indent=2) + "\n")
+    atomic_write_text(out / "design_budget.json", _dumps(obj, indent=2) + "\n")
     t = np.sort(r.tokens[np.isfinite(r.tokens)])
     fig, ax = plt.subplots(figsize=(6, 3.8))
     if t.size:
@@ -261,7 +268,7 @@ def cmd_design_policy(args) -> int:
     if args.out:
         _policy_outputs(_out_dir(args.out), obj, fr, args)
     if args.json:
-        print(json.dumps(json_clean(obj)))
+        print(_dumps(obj))
         return 0 if best is not None else 1
     print(f"lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f}, c1 = {args.c1:g}, c2 = {args.c2:g}, eps = {args.eps:g}; "
           f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})")
@@ -287,7 +294,7 @@ def _policy_outputs(out: Path, obj: dict, fr, args) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text, write_csv
 
-    atomic_write_text(out / "design_policy.json", json.dumps(json_clean(obj), indent=2) + "\n")
+    atomic_write_text(out / "design_policy.json", _dumps(obj, indent=2) + "\n")
     write_csv(fr, out / "frontier.csv", index=False, float_format="%.6g")
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
@@ -327,7 +334,7 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     from mascot.io import atomic_write_text, write_csv
 
     write_csv(pd.DataFrame(res.W), out / "weights.csv", index=False, header=False, float_format="%.10g")
-    atomic_write_text(out / "design_weights.json", json.dumps(json_clean(obj), indent=2) + "\n")
+    atomic_write_text(out / "design_weights.json", _dumps(obj, indent=2) + "\n")
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
     im = a.imshow(res.W, cmap="viridis", vmin=0)
     a.set_title(f"designed W, lambda = {res.rate:.4f}")
@@ -427,7 +434,7 @@ def cmd_design_schedule(args) -> int:
     if args.out:
         _schedule_outputs(_out_dir(args.out), obj, r, model, args)
     if args.json:
-        print(json.dumps(json_clean(obj)))
+        print(_dumps(obj))
         return 0 if r.feasible else 1
     if src is not None:
         rate = ", ".join(f"lambda{s + 1}(D) = exp({model.a[s]:.3f} {model.b[s]:+.3f} log D) (log-rate sd "
@@ -508,7 +515,7 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text
 
-    atomic_write_text(out / "design_schedule.json", json.dumps(json_clean(obj), indent=2) + "\n")
+    atomic_write_text(out / "design_schedule.json", _dumps(obj, indent=2) + "\n")
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.8))
     d = np.geomspace(args.eps, math.exp(r.schedule.log_hi), 300)
     for s, lab in ((0, "mode 1"), (1, "mode 2")):

@@ -62,6 +62,12 @@ def resolve_dtype(dtype=None):
 #: the largest ``max_rounds`` the kernels accept (round counters are int32)
 MAX_ROUNDS_LIMIT = 2**31 - 2
 _EXACT = {"float32": 2**24, "float64": 2**53}  # every integer up to these is exact in the dtype
+_MAX = {name: float(np.finfo(name).max) for name in _EXACT}
+
+
+def _name(dtype) -> str:
+    """The dtype's name (a sweep checks 10^6 points: a name it already is skips numpy's per-call overhead)."""
+    return dtype if type(dtype) is str and dtype in _EXACT else np.dtype(dtype).name
 
 
 def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_costs: bool = False) -> None:
@@ -71,7 +77,7 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_co
     token costs -- with them every ``b_k = b0 - spent`` and every ``b_k >= c`` test is exact for any b0 up to
     2^24, while a fractional cost is rounded at every deduction (b0 = 1e7, c = 0.7: 10 rounds "spent" 10).
     ``ValueError`` naming the values and ``fix``."""
-    name = dtype if type(dtype) is str and dtype in _EXACT else np.dtype(dtype).name  # (a sweep checks 10^6 points)
+    name = _name(dtype)
     if name not in _EXACT:
         return
     exact = _EXACT[name]
@@ -101,14 +107,11 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_co
                                  f"rounded); round the costs, or {fix}")
 
 
-_MAX = {"float32": 3.4028234663852886e38, "float64": 1.7976931348623157e308}
-
-
 def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str = "pass dtype='float64'") -> None:
     """Refuse belief noise whose squares would overflow the working dtype: after ``max_rounds`` rounds a belief
     has spread about ``noise * sqrt(max_rounds)``, and D^2 sums ``n * d`` squares of it; with 10-sigma headroom
     that must stay below the dtype's largest number (float32: noise = 1e30 gave D = inf rows, read as results)."""
-    name = dtype if type(dtype) is str and dtype in _MAX else np.dtype(dtype).name
+    name = _name(dtype)
     if name not in _MAX or not noise > 0:
         return
     spread = 10.0 * noise * math.sqrt(max(int(max_rounds), 1))
@@ -116,4 +119,3 @@ def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str =
         raise ValueError(f"noise = {noise:g} overflows {name}: after {max_rounds} rounds the beliefs' squared spread "
                          f"summed over {n} x {d} entries exceeds its largest number; use a smaller noise"
                          + (f", or {fix}" if name == "float32" else ""))
-

@@ -249,55 +249,54 @@ class RunDir:
         only decoded)."""
         return self._read_chunk(c, plan)[0]
 
-    def _read_chunk(self, c: int, plan: dict, data: bool = True) -> tuple[str | None, pa.Table | None]:
-        """``(why chunk c is not complete, None)`` or ``(None, its verified table)``: see :meth:`check_chunk`.
-        ``data=False``: the footer and metadata only (row count and columns from the footer; no table)."""
+    def _read_chunk(self, c: int, plan: dict, data: bool = True) -> tuple[str | None, pa.Table | None, int]:
+        """``(why chunk c is not complete, None, 0)`` or ``(None, its verified table, its rows)``: see
+        :meth:`check_chunk`. ``data=False``: the footer and metadata only (row count and columns from the
+        footer; no table)."""
         path = self.chunk_path(c)
         try:
             md = pq.read_metadata(path)
         except (OSError, ValueError, pa.ArrowException) as e:
-            return f"unreadable Parquet ({str(e).splitlines()[0][:160]})", None
+            return f"unreadable Parquet ({str(e).splitlines()[0][:160]})", None, 0
         try:
             meta = json.loads((md.metadata or {}).get(META_KEY, b"null"))
         except ValueError:
             meta = None
         if not isinstance(meta, dict):
-            return "no mascot metadata", None
+            return "no mascot metadata", None, 0
         start = c * plan["chunk_size"]
         want = [start, min(start + plan["chunk_size"], plan["n_points"])]
         if meta.get("config_hash") != plan["hash"]:
-            return f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)", None
+            return f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)", None, 0
         if meta.get("chunk") != c or meta.get("points") != want:
             return (f"holds chunk {meta.get('chunk')} (points {meta.get('points')}), not chunk {c} (points {want}): "
-                    "a copied or renamed file"), None
+                    "a copied or renamed file"), None, 0
         if md.num_rows < 1:
-            return "no rows", None
-        if not data:
-            if "rows" in meta and meta["rows"] != md.num_rows:
-                return f"damaged footer ({md.num_rows} rows in the footer, {meta['rows']} written)", None
+            return "no rows", None, 0
+        table = None
+        if data:
             try:
-                columns = _fingerprint(md.schema.to_arrow_schema())
-            except (ValueError, pa.ArrowException):
-                return "damaged footer (its schema does not read back)", None
-            if "columns" in meta and meta["columns"] != columns:
-                return "damaged footer (the columns read back are not the columns written)", None
-            return None, None
+                table = _read_verified(path)
+            except (OSError, ValueError, pa.ArrowException) as e:
+                return f"damaged data ({str(e).splitlines()[0][:120]})", None, 0
+        rows = md.num_rows if table is None else table.num_rows
+        if "rows" in meta and not (meta["rows"] == rows == md.num_rows):  # (older chunks: not recorded)
+            where = "in the footer" if table is None else "read"
+            return f"damaged footer ({rows} rows {where}, {meta['rows']} written)", None, 0
         try:
-            table = _read_verified(path)
-        except (OSError, ValueError, pa.ArrowException) as e:
-            return f"damaged data ({str(e).splitlines()[0][:120]})", None
-        if "rows" in meta and not (meta["rows"] == table.num_rows == md.num_rows):  # (older chunks: not recorded)
-            return f"damaged footer ({table.num_rows} rows read, {meta['rows']} written)", None
-        if "columns" in meta and meta["columns"] != _fingerprint(table.schema):
-            return "damaged footer (the columns read back are not the columns written)", None
-        return None, table
+            schema = md.schema.to_arrow_schema() if table is None else table.schema
+        except (ValueError, pa.ArrowException):
+            return "damaged footer (its schema does not read back)", None, 0
+        if "columns" in meta and meta["columns"] != _fingerprint(schema):
+            return "damaged footer (the columns read back are not the columns written)", None, 0
+        return None, table, rows
 
-    def scan(self, only=None, tables: dict | None = None, data: bool = True
+    def scan(self, only=None, tables: dict | None = None, data: bool = True, rows: dict | None = None
              ) -> tuple[set[int], dict[Path, str], list[Path]]:
         """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan;
         ``only``: check only these chunk indices (a shard's), data included; ``tables``: a dict that receives
-        each complete chunk's verified table (so a merge reads every chunk once); ``data=False``: footers and
-        metadata only (``mascot status --quick``: a damaged data page is not found)."""
+        each complete chunk's verified table (so a merge reads every chunk once), ``rows`` its row count;
+        ``data=False``: footers and metadata only (``mascot status --quick``: a damaged data page is not found)."""
         plan = self.plan()
         done, bad, foreign = set(), {}, []
         if not self.chunks.exists():
@@ -311,11 +310,13 @@ class RunDir:
                 continue
             if only is not None and int(m.group(1)) not in only:
                 continue
-            why, table = self._read_chunk(int(m.group(1)), plan, data)
+            why, table, n_rows = self._read_chunk(int(m.group(1)), plan, data)
             if why is None:
                 done.add(int(m.group(1)))
                 if tables is not None:
                     tables[int(m.group(1))] = table
+                if rows is not None:
+                    rows[int(m.group(1))] = n_rows
             else:
                 bad[p] = why
         return done, bad, foreign
@@ -337,8 +338,9 @@ class RunDir:
         and metadata only: much faster on large runs, but a damaged data page counts as complete until a run
         or merge reads it)."""
         plan = self.plan()
-        done, bad, foreign = self.scan(data=not quick)
-        rows = sum(pq.read_metadata(self.chunk_path(c)).num_rows for c in done)
+        counts: dict[int, int] = {}
+        done, bad, foreign = self.scan(data=not quick, rows=counts)
+        rows = sum(counts.values())
         missing = [c for c in range(plan["n_chunks"]) if c not in done]
         return dict(plan, chunks_done=len(done), rows=rows, missing=len(missing), verified="footers" if quick else "data",
                     missing_chunks=_ranges(missing), complete=not missing,
