@@ -248,3 +248,31 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
     assert not (tmp_path / "i" / "params.toml").exists()
+
+
+def test_a_rerun_replaces_an_earlier_calibration_only_when_it_has_finished(tmp_path):
+    """Found by an outside tester: a rerun into an --out holding a finished calibration deleted its files when the
+    fit started, so an interrupted or failing rerun left nothing. The run writes into a staging folder; its files
+    replace the earlier ones (params.toml last, the earlier run's other outputs removed) only on success."""
+    from mascot.cli.calibrate import _STAGE, _staged
+
+    out = tmp_path / "cal"
+    out.mkdir()
+    old = {"params.toml": "old params", "report.md": "old report", "rates.png": "old figure", "notes.txt": "mine"}
+    for name, text in old.items():
+        (out / name).write_text(text)
+    (out / "fit").mkdir()
+    (out / "fit" / "report.md").write_text("old split-half fit")
+    for failure in (ValueError("refused"), KeyboardInterrupt()):
+        with pytest.raises(type(failure)):
+            with _staged(out) as stage:
+                (stage / "fit.json").write_text("new, half written")
+                raise failure
+        assert {p.name: p.read_text() for p in out.iterdir() if p.is_file()} == old
+        assert (out / "fit" / "report.md").read_text() == "old split-half fit" and not (out / _STAGE).exists()
+    with _staged(out) as stage:
+        for name in ("params.toml", "report.md", "fit.json"):
+            (stage / name).write_text(f"new {name}")
+    assert {p.name: p.read_text() for p in out.iterdir() if p.is_file()} == {
+        "params.toml": "new params.toml", "report.md": "new report.md", "fit.json": "new fit.json", "notes.txt": "mine"}
+    assert not (out / "fit").exists() and not (out / _STAGE).exists()

@@ -19,6 +19,8 @@ second is refused, exit status 1); an interrupted calibration keeps nothing and 
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -109,19 +111,20 @@ def cmd_calibrate_trials(args) -> int:
 
     # one calibration per output directory at a time (a second one is refused, naming the first's pid)
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
-    _clear_outputs(out)
     kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
               sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments != "table2")
     if args.split_half:
         from mascot.calibrate.trials_checks import split_half
 
-        r = split_half(args.run_dir, Path(args.out), **kw)
+        with _staged(out) as stage:
+            r = split_half(args.run_dir, stage, **kw)
         print(f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
               f"{len(r['halves'][1])} (split_half.json lists them); held-out moments inside their predicted 5-95% "
               f"range: {r['inside']} of {r['n_moments']}")
         print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
         return 0
-    s = calibrate_trials(source, Path(args.out), **kw)
+    with _staged(out) as stage:
+        s = calibrate_trials(source, stage, **kw)
     width = max(len(k) for k in s["estimates"])
     print(f"calibrated to {s['source']}: objective {s['loss']:.4g} ({s['iterations']} ES iterations, then "
           f"{s['polish']['iterations']} Levenberg-Marquardt step{'s' if s['polish']['iterations'] != 1 else ''}), "
@@ -135,26 +138,48 @@ def cmd_calibrate_trials(args) -> int:
     return 0
 
 
-# what a trials calibration writes: removed (with stale temporaries) before a new one starts, so that an
-# interrupted rerun never leaves an earlier calibration's files beside the new one's
+# what a calibration writes into --out (trials and deliberation; `fit/` is split-half's fit)
 _OUTPUTS = ("params.toml", "report.md", "fit.json", "observed_vs_predicted.png", "observed_vs_predicted.pdf",
-            "step_profile.png", "step_profile.pdf", "split_half.md", "split_half.json")
+            "step_profile.png", "step_profile.pdf", "split_half.md", "split_half.json", "fit", "fit.png", "fit.pdf",
+            "dcurve.png", "dcurve.pdf", "rates.png", "rates.pdf")
+_STAGE = ".calibration-partial"
+
+_INTERRUPTED = (f"an interrupted calibration changes nothing in --out (what it wrote stays in --out/{_STAGE} until "
+                "the next run): rerun the same command to start it again")
 
 
-# params.toml is written last, so an interrupted calibration leaves none (files it wrote before are removed when
-# the next calibration into the same --out starts its fit)
-_INTERRUPTED = ("an interrupted calibration writes no params.toml (a partial fit.json or report it left is replaced "
-                "by the next run): rerun the same command to start it again")
+@contextlib.contextmanager
+def _staged(out: Path):
+    """The calibration writes into ``out/.calibration-partial``; only when it has finished do its files replace
+    the previous calibration's (params.toml last), so a refused, failed or interrupted rerun leaves the earlier
+    calibration in ``out`` whole. Called with the directory's lock held."""
+    import shutil
 
-
-def _clear_outputs(out: Path) -> None:
     from mascot.io import remove_stale_temps
 
-    for d in (out, out / "fit"):
-        if d.is_dir() and not d.is_symlink():
-            remove_stale_temps(d)
-            for name in _OUTPUTS:
-                (d / name).unlink(missing_ok=True)
+    remove_stale_temps(out)
+    stage = out / _STAGE
+    shutil.rmtree(stage, ignore_errors=True)  # (an interrupted run's leftovers)
+    stage.mkdir()
+    try:
+        yield stage
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    new = sorted((p for p in stage.iterdir()), key=lambda p: p.name == "params.toml")  # params.toml last
+    (out / "params.toml").unlink(missing_ok=True)  # a directory holding params.toml holds a whole calibration
+    for name in _OUTPUTS:  # the previous calibration's files the new one does not replace
+        old = out / name
+        if not (stage / name).exists() and (old.is_file() or old.is_symlink()):
+            old.unlink()
+        elif not (stage / name).exists() and old.is_dir():
+            shutil.rmtree(old)
+    for p in new:
+        dest = out / p.name
+        if p.is_dir() and dest.is_dir() and not dest.is_symlink():
+            shutil.rmtree(dest)
+        os.replace(p, dest)
+    stage.rmdir()
 
 
 def _out_ok(out) -> str | None:
@@ -180,18 +205,18 @@ def cmd_calibrate_deliberation(args) -> int:
     if not 0 <= args.seed < 2**31:
         return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
     from mascot.calibrate.deliberation import calibrate_deliberation
-    from mascot.io import lock_dir, remove_stale_temps
+    from mascot.io import lock_dir
 
     created = not Path(args.out).exists()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    # one calibration per output directory at a time (the same lock as `calibrate trials`); the previous
-    # calibration's files go when the fit starts (calibrate_deliberation), so outputs never mix
+    # one calibration per output directory at a time (the same lock as `calibrate trials`); the new files
+    # replace the previous calibration's only when the fit has finished (_staged)
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
-    remove_stale_temps(out)
     try:
-        s = calibrate_deliberation(args.run_dir, Path(args.out), paper_model=args.paper_table8, seed=args.seed,
-                                   n_boot=args.n_boot, quick=args.quick)
+        with _staged(out) as stage:
+            s = calibrate_deliberation(args.run_dir, stage, paper_model=args.paper_table8, seed=args.seed,
+                                       n_boot=args.n_boot, quick=args.quick)
     except ValueError as e:
         if created and out.is_dir() and not any(p for p in out.iterdir() if p.name != ".calibrate.lock"):
             lock.release()
