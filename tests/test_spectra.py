@@ -274,8 +274,10 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     (tmp_path / "h2.csv").write_text("node a,node b\n0,1\n1,0\n")
     (tmp_path / "n.json").write_text("[[0, null], [1, 0]]")
     (tmp_path / "r.json").write_text("[[0, 1], null]")
+    (tmp_path / "g.json").write_text("[[0, 1, 1], [1, 0], [1, 1, 0]]")
     for name, says in (("s.json", 'got "1"'), ("t.json", "got true"), ("n.json", "got null"),
-                       ("r.json", "a list of rows"), ("h.csv", "header names 3 columns")):
+                       ("r.json", "a list of rows"), ("g.json", "row 1 has 2 entries, row 0 has 3"),
+                       ("h.csv", "header names 3 columns")):
         assert main(["diagnose", "--adjacency", str(tmp_path / name)]) == 2
         assert says in capsys.readouterr().err
     assert main(["diagnose", "--adjacency", str(tmp_path / "h2.csv"), "--json"]) == 0

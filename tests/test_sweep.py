@@ -339,12 +339,15 @@ def test_consensus_sweep_report_keeps_trajectory_counts_apart_and_refuses_repeat
         sub = df[df.groupby("point").point.transform("size") == t]
         ok = sub[(sub.status == 0) & (sub.strategy == "ring")]
         assert dom.loc[t, "rounds_ring"] == pytest.approx(ok.rounds.mean())
-    twice = _three_strategy_sweep(tmp_path, "tw", "max_rounds = 200", "b0 = [5000, 5000]")
+    with pytest.raises(ConfigError, match=r"grid.b0 lists 5000 twice"):  # refused before it runs, too
+        _three_strategy_sweep(tmp_path, "tw", "max_rounds = 200", "b0 = [5000, 5000]")
+    twice = pd.concat([df, df.assign(point=df.point + df.point.max() + 1)], ignore_index=True)  # (relabelled copy)
     assert "have the same parameters" in _report_error(report, twice, tmp_path)
     bad = df.assign(strategy=df.strategy.replace("ring", "star"))
     assert "impossible values in column(s) strategy" in _report_error(report, bad, tmp_path)
     assert "column(s) rounds" in _report_error(report, df.assign(rounds=df.max_rounds + 1), tmp_path)
     assert "column(s) eta" in _report_error(report, df.assign(eta=np.nan), tmp_path)
+    assert "column(s) d_final" in _report_error(report, df.assign(d_final=np.nan), tmp_path)
 
 
 def _report_error(report, df, tmp_path):

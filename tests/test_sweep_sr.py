@@ -170,6 +170,8 @@ def test_noise_report_pairs_k_ratios_within_one_trials_count_and_takes_sigma_zer
     assert main(["report", "noise-sweep", str(tmp_path / "z.parquet"), "--out", str(tmp_path / "oz")]) == 0
     claims = json.loads((tmp_path / "oz" / "noise_claims.json").read_text())
     assert set(claims["slope_in_k_at_L1_rho0"].values()) == {None}  # every E_ceg is 0: no slope
+    # and no z or CI test either (0/0): those points are not counted as disagreeing with the theory
+    assert claims["linear_mean_vs_exact_theory"]["points"] == 0 and claims["eq5_ratio_linear_mean_L1"]["points"] == 0
     assert (tmp_path / "oz" / "fig_noise.png").stat().st_size > 10_000
 
 

@@ -112,11 +112,11 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
               ("tokens", ~(df["tokens"] >= 0)), ("strategy", ~df["strategy"].isin(_STRATEGIES))]
     if "max_rounds" in df:
         checks.append(("rounds", df["rounds"] > df["max_rounds"]))
-    checks += [(k, ~np.isfinite(df[k].astype(float))) for k in _REQUIRED + _OPTIONAL if k in df]
+    checks += [(k, ~np.isfinite(df[k].astype(float))) for k in _REQUIRED + _OPTIONAL + ["d0", "d_final"] if k in df]
     bad = list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
     if bad:
         raise ValueError(f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
-                         "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters): not an "
+                         "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
                          "unmodified consensus sweep dataset")
     df = _with_trajectories(df)
     s = summarise(df)

@@ -69,6 +69,9 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
             bad = [v for r in rows for v in r if isinstance(v, bool) or not isinstance(v, (int, float))]
             if bad:
                 raise ValueError(f"entries must be JSON numbers; got {json.dumps(bad[0])}")
+            short = next((i for i, r in enumerate(rows) if len(r) != len(rows[0])), None)
+            if short is not None:
+                raise ValueError(f"row {short} has {len(rows[short])} entries, row 0 has {len(rows[0])}")
         return np.asarray(rows, dtype=np.float64)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     header = None

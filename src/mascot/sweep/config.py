@@ -294,6 +294,7 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
     for name, s in grid.items():
         _check_keys({name: 0}, spec.params, "[grid]")
         axes.append(((name,), [(v,) for v in _axis_values(name, s, "grid")]))
+        _no_repeats(f"grid.{name}", axes[-1][1])
     for group, table in zips.items():
         if not isinstance(table, dict) or not table:
             raise ConfigError(f"grid.zip.{group} must be a table of equal-length lists")
@@ -302,6 +303,7 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
         if -1 in lengths.values() or len(set(lengths.values())) != 1 or 0 in lengths.values():
             raise ConfigError(f"grid.zip.{group} needs non-empty lists of equal length; got lengths {lengths}")
         axes.append((tuple(table), list(zip(*table.values()))))
+        _no_repeats(f"grid.zip.{group}", axes[-1][1])
     if rand is not None:
         if not isinstance(rand, dict):
             raise ConfigError("grid.random must be a table with count = ... and parameter distributions")
@@ -332,6 +334,22 @@ def parse_config(text: str, path: str | None = None) -> SweepConfig:
     cfg.hash = hashlib.sha256(canon.encode()).hexdigest()[:16]
     _validate_points(cfg, spec, names)
     return cfg
+
+
+def _no_repeats(where: str, values: list[tuple]) -> None:
+    """Refuse an axis that lists a value twice: its points would repeat each other (the same initial beliefs,
+    counted twice by every report); more trajectories per point is the way to more samples."""
+    def key(v):
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
+
+    seen = {}
+    for i, t in enumerate(values):
+        k = tuple(key(v) for v in t)
+        if k in seen:
+            shown = t[0] if len(t) == 1 else t
+            raise ConfigError(f"{where} lists {shown!r} twice (entries {seen[k]} and {i}): those grid points would "
+                              "repeat each other; list each value once (for more samples raise trajectories/trials)")
+        seen[k] = i
 
 
 def _check_point(spec, p: dict, dtype: str) -> None:
