@@ -272,12 +272,12 @@ def test_truncated_chunk_is_named_by_status_and_recomputed(run_dir, tmp_path, ca
     before = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "before.parquet"))
     chunk = RunDir(run_dir).chunk_path(1)
     chunk.write_bytes(chunk.read_bytes()[: chunk.stat().st_size // 2])
-    assert main(["status", str(run_dir)]) == 0
+    assert main(["status", str(run_dir)]) == 1  # not complete: scripts can test it
     out = capsys.readouterr().out
     assert "chunks 2/3" in out and str(chunk) in out and "unreadable" in out
-    assert main(["status", str(run_dir), "--json"]) == 0
+    assert main(["status", str(run_dir), "--json"]) == 1
     assert str(chunk) in json.loads(capsys.readouterr().out)["bad_chunks"]
-    assert main(["status", str(run_dir), "--quick"]) == 0  # footers only: a truncated file has none
+    assert main(["status", str(run_dir), "--quick"]) == 1  # footers only: a truncated file has none
     out = capsys.readouterr().out
     assert "chunks 2/3" in out and str(chunk) in out and "data pages not verified" in out
     with pytest.raises(MissingChunksError, match="chunk-000001.parquet"):
@@ -286,6 +286,7 @@ def test_truncated_chunk_is_named_by_status_and_recomputed(run_dir, tmp_path, ca
     assert (s.chunks_run, s.chunks_skipped) == (1, 2)
     after = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet"))
     pd.testing.assert_frame_equal(before, after)
+    assert main(["status", str(run_dir)]) == 0 and "complete" in capsys.readouterr().out
 
 
 # ----------------------------------------------------------------------------- 6. merge trusts chunks/
@@ -525,7 +526,7 @@ def test_a_byte_flipped_in_a_chunk_is_caught_by_its_page_checksums_and_redone(ru
     before = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "before.parquet"))
     chunk = RunDir(run_dir).chunk_path(1)
     flip_page_byte(chunk, "d_final")
-    assert main(["status", str(run_dir)]) == 0
+    assert main(["status", str(run_dir)]) == 1
     out = capsys.readouterr().out
     assert "chunks 2/3" in out and str(chunk) in out and "damaged data" in out
     assert main(["status", str(run_dir), "--quick", "--json"]) == 0  # its footer is intact: --quick says so

@@ -189,7 +189,7 @@ def test_cli_run_status_merge(tmp_path, capsys):
     f.write_text(cfg_text())
     out = tmp_path / "run"
     assert main(["run", str(f), "--out", str(out), "--shard", "1/2", "--quiet"]) == 0
-    assert main(["status", str(out)]) == 0
+    assert main(["status", str(out)]) == 1  # incomplete
     assert "chunks 3/6" in capsys.readouterr().out
     assert main(["merge", str(out)]) == 1
     assert "3 of 6 chunks missing: 0, 2, 4" in capsys.readouterr().err

@@ -199,9 +199,10 @@ def _cmd_status(args) -> int:
     from mascot.sweep import RunDir
 
     st = RunDir(args.dir).status(quick=args.quick)
+    code = 0 if st["complete"] and not st["bad_chunks"] else 1  # scripts: `mascot status DIR && ...`
     if args.json:
         print(json.dumps(st, indent=2))
-        return 0
+        return code
     print(f"{args.dir}: {st['name']} ({st['kind']}, hash {st['hash']})")
     print(f"  chunks {st['chunks_done']}/{st['n_chunks']}  rows {st['rows']:,}  "
           + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}")
@@ -210,7 +211,7 @@ def _cmd_status(args) -> int:
         print(f"  invalid (recomputed by the next `mascot run`): {path}: {why}")
     for path in st["foreign_files"]:
         print(f"  ignored (not a chunk of this run): {path}")
-    return 0
+    return code
 
 
 def _cmd_merge(args) -> int:
@@ -417,7 +418,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=_cmd_run)
 
-    st = sub.add_parser("status", help="progress of a run directory")
+    st = sub.add_parser("status", help="progress of a run directory",
+                        description="Progress of a run directory. Exit status 0 when every planned chunk is "
+                                    "present and valid, 1 when chunks are missing or invalid (the next "
+                                    "`mascot run` computes them), 2 when DIR is not a run directory.")
     st.add_argument("dir")
     st.add_argument("--json", action="store_true")
     st.add_argument("--quick", action="store_true",
