@@ -257,7 +257,8 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "robustness (kappa, best first):   chain:12 < mesh:4 = g.npy < star:4" in text
     capsys.readouterr()
-    for argv in (["--topology", "star:4", "--topology", "star:4"],
+    for argv in (["--topology", "star:4", "--topology", "star:4"], ["--topology", "ring:5", "--topology", "ring:05"],
+                 ["--topology", "complete:5:0.4", "--topology", "complete:5:.40"],
                  ["--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / ".." / tmp_path.name / "g.npy")]):
         assert main(["diagnose", *argv]) == 2
         assert "given twice" in capsys.readouterr().err

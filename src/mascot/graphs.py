@@ -12,7 +12,7 @@ import numpy as np
 __all__ = [
     "circulant", "complete_weights", "ring_weights", "paper_modes",
     "validate_adjacency", "row_normalize", "chain", "star", "malicious_star", "mesh", "ring",
-    "complete_self", "erdos_renyi", "watts_strogatz", "random_regular", "from_spec",
+    "complete_self", "erdos_renyi", "watts_strogatz", "random_regular", "from_spec", "canonical_spec",
 ]
 
 
@@ -267,6 +267,18 @@ def from_spec(spec: str) -> np.ndarray:
     """Adjacency from a short spec: ``chain:12``, ``star:4``, ``mesh:4``, ``ring:8``, ``complete:5:0.4``,
     ``malicious_star:4:10`` (leaves, alpha). Used by ``mascot diagnose --topology``.
     """
+    fn, vals = _parse_spec(spec)
+    return fn(*vals)
+
+
+def canonical_spec(spec: str) -> str:
+    """The spec with its numbers written one way (``ring:05`` and ``ring:5`` are one graph)."""
+    _parse_spec(spec)
+    name, *args = spec.strip().split(":")
+    return ":".join([name, str(int(args[0]))] + [repr(float(a)) for a in args[1:]])
+
+
+def _parse_spec(spec: str):
     name, *args = spec.strip().split(":")
     if name not in _NAMED:
         raise ValueError(f"unknown topology {name!r} in {spec!r}; known: {', '.join(_NAMED)}")
@@ -277,4 +289,4 @@ def from_spec(spec: str) -> np.ndarray:
         vals = [int(args[0])] + [float(a) for a in args[1:]]
     except ValueError:
         raise ValueError(f"bad numbers in topology spec {spec!r}") from None
-    return fn(*vals)
+    return fn, vals

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mascot.graphs import from_spec, validate_adjacency
+from mascot.graphs import canonical_spec, from_spec, validate_adjacency
 
 __all__ = ["diagnose", "default_k_profile", "load_adjacency", "triage_text", "rank"]
 
@@ -176,11 +176,13 @@ def _chain(rows: list[dict], order: list[str], key: str, sep: str) -> str:
 
 
 def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) -> dict:
-    graphs = {}
+    graphs, canonical = {}, {}
     for spec in topologies or []:
-        if spec in graphs:
-            raise ValueError(f"--topology {spec} is given twice")
-        graphs[spec] = from_spec(spec)
+        graph, key = from_spec(spec), canonical_spec(spec)
+        if key in canonical:
+            same = "" if canonical[key] == spec else f" (as {canonical[key]})"
+            raise ValueError(f"--topology {spec} is given twice{same}")
+        canonical[key], graphs[spec] = spec, graph
     seen = set()
     names = [Path(p).name for p in adjacency or []]
     for path in adjacency or []:
