@@ -677,3 +677,76 @@ def test_status_of_a_missing_directory_and_a_report_into_a_file_say_so(run_dir, 
         assert main(["report", "consensus-sweep", str(data), "--out", str(tmp_path / out)]) == 2
         assert f"{tmp_path / 'afile'} is a file" in _err_line(capsys)
     assert (tmp_path / "afile").read_text() == "mine"
+
+
+# ----------------------------------------------------------------------------- 11. found by an outside tester, 2026-12-01 (2)
+def test_runs_of_different_configs_started_together_in_a_new_directory_never_both_start(tmp_path):
+    """Both used to pass the plan check (no plan.json yet) and write their own config.toml and plan.json: one
+    run's chunks were then labelled with the other's config. plan.json is now published exclusively."""
+    import threading
+
+    cfgs = [parse_config(sweep_text(seed)) for seed in range(1, 7)]
+    for trial in range(15):
+        d = tmp_path / f"race{trial}"
+        barrier, outcome = threading.Barrier(len(cfgs)), {}
+
+        def init(i):  # as `mascot run --shard i/6` does: its locks, then the plan
+            locks = RunDir(d).acquire((i, len(cfgs)))
+            barrier.wait()
+            try:
+                RunDir(d).init(cfgs[i])
+                outcome[i] = "ok"
+            except ValueError as e:
+                outcome[i] = str(e)
+            finally:
+                for lk in locks:
+                    lk.release()
+
+        threads = [threading.Thread(target=init, args=(i,)) for i in range(len(cfgs))]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        won = [i for i, o in outcome.items() if o == "ok"]
+        assert len(won) == 1, outcome
+        assert all("holds a different run" in o for i, o in outcome.items() if i not in won)
+        plan = json.loads((d / "plan.json").read_text())
+        assert plan["hash"] == cfgs[won[0]].hash and (d / "config.toml").read_text() == cfgs[won[0]].text
+        assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_exclusive_atomic_write_never_replaces_a_file(tmp_path):
+    f = tmp_path / "plan.json"
+    atomic_write_text(f, "first", exclusive=True)
+    with pytest.raises(FileExistsError):
+        atomic_write_text(f, "second", exclusive=True)
+    assert f.read_text() == "first" and sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+
+
+def test_a_lost_config_toml_is_restored_by_the_next_run(run_dir, tmp_path, capsys):
+    (run_dir / "config.toml").unlink()
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]) == 2
+    assert "config.toml" in _err_line(capsys)
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 0
+    assert (run_dir / "config.toml").read_text() == sweep_text()
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]) == 0
+
+
+def test_a_plan_edited_to_agree_with_itself_is_checked_against_config_toml(run_dir, tmp_path, capsys):
+    pf = run_dir / "plan.json"
+    plan = json.loads(pf.read_text())
+    pf.write_text(json.dumps(dict(plan, n_points=10 ** 8, n_chunks=-(-10 ** 8 // plan["chunk_size"]))))
+    for cmd in (["status", str(run_dir)], ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]):
+        assert main(cmd) == 2
+        assert "does not match" in (err := _err_line(capsys)) and "n_points 100000000 there" in err
+    assert not (tmp_path / "m.parquet").exists()
+
+
+def test_a_report_refuses_a_merged_file_whose_data_pages_are_damaged(run_dir, tmp_path, capsys):
+    """It read the merged file without its page checksums: a bit flipped on disk changed the report, exit 0."""
+    merged = RunDir(run_dir).merge(tmp_path / "m.parquet")
+    flip_page_byte(merged, "status")
+    assert main(["report", "consensus-sweep", str(merged), "--out", str(tmp_path / "bad")]) == 2
+    err = _err_line(capsys)
+    assert str(merged) in err and "damaged" in err and "merge the run again" in err
+    assert not (tmp_path / "bad").exists()

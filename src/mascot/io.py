@@ -17,7 +17,7 @@ from pathlib import Path
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
            "json_default", "canonical", "append_jsonl", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
-           "remove_stale_temps", "read_text_file", "significant", "json_clean"]
+           "remove_stale_temps", "read_text_file", "significant", "json_clean", "read_parquet_verified"]
 
 
 def significant(x, digits: int):
@@ -55,9 +55,11 @@ os.umask(_UMASK)  # read once at import (single-threaded): new files get the usu
 
 
 @contextlib.contextmanager
-def atomic_path(path):
+def atomic_path(path, exclusive: bool = False):
     """The one way mascot writes a file: yield a fresh temporary path beside ``path``, then fsync it and
     rename it over ``path``; on any error the temporary file is removed and ``path`` is untouched.
+    ``exclusive``: publish it only if ``path`` does not exist (a hard link, which fails atomically with
+    ``FileExistsError`` when another writer got there first).
 
     The temporary file is created by :func:`tempfile.mkstemp` (``O_CREAT | O_EXCL``: a unique name that did not
     exist, so a planted file or symlink is never followed), in ``path``'s own directory (so the rename is
@@ -72,21 +74,25 @@ def atomic_path(path):
         yield tmp
         with open(tmp, "rb") as f:
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            os.link(tmp, path)
+            tmp.unlink()
+        else:
+            os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
-def atomic_write_bytes(path, data: bytes) -> None:
+def atomic_write_bytes(path, data: bytes, exclusive: bool = False) -> None:
     """Write ``data`` to ``path`` atomically (:func:`atomic_path`)."""
-    with atomic_path(path) as tmp:
+    with atomic_path(path, exclusive) as tmp:
         tmp.write_bytes(data)
 
 
-def atomic_write_text(path, text: str) -> None:
+def atomic_write_text(path, text: str, exclusive: bool = False) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (:func:`atomic_path`): never a partial file."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), exclusive)
 
 
 def read_text_file(path, what: str = "config file") -> str:
@@ -252,3 +258,18 @@ def remove_stale_temps(directory) -> list[Path]:
                 os.unlink(entry.path)
                 gone.append(Path(entry.path))
     return gone
+
+
+def read_parquet_verified(path, damaged: str = ""):
+    """A Parquet file as a ``pyarrow.Table``, every data page checked against the CRC32 its writer stored
+    (mascot writes them; files without are only decoded). A damaged or unreadable file raises ``ValueError``
+    naming it, followed by ``damaged`` (what to do about it) when given."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return pq.ParquetFile(path, page_checksum_verification=True).read()
+    except (OSError, pa.ArrowException) as e:
+        if isinstance(e, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        raise ValueError(f"{path}: unreadable or damaged Parquet data ({e}){damaged}") from None

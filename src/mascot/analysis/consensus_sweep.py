@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import atomic_write_text, write_csv
+from mascot.io import atomic_write_text, read_parquet_verified, write_csv
 from mascot.analysis.figures import plt, save_figure
 
 __all__ = ["report"]
@@ -100,7 +100,7 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def report(data, out_dir="results/sweeps", log=print) -> dict:
-    df = pd.read_parquet(data) if not isinstance(data, pd.DataFrame) else data
+    df = data if isinstance(data, pd.DataFrame) else read_parquet_verified(data, "; merge the run again").to_pandas()
     need = ["point", "strategy", "status", "rounds", "tokens", "certified", "K_star", "B_star", "lambda1", "lambda2",
             *_REQUIRED]
     lost = [c for c in dict.fromkeys(need) if c not in df]

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import atomic_write_text, json_clean, significant, write_csv
+from mascot.io import atomic_write_text, json_clean, read_parquet_verified, significant, write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report", "chain_ratios"]
@@ -53,7 +53,7 @@ def report(data, out="results/spectra") -> dict:
     from mascot.theory.noise import infer_rho_c
 
     paths = [data] if isinstance(data, (str, Path)) else list(data)
-    df = pd.concat([pd.read_parquet(p) for p in paths], ignore_index=True)
+    df = pd.concat([read_parquet_verified(p, "; merge the run again").to_pandas() for p in paths], ignore_index=True)
     if "ceg_mean" not in df.columns:
         raise ValueError(f"{paths} is not a merged 'affine_noise' sweep (no ceg_mean column)")
     if df.empty:

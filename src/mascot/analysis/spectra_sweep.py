@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import significant, write_csv
+from mascot.io import read_parquet_verified, significant, write_csv
 from mascot.analysis.figures import save_figure
 
 __all__ = ["report"]
@@ -29,7 +29,7 @@ def _label(r) -> str:
 def report(data, out="results/spectra") -> pd.DataFrame:
     import matplotlib.pyplot as plt
 
-    df = pd.read_parquet(data)
+    df = read_parquet_verified(data, "; merge the run again").to_pandas()
     if "kappa" not in df.columns or "family" not in df.columns:
         raise ValueError(f"{data} is not a merged 'spectra' sweep (no family/kappa columns)")
     if df.empty:

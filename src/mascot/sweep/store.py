@@ -20,6 +20,7 @@ removes the temporary files killed writers left behind.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -31,7 +32,8 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from mascot.io import DirectoryLocked, DirLock, atomic_path, atomic_write_text, lock_dir, remove_stale_temps
+from mascot.io import (DirectoryLocked, DirLock, atomic_path, atomic_write_text, lock_dir, read_text_file,
+                       remove_stale_temps)
 
 __all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance"]
 
@@ -169,17 +171,21 @@ class RunDir:
             remove_stale_temps(self.chunks)
             shared.share()
         except DirectoryLocked:
-            while True:  # other runners share it; another's brief exclusive clean-up is waited out
-                try:
-                    shared = lock_dir(self.path, shared=True, what="sweep run directory")
-                    break
-                except DirectoryLocked:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            shared = self._shared_lock(deadline)  # other runners share it
         i, n = shard
         mine = lock_dir(self.path, f".mascot-shard-{i}-of-{n}.lock", what="sweep run directory")
         return [shared, mine]
+
+    def _shared_lock(self, deadline: float) -> DirLock:
+        """``.mascot.lock`` shared (a runner's brief exclusive clean-up of stale temporary files is waited out;
+        a merge holds it so that no clean-up removes the merged file it is writing)."""
+        while True:
+            try:
+                return lock_dir(self.path, shared=True, what="sweep run directory")
+            except DirectoryLocked:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
 
     # -- plan ---------------------------------------------------------------------------------
     def init(self, cfg) -> None:
@@ -197,21 +203,27 @@ class RunDir:
                                  f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
                                  "give a new or empty directory")
         self.chunks.mkdir(parents=True, exist_ok=True)
-        if pf.exists():
-            old = self._read_plan(pf)
-            if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
-                raise ValueError(f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
-                                 f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
-                                 "cannot be trusted: use another --out")
-            if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
-                raise ValueError(
-                    f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
-                    f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
-                    f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
-                    f"differ). Use another --out directory.")
-            return
-        for name, text in (("config.toml", cfg.text), ("plan.json", json.dumps(plan, indent=2) + "\n")):
-            atomic_write_text(self.path / name, text)
+        if not pf.exists():
+            try:  # published only if no other runner's plan got there first (runners started together)
+                atomic_write_text(pf, json.dumps(plan, indent=2) + "\n", exclusive=True)
+            except FileExistsError:
+                pass  # checked below like any plan
+            else:
+                atomic_write_text(self.path / "config.toml", cfg.text)
+                return
+        old = self._read_plan(pf)
+        if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
+            raise ValueError(f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
+                             f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
+                             "cannot be trusted: use another --out")
+        if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
+            raise ValueError(
+                f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
+                f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
+                f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
+                f"differ). Use another --out directory.")
+        if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
+            atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
 
     @staticmethod
     def _read_plan(pf: Path) -> dict:
@@ -231,6 +243,27 @@ class RunDir:
                              f"of {plan['chunk_size']} make {-(-plan['n_points'] // plan['chunk_size'])}; use another "
                              "--out or delete the directory")
         return plan
+
+    def _check_config(self, plan: dict) -> str:
+        """The run's config.toml text, checked against plan.json (a plan edited by hand, or a config.toml
+        replaced, would otherwise be trusted by status and merge)."""
+        from mascot.sweep.config import ConfigError, parse_config
+
+        f, pf = self.path / "config.toml", self.path / "plan.json"
+        if not f.exists():
+            raise ValueError(f"{f} is missing; rerun `mascot run CONFIG --out {self.path}` with the run's config "
+                             "to restore it")
+        text = read_text_file(f, "run directory's config.toml")
+        try:
+            cfg = parse_config(text, str(f), check_points=False)
+        except ConfigError as e:
+            raise ValueError(f"{f} is not a valid config ({e}); the run directory cannot be trusted") from None
+        mine = dict(hash=cfg.hash, n_points=cfg.n_points, chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
+        if any(plan[k] != v for k, v in mine.items()):
+            diff = ", ".join(f"{k} {plan[k]} there, {v} in the config" for k, v in mine.items() if plan[k] != v)
+            raise ValueError(f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
+                             "config again into a new --out")
+        return text
 
     def plan(self) -> dict:
         if self.path.exists() and not self.path.is_dir():
@@ -338,6 +371,7 @@ class RunDir:
         and metadata only: much faster on large runs, but a damaged data page counts as complete until a run
         or merge reads it)."""
         plan = self.plan()
+        self._check_config(plan)
         counts: dict[int, int] = {}
         done, bad, foreign = self.scan(data=not quick, rows=counts)
         rows = sum(counts.values())
@@ -365,6 +399,20 @@ class RunDir:
         out = Path(out) if out else self.path / "merged.parquet"
         self._check_merge_out(out)
         plan = self.plan()
+        config = self._check_config(plan)
+        try:  # no runner's clean-up removes our temporary file
+            lock = self._shared_lock(time.monotonic() + 30.0)
+        except OSError as e:
+            if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            lock = None  # a run directory nobody can write to: no runner cleans it up either
+        try:
+            return self._merge(out, plan, config)
+        finally:
+            if lock is not None:
+                lock.release()
+
+    def _merge(self, out: Path, plan: dict, config: str) -> Path:
         read: dict[int, pa.Table] = {}
         done, bad, foreign = self.scan(tables=read)
         for p in foreign:
@@ -384,7 +432,7 @@ class RunDir:
         keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in table.column_names]
         table = table.sort_by(keys)
         out.parent.mkdir(parents=True, exist_ok=True)
-        merged_meta = dict(plan=plan, config=(self.path / "config.toml").read_text(),
+        merged_meta = dict(plan=plan, config=config,
                            chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
                            **provenance())
         write_table_atomic(table, out, merged_meta, required=required)
