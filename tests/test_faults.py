@@ -750,3 +750,34 @@ def test_a_report_refuses_a_merged_file_whose_data_pages_are_damaged(run_dir, tm
     err = _err_line(capsys)
     assert str(merged) in err and "damaged" in err and "merge the run again" in err
     assert not (tmp_path / "bad").exists()
+
+
+def test_merge_never_overwrites_a_file_that_is_not_a_merged_dataset(run_dir, tmp_path, capsys):
+    mine = write(tmp_path, "my notes", "notes.toml")
+    assert main(["merge", str(run_dir), "--out", str(mine)]) == 2
+    assert "is not a merged mascot dataset" in _err_line(capsys) and mine.read_text() == "my notes"
+    assert main(["merge", str(run_dir), "--out", str(run_dir / ".x.tmp")]) == 2  # a runner's clean-up would delete it
+    assert "own files" in _err_line(capsys)
+    m = tmp_path / "m.parquet"
+    assert main(["merge", str(run_dir), "--out", str(m)]) == 0 and main(["merge", str(run_dir), "--out", str(m)]) == 0
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", "", "--quiet"]) == 2
+    assert "--out must name a directory" in _err_line(capsys)
+
+
+def test_the_rule_noise_model_in_float32_and_out_of_memory_are_one_line_errors(tmp_path, capsys, monkeypatch):
+    rule = write(tmp_path, '[experiment]\nkind = "affine_noise"\n[fixed]\nmodel = "rule"\ntrials = 100\n', "rule.toml")
+    assert main(["validate", str(rule)]) == 2
+    assert 'model = "rule" needs experiment.dtype = "float64"' in _err_line(capsys)
+    huge = write(tmp_path, '[experiment]\nkind = "consensus"\n[fixed]\ntrajectories = 1000000\nn = 4096\nd = 1024\n',
+                 "huge.toml")
+    assert main(["validate", str(huge)]) == 0
+    assert "a chunk needs more than this machine's" in capsys.readouterr().err
+    import mascot.sweep
+
+    def no_memory(*a, **k):  # (really allocating it could wake the OOM killer where memory is overcommitted)
+        raise MemoryError("Unable to allocate 153. TiB for an array with shape (1000000, 4096, 1024)")
+
+    monkeypatch.setattr(mascot.sweep, "run_sweep", no_memory)
+    assert main(["run", str(huge), "--out", str(tmp_path / "h"), "--quiet"]) == 1
+    err = capsys.readouterr().err
+    assert "out of memory" in err and "Traceback" not in err

@@ -13,7 +13,7 @@ import pytest
 
 from mascot.cli import main
 from mascot.graphs import complete_weights, ring_weights
-from mascot.sweep import ConfigError, MissingChunksError, RunDir, parse_config, run_sweep
+from mascot.sweep import ConfigError, MissingChunksError, RunDir, load_config, parse_config, run_sweep
 from mascot.theory import algorithm1
 
 BASE = """
@@ -94,10 +94,34 @@ def test_hash_ignores_chunk_size_and_comments():
     (('n = [5, 7]', 'n = { range = [5, 1e300, 1] }'), r"over experiment.max_points"),
     (("tokens_ring = [10, 5]", "tokens_ring = [10, -5]"), "tokens_ring = -5.0 is out of range"),
     (("trajectories = 5", "trajectories = 5\nnoise = 1e300"), "fixed.noise = 1e[+]300 does not fit in float32"),
+    # found by an outside tester, 2026-12-01 (2): tracebacks, and grids whose points repeat each other
+    (("[experiment]", "output = 5\n[experiment]"), r"\[output\] must be a table"),
+    (('n = [5, 7]', 'n = { range = [0, 1e300, 1e-300] }'), r"over experiment.max_points"),
+    (("trajectories = 5", "trajectories = 5\nc1 = 600.0"), "tokens_complete has no effect when c1 is given"),
+    (("[grid.zip.costs]", "[grid.random]\ncount = 3\nd = { choice = [2, 3] }\n[grid.zip.costs]"),
+     "grid.random draws the same parameters more than once"),
+    (("[grid.zip.costs]", "[grid.random]\ncount = 3\neta = { uniform = [-1.7e308, 1.7e308] }\n[grid.zip.costs]"),
+     "beyond the largest float"),
 ])
 def test_validation_errors_name_the_key(edit, message):
     with pytest.raises(ConfigError, match=message):
         parse_config(cfg_text().replace(*edit))
+
+
+def test_float_ranges_are_counted_as_written():
+    """range = [0.1, 0.4, 0.1] gave 0.1, 0.2, 0.30000000000000004 and the stop 0.4 (binary floating point)."""
+    cfg = parse_config(cfg_text().replace('n = [5, 7]', 'n = { range = [5, 9, 2] }')
+                       .replace("max_rounds = 40", "max_rounds = 40\neps = 0.01").replace(
+                           'strategy = ["adaptive", "ring"]', 'strategy = ["adaptive", "ring"]\neta = { range = [0.1, 0.4, 0.1] }'))
+    values = dict((ns[0], [v[0] for v in vs]) for ns, vs in cfg.axes)
+    assert values["eta"] == [0.1, 0.2, 0.3] and values["n"] == [5, 7]
+    assert all(type(v) is int for v in values["n"])
+
+
+def test_a_config_with_a_byte_order_mark_reads(tmp_path):
+    f = tmp_path / "bom.toml"
+    f.write_bytes(b"\xef\xbb\xbf" + cfg_text().encode())
+    assert load_config(f).hash == parse_config(cfg_text()).hash
 
 
 def test_validate_cli(tmp_path, capsys):

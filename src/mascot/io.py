@@ -104,7 +104,7 @@ def read_text_file(path, what: str = "config file") -> str:
     if p.is_dir():
         raise ValueError(f"{path}: is a directory, not a {what}")
     try:
-        return p.read_bytes().decode("utf-8")
+        return p.read_bytes().decode("utf-8").removeprefix("\ufeff")  # (a byte-order mark some editors write)
     except UnicodeDecodeError as e:
         raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     except OSError as e:

@@ -182,12 +182,18 @@ def _cmd_validate(args) -> int:
     print(f"  grid axes: {', '.join('+'.join(n) + f'[{len(v)}]' for n, v in cfg.axes) or '(none)'}")
     print(f"  points: {cfg.n_points:,}  chunks: {cfg.n_chunks:,} of {cfg.chunk_size} points")
     print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    if mem > ram:
+        print(f"mascot: warning: a chunk needs more than this machine's {ram / 2**30:,.1f} GiB of memory; lower "
+              "experiment.chunk_size or the per-point sizes, or run it where there is more", file=sys.stderr)
     return 0
 
 
 def _cmd_run(args) -> int:
     from mascot.sweep import load_config, parse_shard, run_sweep
 
+    if args.out is not None and not args.out.strip():
+        raise ValueError("--out must name a directory (it is empty)")
     cfg = load_config(args.config)
     s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet, workers=args.workers)
     print(f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
@@ -599,6 +605,10 @@ def main(argv=None) -> int:
         os._exit(130)
     except RuntimeError as e:  # e.g. MissingChunksError, DirectoryLocked (another process holds the directory)
         print(f"mascot: error: {e}", file=sys.stderr)
+        return 1
+    except MemoryError as e:  # (numpy's "Unable to allocate 153. TiB ..." included)
+        print(f"mascot: error: out of memory: {e or 'an allocation failed'}; ask for less (smaller graphs, batches, "
+              "d, trajectories or experiment.chunk_size)", file=sys.stderr)
         return 1
     except BrokenPipeError:  # stdout closed early (`mascot diagnose ... | head`): stop quietly, as shell tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error when Python flushes)

@@ -46,6 +46,7 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -130,10 +131,20 @@ def _axis_count(name: str, spec, where: str) -> int:
     if form == "range":
         if c == 0:
             raise ConfigError(f"{where}.{name}.range step must not be 0")
-        return max(0, math.ceil((b - a) / c))
+        return _range_count(a, b, c)
     if int(c) != c or c < 1:
         raise ConfigError(f"{where}.{name}.{form} count must be a positive integer")
     return int(c)
+
+
+def _decimal(x) -> Decimal:
+    return Decimal(x) if isinstance(x, int) else Decimal(repr(x))
+
+
+def _range_count(a, b, c) -> int:
+    """Values of ``range = [a, b, c]`` (``a, a + c, ...`` before ``b``), counted in decimal as written: in binary
+    floating point ``[0.1, 0.4, 0.1]`` gave four values, the stop and ``0.30000000000000004`` among them."""
+    return max(0, math.ceil((_decimal(b) - _decimal(a)) / _decimal(c)))
 
 
 def _axis_values(name: str, spec, where: str) -> list:
@@ -152,9 +163,9 @@ def _axis_values(name: str, spec, where: str) -> list:
         if form == "range":
             if c == 0:
                 raise ConfigError(f"{where}.{name}.range step must not be 0")
-            vals = np.arange(a, b, c).tolist()
-            if all(isinstance(x, int) for x in args):
-                vals = [int(v) for v in vals]
+            step = _decimal(c)
+            vals = [_decimal(a) + i * step for i in range(_range_count(a, b, c))]
+            vals = [int(v) for v in vals] if all(isinstance(x, int) for x in args) else [float(v) for v in vals]
         else:
             if int(c) != c or c < 1:
                 raise ConfigError(f"{where}.{name}.{form} count must be a positive integer")
@@ -196,6 +207,8 @@ def _random_axis(table: dict, seed: int) -> tuple[tuple[str, ...], list[tuple]]:
                 raise ConfigError(f"{where}.{form} needs finite low and high; got [{lo}, {hi}]")
             if not lo < hi:
                 raise ConfigError(f"{where}.{form} needs low < high")
+            if not math.isfinite(hi - lo):
+                raise ConfigError(f"{where}.{form}: high - low = {hi} - ({lo}) is beyond the largest float")
             if form == "uniform":
                 col = rng.uniform(lo, hi, count).tolist()
             else:
@@ -204,7 +217,11 @@ def _random_axis(table: dict, seed: int) -> tuple[tuple[str, ...], list[tuple]]:
                 col = np.exp(rng.uniform(math.log(lo), math.log(hi), count)).tolist()
         names.append(name)
         columns.append(col)
-    return tuple(names), list(zip(*columns))
+    points = list(zip(*columns))
+    if len(set(map(_key, points))) < len(points):  # e.g. count = 5 with one choice: five identical points
+        raise ConfigError(f"grid.random draws the same parameters more than once (count = {count} over "
+                          f"{', '.join(names)}); lower count, or add choices or a continuous parameter")
+    return tuple(names), points
 
 
 def expand_grid(axes, start: int = 0, stop: int | None = None):
@@ -315,8 +332,13 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
     dup = {n for n in names if names.count(n) > 1} | (set(names) & set(fixed))
     if dup:
         raise ConfigError(f"parameter(s) given more than once (grid and/or fixed): {', '.join(sorted(dup))}")
+    for key, by in spec.unused_when.items():  # a grid over it would repeat points; a fixed value would mislead
+        if key in names + list(fixed) and by in names + list(fixed):
+            raise ConfigError(f"{key} has no effect when {by} is given ({by} is used as written); give one of them")
 
     out = raw.get("output", {})
+    if not isinstance(out, dict):
+        raise ConfigError(f"[output] must be a table, e.g. [output] then dir = \"runs/NAME\"; got {out!r}")
     _check_keys(out, _OUTPUT_KEYS, "[output]")
     if "dir" in out and not (isinstance(out["dir"], str) and out["dir"].strip()):
         raise ConfigError(f"output.dir must be a non-empty string (a directory path); got {out['dir']!r}")
@@ -339,15 +361,17 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
     return cfg
 
 
+def _key(t: tuple) -> tuple:
+    """A point's values compared as the kernels see them (5 and 5.0 are one value)."""
+    return tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v) for v in t)
+
+
 def _no_repeats(where: str, values: list[tuple]) -> None:
     """Refuse an axis that lists a value twice: its points would repeat each other (the same initial beliefs,
     counted twice by every report); more trajectories per point is the way to more samples."""
-    def key(v):
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v)
-
     seen = {}
     for i, t in enumerate(values):
-        k = tuple(key(v) for v in t)
+        k = _key(t)
         if k in seen:
             shown = t[0] if len(t) == 1 else t
             raise ConfigError(f"{where} lists {shown!r} twice (entries {seen[k]} and {i}): those grid points would "

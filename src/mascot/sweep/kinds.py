@@ -60,6 +60,7 @@ class Kind:
     extra_check: Callable[[dict], None] | None = None
     derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
     derived_from: dict = field(default_factory=dict)  # derived parameter -> the key(s) users write for it
+    unused_when: dict = field(default_factory=dict)  # key -> the parameter that, when given, makes it unused
     dtype_check: Callable[[dict, str], None] | None = None  # (complete point, "float32"/"float64"): ValueError
     row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
     version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
@@ -487,6 +488,12 @@ NOISE_PARAMS = {
 }
 
 
+def _noise_dtype_check(p, dtype):
+    if p["model"] == "rule" and dtype != "float64":
+        raise ValueError('model = "rule" needs experiment.dtype = "float64" (the state-tracking rule runs in exact '
+                         "int64/float64 arithmetic)")
+
+
 def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
     from mascot.execute.noise import affine_noise_error, rule_noise_error
     from mascot.theory.noise import ceg_ratio, expected_ceg
@@ -537,12 +544,13 @@ KINDS = {
     # version 2: X0 from named PCG64 streams shared across points (common random numbers)
     "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
                       _consensus_costs, version=2,
-                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"}, device_cache=True,
+                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"},
+                      unused_when={"tokens_complete": "c1", "tokens_ring": "c2"}, device_cache=True,
                       required=True, dtype_check=_consensus_dtype_check),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)
     "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
                     row_key=("point", "graph"), max_workers=1, version=2, dtype_check=_spectra_dtype_check),
     "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",),
-                         max_workers=1),
+                         max_workers=1, dtype_check=_noise_dtype_check),
 }

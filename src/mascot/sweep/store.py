@@ -389,10 +389,18 @@ class RunDir:
         if any(p.exists() and not p.is_dir() for p in out.parents):
             raise ValueError(f"--out {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a "
                              "file, not a directory")
-        own = ro.parent == rd and (ro.name in _OWN_FILES or ro.name.endswith(".lock"))
+        own = ro.parent == rd and (ro.name in _OWN_FILES or ro.name.endswith((".lock", ".tmp")))
         if ro.is_relative_to(rd / "chunks") or own:
             raise ValueError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
                              f"to {self.path / 'merged.parquet'} or outside {self.path}")
+        if out.exists():  # replace an earlier merged dataset, never another file
+            try:
+                ours = META_KEY in (pq.read_metadata(out).metadata or {})
+            except (OSError, pa.ArrowException):
+                ours = False
+            if not ours:
+                raise ValueError(f"--out {out} exists and is not a merged mascot dataset; remove it or give another "
+                                 "path")
 
     def merge(self, out=None) -> Path:
         """Check completeness and write one Parquet file sorted by (point, ...)."""
