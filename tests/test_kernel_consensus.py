@@ -68,6 +68,20 @@ def test_float64_equals_reference(pair, strategy):
         assert statuses == {0, 1, 2}  # the random problems exercise every outcome
 
 
+@pytest.mark.parametrize("d", [16, 17, 40])
+def test_wide_beliefs_at_small_n_equal_reference(d):
+    """Small N used a kron(U, I_d) projection at every d: its (N d)^2 entries took 22 GB at d = 10^4 (an
+    outside tester's embedding-sized beliefs). Past KRON_MAX_D = 16 the einsum projection takes over."""
+    rng = np.random.default_rng(d)
+    W1, W2 = PAIRS["paper_K5_C5"]
+    args = _random_problem(rng, 60, 5, d, W1, W2, 12)
+    refs = _reference(args, "adaptive", 12)
+    res = simulate_consensus(*args, strategy="adaptive", max_rounds=12, dtype="float64", method="modal",
+                             return_x=True)
+    _assert_exact(res, refs)
+    np.testing.assert_allclose(res.x_final, np.stack([r.x_final for r in refs]), rtol=0, atol=1e-9)
+
+
 def test_auto_method_selection():
     W1, W2 = paper_modes()
     X0 = np.random.default_rng(0).uniform(size=(4, 5, 6))

@@ -54,6 +54,7 @@ def _mm(a, b):
     return jnp.matmul(a, b, precision=_HIGHEST)
 MIN_BUCKET = 512
 SMALL_N = 12
+KRON_MAX_D = 16  # widest beliefs the small-N kron projection takes
 MODAL_PAD = 16  # N - 1 modal columns become N when N is a multiple of this (no-noise modal path)
 
 class ConsensusResult(NamedTuple):
@@ -280,9 +281,10 @@ def modal_init(X0, U, S, start=0, *, noisy, tile=None, rows=None):
         return (sq, zeros, zeros), jnp.sqrt(jnp.sum(sq, axis=1) / n)
     if rows is not None:
         X0 = jax.lax.dynamic_slice_in_dim(X0, start, rows, 0)
-    if n <= SMALL_N:
+    if n <= SMALL_N and d <= KRON_MAX_D:
         # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
-        # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5)
+        # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5). Its (N d)^2 entries and
+        # d-fold flops rule it out for wide beliefs (d = 10^4 took 22 GB: an outside tester's embeddings case)
         K = jnp.kron(U, jnp.eye(d, dtype=U.dtype))
         Y, axis_d = _mm(X0.reshape(B, n * d), K).reshape(B, n - 1, d), 2
     else:
