@@ -781,3 +781,14 @@ def test_the_rule_noise_model_in_float32_and_out_of_memory_are_one_line_errors(t
     assert main(["run", str(huge), "--out", str(tmp_path / "h"), "--quiet"]) == 1
     err = capsys.readouterr().err
     assert "out of memory" in err and "Traceback" not in err
+
+
+def test_a_reply_holding_a_lone_surrogate_is_written_and_reads_back(tmp_path):
+    """Found by an outside tester: a reply with "\\ud800" (valid JSON from a server) stopped debate and deliberate
+    with "'utf-8' codec can't encode character" on every rerun."""
+    from mascot.io import append_jsonl, read_jsonl
+
+    rows = [{"text": "ok é"}, {"text": "bad \ud800 reply", "n": 1}]
+    append_jsonl(tmp_path / "t.jsonl", rows)
+    assert read_jsonl(tmp_path / "t.jsonl") == rows
+    assert (tmp_path / "t.jsonl").read_bytes().splitlines()[0] == '{"text": "ok é"}'.encode()  # UTF-8 as before

@@ -934,17 +934,6 @@ def test_probe_warns_when_a_server_ignores_sampling_and_structured_output(mini, 
     assert good.received == 3  # no probe unless asked
 
 
-def test_probe_of_an_unreachable_server_is_unknown_and_silent(capsys):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    be = OpenAIBackend("m", base_url=f"http://127.0.0.1:{port}/v1", probe=True, probe_structured=True, max_retries=3)
-    found = be.describe()["probe"]
-    assert found["sampling"]["verdict"] == "unknown" and "connection" in found["sampling"]["error"].lower()
-    assert found["structured_output"]["verdict"] == "unknown"
-    assert capsys.readouterr().err == ""
-
-
 def test_openai_progress_counts_every_completion(mini):
     from mascot.backends.base import attach_progress, progress_text
 
@@ -1127,4 +1116,49 @@ def test_openai_refuses_more_completion_tokens_than_asked_and_redacts_echoed_key
         assert "Zq7X" not in be._redact(f"error: {echo} !"), echo
     body = json.dumps({"choices": [{"message": {"content": f"auth Bearer {secret}"}}],
                        "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
-    assert "Zq7X" not in be._reply(body).text  # a reply that echoes the key never reaches a log
+    with pytest.raises(Exception, match="the reply holds the API key"):  # refused: nothing of it reaches a log
+        be._reply(body)
+    fin = json.dumps({"choices": [{"message": {"content": "fine"}, "finish_reason": f"stop {j}"}],
+                      "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    with pytest.raises(Exception, match="the reply holds the API key"):  # the finish reason too (it was logged)
+        be._reply(fin)
+
+
+@pytest.mark.parametrize("key", ["0", "Value", "EMPTY", "A"])
+def test_a_short_placeholder_key_never_rewrites_replies(monkeypatch, key):
+    """Found by an outside tester: every form of the key was scrubbed from reply text before parsing, so a key
+    "Value" or "0" turned {"Value": 50.0} into {"***": 50.0} (parse failures, exit 0)."""
+    monkeypatch.setenv("MASCOT_TEST_KEY", key)
+    be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key_env="MASCOT_TEST_KEY")
+    reply = '{"Value": 50.0, "Parity": "A", "Level": 3, "vector": [0.83, 0.99]}'
+    body = json.dumps({"choices": [{"message": {"content": reply}, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    r = be._reply(body)
+    assert r.text == reply and r.finish_reason == "stop"
+
+
+# ----------------------------------------------------------------------------- found by an outside tester, 2026-12-01 (2)
+@pytest.mark.parametrize("url, said", [("http://127.0.0.1:99999/v1", "no valid port"),
+                                       ("http://127.0.0.1:8000/v1?api_key=sk-abc", "query or fragment")])
+def test_openai_refuses_a_base_url_with_a_bad_port_or_a_query(url, said):
+    with pytest.raises(ValueError, match=said) as e:
+        OpenAIBackend("m", base_url=url)
+    assert "sk-abc" not in str(e.value)
+
+
+def test_openai_a_server_nobody_runs_is_reported_at_once():
+    """A wrong port took every request's six attempts, three times over (minutes for 80 requests, hours for a
+    paper-sized run). The probe now names it at once; without the probe one request's retries decide for the
+    rest of the call."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    t = time.perf_counter()
+    with pytest.raises(ConnectionError, match="cannot be reached .*Connection refused.*check --base-url"):
+        OpenAIBackend("m", base_url=url, probe=True, max_retries=5, backoff_s=0.01)
+    be = OpenAIBackend("m", base_url=url, max_retries=2, backoff_s=0.01, concurrency=1)
+    out = be.generate([Request(CONVERSATIONS[0], GREEDY) for _ in range(20)])
+    assert all(r.error for r in out) and "failed after 3 attempt(s)" in out[0].error
+    assert sum(r.error.startswith("not sent: failed after 3 attempt(s)") for r in out) == 19
+    assert time.perf_counter() - t < 10

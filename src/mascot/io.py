@@ -16,7 +16,7 @@ import tomllib
 from pathlib import Path
 
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
-           "json_default", "canonical", "append_jsonl", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
+           "json_default", "canonical", "append_jsonl", "jsonl_line", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
            "remove_stale_temps", "read_text_file", "significant", "json_clean", "read_parquet_verified"]
 
 
@@ -143,12 +143,23 @@ def canonical(x):
     return json.loads(json.dumps(x, sort_keys=True, default=json_default))
 
 
+def jsonl_line(row) -> str:
+    """One JSON line, UTF-8 as written; a string UTF-8 cannot hold (a lone surrogate such as "\\ud800", valid in
+    JSON and sent by a server) makes the line ASCII-escaped instead, so it still reads back the same."""
+    line = json.dumps(row, ensure_ascii=False, default=json_default)
+    try:
+        line.encode("utf-8")
+    except UnicodeEncodeError:
+        line = json.dumps(row, default=json_default)
+    return line + "\n"
+
+
 def append_jsonl(path, rows: list[dict]) -> None:
     """Append ``rows`` as JSON lines and fsync (a crash leaves at most one damaged trailing line)."""
     if not rows:
         return
     with open(path, "a", encoding="utf-8") as f:
-        f.write("".join(json.dumps(r, ensure_ascii=False, default=json_default) + "\n" for r in rows))
+        f.write("".join(jsonl_line(r) for r in rows))
         f.flush()
         os.fsync(f.fileno())
 

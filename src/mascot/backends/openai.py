@@ -42,6 +42,7 @@ variable, never its value, and every error message is scrubbed of the key.
 from __future__ import annotations
 
 import email.utils
+import errno
 import html
 import http.client
 import json
@@ -79,6 +80,12 @@ def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OP
         raise ValueError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
     if parsed.username is not None or parsed.password is not None:
         raise ValueError("base_url must not carry credentials (user:password@); put the key in api_key_env")
+    if parsed.query or parsed.fragment:  # (?api_key=... would be stored in run.json)
+        raise ValueError("base_url must not carry a query or fragment (?...#...); put a key in api_key_env")
+    try:
+        parsed.port
+    except ValueError:
+        raise ValueError(f"base_url has no valid port (1-65535): {parsed.netloc!r}") from None
     if int(concurrency) != concurrency or concurrency < 1:
         raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}")
     if int(max_retries) != max_retries or max_retries < 0:
@@ -102,9 +109,16 @@ def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OP
 class _RetryableError(Exception):
     """A failure worth another attempt (429, 5xx, timeout, connection trouble)."""
 
-    def __init__(self, message: str, retry_after: float | None = None):
+    def __init__(self, message: str, retry_after: float | None = None, unreachable: bool = False):
         super().__init__(message)
         self.retry_after = retry_after
+        self.unreachable = unreachable  # nothing listens there (refused, no such host, no route)
+
+
+def _unreachable(e: BaseException) -> bool:
+    reason = getattr(e, "reason", e)
+    return isinstance(reason, (ConnectionRefusedError, socket.gaierror)) or (
+        isinstance(reason, OSError) and reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH))
 
 
 class _FatalError(Exception):
@@ -117,6 +131,8 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None  # urllib then raises HTTPError(code) for the 3xx reply
 
+
+MIN_SECRET = 8  # shorter keys are placeholders, not secrets: replies are not checked for them
 
 # -- one deadline per request: a watchdog shuts the request's socket down when --timeout runs out, whatever
 # phase it is in (a server trickling header lines or body bytes never trips the per-read socket timeout)
@@ -287,10 +303,14 @@ class OpenAIBackend:
         self._opener = self._build_opener(self.base_url)
         self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
         self.probe_findings: dict | None = None
+        self._down: str | None = None
         if probe:
             from mascot.backends.probe import probe_server
 
             self.probe_findings = probe_server(self.ask_once, endpoint(self), structured=bool(probe_structured))
+            if self._down is not None:  # a wrong port or host: say so now, not after every request's retries
+                raise ConnectionError(f"{endpoint(self)} cannot be reached ({self._down}); is the server running "
+                                      "there? check --base-url")
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -298,6 +318,7 @@ class OpenAIBackend:
         requests = list(requests)
         if not requests:
             return []
+        self._down = None  # each call tries the server afresh
         total = len(requests)
         results: list[Response | None] = [None] * total
         t0 = last = time.perf_counter()
@@ -323,6 +344,8 @@ class OpenAIBackend:
         try:
             resp = self._attempt(json.dumps(build_payload(self.model, req)).encode("utf-8"))
         except (_RetryableError, _FatalError) as e:
+            if getattr(e, "unreachable", False):
+                self._down = self._redact(str(e))
             return Response("", 0, 0, error=self._redact(str(e)), latency_s=time.perf_counter() - t0)
         resp.latency_s = time.perf_counter() - t0
         return resp
@@ -413,7 +436,10 @@ class OpenAIBackend:
         last = "no attempt made"
         t0 = None
         gate = self._gate
+        unreachable = True
         for attempt in range(self.max_retries + 1):
+            if self._down is not None:  # another request already spent its retries on a server nobody runs
+                return Response("", 0, 0, error=f"not sent: {self._down}", latency_s=0.0)
             gate.acquire()
             sent = time.perf_counter()
             t0 = sent if t0 is None else t0
@@ -422,6 +448,7 @@ class OpenAIBackend:
             except _RetryableError as e:
                 gate.release(None, overloaded=True)
                 last = str(e)
+                unreachable &= e.unreachable
                 if attempt < self.max_retries:
                     time.sleep(self._delay(attempt, e.retry_after))
             except _FatalError as e:
@@ -438,8 +465,10 @@ class OpenAIBackend:
                         f"exceeds the request's max_tokens = {req.sampling.max_tokens}"), latency_s=time.perf_counter() - t0)
                 resp.latency_s = time.perf_counter() - t0
                 return resp
-        msg = f"failed after {self.max_retries + 1} attempt(s): {last}"
-        return Response("", 0, 0, error=self._redact(msg), latency_s=time.perf_counter() - t0)
+        msg = self._redact(f"failed after {self.max_retries + 1} attempt(s): {last}")
+        if unreachable:  # the rest of this call's requests fail at once instead of each retrying for a minute
+            self._down = msg
+        return Response("", 0, 0, error=msg, latency_s=time.perf_counter() - t0)
 
     def _attempt(self, body: bytes) -> Response:
         headers, secret = self._headers()
@@ -490,8 +519,10 @@ class OpenAIBackend:
                                       "server was still connecting or sending)") from None
             if isinstance(e, urllib.error.URLError):
                 kind = "timeout" if isinstance(e.reason, TimeoutError) else "connection error"
-                raise _RetryableError(self._redact(f"{kind} to {self.url}: {e.reason}")) from None
-            raise _RetryableError(self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}")) from None
+                raise _RetryableError(self._redact(f"{kind} to {self.url}: {e.reason}"),
+                                      unreachable=_unreachable(e)) from None
+            raise _RetryableError(self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}"),
+                                  unreachable=_unreachable(e)) from None
         return self._reply(raw)
 
     def _reply(self, raw: bytes) -> Response:
@@ -524,5 +555,18 @@ class OpenAIBackend:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**31) or v != int(v):
                 raise malformed(f"usage.{k} = {v!r} is not a token count (an integer in [0, 2^31))")
             tokens.append(int(v))
-        return Response(text=self._redact(text or ""), prompt_tokens=tokens[0], completion_tokens=tokens[1],
-                        finish_reason=choice.get("finish_reason"))
+        finish = choice.get("finish_reason")
+        if not isinstance(finish, (str, type(None))):
+            raise malformed("'finish_reason' is not a string")
+        if self._holds_key(text or "") or self._holds_key(finish or ""):
+            # refused, not scrubbed: scrubbing rewrote replies (a key "0" or "Value" changed every number or
+            # field name before parsing, exit 0); nothing of a reply that echoes the key is kept
+            raise _FatalError("the reply holds the API key (the server echoes the Authorization header back); "
+                              "nothing from it is recorded")
+        return Response(text=text or "", prompt_tokens=tokens[0], completion_tokens=tokens[1], finish_reason=finish)
+
+    def _holds_key(self, text: str) -> bool:
+        """Whether ``text`` holds the key in any escaped form; keys shorter than MIN_SECRET characters are not
+        looked for in replies (``0`` or ``EMPTY``, the placeholders local servers take, are ordinary text)."""
+        key = self.__api_key
+        return bool(key) and len(key) >= MIN_SECRET and self._redact(text) != text

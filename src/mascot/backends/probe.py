@@ -11,9 +11,10 @@ first stage and reports what it saw:
   ``response_format`` that only ``{"answer": <integer>}`` satisfies. A server that enforces the schema
   returns exactly that; one that ignores it returns prose: verdict ``"ignored"`` and a warning.
 
-A probe request that fails (connection, HTTP status, timeout) gives the verdict ``"unknown"`` with the
-error and no warning; the run's own requests then meet (and report) the same failure. The probe is one
-attempt per request, no retries.
+A probe request that fails (HTTP status, timeout) gives the verdict ``"unknown"`` with the error and no
+warning; the run's own requests then meet (and report) the same failure. A server nobody runs (connection
+refused, unknown host, no route) stops :class:`~mascot.backends.openai.OpenAIBackend` at once instead. The
+probe is one attempt per request, no retries.
 
 What servers do (measured with ``transformers serve`` of transformers 5.24 on SmolLM2-135M-Instruct; see
 the README for vLLM and llama.cpp): ``transformers serve`` samples only when the model's

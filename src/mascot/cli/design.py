@@ -252,8 +252,8 @@ def cmd_design_policy(args) -> int:
         etas = np.round(np.geomspace(1.2 * args.eps, 0.6, 14), 4)
     etas = np.unique(np.append(etas, 0.1)) if args.eps < 0.1 else etas
     fr = threshold_frontier(W1, W2, c1=args.c1, c2=args.c2, eps=args.eps, etas=etas, runs=args.runs, noise=args.noise,
-                            b0=args.b0, seed=args.seed)
-    ok = fr.mean_rounds <= args.max_mean_rounds
+                            b0=args.b0, seed=args.seed, max_rounds=_POLICY_MAX_ROUNDS)
+    ok = (fr.mean_rounds <= args.max_mean_rounds) & (fr.no_consensus == 0)  # every run reaches consensus
     if args.b0 is not None:
         ok &= fr.p_fail <= args.alpha
     best = fr[ok].sort_values(["mean_tokens", "eta"]).iloc[0] if ok.any() else None
@@ -275,7 +275,10 @@ def cmd_design_policy(args) -> int:
     cols = ["eta", "mean_tokens", "p95_tokens", "mean_rounds"] + (["p_fail"] if args.b0 is not None else [])
     print(fr[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if best is None:
-        print("no eta meets the constraints")  # (exit status 1, as design schedule's)
+        never = fr[fr.no_consensus > 0]
+        why = (f" (runs that never reach consensus within {_POLICY_MAX_ROUNDS} rounds: {', '.join(f'{r.eta:g}: {100 * r.no_consensus:.0f}%' for r in never.itertuples())})"
+               if len(never) else "")
+        print(f"no eta meets the constraints{why}")  # (exit status 1, as design schedule's)
     else:
         print(f"cheapest eta meeting the constraints: {best.eta:g} ({best.mean_tokens:.1f} tokens on average, "
               f"{best.mean_rounds:.2f} rounds)")

@@ -93,7 +93,9 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
     rows = []
     for i, e in enumerate(etas):
         t = need[i]
-        row = dict(eta=e, mean_tokens=float(np.mean(t)), p95_tokens=float(np.quantile(t, 0.95)),
+        with np.errstate(invalid="ignore"):  # (both order statistics infinite: inf - inf; the quantile is inf)
+            p95 = float(np.quantile(t, 0.95))
+        row = dict(eta=e, mean_tokens=float(np.mean(t)), p95_tokens=math.inf if math.isnan(p95) else p95,
                    mean_rounds=float(np.mean(rounds[i])), max_rounds=int(rounds[i].max()),
                    no_consensus=float(np.mean(~np.isfinite(t))))
         if b0 is not None:

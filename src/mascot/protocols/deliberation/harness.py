@@ -64,7 +64,7 @@ from typing import NamedTuple, Sequence
 import numpy as np
 
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
-from mascot.io import append_jsonl, atomic_write_text, json_default, read_jsonl, utc_now
+from mascot.io import append_jsonl, atomic_write_text, json_default, jsonl_line, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.parsing import VectorParse, parse_vector
 from mascot.protocols.deliberation.prompts import (
@@ -418,7 +418,7 @@ def _drop_uncommitted_requests(path: Path, rounds: list[dict]) -> None:
     keep = [r for r in recs if (r.get("strategy"), r.get("run"), r.get("round")) in done
             or (r.get("strategy") is None and (r.get("run"), r.get("round")) in shared)]
     if len(keep) != len(recs):
-        atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False, default=json_default) + "\n" for r in keep))
+        atomic_write_text(path, "".join(jsonl_line(r) for r in keep))
 
 
 def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: dict | None = None,
