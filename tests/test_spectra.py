@@ -2,6 +2,7 @@
 derived diagnostics, bad input, and the `mascot diagnose` / `mascot reproduce spectra` commands."""
 
 import json
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -534,3 +535,17 @@ def test_float64_request_without_x64_is_honoured():
         f = sr_spectra(tp.erdos_renyi(9, 0.5, 2, seed=1)[:, None], GAMMAS)
         assert f.kappa.dtype == np.float32
     np.testing.assert_allclose(np.asarray(f.kappa), np.asarray(s.kappa), rtol=1e-4)
+
+
+@pytest.mark.parametrize("scale", [1e39, 1e-39])
+def test_float32_spectra_of_weights_float32_cannot_hold(scale):
+    """Found by an outside tester: weights of 1e39 became inf in the float32 cast (rho 1.0, Delta NaN, only
+    RuntimeWarnings). The eigh route reads D^-1/2 A D^-1/2, unchanged when A is scaled by a power of 4."""
+    A = np.array([[0, scale, 1], [scale, 0, 1], [1, 1, 0.0]]) if scale > 1 else np.full((3, 3), scale) - np.diag([scale] * 3)
+    A[0, 1] = A[1, 0] = 3 * A[0, 2] if scale < 1 else A[0, 1]
+    ref = sr_spectra(A, 0.9, dtype="float64", family=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = sr_spectra(A, 0.9, dtype="float32", family=None)
+    for k in ("rho", "delta", "kappa"):
+        np.testing.assert_allclose(float(getattr(got, k)), float(getattr(ref, k)), rtol=2e-6)

@@ -272,7 +272,8 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
             o[sel] = np.asarray(x)[: sel.size]
 
     if (proute < 0).any():
-        Xeig = (flatA if normalize else flatP).astype(dt, copy=False)
+        Xeig = (_f32_range(flatA) if normalize and dt == jnp.float32 else flatA if normalize else flatP).astype(
+            dt, copy=False)
         Pd = flatP.astype(dt, copy=False)
         with _one_blas_thread(host):
             _solve(out, route, proute, normal, Xeig, Pd, idx, gflat, host, host_map, workers, dt, chunk_size)
@@ -282,6 +283,19 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
     methods = np.broadcast_to(labels[lab_of].reshape(batch), out_shape)
     rho, delta, kappa = (jnp.asarray(o.reshape(out_shape)) for o in out)
     return SRSpectra(rho, delta, kappa, summary, methods, "host" if host else "device")
+
+
+def _f32_range(A):
+    """Graphs whose weights float32 cannot hold (over 2^100, or all under 2^-100: 1e39 became inf, rho 1.0 and
+    Delta NaN) scaled by a power of 4: D^-1/2 A D^-1/2, all the eigh route reads, is unchanged by it (exactly:
+    sqrt of 4^m is 2^m). Every other graph is passed as it is."""
+    big = np.abs(A).max(axis=(-2, -1), initial=0.0)
+    far = (big > 2.0**100) | ((big > 0) & (big < 2.0**-100))
+    if not far.any():
+        return A
+    A = A.copy()
+    A[far] *= (4.0 ** -np.round(np.log2(big[far]) / 2))[:, None, None]
+    return A
 
 
 def _solve(out, route, proute, normal, X, P, idx, gflat, host, host_map, workers, dt, chunk_size):
