@@ -148,3 +148,17 @@ def test_design_policy_exits_1_when_no_eta_meets_the_constraints(capsys):
     assert main(["design", "policy", "--runs", "200", "--max-mean-rounds", "3", "--b0", "1000", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["best_eta"] is None
 
+
+
+def test_design_policy_never_recommends_an_eta_whose_runs_never_reach_consensus(capsys):
+    """Found by an outside tester: without --b0 an eta at which no run reached consensus (inf tokens, 200
+    rounds) was "the cheapest meeting the constraints", exit 0; its p95 printed NaN."""
+    from mascot.cli import main
+
+    assert main(["design", "policy", "--runs", "100", "--noise", "0.5", "--etas", "0.1,0.2"]) == 1
+    out = capsys.readouterr().out
+    assert "no eta meets the constraints (runs that never reach consensus within 200 rounds: 0.1: 100%, 0.2: 100%)" in out
+    assert "NaN" not in out and "nan" not in out
+    assert main(["design", "policy", "--runs", "100", "--noise", "0.5", "--etas", "0.1,0.2", "--json"]) == 1
+    obj = json.loads(capsys.readouterr().out)
+    assert obj["best_eta"] is None and all(r["no_consensus"] == 1.0 for r in obj["frontier"])

@@ -222,6 +222,9 @@ def _modes(args):
     return (load_adjacency(args.w1), load_adjacency(args.w2)) if args.w1 else paper_modes()
 
 
+_POLICY_MAX_ROUNDS = 200  # rounds a simulated run may take before it counts as never reaching consensus
+
+
 def cmd_design_policy(args) -> int:
     import numpy as np
 
@@ -276,8 +279,8 @@ def cmd_design_policy(args) -> int:
     print(fr[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if best is None:
         never = fr[fr.no_consensus > 0]
-        why = (f" (runs that never reach consensus within {_POLICY_MAX_ROUNDS} rounds: {', '.join(f'{r.eta:g}: {100 * r.no_consensus:.0f}%' for r in never.itertuples())})"
-               if len(never) else "")
+        shares = ", ".join(f"{r.eta:g}: {100 * r.no_consensus:.0f}%" for r in never.itertuples())
+        why = f" (runs that never reach consensus within {_POLICY_MAX_ROUNDS} rounds: {shares})" if len(never) else ""
         print(f"no eta meets the constraints{why}")  # (exit status 1, as design schedule's)
     else:
         print(f"cheapest eta meeting the constraints: {best.eta:g} ({best.mean_tokens:.1f} tokens on average, "
