@@ -322,3 +322,10 @@ def test_chunk_sizes_follow_the_platform():
     assert _chunk_size(1_000_000, 64, 6, f32, True, 300_000, "gpu") == 300_000
     with pytest.raises(ValueError, match="chunk_size"):
         _chunk_size(10, 5, 6, f32, True, 0, "cpu")
+
+
+def test_complex_beliefs_are_refused():
+    W1, W2 = PAIRS["paper_K5_C5"]
+    X0 = np.ones((2, 5, 3), complex)
+    with pytest.raises(ValueError, match="X0 must hold real numbers; got dtype complex128"):
+        simulate_consensus(X0, W1, W2, 600.0, 100.0, 0.1, 0.03, 1e4)
