@@ -189,6 +189,14 @@ def test_hf_bad_request_fails_alone(hf):
         assert r.text == "" and r.error and "messages" in r.error
 
 
+def test_hf_refuses_a_max_tokens_beyond_the_models_context(hf):
+    """Found by an outside tester: --max-tokens 1e11 generated for minutes with no output."""
+    huge = Request(CONVERSATIONS[0], Sampling(temperature=0.0, top_p=1.0, max_tokens=100_000_000_000))
+    ok, bad = hf.generate([Request(CONVERSATIONS[0], GREEDY), huge])
+    assert ok.error is None and ok.text
+    assert bad.text == "" and "exceeds the model's context of 512 tokens" in bad.error
+
+
 def test_hf_errors_name_the_problem(tiny_dir, tmp_path, monkeypatch):
     with pytest.raises(FileNotFoundError, match="local model directory"):
         HFBackend(str(tmp_path / "nope"))

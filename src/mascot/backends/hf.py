@@ -268,6 +268,14 @@ class HFBackend:
                 msg = f"chat template failed on these messages: {type(e).__name__}: {e}"
                 results[i] = Response("", 0, 0, error=msg, latency_s=0.0)
 
+        context = getattr(self._lm.config, "max_position_embeddings", None)
+        if isinstance(context, int):  # a reply longer than the model's context is refused, not generated for
+            for i in list(prompts):  # minutes (the prompt is not counted: rotary models run past it)
+                if requests[i].sampling.max_tokens > context:
+                    results[i] = Response("", 0, 0, latency_s=0.0, error=(
+                        f"max_tokens = {requests[i].sampling.max_tokens} exceeds the model's context of {context} "
+                        "tokens"))
+                    del prompts[i]
         groups: dict[_Key, list[int]] = {}
         for i in prompts:
             s = requests[i].sampling
