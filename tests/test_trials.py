@@ -810,11 +810,18 @@ def test_cli_dead_openai_server_exits_nonzero(tmp_path, capsys):
     out = tmp_path / "dead"
     rc = cli_main(["trials", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
                    "--topology", "chain", "--n-trials", "1", "--steps", "1", "--retries", "0", "--max-retries", "0",
-                   "--timeout", "5", "--no-figures", "--quiet", "--out", str(out)])
+                   "--timeout", "5", "--no-figures", "--quiet", "--no-probe", "--out", str(out)])
     err = capsys.readouterr().err
     assert rc == 1 and "127.0.0.1:9" in err and "not committed" in err
     assert not (out / "trials.parquet").exists()
     assert not json.loads((out / "run.json").read_text()).get("complete")
+    # with the probe (the default) a server nobody runs is named at once
+    rc = cli_main(["trials", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
+                   "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures", "--quiet",
+                   "--out", str(tmp_path / "dead2")])
+    err = capsys.readouterr().err
+    assert rc == 1 and "http://127.0.0.1:9/v1) cannot be reached" in err and "Connection refused" in err
+    assert not (tmp_path / "dead2" / "trials.parquet").exists()
 
 
 def test_zero_valued_backend_options_are_given_not_dropped():
@@ -826,7 +833,7 @@ def test_zero_valued_backend_options_are_given_not_dropped():
     p = argparse.ArgumentParser()
     add_backend_args(p)
     args = p.parse_args(["--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                         "--max-retries", "0"])
+                         "--max-retries", "0", "--no-probe"])
     factory, spec = build_backend(args, None)
     assert factory().max_retries == 0
     args = p.parse_args(["--backend", "hf", "--max-retries", "0"])
@@ -977,3 +984,14 @@ def test_calibrate_trials_refuses_a_damaged_trials_file(tmp_path):
         observed_from_run(run)
     run_trials(TrialConfig(n_trials=2, steps=1), run, SurrogateBackend(seed=1), progress=False)  # rebuilds it
     observed_from_run(run)
+
+
+def test_vllm_without_vllm_is_refused_before_a_run_directory_is_written(tmp_path, capsys):
+    pytest.importorskip("jax")  # (always here; the point is the missing vllm)
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        pytest.skip("vLLM is installed here")
+    out = tmp_path / "v"
+    assert cli_main(["trials", "--backend", "vllm", "--n-trials", "1", "--steps", "1", "--out", str(out)]) == 2
+    assert "--backend vllm needs vLLM" in capsys.readouterr().err and not out.exists()

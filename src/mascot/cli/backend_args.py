@@ -236,6 +236,11 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         options["probe"] = not getattr(args, "no_probe", None)
         options["probe_structured"] = structured
     if name == "vllm":
+        import importlib.util
+
+        if importlib.util.find_spec("vllm") is None:  # refused before a run directory is written
+            raise ValueError("--backend vllm needs vLLM, which is not installed here; on a GPU node: pip install -e "
+                             "\".[vllm]\" (or use --backend openai with a `vllm serve` endpoint)")
         options["structured_output"] = structured
         if getattr(args, "seed", None) is not None:
             options["seed"] = args.seed
