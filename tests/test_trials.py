@@ -987,7 +987,6 @@ def test_calibrate_trials_refuses_a_damaged_trials_file(tmp_path):
 
 
 def test_vllm_without_vllm_is_refused_before_a_run_directory_is_written(tmp_path, capsys):
-    pytest.importorskip("jax")  # (always here; the point is the missing vllm)
     import importlib.util
 
     if importlib.util.find_spec("vllm") is not None:
