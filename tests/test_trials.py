@@ -636,10 +636,15 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
                       ('[trials]\nno_figures = 1\n', "'no_figures' is a flag"),
                       ('[trials]\nseed = 1\n[output]\ndir = "a"\nformat = "b"\n', "[output] takes only 'dir'"),
                       ('[trial]\nseed = 1\n', "unknown table"),
-                      ('[trials\n', "invalid TOML")):
+                      ('[trials\n', "invalid TOML"),
+                      # found by an outside tester: both were taken, the last one silently winning
+                      ('[trials]\ntemperature = 0.5\ntemp = 0.9\n', "'temp' and 'temperature' set the same option")):
         cfg.write_text(text)
         assert cli_main(["trials", "--config", str(cfg)]) == 2
         assert msg in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # (argparse: exit 2)
+        cli_main(["trials", "--initial-state", "1e300,A,3"])
+    assert "|VALUE| must be at most 1e9" in capsys.readouterr().err
 
 
 def test_results_without_run_json_are_refused(tmp_path, capsys):

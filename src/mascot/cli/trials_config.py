@@ -48,6 +48,8 @@ def parse_initial_state(text: str) -> tuple:
         validate_state({"Value": value, "Parity": parts[1], "Level": level})
     except ValueError as e:
         raise argparse.ArgumentTypeError(f"--initial-state {text!r}: {e}") from None
+    if abs(value) > 1e9:  # (1e300 ran, and every reply, the surrogate's own, failed to parse)
+        raise argparse.ArgumentTypeError(f"--initial-state {text!r}: |VALUE| must be at most 1e9")
     return value, parts[1], level
 
 
@@ -85,10 +87,14 @@ def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
         if longs and a.dest not in _SKIP:
             actions[longs[0][2:].replace("-", "_")] = (longs[0], a)
     argv: list[str] = []
+    given: dict[str, str] = {}  # option dest -> the key that set it
     for key, value in table.items():
         if key not in actions:
             raise ValueError(f"{path}: unknown key '{key}' in [trials]; valid keys: {', '.join(sorted(actions))}")
         flag, action = actions[key]
+        if action.dest in given:  # an alias of a key already given (temp and temperature): the last one won
+            raise ValueError(f"{path}: '{key}' and '{given[action.dest]}' set the same option; give one of them")
+        given[action.dest] = key
         if isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)) or action.nargs == 0:
             if not isinstance(value, bool):
                 raise ValueError(f"{path}: '{key}' is a flag: true or false; got {value!r}")
