@@ -373,6 +373,15 @@ class FakeOpenAIServer:
                 h.wfile.flush()
                 time.sleep(0.1)
             return None
+        if action == "short":  # the body cut off: the connection closes 80 bytes short of Content-Length
+            body = b'{"choices": [{"message": {"content": "cut'
+            self.done(h)
+            h.send_response(200)
+            h.send_header("Content-Length", str(len(body) + 80))
+            h.end_headers()
+            h.wfile.write(body)
+            h.close_connection = True
+            return None
         if action == "sleep":
             time.sleep(1.0)
         elif self.delay:
@@ -1170,3 +1179,15 @@ def test_openai_a_server_nobody_runs_is_reported_at_once():
     assert all(r.error for r in out) and "failed after 3 attempt(s)" in out[0].error
     assert sum(r.error.startswith("not sent: failed after 3 attempt(s)") for r in out) == 19
     assert time.perf_counter() - t < 10
+
+
+def test_openai_a_body_cut_off_is_a_dropped_connection_and_retried(srv):
+    """Found by an outside tester: a body shorter than its Content-Length was a "malformed response" (fatal,
+    never retried); it is a dropped connection, retried like one."""
+    be = client(srv, max_retries=1, backoff_s=0.0)
+    srv.plan[CONVERSATIONS[0][-1]["content"]] = ["short"]
+    (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.error is None and r.text  # the second attempt was answered
+    srv.plan[CONVERSATIONS[0][-1]["content"]] = ["short", "short"]
+    (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.error and "80 bytes short of the response's Content-Length" in r.error and "2 attempt(s)" in r.error

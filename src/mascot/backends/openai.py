@@ -499,6 +499,9 @@ class OpenAIBackend:
                 raw = b"".join(parts)
                 if fired:  # the watchdog shut the socket down mid-response: what came is cut off
                     raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
+                if r.length:  # the connection closed before Content-Length bytes came (read1 does not raise)
+                    raise ConnectionError(f"the connection closed {r.length} bytes short of the response's "
+                                          "Content-Length")
         except urllib.error.HTTPError as e:
             try:
                 detail = e.read()[:_MAX_BODY_IN_ERROR].decode("utf-8", "replace")
