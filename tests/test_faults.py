@@ -452,7 +452,19 @@ def test_certify_refuses_non_finite_and_conflicting_inputs(tmp_path, capsys):
     assert "is a directory" in _err_line(capsys)
     np.save(tmp_path / "cube.npy", np.ones((2, 3, 3)))
     assert main(CERT + ["--w1", str(tmp_path / "cube.npy"), "--lambda2", "0.7"]) == 2
-    assert "square" in _err_line(capsys)
+    assert "holds one n x n matrix" in _err_line(capsys)
+    # found by an outside tester: certify read matrix files its own way (a comma-separated .txt, a JSON object
+    # and a CSV with a byte-order mark failed there and worked in diagnose); one reader now
+    W = np.array([[0.5, 0.5, 0.0], [0.0, 0.5, 0.5], [0.5, 0.0, 0.5]])
+    (tmp_path / "w.txt").write_text("\n".join(",".join(map(str, r)) for r in W))
+    (tmp_path / "w.json").write_text(json.dumps({"adjacency": W.tolist()}))
+    (tmp_path / "w.csv").write_bytes(b"\xef\xbb\xbf" + "\n".join(",".join(map(str, r)) for r in W).encode())
+    for f in ("w.txt", "w.json", "w.csv"):
+        assert main(CERT + ["--w1", str(tmp_path / f), "--lambda2", "0.7"]) == 0, f
+        capsys.readouterr()
+    (tmp_path / "s.json").write_text(json.dumps([["1", "0"], ["0", "1"]]))
+    assert main(CERT + ["--w1", str(tmp_path / "s.json"), "--lambda2", "0.7"]) == 2
+    assert "entries must be JSON numbers" in _err_line(capsys)
 
 
 def test_errors_name_the_key_the_user_wrote(tmp_path):

@@ -55,7 +55,7 @@ def load_adjacency(path, what: str = "adjacency") -> np.ndarray:
 def _read_matrix(p: Path, suf: str) -> np.ndarray:
     if suf == ".npy":
         return np.asarray(np.load(p, allow_pickle=False))
-    text = p.read_bytes().decode("utf-8")
+    text = p.read_bytes().decode("utf-8").removeprefix("\ufeff")  # (a byte-order mark: not a header row)
     if not text.strip():
         raise ValueError("the file is empty")
     if suf == ".json":

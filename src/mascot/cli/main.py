@@ -21,7 +21,6 @@ import json
 import math
 import os
 import sys
-import warnings
 from pathlib import Path
 
 __all__ = ["main"]
@@ -90,30 +89,14 @@ def _sweep_and_report_many(cfg_paths: list[Path], report, out: Path) -> None:
 
 
 def _load_matrix(path: str, name: str):
-    import numpy as np
+    """--w1/--w2 read as every other matrix option is (:func:`mascot.analysis.diagnose.load_adjacency`: the same
+    formats and messages as diagnose's --adjacency and design's --w1)."""
+    from mascot.analysis.diagnose import load_adjacency
 
-    p = Path(path)
-    if not p.exists():
-        raise ValueError(f"{name}: file not found: {path}")
-    if p.is_dir():
-        raise ValueError(f"{name} {path}: is a directory, not a matrix file")
     try:
-        if p.suffix == ".npy":
-            W = np.asarray(np.load(p, allow_pickle=False))
-        elif p.suffix == ".json":
-            W = np.asarray(json.loads(p.read_bytes().decode("utf-8")), dtype=float)
-        else:
-            if not p.read_bytes().strip():
-                raise ValueError("the file is empty")
-            with warnings.catch_warnings():  # (numpy warns on data-free input; the error below says it in one line)
-                warnings.simplefilter("ignore", UserWarning)
-                W = np.loadtxt(p, delimiter="," if p.suffix == ".csv" else None, ndmin=2)
-    except (ValueError, TypeError, OSError, EOFError) as e:
-        msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
-        raise ValueError(f"{name} {path}: not a readable matrix ({msg})") from None
-    if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
-        raise ValueError(f"{name} {path}: needs one square n x n matrix; got shape {W.shape}")
-    return W
+        return load_adjacency(path, what="weight")
+    except FileNotFoundError as e:
+        raise ValueError(f"{name}: {e}") from None
 
 
 def _json_safe(x):
