@@ -780,6 +780,9 @@ def test_the_rule_noise_model_in_float32_and_out_of_memory_are_one_line_errors(t
     rule = write(tmp_path, '[experiment]\nkind = "affine_noise"\n[fixed]\nmodel = "rule"\ntrials = 100\n', "rule.toml")
     assert main(["validate", str(rule)]) == 2
     assert 'model = "rule" needs experiment.dtype = "float64"' in _err_line(capsys)
+    one = write(tmp_path, '[experiment]\nkind = "affine_noise"\n[fixed]\ntrials = 1\n', "one.toml")
+    assert main(["validate", str(one)]) == 2  # (its standard error was NaN, with a numpy warning)
+    assert "2 <= trials" in _err_line(capsys)
     huge = write(tmp_path, '[experiment]\nkind = "consensus"\n[fixed]\ntrajectories = 1000000\nn = 4096\nd = 1024\n',
                  "huge.toml")
     assert main(["validate", str(huge)]) == 0
