@@ -730,3 +730,23 @@ def test_debate_asks_an_unanswered_request_again(tmp_path):
     flaky = OnceDown(sur, lambda m: m.get("agent_index", 0) == 1)
     done = run_debate(cfg, tmp_path / "run", flaky, backend_spec=_spec(sur), progress=False)
     assert flaky.failed and done.outcomes == ref.outcomes
+
+
+def test_the_committed_deliberation_readme_is_generated_from_its_summary(tmp_path):
+    """results/deliberation/README.md was hand-written (its numbers typed, and it said it was generated); it is
+    now written by reproduce() from summary.json: the committed file is what the generator makes of the
+    committed summary, and a changed summary changes it."""
+    import copy
+
+    from mascot.analysis.deliberation_readme import write_readme
+    from mascot.analysis.deliberation_report import PAPER_TOKEN_SCALES
+
+    d = Path(__file__).resolve().parents[1] / "results" / "deliberation"
+    summary = json.loads((d / "summary.json").read_text())
+    made = write_readme(tmp_path, summary, PAPER_TOKEN_SCALES, "runs/deliberation-reproduce")
+    assert made.read_text() == (d / "README.md").read_text()
+    other = copy.deepcopy(summary)
+    other["text_harness"]["surrogate_b100k"]["ring"]["tokens_mean"] = 12345.4
+    other["text_harness_monitor"]["all"]["precision"] = 0.5
+    text = write_readme(tmp_path, other, PAPER_TOKEN_SCALES, "runs/x").read_text()
+    assert "| Tokens (mean) | 34,704 | 30,566 | 12,345 |" in text and "(precision 0.50)" in text

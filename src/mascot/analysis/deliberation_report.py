@@ -28,6 +28,7 @@ import pandas as pd
 
 from mascot import papers
 from mascot.io import atomic_write_text, write_csv
+from mascot.analysis.deliberation_readme import write_readme
 from mascot.analysis.figures import plt, save_figure
 from mascot.protocols.deliberation.config import load_deliberation_config
 from mascot.protocols.deliberation.harness import run_deliberation
@@ -525,6 +526,7 @@ def _reproduce(out: Path, runs_dir: Path, runs: int, b0s, study_runs: int, progr
     summary["token_scaling"] = token_scaling_study(out / "token_scaling", runs_dir, runs=runs, progress=progress)
     table_vii_mapping(out / "table_vii_mapping.md")
     atomic_write_text(out / "summary.json", json.dumps(summary, indent=2, default=str) + "\n")
+    write_readme(out, summary, PAPER_TOKEN_SCALES, runs_dir)
     return summary
 
 
