@@ -296,3 +296,18 @@ def test_disagreement_a_hair_above_eps_needs_a_round():
     d = eps * (1 + 1e-12)
     cert = theorem1(d, 0.1, eps, 0.25, 0.7236, 600, 100)
     assert cert.B_star >= 100
+
+
+def test_a_float32_circulant_is_held_to_float32s_rounding_like_any_float32_w():
+    """Found by an outside tester: contraction_rate accepted float32 non-circulant W (float32 tolerance) but
+    refused a float32 circulant with a 1e-9 check whose message gave no value."""
+    import numpy as np
+
+    from mascot.graphs import complete_weights, ring_weights
+    from mascot.theory import contraction_rate
+    from mascot.theory.consensus import circulant_contraction_rate
+
+    for W in (complete_weights(5, 0.4), ring_weights(7, 0.6)):
+        assert contraction_rate(W.astype(np.float32)) == pytest.approx(contraction_rate(W), abs=1e-6)
+    with pytest.raises(ValueError, match=r"first row sums to 1\.1"):
+        circulant_contraction_rate([0.5, 0.3, 0.3])

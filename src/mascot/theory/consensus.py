@@ -140,7 +140,7 @@ def contraction_rate(W, name: str = "W", method: str = "auto") -> float:
     if method == "circulant" or (method == "auto" and is_circulant(W)):
         if method == "circulant" and not is_circulant(W):
             raise ValueError(f"{name} is not circulant; use method='svd'")
-        return circulant_contraction_rate(W[0], name=name)
+        return _circulant_rate(W[0])  # (W checked above, with a float32 W's own tolerance)
     n = W.shape[0]
     return _snap_one(float(np.linalg.norm(W - np.full((n, n), 1.0 / n), ord=2)))
 
@@ -160,7 +160,12 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
     if w.ndim != 1 or w.size < 1:
         raise ValueError(f"{name}: first row must be a 1-D vector; got shape {w.shape}")
     if np.any(w < -1e-9) or abs(w.sum() - 1.0) > 1e-9:
-        raise ValueError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1")
+        raise ValueError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1 "
+                         f"(within 1e-9); its first row sums to {w.sum():.12g}, smallest entry {w.min():.3g}")
+    return _circulant_rate(w)
+
+
+def _circulant_rate(w: np.ndarray) -> float:
     if w.size == 1:
         return 0.0
     return _snap_one(float(np.max(np.abs(np.fft.fft(w)[1:]))))
