@@ -158,6 +158,12 @@ def test_a_cost_weight_that_makes_talking_not_pay_gives_the_identity(tmp_path, c
                  "--cost-weight", "0.2", "--steps", "60", "--json"]) == 0
     said = capsys.readouterr()
     assert json.loads(said.out)["warnings"] and "mascot: warning: the designed W does not contract" in said.err
+    C[2, 3] = 7.0  # asymmetric: the edge {2, 3} is charged max(7, 1); said, not silent (an outside tester)
+    np.savetxt(tmp_path / "c.csv", C, delimiter=",")
+    assert main(["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "c.csv"),
+                 "--cost-weight", "0.01", "--steps", "20", "--json"]) == 0
+    w = json.loads(capsys.readouterr().out)["warnings"]
+    assert any("c[2,3] = 7, c[3,2] = 1" in x and "max(c_ij, c_ji)" in x for x in w)
 
 
 def test_bad_inputs():

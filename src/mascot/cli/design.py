@@ -82,6 +82,10 @@ def cmd_design_weights(args) -> int:
         return "1" if lam <= 1e-12 else str(int(np.ceil(np.log(1e-2) / np.log(lam) - 1e-9)))
 
     warnings = []
+    if costs is not None and not np.array_equal(costs, costs.T):
+        i, j = np.unravel_index(np.argmax(np.abs(costs - costs.T)), costs.shape)
+        warnings.append(f"--costs is not symmetric (c[{i},{j}] = {costs[i, j]:g}, c[{j},{i}] = {costs[j, i]:g}): each "
+                        "undirected edge {i, j} is charged max(c_ij, c_ji)")
     if res.rate >= 1 - 1e-9:
         warnings.append("the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is the "
                         "optimum of the stated objective; lower the cost weight.")
