@@ -999,3 +999,13 @@ def test_vllm_without_vllm_is_refused_before_a_run_directory_is_written(tmp_path
     out = tmp_path / "v"
     assert cli_main(["trials", "--backend", "vllm", "--n-trials", "1", "--steps", "1", "--out", str(out)]) == 2
     assert "--backend vllm needs vLLM" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_progress_line_counts_every_outcome_of_the_call(tmp_path, capsys):
+    """Found by an outside tester: with --retries 0 the line said "0 unparsed, 0 backend errors" before "100% of
+    the steps carried" (it counted only the requests to be asked again)."""
+    cfg = TrialConfig(n_trials=2, steps=1, topologies=("chain",), retries=0)
+    run_trials(cfg, tmp_path / "r", SurrogateBackend(parse_fail=1.0, seed=1), progress=True)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "stage1:" in ln]
+    n = int(lines[0].split(": ")[2].split()[0])
+    assert n > 0 and lines[0].endswith(f"{n} unparsed, 0 backend errors")

@@ -343,12 +343,13 @@ class _Runner:
                                    f"{len(resps) if hasattr(resps, '__len__') else resps!r} responses for "
                                    f"{len(reqs)} requests")
             self.n_requests += len(reqs)
-            still = []
+            still, parsed = [], []
             for j, (i, resp) in enumerate(zip(pending.tolist(), resps)):
                 if resp.error:
                     pr = ParseResult(None, f"backend_error: {resp.error}")
                 else:
                     pr = parse_state(resp.text)
+                parsed.append(pr.state is not None)
                 n_req[i] += 1
                 ptok[i] += int(resp.prompt_tokens or 0)
                 ctok[i] += int(resp.completion_tokens or 0)
@@ -379,10 +380,12 @@ class _Runner:
                         "latency_s": resp.latency_s, "call_s": round(dt, 6), "call_size": len(reqs),
                         "parse_ok": pr.state is not None, "reason": pr.reason, "method": pr.method,
                         "state": pr.state})
-            errs = sum(1 for i in still if i in unanswered)
+            # this call's outcomes, the last try's included (they counted only the requests asked again)
+            errs = sum(1 for r in resps if r.error)
+            unparsed = sum(1 for r, ok in zip(resps, parsed) if not r.error and not ok)
             self._say(f"step {step}/{cfg.steps} {name}{f' retry {call}' if call else ''}: "
                       f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.2f} req/s), "
-                      f"{len(still) - errs} unparsed, {errs} backend errors")
+                      f"{unparsed} unparsed, {errs} backend errors")
             pending = np.array(still, dtype=np.int64)
             call += 1
         if unanswered:
