@@ -752,6 +752,9 @@ def test_a_plan_edited_to_agree_with_itself_is_checked_against_config_toml(run_d
         assert main(cmd) == 2
         assert "does not match" in (err := _err_line(capsys)) and "n_points 100000000 there" in err
     assert not (tmp_path / "m.parquet").exists()
+    pf.write_text(json.dumps(dict(plan, kind="spectra", name="zzz")))
+    assert main(["status", str(run_dir)]) == 2
+    assert "kind spectra there" in (err := _err_line(capsys)) and "name zzz there" in err
 
 
 def test_a_report_refuses_a_merged_file_whose_data_pages_are_damaged(run_dir, tmp_path, capsys):
@@ -772,6 +775,11 @@ def test_merge_never_overwrites_a_file_that_is_not_a_merged_dataset(run_dir, tmp
     assert "own files" in _err_line(capsys)
     m = tmp_path / "m.parquet"
     assert main(["merge", str(run_dir), "--out", str(m)]) == 0 and main(["merge", str(run_dir), "--out", str(m)]) == 0
+    chunk = tmp_path / "chunk.parquet"  # a chunk holds mascot metadata too, but is not a merged dataset
+    shutil.copy(RunDir(run_dir).chunk_path(0), chunk)
+    assert main(["merge", str(run_dir), "--out", str(chunk)]) == 2
+    assert "is not a merged mascot dataset" in _err_line(capsys)
+    assert chunk.read_bytes() == RunDir(run_dir).chunk_path(0).read_bytes()
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", "", "--quiet"]) == 2
     assert "--out must name a directory" in _err_line(capsys)
 

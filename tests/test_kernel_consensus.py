@@ -329,3 +329,5 @@ def test_complex_beliefs_are_refused():
     X0 = np.ones((2, 5, 3), complex)
     with pytest.raises(ValueError, match="X0 must hold real numbers; got dtype complex128"):
         simulate_consensus(X0, W1, W2, 600.0, 100.0, 0.1, 0.03, 1e4)
+    with pytest.raises(ValueError, match="W1 must hold real numbers; got dtype complex128"):
+        simulate_consensus(X0.real, W1 * (1 + 1j), W2, 600.0, 100.0, 0.1, 0.03, 1e4)

@@ -1156,6 +1156,8 @@ def test_a_short_placeholder_key_never_rewrites_replies(monkeypatch, key):
 
 # ----------------------------------------------------------------------------- found by an outside tester, 2026-12-01 (2)
 @pytest.mark.parametrize("url, said", [("http://127.0.0.1:99999/v1", "no valid port"),
+                                       ("http://127.0.0.1:0/v1", "no valid port"),
+                                       ("http://127.0.0.1:8000/v1 ", "spaces or control characters"),
                                        ("http://127.0.0.1:8000/v1?api_key=sk-abc", "query or fragment")])
 def test_openai_refuses_a_base_url_with_a_bad_port_or_a_query(url, said):
     with pytest.raises(ValueError, match=said) as e:

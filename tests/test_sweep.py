@@ -102,6 +102,9 @@ def test_hash_ignores_chunk_size_and_comments():
      "grid.random draws the same parameters more than once"),
     (("[grid.zip.costs]", "[grid.random]\ncount = 3\neta = { uniform = [-1.7e308, 1.7e308] }\n[grid.zip.costs]"),
      "beyond the largest float"),
+    # found by the next outside tester: values one in float32 (the sweep's dtype) repeat points too
+    (("max_rounds = 40", "max_rounds = 40\n[grid.zip.e]\neps = [0.04, 0.040000000001]"),
+     "lists 0.04 and 0.040000000001, one value in float32"),
 ])
 def test_validation_errors_name_the_key(edit, message):
     with pytest.raises(ConfigError, match=message):

@@ -75,6 +75,8 @@ def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OP
     the option; never the key's value."""
     if not isinstance(model, str) or not model:
         raise ValueError(f"model must be a non-empty string; got {model!r}")
+    if not isinstance(base_url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):
+        raise ValueError(f"base_url must not hold spaces or control characters; got {base_url!r}")
     parsed = urllib.parse.urlsplit(str(base_url))
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
         raise ValueError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
@@ -83,9 +85,11 @@ def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OP
     if parsed.query or parsed.fragment:  # (?api_key=... would be stored in run.json)
         raise ValueError("base_url must not carry a query or fragment (?...#...); put a key in api_key_env")
     try:
-        parsed.port
+        port = parsed.port
     except ValueError:
-        raise ValueError(f"base_url has no valid port (1-65535): {parsed.netloc!r}") from None
+        port = -1
+    if port is not None and not 1 <= port <= 65535:
+        raise ValueError(f"base_url has no valid port (1-65535): {parsed.netloc!r}")
     if int(concurrency) != concurrency or concurrency < 1:
         raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}")
     if int(max_retries) != max_retries or max_retries < 0:

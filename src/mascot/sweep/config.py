@@ -179,7 +179,7 @@ def _axis_values(name: str, spec, where: str) -> list:
     return [spec]  # a scalar inside [grid] is a one-value axis
 
 
-def _random_axis(table: dict, seed: int) -> tuple[tuple[str, ...], list[tuple]]:
+def _random_axis(table: dict, seed: int, dtype: str = "float64") -> tuple[tuple[str, ...], list[tuple]]:
     table = dict(table)
     count = table.pop("count", None)
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
@@ -218,7 +218,7 @@ def _random_axis(table: dict, seed: int) -> tuple[tuple[str, ...], list[tuple]]:
         names.append(name)
         columns.append(col)
     points = list(zip(*columns))
-    if len(set(map(_key, points))) < len(points):  # e.g. count = 5 with one choice: five identical points
+    if len({_key(t, dtype) for t in points}) < len(points):  # e.g. count = 5 with one choice: five identical points
         raise ConfigError(f"grid.random draws the same parameters more than once (count = {count} over "
                           f"{', '.join(names)}); lower count, or add choices or a continuous parameter")
     return tuple(names), points
@@ -307,13 +307,14 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
         counts["grid.random"] = rand["count"]
     total = math.prod(counts.values())
     if total > limit:
-        sizes = ", ".join(f"{k}[{v:,}]" for k, v in counts.items() if v > 1)
-        raise ConfigError(f"the grid has {total:,} points ({sizes}), over experiment.max_points = {limit:,}; "
+        big = lambda v: f"{v:,}" if v < 10**18 else f"~10^{len(str(v)) - 1}"  # noqa: E731
+        sizes = ", ".join(f"{k}[{big(v)}]" for k, v in counts.items() if v > 1)
+        raise ConfigError(f"the grid has {big(total)} points ({sizes}), over experiment.max_points = {limit:,}; "
                           "shrink the grid, or raise experiment.max_points if you mean it")
     for name, s in grid.items():
         _check_keys({name: 0}, spec.params, "[grid]")
         axes.append(((name,), [(v,) for v in _axis_values(name, s, "grid")]))
-        _no_repeats(f"grid.{name}", axes[-1][1])
+        _no_repeats(f"grid.{name}", axes[-1][1], dtype)
     for group, table in zips.items():
         if not isinstance(table, dict) or not table:
             raise ConfigError(f"grid.zip.{group} must be a table of equal-length lists")
@@ -322,12 +323,12 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
         if -1 in lengths.values() or len(set(lengths.values())) != 1 or 0 in lengths.values():
             raise ConfigError(f"grid.zip.{group} needs non-empty lists of equal length; got lengths {lengths}")
         axes.append((tuple(table), list(zip(*table.values()))))
-        _no_repeats(f"grid.zip.{group}", axes[-1][1])
+        _no_repeats(f"grid.zip.{group}", axes[-1][1], dtype)
     if rand is not None:
         if not isinstance(rand, dict):
             raise ConfigError("grid.random must be a table with count = ... and parameter distributions")
         _check_keys({k: 0 for k in rand if k != "count"}, spec.params, "[grid.random]")
-        axes.append(_random_axis(rand, seed))
+        axes.append(_random_axis(rand, seed, dtype))
     names = [n for ns, _ in axes for n in ns]
     dup = {n for n in names if names.count(n) > 1} | (set(names) & set(fixed))
     if dup:
@@ -361,20 +362,26 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
     return cfg
 
 
-def _key(t: tuple) -> tuple:
-    """A point's values compared as the kernels see them (5 and 5.0 are one value)."""
-    return tuple(float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v) for v in t)
+def _key(t: tuple, dtype: str = "float64") -> tuple:
+    """A point's values compared as the kernels see them (5 and 5.0 are one value; in float32, 0.04 and
+    0.040000000001 are one value too)."""
+    f32_max = float(np.finfo(np.float32).max)  # (a value beyond it is refused by the float32 checks, by name)
+    num = (lambda v: float(np.float32(v)) if abs(v) <= f32_max else float(v)) if dtype == "float32" else float
+    return tuple(num(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v) for v in t)
 
 
-def _no_repeats(where: str, values: list[tuple]) -> None:
+def _no_repeats(where: str, values: list[tuple], dtype: str = "float64") -> None:
     """Refuse an axis that lists a value twice: its points would repeat each other (the same initial beliefs,
     counted twice by every report); more trajectories per point is the way to more samples."""
     seen = {}
     for i, t in enumerate(values):
-        k = _key(t)
+        k = _key(t, dtype)
         if k in seen:
             shown = t[0] if len(t) == 1 else t
-            raise ConfigError(f"{where} lists {shown!r} twice (entries {seen[k]} and {i}): those grid points would "
+            first = values[seen[k]][0] if len(t) == 1 else values[seen[k]]
+            what = f"{shown!r} twice" if _key(values[seen[k]]) == _key(t) else \
+                f"{first!r} and {shown!r}, one value in {dtype},"
+            raise ConfigError(f"{where} lists {what} (entries {seen[k]} and {i}): those grid points would "
                               "repeat each other; list each value once (for more samples raise trajectories/trials)")
         seen[k] = i
 

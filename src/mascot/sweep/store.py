@@ -258,9 +258,10 @@ class RunDir:
             cfg = parse_config(text, str(f), check_points=False)
         except ConfigError as e:
             raise ValueError(f"{f} is not a valid config ({e}); the run directory cannot be trusted") from None
-        mine = dict(hash=cfg.hash, n_points=cfg.n_points, chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
-        if any(plan[k] != v for k, v in mine.items()):
-            diff = ", ".join(f"{k} {plan[k]} there, {v} in the config" for k, v in mine.items() if plan[k] != v)
+        mine = dict(hash=cfg.hash, kind=cfg.kind, name=cfg.name, n_points=cfg.n_points, chunk_size=cfg.chunk_size,
+                    n_chunks=cfg.n_chunks)
+        if any(plan.get(k) != v for k, v in mine.items()):
+            diff = ", ".join(f"{k} {plan.get(k)} there, {v} in the config" for k, v in mine.items() if plan.get(k) != v)
             raise ValueError(f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
                              "config again into a new --out")
         return text
@@ -394,9 +395,10 @@ class RunDir:
             raise ValueError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
                              f"to {self.path / 'merged.parquet'} or outside {self.path}")
         if out.exists():  # replace an earlier merged dataset, never another file
-            try:
-                ours = META_KEY in (pq.read_metadata(out).metadata or {})
-            except (OSError, pa.ArrowException):
+            try:  # a merged dataset's metadata holds its plan and chunk list (a chunk's holds its own index)
+                meta = json.loads((pq.read_metadata(out).metadata or {}).get(META_KEY, b"null"))
+                ours = isinstance(meta, dict) and "plan" in meta and "chunks" in meta
+            except (OSError, ValueError, pa.ArrowException):
                 ours = False
             if not ours:
                 raise ValueError(f"--out {out} exists and is not a merged mascot dataset; remove it or give another "
