@@ -324,3 +324,22 @@ def test_export_run_counts_echoes_and_correct_replies(tmp_path):
     es = reply_statistics(read_jsonl(tmp_path / "echo" / "requests.jsonl"))
     assert es["agent"]["echo"] == es["agent"]["parsed"] == 40 and es["judge"]["echo"] == 8
     assert es["agent"]["correct"] == 0  # x*_1 != x_0 and x*_2 != x*_1 from {50, A, 3}
+
+
+def test_export_run_names_python_m_mascot_as_mascot_and_keeps_its_session_table_square(tmp_path):
+    """Found by an outside tester: `python -m mascot` was shown as .../mascot/__main__.py, and a session that
+    stopped early had one cell too few in the sessions table."""
+    from mascot.analysis.trials_export import export_run
+
+    cfg = TrialConfig(topologies=("chain", "star"), n_trials=2, steps=2, log_requests="all")
+    argv = ["/usr/lib/python3/site-packages/mascot/__main__.py", "trials", "--demo"]
+    run_trials(cfg, tmp_path / "r", Scripted(lambda m: False), progress=False, command=argv)
+    meta = json.loads((tmp_path / "r" / "run.json").read_text())
+    meta["sessions"].insert(0, dict(meta["sessions"][0], finished=False, steps_done=1, steps_done_before=0,
+                                    requests=12))
+    (tmp_path / "r" / "run.json").write_text(json.dumps(meta))
+    export_run(tmp_path / "r", tmp_path / "out", n_boot=20, title="t")
+    readme = (tmp_path / "out" / "README.md").read_text()
+    assert "\nmascot trials --demo\n" in readme and "__main__" not in readme
+    table = readme.split("Sessions (")[1].split("\n\n")[1].splitlines()
+    assert len(table) == 4 and {row.count("|") for row in table} == {7}, table

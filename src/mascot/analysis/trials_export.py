@@ -103,7 +103,7 @@ def export_run(run_dir, dest, n_boot: int = 2000, title: str = "A small real run
     n_total = int(pd.read_parquet(run_dir / "trials.parquet", columns=["n_requests"]).n_requests.sum())
     cfg = meta["config"]
     cmd = sessions[0].get("command") if sessions else None
-    if cmd and Path(cmd[0]).name == "mascot":
+    if cmd and (Path(cmd[0]).name == "mascot" or Path(cmd[0]).parts[-2:] == ("mascot", "__main__.py")):
         cmd = ["mascot", *cmd[1:]]  # the entry point as a user types it (argv[0] holds its install path)
     ident = meta["identity"]["backend"]
     lines = [f"# {title}: `{ident.get('name')}` backend, {Path(str(ident.get('model'))).name}", "",
@@ -129,7 +129,7 @@ def export_run(run_dir, dest, n_boot: int = 2000, title: str = "A small real run
                + (f"{x.get('steps_run')} | {x.get('requests'):,} | {x.get('wall_s'):,.1f} | "
                   f"{x['requests'] / x['backend_call_s'] if x.get('backend_call_s') else math.nan:.2f} |"
                   if x.get("finished") else f"stopped before finishing: {x.get('steps_done', 0) - x.get('steps_done_before', 0)} "
-                  f"step(s) committed, {x.get('requests', 0):,} requests; time not recorded | | |")
+                  f"step(s) committed, {x.get('requests', 0):,} requests; time not recorded | | | |")
                for x in meta.get("sessions", []) if x.get("steps_run") or not x.get("finished")),
              "", "## Replies", "",
              "| role | attempts | parsed | first attempts parsed | nodes parsed after retries | parsed replies equal "
