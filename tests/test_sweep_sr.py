@@ -161,6 +161,10 @@ def test_noise_report_pairs_k_ratios_within_one_trials_count_and_takes_sigma_zer
                  str(out)]) == 0
     ratios = pd.read_csv(out / "noise_ratios.csv")
     assert len(ratios) == 8 and sorted(ratios.trials.unique()) == [200, 400]
+    assert main(["report", "noise-sweep", str(tmp_path / "b.parquet"), str(tmp_path / "a.parquet"), "--out",
+                 str(tmp_path / "ba")]) == 0  # the other order: the same report, byte for byte (an outside tester)
+    for f in ("noise_ratios.csv", "noise_claims.json"):
+        assert (tmp_path / "ba" / f).read_bytes() == (out / f).read_bytes(), f
     for _, r in ratios.iterrows():  # by hand, within the sweep with that many trials
         d = a if r.trials == 200 else b
         sel = d[(d.rho_c == r.rho_c) & (d["T"] == r["T"])].set_index("k")

@@ -53,6 +53,7 @@ def report(data, out="results/spectra") -> dict:
     from mascot.theory.noise import infer_rho_c
 
     paths = [data] if isinstance(data, (str, Path)) else list(data)
+    paths = sorted(paths, key=lambda p: str(Path(p).resolve()))  # the report does not depend on the argument order
     df = pd.concat([read_parquet_verified(p, "; merge the run again").to_pandas() for p in paths], ignore_index=True)
     if "ceg_mean" not in df.columns:
         raise ValueError(f"{paths} is not a merged 'affine_noise' sweep (no ceg_mean column)")
