@@ -273,9 +273,8 @@ def from_spec(spec: str) -> np.ndarray:
 
 def canonical_spec(spec: str) -> str:
     """The spec with its numbers written one way (``ring:05`` and ``ring:5`` are one graph)."""
-    _parse_spec(spec)
-    name, *args = spec.strip().split(":")
-    return ":".join([name, str(int(args[0]))] + [repr(float(a)) for a in args[1:]])
+    _, vals = _parse_spec(spec)
+    return ":".join([spec.strip().split(":")[0], str(vals[0]), *map(repr, vals[1:])])
 
 
 def _parse_spec(spec: str):

@@ -362,11 +362,13 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
     return cfg
 
 
+_F32_MAX = float(np.finfo(np.float32).max)  # (a value beyond it is refused by the float32 checks, by name)
+
+
 def _key(t: tuple, dtype: str = "float64") -> tuple:
     """A point's values compared as the kernels see them (5 and 5.0 are one value; in float32, 0.04 and
     0.040000000001 are one value too)."""
-    f32_max = float(np.finfo(np.float32).max)  # (a value beyond it is refused by the float32 checks, by name)
-    num = (lambda v: float(np.float32(v)) if abs(v) <= f32_max else float(v)) if dtype == "float32" else float
+    num = (lambda v: float(np.float32(v)) if abs(v) <= _F32_MAX else float(v)) if dtype == "float32" else float
     return tuple(num(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else repr(v) for v in t)
 
 

@@ -93,7 +93,7 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
     lower precision (e.g. float32) is held to that precision's rounding: ``atol`` grows to ``2 N eps``.
     """
     src = np.asarray(W)
-    if src.dtype.kind not in "biuf":  # (complex: the imaginary part was dropped with only a warning)
+    if np.iscomplexobj(src):  # (the imaginary part was dropped with only a warning)
         raise ValueError(f"{name} must hold real numbers; got dtype {src.dtype}")
     W = np.asarray(src, dtype=np.float64)
     if np.issubdtype(src.dtype, np.floating) and src.dtype.itemsize < 8 and W.ndim == 2:
