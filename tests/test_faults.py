@@ -755,6 +755,8 @@ def test_a_plan_edited_to_agree_with_itself_is_checked_against_config_toml(run_d
     pf.write_text(json.dumps(dict(plan, kind="spectra", name="zzz")))
     assert main(["status", str(run_dir)]) == 2
     assert "kind spectra there" in (err := _err_line(capsys)) and "name zzz there" in err
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 2  # run too
+    assert "kind spectra there" in _err_line(capsys)
 
 
 def test_a_report_refuses_a_merged_file_whose_data_pages_are_damaged(run_dir, tmp_path, capsys):

@@ -329,5 +329,10 @@ def test_complex_beliefs_are_refused():
     X0 = np.ones((2, 5, 3), complex)
     with pytest.raises(ValueError, match="X0 must hold real numbers; got dtype complex128"):
         simulate_consensus(X0, W1, W2, 600.0, 100.0, 0.1, 0.03, 1e4)
+    for bad in (X0.real.astype(str), X0.real.astype(object), np.zeros((2, 5, 3), "datetime64[s]")):
+        with pytest.raises(ValueError, match="X0 must hold real numbers"):  # (an outside tester)
+            simulate_consensus(bad, W1, W2, 600.0, 100.0, 0.1, 0.03, 1e4)
+    ok = simulate_consensus(np.ones((2, 5, 3), np.int32), W1, W2, 600.0, 100.0, 0.1, 0.03, 1e4)
+    assert list(ok.rounds) == [0, 0]  # integer beliefs run (already in consensus)
     with pytest.raises(ValueError, match="W1 must hold real numbers; got dtype complex128"):
         simulate_consensus(X0.real, W1 * (1 + 1j), W2, 600.0, 100.0, 0.1, 0.03, 1e4)

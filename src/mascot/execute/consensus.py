@@ -135,7 +135,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     dt = resolve_dtype(dtype)
     if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
         X0 = np.asarray(X0)
-    if jnp.issubdtype(X0.dtype, jnp.complexfloating):
+    if jnp.issubdtype(X0.dtype, jnp.complexfloating) or not (jnp.issubdtype(X0.dtype, jnp.number)
+                                                               or X0.dtype == bool):
         raise ValueError(f"X0 must hold real numbers; got dtype {X0.dtype}")  # (complex: the imaginary part was dropped)
     if not jnp.issubdtype(X0.dtype, jnp.floating):
         X0 = X0.astype(np.float64)

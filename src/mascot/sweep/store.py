@@ -224,6 +224,7 @@ class RunDir:
                 f"differ). Use another --out directory.")
         if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
             atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
+        self._check_config(old)  # plan.json and config.toml agree (a hand-edited kind or name), as status checks
 
     @staticmethod
     def _read_plan(pf: Path) -> dict:
