@@ -198,7 +198,8 @@ class RunDir:
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
             # (another shard of this run may write plan.json meanwhile: it is checked below like any plan)
             other = [p.name for p in self.path.iterdir() if p.name != "plan.json" and not _ours_before_plan(p, cfg.text)]
-            if other:
+            if other and not pf.exists():  # (a runner started beside this one may have just published its plan
+                # and config.toml: then its plan is checked below and this run refused as a different run)
                 raise ValueError(f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
                                  f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
                                  "give a new or empty directory")
