@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import numpy as np
 import pandas as pd
@@ -334,12 +333,18 @@ def test_stray_files_in_chunks_are_named_and_ignored(run_dir, tmp_path, capsys):
 
 
 # ----------------------------------------------------------------------------- 7. huge grids
-def test_a_10_to_12_point_grid_is_refused_at_once(tmp_path, capsys):
+def test_a_10_to_12_point_grid_is_refused_at_once(tmp_path, capsys, monkeypatch):
+    """Refused from the axes' counts, before any axis's values are computed."""
+    from mascot.sweep import values
+
+    def never(*a):
+        raise AssertionError("an axis was expanded before the grid's size was checked")
+
+    for f in ("linspace", "logspace", "range_values", "loguniform"):
+        monkeypatch.setattr(values, f, never)
     cfg = write(tmp_path, sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = { linspace = [100, 1000, 1000000] }\n"
                                         "eta = { linspace = [0.1, 0.5, 250000] }"}))
-    t0 = time.perf_counter()
     assert main(["validate", str(cfg)]) == 2
-    assert time.perf_counter() - t0 < 5
     err = _err_line(capsys)
     assert "1,000,000,000,000 points" in err and "max_points" in err and str(cfg) in err
 
@@ -498,8 +503,10 @@ def test_adjacency_weights_that_overflow_into_a_zero_row_are_refused():
 
 # ----------------------------------------------------------------------------- results unchanged
 def test_committed_sweep_configs_keep_their_experiment_hashes():
-    want = {"consensus_scaling": "d7450e895608e546", "noise_linear": "2307cd1313ea025c",
-            "noise_rule": "c248e46bc0e4d208", "spectra_families": "db39151f69bde927"}  # spectra kind version 2
+    """Pinned: a change here changes every seed of the committed sweeps (identity 2: hashes of the configs as
+    written, the same on every processor; see tests/test_same_numbers.py)."""
+    want = {"consensus_scaling": "d520feffaca74544", "noise_linear": "2d05e78db1a7bf7f",
+            "noise_rule": "264be9406bc4ce3e", "spectra_families": "a6198c6cfeda42da"}
     root = os.path.join(os.path.dirname(__file__), "..", "configs", "sweeps")
     for name, h in want.items():
         assert load_config(os.path.join(root, f"{name}.toml")).hash == h

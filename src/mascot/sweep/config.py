@@ -46,10 +46,11 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 import numpy as np
+
+from mascot.sweep import values
 
 __all__ = ["ConfigError", "SweepConfig", "load_config", "parse_config", "expand_grid"]
 
@@ -131,20 +132,10 @@ def _axis_count(name: str, spec, where: str) -> int:
     if form == "range":
         if c == 0:
             raise ConfigError(f"{where}.{name}.range step must not be 0")
-        return _range_count(a, b, c)
+        return values.range_count(a, b, c)
     if int(c) != c or c < 1:
         raise ConfigError(f"{where}.{name}.{form} count must be a positive integer")
     return int(c)
-
-
-def _decimal(x) -> Decimal:
-    return Decimal(x) if isinstance(x, int) else Decimal(repr(x))
-
-
-def _range_count(a, b, c) -> int:
-    """Values of ``range = [a, b, c]`` (``a, a + c, ...`` before ``b``), counted in decimal as written: in binary
-    floating point ``[0.1, 0.4, 0.1]`` gave four values, the stop and ``0.30000000000000004`` among them."""
-    return max(0, math.ceil((_decimal(b) - _decimal(a)) / _decimal(c)))
 
 
 def _axis_values(name: str, spec, where: str) -> list:
@@ -163,16 +154,14 @@ def _axis_values(name: str, spec, where: str) -> list:
         if form == "range":
             if c == 0:
                 raise ConfigError(f"{where}.{name}.range step must not be 0")
-            step = _decimal(c)
-            vals = [_decimal(a) + i * step for i in range(_range_count(a, b, c))]
-            vals = [int(v) for v in vals] if all(isinstance(x, int) for x in args) else [float(v) for v in vals]
+            vals = values.range_values(a, b, c)
         else:
             if int(c) != c or c < 1:
                 raise ConfigError(f"{where}.{name}.{form} count must be a positive integer")
             if form == "logspace" and (a <= 0 or b <= 0):
                 raise ConfigError(f"{where}.{name}.logspace needs positive start and stop")
-            fn = np.linspace if form == "linspace" else np.geomspace
-            vals = fn(a, b, int(c)).tolist()
+            # correctly rounded from the decimals as written: the same values on every processor
+            vals = (values.linspace if form == "linspace" else values.logspace)(a, b, int(c))
         if not vals:
             raise ConfigError(f"{where}.{name}.{form} gives no values")
         return vals
@@ -209,12 +198,12 @@ def _random_axis(table: dict, seed: int, dtype: str = "float64") -> tuple[tuple[
                 raise ConfigError(f"{where}.{form} needs low < high")
             if not math.isfinite(hi - lo):
                 raise ConfigError(f"{where}.{form}: high - low = {hi} - ({lo}) is beyond the largest float")
-            if form == "uniform":
-                col = rng.uniform(lo, hi, count).tolist()
+            if form == "uniform":  # u from the 53-bit words, then exact arithmetic: the same draws everywhere
+                col = values.uniform(args[0], args[1], rng.random(count))
             else:
                 if lo <= 0:
                     raise ConfigError(f"{where}.loguniform needs low > 0")
-                col = np.exp(rng.uniform(math.log(lo), math.log(hi), count)).tolist()
+                col = values.loguniform(args[0], args[1], rng.random(count))  # exact, not numpy's SIMD exp
         names.append(name)
         columns.append(col)
     points = list(zip(*columns))
@@ -232,8 +221,8 @@ def expand_grid(axes, start: int = 0, stop: int | None = None):
     out = []
     for idx in range(start, stop):
         point, rem = {}, idx
-        for (names, values), size, stride in zip(axes, sizes, _strides(sizes)):
-            entry = values[(rem // stride) % size]
+        for (names, axis), size, stride in zip(axes, sizes, _strides(sizes)):
+            entry = axis[(rem // stride) % size]
             point.update(zip(names, entry))
         out.append(point)
     return out
@@ -349,17 +338,48 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
                       fixed=dict(fixed), axes=axes, output_dir=out.get("dir"), text=text, path=path)
     if cfg.n_points == 0:
         raise ConfigError("the grid is empty (an axis has no values)")
-    # the experiment hash covers what determines results (not chunk_size, output dir or comments)
-    # and the kind's results version (bumped when its outputs change for the same config, so an old
-    # run directory is never resumed with rows computed differently)
-    ident = dict(kind=kind, seed=seed, dtype=dtype, fixed=fixed, axes=axes)
-    if spec.version != 1:
-        ident["kind_version"] = spec.version
-    canon = json.dumps(ident, sort_keys=True, default=repr)
-    cfg.hash = hashlib.sha256(canon.encode()).hexdigest()[:16]
+    cfg.hash = experiment_hash(kind, seed, dtype, fixed, raw.get("grid", {}), spec)
     if check_points:
         _validate_points(cfg, spec, names)
     return cfg
+
+
+IDENTITY = 2  # how experiment hashes are made; 1 (mascot 0.1) hashed grid values computed on the processor
+
+
+def _canon(v, ptype=None):
+    """A written value in canonical form: an integer written for a float parameter is that float (``100`` and
+    ``100.0`` are one experiment), floats by their shortest repr (exact and the same on every machine)."""
+    if isinstance(v, list):
+        return [_canon(x, ptype) for x in v]
+    if isinstance(v, dict):
+        return {k: _canon(x) for k, x in sorted(v.items())}
+    if ptype is float and isinstance(v, int) and not isinstance(v, bool):
+        return float(v)
+    return v
+
+
+def experiment_hash(kind: str, seed: int, dtype: str, fixed: dict, grid: dict, spec) -> str:
+    """The experiment's identity (16 hex digits; its first 8 seed every random draw, see ``key_seed``).
+
+    It covers what determines results, taken from the config *as written*, never from values computed on this
+    processor (``logspace = [1e2, 1e6, 9]`` itself, not the nine values): the kind and its results version
+    (bumped when a kind's rows change for the same config, so an old run directory is never resumed with rows
+    computed differently), seed, dtype, fixed parameters, and the grid's axes in their written order (the order
+    decides which point has which index, hence which seed); not chunk_size, output dir or comments.
+    """
+    ptype = lambda k: spec.params[k].type if k in spec.params else None  # noqa: E731
+    axes = []
+    for name, s in grid.items():
+        if name == "zip":
+            axes.append(["zip", [[g, [[k, _canon(v, ptype(k))] for k, v in t.items()]] for g, t in s.items()]])
+        elif name == "random":
+            axes.append(["random", _canon(s)])
+        else:
+            axes.append([name, _canon(s, ptype(name))])
+    ident = dict(identity=IDENTITY, kind=kind, kind_version=spec.version, seed=seed, dtype=dtype,
+                 fixed={k: _canon(v, ptype(k)) for k, v in sorted(fixed.items())}, grid=axes)
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
 
 _F32_MAX = float(np.finfo(np.float32).max)  # (a value beyond it is refused by the float32 checks, by name)

@@ -2,7 +2,7 @@
 
 Layout of a run directory::
 
-    plan.json                 experiment hash, kind, name, n_points, chunk_size, n_chunks
+    plan.json                 identity version, experiment hash, kind, name, n_points, chunk_size, n_chunks
     config.toml               the config text the run was started from
     chunks/chunk-000017.parquet   rows of grid points [17 * chunk_size, 18 * chunk_size)
 
@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 
 from mascot.io import (DirectoryLocked, DirLock, atomic_path, atomic_write_text, lock_dir, read_text_file,
                        remove_stale_temps)
+from mascot.sweep.config import IDENTITY
 
 __all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance"]
 
@@ -121,6 +122,12 @@ def _ours_before_plan(p: Path, config_text: str) -> bool:
     return False
 
 
+def _plan_of(cfg) -> dict:
+    """plan.json of a run of ``cfg``: what identifies the run and how its points split into chunks."""
+    return dict(identity=IDENTITY, hash=cfg.hash, kind=cfg.kind, name=cfg.name, n_points=cfg.n_points,
+                chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
+
+
 def _fingerprint(schema: pa.Schema) -> list[str]:
     return [f"{f.name}:{f.type}" for f in schema]
 
@@ -190,8 +197,7 @@ class RunDir:
     # -- plan ---------------------------------------------------------------------------------
     def init(self, cfg) -> None:
         """Create the directory for ``cfg`` or check that it belongs to the same experiment."""
-        plan = dict(hash=cfg.hash, kind=cfg.kind, name=cfg.name, n_points=cfg.n_points,
-                    chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
+        plan = _plan_of(cfg)
         if self.path.exists() and not self.path.is_dir():
             raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
         pf = self.path / "plan.json"
@@ -240,6 +246,11 @@ class RunDir:
         if not ok:
             raise ValueError(f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
                              "another --out or delete the directory")
+        if plan.get("identity") != IDENTITY:
+            raise ValueError(f"{pf} was written by mascot 0.1, whose experiment hashes (so every seed) came from grid "
+                             "values computed on the processor; this version seeds from the config as written and "
+                             "would draw different numbers, so it does not resume, check or merge that directory: "
+                             "run the config again into a new --out (mascot 0.1 still reads the old one)")
         if plan["n_chunks"] != -(-plan["n_points"] // plan["chunk_size"]):
             raise ValueError(f"{pf} is corrupt: n_chunks = {plan['n_chunks']} but {plan['n_points']} points in chunks "
                              f"of {plan['chunk_size']} make {-(-plan['n_points'] // plan['chunk_size'])}; use another "
@@ -260,8 +271,7 @@ class RunDir:
             cfg = parse_config(text, str(f), check_points=False)
         except ConfigError as e:
             raise ValueError(f"{f} is not a valid config ({e}); the run directory cannot be trusted") from None
-        mine = dict(hash=cfg.hash, kind=cfg.kind, name=cfg.name, n_points=cfg.n_points, chunk_size=cfg.chunk_size,
-                    n_chunks=cfg.n_chunks)
+        mine = _plan_of(cfg)
         if any(plan.get(k) != v for k, v in mine.items()):
             diff = ", ".join(f"{k} {plan.get(k)} there, {v} in the config" for k, v in mine.items() if plan.get(k) != v)
             raise ValueError(f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
