@@ -23,14 +23,20 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mascot import stable
+
 # D_t is computed by the harness as it runs (a column of trials.parquet); one definition, re-exported here
 from mascot.protocols.state_tracking.aggregation import pairwise_disagreement
+from mascot.stable import fmean, fsd, fsum_rows  # exactly rounded: the same bits on every processor
 
 __all__ = [
     "D_FLOOR",
     "bootstrap_mean_ci",
     "consensus_decay",
     "cumulative_error",
+    "fmean",
+    "fsd",
+    "fsum_rows",
     "kruskal",
     "kruskal_note",
     "pairwise_disagreement",
@@ -45,7 +51,7 @@ D_FLOOR = 1e-6
 
 def cumulative_error(true_values, est_values) -> np.ndarray:
     """``E_ceg``: sum over the last axis (steps 1..T) of ``|x* - x^|``."""
-    return np.abs(np.asarray(true_values, float) - np.asarray(est_values, float)).sum(axis=-1)
+    return fsum_rows(np.abs(np.asarray(true_values, float) - np.asarray(est_values, float)))
 
 
 def consensus_decay(D, floor: float = D_FLOOR) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -62,11 +68,11 @@ def consensus_decay(D, floor: float = D_FLOOR) -> tuple[np.ndarray, np.ndarray, 
     Df = np.where(finite, np.maximum(D, floor), np.nan)
     floored = (finite & (D < floor)).sum(axis=-1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        r = np.log(Df[..., 1:] / Df[..., :-1])
+        r = stable.log(Df[..., 1:] / Df[..., :-1])
     ok = np.isfinite(r)
     terms = ok.sum(axis=-1)
     with np.errstate(invalid="ignore"):
-        R = np.where(terms > 0, np.where(ok, r, 0.0).sum(axis=-1) / np.maximum(terms, 1), np.nan)
+        R = np.where(terms > 0, fsum_rows(np.where(ok, r, 0.0)) / np.maximum(terms, 1), np.nan)
     return R, floored, terms
 
 
@@ -154,6 +160,6 @@ def bootstrap_mean_ci(x, n_boot: int = 10_000, level: float = 0.95, seed: int = 
     chunk = max(1, (1 << 22) // a.size)
     for s in range(0, n_boot, chunk):
         m = min(chunk, n_boot - s)
-        means[s: s + m] = a[rng.integers(0, a.size, size=(m, a.size))].mean(axis=1)
+        means[s: s + m] = fsum_rows(a[rng.integers(0, a.size, size=(m, a.size))]) / a.size
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)

@@ -26,6 +26,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.analysis import stats as st
+
 __all__ = ["BASELINE_NAMES", "baseline_config", "carried_summary", "compare", "random_value_range",
            "run_baselines"]
 
@@ -120,7 +122,7 @@ def clean_means(metrics: pd.DataFrame) -> dict:
             mt = metrics[metrics.topology == t]
             x = mt.loc[~_affected(mt, m), m].to_numpy(dtype=float)
             x = x[np.isfinite(x)]
-            out[m][t] = (float(x.mean()) if x.size else math.nan, int(x.size))
+            out[m][t] = (st.fmean(x), int(x.size))
     return out
 
 
@@ -135,8 +137,7 @@ def compare(metrics: pd.DataFrame, baseline_metrics: dict[str, pd.DataFrame], me
             x = metrics.loc[metrics.topology == t, metric].to_numpy(dtype=float)
             b = bm.loc[bm.topology == t, metric].to_numpy(dtype=float)
             x, b = x[np.isfinite(x)], b[np.isfinite(b)]
-            mx = float(x.mean()) if x.size else math.nan
-            mb = float(b.mean()) if b.size else math.nan
+            mx, mb = st.fmean(x), st.fmean(b)
             out[name][t] = {"run": mx, "baseline": mb, "beats": bool(mx < mb),
                             "trials_below": int((x < mb).sum()), "trials": int(x.size)}
     return out

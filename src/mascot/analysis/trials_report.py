@@ -127,7 +127,7 @@ def table2_notes(metrics: pd.DataFrame, predictions: dict) -> dict:
     out = {}
     for m in METRICS:
         groups = [metrics.loc[metrics.topology == t, m].to_numpy(dtype=float) for t in TOPOLOGY_ORDER]
-        means = {t: float(np.nanmean(g)) for t, g in zip(TOPOLOGY_ORDER, groups) if np.isfinite(g).any()}
+        means = {t: st.fmean(g[np.isfinite(g)]) for t, g in zip(TOPOLOGY_ORDER, groups) if np.isfinite(g).any()}
         key, sign = PREDICTORS[m]
         topos = [t for t in TOPOLOGY_ORDER if t in means and t in predictions]
         out[m] = {"H_note": st.kruskal_note(groups),
@@ -145,8 +145,8 @@ def table2(metrics: pd.DataFrame, predictions: dict) -> pd.DataFrame:
         for t in TOPOLOGY_ORDER:
             x = metrics.loc[metrics.topology == t, m].to_numpy(dtype=float)
             x = x[np.isfinite(x)]
-            row[f"{t}_mean"] = float(x.mean()) if x.size else math.nan
-            row[f"{t}_sd"] = float(x.std(ddof=1)) if x.size > 1 else math.nan
+            row[f"{t}_mean"] = st.fmean(x)
+            row[f"{t}_sd"] = st.fsd(x, ddof=1)
             if x.size:
                 means[t] = row[f"{t}_mean"]
                 groups.append(x)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from mascot import stable
 from mascot.backends.base import Request, Response
 from mascot.io import atomic_write_text, read_toml
 from mascot.protocols.deliberation.config import check_float, check_int
@@ -136,7 +137,7 @@ PARAM_SETS = {"legacy": ("legacy", dict(LEGACY_PARAMS)), "rate_law": ("rate_law"
 def rate_law(D, rate, slope, d_ref, rate_min, rate_max):
     """``clip(rate (D / d_ref)^slope, rate_min, rate_max)`` (numpy; ``D = 0`` is taken as 1e-12)."""
     D = np.maximum(np.asarray(D, dtype=np.float64), 1e-12)
-    return np.clip(rate * np.exp(slope * np.log(D / d_ref)), rate_min, rate_max)
+    return np.clip(rate * stable.exp(slope * stable.log(D / d_ref)), rate_min, rate_max)
 
 
 def compliance_for_rate(lam, mode_rate):

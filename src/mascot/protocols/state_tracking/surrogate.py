@@ -98,6 +98,7 @@ import numpy as np
 from mascot.backends.base import Request, Response
 from mascot.protocols.state_tracking.aggregation import plurality_vote
 from mascot.protocols.state_tracking.prompts import Prompt, read_prompt
+from mascot import stable
 from mascot.seeds import hash64, uniforms
 
 __all__ = ["SurrogateBackend", "JUDGES", "PARAM_SETS", "ROLE_PARAMS", "params_toml", "split_words"]
@@ -136,6 +137,13 @@ def _check_prob(name, x):
 
 def _bucket(n: int) -> int:
     return max(256, 1 << (max(n, 1) - 1).bit_length())
+
+
+
+def _box_muller(u1, u2) -> np.ndarray:
+    """Standard normals from uniforms in [0, 1) (Box-Muller, the cosine branch), with the C library's log1p
+    and cos: the same draws on every processor (numpy's own SIMD versions differ on AVX-512)."""
+    return np.sqrt(-2.0 * stable.log1p(-u1)) * stable.cos(2.0 * np.pi * u2)
 
 
 class SurrogateBackend:
@@ -365,12 +373,12 @@ class SurrogateBackend:
         # randomness: per-request stream and per-(topology, trial, arm, step) shared normal
         key = hash64(np.full(n, self.seed, dtype=np.uint64), np.array(seeds, dtype=np.uint64))
         u = uniforms(key, 7)  # (n, 7)
-        z_own = np.sqrt(-2.0 * np.log1p(-u[:, 0])) * np.cos(2.0 * np.pi * u[:, 1])
+        z_own = _box_muller(u[:, 0], u[:, 1])
         sid = np.array(shared_ids, dtype=np.uint64)
         skey = hash64(np.full(n, self.seed, dtype=np.uint64), np.full(n, 0x5348415245, dtype=np.uint64),
                       sid[:, 0], sid[:, 1], sid[:, 2], sid[:, 3])
         us = uniforms(skey, 2)
-        z_sh = np.sqrt(-2.0 * np.log1p(-us[:, 0])) * np.cos(2.0 * np.pi * us[:, 1])
+        z_sh = _box_muller(us[:, 0], us[:, 1])
         scale = np.where(roles == 0, 1.0, self.judge_noise)
         clean = np.zeros(n, dtype=bool)  # exact / echo / copy / recompute replies: no noise, no slips
         mult = keep_p = None
@@ -435,9 +443,9 @@ class SurrogateBackend:
             fk = hash64(key, np.uint64(_TAG_FRESH))
             u = np.where(fresh[:, None], uniforms(fk, 7), u)
             ue = np.where(fresh[:, None], uniforms(hash64(fk, np.uint64(_TAG_EXTRA)), 3), ue)
-            z_own = np.sqrt(-2.0 * np.log1p(-u[:, 0])) * np.cos(2.0 * np.pi * u[:, 1])
+            z_own = _box_muller(u[:, 0], u[:, 1])
             us = uniforms(hash64(skey, np.uint64(_TAG_FRESH)), 2)
-            z_sh = np.where(fresh, np.sqrt(-2.0 * np.log1p(-us[:, 0])) * np.cos(2.0 * np.pi * us[:, 1]), z_sh)
+            z_sh = np.where(fresh, _box_muller(us[:, 0], us[:, 1]), z_sh)
         table = np.array([[self.roles[r][k] for k in ROLE_PARAMS[r][:3]] for r in names])  # (5, 3)
         a, b, c = table[role5, 0], table[role5, 1], table[role5, 2]
         is_agent = roles == 0
