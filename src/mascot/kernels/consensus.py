@@ -37,6 +37,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot import stable
 from mascot.kernels import switching
 
 __all__ = ["ConsensusResult", "common_eigenbasis", "noise_draws", "STRATEGIES", "modal_init", "matrix_init",
@@ -85,8 +86,15 @@ def common_eigenbasis(W1, W2, tol: float = 1e-9):
 
     Returns ``(U, lam1, lam2)`` with ``U`` of shape ``(N, N-1)``, ``U^T 1 = 0`` and
     ``U^T W_i U = diag(lam_i)``. ``None`` if either matrix is not symmetric or they do not commute
-    (then no common orthonormal eigenbasis exists). Degenerate eigenspaces of ``W1`` are resolved
-    by diagonalising ``W2`` inside them.
+    (then no common orthonormal eigenbasis exists).
+
+    The basis is a function of the pair alone, never of the linear-algebra library: inside an eigenspace
+    shared by both matrices any rotation would diagonalise them, and LAPACK's choice differed between
+    OpenBLAS's kernels for one processor and another's. Noise is drawn in these coordinates, so a noisy run
+    depended on it. Two symmetric circulants (complete K_N and ring C_N among them) get the real Fourier
+    basis, written down (cosines and sines of ``2 pi k j / N``, :func:`circulant_eigenbasis`); any other
+    pair gets LAPACK's eigenvectors, each shared eigenspace then re-expressed in a canonical basis (the
+    orthonormalised projection of fixed vectors onto it, which does not depend on the basis it came in).
     """
     W1 = np.asarray(W1, dtype=np.float64)
     W2 = np.asarray(W2, dtype=np.float64)
@@ -97,6 +105,9 @@ def common_eigenbasis(W1, W2, tol: float = 1e-9):
         return None
     if np.max(np.abs(W1 @ W2 - W2 @ W1)) > 1e-10:
         return None
+    if _symmetric_circulant(W1) and _symmetric_circulant(W2):
+        U, (lam1, lam2) = circulant_eigenbasis(n, W1[0], W2[0])
+        return U, lam1, lam2
     # Householder reflection mapping e_0 to 1/sqrt(n): its other columns span 1-perp.
     v = np.full(n, 1.0 / math.sqrt(n))
     v[0] -= 1.0
@@ -104,20 +115,74 @@ def common_eigenbasis(W1, W2, tol: float = 1e-9):
     Q = H[:, 1:]
     A1, A2 = Q.T @ W1 @ Q, Q.T @ W2 @ Q
     lam1, V = np.linalg.eigh((A1 + A1.T) / 2)
-    start = 0
-    while start < lam1.size:  # resolve clusters of equal W1-eigenvalues with W2
-        stop = start + 1
-        while stop < lam1.size and abs(lam1[stop] - lam1[start]) <= tol:
-            stop += 1
+    for start, stop in _clusters(lam1, tol):  # resolve clusters of equal W1-eigenvalues with W2
         if stop - start > 1:
             Vc = V[:, start:stop]
             _, R = np.linalg.eigh(Vc.T @ A2 @ Vc)
             V[:, start:stop] = Vc @ R
-        start = stop
     D1, D2 = V.T @ A1 @ V, V.T @ A2 @ V
     if max(np.max(np.abs(D1 - np.diag(np.diag(D1)))), np.max(np.abs(D2 - np.diag(np.diag(D2))))) > 1e-8:
         return None
-    return Q @ V, np.diag(D1).copy(), np.diag(D2).copy()
+    lam1, lam2 = np.diag(D1).copy(), np.diag(D2).copy()
+    order = np.lexsort((lam2, lam1))  # joint eigenspaces as contiguous column blocks
+    V, lam1, lam2 = V[:, order], lam1[order], lam2[order]
+    G = _fixed_directions(n - 1)
+    for start, stop in _clusters(lam1, tol, lam2):
+        Vc = V[:, start:stop]
+        q, r = np.linalg.qr(Vc @ (Vc.T @ G[:, : stop - start]))  # depends on span(Vc) only
+        V[:, start:stop] = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+    return Q @ V, lam1, lam2
+
+
+def _clusters(lam1, tol, lam2=None):
+    """``(start, stop)`` of the runs of consecutive equal eigenvalues (``lam1``, and ``lam2`` when given)."""
+    out, start = [], 0
+    while start < lam1.size:
+        stop = start + 1
+        while stop < lam1.size and abs(lam1[stop] - lam1[start]) <= tol and (
+                lam2 is None or abs(lam2[stop] - lam2[start]) <= tol):
+            stop += 1
+        out.append((start, stop))
+        start = stop
+    return out
+
+
+def _fixed_directions(m: int) -> np.ndarray:
+    """``(m, m)`` fixed generic vectors (entries in [-1/2, 1/2) from counter-based integer hashes: the same
+    bits everywhere), projected onto an eigenspace to give it a canonical basis."""
+    from mascot.seeds import uniforms
+
+    return uniforms(np.arange(m, dtype=np.uint64) + np.uint64(0xE16E), m) - 0.5
+
+
+def _symmetric_circulant(W) -> bool:
+    n = W.shape[0]
+    r = W[0]
+    return bool(np.array_equal(r[1:], r[:0:-1]) and all(np.array_equal(W[i], np.roll(r, i)) for i in range(1, n)))
+
+
+def circulant_eigenbasis(n: int, *rows):
+    """The real Fourier basis of ``1-perp`` (``(n, n - 1)``: for ``k = 1 .. (n - 1) // 2`` the columns
+    ``sqrt(2/n) cos(2 pi k j / n)`` and ``sqrt(2/n) sin(2 pi k j / n)``, then ``(-1)^j / sqrt(n)`` when ``n`` is
+    even) and, for each first row ``r`` of a symmetric circulant, its eigenvalues on those columns,
+    ``sum_j r_j cos(2 pi k j / n)``. Computed with the C library's ``cos``/``sin`` and exactly rounded sums
+    (:mod:`mascot.stable`), so the same on every processor."""
+    j = np.arange(n)
+    cols, freqs = [], []
+    for k in range(1, (n - 1) // 2 + 1):
+        ang = 2.0 * math.pi * ((k * j) % n) / n  # the angle reduced in integers first
+        cols += [math.sqrt(2.0 / n) * stable.cos(ang), math.sqrt(2.0 / n) * stable.sin(ang)]
+        freqs += [k, k]
+    if n % 2 == 0:
+        cols.append(np.where(j % 2 == 0, 1.0, -1.0) / math.sqrt(n))
+        freqs.append(n // 2)
+    U = np.stack(cols, axis=1)
+    lams = []
+    for r in rows:
+        r = np.asarray(r, dtype=np.float64)
+        per_k = {k: math.fsum((r * stable.cos(2.0 * math.pi * ((k * j) % n) / n)).tolist()) for k in set(freqs)}
+        lams.append(np.array([per_k[k] for k in freqs]))
+    return U, lams
 
 
 def noise_draws(keys, rounds, n: int, d: int, dtype):
