@@ -7,7 +7,8 @@
 #   slurm/local-cluster.sh status   sinfo + squeue
 #   slurm/local-cluster.sh stop     cancel jobs, stop the daemons (by PID, reverse start order)
 #
-# Env: MASCOT_SLURM_BASE (default /tmp/mascot-slurm) holds config, state, logs and PIDs.
+# Env: MASCOT_SLURM_BASE (default /tmp/mascot-slurm) holds config, state, logs and PIDs;
+# MASCOT_SLURM_INSTALL=0 never installs packages (start fails with exit 3 when they are missing).
 # Pitfalls handled here: postinst scripts must not try to start services (policy-rc.d); munged refuses
 # to run as root (setpriv to 'munge'); /run/munge must exist; slurmd must bind 127.0.0.1
 # (NoInAddrAny); MinJobAge<=5 and batch_sched_delay=0 keep array dispatch and `squeue` polling fast.
@@ -26,6 +27,10 @@ install_pkgs() {
   local missing=0 p
   for p in slurmctld slurmd slurm-client munge; do dpkg -s "$p" >/dev/null 2>&1 || missing=1; done
   [ "$missing" = 0 ] && return 0
+  if [ "${MASCOT_SLURM_INSTALL:-1}" = 0 ]; then
+    echo "Slurm's daemons are not installed (needs slurmctld slurmd slurm-client munge) and MASCOT_SLURM_INSTALL=0" >&2
+    exit 3
+  fi
   apt-get update -qq
   local made=0
   if [ ! -e /usr/sbin/policy-rc.d ]; then printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; made=1; fi
@@ -76,19 +81,24 @@ CONF
     mungekey --create --force; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
   fi
   install -d -o munge -g munge -m 0755 /run/munge
-  local pids=()
+  # each daemon's pid is recorded as it starts: a start that fails half-way is stopped, not left running
+  failed() {
+    echo "Slurm did not start ($1); logs in $BASE/log" >&2
+    tail -n 20 "$BASE"/log/*.log "$BASE"/log/*.out >&2 2>/dev/null || true
+    stop >/dev/null
+    exit 1
+  }
   setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged --foreground >"$BASE/log/munged.out" 2>&1 &
-  pids+=($!)
-  wait_for 50 sh -c 'munge -n | unmunge'
+  echo $! >> "$BASE/run/pids"
+  wait_for 50 sh -c 'munge -n | unmunge' || failed munged
   /usr/sbin/slurmctld -D -f "$SLURM_CONF" >"$BASE/log/slurmctld.out" 2>&1 &
-  pids+=($!)
-  wait_for 100 scontrol ping
+  echo $! >> "$BASE/run/pids"
+  wait_for 100 scontrol ping || failed slurmctld
   /usr/sbin/slurmd -D -f "$SLURM_CONF" >"$BASE/log/slurmd.out" 2>&1 &
-  pids+=($!)
-  printf '%s\n' "${pids[@]}" > "$BASE/run/pids"
+  echo $! >> "$BASE/run/pids"
   echo "export SLURM_CONF=$SLURM_CONF" > "$BASE/env"
   node_idle() { [ "$(sinfo -h -n "$host" -o %t)" = idle ]; }
-  wait_for 300 node_idle || { sinfo -N -l; tail -30 "$BASE"/log/*.log; exit 1; }
+  wait_for 300 node_idle || failed "the node never became idle"
   sinfo
   echo "single-node Slurm up; run: source $BASE/env"
 }

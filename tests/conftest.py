@@ -5,6 +5,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from slurm_cluster import slurm_cluster  # noqa: E402,F401  (a session fixture)
 
 # The suite runs in JAX's default precision (float32): a test that needs 64-bit types asks for them with
 # the ``x64`` marker (``pytestmark = pytest.mark.x64`` for a whole module), which runs it inside
@@ -38,3 +39,15 @@ def random_doubly_stochastic(rng, n, n_perm=4):
 @pytest.fixture
 def rng():
     return np.random.default_rng(12345)
+
+
+@pytest.fixture
+def dead_port():
+    """A loopback port nobody listens on, held for the test: bound but not listening, so a connection is
+    refused at once (a fixed port such as 9 may be served on some machines, and a port closed again may be
+    taken by another process meanwhile)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        yield s.getsockname()[1]

@@ -1,7 +1,5 @@
 """Slurm submission: rendered scripts, and a real 4-shard array + merge job on a live cluster."""
 
-import os
-import shutil
 import subprocess
 import sys
 
@@ -117,15 +115,11 @@ def test_bad_submissions(config, capsys):
     assert "exceeds the 4 chunks" in capsys.readouterr().err
 
 
-@pytest.mark.skipif(shutil.which("sbatch") is None, reason="sbatch not installed (run slurm/local-cluster.sh start)")
-def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path):
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
-    assert ping.returncode == 0, ("sbatch is installed but no Slurm controller answers; start one with "
-                                  "`slurm/local-cluster.sh start` and `source /tmp/mascot-slurm/env`")
+def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_cluster):
     out = tmp_path / "slurm-run"
     res = subprocess.run([sys.executable, "-m", "mascot.cli", "slurm", "submit", str(config), "--shards", "4",
-                          "--out", str(out), "--time", "00:10:00", "--wait", "--wait-timeout", "600"],
-                         capture_output=True, text=True, timeout=660, env=os.environ)
+                          "--out", str(out), "--time", "00:10:00", "--wait", "--wait-timeout", "1200"],
+                         capture_output=True, text=True, env=slurm_cluster.env)
     logs = "\n".join(p.read_text() for p in (out / "slurm").glob("*.out")) if (out / "slurm").exists() else ""
     assert res.returncode == 0, res.stdout + res.stderr + logs
     assert sorted(p.name for p in (out / "slurm").glob("*_*.out")) and "merge" in logs
@@ -135,14 +129,11 @@ def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path):
     pd.testing.assert_frame_equal(via_slurm, local, check_exact=True)
 
 
-@pytest.mark.skipif(shutil.which("sbatch") is None, reason="sbatch not installed (run slurm/local-cluster.sh start)")
-def test_real_slurm_trials_job_equals_local_run(trials_config, tmp_path):
-    ping = subprocess.run(["scontrol", "ping"], capture_output=True, text=True)
-    assert ping.returncode == 0, "sbatch is installed but no Slurm controller answers (slurm/local-cluster.sh start)"
+def test_real_slurm_trials_job_equals_local_run(trials_config, tmp_path, slurm_cluster):
     out = tmp_path / "slurm-trials"
     res = subprocess.run([sys.executable, "-m", "mascot.cli", "slurm", "submit", str(trials_config), "--out", str(out),
-                          "--time", "00:10:00", "--wait", "--wait-timeout", "600"],
-                         capture_output=True, text=True, timeout=660, env=os.environ)
+                          "--time", "00:10:00", "--wait", "--wait-timeout", "1200"],
+                         capture_output=True, text=True, env=slurm_cluster.env)
     logs = "\n".join(p.read_text() for p in (out / "slurm").glob("*.out")) if (out / "slurm").exists() else ""
     assert res.returncode == 0, res.stdout + res.stderr + logs
     assert "restart 0" in logs and (out / "table2.csv").exists()
