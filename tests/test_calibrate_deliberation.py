@@ -19,6 +19,7 @@ from mascot.protocols.deliberation.records import group_lanes, read_rounds
 from mascot.protocols.deliberation.surrogate import (
     LEGACY_PARAMS, RateLawParams, read_params, write_params,
 )
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 ROOT = Path(__file__).resolve().parents[1]
 TRUE = RateLawParams(rate1=0.62, slope1=-0.25, rate2=0.8, slope2=0.1, compliance_noise=0.15, round_noise=0.08, prior_scale=1.05,
@@ -195,17 +196,17 @@ def test_cli_surrogate_params_applies_the_fitted_settings(tmp_path):
     params = Path(__file__).resolve().parents[1] / "results/calibration/deliberation/gemini/params.toml"
     base = [sys.executable, "-m", "mascot", "deliberate", "--surrogate-params", str(params), "--runs", "1",
             "--strategy", "ring", "--no-report"]
-    r = subprocess.run(base + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
+    r = subprocess.run(base + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     assert "token_scale = 0.75" in r.stderr
     cfg = json.loads((tmp_path / "a" / "run.json").read_text())["identity"]["config"]
     assert cfg["token_scale"] == 0.75 and cfg["max_rounds"] == 30
     r = subprocess.run(base + ["--eta", "0.3", "--out", str(tmp_path / "b")], capture_output=True, text=True,
-                       timeout=300)
+                       timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b" / "run.json").read_text())["identity"]["config"]["eta"] == 0.3  # the flag wins
     r = subprocess.run(base[:5] + [str(tmp_path / "missing.toml"), "--out", str(tmp_path / "c")],
-                       capture_output=True, text=True, timeout=300)
+                       capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 2 and "--surrogate-params" in r.stderr and not (tmp_path / "c").exists()
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 import pytest
 
 from mascot.protocols.deliberation import DeliberationConfig
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def mascot(*args, timeout=300):
+def mascot(*args, timeout=HANG_S):
     return subprocess.run([sys.executable, "-m", "mascot", *map(str, args)], capture_output=True, text=True,
                           timeout=timeout, cwd=ROOT)
 
@@ -191,12 +192,12 @@ def test_interrupt_prints_one_line_and_exits_130(tmp_path):
                              # a shell that runs the suite in the background leaves SIGINT ignored in its children;
                              # a user's terminal does not
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-        deadline = time.time() + 120
+        deadline = time.time() + HANG_S
         while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
             time.sleep(0.2)
         time.sleep(2.0)
         p.send_signal(signal.SIGINT)
-        _, err = p.communicate(timeout=120)
+        _, err = p.communicate(timeout=HANG_S)
     finally:
         srv.close()
     assert p.returncode == 130, err[-2000:]
@@ -245,7 +246,7 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     time.sleep(12.0)
     p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
+    _, err = p.communicate(timeout=HANG_S)
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
     assert not (tmp_path / "i" / "params.toml").exists()
 

@@ -9,6 +9,7 @@ import pytest
 
 from mascot.design.schedule import RateModel, Schedule, design_schedule, draws, evaluate, threshold_schedule
 from mascot.theory.consensus import theorem1
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 
 def test_evaluate_hand_computed_threshold_run():
@@ -100,16 +101,16 @@ def test_cli_schedule_json_and_errors(tmp_path):
 
     cmd = [sys.executable, "-m", "mascot", "design", "schedule", "--lambda1", "0.5", "--lambda2", "0.9", "--c1", "600",
            "--c2", "100", "--eps", "0.05", "--d0", "0.8", "--runs", "100", "--steps", "20", "--bins", "4"]
-    r = subprocess.run(cmd + ["--json", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=120)
+    r = subprocess.run(cmd + ["--json", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     obj = json.loads(r.stdout)
     # no noise, constant rates: every run is the hand-computed one (mode 1 only: 0.8 * 0.5^4 = 0.05 -> 4 rounds,
     # 2400 tokens; ring only: 27 rounds, 2700 tokens), so the cheapest is complete-only
     assert obj["feasible"] and obj["design"]["mean_tokens"] == pytest.approx(2400.0)
     assert (tmp_path / "o" / "design_schedule.json").exists() and (tmp_path / "o" / "design_schedule.png").exists()
-    bad = subprocess.run(cmd[:-2] + ["--bins", "1"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(cmd[:-2] + ["--bins", "1"], capture_output=True, text=True, timeout=HANG_S)
     assert bad.returncode != 0 and "--bins" in bad.stderr
-    bad = subprocess.run(cmd + ["--lambda1", "-1"], capture_output=True, text=True, timeout=120)
+    bad = subprocess.run(cmd + ["--lambda1", "-1"], capture_output=True, text=True, timeout=HANG_S)
     assert bad.returncode != 0 and "--lambda1" in bad.stderr
 
 

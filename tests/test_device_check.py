@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 ROOT = Path(__file__).resolve().parents[1]
 SECTIONS = ("info", "tests", "consensus", "spectra", "sweep", "hf")
@@ -24,7 +25,7 @@ def test_device_check_smoke(tmp_path):
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("OUT", None)
     res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", "--out", str(out)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_S)
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     rep = json.loads((out / "device_check.json").read_text())
     md = (out / "device_check.md").read_text()
@@ -112,6 +113,6 @@ def test_device_check_refuses_bad_options_before_any_work(tmp_path):
     for args, msg in ((["--out", str(f)], "is a file"), (["--sections", "", "--out", o], "names no section"),
                       (["--sections", "gpu", "--out", o], "unknown sections")):
         res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", *args],
-                             capture_output=True, text=True, timeout=120)
+                             capture_output=True, text=True, timeout=HANG_S)
         assert res.returncode == 2 and msg in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
     assert not (tmp_path / "o").exists()

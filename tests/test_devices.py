@@ -13,6 +13,7 @@ import pytest
 from mascot import simulate_consensus
 from mascot.execute.noise import affine_noise_error
 from mascot.graphs import complete_weights, ring_weights
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 SCRIPT = textwrap.dedent("""
     import sys, jax, numpy as np
@@ -112,7 +113,7 @@ def test_four_devices_equal_one(tmp_path):
     path = tmp_path / "four.npz"
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4", JAX_PLATFORMS="cpu")
     code = SCRIPT.format(tests=os.path.dirname(__file__), path=str(path))
-    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=HANG_S)
     assert res.returncode == 0, res.stderr
     four = np.load(path)
     cpu = jax.devices("cpu")[0]  # the subprocess ran on CPU devices: compare with one CPU device (on a GPU

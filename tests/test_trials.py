@@ -33,6 +33,7 @@ from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
 from mascot.protocols.state_tracking.parsing import parse_state, validate_state_object
 from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 from mascot.theory.state_tracking import BASE_PROMPT, RULES_TEXT, apply_rules, perturb, trajectory
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 EXACT = dict(sigma=0.0, parity_slip=0.0, level_slip=0.0, parse_fail=0.0)
 
@@ -545,7 +546,7 @@ def test_sigkill_mid_run_then_resume_is_identical(tmp_path):
     env = dict(os.environ, JAX_PLATFORMS="cpu")
     proc = subprocess.Popen([sys.executable, "-m", "mascot.cli", *args, "--out", str(out), "--quiet"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
+    deadline = time.time() + HANG_S
     while not (out / "steps" / "step_002.parquet").exists():
         assert proc.poll() is None, proc.stderr.read().decode()
         assert time.time() < deadline
@@ -811,21 +812,22 @@ def test_transient_backend_errors_are_retried_and_counted_apart(tmp_path):
     assert df.n_backend_errors.sum() == 1 and df.n_failed_attempts.sum() == 0
 
 
-def test_cli_dead_openai_server_exits_nonzero(tmp_path, capsys):
+def test_cli_dead_openai_server_exits_nonzero(tmp_path, capsys, dead_port):
     out = tmp_path / "dead"
-    rc = cli_main(["trials", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
+    url = f"http://127.0.0.1:{dead_port}/v1"
+    rc = cli_main(["trials", "--backend", "openai", "--base-url", url, "--model", "x",
                    "--topology", "chain", "--n-trials", "1", "--steps", "1", "--retries", "0", "--max-retries", "0",
                    "--timeout", "5", "--no-figures", "--quiet", "--no-probe", "--out", str(out)])
     err = capsys.readouterr().err
-    assert rc == 1 and "127.0.0.1:9" in err and "not committed" in err
+    assert rc == 1 and f"127.0.0.1:{dead_port}" in err and "not committed" in err
     assert not (out / "trials.parquet").exists()
     assert not json.loads((out / "run.json").read_text()).get("complete")
     # with the probe (the default) a server nobody runs is named at once
-    rc = cli_main(["trials", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--model", "x",
+    rc = cli_main(["trials", "--backend", "openai", "--base-url", url, "--model", "x",
                    "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures", "--quiet",
                    "--out", str(tmp_path / "dead2")])
     err = capsys.readouterr().err
-    assert rc == 1 and "http://127.0.0.1:9/v1) cannot be reached" in err and "Connection refused" in err
+    assert rc == 1 and f"{url}) cannot be reached" in err and "Connection refused" in err
     assert not (tmp_path / "dead2" / "trials.parquet").exists()
 
 
