@@ -18,9 +18,15 @@ __version__ = "0.2.0.dev0"
 
 # public name -> module that defines it
 _EXPORTS = {
+    "Modes": "mascot.kernels.core",
+    "Policy": "mascot.kernels.core",
+    "Rollout": "mascot.kernels.core",
+    "rollout": "mascot.kernels.core",
     "simulate_consensus": "mascot.execute.consensus",
     "ConsensusResult": "mascot.kernels.consensus",
     "affine_noise_error": "mascot.execute.noise",
+    "affine_noise_point": "mascot.kernels.noise",
+    "rule_noise_point": "mascot.kernels.noise",
     "rule_noise_error": "mascot.execute.noise",
     "sr_spectra": "mascot.execute.spectra",
     "SRSpectra": "mascot.kernels.spectra",

@@ -1,5 +1,6 @@
-"""One enumeration of how a consensus run ends, shared by the kernels, the theory references, the
-deliberation harness and the reports (imports nothing of mascot).
+"""One enumeration of how a consensus run ends, and one vocabulary of switching strategies, shared by the
+kernels, the theory references, the drivers, the sweeps, the deliberation harness and the reports (imports
+nothing of mascot).
 
 The integer codes are those the kernels store (``ConsensusResult.status``, ``DeliberationResult.status``);
 the labels are those written to run records and tables.
@@ -9,7 +10,23 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["Status", "STATUS_NAMES"]
+from mascot.errors import InputError
+
+__all__ = ["Status", "STATUS_NAMES", "STRATEGIES", "STRATEGY_ALIASES", "canonical_strategy"]
+
+#: How a run chooses its mode each round: Algorithm 1's norm-threshold rule, or one mode throughout.
+STRATEGIES = ("adaptive", "mode1", "mode2")
+#: The consensus paper's names of the fixed strategies (mode 1 = complete K_N, mode 2 = ring C_N), accepted
+#: everywhere a strategy is (Python API, sweeps, command line, deliberation).
+STRATEGY_ALIASES = {"complete": "mode1", "ring": "mode2"}
+
+
+def canonical_strategy(name) -> str:
+    """``"adaptive"``, ``"mode1"`` or ``"mode2"`` for a strategy or its alias; ``ValueError`` otherwise."""
+    canon = STRATEGY_ALIASES.get(name, name) if isinstance(name, str) else name
+    if canon not in STRATEGIES:
+        raise InputError(f"strategy must be one of adaptive, complete (= mode1), ring (= mode2); got {name!r}")
+    return canon
 
 
 class Status(enum.IntEnum):
@@ -30,7 +47,7 @@ class Status(enum.IntEnum):
         for s, name in _LABELS.items():
             if name == label:
                 return s
-        raise ValueError(f"unknown status {label!r}; one of {', '.join(_LABELS.values())}")
+        raise InputError(f"unknown status {label!r}; one of {', '.join(_LABELS.values())}")
 
 
 _LABELS = {Status.CONSENSUS: "consensus", Status.BUDGET_FAIL: "BudgetFail", Status.MAX_ROUNDS: "max_rounds",

@@ -46,6 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from mascot.errors import InputError
 from mascot.graphs import validate_adjacency
 from mascot.kernels import spectra_lapack as lp
 from mascot.kernels.precision import float64, x64_enabled
@@ -152,7 +153,7 @@ def _families(family):
     family = tuple(family)
     bad = [f for f in family if f not in FAMILIES]
     if bad:
-        raise ValueError(f"family must be 'auto', None or among {FAMILIES}; got {bad}")
+        raise InputError(f"family must be 'auto', None or among {FAMILIES}; got {bad}")
     return family
 
 
@@ -172,35 +173,20 @@ def _use_host(solver, n):
 
 def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=None, chunk_size: int | None = None,
                family="auto", solver: str = "auto", host_map=None, host_workers: int = 1):
-    """rho(M), Delta(M), kappa(M) for every (graph, gamma) pair (SR paper, Sec. 3.2, eq. 1).
-
-    A: (..., n, n) weighted adjacency (``normalize=True``, row-normalised with the zero-row rule of
-      :func:`mascot.graphs.row_normalize`) or already row-stochastic P (``normalize=False``).
-    gamma: scalar or array in [0, 1); broadcast against ``A.shape[:-2]`` by numpy rules, so a stack of G
-      graphs against G gammas is elementwise, and ``A[:, None]`` (a view) against (Gamma,) gammas gives
-      the (G, Gamma) outer product while decomposing each graph once.
-    method: "auto" (per graph: eigh when A is symmetric, else eig), "eigh" (requires symmetric A), "eig".
-    family: "auto" (detect chain, star, mesh, ring, complete per graph and use their closed forms), a
-      family name or tuple of names (test only those: a hint), or None (never: every row to the solver).
-    solver: "auto" (host on a CPU backend, device otherwise), "host" or "device" (see the module doc).
-    dtype: float32 or float64 (default: float64 when 64-bit JAX types are on in this thread); float64 is
-      computed inside :func:`mascot.kernels.precision.float64`.
-    chunk_size: (graph, gamma) pairs per device call (default: about 64 MB of matrices).
-    host_map, host_workers: the ``map`` that runs the host LAPACK tasks and how many run at once (default:
-      the builtin, serially; :func:`mascot.execute.spectra.sr_spectra` passes a thread pool).
-    Returns :class:`SRSpectra` of JAX arrays with the broadcast shape. Inside ``jax.jit`` pass ``method``
-    ("eigh" or "eig") and return the arrays (``.rho``, ``.delta``, ``.kappa``).
+    """The kernel of :func:`mascot.sr_spectra` (see there for the arguments, the result and the routes), with
+    the host LAPACK tasks run through ``host_map`` (default: the builtin ``map``, serially) by
+    ``host_workers`` at once; :func:`mascot.execute.spectra.sr_spectra` passes a thread pool.
     """
     if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}; got {method!r}")
+        raise InputError(f"method must be one of {_METHODS}; got {method!r}")
     if solver not in _SOLVERS:
-        raise ValueError(f"solver must be one of {_SOLVERS}; got {solver!r}")
+        raise InputError(f"solver must be one of {_SOLVERS}; got {solver!r}")
     fams = _families(family)
     if isinstance(A, jax.core.Tracer) or isinstance(gamma, jax.core.Tracer):
         return _traced(A, gamma, method, normalize, dtype, solver, chunk_size)
     dt = jnp.dtype(dtype) if dtype is not None else _default_dtype()
     if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype!r}")
+        raise InputError(f"dtype must be float32 or float64; got {dtype!r}")
     with float64(dt == jnp.float64):
         return _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map or map, max(1, host_workers))
 
@@ -229,17 +215,17 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
     g = check_gamma(gamma)
     if dt == jnp.float32 and np.any(g > F32_GAMMA_MAX):
         bad = g[g > F32_GAMMA_MAX].ravel()[:3]
-        raise ValueError(f"gamma = {bad.tolist()} is within 2^-12 of 1: float32 holds 1 - gamma only to about 3e-8 "
+        raise InputError(f"gamma = {bad.tolist()} is within 2^-12 of 1: float32 holds 1 - gamma only to about 3e-8 "
                          f"(rho = 1/(1 - gamma) off by up to {2.0**-25 / (1 - float(bad.max())):.1%}; at 0.99999997 it "
                          "came out 50% low), use dtype='float64'")
     try:
         out_shape = np.broadcast_shapes(batch, g.shape)
     except ValueError:
-        raise ValueError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
+        raise InputError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
     cat = lambda k: np.concatenate([r[k] for r in prep]) if prep else np.zeros(0, bool)  # noqa: E731
     sym, normal = cat(1), cat(2)  # symmetric P is normal: kappa from its eigenvalues
     if method == "eigh" and not sym.all():
-        raise ValueError("method='eigh' needs a symmetric adjacency (an undirected graph); use 'eig' or 'auto'")
+        raise InputError("method='eigh' needs a symmetric adjacency (an undirected graph); use 'eig' or 'auto'")
     if method == "auto":
         summary = "eigh" if sym.all() else ("eig" if not sym.any() else "mixed")
         route = np.where(sym, _EIGH, _EIG)
@@ -378,7 +364,7 @@ def _solve(out, route, proute, normal, X, P, idx, gflat, host, host_map, workers
 def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
     """sr_spectra inside a trace: explicit method, no validation or closed-form detection, kappa from SVDs."""
     if method == "auto":
-        raise ValueError("inside jax.jit, sr_spectra needs method='eigh' (symmetric A) or method='eig'")
+        raise InputError("inside jax.jit, sr_spectra needs method='eigh' (symmetric A) or method='eig'")
     A = jnp.asarray(A)
     dt = jnp.dtype(dtype) if dtype is not None else (A.dtype if jnp.issubdtype(A.dtype, jnp.floating)
                                                      else _default_dtype())
@@ -388,7 +374,7 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
     try:
         out_shape = np.broadcast_shapes(batch, g.shape)
     except ValueError:
-        raise ValueError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
+        raise InputError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
     flatA = A.reshape(-1, n, n)
     if normalize:
         s = flatA.sum(-1, keepdims=True)
@@ -431,7 +417,7 @@ def gat_transition(h, adjacency, W, a, reliability=None, beta: float = 0.0, nega
     fp = z.shape[-1]
     a = jnp.asarray(a)
     if a.shape != (2 * fp,):
-        raise ValueError(f"a must have shape ({2 * fp},) for W h of width {fp}; got {a.shape}")
+        raise InputError(f"a must have shape ({2 * fp},) for W h of width {fp}; got {a.shape}")
     src = z @ a[:fp]
     dst = z @ a[fp:]
     e = jax.nn.leaky_relu(src[..., :, None] + dst[..., None, :], negative_slope)
@@ -481,7 +467,7 @@ def time_varying_kappa(P_seq, gamma) -> TimeVaryingKappa:
     """The three reductions of SR paper A.5 for a sequence of row-stochastic P(t) (..., H, n, n)."""
     P = np.asarray(P_seq)
     if P.ndim < 3:
-        raise ValueError(f"P_seq must be (..., H, n, n); got shape {P.shape}")
+        raise InputError(f"P_seq must be (..., H, n, n); got shape {P.shape}")
     check_stochastic(P, "P_seq", tol=1e-5)
     g = float(check_gamma(gamma))
     return _tv_kappa(jnp.asarray(P_seq), g)

@@ -28,23 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from mascot.papers import DELIBERATION_STRATEGIES
-from mascot.status import Status
+from mascot.status import STRATEGIES, STRATEGY_ALIASES, Status, canonical_strategy
 
 __all__ = ["STRATEGIES", "STRATEGY_ALIASES", "canonical_strategy", "SwitchState", "Decision", "init", "choose_mode",
            "decide", "commit"]
-
-STRATEGIES = ("adaptive", "mode1", "mode2")
-# the deliberation's names of the paper's modes ("complete-only (Mode 1), ring-only (Mode 2)")
-STRATEGY_ALIASES = {name: f"mode{mode}" for name, mode in DELIBERATION_STRATEGIES.items() if mode is not None}
-
-
-def canonical_strategy(name: str) -> str:
-    """``"adaptive"``, ``"mode1"`` or ``"mode2"`` for a strategy or its alias; ``ValueError`` otherwise."""
-    name = STRATEGY_ALIASES.get(name, name)
-    if name not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES + tuple(STRATEGY_ALIASES)}; got {name!r}")
-    return name
 
 
 def _xp(*values):

@@ -52,7 +52,8 @@ __all__ = [
     "STATUS_NAMES",
 ]
 
-from mascot.status import STATUS_NAMES  # noqa: E402  (re-exported)
+from mascot.errors import InputError
+from mascot.status import STATUS_NAMES, canonical_strategy  # noqa: E402  (STATUS_NAMES re-exported)
 
 _ROUND_ULPS = 16  # log-ratio tolerance, in units of the dtype's eps (see ceil_rounds)
 
@@ -78,7 +79,7 @@ def disagreement(X) -> np.ndarray | float:
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim < 2:
-        raise ValueError(f"X must have shape (..., N, d); got shape {X.shape}")
+        raise InputError(f"X must have shape (..., N, d); got shape {X.shape}")
     n = X.shape[-2]
     centred = X - X.mean(axis=-2, keepdims=True)
     d = np.sqrt(np.sum(centred * centred, axis=(-2, -1)) / n)
@@ -94,24 +95,24 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
     """
     src = np.asarray(W)
     if np.iscomplexobj(src):  # (the imaginary part was dropped with only a warning)
-        raise ValueError(f"{name} must hold real numbers; got dtype {src.dtype}")
+        raise InputError(f"{name} must hold real numbers; got dtype {src.dtype}")
     W = np.asarray(src, dtype=np.float64)
     if np.issubdtype(src.dtype, np.floating) and src.dtype.itemsize < 8 and W.ndim == 2:
         atol = max(atol, 2 * W.shape[0] * float(np.finfo(src.dtype).eps))
     if W.ndim != 2 or W.shape[0] != W.shape[1] or W.shape[0] < 1:
-        raise ValueError(f"{name} must be a square (N, N) matrix; got shape {W.shape}")
+        raise InputError(f"{name} must be a square (N, N) matrix; got shape {W.shape}")
     if not np.all(np.isfinite(W)):
-        raise ValueError(f"{name} contains NaN or inf")
+        raise InputError(f"{name} contains NaN or inf")
     if W.min() < -atol:
-        raise ValueError(f"{name} must be nonnegative (doubly stochastic); min entry is {W.min():.3g}")
+        raise InputError(f"{name} must be nonnegative (doubly stochastic); min entry is {W.min():.3g}")
     rows, cols = W.sum(axis=1), W.sum(axis=0)
     if np.max(np.abs(rows - 1.0)) > atol:
-        raise ValueError(
+        raise InputError(
             f"{name} is not doubly stochastic: row sums must be 1 within {atol:g}; "
             f"worst row sums to {rows[np.argmax(np.abs(rows - 1.0))]:.12g}"
         )
     if np.max(np.abs(cols - 1.0)) > atol:
-        raise ValueError(
+        raise InputError(
             f"{name} is not doubly stochastic: column sums must be 1 within {atol:g}; "
             f"worst column sums to {cols[np.argmax(np.abs(cols - 1.0))]:.12g}"
         )
@@ -138,10 +139,10 @@ def contraction_rate(W, name: str = "W", method: str = "auto") -> float:
     """
     W = validate_doubly_stochastic(W, name)
     if method not in ("auto", "svd", "circulant"):
-        raise ValueError(f"method must be 'auto', 'svd' or 'circulant'; got {method!r}")
+        raise InputError(f"method must be 'auto', 'svd' or 'circulant'; got {method!r}")
     if method == "circulant" or (method == "auto" and is_circulant(W)):
         if method == "circulant" and not is_circulant(W):
-            raise ValueError(f"{name} is not circulant; use method='svd'")
+            raise InputError(f"{name} is not circulant; use method='svd'")
         return _circulant_rate(W[0])  # (W checked above, with a float32 W's own tolerance)
     n = W.shape[0]
     return _snap_one(float(np.linalg.norm(W - np.full((n, n), 1.0 / n), ord=2)))
@@ -160,9 +161,9 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
     """
     w = np.asarray(first_row, dtype=np.float64)
     if w.ndim != 1 or w.size < 1:
-        raise ValueError(f"{name}: first row must be a 1-D vector; got shape {w.shape}")
+        raise InputError(f"{name}: first row must be a 1-D vector; got shape {w.shape}")
     if np.any(w < -1e-9) or abs(w.sum() - 1.0) > 1e-9:
-        raise ValueError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1 "
+        raise InputError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1 "
                          f"(within 1e-9); its first row sums to {w.sum():.12g}, smallest entry {w.min():.3g}")
     return _circulant_rate(w)
 
@@ -178,15 +179,15 @@ def _check_scalar(name: str, value, *, positive=False, nonnegative=False, finite
     try:
         v = float(value)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a real number; got {value!r}") from None
+        raise InputError(f"{name} must be a real number; got {value!r}") from None
     if math.isnan(v):
-        raise ValueError(f"{name} must not be NaN")
+        raise InputError(f"{name} must not be NaN")
     if finite and math.isinf(v):
-        raise ValueError(f"{name} must be finite; got {v}")
+        raise InputError(f"{name} must be finite; got {v}")
     if positive and not v > 0:
-        raise ValueError(f"{name} must be > 0; got {v}")
+        raise InputError(f"{name} must be > 0; got {v}")
     if nonnegative and not v >= 0:
-        raise ValueError(f"{name} must be >= 0; got {v}")
+        raise InputError(f"{name} must be >= 0; got {v}")
     return v
 
 
@@ -357,6 +358,7 @@ def algorithm1(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max
     else ``X <- W_sigma X`` (+ ``noise[k]`` if given, an ``(max_rounds, N, d)`` array of perturbations)
     and ``b <- b - c_sigma``.
     """
+    strategy = canonical_strategy(strategy)  # "complete"/"ring" are modes 1/2
     X = np.array(X0, dtype=np.float64)
     Ws = {1: np.asarray(W1, dtype=np.float64), 2: np.asarray(W2, dtype=np.float64)}
     costs = {1: float(c1), 2: float(c2)}
@@ -373,12 +375,8 @@ def algorithm1(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max
             break
         if strategy == "adaptive":
             sigma = 1 if d > eta else 2
-        elif strategy == "mode1":
-            sigma = 1
-        elif strategy == "mode2":
-            sigma = 2
         else:
-            raise ValueError(f"strategy must be 'adaptive', 'mode1' or 'mode2'; got {strategy!r}")
+            sigma = 1 if strategy == "mode1" else 2
         if b < costs[sigma]:
             status = 1
             break

@@ -1,0 +1,145 @@
+"""The public pure core (mascot.Modes, mascot.Policy, mascot.rollout): jit, vmap, inside a user's own
+function, and the same answers as the batched driver and the float64 reference of Algorithm 1."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import mascot
+from mascot.graphs import complete_weights, ring_weights
+from mascot.theory import algorithm1
+
+pytestmark = pytest.mark.x64
+
+N, D, B = 6, 4, 96
+W1, W2 = complete_weights(N, 0.4), ring_weights(N, 0.6)
+C1, C2 = 600.0, 100.0
+
+
+@pytest.fixture(scope="module")
+def x0s():
+    return np.random.default_rng(7).uniform(0.0, 1.0, (B, N, D))
+
+
+def _batched(max_rounds, **kw):
+    return jax.jit(jax.vmap(partial(mascot.rollout, max_rounds=max_rounds, **kw), in_axes=(0, None, None)))
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "complete", "ring", "mode1"])
+@pytest.mark.parametrize("b0", [900.0, 2500.0, 1e6])  # budget failures, consensus, and max_rounds at 12 rounds
+def test_jit_vmap_rollout_equals_the_driver_and_the_reference(x0s, strategy, b0):
+    modes = mascot.Modes(W1, W2, C1, C2)
+    policy = mascot.Policy(eta=0.12, eps=0.02, b0=b0, strategy=strategy)
+    out = _batched(12)(jnp.asarray(x0s), modes, policy)
+    for method in ("modal", "matrix"):
+        ref = mascot.simulate_consensus(x0s, W1, W2, C1, C2, 0.12, 0.02, b0, strategy=strategy, max_rounds=12,
+                                        method=method)
+        np.testing.assert_array_equal(out.rounds, ref.rounds)
+        np.testing.assert_array_equal(out.tokens, ref.spent)
+        np.testing.assert_array_equal(out.status, ref.status)
+        np.testing.assert_allclose(out.d_final, ref.d_final, rtol=1e-12)
+    for i in range(0, B, 13):  # the plain float64 Python reference (theory.algorithm1)
+        a = algorithm1(x0s[i], W1, W2, C1, C2, 0.12, 0.02, b0, strategy=strategy, max_rounds=12)
+        assert (int(out.rounds[i]), float(out.tokens[i]), int(out.status[i])) == (a.rounds, a.spent, a.status)
+        np.testing.assert_allclose(out.x_final[i], a.x_final, rtol=1e-12)
+    assert set(np.unique(out.status)) <= {0, 1, 2}
+
+
+def test_every_outcome_is_reached(x0s):
+    """The parametrisation above covers consensus, BudgetFail and MaxRounds."""
+    seen = set()
+    for b0 in (900.0, 2500.0, 1e6):
+        for strategy in ("adaptive", "ring"):
+            seen |= set(np.unique(_batched(12)(jnp.asarray(x0s), mascot.Modes(W1, W2, C1, C2),
+                                               mascot.Policy(0.12, 0.02, b0, strategy)).status).tolist())
+    assert seen == {0, 1, 2}
+
+
+def test_traces_equal_the_drivers(x0s):
+    policy = mascot.Policy(0.12, 0.02, 2500.0)
+    out = _batched(20, trace=True)(jnp.asarray(x0s), mascot.Modes(W1, W2, C1, C2), policy)
+    ref = mascot.simulate_consensus(x0s, W1, W2, C1, C2, 0.12, 0.02, 2500.0, max_rounds=20, trace=True,
+                                    method="matrix")
+    np.testing.assert_allclose(out.d_trace, ref.d_trace, rtol=1e-12)
+    np.testing.assert_array_equal(out.b_trace, ref.b_trace)
+    np.testing.assert_array_equal(out.sigma_trace, ref.sigma_trace)
+
+
+def test_vmap_over_a_policy_field_equals_a_python_loop(x0s):
+    etas = jnp.linspace(0.03, 0.4, 9)
+    modes = mascot.Modes(W1, W2, C1, C2)
+    over_eta = jax.jit(jax.vmap(lambda eta: mascot.rollout(x0s[3], modes, mascot.Policy(eta, 0.02, 4000.0),
+                                                            max_rounds=40)))
+    got = over_eta(etas)
+    for j, eta in enumerate(np.asarray(etas)):
+        one = mascot.rollout(x0s[3], modes, mascot.Policy(float(eta), 0.02, 4000.0), max_rounds=40)
+        assert (int(got.rounds[j]), float(got.tokens[j]), int(got.status[j])) == \
+            (int(one.rounds), float(one.tokens), int(one.status))
+    assert len(set(np.asarray(got.tokens).tolist())) > 1  # eta matters
+
+
+def test_rollout_inside_a_users_jitted_function(x0s):
+    """A user's own objective: the mean tokens of a batch as a function of the mode-2 cost, jitted whole."""
+    @jax.jit
+    def mean_tokens(c2, x):
+        out = jax.vmap(lambda xi: mascot.rollout(xi, mascot.Modes(W1, W2, C1, c2), mascot.Policy(0.12, 0.02, 5000.0),
+                                                 max_rounds=30))(x)
+        return jnp.mean(out.tokens), jnp.sum(out.status == 0)
+
+    for c2 in (50.0, 100.0):
+        m, ok = mean_tokens(c2, jnp.asarray(x0s))
+        ref = mascot.simulate_consensus(x0s, W1, W2, C1, c2, 0.12, 0.02, 5000.0, max_rounds=30)
+        assert float(m) == pytest.approx(float(np.mean(ref.spent)), rel=1e-12) and int(ok) == int(np.sum(ref.status == 0))
+
+
+def test_noise_follows_the_drivers_keys(x0s):
+    """Round k of a trajectory adds noise * normal(fold_in(key, k), (N, d)), as the driver's matrix path does."""
+    keys = jax.random.split(jax.random.key(11), 32)
+    modes, policy = mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, 5000.0)
+    noisy = jax.jit(jax.vmap(lambda x, k: mascot.rollout(x, modes, policy, max_rounds=25, noise=0.01, key=k)))
+    out = noisy(jnp.asarray(x0s[:32]), keys)
+    ref = mascot.simulate_consensus(x0s[:32], W1, W2, C1, C2, 0.12, 0.02, 5000.0, max_rounds=25, noise=0.01,
+                                    key=keys, method="matrix")
+    np.testing.assert_array_equal(out.rounds, ref.rounds)
+    np.testing.assert_array_equal(out.status, ref.status)
+    np.testing.assert_allclose(out.d_final, ref.d_final, rtol=1e-10)
+    quiet = jax.vmap(lambda x: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, 5000.0),
+                                              max_rounds=25))(jnp.asarray(x0s[:32]))
+    assert not np.array_equal(np.asarray(out.d_final), np.asarray(quiet.d_final))
+
+
+def test_float32_and_bad_input():
+    x = np.random.default_rng(0).uniform(size=(N, D)).astype(np.float32)
+    out = mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, 3000.0), max_rounds=30)
+    assert out.d_final.dtype == jnp.float32 and out.x_final.shape == (N, D)
+    with pytest.raises(ValueError, match="strategy must be one of"):
+        mascot.Policy(strategy="sometimes")
+    with pytest.raises(ValueError, match="needs key"):
+        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1)
+    with pytest.raises(ValueError, match=r"shape \(N, d\)"):
+        mascot.rollout(x[None], mascot.Modes(W1, W2, C1, C2), mascot.Policy())
+    with pytest.raises(TypeError, match="mascot.Modes"):
+        mascot.rollout(x, (W1, W2, C1, C2), mascot.Policy())
+    with pytest.raises(ValueError, match="max_rounds"):
+        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), max_rounds=-1)
+
+
+def test_the_driver_takes_the_papers_strategy_names(x0s):
+    a = mascot.simulate_consensus(x0s[:8], W1, W2, C1, C2, 0.12, 0.02, 3000.0, strategy="complete")
+    b = mascot.simulate_consensus(x0s[:8], W1, W2, C1, C2, 0.12, 0.02, 3000.0, strategy="mode1")
+    np.testing.assert_array_equal(a.rounds, b.rounds)
+
+
+def test_noise_model_core_under_jit_and_vmap_equals_the_driver():
+    """mascot.affine_noise_point is the pure core of mascot.affine_noise_error: point p of the driver is the
+    core with fold_in(key, p), also vmapped over parameters inside a user's jit."""
+    key = jax.random.key(4)
+    sig = jnp.array([0.5, 1.0, 2.0])
+    core = jax.jit(jax.vmap(lambda p, s: mascot.affine_noise_point(jax.random.fold_in(key, p), 3, 0.25, s, 6, 0.9,
+                                                                   trials=200, max_k=3, max_T=6)[0]))
+    got = core(jnp.arange(3, dtype=jnp.uint32), sig)
+    ref = mascot.affine_noise_error(key, 3, 0.25, np.asarray(sig), 6, 0.9, trials=200, dtype="float64")
+    np.testing.assert_allclose(got, ref, rtol=1e-12)
