@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from mascot.errors import InputError, RunError
+
 __all__ = [
     "circulant", "complete_weights", "ring_weights", "paper_modes",
     "validate_adjacency", "row_normalize", "chain", "star", "malicious_star", "mesh", "ring",
@@ -20,15 +22,15 @@ def circulant(first_row) -> np.ndarray:
     """Circulant matrix whose row ``i`` is ``first_row`` rolled right by ``i`` (Remark 6's layout)."""
     w = np.asarray(first_row, dtype=np.float64)
     if w.ndim != 1 or w.size < 1:
-        raise ValueError(f"first_row must be a non-empty 1-D vector; got shape {w.shape}")
+        raise InputError(f"first_row must be a non-empty 1-D vector; got shape {w.shape}")
     return np.stack([np.roll(w, i) for i in range(w.size)])
 
 
 def _check(n, self_weight, min_n):
     if int(n) != n or n < min_n:
-        raise ValueError(f"n must be an integer >= {min_n}; got {n!r}")
+        raise InputError(f"n must be an integer >= {min_n}; got {n!r}")
     if not 0.0 <= float(self_weight) <= 1.0:
-        raise ValueError(f"self_weight must be in [0, 1]; got {self_weight!r}")
+        raise InputError(f"self_weight must be in [0, 1]; got {self_weight!r}")
 
 
 def complete_weights(n: int, self_weight: float) -> np.ndarray:
@@ -73,21 +75,21 @@ def validate_adjacency(A, name: str = "adjacency") -> np.ndarray:
     """
     A = np.asarray(A)
     if A.dtype.kind not in "biuf":
-        raise ValueError(f"{name} must be a real numeric matrix; got dtype {A.dtype}")
+        raise InputError(f"{name} must be a real numeric matrix; got dtype {A.dtype}")
     A = A.astype(np.float64, copy=False)
     if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
-        raise ValueError(f"{name} must be square (..., n, n); got shape {A.shape}")
+        raise InputError(f"{name} must be square (..., n, n); got shape {A.shape}")
     if A.shape[-1] < 1:
-        raise ValueError(f"{name} must have at least one agent; got shape {A.shape}")
+        raise InputError(f"{name} must have at least one agent; got shape {A.shape}")
     if not np.all(np.isfinite(A)):
-        raise ValueError(f"{name} has NaN or infinite entries")
+        raise InputError(f"{name} has NaN or infinite entries")
     if np.any(A < 0):
-        raise ValueError(f"{name} has negative weights (min {A.min():.3g}); weights must be >= 0")
+        raise InputError(f"{name} has negative weights (min {A.min():.3g}); weights must be >= 0")
     with np.errstate(over="ignore"):
         over = ~np.isfinite(A.sum(axis=-1))
     if np.any(over):  # row-normalising would divide by inf and silently give a zero row
         row = np.argwhere(over)[0]
-        raise ValueError(f"{name} row {int(row[-1])}: weights sum to inf (float64 overflow, max entry "
+        raise InputError(f"{name} row {int(row[-1])}: weights sum to inf (float64 overflow, max entry "
                          f"{A.max():.3g}); rescale the weights")
     return A
 
@@ -129,7 +131,7 @@ def malicious_star(leaves: int, alpha: float) -> np.ndarray:
     After row normalisation ``P_01 = alpha / (alpha + leaves - 1)`` and ``P_0j = 1 / (alpha + leaves - 1)``.
     """
     if not (np.isfinite(alpha) and alpha > 0):
-        raise ValueError(f"alpha must be a positive finite weight; got {alpha!r}")
+        raise InputError(f"alpha must be a positive finite weight; got {alpha!r}")
     A = star(leaves)
     A[0, 1] = float(alpha)
     return A
@@ -156,7 +158,7 @@ def complete_self(n: int, a: float) -> np.ndarray:
 
 def _check_n(n, lo, name):
     if isinstance(n, bool) or int(n) != n or n < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}; got {n!r}")
+        raise InputError(f"{name} must be an integer >= {lo}; got {n!r}")
 
 
 def _rng(seed):
@@ -171,7 +173,7 @@ def erdos_renyi(n: int, p: float, count: int = 1, seed=None) -> np.ndarray:
     _check_n(n, 2, "n")
     _check_n(count, 1, "count")
     if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be in [0, 1]; got {p!r}")
+        raise InputError(f"p must be in [0, 1]; got {p!r}")
     rng = _rng(seed)
     u = rng.random((int(count), int(n), int(n))) < p
     upper = np.triu(u, k=1)
@@ -188,9 +190,9 @@ def watts_strogatz(n: int, k: int, beta: float, count: int = 1, seed=None) -> np
     _check_n(n, 3, "n")
     _check_n(count, 1, "count")
     if int(k) != k or k < 2 or k % 2 or k >= n:
-        raise ValueError(f"k must be an even integer with 2 <= k < n = {n}; got {k!r}")
+        raise InputError(f"k must be an even integer with 2 <= k < n = {n}; got {k!r}")
     if not 0.0 <= beta <= 1.0:
-        raise ValueError(f"beta must be in [0, 1]; got {beta!r}")
+        raise InputError(f"beta must be in [0, 1]; got {beta!r}")
     rng = _rng(seed)
     n, k = int(n), int(k)
     out = np.zeros((int(count), n, n))
@@ -224,7 +226,7 @@ def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 1
     _check_n(n, 2, "n")
     _check_n(count, 1, "count")
     if int(d) != d or not 0 <= d < n or (n * d) % 2:
-        raise ValueError(f"d must be an integer with 0 <= d < n and n*d even; got n={n}, d={d!r}")
+        raise InputError(f"d must be an integer with 0 <= d < n and n*d even; got n={n}, d={d!r}")
     rng = _rng(seed)
     n, d = int(n), int(d)
     out = np.zeros((int(count), n, n))
@@ -249,7 +251,7 @@ def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 1
                 out[g] = A
                 break
         else:
-            raise RuntimeError(f"no simple {d}-regular graph on {n} agents after {max_tries} tries; lower d")
+            raise RunError(f"no simple {d}-regular graph on {n} agents after {max_tries} tries; lower d")
     return out
 
 
@@ -280,12 +282,12 @@ def canonical_spec(spec: str) -> str:
 def _parse_spec(spec: str):
     name, *args = spec.strip().split(":")
     if name not in _NAMED:
-        raise ValueError(f"unknown topology {name!r} in {spec!r}; known: {', '.join(_NAMED)}")
+        raise InputError(f"unknown topology {name!r} in {spec!r}; known: {', '.join(_NAMED)}")
     fn, nargs = _NAMED[name]
     if len(args) != nargs:
-        raise ValueError(f"topology {name!r} takes {nargs} argument(s) after ':' ; got {spec!r}")
+        raise InputError(f"topology {name!r} takes {nargs} argument(s) after ':' ; got {spec!r}")
     try:
         vals = [int(args[0])] + [float(a) for a in args[1:]]
     except ValueError:
-        raise ValueError(f"bad numbers in topology spec {spec!r}") from None
+        raise InputError(f"bad numbers in topology spec {spec!r}") from None
     return fn, vals

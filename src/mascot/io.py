@@ -15,6 +15,8 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from mascot.errors import DirectoryLocked, InputError
+
 __all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
            "json_default", "canonical", "append_jsonl", "jsonl_line", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
            "remove_stale_temps", "read_text_file", "significant", "json_clean", "read_parquet_verified"]
@@ -100,15 +102,15 @@ def read_text_file(path, what: str = "config file") -> str:
     readable or not UTF-8."""
     p = Path(path)
     if not p.exists():
-        raise ValueError(f"{what} not found: {path}")
+        raise InputError(f"{what} not found: {path}")
     if p.is_dir():
-        raise ValueError(f"{path}: is a directory, not a {what}")
+        raise InputError(f"{path}: is a directory, not a {what}")
     try:
         return p.read_bytes().decode("utf-8").removeprefix("\ufeff")  # (a byte-order mark some editors write)
     except UnicodeDecodeError as e:
-        raise ValueError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
+        raise InputError(f"{path}: not UTF-8 text (byte {e.start}: {e.reason})") from None
     except OSError as e:
-        raise ValueError(f"{path}: cannot read {what} ({e.strerror or e})") from None
+        raise InputError(f"{path}: cannot read {what} ({e.strerror or e})") from None
 
 
 def read_toml(path) -> dict:
@@ -117,7 +119,7 @@ def read_toml(path) -> dict:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ValueError(f"{path}: invalid TOML: {e}") from None
+        raise InputError(f"{path}: invalid TOML: {e}") from None
 
 
 def utc_now() -> str:
@@ -195,10 +197,6 @@ def write_csv(df, path, **to_csv) -> None:
 _TEMP_NAME = re.compile(r"^\..+\.[^./]+\.tmp$")  # atomic_path's temporaries: .NAME.XXXXXXXX.tmp
 
 
-class DirectoryLocked(RuntimeError):
-    """Another live process holds a run directory's lock (the message names the directory and its pid)."""
-
-
 class DirLock:
     """An ``fcntl.flock`` held on a lock file; released by :meth:`release`, on leaving a ``with`` block,
     when the object is garbage-collected, or by the OS when the process dies (so a lock is never stale)."""
@@ -232,14 +230,14 @@ def lock_dir(directory, name: str = ".mascot.lock", *, shared: bool = False, wha
     into the lock file. The lock file is opened with ``O_NOFOLLOW`` (a planted symlink is refused)."""
     d = Path(directory)
     if d.exists() and not d.is_dir():
-        raise ValueError(f"{d} is a file, not a {what}; give a directory")
+        raise InputError(f"{d} is a file, not a {what}; give a directory")
     d.mkdir(parents=True, exist_ok=True)
     lp = d / name
     try:
         fd = os.open(lp, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666 & ~_UMASK)
     except OSError as e:
         if e.errno == errno.ELOOP:
-            raise ValueError(f"{lp} is a symlink; refusing to use it as a lock file") from None
+            raise InputError(f"{lp} is a symlink; refusing to use it as a lock file") from None
         raise
     try:
         fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
@@ -283,4 +281,4 @@ def read_parquet_verified(path, damaged: str = ""):
     except (OSError, pa.ArrowException) as e:
         if isinstance(e, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
-        raise ValueError(f"{path}: unreadable or damaged Parquet data ({e}){damaged}") from None
+        raise InputError(f"{path}: unreadable or damaged Parquet data ({e}){damaged}") from None

@@ -24,6 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["hash64", "uniforms", "seed64", "request_rng", "crc32", "stream_words", "float_key"]
 
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
@@ -104,12 +106,12 @@ def stream_words(seed: int, keys, count: int, bits: int = 32) -> np.ndarray:
     """The first ``count`` raw words (``bits`` = 32 or 64) of each stream ``keys[i]`` (a tuple of
     non-negative ints, or one int): ``(len(keys), count)`` uint32 / uint64."""
     if bits not in (32, 64):
-        raise ValueError(f"bits must be 32 or 64; got {bits}")
+        raise InputError(f"bits must be 32 or 64; got {bits}")
     if count < 0:
-        raise ValueError(f"count must be >= 0; got {count}")
+        raise InputError(f"count must be >= 0; got {count}")
     keys = [tuple(int(v) for v in k) if isinstance(k, tuple) else (int(k),) for k in keys]
     if seed < 0 or any(v < 0 for k in keys for v in k):
-        raise ValueError("seed and stream keys must be >= 0")
+        raise InputError("seed and stream keys must be >= 0")
     out = np.empty((len(keys), count), np.uint32 if bits == 32 else np.uint64)
     n64 = (count + 1) // 2 if bits == 32 else count
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.errors import InputError
 from mascot.io import atomic_write_text, read_parquet_verified, write_csv
 from mascot.analysis.figures import plt, save_figure
 
@@ -67,7 +68,7 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
     twice = df.groupby(keys + ["strategy"], observed=True)["point"].unique()
     twice = twice[twice.map(len) > 1]
     if len(twice):
-        raise ValueError(f"grid points {', '.join(map(str, twice.iloc[0]))} have the same parameters ({len(twice)} "
+        raise InputError(f"grid points {', '.join(map(str, twice.iloc[0]))} have the same parameters ({len(twice)} "
                          "such groups; a value listed twice in the grid?): their trajectories start from the same "
                          "beliefs, so pooling them would count them twice; sweep each setting once")
     g = _outcomes(df).groupby(keys + ["strategy"], observed=True)
@@ -77,7 +78,7 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     w = wide.reset_index()
     if not {f"success_{s}" for s in _STRATEGIES} <= set(w.columns):
-        raise ValueError("the sweep must contain all three strategies (adaptive, complete, ring); it has "
+        raise InputError("the sweep must contain all three strategies (adaptive, complete, ring); it has "
                          + ", ".join(sorted(df["strategy"].unique())))
     w = w.dropna(subset=[f"success_{s}" for s in _STRATEGIES])  # settings that ran all three strategies
     for s in _STRATEGIES:  # (a column is absent when a strategy never succeeds anywhere in the sweep)
@@ -105,9 +106,9 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
             *_REQUIRED]
     lost = [c for c in dict.fromkeys(need) if c not in df]
     if lost:
-        raise ValueError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
+        raise InputError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
     if len(df) == 0:
-        raise ValueError(f"{data}: the dataset has no rows")
+        raise InputError(f"{data}: the dataset has no rows")
     checks = [("status", ~df["status"].isin([0, 1, 2])), ("rounds", ~(df["rounds"] >= 0)),
               ("tokens", ~(df["tokens"] >= 0)), ("strategy", ~df["strategy"].isin(_STRATEGIES))]
     if "max_rounds" in df:
@@ -115,7 +116,7 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
     checks += [(k, ~np.isfinite(df[k].astype(float))) for k in _REQUIRED + _OPTIONAL + ["d0", "d_final"] if k in df]
     bad = list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
     if bad:
-        raise ValueError(f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
+        raise InputError(f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
                          "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
                          "unmodified consensus sweep dataset")
     df = _with_trajectories(df)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mascot.errors import InputError, NotFoundError
 from mascot.graphs import canonical_spec, from_spec, validate_adjacency
 
 __all__ = ["diagnose", "default_k_profile", "load_adjacency", "triage_text", "rank"]
@@ -35,19 +36,19 @@ def load_adjacency(path, what: str = "adjacency") -> np.ndarray:
     ``what`` names the matrix in those messages (e.g. "cost" for a cost matrix read the same way)."""
     p = Path(path)
     if not p.exists():
-        raise FileNotFoundError(f"{what} file not found: {p}")
+        raise NotFoundError(f"{what} file not found: {p}")
     if p.is_dir():
-        raise ValueError(f"{p}: is a directory, not {'an' if what[0] in 'aeiou' else 'a'} {what} file")
+        raise InputError(f"{p}: is a directory, not {'an' if what[0] in 'aeiou' else 'a'} {what} file")
     suf = p.suffix.lower()
     if suf not in (".npy", ".json", ".csv", ".txt"):
-        raise ValueError(f"{what} file must be .npy, .csv, .txt or .json; got {p.name}")
+        raise InputError(f"{what} file must be .npy, .csv, .txt or .json; got {p.name}")
     try:
         A = _read_matrix(p, suf)
     except (ValueError, TypeError, KeyError, OSError, EOFError) as e:
         msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
-        raise ValueError(f"{p}: not a readable {suf[1:]} {what} matrix ({msg})") from None
+        raise InputError(f"{p}: not a readable {suf[1:]} {what} matrix ({msg})") from None
     if A.ndim != 2:
-        raise ValueError(f"{p}: {'an' if what[0] in 'aeiou' else 'a'} {what} file holds one n x n matrix; got shape "
+        raise InputError(f"{p}: {'an' if what[0] in 'aeiou' else 'a'} {what} file holds one n x n matrix; got shape "
                          f"{A.shape}")
     return validate_adjacency(A, str(p))
 
@@ -57,21 +58,21 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         return np.asarray(np.load(p, allow_pickle=False))
     text = p.read_bytes().decode("utf-8").removeprefix("\ufeff")  # (a byte-order mark: not a header row)
     if not text.strip():
-        raise ValueError("the file is empty")
+        raise InputError("the file is empty")
     if suf == ".json":
         obj = json.loads(text)
         if isinstance(obj, dict) and "adjacency" not in obj:
-            raise ValueError('a JSON object needs the key "adjacency"')
+            raise InputError('a JSON object needs the key "adjacency"')
         rows = obj["adjacency"] if isinstance(obj, dict) else obj
         if isinstance(rows, list):  # numbers only: "1", true and null are not weights
             if not all(isinstance(r, list) for r in rows):
-                raise ValueError("the matrix must be a list of rows, each a list of numbers")
+                raise InputError("the matrix must be a list of rows, each a list of numbers")
             bad = [v for r in rows for v in r if isinstance(v, bool) or not isinstance(v, (int, float))]
             if bad:
-                raise ValueError(f"entries must be JSON numbers; got {json.dumps(bad[0])}")
+                raise InputError(f"entries must be JSON numbers; got {json.dumps(bad[0])}")
             short = next((i for i, r in enumerate(rows) if len(r) != len(rows[0])), None)
             if short is not None:
-                raise ValueError(f"row {short} has {len(rows[short])} entries, row 0 has {len(rows[0])}")
+                raise InputError(f"row {short} has {len(rows[short])} entries, row 0 has {len(rows[0])}")
         return np.asarray(rows, dtype=np.float64)
     lines = [ln for ln in text.splitlines() if ln.strip()]
     header = None
@@ -80,13 +81,13 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
     except ValueError:
         header, lines = lines[0], lines[1:]  # header row
     if not lines:
-        raise ValueError("no numeric rows")
+        raise InputError("no numeric rows")
     rows = [[float(x) for x in ln.replace(",", " ").split()] for ln in lines]
     if len({len(r) for r in rows}) != 1:
-        raise ValueError(f"rows have different lengths {sorted({len(r) for r in rows})}")
+        raise InputError(f"rows have different lengths {sorted({len(r) for r in rows})}")
     names = None if header is None else header.split(",") if "," in header else header.split()
     if names is not None and len(names) != len(rows[0]):
-        raise ValueError(f"the header names {len(names)} columns but rows have {len(rows[0])}")
+        raise InputError(f"the header names {len(names)} columns but rows have {len(rows[0])}")
     return np.array(rows)
 
 
@@ -101,7 +102,7 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
     from mascot.theory.spectra import check_gamma, sr_diagnostics
 
     if not 0.0 <= rho_c <= 1.0:
-        raise ValueError(f"rho_c must be in [0, 1]; got {rho_c!r}")
+        raise InputError(f"rho_c must be in [0, 1]; got {rho_c!r}")
     out = []
     for name, A in graphs.items():
         A = validate_adjacency(A, name)
@@ -181,21 +182,21 @@ def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) 
         graph, key = from_spec(spec), canonical_spec(spec)
         if key in canonical:
             same = "" if canonical[key] == spec else f" (as {canonical[key]})"
-            raise ValueError(f"--topology {spec} is given twice{same}")
+            raise InputError(f"--topology {spec} is given twice{same}")
         canonical[key], graphs[spec] = spec, graph
     seen = set()
     names = [Path(p).name for p in adjacency or []]
     for path in adjacency or []:
         if Path(path).resolve() in seen:
-            raise ValueError(f"--adjacency {path} is given twice")
+            raise InputError(f"--adjacency {path} is given twice")
         seen.add(Path(path).resolve())
         # named by the file name, or, where two files share a name (or a file's name is a topology spec), every
         # one of them by its path as given
         base = Path(path).name
         name = base if names.count(base) == 1 and base not in graphs else path
         if name in graphs:
-            raise ValueError(f"--adjacency {path}: its name clashes with another graph's; rename the file")
+            raise InputError(f"--adjacency {path}: its name clashes with another graph's; rename the file")
         graphs[name] = load_adjacency(path)
     if not graphs:
-        raise ValueError("give at least one --topology SPEC or --adjacency FILE")
+        raise InputError("give at least one --topology SPEC or --adjacency FILE")
     return graphs

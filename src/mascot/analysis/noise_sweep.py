@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean, read_parquet_verified, significant, write_csv
 from mascot.analysis.figures import save_figure
 
@@ -56,10 +57,10 @@ def report(data, out="results/spectra") -> dict:
     paths = sorted(paths, key=lambda p: str(Path(p).resolve()))  # the report does not depend on the argument order
     df = pd.concat([read_parquet_verified(p, "; merge the run again").to_pandas() for p in paths], ignore_index=True)
     if "ceg_mean" not in df.columns:
-        raise ValueError(f"{paths} is not a merged 'affine_noise' sweep (no ceg_mean column)")
+        raise InputError(f"{paths} is not a merged 'affine_noise' sweep (no ceg_mean column)")
     if df.empty:
         names = ", ".join(map(str, paths))
-        raise ValueError(f"{names} hold{'s' if len(paths) == 1 else ''} no rows: nothing to report")
+        raise InputError(f"{names} hold{'s' if len(paths) == 1 else ''} no rows: nothing to report")
     # one row per parameter set: the same file given twice (or two sweeps of one grid) would be paired with
     # itself in the k-ratios and counted twice in every claim
     params = [c for c in ("model", "aggregate", "k", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0",
@@ -68,7 +69,7 @@ def report(data, out="results/spectra") -> dict:
     if dup.any():
         first = df[dup].iloc[0]
         sets = len(df[dup].drop_duplicates(params))
-        raise ValueError(f"{sets} parameter set(s) appear in more than one row ({int(dup.sum())} rows; e.g. "
+        raise InputError(f"{sets} parameter set(s) appear in more than one row ({int(dup.sum())} rows; e.g. "
                          + ", ".join(f"{c} = {first[c]}" for c in params)
                          + "): give each sweep once, and sweeps whose grids do not overlap")
     out = Path(out)

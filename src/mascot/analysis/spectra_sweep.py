@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.errors import InputError
 from mascot.io import read_parquet_verified, significant, write_csv
 from mascot.analysis.figures import save_figure
 
@@ -31,9 +32,9 @@ def report(data, out="results/spectra") -> pd.DataFrame:
 
     df = read_parquet_verified(data, "; merge the run again").to_pandas()
     if "kappa" not in df.columns or "family" not in df.columns:
-        raise ValueError(f"{data} is not a merged 'spectra' sweep (no family/kappa columns)")
+        raise InputError(f"{data} is not a merged 'spectra' sweep (no family/kappa columns)")
     if df.empty:
-        raise ValueError(f"{data} holds no rows: nothing to report")
+        raise InputError(f"{data} holds no rows: nothing to report")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     df["graph_family"] = df.apply(_label, axis=1)

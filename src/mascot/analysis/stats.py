@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot import stable
 
 # D_t is computed by the harness as it runs (a column of trials.parquet); one definition, re-exported here
@@ -62,7 +63,7 @@ def consensus_decay(D, floor: float = D_FLOOR) -> tuple[np.ndarray, np.ndarray, 
     ``floor``, ``n_terms`` the number of terms averaged.
     """
     if not (floor > 0 and math.isfinite(floor)):
-        raise ValueError(f"floor must be a finite number > 0; got {floor!r}")
+        raise InputError(f"floor must be a finite number > 0; got {floor!r}")
     D = np.asarray(D, dtype=float)
     finite = np.isfinite(D)
     Df = np.where(finite, np.maximum(D, floor), np.nan)

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.errors import InputError
 from mascot.analysis import stats as st
 
 __all__ = ["BASELINE_NAMES", "baseline_config", "carried_summary", "compare", "random_value_range",
@@ -72,7 +73,7 @@ def make_baseline(name: str, cfg):
     if name == "random":
         lo, hi = random_value_range(cfg)
         return RandomBackend(value_low=lo, value_high=hi, seed=cfg.seed)
-    raise ValueError(f"unknown baseline {name!r}; choose from {', '.join(BASELINE_NAMES)}")
+    raise InputError(f"unknown baseline {name!r}; choose from {', '.join(BASELINE_NAMES)}")
 
 
 def run_baselines(run_dir, config: dict, names=BASELINE_NAMES) -> dict[str, Path]:

@@ -14,6 +14,7 @@ import shutil
 from collections import Counter
 from pathlib import Path
 
+from mascot.errors import InputError
 from mascot.io import atomic_write_text, read_jsonl
 
 __all__ = ["export_run", "reply_statistics"]
@@ -83,7 +84,7 @@ def export_run(run_dir, dest, n_boot: int = 2000, title: str = "A small real run
     run_dir, dest = Path(run_dir), Path(dest)
     meta = json.loads((run_dir / "run.json").read_text())
     if not meta.get("complete"):
-        raise ValueError(f"{run_dir} is not a finished run (run.json: complete is false); rerun its command first")
+        raise InputError(f"{run_dir} is not a finished run (run.json: complete is false); rerun its command first")
     tab, stats = write_report(run_dir, dest=dest, n_boot=n_boot)
     for name in ("trials.parquet", "run.json"):
         shutil.copyfile(run_dir / name, dest / name)

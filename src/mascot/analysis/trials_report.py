@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.errors import InputError
 from mascot.analysis import stats as st
 from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
@@ -58,7 +59,7 @@ def arm_arrays(df: pd.DataFrame, topo: str, col: str, n: int, T: int) -> np.ndar
     """``(n_trials, 2 arms, T + 1 steps)`` array of ``col`` for one topology (rows sorted by the harness)."""
     sub = df[df.topology == topo].sort_values(["trial", "perturbed", "step"])
     if len(sub) != n * 2 * (T + 1):
-        raise ValueError(f"trials.parquet has {len(sub)} rows for {topo}; expected {n * 2 * (T + 1)}")
+        raise InputError(f"trials.parquet has {len(sub)} rows for {topo}; expected {n * 2 * (T + 1)}")
     return sub[col].to_numpy(dtype=float).reshape(n, 2, T + 1)
 
 
@@ -78,7 +79,7 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
         sub = df[(df.topology == topo) & (df.step > 0)]
         g = sub.groupby("trial")
 
-        def total(c):  # a bookkeeping count; NaN for a run written before the column existed
+        def total(c, g=g, sub=sub, n=n):  # a bookkeeping count; NaN for a run written before the column existed
             return g[c].sum() if c in sub else pd.Series(np.nan, index=range(n))
 
         carried_arm = (sub.groupby(["trial", "perturbed"]).carried.sum().unstack(fill_value=0) if "carried" in sub

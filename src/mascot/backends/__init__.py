@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 
+from mascot.errors import InputError
 from mascot.backends.base import Backend, BackendFailure, Request, Response, Sampling, endpoint
 
 __all__ = ["Backend", "BackendFailure", "Request", "Response", "Sampling", "endpoint", "REGISTRY", "identity_of", "make_backend", "run_spec"]
@@ -27,7 +28,7 @@ REGISTRY = {
 
 def _backend_class(name: str):
     if name not in REGISTRY:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(REGISTRY)}")
+        raise InputError(f"unknown backend {name!r}; choose one of {', '.join(REGISTRY)}")
     module, cls = REGISTRY[name].split(":")
     return getattr(importlib.import_module(module), cls)
 

@@ -26,6 +26,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
+from mascot.errors import BackendError, InputError
+
 __all__ = ["Sampling", "Request", "Response", "Backend", "constructor_options", "attach_progress", "progress_text",
            "report_progress"]
 
@@ -41,11 +43,11 @@ class Sampling:
 
     def __post_init__(self):
         if not (0 <= self.temperature <= 100):  # finite: inf would go out as non-standard JSON (Infinity)
-            raise ValueError(f"temperature must be in [0, 100]; got {self.temperature!r}")
+            raise InputError(f"temperature must be in [0, 100]; got {self.temperature!r}")
         if not (0 < self.top_p <= 1):
-            raise ValueError(f"top_p must be in (0, 1]; got {self.top_p!r}")
+            raise InputError(f"top_p must be in (0, 1]; got {self.top_p!r}")
         if int(self.max_tokens) != self.max_tokens or self.max_tokens < 1:
-            raise ValueError(f"max_tokens must be an integer >= 1; got {self.max_tokens!r}")
+            raise InputError(f"max_tokens must be an integer >= 1; got {self.max_tokens!r}")
 
 
 @dataclass
@@ -110,7 +112,7 @@ def constructor_options(cls, options: dict) -> dict:
     return out
 
 
-class BackendFailure(RuntimeError):
+class BackendFailure(BackendError):
     """Requests got no answer from the backend (connection, HTTP status, timeout, ...) after every retry. A
     protocol raises it instead of committing the step or round: a failure is never a result, and a rerun
     redoes exactly the uncommitted work."""

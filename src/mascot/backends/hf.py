@@ -48,6 +48,7 @@ import os
 import time
 from dataclasses import dataclass
 
+from mascot.errors import BackendError, InputError, NotFoundError
 from mascot.backends.base import Request, Response, constructor_options, report_progress
 
 __all__ = ["DTYPES", "HFBackend", "check_model_dir", "completion_lengths"]
@@ -75,7 +76,7 @@ def check_model_dir(model) -> str:
     path = os.fspath(model)
     if not os.path.isdir(path):
         what = "does not exist" if not os.path.exists(path) else "is not a directory"
-        raise FileNotFoundError(
+        raise NotFoundError(
             f"hf backend: the model must be a local model directory (config.json, weights, tokenizer files); "
             f"{path!r} {what} (models are never downloaded)")
     names = set(os.listdir(path))
@@ -87,7 +88,7 @@ def check_model_dir(model) -> str:
     if not any(n.endswith(_WEIGHT_SUFFIXES) for n in names):
         missing.append("weights (*.safetensors or pytorch_model*.bin)")
     if missing:
-        raise FileNotFoundError(
+        raise NotFoundError(
             f"hf backend: {path!r} is not a usable local model directory: missing {'; '.join(missing)}"
             + (" (the directory is empty)" if not names else ""))
     for name in ("config.json", "generation_config.json", "tokenizer_config.json"):
@@ -96,7 +97,7 @@ def check_model_dir(model) -> str:
                 with open(os.path.join(path, name), encoding="utf-8") as fh:
                     json.load(fh)
             except (OSError, ValueError) as e:
-                raise FileNotFoundError(f"hf backend: {os.path.join(path, name)!r} is not valid JSON ({e})") from None
+                raise NotFoundError(f"hf backend: {os.path.join(path, name)!r} is not valid JSON ({e})") from None
     return path
 
 
@@ -174,15 +175,15 @@ class HFBackend:
         trust_remote_code: bool = False,
     ):
         if int(batch_size) != batch_size or batch_size < 1:
-            raise ValueError(f"batch_size must be an integer >= 1; got {batch_size!r}")
+            raise InputError(f"batch_size must be an integer >= 1; got {batch_size!r}")
         if dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
+            raise InputError(f"dtype must be one of {', '.join(DTYPES)}; got {dtype!r}")
         path = check_model_dir(model)
         try:
             import torch
             import transformers
         except ImportError as e:
-            raise RuntimeError(
+            raise BackendError(
                 f"the hf backend needs torch and transformers ({e}); install them with: {_INSTALL_HINT}"
             ) from e
 
@@ -202,15 +203,15 @@ class HFBackend:
                 path, local_files_only=True, trust_remote_code=self.trust_remote_code
             )
         except Exception as e:  # a damaged or foreign file in the directory: one line naming it, not a traceback
-            raise ValueError(f"hf backend: cannot load the tokenizer in {path!r}: {type(e).__name__}: "
+            raise InputError(f"hf backend: cannot load the tokenizer in {path!r}: {type(e).__name__}: "
                              f"{str(e).splitlines()[0][:300] if str(e) else ''}") from None
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             if self.tokenizer.eos_token is None:
-                raise ValueError(f"hf backend: the tokenizer in {path!r} has neither a pad nor an eos token")
+                raise InputError(f"hf backend: the tokenizer in {path!r} has neither a pad nor an eos token")
             self.tokenizer.pad_token = self.tokenizer.eos_token
         if getattr(self.tokenizer, "chat_template", None) is None:
-            raise ValueError(f"hf backend: the tokenizer in {path!r} has no chat_template")
+            raise InputError(f"hf backend: the tokenizer in {path!r} has no chat_template")
 
         torch_dtype = "auto" if dtype == "auto" else getattr(torch, dtype)
         try:
@@ -218,7 +219,7 @@ class HFBackend:
                 path, local_files_only=True, trust_remote_code=self.trust_remote_code, dtype=torch_dtype
             )
         except Exception as e:  # damaged weights (safetensors header), a config without a model type, ...
-            raise ValueError(f"hf backend: cannot load the model in {path!r}: {type(e).__name__}: "
+            raise InputError(f"hf backend: cannot load the model in {path!r}: {type(e).__name__}: "
                              f"{str(e).splitlines()[0][:300] if str(e) else ''}") from None
         self._lm.to(self.device)
         self._lm.eval()

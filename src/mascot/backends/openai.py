@@ -58,6 +58,7 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
+from mascot.errors import BackendUnreachable, InputError
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
 
 __all__ = ["OpenAIBackend", "build_payload", "check_options"]
@@ -74,37 +75,37 @@ def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OP
     run directory); returns the API key read from ``$api_key_env`` (None when unset). ``ValueError`` naming
     the option; never the key's value."""
     if not isinstance(model, str) or not model:
-        raise ValueError(f"model must be a non-empty string; got {model!r}")
+        raise InputError(f"model must be a non-empty string; got {model!r}")
     if not isinstance(base_url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):
-        raise ValueError(f"base_url must not hold spaces or control characters; got {base_url!r}")
+        raise InputError(f"base_url must not hold spaces or control characters; got {base_url!r}")
     parsed = urllib.parse.urlsplit(str(base_url))
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
+        raise InputError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
     if parsed.username is not None or parsed.password is not None:
-        raise ValueError("base_url must not carry credentials (user:password@); put the key in api_key_env")
+        raise InputError("base_url must not carry credentials (user:password@); put the key in api_key_env")
     if parsed.query or parsed.fragment:  # (?api_key=... would be stored in run.json)
-        raise ValueError("base_url must not carry a query or fragment (?...#...); put a key in api_key_env")
+        raise InputError("base_url must not carry a query or fragment (?...#...); put a key in api_key_env")
     try:
         port = parsed.port
     except ValueError:
         port = -1
     if port is not None and not 1 <= port <= 65535:
-        raise ValueError(f"base_url has no valid port (1-65535): {parsed.netloc!r}")
+        raise InputError(f"base_url has no valid port (1-65535): {parsed.netloc!r}")
     if int(concurrency) != concurrency or concurrency < 1:
-        raise ValueError(f"concurrency must be an integer >= 1; got {concurrency!r}")
+        raise InputError(f"concurrency must be an integer >= 1; got {concurrency!r}")
     if int(max_retries) != max_retries or max_retries < 0:
-        raise ValueError(f"max_retries must be an integer >= 0; got {max_retries!r}")
+        raise InputError(f"max_retries must be an integer >= 0; got {max_retries!r}")
     if not (0 < float(timeout_s) < math.inf):
-        raise ValueError(f"timeout_s must be > 0 and finite; got {timeout_s!r}")
+        raise InputError(f"timeout_s must be > 0 and finite; got {timeout_s!r}")
     if not (0 <= float(backoff_s) < math.inf):
-        raise ValueError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
+        raise InputError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
     if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
         # never echoed: a key pasted here instead of a variable's name must not reach a log
-        raise ValueError("api_key_env must be the NAME of an environment variable (letters, digits and _, not "
+        raise InputError("api_key_env must be the NAME of an environment variable (letters, digits and _, not "
                          "starting with a digit), not the key itself")
     key = os.environ.get(api_key_env) or None
     if key is not None and not _KEY_CHARS.fullmatch(key):
-        raise ValueError(f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
+        raise InputError(f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
                          "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
                          "(its value is not shown)")
     return key
@@ -313,7 +314,7 @@ class OpenAIBackend:
 
             self.probe_findings = probe_server(self.ask_once, endpoint(self), structured=bool(probe_structured))
             if self._down is not None:  # a wrong port or host: say so now, not after every request's retries
-                raise ConnectionError(f"{endpoint(self)} cannot be reached ({self._down}); is the server running "
+                raise BackendUnreachable(f"{endpoint(self)} cannot be reached ({self._down}); is the server running "
                                       "there? check --base-url")
 
     # -- public --------------------------------------------------------------------------------------
@@ -504,7 +505,7 @@ class OpenAIBackend:
                 if fired:  # the watchdog shut the socket down mid-response: what came is cut off
                     raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
                 if r.length:  # the connection closed before Content-Length bytes came (read1 does not raise)
-                    raise ConnectionError(f"the connection closed {r.length} bytes short of the response's "
+                    raise BackendUnreachable(f"the connection closed {r.length} bytes short of the response's "
                                           "Content-Length")
         except urllib.error.HTTPError as e:
             try:

@@ -25,11 +25,13 @@ ignores ``response_format``.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from typing import Callable
 
 from mascot.backends.base import Request, Response, Sampling
+from mascot.log import get_logger
+
+_log = get_logger(__name__)
 
 __all__ = ["PROBE_SCHEMA", "follows_probe_schema", "probe_server"]
 
@@ -52,7 +54,7 @@ def follows_probe_schema(text: str) -> bool:
 
 
 def _warn(line: str) -> None:
-    print(line, file=sys.stderr, flush=True)
+    _log.warning(line.removeprefix("mascot: warning: "))
 
 
 def _short(text: str, n: int = 80) -> str:

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mascot.errors import BackendError, InputError
 from mascot.backends.base import Request, Response, constructor_options
 
 __all__ = ["VLLMBackend", "build_chat_call", "make_sampling_params"]
@@ -119,11 +120,11 @@ class VLLMBackend:
         sampling_params_factory: Callable[..., Any] | None = None,
     ):
         if not (0 < float(gpu_memory_utilization) <= 1):
-            raise ValueError(f"gpu_memory_utilization must be in (0, 1]; got {gpu_memory_utilization!r}")
+            raise InputError(f"gpu_memory_utilization must be in (0, 1]; got {gpu_memory_utilization!r}")
         if max_model_len is not None and (int(max_model_len) != max_model_len or max_model_len < 1):
-            raise ValueError(f"max_model_len must be None or an integer >= 1; got {max_model_len!r}")
+            raise InputError(f"max_model_len must be None or an integer >= 1; got {max_model_len!r}")
         if int(tensor_parallel_size) != tensor_parallel_size or tensor_parallel_size < 1:
-            raise ValueError(f"tensor_parallel_size must be an integer >= 1; got {tensor_parallel_size!r}")
+            raise InputError(f"tensor_parallel_size must be an integer >= 1; got {tensor_parallel_size!r}")
         self.model = str(model)
         self.enforce_eager = bool(enforce_eager)
         self.gpu_memory_utilization = float(gpu_memory_utilization)
@@ -139,7 +140,7 @@ class VLLMBackend:
             vllm = self._import_vllm()
             self._vllm_version = getattr(vllm, "__version__", None)
             if _cuda_available() is False:
-                raise RuntimeError(
+                raise BackendError(
                     "the vllm backend needs a CUDA GPU and torch sees none (torch.cuda.is_available() is False); "
                     "run on a GPU node, or use the hf / openai / surrogate backend"
                 )
@@ -157,7 +158,7 @@ class VLLMBackend:
             try:
                 llm = vllm.LLM(**engine_kwargs)
             except Exception as e:
-                raise RuntimeError(
+                raise BackendError(
                     f"vLLM could not start model {self.model!r} ({type(e).__name__}: {e}); check that a CUDA GPU is "
                     "visible (nvidia-smi, CUDA_VISIBLE_DEVICES), that the model is available locally or downloadable, "
                     "and gpu_memory_utilization / max_model_len"
@@ -174,7 +175,7 @@ class VLLMBackend:
         try:
             import vllm
         except ImportError as e:
-            raise RuntimeError(f"vLLM is not installed ({e}); {INSTALL_HINT}") from e
+            raise BackendError(f"vLLM is not installed ({e}); {INSTALL_HINT}") from e
         return vllm
 
     # -- public --------------------------------------------------------------------------------------
@@ -202,7 +203,7 @@ class VLLMBackend:
             outs = self._chat([conversations[i] for i in ok], params)
         except Exception as e:
             if not _is_request_error(e):
-                raise RuntimeError(f"vLLM engine failed ({type(e).__name__}: {e})") from e
+                raise BackendError(f"vLLM engine failed ({type(e).__name__}: {e})") from e
             # One request was rejected (prompt too long, bad schema, ...): vLLM aborts the whole call, so
             # rerun the requests one at a time to keep the good ones and pin the error on the bad one.
             for i, p in zip(ok, params):
@@ -211,7 +212,7 @@ class VLLMBackend:
                     (out,) = self._chat([conversations[i]], [p])
                 except Exception as e1:
                     if not _is_request_error(e1):
-                        raise RuntimeError(f"vLLM engine failed ({type(e1).__name__}: {e1})") from e1
+                        raise BackendError(f"vLLM engine failed ({type(e1).__name__}: {e1})") from e1
                     responses[i] = Response(
                         "",
                         0,
@@ -230,7 +231,7 @@ class VLLMBackend:
     def _chat(self, conversations: list, params: list) -> list:
         outs = self.llm.chat(conversations, sampling_params=params, use_tqdm=False)
         if len(outs) != len(conversations):
-            raise RuntimeError(f"vLLM returned {len(outs)} outputs for {len(conversations)} requests")
+            raise BackendError(f"vLLM returned {len(outs)} outputs for {len(conversations)} requests")
         return outs
 
     @classmethod

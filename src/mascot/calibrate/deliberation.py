@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot import papers
 from mascot.io import atomic_write_text, json_default
 from mascot.protocols.deliberation.config import STRATEGIES, Axis, DeliberationConfig, MonitorConfig, Role
@@ -84,7 +85,7 @@ _BOX = {"rate1": (0.2, 1.3), "slope1": (-1.5, 1.5), "rate2": (0.2, 1.3), "slope2
 def paper_config(model: str, max_rounds: int = 30) -> DeliberationConfig:
     """The paper's deployment for a Table VIII model: eta 0.2, eps 0.05, b0 100,000, its token scale."""
     if model not in PAPER_MODELS:
-        raise ValueError(f"paper_model must be one of {', '.join(PAPER_MODELS)}; got {model!r}")
+        raise InputError(f"paper_model must be one of {', '.join(PAPER_MODELS)}; got {model!r}")
     return DeliberationConfig(token_scale=PAPER_MODELS[model]["token_scale"], max_rounds=max_rounds)
 
 
@@ -94,14 +95,14 @@ def config_of_run(run_dir) -> DeliberationConfig:
 
     p = Path(run_dir) / "run.json"
     if not p.exists():
-        raise ValueError(f"{run_dir}: not a deliberation run directory (no run.json)")
+        raise InputError(f"{run_dir}: not a deliberation run directory (no run.json)")
     try:
         meta = json.loads(p.read_text())
         c = dict(meta["identity"]["config"])
     except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise ValueError(f"{p}: unreadable run.json ({e})") from None
+        raise InputError(f"{p}: unreadable run.json ({e})") from None
     if meta.get("kind") != "mascot-deliberation":
-        raise ValueError(f"{run_dir}: run.json is of kind {meta.get('kind')!r}, not a deliberation run")
+        raise InputError(f"{run_dir}: run.json is of kind {meta.get('kind')!r}, not a deliberation run")
     c["roles"] = tuple(Role(r["name"], r["title"], r["bias"], r["prompt"],
                             None if r.get("prior") is None else tuple(r["prior"])) for r in c["roles"])
     c["axes"] = tuple(Axis(**a) for a in c["axes"])
@@ -363,10 +364,10 @@ def _merge_traces(parts: list[dict]) -> dict:
 def _same_setting(a: DeliberationConfig, b: DeliberationConfig, where: str) -> None:
     for k in ("strategies", "eta", "eps", "b0", "token_scale", "max_rounds", "charge_initial", "roles", "axes"):
         if getattr(a, k) != getattr(b, k):
-            raise ValueError(f"{where}: {k} differs from the first run directory's ({getattr(b, k)!r} vs "
+            raise InputError(f"{where}: {k} differs from the first run directory's ({getattr(b, k)!r} vs "
                              f"{getattr(a, k)!r}); calibrate run directories of one setting together")
     if not all(np.allclose(x, y) for x, y in zip(a.weights(), b.weights())):
-        raise ValueError(f"{where}: W1/W2 differ from the first run directory's")
+        raise InputError(f"{where}: W1/W2 differ from the first run directory's")
 
 
 #: the files a calibration writes into its ``out`` (``.params.toml.staged``: params.toml before the replay)
@@ -399,10 +400,10 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
 
     say = progress or (lambda msg: None)
     if (run_dir_or_none is None) == (paper_model is None):
-        raise ValueError("give either a run directory or paper_model (gpt|gemini|claude), not both or neither")
+        raise InputError("give either a run directory or paper_model (gpt|gemini|claude), not both or neither")
     n_boot = int(n_boot)
     if n_boot < 2:
-        raise ValueError(f"calibrate deliberation needs --n-boot >= 2 (its uncertainty is the bootstrap); got {n_boot}")
+        raise InputError(f"calibrate deliberation needs --n-boot >= 2 (its uncertainty is the bootstrap); got {n_boot}")
     steps = int(steps or (60 if quick else 150))
     runs = int(sim_runs or (16 if quick else 32))
     out = Path(out)
@@ -421,7 +422,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     else:
         dirs = [run_dir_or_none] if isinstance(run_dir_or_none, (str, Path)) else list(run_dir_or_none)
         if not dirs:
-            raise ValueError("no run directory given")
+            raise InputError("no run directory given")
         cfg = config_of_run(dirs[0])
         parts = []
         for d in dirs:
@@ -429,7 +430,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
             _same_setting(c, cfg, str(d))
             rows = read_rounds(d)
             if not rows:
-                raise ValueError(f"{d}: rounds.jsonl is empty or missing")
+                raise InputError(f"{d}: rounds.jsonl is empty or missing")
             parts.append(traces_from_rows(rows, list(cfg.strategies), cfg.max_rounds, cfg.b0))
         tr_obs = _merge_traces(parts)
         setup = prompt_layout(cfg)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.io import atomic_path, atomic_write_text
 from mascot.protocols.deliberation.config import STRATEGIES
 from mascot.protocols.deliberation.surrogate import RateLawParams
@@ -259,7 +260,7 @@ def write_paper_summary(root, models=("gpt", "gemini", "claude")) -> Path:
     root = Path(root)
     rows = {m: json.loads((root / m / "fit.json").read_text()) for m in models if (root / m / "fit.json").exists()}
     if not rows:
-        raise ValueError(f"{root}: no <model>/fit.json to summarise")
+        raise InputError(f"{root}: no <model>/fit.json to summarise")
     L = ["# Deliberation surrogates calibrated to Table VIII (consensus paper, Sec. V-C)", "",
          "Written by `mascot.calibrate.deliberation.reproduce_paper_fits`; each directory holds `params.toml` "
          "(`SurrogateDeliberationBackend.from_params`), `fit.json`, `report.md`, `fit.png` and `dcurve.png`. "

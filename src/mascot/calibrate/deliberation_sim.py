@@ -27,6 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.kernels.deliberation import round_draws
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.prompts import initial_messages, round_messages
@@ -65,10 +66,10 @@ def prompt_layout(cfg: DeliberationConfig) -> SimSetup:
     """Measure the harness's prompts for ``cfg`` (:func:`round_messages` with empty reasoning strings; the
     vectors print as fixed-width ``%.3f`` in [0, 1]) and collect the config's fixed quantities."""
     if cfg.budget_rule != "spent" or cfg.monitor.enabled:
-        raise ValueError("the rate-law simulator models budget_rule = 'spent' without the monitor; got "
+        raise InputError("the rate-law simulator models budget_rule = 'spent' without the monitor; got "
                          f"budget_rule = {cfg.budget_rule!r}, monitor.enabled = {cfg.monitor.enabled}")
     if not cfg.shared_initial:
-        raise ValueError("the rate-law simulator models shared_initial = true (one round 0 per run)")
+        raise InputError("the rate-law simulator models shared_initial = true (one round 0 per run)")
     roles = cfg.agent_roles()
     W = np.stack(cfg.weights())
     n, d = cfg.n, cfg.d
@@ -233,11 +234,11 @@ def traces_from_rows(rows: list[dict], strategies, max_rounds: int, b0: float) -
             continue
         i, j = strategies.index(s), runs.index(run)
         if rs[-1].get("status") is None:
-            raise ValueError(f"lane {s}#{run} has not finished (no status on its last round); finish the run first")
+            raise InputError(f"lane {s}#{run} has not finished (no status on its last round); finish the run first")
         for r in rs:
             k = r["round"]
             if k > K:
-                raise ValueError(f"lane {s}#{run} has round {k} > max_rounds = {K}")
+                raise InputError(f"lane {s}#{run} has round {k} > max_rounds = {K}")
             D[i, j, k] = r["D"]
             if k >= 1:
                 sig[i, j, k - 1] = r["sigma"]
@@ -328,7 +329,7 @@ def _fitted_deployment(path, strategies) -> tuple[dict, DeliberationConfig, floa
 
     info = read_params(path)
     if info["family"] != "rate_law":
-        raise ValueError(f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
+        raise InputError(f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
                          f"deliberation writes one); got family {info['family']!r}")
     st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "max_rounds")}
     st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)

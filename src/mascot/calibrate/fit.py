@@ -85,6 +85,8 @@ from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["Param", "FitResult", "Coords", "LinearizedBootstrap", "box_coords", "fit_smm", "bootstrap", "gauss_newton",
            "linearized_bootstrap", "to_unconstrained", "to_constrained"]
 
@@ -100,13 +102,13 @@ class Param:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
-            raise ValueError(f"Param name must be a non-empty string; got {self.name!r}")
+            raise InputError(f"Param name must be a non-empty string; got {self.name!r}")
         lo, hi, init = float(self.lo), float(self.hi), float(self.init)
         if math.isnan(lo) or math.isnan(hi) or not math.isfinite(init):
-            raise ValueError(f"Param {self.name!r}: lo, hi must not be NaN and init must be finite; "
+            raise InputError(f"Param {self.name!r}: lo, hi must not be NaN and init must be finite; "
                              f"got lo={self.lo}, hi={self.hi}, init={self.init}")
         if not lo < init < hi:
-            raise ValueError(f"Param {self.name!r}: need lo < init < hi; got lo={lo}, init={init}, hi={hi}")
+            raise InputError(f"Param {self.name!r}: need lo < init < hi; got lo={lo}, init={init}, hi={hi}")
 
     @property
     def kind(self) -> str:
@@ -189,27 +191,27 @@ def to_constrained(params: Sequence[Param], u) -> dict:
 def _check(params, target, weights, grad, steps, es_pairs, es_sigma, lr):
     params = list(params)
     if not params:
-        raise ValueError("fit_smm needs at least one Param")
+        raise InputError("fit_smm needs at least one Param")
     if not all(isinstance(p, Param) for p in params):
         raise TypeError("params must be a sequence of Param")
     names = [p.name for p in params]
     if len(set(names)) != len(names):
-        raise ValueError(f"parameter names must be unique; got {names}")
+        raise InputError(f"parameter names must be unique; got {names}")
     target = np.asarray(target, dtype=np.float64)
     if target.ndim != 1 or target.size == 0 or not np.all(np.isfinite(target)):
-        raise ValueError(f"target must be a non-empty finite 1-D array; got shape {target.shape}")
+        raise InputError(f"target must be a non-empty finite 1-D array; got shape {target.shape}")
     if weights is None:
         weights = np.ones_like(target)
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != target.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-        raise ValueError(f"weights must be finite, >= 0 and of the target's shape {target.shape}; "
+        raise InputError(f"weights must be finite, >= 0 and of the target's shape {target.shape}; "
                          f"got shape {weights.shape}")
     if grad not in ("es", "pathwise"):
-        raise ValueError(f"grad must be 'es' or 'pathwise'; got {grad!r}")
+        raise InputError(f"grad must be 'es' or 'pathwise'; got {grad!r}")
     if int(steps) < 1:
-        raise ValueError(f"steps must be >= 1; got {steps}")
+        raise InputError(f"steps must be >= 1; got {steps}")
     if int(es_pairs) < 1 or not es_sigma > 0 or not lr > 0:
-        raise ValueError(f"need es_pairs >= 1, es_sigma > 0, lr > 0; got {es_pairs}, {es_sigma}, {lr}")
+        raise InputError(f"need es_pairs >= 1, es_sigma > 0, lr > 0; got {es_pairs}, {es_sigma}, {lr}")
     return params, target, weights
 
 
@@ -236,7 +238,7 @@ def fit_smm(simulate: Callable, params: Sequence[Param], target, *, weights=None
     k_crn, k_es = jax.random.split(jax.random.PRNGKey(seed)) if key is None else (key, jax.random.PRNGKey(seed))
 
     if decay is not None and not 0 < decay <= 1:
-        raise ValueError(f"decay must be in (0, 1]; got {decay}")
+        raise InputError(f"decay must be in (0, 1]; got {decay}")
     opt, step = _build_step(simulate, tuple(params), grad, float(es_sigma), int(es_pairs), float(lr),
                             jnp.dtype(dtype).name, int(target_j.shape[0]),
                             None if decay is None else (int(steps), float(decay)))
@@ -285,7 +287,7 @@ def _build_step(simulate, params, grad, es_sigma, es_pairs, lr, dtype, n_m, deca
     def objective(u, target_j, weights_j, k_crn):
         m = jnp.asarray(simulate(to_constrained(params, u), k_crn))
         if m.shape != (n_m,):
-            raise ValueError(f"simulate returned moments of shape {m.shape}; target has shape {(n_m,)}")
+            raise InputError(f"simulate returned moments of shape {m.shape}; target has shape {(n_m,)}")
         return jnp.sum(weights_j * (m.astype(dtype) - target_j) ** 2)
 
     if grad == "pathwise":
@@ -322,7 +324,7 @@ def bootstrap(refit: Callable[[int], dict], n: int, seed: int = 0) -> tuple[np.n
     """
     n = int(n)
     if n < 1:
-        raise ValueError(f"bootstrap needs n >= 1; got {n}")
+        raise InputError(f"bootstrap needs n >= 1; got {n}")
     rows, names = [], None
     for i in range(n):
         b = int(np.random.SeedSequence([int(seed), i]).generate_state(1)[0])
@@ -330,7 +332,7 @@ def bootstrap(refit: Callable[[int], dict], n: int, seed: int = 0) -> tuple[np.n
         if names is None:
             names = list(d)
         elif set(d) != set(names):
-            raise ValueError(f"refit returned keys {sorted(d)} in replicate {i}; expected {sorted(names)}")
+            raise InputError(f"refit returned keys {sorted(d)} in replicate {i}; expected {sorted(names)}")
         rows.append([float(d[k]) for k in names])
     return np.asarray(rows, dtype=np.float64), names
 
@@ -449,11 +451,11 @@ def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate
     data_dev, sim_dev = np.asarray(data_dev, np.float64), np.asarray(sim_dev, np.float64)
     w = np.asarray(weights, np.float64)
     if data_dev.ndim != 2 or data_dev.shape != sim_dev.shape or data_dev.shape[1] != w.size:
-        raise ValueError(f"data_dev and sim_dev must both be (n, {w.size}); got {data_dev.shape}, {sim_dev.shape}")
+        raise InputError(f"data_dev and sim_dev must both be (n, {w.size}); got {data_dev.shape}, {sim_dev.shape}")
     coords = coords or box_coords(params)
     h = _step(h, coords)
     if not np.all(np.asarray(h, np.float64) > 0):
-        raise ValueError(f"h must be > 0; got {h}")
+        raise InputError(f"h must be > 0; got {h}")
     u0 = np.asarray(coords.fwd(estimate), np.float64)
     at = _in_u(moments_at, coords)
 

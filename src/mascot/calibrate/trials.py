@@ -39,6 +39,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "profile_names", "simulate_metrics",
            "simulate_numpy", "simulate_trials", "step_blocks", "true_trajectories", "block_mean", "block_tags",
            "METRICS", "TOPOS", "natural_coords"]
@@ -365,7 +367,7 @@ def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig(), profile: bo
                            "`with mascot.kernels.precision.float64():`")
     missing = sorted(set(_required()) - set(theta))
     if missing:
-        raise ValueError(f"theta lacks {', '.join(missing)}")
+        raise InputError(f"theta lacks {', '.join(missing)}")
     return simulate_trials(theta, key, cfg, profile)
 
 

@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.calibrate.fit import Param, fit_smm, gauss_newton
 from mascot.calibrate.trials import (METRICS, TOPOS, SimConfig, flat_params, natural_coords, nest_params,
                                     simulate_metrics)
@@ -184,7 +185,7 @@ def abstention_nodes(df):
     bad = ~((ab >= 0) & (ab <= nodes.to_numpy(float)))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        raise ValueError(f"n_abstained = {ab[i]:g} in row {i} ({df.topology.iloc[i]}, trial {df.trial.iloc[i]}, "
+        raise InputError(f"n_abstained = {ab[i]:g} in row {i} ({df.topology.iloc[i]}, trial {df.trial.iloc[i]}, "
                          f"step {df.step.iloc[i]}) is not between 0 and the row's {int(nodes.iloc[i])} requests (a "
                          "retried request counted once; n_requests counts attempts)")
     return nodes
@@ -230,27 +231,27 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
 
     d = Path(run_dir)
     if not d.is_dir():
-        raise ValueError(f"run directory {str(d)!r} " + ("is a file, not a directory" if d.exists() else "does not exist"))
+        raise InputError(f"run directory {str(d)!r} " + ("is a file, not a directory" if d.exists() else "does not exist"))
     pq = d / "trials.parquet"
     if not pq.is_file():
-        raise ValueError(f"{str(d)!r} has no trials.parquet (not a finished `mascot trials` run)")
+        raise InputError(f"{str(d)!r} has no trials.parquet (not a finished `mascot trials` run)")
     rj = d / "run.json"
     if not rj.is_file():
-        raise ValueError(f"{str(d)!r} has no run.json: the run's settings (epsilon, retries, initial state, judge) "
+        raise InputError(f"{str(d)!r} has no run.json: the run's settings (epsilon, retries, initial state, judge) "
                          "are unknown, and the simulator would silently assume the defaults")
     try:
         run = json.loads(rj.read_text())
     except (OSError, ValueError) as e:
-        raise ValueError(f"{str(rj)!r} is not readable JSON ({e})") from None
+        raise InputError(f"{str(rj)!r} is not readable JSON ({e})") from None
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
-        raise ValueError(f"{str(rj)!r} is not a `mascot trials` run record (expected a JSON object with a 'config')")
+        raise InputError(f"{str(rj)!r} is not a `mascot trials` run record (expected a JSON object with a 'config')")
     if run.get("complete") is False:
-        raise ValueError(f"{str(d)!r} is not a finished run (run.json says complete: false: it stopped, or is "
+        raise InputError(f"{str(d)!r} is not a finished run (run.json says complete: false: it stopped, or is "
                          "being resumed); finish it with the same `mascot trials` command first")
     cfg_d = run["config"]
     lacking = [k for k in ("epsilon", "initial_state", "retries", "leaves", "mesh_agents") if k not in cfg_d]
     if lacking:
-        raise ValueError(f"{str(rj)!r}: config lacks {', '.join(lacking)}; the simulator would have to assume them")
+        raise InputError(f"{str(rj)!r}: config lacks {', '.join(lacking)}; the simulator would have to assume them")
     d_of = (lambda x: x if isinstance(x, dict) else {})
     backend = d_of(run.get("backend")).get("identity", d_of(run.get("identity")).get("backend", {})) or {}
     if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
@@ -258,21 +259,21 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     unsupported = [f"{k} = {cfg_d[k]!r}" for k, ok in (("mesh_tie", "first"), ("paired_seeds", True))
                    if k in cfg_d and cfg_d[k] != ok]
     if unsupported:
-        raise ValueError(f"{str(d)!r} was run with {', '.join(unsupported)}; the calibration simulator models "
+        raise InputError(f"{str(d)!r} was run with {', '.join(unsupported)}; the calibration simulator models "
                          "mesh_tie = 'first' and paired seeds (the defaults) only")
     try:  # every page against its checksum (runs written before checksums: decoded only)
         import pyarrow.parquet as pa_pq
 
         df = pa_pq.ParquetFile(pq, page_checksum_verification=True).read().to_pandas()
     except (OSError, ValueError) as e:
-        raise ValueError(f"{str(pq)!r} is damaged ({str(e).splitlines()[0][:120]}); rerun the trials command to "
+        raise InputError(f"{str(pq)!r} is damaged ({str(e).splitlines()[0][:120]}); rerun the trials command to "
                          "rebuild it from its step files") from None
     missing = [t for t in TOPOS if t not in set(df.topology)]
     if missing:
-        raise ValueError(f"{str(pq)!r} lacks topologies {', '.join(missing)}; calibration needs chain, star and mesh")
+        raise InputError(f"{str(pq)!r} lacks topologies {', '.join(missing)}; calibration needs chain, star and mesh")
     floor = _num(rj, cfg_d, "d_floor", 1e-6)
     if floor <= 0:
-        raise ValueError(f"{str(rj)!r}: config.d_floor must be > 0; got {floor!r}")
+        raise InputError(f"{str(rj)!r}: config.d_floor must be > 0; got {floor!r}")
     met = trial_metrics(df, floor)
     per = {t: {m: met.loc[met.topology == t, m].to_numpy(float) for m in METRICS} for t in TOPOS}
     prof = step_profile(df)
@@ -293,7 +294,7 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
                     judge=str(backend.get("judge", "mean")) if isinstance(backend, dict) else "mean",
                     d_floor=floor)
     if cfg.judge not in ("mean", "median", "vote"):
-        raise ValueError(f"{str(rj)!r}: judge must be one of mean, median, vote; got {cfg.judge!r}")
+        raise InputError(f"{str(rj)!r}: judge must be one of mean, median, vote; got {cfg.judge!r}")
     return per, cfg, {"source": str(d), "kind": "run", "backend": backend, "abstained": abst}
 
 
@@ -306,7 +307,7 @@ def _num(rj, cfg_d: dict, key: str, default, lo=None, integer=False) -> float:
         ok = float(v).is_integer() and (lo is None or v >= lo)
     if not ok:
         want = f"an integer >= {lo}" if integer else "a finite number"
-        raise ValueError(f"{str(rj)!r}: config.{key} must be {want}; got {v!r}")
+        raise InputError(f"{str(rj)!r}: config.{key} must be {want}; got {v!r}")
     return float(v)
 
 
@@ -314,7 +315,7 @@ def _initial_state(rj, ist) -> tuple:
     if not (isinstance(ist, (list, tuple)) and len(ist) == 3 and ist[1] in ("A", "B")
             and isinstance(ist[0], (int, float)) and not isinstance(ist[0], bool) and math.isfinite(ist[0])
             and isinstance(ist[2], int) and not isinstance(ist[2], bool) and 1 <= ist[2] <= 9):
-        raise ValueError(f"{str(rj)!r}: config.initial_state must be [Value, 'A' or 'B', Level 1-9]; got {ist!r}")
+        raise InputError(f"{str(rj)!r}: config.initial_state must be [Value, 'A' or 'B', Level 1-9]; got {ist!r}")
     return float(ist[0]), str(ist[1]), int(ist[2])
 
 
@@ -386,7 +387,7 @@ def _simulate_runs(params, cfg: SimConfig, n_rep: int, seed: int, profile: bool 
             out = jax.jit(jax.vmap(lambda k: simulate_trials(flat, k, cfg, profile)))(keys)
         else:
             if len(params) != n_rep:
-                raise ValueError(f"_simulate_runs: {len(params)} parameter sets for {n_rep} runs")
+                raise InputError(f"_simulate_runs: {len(params)} parameter sets for {n_rep} runs")
             flats = [flat_params(p) for p in params]
             stacked = {k: jnp.asarray([f[k] for f in flats], jnp.float64) for k in flats[0]}
             out = jax.jit(jax.vmap(lambda th, k: simulate_trials(th, k, cfg, profile)))(stacked, keys)
@@ -462,7 +463,7 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     ``max(4000, 2 x observed)`` simulated trials per topology under one key).
     Returns the summary dict."""
     if not (isinstance(sd_weight, (int, float)) and math.isfinite(sd_weight) and sd_weight >= 0):
-        raise ValueError(f"sd_weight must be a finite number >= 0; got {sd_weight!r}")
+        raise InputError(f"sd_weight must be a finite number >= 0; got {sd_weight!r}")
     from mascot.io import atomic_write_text
     from mascot.protocols.state_tracking.surrogate import params_toml
 
@@ -470,7 +471,7 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     target, se, cfg, info, per, boot, psteps = _observed(source, per_trial, profile)
     fparams = tuple(p for p in FIT_PARAMS if p.name in (DEFAULT_FIT if fit_names is None else fit_names))
     if fit_names is not None and len(fparams) != len(set(fit_names)):
-        raise ValueError(f"fit_names must be among {', '.join(p.name for p in FIT_PARAMS)}; got {fit_names}")
+        raise InputError(f"fit_names must be among {', '.join(p.name for p in FIT_PARAMS)}; got {fit_names}")
     init_nested = None
     if init is not None:
         from mascot.protocols.state_tracking.surrogate import SurrogateBackend
@@ -507,7 +508,7 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     if n_sim is None:
         n_sim = cfg.n_trials if quick else max(200, cfg.n_trials)
     elif isinstance(n_sim, bool) or not isinstance(n_sim, int) or n_sim < 2:
-        raise ValueError(f"n_sim must be an integer >= 2; got {n_sim!r}")
+        raise InputError(f"n_sim must be an integer >= 2; got {n_sim!r}")
     start = None
     if init is not None:
         f0 = flat_params(init_nested)

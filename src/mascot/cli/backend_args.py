@@ -28,6 +28,8 @@ import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from mascot.errors import InputError
+
 __all__ = ["BACKENDS", "DEFAULT_VLLM_MODEL", "add_backend_args", "build_backend", "check_sampling_args"]
 
 BACKENDS = ("surrogate", "vllm", "openai", "hf")
@@ -121,13 +123,13 @@ def check_sampling_args(args) -> None:
     """``ValueError`` naming the flag for a sampling value out of range (values left ``None`` are not checked)."""
     t, p, m, s = (getattr(args, k, None) for k in ("temperature", "top_p", "max_tokens", "seed"))
     if t is not None and not t >= 0:
-        raise ValueError(f"--temperature must be >= 0; got {t}")
+        raise InputError(f"--temperature must be >= 0; got {t}")
     if p is not None and not 0 < p <= 1:
-        raise ValueError(f"--top-p must be in (0, 1]; got {p}")
+        raise InputError(f"--top-p must be in (0, 1]; got {p}")
     if m is not None and m < 1:
-        raise ValueError(f"--max-tokens must be >= 1; got {m}")
+        raise InputError(f"--max-tokens must be >= 1; got {m}")
     if s is not None and s < 0:
-        raise ValueError(f"--seed must be an integer >= 0; got {s}")
+        raise InputError(f"--seed must be an integer >= 0; got {s}")
 
 
 def _check_ranges(args) -> None:
@@ -135,16 +137,16 @@ def _check_ranges(args) -> None:
                        ("max_model_len", "--max-model-len")):
         v = getattr(args, dest, None)
         if v is not None and v < 1:
-            raise ValueError(f"{flag} must be >= 1; got {v}")
+            raise InputError(f"{flag} must be >= 1; got {v}")
     v = getattr(args, "max_retries", None)
     if v is not None and v < 0:
-        raise ValueError(f"--max-retries must be >= 0; got {v}")
+        raise InputError(f"--max-retries must be >= 0; got {v}")
     v = getattr(args, "timeout_s", None)
     if v is not None and not 0 < v < math.inf:
-        raise ValueError(f"--timeout must be > 0 seconds and finite; got {v}")
+        raise InputError(f"--timeout must be > 0 seconds and finite; got {v}")
     v = getattr(args, "gpu_memory_utilization", None)
     if v is not None and not 0 < v <= 1:
-        raise ValueError(f"--gpu-memory-utilization must be in (0, 1]; got {v}")
+        raise InputError(f"--gpu-memory-utilization must be in (0, 1]; got {v}")
 
 
 def _dest(flag: str) -> str:
@@ -171,28 +173,28 @@ def build_backend(args, surrogate_factory: Callable[[], object],
 
     name = args.backend
     if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
+        raise InputError(f"unknown backend {name!r}; choose one of {', '.join(BACKENDS)}")
     sur_flags = dict(surrogate_flags or {})
     given = [flag for flag in sur_flags.values() if getattr(args, _dest(flag), None) is not None]
     if name != "surrogate" and given:
-        raise ValueError(f"{', '.join(given)}: surrogate options; they do not apply to --backend {name}")
+        raise InputError(f"{', '.join(given)}: surrogate options; they do not apply to --backend {name}")
     for dest, (flag, names) in _OPTIONS.items():
         v = getattr(args, dest, None)
         if _given(v) and name not in names:
-            raise ValueError(f"{flag} applies to --backend {'/'.join(names)} only, not {name}")
+            raise InputError(f"{flag} applies to --backend {'/'.join(names)} only, not {name}")
     structured = bool(getattr(args, "structured_output", False))
     if structured and name not in ("vllm", "openai"):
-        raise ValueError(f"--structured-output applies to --backend vllm/openai only, not {name}")
+        raise InputError(f"--structured-output applies to --backend vllm/openai only, not {name}")
     if getattr(args, "no_probe", None) and name != "openai":
-        raise ValueError(f"--no-probe applies to --backend openai only, not {name}")
+        raise InputError(f"--no-probe applies to --backend openai only, not {name}")
     params = getattr(args, "surrogate_params", None)
     if params is not None and name != "surrogate":
-        raise ValueError(f"--surrogate-params applies to --backend surrogate only, not {name}")
+        raise InputError(f"--surrogate-params applies to --backend surrogate only, not {name}")
     _check_ranges(args)
 
     if name == "surrogate":
         if args.model is not None:
-            raise ValueError("--model does not apply to --backend surrogate (it has no model)")
+            raise InputError("--model does not apply to --backend surrogate (it has no model)")
         try:
             backend = surrogate_factory()
         except ValueError as e:  # name the flag, not the parameter
@@ -201,7 +203,7 @@ def build_backend(args, surrogate_factory: Callable[[], object],
                 if msg.startswith(param + " "):
                     msg = flag + msg[len(param):]
                     break
-            raise ValueError(msg) from None
+            raise InputError(msg) from None
         if params is not None:
             backend = _surrogate_from_params(backend, params, {p: getattr(args, _dest(f)) for p, f in sur_flags.items()
                                                                if getattr(args, _dest(f), None) is not None})
@@ -210,23 +212,23 @@ def build_backend(args, surrogate_factory: Callable[[], object],
     model = args.model or (DEFAULT_VLLM_MODEL if name == "vllm" else None)
     if model is None:
         what = "a model name on the server" if name == "openai" else "a local model directory"
-        raise ValueError(f"--backend {name} needs --model ({what})")
+        raise InputError(f"--backend {name} needs --model ({what})")
     if name == "hf":
         from mascot.backends.hf import check_model_dir  # no torch import
 
         try:
             check_model_dir(model)
         except FileNotFoundError as e:
-            raise ValueError(f"--model: {e}") from None
+            raise InputError(f"--model: {e}") from None
         model = str(Path(model).resolve())
         dev = getattr(args, "device", None)
         if dev is not None and not re.fullmatch(r"auto|cpu|mps|cuda(:\d+)?|xpu(:\d+)?", str(dev)):
-            raise ValueError(f"--device must be auto, cpu, mps, cuda or cuda:N (xpu, xpu:N); got {dev!r}")
+            raise InputError(f"--device must be auto, cpu, mps, cuda or cuda:N (xpu, xpu:N); got {dev!r}")
         if dev is not None and str(dev).startswith("cuda"):
             import torch
 
             if not torch.cuda.is_available():
-                raise ValueError(f"--device {dev}: torch sees no CUDA device here (use cpu or auto)")
+                raise InputError(f"--device {dev}: torch sees no CUDA device here (use cpu or auto)")
     options: dict = {"model": model}
     for dest, (_, names) in _OPTIONS.items():
         v = getattr(args, dest, None)
@@ -239,7 +241,7 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         import importlib.util
 
         if importlib.util.find_spec("vllm") is None:  # refused before a run directory is written
-            raise ValueError("--backend vllm needs vLLM, which is not installed here; on a GPU node: pip install -e "
+            raise InputError("--backend vllm needs vLLM, which is not installed here; on a GPU node: pip install -e "
                              "\".[vllm]\" (or use --backend openai with a `vllm serve` endpoint)")
         options["structured_output"] = structured
         if getattr(args, "seed", None) is not None:
@@ -250,14 +252,14 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         key = check_options(**options)
         env = options.get("api_key_env")
         if env is not None and key is None:
-            raise ValueError("the environment variable named by --api-key-env is not set (or empty); export it, or "
+            raise InputError("the environment variable named by --api-key-env is not set (or empty); export it, or "
                              "leave --api-key-env out for a server without a key (the name is not repeated here: "
                              "a key pasted in its place must not reach a log)")
     if name == "hf" and options.get("dtype") is not None:
         from mascot.backends.hf import DTYPES
 
         if options["dtype"] not in DTYPES:
-            raise ValueError(f"--dtype must be one of {', '.join(DTYPES)}; got {options['dtype']!r}")
+            raise InputError(f"--dtype must be one of {', '.join(DTYPES)}; got {options['dtype']!r}")
     spec = run_spec(identity_of(name, **options))
     return (lambda: make_backend(name, **options)), spec
 
@@ -268,11 +270,11 @@ def _surrogate_from_params(default, path: str, given: dict):
     cls = type(default)
     from_params = getattr(cls, "from_params", None)
     if from_params is None:
-        raise ValueError(f"--surrogate-params: this command's surrogate ({cls.__name__}) takes no parameter file")
+        raise InputError(f"--surrogate-params: this command's surrogate ({cls.__name__}) takes no parameter file")
     overrides = dict(given)
     if hasattr(default, "seed"):
         overrides.setdefault("seed", default.seed)
     try:
         return from_params(path, **overrides)
     except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
-        raise ValueError(f"--surrogate-params {path}: {e}") from None
+        raise InputError(f"--surrogate-params {path}: {e}") from None

@@ -23,6 +23,8 @@ import re
 import sys
 from pathlib import Path
 
+from mascot.errors import InputError
+
 __all__ = ["add_parsers", "cmd_deliberate", "cmd_debate"]
 
 
@@ -53,7 +55,7 @@ def _num(x):
 def _check_counts(overrides: dict) -> None:
     for k in ("runs", "max_rounds"):
         if overrides[k] is not None and overrides[k] < 1:
-            raise ValueError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
+            raise InputError(f"--{k.replace('_', '-')} must be >= 1; got {overrides[k]}")
 
 
 def _backend(args, sur: dict, surrogate_keys: tuple, surrogate_cls, **extra) -> tuple[object, dict]:
@@ -82,7 +84,7 @@ def _settings_from_params(args, overrides: dict) -> None:
     try:
         settings = read_params(path)["settings"]
     except (OSError, ValueError) as e:
-        raise ValueError(f"--surrogate-params: {e}") from None
+        raise InputError(f"--surrogate-params: {e}") from None
     in_config = set(read_toml(args.config)) if args.config else set()
     used = {}
     for k in ("token_scale", "eta", "eps", "b0", "max_rounds"):

@@ -38,6 +38,7 @@ import math
 import sys
 from pathlib import Path
 
+from mascot.errors import InputError
 from mascot.io import json_clean
 
 __all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy", "cmd_design_schedule"]
@@ -51,23 +52,23 @@ def cmd_design_weights(args) -> int:
 
     graphs = graphs_from_args(args.topology, args.adjacency)
     if len(graphs) != 1:
-        raise ValueError("give exactly one --topology SPEC or --adjacency FILE")
+        raise InputError("give exactly one --topology SPEC or --adjacency FILE")
     (name, A), = graphs.items()
     try:
         costs = load_adjacency(args.costs, what="cost") if args.costs else None
     except FileNotFoundError:
-        raise ValueError(f"--costs: file not found: {args.costs}") from None
+        raise InputError(f"--costs: file not found: {args.costs}") from None
     except ValueError as e:
-        raise ValueError(f"--costs: {e}") from None
+        raise InputError(f"--costs: {e}") from None
     if args.cost_weight and costs is None:
-        raise ValueError("--cost-weight needs --costs FILE (per-edge token costs, an n x n matrix)")
+        raise InputError("--cost-weight needs --costs FILE (per-edge token costs, an n x n matrix)")
     if costs is not None and not args.cost_weight:
-        raise ValueError("--costs needs --cost-weight MU > 0 (the objective lambda + MU * sum_e c_e w_e)")
+        raise InputError("--costs needs --cost-weight MU > 0 (the objective lambda + MU * sum_e c_e w_e)")
     if A.shape[0] > 2048:
-        raise ValueError(f"{name}: n = {A.shape[0]} agents; design weights handles up to 2048 (one dense "
+        raise InputError(f"{name}: n = {A.shape[0]} agents; design weights handles up to 2048 (one dense "
                          "eigendecomposition per step)")
     if args.steps < 1:
-        raise ValueError(f"--steps must be >= 1; got {args.steps}")
+        raise InputError(f"--steps must be >= 1; got {args.steps}")
     res = fastest_weights(A, costs=costs, cost_weight=args.cost_weight, steps_per_stage=args.steps, seed=args.seed)
     n = A.shape[0]
     metro = contraction_rate_sym(weights_matrix(n, res.edges, metropolis_edge_weights(n, res.edges)))
@@ -147,11 +148,11 @@ def cmd_design_budget(args) -> int:
     for name in ("c1", "c2", "eta", "eps"):
         v = getattr(args, name)
         if not (v > 0 and np.isfinite(v)):
-            raise ValueError(f"--{name} must be a finite number > 0; got {v}")
+            raise InputError(f"--{name} must be a finite number > 0; got {v}")
     if not (args.noise >= 0 and np.isfinite(args.noise)):
-        raise ValueError(f"--noise must be a finite standard deviation >= 0; got {args.noise}")
+        raise InputError(f"--noise must be a finite standard deviation >= 0; got {args.noise}")
     if not args.eta > args.eps:
-        raise ValueError(f"--eta must be > --eps for the adaptive policy (with eta <= eps mode 2 is never used); "
+        raise InputError(f"--eta must be > --eps for the adaptive policy (with eta <= eps mode 2 is never used); "
                          f"got --eta {args.eta:g}, --eps {args.eps:g}")
     _check_runs(args.runs)
     r = budget_risk(W1, W2, c1=args.c1, c2=args.c2, eta=args.eta, eps=args.eps, runs=args.runs, d=args.d,
@@ -207,14 +208,14 @@ def _out_dir(path) -> Path:
     """``--out`` as a directory, created if needed; a clear error when it is a file."""
     out = Path(path)
     if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a directory")
+        raise InputError(f"--out {out} is a file, not a directory")
     out.mkdir(parents=True, exist_ok=True)
     return out
 
 
 def _check_runs(runs) -> None:
     if not (100 <= runs <= 10_000_000):
-        raise ValueError(f"--runs must be between 100 and 10^7; got {runs}")
+        raise InputError(f"--runs must be between 100 and 10^7; got {runs}")
 
 
 def _modes(args):
@@ -222,7 +223,7 @@ def _modes(args):
     from mascot.graphs import paper_modes
 
     if (args.w1 is None) != (args.w2 is None):
-        raise ValueError("give both --w1 and --w2 (the two modes' weight matrices), or neither (Table III)")
+        raise InputError("give both --w1 and --w2 (the two modes' weight matrices), or neither (Table III)")
     return (load_adjacency(args.w1), load_adjacency(args.w2)) if args.w1 else paper_modes()
 
 
@@ -239,22 +240,22 @@ def cmd_design_policy(args) -> int:
     for name in ("c1", "c2", "eps"):
         v = getattr(args, name)
         if not (v > 0 and np.isfinite(v)):
-            raise ValueError(f"--{name} must be a finite number > 0; got {v}")
+            raise InputError(f"--{name} must be a finite number > 0; got {v}")
     _check_runs(args.runs)
     _check_constraints(args, b0_min_open=False)
     if args.d0 is not None and not (np.isfinite(args.d0) and args.d0 > args.eps):
-        raise ValueError(f"--d0 must be a finite disagreement > --eps = {args.eps}; got {args.d0}")
+        raise InputError(f"--d0 must be a finite disagreement > --eps = {args.eps}; got {args.d0}")
     with np.errstate(invalid="ignore", divide="ignore"):
         lam1, lam2 = contraction_rate(W1), contraction_rate(W2)
     if not (0 <= lam1 < 1 and 0 <= lam2 < 1):  # (refused now, not after the simulation)
-        raise ValueError(f"both modes must contract (0 <= lambda < 1); got {lam1}, {lam2}")
+        raise InputError(f"both modes must contract (0 <= lambda < 1); got {lam1}, {lam2}")
     if args.etas is not None:
         try:
             etas = np.array([float(x) for x in args.etas.split(",")])
         except ValueError:
-            raise ValueError(f"--etas must be comma-separated numbers; got {args.etas!r}") from None
+            raise InputError(f"--etas must be comma-separated numbers; got {args.etas!r}") from None
         if not (np.all(np.isfinite(etas)) and np.all(etas > args.eps)):
-            raise ValueError(f"--etas must be finite thresholds > --eps = {args.eps}; got {args.etas}")
+            raise InputError(f"--etas must be finite thresholds > --eps = {args.eps}; got {args.etas}")
     else:
         etas = np.round(np.geomspace(1.2 * args.eps, 0.6, 14), 4)
     etas = np.unique(np.append(etas, 0.1)) if args.eps < 0.1 else etas
@@ -367,7 +368,7 @@ def _positive(args, *names) -> None:
     for name in names:
         v = getattr(args, name)
         if not (v > 0 and math.isfinite(v)):
-            raise ValueError(f"--{name.replace('_', '-')} must be a finite number > 0; got {v}")
+            raise InputError(f"--{name.replace('_', '-')} must be a finite number > 0; got {v}")
 
 
 def cmd_design_schedule(args) -> int:
@@ -378,20 +379,20 @@ def cmd_design_schedule(args) -> int:
     src = None
     if args.model:
         if args.lambda1 is not None or args.lambda2 is not None:
-            raise ValueError("give --model or --lambda1/--lambda2, not both")
+            raise InputError("give --model or --lambda1/--lambda2, not both")
         from mascot.calibrate.deliberation_sim import scalar_rate_model
 
         try:
             src = scalar_rate_model(args.model, seed=args.seed)
         except (OSError, ValueError) as e:
-            raise ValueError(f"--model: {e}") from None
+            raise InputError(f"--model: {e}") from None
         for k in ("eps", "d0", "b0"):
             if getattr(args, k) is None:
                 setattr(args, k, src[k])
         if args.d0_sd is None:
             args.d0_sd = src["d0_sd"]
     elif args.lambda1 is None or args.lambda2 is None or args.eps is None or args.d0 is None:
-        raise ValueError("give --lambda1, --lambda2, --eps and --d0 (or --model FILE, a calibrated deliberation "
+        raise InputError("give --lambda1, --lambda2, --eps and --d0 (or --model FILE, a calibrated deliberation "
                          "parameter file)")
     if args.d0_sd is None:
         args.d0_sd = 0.0
@@ -401,18 +402,18 @@ def cmd_design_schedule(args) -> int:
     for name in ("slope1", "slope2", "rate_sd1", "rate_sd2", "cost_cv", "d0_sd"):
         v = getattr(args, name)
         if not math.isfinite(v) or (name != "slope1" and name != "slope2" and v < 0):
-            raise ValueError(f"--{name.replace('_', '-')} must be a finite number{'' if 'slope' in name else ' >= 0'}; "
+            raise InputError(f"--{name.replace('_', '-')} must be a finite number{'' if 'slope' in name else ' >= 0'}; "
                              f"got {v}")
     _check_runs(args.runs)
     if not args.d0 > args.eps:
-        raise ValueError(f"--d0 must be > --eps = {args.eps}; got {args.d0}")
+        raise InputError(f"--d0 must be > --eps = {args.eps}; got {args.d0}")
     if args.paper_eta is None:  # the paper's threshold, where it is above this eps
         args.paper_eta = 0.1 if args.eps < 0.1 else None
     elif not (math.isfinite(args.paper_eta) and args.paper_eta > args.eps):
-        raise ValueError(f"--paper-eta must be a finite threshold > --eps = {args.eps}; got {args.paper_eta}")
+        raise InputError(f"--paper-eta must be a finite threshold > --eps = {args.eps}; got {args.paper_eta}")
     _check_constraints(args, b0_min_open=True)
     if args.bins < 2 or args.steps < 1:
-        raise ValueError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
+        raise InputError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
     if src is not None:
         model = RateModel(a=src["a"], b=src["b"], rate_sd=src["rate_sd"], cost=src["cost"], cost_cv=src["cost_cv"])
     else:
@@ -578,11 +579,11 @@ def _constraint_args(p, b0_help: str) -> None:
 def _check_constraints(args, b0_min_open: bool) -> None:
     """--alpha in (0, 1), --max-mean-rounds > 0, --b0 finite (> 0, or >= 0 where a zero budget makes sense)."""
     if not (0 < args.alpha < 1):
-        raise ValueError(f"--alpha must be in (0, 1); got {args.alpha}")
+        raise InputError(f"--alpha must be in (0, 1); got {args.alpha}")
     if not args.max_mean_rounds > 0:
-        raise ValueError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
+        raise InputError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
     if args.b0 is not None and not (math.isfinite(args.b0) and (args.b0 > 0 if b0_min_open else args.b0 >= 0)):
-        raise ValueError(f"--b0 must be a finite budget {'> 0' if b0_min_open else '>= 0'}; got {args.b0}")
+        raise InputError(f"--b0 must be a finite budget {'> 0' if b0_min_open else '>= 0'}; got {args.b0}")
 
 
 def _mode_args(p) -> None:

@@ -23,6 +23,8 @@ import os
 import sys
 from pathlib import Path
 
+from mascot.errors import InputError, MascotError, SlurmError, exit_code
+
 __all__ = ["main"]
 
 
@@ -96,7 +98,7 @@ def _load_matrix(path: str, name: str):
     try:
         return load_adjacency(path, what="weight")
     except FileNotFoundError as e:
-        raise ValueError(f"{name}: {e}") from None
+        raise InputError(f"{name}: {e}") from None
 
 
 def _json_safe(x):
@@ -111,24 +113,24 @@ def _cmd_certify(args) -> int:
     lam1, lam2 = args.lambda1, args.lambda2
     for a, b in (("lambda1", "w1"), ("lambda2", "w2")):
         if getattr(args, a) is not None and getattr(args, b):
-            raise ValueError(f"give --{a} or --{b}, not both (--{b}'s matrix determines {a})")
+            raise InputError(f"give --{a} or --{b}, not both (--{b}'s matrix determines {a})")
     for flag in ("d0", "b0", "eta", "eps", "c1", "c2", "lambda1", "lambda2"):
         v = getattr(args, flag)
         if v is not None and not math.isfinite(v):
-            raise ValueError(f"--{flag} must be a finite number; got {v}")
+            raise InputError(f"--{flag} must be a finite number; got {v}")
     W1 = _load_matrix(args.w1, "--w1") if args.w1 else None
     W2 = _load_matrix(args.w2, "--w2") if args.w2 else None
     if W1 is not None and W2 is not None and W1.shape != W2.shape:
-        raise ValueError(f"--w1 is {W1.shape[0]} x {W1.shape[1]} but --w2 is {W2.shape[0]} x {W2.shape[1]}: both modes "
+        raise InputError(f"--w1 is {W1.shape[0]} x {W1.shape[1]} but --w2 is {W2.shape[0]} x {W2.shape[1]}: both modes "
                          "act on the same N agents (consensus paper, Def. 1)")
     if W1 is not None:
         lam1 = contraction_rate(W1, name="W1 (--w1)")
     if W2 is not None:
         lam2 = contraction_rate(W2, name="W2 (--w2)")
     if lam1 is None or lam2 is None:
-        raise ValueError("give --lambda1 and --lambda2, or --w1 and --w2 (weight-matrix files)")
+        raise InputError("give --lambda1 and --lambda2, or --w1 and --w2 (weight-matrix files)")
     if not args.b0 >= 0:
-        raise ValueError(f"--b0 must be >= 0; got {args.b0}")
+        raise InputError(f"--b0 must be >= 0; got {args.b0}")
     cert = theorem1(args.d0, args.eta, args.eps, lam1, lam2, args.c1, args.c2)
     cor = corollary1(args.d0, args.eta, args.eps, lam1, lam2, args.c1, args.c2)
     certified = cert.certifies(args.b0)
@@ -176,7 +178,7 @@ def _cmd_run(args) -> int:
     from mascot.sweep import load_config, parse_shard, run_sweep
 
     if args.out is not None and not args.out.strip():
-        raise ValueError("--out must name a directory (it is empty)")
+        raise InputError("--out must name a directory (it is empty)")
     cfg = load_config(args.config)
     s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet, workers=args.workers)
     print(f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
@@ -235,7 +237,7 @@ def _cmd_slurm_submit(args) -> int:
     if args.wait:
         slurm.wait([sub.array_job, sub.merge_job], timeout=args.wait_timeout)
         if not Path(sub.merged).exists():
-            raise RuntimeError(f"jobs finished but {sub.merged} was not written; see {sub.out}/slurm/*.out")
+            raise SlurmError(f"jobs finished but {sub.merged} was not written; see {sub.out}/slurm/*.out")
         print(f"done: {sub.merged}")
     return 0
 
@@ -248,15 +250,15 @@ def _cmd_report(args) -> int:
     else:
         from mascot.analysis.noise_sweep import report
     if args.what != "noise-sweep" and len(args.data) != 1:
-        raise ValueError(f"report {args.what} takes one merged dataset; got {len(args.data)}")
+        raise InputError(f"report {args.what} takes one merged dataset; got {len(args.data)}")
     for p in args.data:
         if not Path(p).is_file():
-            raise ValueError(f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
+            raise InputError(f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
                              "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)")
     out = args.out or _REPORT_OUT[args.what]
     bad = next((q for q in (Path(out), *Path(out).parents) if q.exists() and not q.is_dir()), None)
     if bad is not None:
-        raise ValueError(f"--out {out}: {bad} is a file; give a directory for the report's files")
+        raise InputError(f"--out {out}: {bad} is a file; give a directory for the report's files")
     report(args.data if args.what == "noise-sweep" else args.data[0], out)
     if args.what != "consensus-sweep":  # (the consensus report names its files itself)
         files = {"spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf",
@@ -282,12 +284,12 @@ def _cmd_diagnose(args) -> int:
         try:
             k = [float(x) for x in args.k_profile.split(",")]
         except ValueError:
-            raise ValueError(f"--k-profile must be comma-separated numbers; got {args.k_profile!r}") from None
+            raise InputError(f"--k-profile must be comma-separated numbers; got {args.k_profile!r}") from None
         if any(x < 1 for x in k):
-            raise ValueError("--k-profile values must be >= 1 (agents aggregated per step)")
+            raise InputError("--k-profile values must be >= 1 (agents aggregated per step)")
         for name, A in graphs.items():
             if len(k) not in (1, A.shape[0]):
-                raise ValueError(f"--k-profile has {len(k)} values but {name} has {A.shape[0]} agents")
+                raise InputError(f"--k-profile has {len(k)} values but {name} has {A.shape[0]} agents")
         kp = {name: (k[0] if len(k) == 1 else k) for name in graphs}
     rows = diagnose(graphs, gamma=args.gamma, rho_c=args.rho_c, k_profiles=kp)
     if args.json:
@@ -329,11 +331,11 @@ def _cmd_trials(args) -> int:
     for flag, v, lo in (("--n-trials", args.n_trials, 1), ("--steps", args.steps, 1), ("--retries", args.retries, 0),
                         ("--n-boot", args.n_boot, 1)):
         if v is not None and v < lo:
-            raise ValueError(f"{flag} must be an integer >= {lo}; got {v}")
+            raise InputError(f"{flag} must be an integer >= {lo}; got {v}")
     if not math.isfinite(args.epsilon):
-        raise ValueError(f"--epsilon must be a finite number; got {args.epsilon}")
+        raise InputError(f"--epsilon must be a finite number; got {args.epsilon}")
     if not (args.d_floor > 0 and math.isfinite(args.d_floor)):
-        raise ValueError(f"--d-floor must be a finite number > 0; got {args.d_floor}")
+        raise InputError(f"--d-floor must be a finite number > 0; got {args.d_floor}")
     backend, spec, default_log = _trials_backend(args)
     n_trials = args.n_trials or (10_000 if args.backend == "surrogate" else 100)
     cfg = TrialConfig(topologies=topologies, n_trials=n_trials, steps=args.steps, epsilon=args.epsilon,
@@ -575,9 +577,9 @@ def main(argv=None) -> int:
         signal.signal(signal.SIGINT, _stop)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as e:
+    except MascotError as e:  # what mascot raises on purpose: one line (a bug in mascot shows its traceback)
         print(f"mascot: error: {e}", file=sys.stderr)
-        return 2
+        return exit_code(e)
     except KeyboardInterrupt:
         print("mascot: interrupted; " + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same "
                                                  "command to resume"), file=sys.stderr)
@@ -586,9 +588,6 @@ def main(argv=None) -> int:
         # exit now: worker threads may still be blocked on the network (the interpreter would join them at exit);
         # every record is written atomically and the run's lock was released while the interrupt unwound
         os._exit(130)
-    except RuntimeError as e:  # e.g. MissingChunksError, DirectoryLocked (another process holds the directory)
-        print(f"mascot: error: {e}", file=sys.stderr)
-        return 1
     except MemoryError as e:  # (numpy's "Unable to allocate 153. TiB ..." included)
         print(f"mascot: error: out of memory: {e or 'an allocation failed'}; ask for less (smaller graphs, batches, "
               "d, trajectories or experiment.chunk_size)", file=sys.stderr)

@@ -27,6 +27,7 @@ from importlib import resources
 from pathlib import Path
 from string import Template
 
+from mascot.errors import InputError, SlurmError
 from mascot.sweep.config import load_config
 from mascot.sweep.runner import estimate_chunk_bytes
 
@@ -51,7 +52,7 @@ def _sbatch_value(option: str, value) -> str:
     """``value`` for an ``#SBATCH`` line (not shell-parsed, so it cannot be quoted): a safe character set only."""
     text = str(value)
     if not _SBATCH_VALUE.fullmatch(text):
-        raise ValueError(f"{option} {text!r} has characters an #SBATCH line cannot carry; use letters, digits "
+        raise InputError(f"{option} {text!r} has characters an #SBATCH line cannot carry; use letters, digits "
                          "and . _ : , + = @ % / -")
     return text
 
@@ -59,10 +60,10 @@ def _sbatch_value(option: str, value) -> str:
 def _log_dir(outp: Path) -> str:
     logs = str(outp / "slurm")
     if any(c.isspace() or not c.isprintable() for c in logs):
-        raise ValueError(f"the run directory {outp} contains whitespace or control characters, which "
+        raise InputError(f"the run directory {outp} contains whitespace or control characters, which "
                          "#SBATCH --output cannot carry")
     if "%" in logs or "\\" in logs:  # Slurm expands %j, %A, ... and backslash escapes in --output paths
-        raise ValueError(f"the run directory {outp} contains '%' or a backslash, which Slurm would expand in "
+        raise InputError(f"the run directory {outp} contains '%' or a backslash, which Slurm would expand in "
                          "#SBATCH --output (logs would go elsewhere); choose another --out")
     return logs
 
@@ -92,9 +93,9 @@ def render_trials(config: str, out: str | None = None, partition: str | None = N
     d_gpus, d_cpus, d_mem = _trials_defaults(table)
     gpus, cpus, mem = (d_gpus if gpus is None else gpus), (d_cpus if cpus is None else cpus), mem or d_mem
     if gpus < 0 or cpus < 1:
-        raise ValueError("--gpus must be >= 0 and --cpus >= 1")
+        raise InputError("--gpus must be >= 0 and --cpus >= 1")
     if table.get("backend") == "vllm" and gpus == 0:
-        raise ValueError("the vllm backend needs a GPU: --gpus 1 (or more)")
+        raise InputError("the vllm backend needs a GPU: --gpus 1 (or more)")
     outp = Path(out or table.get("out") or f"runs/trials-{table.get('backend', 'surrogate')}").resolve()
     logs = _log_dir(outp)
     q = shlex.quote
@@ -115,20 +116,20 @@ def render(config: str, shards: int | None = None, out: str | None = None, parti
 
     if is_trials_config(config):
         if shards not in (None, 1):
-            raise ValueError("a trials config runs as one job (every stage is one batched call over all trials); "
+            raise InputError("a trials config runs as one job (every stage is one batched call over all trials); "
                              "drop --shards")
         return render_trials(config, out, partition, time, gpus, cpus, mem)
     if shards is None:
-        raise ValueError("--shards is required for a sweep config (array size N; task i runs --shard i/N)")
+        raise InputError("--shards is required for a sweep config (array size N; task i runs --shard i/N)")
     gpus = 0 if gpus is None else gpus
     cpus = 2 if cpus is None else cpus
     if int(shards) != shards or shards < 1:
-        raise ValueError(f"--shards must be a positive integer; got {shards!r}")
+        raise InputError(f"--shards must be a positive integer; got {shards!r}")
     if gpus < 0 or cpus < 1:
-        raise ValueError("--gpus must be >= 0 and --cpus >= 1")
+        raise InputError("--gpus must be >= 0 and --cpus >= 1")
     cfg = load_config(config)
     if shards > cfg.n_chunks:
-        raise ValueError(f"--shards {shards} exceeds the {cfg.n_chunks} chunks of {config}; use at most {cfg.n_chunks}")
+        raise InputError(f"--shards {shards} exceeds the {cfg.n_chunks} chunks of {config}; use at most {cfg.n_chunks}")
     outp = Path(out or cfg.output_dir or f"runs/{cfg.name}").resolve()
     logs = _log_dir(outp)
     merged = outp / "merged.parquet"
@@ -149,11 +150,11 @@ def render(config: str, shards: int | None = None, out: str | None = None, parti
 def _sbatch(script: str, extra=()) -> str:
     exe = shutil.which("sbatch")
     if exe is None:
-        raise RuntimeError("sbatch not found: Slurm is not installed here (try `--dry-run`, or "
+        raise SlurmError("sbatch not found: Slurm is not installed here (try `--dry-run`, or "
                            "slurm/local-cluster.sh to start a single-node cluster)")
     res = subprocess.run([exe, "--parsable", *extra], input=script, capture_output=True, text=True)
     if res.returncode != 0:
-        raise RuntimeError(f"sbatch failed ({res.returncode}): {res.stderr.strip()}")
+        raise SlurmError(f"sbatch failed ({res.returncode}): {res.stderr.strip()}")
     return res.stdout.strip().split(";")[0]
 
 
@@ -176,7 +177,7 @@ def wait(job_ids, timeout: float = 3600.0, poll: float = 1.0) -> None:
 
     exe = shutil.which("squeue")
     if exe is None:
-        raise RuntimeError("squeue not found")
+        raise SlurmError("squeue not found")
     deadline = time.monotonic() + timeout
     ids = ",".join(j for j in job_ids if j)
     while time.monotonic() < deadline:

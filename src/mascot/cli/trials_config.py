@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 
+from mascot.errors import InputError
 from mascot.io import read_toml
 
 __all__ = ["is_trials_config", "load_trials_config", "parse_initial_state", "trials_argv"]
@@ -63,16 +64,16 @@ def load_trials_config(path) -> dict:
     doc = read_toml(path)
     unknown = set(doc) - {"trials", "output"}
     if unknown:
-        raise ValueError(f"{path}: unknown table(s) {sorted(unknown)}; a trials config has [trials] and [output]")
+        raise InputError(f"{path}: unknown table(s) {sorted(unknown)}; a trials config has [trials] and [output]")
     if "trials" not in doc or not isinstance(doc["trials"], dict):
-        raise ValueError(f"{path}: no [trials] table")
+        raise InputError(f"{path}: no [trials] table")
     out = dict(doc["trials"])
     output = doc.get("output", {})
     if set(output) - {"dir"}:
-        raise ValueError(f"{path}: [output] takes only 'dir'; got {sorted(output)}")
+        raise InputError(f"{path}: [output] takes only 'dir'; got {sorted(output)}")
     if "dir" in output:
         if "out" in out:
-            raise ValueError(f"{path}: give the run directory once ([output] dir or [trials] out)")
+            raise InputError(f"{path}: give the run directory once ([output] dir or [trials] out)")
         out["out"] = output["dir"]
     return out
 
@@ -90,25 +91,25 @@ def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
     given: dict[str, str] = {}  # option dest -> the key that set it
     for key, value in table.items():
         if key not in actions:
-            raise ValueError(f"{path}: unknown key '{key}' in [trials]; valid keys: {', '.join(sorted(actions))}")
+            raise InputError(f"{path}: unknown key '{key}' in [trials]; valid keys: {', '.join(sorted(actions))}")
         flag, action = actions[key]
         if action.dest in given:  # an alias of a key already given (temp and temperature): the last one won
-            raise ValueError(f"{path}: '{key}' and '{given[action.dest]}' set the same option; give one of them")
+            raise InputError(f"{path}: '{key}' and '{given[action.dest]}' set the same option; give one of them")
         given[action.dest] = key
         if isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)) or action.nargs == 0:
             if not isinstance(value, bool):
-                raise ValueError(f"{path}: '{key}' is a flag: true or false; got {value!r}")
+                raise InputError(f"{path}: '{key}' is a flag: true or false; got {value!r}")
             argv += [flag] if value else []
             continue
         if key == "initial_state" and isinstance(value, list):  # [50, "A", 3] -> "50,A,3"
             if len(value) != 3 or any(isinstance(v, (dict, list, bool)) for v in value):
-                raise ValueError(f"{path}: 'initial_state' takes [VALUE, PARITY, LEVEL] or \"VALUE,PARITY,LEVEL\"; "
+                raise InputError(f"{path}: 'initial_state' takes [VALUE, PARITY, LEVEL] or \"VALUE,PARITY,LEVEL\"; "
                                  f"got {value!r}")
             value = ",".join(str(v) for v in value)
         values = value if isinstance(value, list) and isinstance(action, argparse._AppendAction) else [value]
         for v in values:
             if isinstance(v, (dict, list)) or isinstance(v, bool):
-                raise ValueError(f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}"
+                raise InputError(f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}"
                                  f"; got {v!r}")
             argv += [flag, str(v)]
     return argv

@@ -23,6 +23,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["BudgetRisk", "budget_risk", "sample_x0", "wilson"]
 
 
@@ -68,7 +70,7 @@ def token_need(X0, W1, W2, c1, c2, eta, eps, max_rounds: int, noise: float, seed
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion k / n."""
     if n <= 0:
-        raise ValueError("n must be > 0")
+        raise InputError("n must be > 0")
     p = k / n
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
@@ -94,18 +96,18 @@ def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: i
     if X0 is not None:
         X0 = np.asarray(X0, dtype=np.float64)
         if X0.ndim != 3 or X0.shape[1] != np.asarray(W1).shape[0]:
-            raise ValueError(f"X0 must have shape (runs, N, d) with N = {np.asarray(W1).shape[0]}; got {X0.shape}")
+            raise InputError(f"X0 must have shape (runs, N, d) with N = {np.asarray(W1).shape[0]}; got {X0.shape}")
         runs = X0.shape[0]
     if isinstance(runs, bool) or int(runs) != runs or runs < 100:
-        raise ValueError(f"runs must be an integer >= 100; got {runs!r}")
+        raise InputError(f"runs must be an integer >= 100; got {runs!r}")
     if not (0 < alpha < 1):
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1); got {alpha!r}")
     if b0 is not None and not (b0 >= 0 and math.isfinite(b0)):
-        raise ValueError(f"b0 must be a finite budget >= 0; got {b0!r}")
+        raise InputError(f"b0 must be a finite budget >= 0; got {b0!r}")
     if not (x0_spread > 0 and 0 <= x0_mean <= 1):
-        raise ValueError(f"x0_mean must be in [0, 1] and x0_spread > 0; got {x0_mean!r}, {x0_spread!r}")
+        raise InputError(f"x0_mean must be in [0, 1] and x0_spread > 0; got {x0_mean!r}, {x0_spread!r}")
     if isinstance(d, bool) or int(d) != d or d < 1:
-        raise ValueError(f"d must be an integer >= 1; got {d!r}")
+        raise InputError(f"d must be an integer >= 1; got {d!r}")
     W1 = np.asarray(W1, dtype=np.float64)
     n = W1.shape[0]
     if X0 is None:

@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["CertificateChoice", "certificate_best_eta", "threshold_frontier"]
 
 
@@ -40,9 +42,9 @@ def certificate_best_eta(d0: float, eps: float, lambda1: float, lambda2: float, 
     from mascot.theory.consensus import theorem1
 
     if not (d0 > eps > 0):
-        raise ValueError(f"need D0 > eps > 0; got D0 = {d0!r}, eps = {eps!r}")
+        raise InputError(f"need D0 > eps > 0; got D0 = {d0!r}, eps = {eps!r}")
     if not (0 <= lambda1 < 1 and 0 <= lambda2 < 1):
-        raise ValueError(f"both modes must contract (0 <= lambda < 1); got {lambda1!r}, {lambda2!r}")
+        raise InputError(f"both modes must contract (0 <= lambda < 1); got {lambda1!r}, {lambda2!r}")
     cands = {eps, d0}
     for k in range(1, max_rounds):
         e = d0 * lambda1 ** k
@@ -79,7 +81,7 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
 
     etas = np.unique(np.asarray(etas, dtype=np.float64))
     if etas.size == 0 or np.any(etas <= eps) or not np.all(np.isfinite(etas)):
-        raise ValueError(f"etas must be finite and > eps = {eps}; got {etas!r}")
+        raise InputError(f"etas must be finite and > eps = {eps}; got {etas!r}")
     W1 = np.asarray(W1, dtype=np.float64)
     n = W1.shape[0]
     if X0 is None:

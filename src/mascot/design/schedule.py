@@ -42,6 +42,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["RateModel", "Schedule", "ScheduleDesign", "design_schedule", "draws", "evaluate", "summarize",
            "threshold_schedule"]
 
@@ -60,15 +62,15 @@ class RateModel:
         for name in ("a", "b", "rate_sd", "cost"):
             v = getattr(self, name)
             if len(v) != 2 or not all(math.isfinite(float(x)) for x in v):
-                raise ValueError(f"RateModel.{name} must be two finite numbers (mode 1, mode 2); got {v!r}")
+                raise InputError(f"RateModel.{name} must be two finite numbers (mode 1, mode 2); got {v!r}")
         if min(self.rate_sd) < 0 or min(self.cost) <= 0 or not (math.isfinite(self.cost_cv) and self.cost_cv >= 0):
-            raise ValueError("RateModel: rate_sd and cost_cv must be >= 0 and costs > 0")
+            raise InputError("RateModel: rate_sd and cost_cv must be >= 0 and costs > 0")
 
     @classmethod
     def constant(cls, lambda1: float, lambda2: float, c1: float, c2: float, **kw) -> "RateModel":
         """The paper's constant-rate model (``b = 0``)."""
         if not (0 < lambda1 and 0 < lambda2):
-            raise ValueError(f"rates must be > 0; got {lambda1!r}, {lambda2!r}")
+            raise InputError(f"rates must be > 0; got {lambda1!r}, {lambda2!r}")
         return cls(a=(math.log(lambda1), math.log(lambda2)), cost=(float(c1), float(c2)), **kw)
 
 
@@ -118,7 +120,7 @@ class Draws(NamedTuple):
 def draws(runs: int, max_rounds: int, d0: float, d0_sd: float = 0.0, seed: int = 0) -> Draws:
     """Common random numbers: ``log D0 ~ N(log d0, d0_sd)`` and the per-round normals ``xi``, ``zeta``."""
     if runs < 1 or max_rounds < 1 or not (d0 > 0):
-        raise ValueError(f"need runs >= 1, max_rounds >= 1, d0 > 0; got {runs}, {max_rounds}, {d0}")
+        raise InputError(f"need runs >= 1, max_rounds >= 1, d0 > 0; got {runs}, {max_rounds}, {d0}")
     rng = np.random.default_rng(seed)
     log_d0 = math.log(d0) + d0_sd * rng.standard_normal(runs)
     return Draws(log_d0, rng.standard_normal((runs, max_rounds)), rng.standard_normal((runs, max_rounds)))
@@ -236,13 +238,13 @@ def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0
 
     t0 = time.perf_counter()
     if not (d0 > eps > 0):
-        raise ValueError(f"need d0 > eps > 0; got d0 = {d0!r}, eps = {eps!r}")
+        raise InputError(f"need d0 > eps > 0; got d0 = {d0!r}, eps = {eps!r}")
     if bins < 2:
-        raise ValueError(f"bins must be >= 2; got {bins!r}")
+        raise InputError(f"bins must be >= 2; got {bins!r}")
     if b0 is not None and not (b0 > 0 and math.isfinite(b0)):
-        raise ValueError(f"b0 must be a finite budget > 0; got {b0!r}")
+        raise InputError(f"b0 must be a finite budget > 0; got {b0!r}")
     if not (0 < alpha < 1):
-        raise ValueError(f"alpha must be in (0, 1); got {alpha!r}")
+        raise InputError(f"alpha must be in (0, 1); got {alpha!r}")
     d_hi = float(d_hi if d_hi is not None else d0 * math.exp(3 * d0_sd) * 1.05)
     log_lo, log_hi = math.log(eps), math.log(d_hi)
     dr = draws(runs, max_rounds, d0, d0_sd, seed)

@@ -34,6 +34,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["WeightsResult", "fastest_weights", "support_edges", "weights_matrix", "contraction_rate_sym",
            "metropolis_edge_weights"]
 
@@ -53,9 +55,9 @@ def support_edges(adjacency) -> np.ndarray:
     ``{i, j}`` is an edge when ``A[i, j] != 0`` or ``A[j, i] != 0`` (self-loops are implicit)."""
     A = np.asarray(adjacency, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 2:
-        raise ValueError(f"adjacency must be a square (n, n) matrix with n >= 2; got shape {A.shape}")
+        raise InputError(f"adjacency must be a square (n, n) matrix with n >= 2; got shape {A.shape}")
     if not np.all(np.isfinite(A)):
-        raise ValueError("adjacency must be finite")
+        raise InputError("adjacency must be finite")
     S = (A != 0) | (A.T != 0)
     i, j = np.nonzero(np.triu(S, 1))
     return np.stack([i, j], axis=1)
@@ -125,24 +127,24 @@ def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(3
     edges = support_edges(adjacency)
     n = np.asarray(adjacency).shape[0]
     if len(edges) == 0 or _components(n, edges) > 1:
-        raise ValueError("the graph is disconnected: every doubly stochastic W on it has lambda(W) = 1 "
+        raise InputError("the graph is disconnected: every doubly stochastic W on it has lambda(W) = 1 "
                          "(no consensus across components); connect it first")
     if len(betas) != len(taus) or not betas:
-        raise ValueError("betas and taus must be non-empty and of equal length (one stage per pair)")
+        raise InputError("betas and taus must be non-empty and of equal length (one stage per pair)")
     if not (cost_weight >= 0 and np.isfinite(cost_weight)):
-        raise ValueError(f"cost_weight must be a finite number >= 0; got {cost_weight!r}")
+        raise InputError(f"cost_weight must be a finite number >= 0; got {cost_weight!r}")
     if costs is None:
         c = np.zeros(len(edges))
         if cost_weight:
-            raise ValueError("cost_weight > 0 needs costs")
+            raise InputError("cost_weight > 0 needs costs")
     else:
         C = np.asarray(costs, dtype=np.float64)
         if C.shape != (n, n) or not np.all(np.isfinite(C)) or np.any(C < 0):
-            raise ValueError(f"costs must be a finite, non-negative ({n}, {n}) matrix; got shape {C.shape}")
+            raise InputError(f"costs must be a finite, non-negative ({n}, {n}) matrix; got shape {C.shape}")
         C = np.maximum(C, C.T)
         c = C[edges[:, 0], edges[:, 1]]
     if int(steps_per_stage) < 1:
-        raise ValueError(f"steps_per_stage must be >= 1; got {steps_per_stage!r}")
+        raise InputError(f"steps_per_stage must be >= 1; got {steps_per_stage!r}")
 
     def exact(w):
         return contraction_rate_sym(weights_matrix(n, edges, w)) + cost_weight * float(c @ w)

@@ -31,9 +31,11 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 from threadpoolctl import ThreadpoolController
 
+from mascot.errors import InputError
 from mascot.execute.devices import shards as _shards
 from mascot.execute.devices import spec as _spec
 from mascot.kernels import consensus as kc
+from mascot.kernels import switching
 from mascot.kernels.consensus import ConsensusResult
 from mascot.kernels.precision import MAX_ROUNDS_LIMIT, check_budget, check_noise, resolve_dtype
 from mascot.theory.consensus import validate_doubly_stochastic
@@ -65,13 +67,13 @@ def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
     arr = np.asarray(value, dtype=np.float64)
     if arr.ndim != 0 and arr.shape != (B,):
-        raise ValueError(f"{name} must be a scalar or have shape ({B},) (one per trajectory); got shape {arr.shape}")
+        raise InputError(f"{name} must be a scalar or have shape ({B},) (one per trajectory); got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
+        raise InputError(f"{name} must be finite")
     if positive and not np.all(arr > 0):
-        raise ValueError(f"{name} must be > 0; got min {arr.min():g}")
+        raise InputError(f"{name} must be > 0; got min {arr.min():g}")
     if nonnegative and not np.all(arr >= 0):
-        raise ValueError(f"{name} must be >= 0; got min {arr.min():g}")
+        raise InputError(f"{name} must be >= 0; got min {arr.min():g}")
     return arr
 
 
@@ -82,7 +84,7 @@ def _batch_keys(key, B):
     if single:
         return jax.random.split(key, B)
     if key.shape[0] != B:
-        raise ValueError(f"key must be one PRNG key or a batch of {B} keys; got shape {key.shape}")
+        raise InputError(f"key must be one PRNG key or a batch of {B} keys; got shape {key.shape}")
     return key
 
 
@@ -103,7 +105,8 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
       c1, c2: per-round token costs (> 0), scalars or ``(B,)``.
       eta: switching threshold, eps: consensus tolerance (``eta > eps > 0`` for ``"adaptive"``), b0: initial
         budget (>= 0); scalars or ``(B,)``.
-      strategy: ``"adaptive"`` (Algorithm 1), ``"mode1"`` or ``"mode2"`` (one topology throughout).
+      strategy: ``"adaptive"`` (Algorithm 1), or one mode throughout: ``"complete"`` (mode 1) or ``"ring"``
+        (mode 2), the consensus paper's names (``"mode1"``/``"mode2"`` are the same).
       max_rounds: the most rounds any trajectory runs (status 2 when exceeded).
       noise: standard deviation of i.i.d. Gaussian perturbations added to every belief entry after each
         round (the LLM stochasticity of Remark 3). Needs ``key``.
@@ -124,12 +127,11 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     Returns:
       :class:`ConsensusResult` of numpy arrays.
     """
-    if strategy not in kc.STRATEGIES:
-        raise ValueError(f"strategy must be one of {kc.STRATEGIES}; got {strategy!r}")
+    strategy = switching.canonical_strategy(strategy)  # "complete"/"ring" name modes 1/2 as everywhere else
     if method not in ("auto", "modal", "matrix"):
-        raise ValueError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
+        raise InputError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
     if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or not 0 <= max_rounds <= MAX_ROUNDS_LIMIT:
-        raise ValueError(f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); "
+        raise InputError(f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); "
                          f"got {max_rounds!r}")
     max_rounds = int(max_rounds)
     dt = resolve_dtype(dtype)
@@ -137,19 +139,19 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
         X0 = np.asarray(X0)
     if jnp.issubdtype(X0.dtype, jnp.complexfloating) or not (jnp.issubdtype(X0.dtype, jnp.number)
                                                                or X0.dtype == bool):
-        raise ValueError(f"X0 must hold real numbers; got dtype {X0.dtype}")  # (complex: the imaginary part was dropped)
+        raise InputError(f"X0 must hold real numbers; got dtype {X0.dtype}")  # (complex: the imaginary part was dropped)
     if not jnp.issubdtype(X0.dtype, jnp.floating):
         X0 = X0.astype(np.float64)
     if X0.ndim == 2:
         X0 = X0[None]
     if X0.ndim != 3 or X0.shape[0] < 1 or X0.shape[1] < 1 or X0.shape[2] < 1:
-        raise ValueError(f"X0 must have shape (B, N, d) with B, N, d >= 1; got shape {X0.shape}")
+        raise InputError(f"X0 must have shape (B, N, d) with B, N, d >= 1; got shape {X0.shape}")
     B, N, d = X0.shape
     W1 = validate_doubly_stochastic(W1, "W1")
     W2 = validate_doubly_stochastic(W2, "W2")
     for name, W in (("W1", W1), ("W2", W2)):
         if W.shape != (N, N):
-            raise ValueError(f"{name} must have shape ({N}, {N}) to match X0's N = {N}; got {W.shape}")
+            raise InputError(f"{name} must have shape ({N}, {N}) to match X0's N = {N}; got {W.shape}")
     c1a = _per_trajectory("c1", c1, B, positive=True)
     c2a = _per_trajectory("c2", c2, B, positive=True)
     eps_a = _per_trajectory("eps", eps, B, positive=True)
@@ -158,23 +160,23 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     check_budget(b0a, (c1a, c2a), dt, integer_costs=True)
     res = float(jnp.finfo(dt).eps)
     if np.min(eps_a) < res:
-        raise ValueError(f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "
+        raise InputError(f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "
                          "that small are rounding noise for beliefs of order 1 (the modal and matrix paths would "
                          "disagree); use a larger eps, float64, or rescale the beliefs")
     if strategy == "adaptive" and not np.all(eta_a > eps_a):
-        raise ValueError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
-                         "selected; use strategy='mode1')")
+        raise InputError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
+                         "selected; use strategy='complete')")
     noise = float(noise)
     if not (math.isfinite(noise) and noise >= 0):
-        raise ValueError(f"noise must be a finite standard deviation >= 0; got {noise}")
+        raise InputError(f"noise must be a finite standard deviation >= 0; got {noise}")
     check_noise(noise, max_rounds, N, d, dt)
     noisy = noise > 0
     if noisy and key is None:
-        raise ValueError("key is required when noise > 0 (e.g. key=jax.random.key(0))")
+        raise InputError("key is required when noise > 0 (e.g. key=jax.random.key(0))")
 
     setup = _setup(W1.tobytes(), W2.tobytes(), N, method, jnp.dtype(dt).name, noisy)
     if method == "modal" and setup is None:
-        raise ValueError("method='modal' needs W1 and W2 symmetric and commuting; use method='matrix'")
+        raise InputError("method='modal' needs W1 and W2 symmetric and commuting; use method='matrix'")
     use_modal = setup is not None
     if use_modal:
         U, lam1, lam2, consts = setup
@@ -214,7 +216,7 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     else:
         for lo in starts:
             rows, hi, src = _layout(lo, B, C, shards)
-            take = lambda a: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
+            take = lambda a, rows=rows: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
             if shards is None:
                 chunk_keys = None if keys is None else keys[rows if isinstance(rows, slice) else jnp.asarray(rows)]
                 X = X0[rows]
@@ -334,7 +336,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     def collect(lo, hi, src, res):
         host = jax.device_get(res)
         if not np.all(host["finite"]):  # a NaN/inf in X0 always reaches D(0)
-            raise ValueError(_NONFINITE)
+            raise InputError(_NONFINITE)
         for key in ("rounds", "b", "d", "status", "d0"):
             out[key][lo:hi] = host[key][src]
         if cfg["return_x"]:  # x_final is rebuilt on the host in float64 from X0 and the round counts
@@ -408,7 +410,7 @@ def _chunk_size(B, N, d, dt, use_modal, chunk_size, platform="cpu", *, tiled=Fal
     """
     if chunk_size is not None:
         if int(chunk_size) != chunk_size or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive integer; got {chunk_size!r}")
+            raise InputError(f"chunk_size must be a positive integer; got {chunk_size!r}")
         return int(min(chunk_size, B))
     # bytes of X0 per chunk, tuned on a 2-core Xeon: the matrix path keeps (N, d, C) state plus two
     # temporaries alive each round; the modal path only streams X0 once through the projection
@@ -475,7 +477,7 @@ def _run_chunk(X0, params, keys, cfg):
     lanes, finite = kernel(kc.make_lanes if shards is None else _lanes_local, (P("batch"), p_specs, P("batch")),
                            (lane_specs, P("batch")), max_rounds=max_rounds)(d0, p, lane_keys)
     if not bool(np.all(np.asarray(finite))):  # a NaN/inf in X0 always reaches D(0)
-        raise ValueError(_NONFINITE)
+        raise InputError(_NONFINITE)
     if trace:  # traces are indexed by round: run in one segment, no compaction
         traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
                       b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),

@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import PartitionSpec as PS
 
+from mascot.errors import InputError
 from mascot.execute.devices import Shards
 from mascot.kernels import noise as kn
 from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
@@ -32,13 +33,13 @@ def _as_key(key):
     key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
     typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
     if (typed and key.shape != ()) or (not typed and key.shape != (2,)):
-        raise ValueError(f"key must be one PRNG key (jax.random.key(seed)) or an int seed; got shape {key.shape}")
+        raise InputError(f"key must be one PRNG key (jax.random.key(seed)) or an int seed; got shape {key.shape}")
     return key
 
 
 def _positive_int(name, value, minimum=1):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
     return int(value)
 
 
@@ -48,17 +49,17 @@ def _points(params: dict, point_ids):
     for name, v in params.items():
         nd = np.ndim(v)
         if nd > 1:
-            raise ValueError(f"{name} must be a scalar or a 1-D array (one value per point); got shape "
+            raise InputError(f"{name} must be a scalar or a 1-D array (one value per point); got shape "
                              f"{np.shape(v)}")
         if nd == 1:
             lengths.add(np.shape(v)[0])
     if len(lengths) > 1:
         desc = ", ".join(f"{n}: {np.shape(v)[0]}" for n, v in params.items() if np.ndim(v) == 1)
-        raise ValueError(f"1-D parameters must all have the same length P (one per point); got {desc}")
+        raise InputError(f"1-D parameters must all have the same length P (one per point); got {desc}")
     scalar = not lengths
     P = 1 if scalar else lengths.pop()
     if P < 1:
-        raise ValueError("parameter arrays must not be empty")
+        raise InputError("parameter arrays must not be empty")
     out = {n: np.broadcast_to(np.asarray(v), (P,)) for n, v in params.items()}
     if point_ids is None:
         ids = np.arange(P, dtype=np.int64)
@@ -68,7 +69,7 @@ def _points(params: dict, point_ids):
             ids = ids[None]
         if ids.shape != (P,) or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) or \
                 np.any(ids >= 2**32):
-            raise ValueError(f"point_ids must be {P} integers in [0, 2^32) (one per point); got {point_ids!r}")
+            raise InputError(f"point_ids must be {P} integers in [0, 2^32) (one per point); got {point_ids!r}")
     return out, P, scalar, ids.astype(np.uint32)
 
 
@@ -79,7 +80,7 @@ def _maximum(name, given, values):
     given = _positive_int(name, given)
     if given < top:
         base = name.removeprefix("max_")
-        raise ValueError(f"{name} = {given} is smaller than the largest {base} = {top}")
+        raise InputError(f"{name} = {given} is smaller than the largest {base} = {top}")
     return given
 
 
@@ -156,7 +157,7 @@ def _run_sharded(run, arrays, ids, key, P, C, devs):
         rows = np.concatenate([np.arange(lo, hi), np.full(C - (hi - lo), lo)])  # pad: one compiled shape
         keys = jax.vmap(lambda i: jax.random.fold_in(key, i))(jnp.asarray(ids[rows]))
         out = f(sh.put(keys), {n: sh.put(a[rows]) for n, a in arrays.items()})
-        results.append(jax.tree_util.tree_map(lambda x: np.asarray(x)[: hi - lo], out))
+        results.append(jax.tree_util.tree_map(lambda x, n=hi - lo: np.asarray(x)[:n], out))
     return jax.tree_util.tree_map(lambda *xs: np.concatenate(xs, axis=0), *results)
 
 
@@ -194,7 +195,7 @@ def affine_noise_error(key, k, rho_c, sigma, T, L=1.0, *, trials: int, aggregate
       ``|e_t|`` for ``t <= T`` and NaN after.
     """
     if aggregate not in kn.AGGREGATES:
-        raise ValueError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
+        raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
     trials = _positive_int("trials", trials)
     dt = resolve_dtype(dtype)
     key = _as_key(key)
@@ -215,21 +216,21 @@ def _rule_state0(value0, parity0, level0):
 
     v = np.asarray(value0, dtype=np.float64) if not isinstance(value0, str) else None
     if v is None or not np.all(np.isfinite(v)) or not np.all(np.abs(v) <= MAX_ABS_VALUE):
-        raise ValueError(f"value0 must be finite with |value0| <= {MAX_ABS_VALUE:g}; got {value0!r}")
+        raise InputError(f"value0 must be finite with |value0| <= {MAX_ABS_VALUE:g}; got {value0!r}")
 
     def code(x):
         if isinstance(x, str) and x in PARITY_CODES:
             return PARITY_CODES[x]
         if not isinstance(x, (bool, np.bool_, str)) and isinstance(x, (int, float, np.number)) and x in (0, 1):
             return int(x)
-        raise ValueError(f"parity0 must be 'A'/'B' or 0 ('A')/1 ('B'); got {parity0!r}")
+        raise InputError(f"parity0 must be 'A'/'B' or 0 ('A')/1 ('B'); got {parity0!r}")
 
     obj = np.asarray(parity0, dtype=object)
     par = np.array([code(x) for x in obj.ravel().tolist()], dtype=np.int64).reshape(obj.shape)
     lv = np.asarray(level0)
     if lv.dtype == bool or lv.dtype.kind not in "iuf" or not np.all(lv == np.round(lv)) or \
             not np.all((lv >= 1) & (lv <= 9)):
-        raise ValueError(f"level0 must be an integer in 1..9; got {level0!r}")
+        raise InputError(f"level0 must be an integer in 1..9; got {level0!r}")
     return v, par, lv.astype(np.int64)
 
 
@@ -257,7 +258,7 @@ def rule_noise_error(key, *, k, rho_c, sigma, T, trials: int, value0=50.0, parit
       A run whose estimate leaves the rule's domain (``|Value| > 1e9``) is NaN from then on.
     """
     if aggregate not in kn.AGGREGATES:
-        raise ValueError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
+        raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
     trials = _positive_int("trials", trials)
     if not x64_enabled():
         raise RuntimeError("rule_noise_error needs 64-bit JAX (the state-tracking rule is exact int64/float64 "

@@ -56,6 +56,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.kernels.precision import check_budget, x64_enabled
 
 from mascot.papers import DELIBERATION_STRATEGIES
@@ -181,7 +182,7 @@ def certificate_budget_jax(D, eta, eps, lam1, lam2, c1, c2, strategy="adaptive",
     """
     if isinstance(strategy, str):
         if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+            raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
         strategy = STRATEGIES.index(strategy)
     rtr = partial(_rounds_to_reach, ceil=ceil)
     cost = lambda k, c: jnp.where(k == 0, 0.0, k * c)  # noqa: E731  (0 * inf-safe)
@@ -293,7 +294,7 @@ def _rollout(X0, b0, seed, run_ids, W1, W2, deg1, deg2, eta, eps, noise, expand,
 def _as_rate(name, v):
     v = float(v)
     if not (v > 0):
-        raise ValueError(f"{name} must be > 0; got {v!r}")
+        raise InputError(f"{name} must be > 0; got {v!r}")
     return v
 
 
@@ -320,35 +321,35 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
         dtype: ``"float64"`` (needs ``jax_enable_x64``) or ``"float32"``.
     """
     if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+        raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
     if budget_rule not in ("spent", "predicted"):
-        raise ValueError(f"budget_rule must be 'spent' or 'predicted'; got {budget_rule!r}")
+        raise InputError(f"budget_rule must be 'spent' or 'predicted'; got {budget_rule!r}")
     if int(max_rounds) != max_rounds or max_rounds < 1:
-        raise ValueError(f"max_rounds must be an integer >= 1; got {max_rounds!r}")
+        raise InputError(f"max_rounds must be an integer >= 1; got {max_rounds!r}")
     if int(warmup) != warmup or warmup < 0:
-        raise ValueError(f"warmup must be an integer >= 0; got {warmup!r}")
+        raise InputError(f"warmup must be an integer >= 0; got {warmup!r}")
     for name, v in (("noise", noise), ("cost_noise", cost_noise), ("n0", n0), ("cost_base", cost_base),
                     ("cost_per_neighbor", cost_per_neighbor)):
         if not (float(v) >= 0):
-            raise ValueError(f"{name} must be >= 0; got {v!r}")
+            raise InputError(f"{name} must be >= 0; got {v!r}")
     if not (0 < eps) or not (0 < eta):
-        raise ValueError(f"eta and eps must be > 0; got eta={eta!r}, eps={eps!r}")
+        raise InputError(f"eta and eps must be > 0; got eta={eta!r}, eps={eps!r}")
     if dtype not in ("float64", "float32"):
-        raise ValueError(f"dtype must be 'float64' or 'float32'; got {dtype!r}")
+        raise InputError(f"dtype must be 'float64' or 'float32'; got {dtype!r}")
     if dtype == "float64" and not x64_enabled():
-        raise ValueError("dtype='float64' needs jax_enable_x64: run inside "
+        raise InputError("dtype='float64' needs jax_enable_x64: run inside "
                          "`with mascot.kernels.precision.float64():`, or use dtype='float32'")
     W1 = validate_doubly_stochastic(W1, "W1")
     W2 = validate_doubly_stochastic(W2, "W2")
     X0 = np.asarray(X0, dtype=np.float64)
     if X0.ndim == 2:
         if runs is None:
-            raise ValueError("give runs when X0 is a single (N, d) matrix")
+            raise InputError("give runs when X0 is a single (N, d) matrix")
         X0 = np.broadcast_to(X0, (int(runs),) + X0.shape)
     if X0.ndim != 3 or X0.shape[1] != W1.shape[0] or W1.shape != W2.shape:
-        raise ValueError(f"X0 must be (N, d) or (runs, N, d) with N = {W1.shape[0]}; got shape {X0.shape}")
+        raise InputError(f"X0 must be (N, d) or (runs, N, d) with N = {W1.shape[0]}; got shape {X0.shape}")
     if runs is not None and X0.shape[0] != int(runs):
-        raise ValueError(f"X0 has {X0.shape[0]} runs but runs={runs}")
+        raise InputError(f"X0 has {X0.shape[0]} runs but runs={runs}")
     B, N, d = X0.shape
     if prior_lambda is None:
         prior_lambda = (contraction_rate(W1, "W1"), contraction_rate(W2, "W2"))
@@ -362,7 +363,7 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
     b0 = np.broadcast_to(np.asarray(b0, dtype=np.float64), (B,))
     check_budget(b0, prior_cost, dt)  # budgets up to 2^24 (float32) / 2^53 with round costs >= b0 * 2^-24 / 2^-53
     if isinstance(seed, bool) or int(seed) != seed or not 0 <= int(seed) < 2**32:
-        raise ValueError(f"seed must be an integer in [0, 2^32); got {seed!r}")
+        raise InputError(f"seed must be an integer in [0, 2^32); got {seed!r}")
     run_ids = jnp.arange(B, dtype=jnp.uint32) + jnp.uint32(int(run_offset))
     c, status, D, d_tr, b_tr, sig_tr, cost_tr = _rollout(
         f(X0), f(b0), jnp.uint32(int(seed)), run_ids, f(W1), f(W2), f(neighbor_degrees(W1)),

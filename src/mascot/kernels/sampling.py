@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.kernels.precision import x64_enabled
 
 from mascot.seeds import stream_words
@@ -51,14 +52,14 @@ def truncated_normal_from_words(words, lo: float, hi: float, dtype="float32", lo
     uniforms; needs ``jax_enable_x64``)."""
     dtype = jnp.dtype(dtype)
     if dtype not in (jnp.float32, jnp.float64):
-        raise ValueError(f"dtype must be float32 or float64; got {dtype}")
+        raise InputError(f"dtype must be float32 or float64; got {dtype}")
     if not (lo < hi):
-        raise ValueError(f"need lo < hi; got lo = {lo}, hi = {hi}")
+        raise InputError(f"need lo < hi; got lo = {lo}, hi = {hi}")
     if dtype == jnp.float64 and not x64_enabled():
-        raise ValueError("float64 draws need jax_enable_x64 (run inside `with mascot.kernels.precision.float64():`)")
+        raise InputError("float64 draws need jax_enable_x64 (run inside `with mascot.kernels.precision.float64():`)")
     want = np.dtype(np.uint32 if dtype == jnp.float32 else np.uint64)
     if np.dtype(words.dtype) != want:
-        raise ValueError(f"{dtype} draws need {want.name} words; got {words.dtype}")
+        raise InputError(f"{dtype} draws need {want.name} words; got {words.dtype}")
     a, b = math.erf(lo / math.sqrt(2.0)), math.erf(hi / math.sqrt(2.0))
     cast = lambda v: np.asarray(v, dtype)  # noqa: E731  (numpy scalars: no eager device ops)
     return _transform(jnp.asarray(words), cast(a), cast(b), cast(lo), cast(hi), dtype, cast(loc), cast(scale))
@@ -69,9 +70,9 @@ def truncated_normal_streams(seed: int, keys, shape: tuple, mean: float, spread:
     """``mean + spread * Z`` with Z a standard normal truncated so the result lies in ``[lower, upper]``,
     one block of ``shape`` per stream key (C order): ``(len(keys) * shape[0], *shape[1:])``."""
     if not (spread > 0 and math.isfinite(spread)):
-        raise ValueError(f"spread must be finite and > 0; got {spread}")
+        raise InputError(f"spread must be finite and > 0; got {spread}")
     if not (lower < mean < upper):
-        raise ValueError(f"mean must lie strictly inside ({lower}, {upper}); got {mean}")
+        raise InputError(f"mean must lie strictly inside ({lower}, {upper}); got {mean}")
     dtype = jnp.dtype(dtype)
     count = int(np.prod(shape))
     words = stream_words(seed, keys, count, 32 if dtype == jnp.float32 else 64)

@@ -43,6 +43,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = ["FAMILIES", "FAMILY_CODES", "detect_families", "closed_form_spectra", "chain_kappa"]
 
 FAMILIES = ("chain", "star", "mesh", "ring", "complete")
@@ -84,7 +86,7 @@ def detect_families(P, families=FAMILIES):
     params = np.zeros((G, 2))
     unknown = set(families) - set(FAMILIES)
     if unknown:
-        raise ValueError(f"family must be among {FAMILIES}; got {sorted(unknown)}")
+        raise InputError(f"family must be among {FAMILIES}; got {sorted(unknown)}")
     if n < 2 or G == 0:
         return codes, params
     row0, col0 = P[:, 0, 1:], P[:, 1:, 0]

@@ -44,6 +44,8 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from mascot.errors import InputError
+
 __all__ = [
     "MAX_ABS_VALUE",
     "PARITY_A",
@@ -99,13 +101,13 @@ def parity_to_int(parity: str | Iterable[str]) -> int | np.ndarray:
     """
     if isinstance(parity, str):
         if parity not in PARITY_CODES:
-            raise ValueError(f"Parity must be 'A' or 'B'; got {parity!r}")
+            raise InputError(f"Parity must be 'A' or 'B'; got {parity!r}")
         return PARITY_CODES[parity]
     arr = np.asarray(parity, dtype=object)
     out = np.empty(arr.shape, dtype=np.int32)
     for idx, p in np.ndenumerate(arr):
         if not isinstance(p, str):
-            raise ValueError(f"Parity must be 'A' or 'B'; got {p!r}")
+            raise InputError(f"Parity must be 'A' or 'B'; got {p!r}")
         out[idx] = parity_to_int(p)
     return out
 
@@ -119,7 +121,7 @@ def int_to_parity(code) -> str | np.ndarray:
         return _PARITY_LETTERS[code]
     arr = np.asarray(code)
     if arr.dtype.kind not in "iu" or not np.all((arr == PARITY_A) | (arr == PARITY_B)):
-        raise ValueError(f"Parity code must be 0 ('A') or 1 ('B'); got {code!r}")
+        raise InputError(f"Parity code must be 0 ('A') or 1 ('B'); got {code!r}")
     if arr.ndim == 0:
         return _PARITY_LETTERS[int(arr)]
     return np.where(arr == PARITY_A, "A", "B")
@@ -271,5 +273,5 @@ def rule_trajectory(value0, parity0, level0, steps: int = 12) -> RuleState:
     """
     _require_x64()
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
+        raise InputError(f"steps must be a non-negative integer; got {steps!r}")
     return _trajectory(value0, parity0, level0, steps=int(steps))

@@ -11,6 +11,7 @@ import weakref
 from pathlib import Path
 from typing import Callable, NamedTuple
 
+from mascot.errors import InputError
 from mascot.io import DirLock, canonical, lock_dir, remove_stale_temps, utc_now  # noqa: F401 (utc_now re-exported)
 
 _HELD: "weakref.WeakValueDictionary[str, DirLock]" = weakref.WeakValueDictionary()
@@ -69,7 +70,7 @@ def resolve_backend(backend, backend_spec: dict | None, spec_of: Callable) -> tu
     explicit ``backend_spec``) or ``None`` for a ready backend, whose spec defaults to ``spec_of(backend)``."""
     if callable(backend) and not hasattr(backend, "generate"):
         if backend_spec is None:
-            raise ValueError("pass backend_spec when backend is a factory")
+            raise InputError("pass backend_spec when backend is a factory")
         return backend, backend_spec
     return None, backend_spec if backend_spec is not None else spec_of(backend)
 
@@ -87,20 +88,20 @@ def open_run_dir(out: Path, *, kind: str, identity: dict, label: str, orphan: st
         try:
             meta = json.loads(run_json.read_text())
         except (ValueError, OSError) as e:
-            raise ValueError(f"{run_json} is corrupt ({e}); use another --out, or delete the directory") from None
+            raise InputError(f"{run_json} is corrupt ({e}); use another --out, or delete the directory") from None
         if not isinstance(meta, dict):
-            raise ValueError(f"{run_json} is corrupt (not an object); use another --out, or delete the directory")
+            raise InputError(f"{run_json} is corrupt (not an object); use another --out, or delete the directory")
         if check_kind and meta.get("kind") != kind:
-            raise ValueError(f"{out} is not a {kind.replace('-', ' ')} directory; use another --out")
+            raise InputError(f"{out} is not a {kind.replace('-', ' ')} directory; use another --out")
         if meta.get("identity") != identity and results is not None and not has_results(out / results):
             return fresh
         if meta.get("identity") != identity:
             diffs = identity_diff(meta.get("identity", {}), identity)
-            raise ValueError(f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
+            raise InputError(f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
                              "use another --out, or delete the directory to start over")
         return meta
     if orphan is not None:
-        raise ValueError(orphan)
+        raise InputError(orphan)
     return fresh
 
 

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from mascot.errors import ConfigError, InputError
 from mascot.sweep import values
 
 __all__ = ["ConfigError", "SweepConfig", "load_config", "parse_config", "expand_grid"]
@@ -62,10 +63,6 @@ _F32_MAX = float(np.finfo(np.float32).max)
 _OUTPUT_KEYS = {"dir": str}
 _AXIS_FORMS = ("range", "linspace", "logspace")
 _RANDOM_FORMS = ("uniform", "loguniform", "choice")
-
-
-class ConfigError(ValueError):
-    """A config file that cannot be run; the message names the offending key."""
 
 
 @dataclass
@@ -488,7 +485,7 @@ def _check_float32(fixed: dict, axes) -> None:
 def _check_derived_float32(full: dict, given: dict, spec) -> None:
     for k, v in full.items():
         if k not in given and isinstance(v, float) and math.isfinite(v) and abs(v) > _F32_MAX:
-            raise ValueError(f"{k} = {v:.4g}, computed from {spec.derived_from.get(k, 'other parameters')}, does not "
+            raise InputError(f"{k} = {v:.4g}, computed from {spec.derived_from.get(k, 'other parameters')}, does not "
                              'fit in float32; use smaller values, or experiment.dtype = "float64"')
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from mascot.errors import InputError
 from mascot.kernels.precision import check_budget, check_noise
 
 __all__ = ["Param", "Kind", "KINDS", "DeviceCache", "point_keys"]
@@ -86,7 +87,7 @@ class Kind:
             except (TypeError, ValueError, OverflowError) as e:
                 # a bad value the user wrote (n = "5", n = 1) fails here first: name it, not what it derives
                 self._check({k: v for k, v in out.items() if k not in self.derived_from or p.get(k) is not None})
-                raise ValueError(str(e)) from None
+                raise InputError(str(e)) from None
         return out
 
     def fill(self, given: dict, defaults: bool = True) -> dict:
@@ -123,9 +124,9 @@ class Kind:
         if spec.type is float and isinstance(v, int) and not isinstance(v, bool):
             v = float(v)
         if not isinstance(v, spec.type) or isinstance(v, bool) != (spec.type is bool):
-            raise ValueError(f"{k} must be of type {spec.type.__name__}; got {v!r}")
+            raise InputError(f"{k} must be of type {spec.type.__name__}; got {v!r}")
         if spec.check is not None and not spec.check(v):
-            raise ValueError(f"{k} = {v!r} is out of range: {spec.rule}")
+            raise InputError(f"{k} = {v!r} is out of range: {spec.rule}")
         return v
 
 
@@ -233,13 +234,13 @@ def _consensus_costs(p):
             v = p[key]
             if isinstance(v, (int, float)) and not isinstance(v, bool) and not (f * v > 0 and math.isfinite(f * v)):
                 # name the key the user wrote, not the derived cost
-                raise ValueError(f"{key} = {v!r} is out of range: {key} > 0 with {c} = {f} x {key} finite")
+                raise InputError(f"{key} = {v!r} is out of range: {key} > 0 with {c} = {f} x {key} finite")
             p[c] = float(f * v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
 
 
 def _consensus_extra(p):
     if p["strategy"] == "adaptive" and not p["eta"] > p["eps"]:
-        raise ValueError(f"eta must be > eps for strategy 'adaptive'; got eta = {p['eta']}, eps = {p['eps']}")
+        raise InputError(f"eta must be > eps for strategy 'adaptive'; got eta = {p['eta']}, eps = {p['eps']}")
 
 
 _EPS = {"float32": float(np.finfo(np.float32).eps), "float64": float(np.finfo(np.float64).eps)}
@@ -250,7 +251,7 @@ def _consensus_dtype_check(p, dtype):
     check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"', integer_costs=True)
     check_noise(p["noise"], p["max_rounds"], p["n"], p["d"], dtype, fix='set experiment.dtype = "float64"')
     if p["eps"] < _EPS[dtype]:
-        raise ValueError(f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
+        raise InputError(f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
                          + (' or experiment.dtype = "float64"' if dtype == "float32" else ""))
 
 
@@ -324,7 +325,8 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
         # X0 common to the group's points (one draw per sweep, tiled, kept on the device); noise from
         # fold_in(point key, 2**31 + t), the keys built on the device
         X0 = _group_x0(cache, key_seed, T, n, d, float(mean), float(spread), dtype, len(members))
-        col = lambda k: np.repeat(np.array([points[i][k] for i in members], dtype=np.float64), T)  # noqa: E731
+        col = lambda k, members=members, T=T: np.repeat(  # noqa: E731
+            np.array([points[i][k] for i in members], dtype=np.float64), T)
         eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
         nkeys = None
         if noise > 0:
@@ -338,7 +340,7 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
         k1, k2, bstar = (a.ravel() for a in theorem1_batch(d0.astype(np.float64).reshape(len(members), T), pp["eta"],
                                                            pp["eps"], lam1, lam2, pp["c1"], pp["c2"]))
         m = rows.size
-        full = lambda v, t: np.full(m, v, dtype=t)  # noqa: E731
+        full = lambda v, t, m=m: np.full(m, v, dtype=t)  # noqa: E731
         cols = {
             "point": indices[rows].astype(np.int64), "trajectory": traj, "n": full(n, np.int32),
             "d": full(d, np.int32), "strategy": full(_STRATEGY_NAMES.index(strategy), np.int8),
@@ -389,11 +391,11 @@ SPECTRA_PARAMS = {
 def _spectra_extra(p):
     fam, n = p["family"], p["n"]
     if fam in ("ring", "watts_strogatz") and n < 3:
-        raise ValueError(f"{fam} needs n >= 3; got n = {n}")
+        raise InputError(f"{fam} needs n >= 3; got n = {n}")
     if fam == "watts_strogatz" and (p["degree"] % 2 or p["degree"] >= n):
-        raise ValueError(f"watts_strogatz needs an even degree < n; got degree = {p['degree']}, n = {n}")
+        raise InputError(f"watts_strogatz needs an even degree < n; got degree = {p['degree']}, n = {n}")
     if fam == "random_regular" and (p["degree"] >= n or (n * p["degree"]) % 2):
-        raise ValueError(f"random_regular needs degree < n and n * degree even; got degree = {p['degree']}, n = {n}")
+        raise InputError(f"random_regular needs degree < n and n * degree even; got degree = {p['degree']}, n = {n}")
 
 
 def _graph_key(p) -> tuple:
@@ -433,7 +435,7 @@ def _spectra_dtype_check(p, dtype):
     from mascot.kernels.spectra import F32_GAMMA_MAX
 
     if dtype == "float32" and p["gamma"] > F32_GAMMA_MAX:
-        raise ValueError(f"gamma = {p['gamma']!r} is within 2^-12 of 1, closer than float32 resolves 1 - gamma "
+        raise InputError(f"gamma = {p['gamma']!r} is within 2^-12 of 1, closer than float32 resolves 1 - gamma "
                          'well; use experiment.dtype = "float64"')
 
 
@@ -491,7 +493,7 @@ NOISE_PARAMS = {
 
 def _noise_dtype_check(p, dtype):
     if p["model"] == "rule" and dtype != "float64":
-        raise ValueError('model = "rule" needs experiment.dtype = "float64" (the state-tracking rule runs in exact '
+        raise InputError('model = "rule" needs experiment.dtype = "float64" (the state-tracking rule runs in exact '
                          "int64/float64 arithmetic)")
 
 
@@ -504,7 +506,7 @@ def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtyp
         groups.setdefault((p["model"], p["aggregate"], p["trials"]), []).append(i)
     frames = []
     for (model, agg, trials), members in groups.items():
-        col = lambda k: np.array([points[i][k] for i in members])  # noqa: E731
+        col = lambda k, members=members: np.array([points[i][k] for i in members])  # noqa: E731
         ids = np.asarray(indices)[members]
         k, rc, sg, T, L = col("k"), col("rho_c"), col("sigma"), col("T"), col("L")
         if model == "linear":

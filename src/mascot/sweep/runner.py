@@ -18,10 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from mascot.errors import InputError
 from mascot.kernels.precision import float64
 from mascot.sweep.config import SweepConfig
 from mascot.sweep.kinds import KINDS, DeviceCache
 from mascot.sweep.store import RunDir, provenance, write_table_atomic
+from mascot import log
+
+_log = log.get_logger(__name__)
 
 __all__ = ["run_sweep", "parse_shard", "RunSummary", "estimate_chunk_bytes"]
 
@@ -44,9 +48,9 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     try:
         i, n = (int(x) for x in text.split("/"))
     except ValueError:
-        raise ValueError(f"--shard must look like I/N (e.g. 0/4); got {text!r}") from None
+        raise InputError(f"--shard must look like I/N (e.g. 0/4); got {text!r}") from None
     if not (n >= 1 and 0 <= i < n):
-        raise ValueError(f"--shard I/N needs 0 <= I < N; got {text!r}")
+        raise InputError(f"--shard I/N needs 0 <= I < N; got {text!r}")
     return i, n
 
 
@@ -75,12 +79,12 @@ class _Progress:
         eta_s = str(_dt.timedelta(seconds=int(eta))) if math.isfinite(eta) else "?"
         line = (f"[{self.label}] {self.done}/{self.total} points ({100 * self.done / max(self.total, 1):.0f}%) "
                 f"{rate:,.1f} points/s  ETA {eta_s}  {chunk_msg}")
-        print(("\r" + line + "\033[K") if self.tty else line, file=sys.stderr, end="" if self.tty else "\n",
-              flush=True)
+        self.line = line
+        log.progress(_log, line, transient=self.tty)  # on a terminal the next line replaces it
 
     def close(self):
-        if self.tty:
-            print(file=sys.stderr)
+        if self.tty and getattr(self, "line", None):
+            log.progress(_log, self.line, replaces=True)  # the last line stays
 
 
 def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True,
@@ -93,9 +97,9 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     Results do not depend on it (every chunk is a pure function of the config and its index).
     """
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
-        raise ValueError(f"workers must be an integer >= 1; got {workers!r}")
+        raise InputError(f"workers must be an integer >= 1; got {workers!r}")
     if shard[0] >= cfg.n_chunks:
-        raise ValueError(f"shard {shard[0]}/{shard[1]} owns no chunks: this sweep has {cfg.n_chunks} chunk(s) "
+        raise InputError(f"shard {shard[0]}/{shard[1]} owns no chunks: this sweep has {cfg.n_chunks} chunk(s) "
                          f"(chunk c belongs to shard c mod {shard[1]}); use at most {cfg.n_chunks} shards")
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
     run = RunDir(out_dir)
@@ -113,7 +117,7 @@ def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
     mine = [c for c in range(cfg.n_chunks) if c % n == i]
     done, bad, _ = run.scan(only=set(mine))
     for path, why in bad.items():
-        print(f"mascot: redoing {path}: {why}", file=sys.stderr)
+        _log.warning(f"redoing {path}: {why}")
     todo = [c for c in mine if c not in done]
     kind = KINDS[cfg.kind]
     workers = min(int(workers), kind.max_workers or int(workers))

@@ -25,16 +25,19 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from mascot.errors import InputError, MissingChunksError, NotFoundError, RunDirError
 from mascot.io import (DirectoryLocked, DirLock, atomic_path, atomic_write_text, lock_dir, read_text_file,
                        remove_stale_temps)
 from mascot.sweep.config import IDENTITY
+from mascot.log import get_logger
+
+_log = get_logger(__name__)
 
 __all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance"]
 
@@ -44,10 +47,6 @@ META_KEY = b"mascot"
 ROW_SUBKEYS = ("trajectory", "graph", "trial")  # second sort keys of the kinds' rows, where present
 _CHUNK_NAME = re.compile(r"^chunk-(\d{6})\.parquet$")
 _OWN_FILES = ("plan.json", "config.toml", ".mascot.lock")
-
-
-class MissingChunksError(RuntimeError):
-    pass
 
 
 def _ranges(ids: list[int]) -> str:
@@ -67,7 +66,7 @@ def _nullability(table: pa.Table, required=()) -> pa.Table:
     required = set(required)
     for name in required:
         if table.column(name).null_count:
-            raise ValueError(f"column {name!r} must not hold nulls; it holds {table.column(name).null_count}")
+            raise InputError(f"column {name!r} must not hold nulls; it holds {table.column(name).null_count}")
     fields = [f.with_nullable(f.name not in required) for f in table.schema]
     return pa.Table.from_arrays(table.columns, schema=pa.schema(fields, metadata=table.schema.metadata))
 
@@ -170,7 +169,7 @@ class RunDir:
         """Locks for running ``shard`` (``(I, N)``) here; keep them referenced while running (see the
         module docstring). Raises ``DirectoryLocked`` naming the holder when this shard is already running."""
         if self.path.exists() and not self.path.is_dir():
-            raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
+            raise InputError(f"--out {self.path} is a file, not a run directory; give a directory")
         deadline = time.monotonic() + wait_s
         try:
             shared = lock_dir(self.path, what="sweep run directory")  # alone: clean up, then share
@@ -199,14 +198,14 @@ class RunDir:
         """Create the directory for ``cfg`` or check that it belongs to the same experiment."""
         plan = _plan_of(cfg)
         if self.path.exists() and not self.path.is_dir():
-            raise ValueError(f"--out {self.path} is a file, not a run directory; give a directory")
+            raise RunDirError(f"--out {self.path} is a file, not a run directory; give a directory")
         pf = self.path / "plan.json"
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
             # (another shard of this run may write plan.json meanwhile: it is checked below like any plan)
             other = [p.name for p in self.path.iterdir() if p.name != "plan.json" and not _ours_before_plan(p, cfg.text)]
             if other and not pf.exists():  # (a runner started beside this one may have just published its plan
                 # and config.toml: then its plan is checked below and this run refused as a different run)
-                raise ValueError(f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
+                raise RunDirError(f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
                                  f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
                                  "give a new or empty directory")
         self.chunks.mkdir(parents=True, exist_ok=True)
@@ -220,11 +219,11 @@ class RunDir:
                 return
         old = self._read_plan(pf)
         if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
-            raise ValueError(f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
+            raise RunDirError(f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
                              f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
                              "cannot be trusted: use another --out")
         if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
-            raise ValueError(
+            raise RunDirError(
                 f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
                 f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
                 f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
@@ -238,21 +237,21 @@ class RunDir:
         try:
             plan = json.loads(pf.read_bytes())
         except (ValueError, OSError) as e:
-            raise ValueError(f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out "
+            raise RunDirError(f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out "
                              "or delete it") from None
         counts = ("n_points", "chunk_size", "n_chunks")
         ok = isinstance(plan, dict) and isinstance(plan.get("hash"), str) and all(
             type(plan.get(k)) is int and plan[k] >= 1 for k in counts)
         if not ok:
-            raise ValueError(f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
+            raise RunDirError(f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
                              "another --out or delete the directory")
         if plan.get("identity") != IDENTITY:
-            raise ValueError(f"{pf} was written by mascot 0.1, whose experiment hashes (so every seed) came from grid "
+            raise RunDirError(f"{pf} was written by mascot 0.1, whose experiment hashes (so every seed) came from grid "
                              "values computed on the processor; this version seeds from the config as written and "
                              "would draw different numbers, so it does not resume, check or merge that directory: "
                              "run the config again into a new --out (mascot 0.1 still reads the old one)")
         if plan["n_chunks"] != -(-plan["n_points"] // plan["chunk_size"]):
-            raise ValueError(f"{pf} is corrupt: n_chunks = {plan['n_chunks']} but {plan['n_points']} points in chunks "
+            raise RunDirError(f"{pf} is corrupt: n_chunks = {plan['n_chunks']} but {plan['n_points']} points in chunks "
                              f"of {plan['chunk_size']} make {-(-plan['n_points'] // plan['chunk_size'])}; use another "
                              "--out or delete the directory")
         return plan
@@ -264,28 +263,28 @@ class RunDir:
 
         f, pf = self.path / "config.toml", self.path / "plan.json"
         if not f.exists():
-            raise ValueError(f"{f} is missing; rerun `mascot run CONFIG --out {self.path}` with the run's config "
+            raise RunDirError(f"{f} is missing; rerun `mascot run CONFIG --out {self.path}` with the run's config "
                              "to restore it")
         text = read_text_file(f, "run directory's config.toml")
         try:
             cfg = parse_config(text, str(f), check_points=False)
         except ConfigError as e:
-            raise ValueError(f"{f} is not a valid config ({e}); the run directory cannot be trusted") from None
+            raise RunDirError(f"{f} is not a valid config ({e}); the run directory cannot be trusted") from None
         mine = _plan_of(cfg)
         if any(plan.get(k) != v for k, v in mine.items()):
             diff = ", ".join(f"{k} {plan.get(k)} there, {v} in the config" for k, v in mine.items() if plan.get(k) != v)
-            raise ValueError(f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
+            raise RunDirError(f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
                              "config again into a new --out")
         return text
 
     def plan(self) -> dict:
         if self.path.exists() and not self.path.is_dir():
-            raise ValueError(f"{self.path} is a file, not a mascot run directory")
+            raise RunDirError(f"{self.path} is a file, not a mascot run directory")
         pf = self.path / "plan.json"
         if not self.path.exists():
-            raise FileNotFoundError(f"{self.path} does not exist (give the run directory `mascot run --out` wrote)")
+            raise NotFoundError(f"{self.path} does not exist (give the run directory `mascot run --out` wrote)")
         if not pf.exists():
-            raise FileNotFoundError(f"{self.path} is not a mascot run directory (no plan.json)")
+            raise NotFoundError(f"{self.path} is not a mascot run directory (no plan.json)")
         return self._read_plan(pf)
 
     # -- chunks -------------------------------------------------------------------------------
@@ -398,13 +397,13 @@ class RunDir:
         if out.exists() and out.is_dir():
             eg = out / "merged.parquet" if not (ro == rd / "chunks" or ro.is_relative_to(rd / "chunks")) \
                 else self.path / "merged.parquet"
-            raise ValueError(f"--out {out} is a directory; give the merged file's path (e.g. {eg})")
+            raise InputError(f"--out {out} is a directory; give the merged file's path (e.g. {eg})")
         if any(p.exists() and not p.is_dir() for p in out.parents):
-            raise ValueError(f"--out {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a "
+            raise InputError(f"--out {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a "
                              "file, not a directory")
         own = ro.parent == rd and (ro.name in _OWN_FILES or ro.name.endswith((".lock", ".tmp")))
         if ro.is_relative_to(rd / "chunks") or own:
-            raise ValueError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
+            raise InputError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
                              f"to {self.path / 'merged.parquet'} or outside {self.path}")
         if out.exists():  # replace an earlier merged dataset, never another file
             try:  # a merged dataset's metadata holds its plan and chunk list (a chunk's holds its own index)
@@ -413,7 +412,7 @@ class RunDir:
             except (OSError, ValueError, pa.ArrowException):
                 ours = False
             if not ours:
-                raise ValueError(f"--out {out} exists and is not a merged mascot dataset; remove it or give another "
+                raise InputError(f"--out {out} exists and is not a merged mascot dataset; remove it or give another "
                                  "path")
 
     def merge(self, out=None) -> Path:
@@ -438,7 +437,7 @@ class RunDir:
         read: dict[int, pa.Table] = {}
         done, bad, foreign = self.scan(tables=read)
         for p in foreign:
-            print(f"mascot: warning: ignoring {p}: not a chunk of this run", file=sys.stderr)
+            _log.warning(f"ignoring {p}: not a chunk of this run")
         n = plan["n_chunks"]
         missing = [c for c in range(n) if c not in done]
         if missing:

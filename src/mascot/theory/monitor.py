@@ -22,6 +22,7 @@ import math
 import sys
 from typing import NamedTuple
 
+from mascot.errors import InputError
 from mascot.papers import DELIBERATION_STRATEGIES
 from mascot.theory.consensus import theorem1
 
@@ -37,7 +38,7 @@ STRATEGIES = tuple(STRATEGY_MODE)
 
 def _check_strategy(strategy: str) -> None:
     if strategy not in STRATEGY_MODE:
-        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
+        raise InputError(f"strategy must be one of {', '.join(STRATEGIES)}; got {strategy!r}")
 
 
 def strategy_modes(strategy: str) -> tuple[int, ...]:

@@ -31,6 +31,8 @@ import math
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = [
     "validate_noise_params",
     "aggregated_variance",
@@ -50,9 +52,9 @@ def _finite(name, value):
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a finite real number; got {value!r}") from None
+        raise InputError(f"{name} must be a finite real number; got {value!r}") from None
     if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite; got {value!r}")
+        raise InputError(f"{name} must be finite; got {value!r}")
     return arr
 
 
@@ -62,13 +64,13 @@ def _counts(name, value, minimum=1):
         kind = np.asarray(value).dtype.kind
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}") from None
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}") from None
     if kind not in "iuf":  # no bools, strings or objects
-        raise ValueError(f"{name} must be an integer >= {minimum}; got {value!r}")
+        raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
     if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got non-integer value(s) {value!r}")
+        raise InputError(f"{name} must be an integer >= {minimum}; got non-integer value(s) {value!r}")
     if not np.all(arr >= minimum):
-        raise ValueError(f"{name} must be an integer >= {minimum}; got min {arr.min():g}")
+        raise InputError(f"{name} must be an integer >= {minimum}; got min {arr.min():g}")
     return arr.astype(np.int64)
 
 
@@ -93,12 +95,12 @@ def validate_noise_params(*, k=_MISSING, rho_c=_MISSING, sigma=_MISSING, T=_MISS
     if rho_c is not _MISSING:
         arr = _finite("rho_c", rho_c)
         if not np.all((arr >= 0.0) & (arr <= 1.0)):
-            raise ValueError(f"rho_c must lie in [0, 1] (a variance fraction); got {rho_c!r}")
+            raise InputError(f"rho_c must lie in [0, 1] (a variance fraction); got {rho_c!r}")
         out["rho_c"] = arr
     if sigma is not _MISSING:
         arr = _finite("sigma", sigma)
         if not np.all(arr >= 0.0):
-            raise ValueError(f"sigma must be >= 0 (a standard deviation); got {sigma!r}")
+            raise InputError(f"sigma must be >= 0 (a standard deviation); got {sigma!r}")
         out["sigma"] = arr
     if L is not _MISSING:
         out["L"] = _finite("L", L)
@@ -199,15 +201,15 @@ def infer_rho_c(ratio, k):
     """
     kk = int(_counts("k", k)) if np.ndim(k) == 0 else None
     if kk is None:
-        raise ValueError(f"k must be a single integer >= 2; got {k!r}")
+        raise InputError(f"k must be a single integer >= 2; got {k!r}")
     if kk < 2:
-        raise ValueError("k must be >= 2: with k = 1 the chain/aggregate ratio is 1 for every rho_c, so "
+        raise InputError("k must be >= 2: with k = 1 the chain/aggregate ratio is 1 for every rho_c, so "
                          "rho_c cannot be inferred")
     r = _finite("ratio", ratio)
     if not np.all(r > 0.0):
-        raise ValueError(f"ratio must lie in (0, sqrt(k)] = (0, {math.sqrt(kk):.6g}]; got {ratio!r}")
+        raise InputError(f"ratio must lie in (0, sqrt(k)] = (0, {math.sqrt(kk):.6g}]; got {ratio!r}")
     if not np.all(r <= math.sqrt(kk) * (1.0 + 1e-12)):
-        raise ValueError(
+        raise InputError(
             f"ratio must lie in (0, sqrt(k)] = (0, {math.sqrt(kk):.6g}]; got {ratio!r}: a chain/aggregate "
             "ratio above sqrt(k) would need rho_c < 0 (anti-correlated agents), which the shared-bias "
             "model (rho_c = Var(b)/sigma^2 >= 0) cannot produce"
@@ -221,16 +223,16 @@ def _profile(k_profile):
     try:
         arr = np.asarray(k_profile, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got {k_profile!r}") from None
+        raise InputError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got {k_profile!r}") from None
     if arr.ndim != 1 or arr.size == 0:
-        raise ValueError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got shape {arr.shape}")
+        raise InputError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got shape {arr.shape}")
     return _counts("k_profile", arr).astype(np.float64)
 
 
 def _rho(rho):
     r = _finite("rho", rho)
     if r.ndim != 0 or r < 0.0:
-        raise ValueError(f"rho (a spectral radius) must be a scalar >= 0; got {rho!r}")
+        raise InputError(f"rho (a spectral radius) must be a scalar >= 0; got {rho!r}")
     return float(r)
 
 
@@ -256,5 +258,5 @@ def bias_aware_gain(rho, k_profile, rho_c):
     k = _profile(k_profile)
     rc = float(validate_noise_params(rho_c=rho_c)["rho_c"]) if np.ndim(rho_c) == 0 else None
     if rc is None:
-        raise ValueError(f"rho_c must be a scalar in [0, 1]; got {rho_c!r}")
+        raise InputError(f"rho_c must be a scalar in [0, 1]; got {rho_c!r}")
     return _rho(rho) * float(np.mean(np.sqrt((1.0 + (k - 1.0) * rc) / k)))

@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import InputError
+
 __all__ = [
     "SRDiagnostics",
     "check_gamma",
@@ -47,7 +49,7 @@ def check_gamma(gamma) -> np.ndarray:
     g = np.asarray(gamma, dtype=np.float64)
     if not np.all(np.isfinite(g)) or np.any(g < 0.0) or np.any(g >= 1.0):
         bad = g[~(np.isfinite(g) & (g >= 0.0) & (g < 1.0))].ravel()[:3]
-        raise ValueError(f"gamma must be in [0, 1); got {bad.tolist()}")
+        raise InputError(f"gamma must be in [0, 1); got {bad.tolist()}")
     return g
 
 
@@ -55,15 +57,15 @@ def check_stochastic(P, name: str = "P", tol: float = 1e-9) -> np.ndarray:
     """P must be square, finite, nonnegative, with every row summing to 1 or 0 (a sink agent)."""
     P = np.asarray(P, dtype=np.float64)
     if P.ndim < 2 or P.shape[-1] != P.shape[-2]:
-        raise ValueError(f"{name} must be square (..., n, n); got shape {P.shape}")
+        raise InputError(f"{name} must be square (..., n, n); got shape {P.shape}")
     if not np.all(np.isfinite(P)):
-        raise ValueError(f"{name} has NaN or infinite entries")
+        raise InputError(f"{name} has NaN or infinite entries")
     if np.any(P < -tol):
-        raise ValueError(f"{name} has negative entries (min {P.min():.3g})")
+        raise InputError(f"{name} has negative entries (min {P.min():.3g})")
     s = P.sum(axis=-1)
     ok = (np.abs(s - 1.0) <= tol * P.shape[-1]) | (np.abs(s) <= tol)
     if not np.all(ok):
-        raise ValueError(
+        raise InputError(
             f"{name} must be row-stochastic (rows sum to 1, or 0 for a sink agent); "
             f"worst row sum {s[~ok].ravel()[0]:.6g}. Use mascot.graphs.row_normalize on an adjacency."
         )
@@ -112,10 +114,10 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
         mu = np.cos(2 * np.pi * np.arange(n) / n)
     elif topology == "complete":
         if a is None:
-            raise ValueError("complete needs the self-weight a")
+            raise InputError("complete needs the self-weight a")
         mu = np.concatenate([[1.0], np.full(n - 1, a - (1 - a) / (n - 1))])
     else:
-        raise ValueError(f"no closed form for topology {topology!r}")
+        raise InputError(f"no closed form for topology {topology!r}")
     return 1.0 / (1.0 - g * mu)
 
 
@@ -167,7 +169,7 @@ def cap_influence(P, max_share: float) -> np.ndarray:
     """
     P = check_stochastic(P).copy()
     if not 0.0 < max_share <= 1.0:
-        raise ValueError(f"max_share must be in (0, 1]; got {max_share!r}")
+        raise InputError(f"max_share must be in (0, 1]; got {max_share!r}")
     rows = P.reshape(-1, P.shape[-1])
     for r in rows:
         total = r.sum()

@@ -42,6 +42,8 @@ from collections.abc import Mapping
 from decimal import ROUND_FLOOR, ROUND_HALF_EVEN, Context, Decimal, localcontext
 from typing import Any, NamedTuple
 
+from mascot.errors import InputError
+
 __all__ = [
     "BASE_PROMPT",
     "DEFAULT_STATE",
@@ -144,18 +146,18 @@ def validate_state(state: Mapping[str, Any]) -> tuple[Decimal, str, int]:
     ignored.
     """
     if not isinstance(state, Mapping):
-        raise ValueError(f"state must be a mapping with keys 'Value', 'Parity', 'Level'; got {type(state).__name__}")
+        raise InputError(f"state must be a mapping with keys 'Value', 'Parity', 'Level'; got {type(state).__name__}")
     for key in ("Value", "Parity", "Level"):
         if key not in state:
-            raise ValueError(f"state is missing the field {key!r} (required: 'Value', 'Parity', 'Level')")
+            raise InputError(f"state is missing the field {key!r} (required: 'Value', 'Parity', 'Level')")
     value, parity, level = state["Value"], state["Parity"], state["Level"]
     value_ok = isinstance(value, Decimal) or (isinstance(value, numbers.Real) and not isinstance(value, bool))
     if not value_ok or not (value.is_finite() if isinstance(value, Decimal) else math.isfinite(value)):
-        raise ValueError(f"Value must be a finite real number (int, float or Decimal); got {value!r}")
+        raise InputError(f"Value must be a finite real number (int, float or Decimal); got {value!r}")
     if not isinstance(parity, str) or parity not in PARITIES:
-        raise ValueError(f"Parity must be 'A' or 'B'; got {parity!r}")
+        raise InputError(f"Parity must be 'A' or 'B'; got {parity!r}")
     if not isinstance(level, numbers.Integral) or isinstance(level, bool) or not LEVEL_MIN <= level <= LEVEL_MAX:
-        raise ValueError(f"Level must be an integer in {LEVEL_MIN}..{LEVEL_MAX}; got {level!r}")
+        raise InputError(f"Level must be an integer in {LEVEL_MIN}..{LEVEL_MAX}; got {level!r}")
     return _to_decimal(value), parity, int(level)
 
 
@@ -209,7 +211,7 @@ def trajectory(state: Mapping[str, Any] | None = None, steps: int = DEFAULT_STEP
     Value (a Decimal or int Value is converted to the nearest float).
     """
     if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 0:
-        raise ValueError(f"steps must be a non-negative integer; got {steps!r}")
+        raise InputError(f"steps must be a non-negative integer; got {steps!r}")
     if state is None:
         state = DEFAULT_STATE
     value, parity, level = validate_state(state)

@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from mascot.errors import InputError
 from mascot import papers
 from mascot.backends.base import Sampling
 from mascot.io import read_toml
@@ -43,21 +44,21 @@ class DebateConfig:
 
     def __post_init__(self):
         if len(self.agents) < 1:
-            raise ValueError("agents must list at least one agent")
+            raise InputError("agents must list at least one agent")
         names = [a.name for a in self.agents]
         if len(set(names)) != len(names):
-            raise ValueError(f"agent names must be unique; got {names}")
+            raise InputError(f"agent names must be unique; got {names}")
         for a in self.agents:
             if not (0 <= float(a.prior_pass) <= 1):
-                raise ValueError(f"agent {a.name!r}: prior_pass must be in [0, 1]; got {a.prior_pass!r}")
+                raise InputError(f"agent {a.name!r}: prior_pass must be in [0, 1]; got {a.prior_pass!r}")
         for nm, lo in (("max_rounds", 1), ("runs", 1), ("seed", 0)):
             v = getattr(self, nm)
             if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise ValueError(f"{nm} must be an integer >= {lo}; got {v!r}")
+                raise InputError(f"{nm} must be an integer >= {lo}; got {v!r}")
         if self.final_rule not in ("majority", "weighted"):
-            raise ValueError(f"final_rule must be 'majority' or 'weighted'; got {self.final_rule!r}")
+            raise InputError(f"final_rule must be 'majority' or 'weighted'; got {self.final_rule!r}")
         if self.final_rule == "weighted" and not self.ask_confidence:
-            raise ValueError("final_rule = 'weighted' needs ask_confidence = true (no confidences otherwise)")
+            raise InputError("final_rule = 'weighted' needs ask_confidence = true (no confidences otherwise)")
 
     def identity(self) -> dict:
         return json.loads(json.dumps(asdict(self)))
@@ -78,7 +79,7 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
     where = str(path) if path is not None else "config"
     bad = sorted(set(raw) - _TOP)
     if bad:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
+        raise InputError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
     for k, v in (overrides or {}).items():
         if v is None:
             continue
@@ -93,7 +94,7 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
         for i, a in enumerate(raw["agents"]):
             extra = sorted(set(a) - {"name", "description", "prior_pass"})
             if extra or "name" not in a or "description" not in a:
-                raise ValueError(f"{where}: agents[{i}] needs name and description (and optional prior_pass); "
+                raise InputError(f"{where}: agents[{i}] needs name and description (and optional prior_pass); "
                                  f"unknown: {extra}")
             agents.append(DebateAgent(str(a["name"]), str(a["description"]), float(a.get("prior_pass", 0.5))))
         kw["agents"] = tuple(agents)
@@ -101,14 +102,14 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
         s = raw["sampling"]
         extra = sorted(set(s) - {"temperature", "top_p", "max_tokens", "seed"})
         if extra:
-            raise ValueError(f"{where}: [sampling]: unknown key(s) {extra}")
+            raise InputError(f"{where}: [sampling]: unknown key(s) {extra}")
         kw["sampling"] = Sampling(**{**asdict(DebateConfig().sampling), **s})
     sur = dict(raw.get("surrogate", {}))
     extra = sorted(set(sur) - _SURROGATE)
     if extra:
-        raise ValueError(f"{where}: [surrogate]: unknown key(s) {extra}; known: {', '.join(sorted(_SURROGATE))}")
+        raise InputError(f"{where}: [surrogate]: unknown key(s) {extra}; known: {', '.join(sorted(_SURROGATE))}")
     try:
         cfg = DebateConfig(**kw)
     except TypeError as e:
-        raise ValueError(f"{where}: {e}") from None
+        raise InputError(f"{where}: {e}") from None
     return cfg, sur

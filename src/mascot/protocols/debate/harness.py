@@ -24,13 +24,13 @@ Ballots and votes: :mod:`mascot.protocols.debate.voting`; prompts: :mod:`mascot.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
+from mascot.errors import BackendError, InputError
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
 from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
@@ -41,6 +41,9 @@ from mascot.protocols.debate.voting import (
 )
 from mascot.protocols.rundir import begin_run, surrogate_aware_spec
 from mascot.seeds import seed64
+from mascot import log
+
+_log = log.get_logger(__name__)
 
 __all__ = ["run_debate", "DebateRun"]
 
@@ -88,7 +91,7 @@ REASK = 2  # how often a request the backend did not answer is asked again (as t
 def _generate(b, reqs):
     resps = list(b.generate(reqs))
     if len(resps) != len(reqs):
-        raise RuntimeError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
+        raise BackendError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
     return resps
 
 
@@ -99,7 +102,7 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     ``backend``: a backend or a zero-argument factory (then pass ``backend_spec``), called only if rounds remain.
     """
     if not isinstance(config, DebateConfig):
-        raise ValueError("config must be a DebateConfig")
+        raise InputError("config must be a DebateConfig")
     out = Path(out)
     start = begin_run(out, kind="mascot-debate", label="a debate", config_identity=config.identity(),
                       backend=backend, backend_spec=backend_spec, spec_of=_spec_of, results="transcript.jsonl")
@@ -120,7 +123,7 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     def done(st):
         return bool(st["rounds"]) and st["rounds"][-1].get("status") is not None
 
-    say = (lambda m: print(f"[debate] {m}", file=sys.stderr, flush=True)) if progress else (lambda m: None)
+    say = (lambda m: log.progress(_log, f"[debate] {m}")) if progress else (lambda m: None)
     t_start = time.perf_counter()
     n_requests = 0
     b = None

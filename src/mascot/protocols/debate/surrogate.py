@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from mascot.errors import InputError
 from mascot.backends.base import Request, Response
 from mascot.protocols.debate.voting import DECISIONS
 from mascot.protocols.deliberation.surrogate import count_tokens
@@ -41,9 +42,9 @@ class SurrogateDebateBackend:
         for nm, v in (("persuasion", persuasion), ("malformed", malformed), ("confidence_low", confidence_low),
                       ("confidence_high", confidence_high)):
             if not (0 <= float(v) <= 1):
-                raise ValueError(f"surrogate.{nm} must be in [0, 1]; got {v!r}")
+                raise InputError(f"surrogate.{nm} must be in [0, 1]; got {v!r}")
         if confidence_low > confidence_high:
-            raise ValueError("surrogate.confidence_low must be <= confidence_high")
+            raise InputError("surrogate.confidence_low must be <= confidence_high")
         self.priors = dict(priors or {})
         self.persuasion, self.malformed = float(persuasion), float(malformed)
         self.confidence_low, self.confidence_high = float(confidence_low), float(confidence_high)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot import papers
 from mascot.backends.base import Sampling
 from mascot.graphs import complete_weights, ring_weights
@@ -74,24 +75,24 @@ class MonitorConfig:
 def check_int(name, v, lo) -> int:
     """``v`` as an int; ``ValueError`` naming ``name`` unless it is an integer ``>= lo``."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}; got {v!r}")
+        raise InputError(f"{name} must be an integer >= {lo}; got {v!r}")
     return int(v)
 
 
 def check_float(name, v, *, lo=None, hi=None, lo_open=False) -> float:
     """``v`` as a finite float in the range (``lo_open``: ``> lo``); ``ValueError`` naming ``name`` otherwise."""
     if isinstance(v, bool):
-        raise ValueError(f"{name} must be a number; got {v!r}")
+        raise InputError(f"{name} must be a number; got {v!r}")
     try:
         f = float(v)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a number; got {v!r}") from None
+        raise InputError(f"{name} must be a number; got {v!r}") from None
     if not math.isfinite(f):
-        raise ValueError(f"{name} must be finite; got {v!r}")
+        raise InputError(f"{name} must be finite; got {v!r}")
     if lo is not None and (f <= lo if lo_open else f < lo):
-        raise ValueError(f"{name} must be {'>' if lo_open else '>='} {lo}; got {v!r}")
+        raise InputError(f"{name} must be {'>' if lo_open else '>='} {lo}; got {v!r}")
     if hi is not None and f > hi:
-        raise ValueError(f"{name} must be <= {hi}; got {v!r}")
+        raise InputError(f"{name} must be <= {hi}; got {v!r}")
     return f
 
 
@@ -131,26 +132,26 @@ class DeliberationConfig:
 
     def __post_init__(self):
         if not self.roles:
-            raise ValueError("roles must list at least one role")
+            raise InputError("roles must list at least one role")
         n = self.n_agents if self.n_agents is not None else len(self.roles)
         check_int("n_agents", n, 2)
         if len(self.axes) < 1:
-            raise ValueError("axes must list at least one axis")
+            raise InputError("axes must list at least one axis")
         for r in self.roles:
             if r.prior is not None and len(r.prior) != len(self.axes):
-                raise ValueError(f"role {r.name!r}: prior has {len(r.prior)} entries but there are "
+                raise InputError(f"role {r.name!r}: prior has {len(r.prior)} entries but there are "
                                  f"{len(self.axes)} axes")
             if r.prior is not None and not all(0 <= float(v) <= 1 for v in r.prior):
-                raise ValueError(f"role {r.name!r}: prior entries must be in [0, 1]")
+                raise InputError(f"role {r.name!r}: prior entries must be in [0, 1]")
         if not self.strategies or any(s not in STRATEGIES for s in self.strategies):
-            raise ValueError(f"strategies must be a non-empty subset of {', '.join(STRATEGIES)}; "
+            raise InputError(f"strategies must be a non-empty subset of {', '.join(STRATEGIES)}; "
                              f"got {self.strategies!r}")
         if len(set(self.strategies)) != len(self.strategies):
-            raise ValueError(f"strategies has duplicates: {self.strategies!r}")
+            raise InputError(f"strategies has duplicates: {self.strategies!r}")
         check_float("eta", self.eta, lo=0, lo_open=True)
         check_float("eps", self.eps, lo=0, lo_open=True)
         if self.eta < self.eps:
-            raise ValueError(f"eta = {self.eta} < eps = {self.eps}: the adaptive strategy would never switch to mode 2 "
+            raise InputError(f"eta = {self.eta} < eps = {self.eps}: the adaptive strategy would never switch to mode 2 "
                              "before consensus (Algorithm 1 needs eta >= eps)")
         check_float("b0", self.b0, lo=0, lo_open=True)
         check_int("max_rounds", self.max_rounds, 1)
@@ -161,7 +162,7 @@ class DeliberationConfig:
         check_float("complete_self", self.complete_self, lo=0, hi=1)
         check_float("ring_self", self.ring_self, lo=0, hi=1)
         if self.budget_rule not in ("spent", "predicted"):
-            raise ValueError(f"budget_rule must be 'spent' or 'predicted'; got {self.budget_rule!r}")
+            raise InputError(f"budget_rule must be 'spent' or 'predicted'; got {self.budget_rule!r}")
         m = self.monitor
         check_float("monitor.n0", m.n0, lo=0)
         check_int("monitor.warmup", m.warmup, 0)
@@ -172,9 +173,9 @@ class DeliberationConfig:
         if self.x0 is not None:
             x0 = np.asarray(self.x0, dtype=np.float64)
             if x0.shape != (n, len(self.axes)):
-                raise ValueError(f"x0 must be an (N, d) = ({n}, {len(self.axes)}) matrix; got shape {x0.shape}")
+                raise InputError(f"x0 must be an (N, d) = ({n}, {len(self.axes)}) matrix; got shape {x0.shape}")
             if not np.all((x0 >= 0) & (x0 <= 1)):
-                raise ValueError("x0 entries must be in [0, 1]")
+                raise InputError("x0 entries must be in [0, 1]")
 
     # -- derived --------------------------------------------------------------------------------
     @property
@@ -203,10 +204,10 @@ class DeliberationConfig:
         elif n >= 3:
             W2 = ring_weights(n, self.ring_self)
         else:
-            raise ValueError("the default ring needs n_agents >= 3; give weights.W2")
+            raise InputError("the default ring needs n_agents >= 3; give weights.W2")
         for nm, W in (("weights.W1", W1), ("weights.W2", W2)):
             if W.shape != (n, n):
-                raise ValueError(f"{nm} must be {n} x {n} (one row per agent); got shape {W.shape}")
+                raise InputError(f"{nm} must be {n} x {n} (one row per agent); got shape {W.shape}")
             validate_doubly_stochastic(W, nm)
         return W1, W2
 
@@ -228,7 +229,7 @@ _SURROGATE_KEYS = {"noise", "compliance", "initial_spread", "malformed", "reason
 def _unknown(where: str, got: dict, known: set):
     bad = sorted(set(got) - known)
     if bad:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
+        raise InputError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(known))}")
 
 
 def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[DeliberationConfig, dict]:
@@ -255,7 +256,7 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
         elif k in _TOP_KEYS:
             raw[k] = v
         else:
-            raise ValueError(f"unknown override {k!r}; known: {', '.join(sorted(_TOP_KEYS))}")
+            raise InputError(f"unknown override {k!r}; known: {', '.join(sorted(_TOP_KEYS))}")
     kw: dict[str, Any] = {}
     for k in ("name", "task", "n_agents", "eta", "eps", "b0", "max_rounds", "budget_rule", "retries", "runs", "seed",
               "charge_initial", "shared_initial", "token_scale", "structured_output"):
@@ -268,10 +269,10 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
         roles = []
         for i, r in enumerate(raw["roles"]):
             if not isinstance(r, dict):
-                raise ValueError(f"{where}: roles[{i}] must be a table")
+                raise InputError(f"{where}: roles[{i}] must be a table")
             _unknown(f"{where}: roles[{i}]", r, {"name", "title", "bias", "prompt", "prior"})
             if "name" not in r or "prompt" not in r:
-                raise ValueError(f"{where}: roles[{i}] needs at least 'name' and 'prompt'")
+                raise InputError(f"{where}: roles[{i}] needs at least 'name' and 'prompt'")
             prior = r.get("prior")
             roles.append(Role(str(r["name"]), str(r.get("title", r["name"])), str(r.get("bias", "")), str(r["prompt"]),
                               None if prior is None else tuple(float(x) for x in prior)))
@@ -310,5 +311,5 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
     try:
         cfg = DeliberationConfig(**kw)
     except TypeError as e:
-        raise ValueError(f"{where}: {e}") from None
+        raise InputError(f"{where}: {e}") from None
     return cfg, surrogate

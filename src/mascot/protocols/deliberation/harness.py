@@ -55,7 +55,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -63,6 +62,7 @@ from typing import NamedTuple, Sequence
 
 import numpy as np
 
+from mascot.errors import BackendError, InputError
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
 from mascot.io import append_jsonl, atomic_write_text, json_default, jsonl_line, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
@@ -77,6 +77,9 @@ from mascot.seeds import seed64
 from mascot.status import Status
 from mascot.theory.consensus import contraction_rate, disagreement
 from mascot.theory.monitor import BudgetMonitor
+from mascot import log
+
+_log = log.get_logger(__name__)
 
 __all__ = ["run_deliberation", "DeliberationRun"]
 
@@ -143,7 +146,7 @@ class _Harness:
 
     def say(self, msg: str) -> None:
         if self.progress:
-            print(f"[deliberate] {msg}", file=sys.stderr, flush=True)
+            log.progress(_log, f"[deliberate] {msg}")
 
     def new_lanes(self) -> list[_Lane]:
         c = self.cfg
@@ -205,7 +208,7 @@ class _Harness:
             resps = self.backend.generate(reqs)
             self.call_s += time.perf_counter() - t0
             if len(resps) != len(reqs):
-                raise RuntimeError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
+                raise BackendError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
             self.n_requests += len(reqs)
             log, still = [], []
             for i, req, resp in zip(pending, reqs, resps):
@@ -431,7 +434,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     :func:`mascot.analysis.deliberation_report.write_report`.
     """
     if not isinstance(config, DeliberationConfig):
-        raise ValueError("config must be a DeliberationConfig")
+        raise InputError("config must be a DeliberationConfig")
     out = Path(out)
     start = begin_run(out, kind="mascot-deliberation", label="a deliberation run", config_identity=config.identity(),
                       backend=backend, backend_spec=backend_spec, spec_of=_spec_of, results="rounds.jsonl")

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot import stable
 from mascot.backends.base import Request, Response
 from mascot.io import atomic_write_text, read_toml
@@ -118,7 +119,7 @@ class RateLawParams:
             object.__setattr__(self, k, check_float(f"surrogate params: {k}", getattr(self, k), lo=lo, hi=hi,
                                                     lo_open=lo_open))
         if self.rate_min >= self.rate_max:
-            raise ValueError(f"surrogate params: rate_min must be < rate_max; got {self.rate_min} >= {self.rate_max}")
+            raise InputError(f"surrogate params: rate_min must be < rate_max; got {self.rate_min} >= {self.rate_max}")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -144,7 +145,7 @@ def compliance_for_rate(lam, mode_rate):
     """The compliance ``c`` whose operator ``(1 - c) I + c W`` has contraction rate ``lam`` on the slowest
     direction of a ``W`` with contraction rate ``mode_rate``: ``(1 - lam) / (1 - mode_rate)``."""
     if not mode_rate < 1:
-        raise ValueError(f"mode_rate must be < 1 (a connected mode); got {mode_rate!r}")
+        raise InputError(f"mode_rate must be < 1 (a connected mode); got {mode_rate!r}")
     return (1.0 - np.asarray(lam, dtype=np.float64)) / (1.0 - mode_rate)
 
 
@@ -161,13 +162,13 @@ def _fmt_toml(v) -> str:
     if isinstance(v, (float, np.floating)):
         f = float(v)
         if not math.isfinite(f):
-            raise ValueError(f"cannot write a non-finite number to TOML: {f}")
+            raise InputError(f"cannot write a non-finite number to TOML: {f}")
         return repr(f)
     if isinstance(v, str):
         return json.dumps(v, ensure_ascii=False)
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(_fmt_toml(x) for x in v) + "]"
-    raise ValueError(f"cannot write {type(v).__name__} to TOML")
+    raise InputError(f"cannot write {type(v).__name__} to TOML")
 
 
 def write_params(path, params, *, name: str, description: str = "", settings: dict | None = None,
@@ -200,7 +201,7 @@ def write_params(path, params, *, name: str, description: str = "", settings: di
             if allowed is not None:
                 bad = sorted(set(table) - allowed)
                 if bad:
-                    raise ValueError(f"[{title}]: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(allowed))}")
+                    raise InputError(f"[{title}]: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(allowed))}")
             lines += ["", f"[{title}]"] + [f"{k} = {_fmt_toml(v)}" for k, v in table.items()]
     atomic_write_text(path, "\n".join(lines) + "\n")
 
@@ -208,7 +209,7 @@ def write_params(path, params, *, name: str, description: str = "", settings: di
 def _legacy_options(d: dict, where: str) -> dict:
     bad = sorted(set(d) - set(LEGACY_PARAMS))
     if bad:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(bad)} for family 'legacy'; "
+        raise InputError(f"{where}: unknown key(s) {', '.join(bad)} for family 'legacy'; "
                          f"known: {', '.join(sorted(LEGACY_PARAMS))}")
     out = {**LEGACY_PARAMS, **d}
     for k in ("noise", "initial_spread"):
@@ -232,31 +233,31 @@ def read_params(path) -> dict:
         raw = read_toml(path)
         where = str(path)
     if raw.get("kind") != "deliberation":
-        raise ValueError(f"{where}: kind must be \"deliberation\" (a deliberation surrogate parameter file); "
+        raise InputError(f"{where}: kind must be \"deliberation\" (a deliberation surrogate parameter file); "
                          f"got {raw.get('kind')!r}")
     bad = sorted(set(raw) - _TOP)
     if bad:
-        raise ValueError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
+        raise InputError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
     fam = raw.get("family")
     if fam not in ("legacy", "rate_law"):
-        raise ValueError(f"{where}: family must be \"legacy\" or \"rate_law\"; got {fam!r}")
+        raise InputError(f"{where}: family must be \"legacy\" or \"rate_law\"; got {fam!r}")
     p = raw.get("params", {})
     if not isinstance(p, dict):
-        raise ValueError(f"{where}: [params] must be a table")
+        raise InputError(f"{where}: [params] must be a table")
     if fam == "legacy":
         params = _legacy_options(p, f"{where}: params")
     else:
         bad = sorted(set(p) - set(_RATE_LAW_SPEC))
         if bad:
-            raise ValueError(f"{where}: params: unknown key(s) {', '.join(bad)} for family 'rate_law'; "
+            raise InputError(f"{where}: params: unknown key(s) {', '.join(bad)} for family 'rate_law'; "
                              f"known: {', '.join(_RATE_LAW_SPEC)}")
         try:
             params = RateLawParams(**p)
         except ValueError as e:
-            raise ValueError(f"{where}: {e}") from None
+            raise InputError(f"{where}: {e}") from None
     settings = raw.get("settings", {})
     if not isinstance(settings, dict) or set(settings) - _SETTINGS:
-        raise ValueError(f"{where}: [settings] may hold only {', '.join(sorted(_SETTINGS))}")
+        raise InputError(f"{where}: [settings] may hold only {', '.join(sorted(_SETTINGS))}")
     return {"family": fam, "name": str(raw.get("name", "")), "params": params, "settings": settings,
             "uncertainty": dict(raw.get("uncertainty", {})), "fit": dict(raw.get("fit", {}))}
 
@@ -305,7 +306,7 @@ class SurrogateDeliberationBackend:
         self.seed = check_int("surrogate.seed", seed, 0)
         self.model = model
         if params is not None and not isinstance(params, RateLawParams):
-            raise ValueError(f"params must be a RateLawParams; got {type(params).__name__}")
+            raise InputError(f"params must be a RateLawParams; got {type(params).__name__}")
         self.params = params
 
     @classmethod
@@ -321,7 +322,7 @@ class SurrogateDeliberationBackend:
             return cls(**opts, seed=seed, **({"model": model} if model else {}))
         bad = sorted(set(overrides) - set(_RATE_LAW_SPEC))
         if bad:
-            raise ValueError(f"from_params: unknown override(s) {', '.join(bad)}; known: seed, model, "
+            raise InputError(f"from_params: unknown override(s) {', '.join(bad)}; known: seed, model, "
                              f"{', '.join(_RATE_LAW_SPEC)}")
         params = RateLawParams(**{**spec["params"].to_dict(), **overrides})
         return cls(seed=seed, model=model or f"surrogate-deliberation-{spec['name'] or 'rate_law'}", params=params)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+from mascot.errors import InputError
+
 __all__ = ["MESH_TIES", "pairwise_disagreement", "plurality_vote"]
 
 MESH_TIES = ("first", "median")
@@ -22,7 +24,7 @@ def plurality_vote(states: Sequence[dict], tie: str = "first") -> tuple[dict | N
     ``states`` is empty.
     """
     if tie not in MESH_TIES:
-        raise ValueError(f"tie must be one of {', '.join(MESH_TIES)}; got {tie!r}")
+        raise InputError(f"tie must be one of {', '.join(MESH_TIES)}; got {tie!r}")
     counts: dict[tuple, int] = {}
     first: dict[tuple, int] = {}
     for i, s in enumerate(states):

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.backends.base import Request, Response
 from mascot.protocols.state_tracking.prompts import read_prompt
 from mascot.seeds import hash64, uniforms
@@ -119,11 +120,11 @@ class RandomBackend(_Trivial):
     def __init__(self, value_low: float = 0.0, value_high: float = 100.0, seed: int = 0):
         for nm, v in (("value_low", value_low), ("value_high", value_high)):
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
-                raise ValueError(f"{nm} must be a finite number; got {v!r}")
+                raise InputError(f"{nm} must be a finite number; got {v!r}")
         if not value_low <= value_high:
-            raise ValueError(f"value_low must be <= value_high; got {value_low!r} > {value_high!r}")
+            raise InputError(f"value_low must be <= value_high; got {value_low!r} > {value_high!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
+            raise InputError(f"seed must be an integer >= 0; got {seed!r}")
         self.value_low = float(value_low)
         self.value_high = float(value_high)
         self.seed = int(seed)

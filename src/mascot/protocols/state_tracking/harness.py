@@ -57,7 +57,6 @@ import hashlib
 import json
 import math
 import os
-import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,6 +65,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from mascot.errors import BackendError, InputError
 from mascot.backends import run_spec
 from mascot.backends.base import Backend, BackendFailure, Request, Sampling, attach_progress, endpoint
 from mascot.io import atomic_path, atomic_write_text
@@ -75,6 +75,9 @@ from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disa
 from mascot.protocols.state_tracking.parsing import ParseResult, parse_state
 from mascot.seeds import hash64, uniforms  # noqa: F401  (re-exported: part of this module's API)
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
+from mascot import log
+
+_log = log.get_logger(__name__)
 
 __all__ = [
     "BackendFailure",
@@ -105,7 +108,7 @@ def derive_seeds(run_seed, topology_ids, trials, arms, step, roles, agents, atte
 # ----------------------------------------------------------------------------- configuration
 def _int(name, x, lo):
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo:
-        raise ValueError(f"{name} must be an integer >= {lo}; got {x!r}")
+        raise InputError(f"{name} must be an integer >= {lo}; got {x!r}")
     return int(x)
 
 
@@ -135,10 +138,10 @@ class TrialConfig:
             topo = (topo,)
         topo = tuple(topo)
         if not topo:
-            raise ValueError(f"topologies must name at least one of {', '.join(TOPOLOGIES)}")
+            raise InputError(f"topologies must name at least one of {', '.join(TOPOLOGIES)}")
         for t in topo:
             if t not in TOPOLOGIES:
-                raise ValueError(f"unknown topology {t!r}; choose from {', '.join(TOPOLOGIES)}")
+                raise InputError(f"unknown topology {t!r}; choose from {', '.join(TOPOLOGIES)}")
         # canonical order, no duplicates
         object.__setattr__(self, "topologies", tuple(t for t in TOPOLOGIES if t in topo))
         _int("n_trials", self.n_trials, 1)
@@ -149,22 +152,22 @@ class TrialConfig:
         _int("mesh_agents", self.mesh_agents, 1)
         eps = self.epsilon
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps):
-            raise ValueError(f"epsilon must be a finite number; got {self.epsilon!r}")
+            raise InputError(f"epsilon must be a finite number; got {self.epsilon!r}")
         if self.mesh_tie not in MESH_TIES:
-            raise ValueError(f"mesh_tie must be one of {', '.join(MESH_TIES)}; got {self.mesh_tie!r}")
+            raise InputError(f"mesh_tie must be one of {', '.join(MESH_TIES)}; got {self.mesh_tie!r}")
         if self.log_requests not in LOG_MODES:
-            raise ValueError(f"log_requests must be one of {', '.join(LOG_MODES)}; got {self.log_requests!r}")
+            raise InputError(f"log_requests must be one of {', '.join(LOG_MODES)}; got {self.log_requests!r}")
         if not (isinstance(self.d_floor, (int, float)) and self.d_floor > 0 and math.isfinite(self.d_floor)):
-            raise ValueError(f"d_floor must be a finite number > 0; got {self.d_floor!r}")
+            raise InputError(f"d_floor must be a finite number > 0; got {self.d_floor!r}")
         if not isinstance(self.sampling, Sampling):
-            raise ValueError("sampling must be a mascot.backends.base.Sampling")
+            raise InputError("sampling must be a mascot.backends.base.Sampling")
         st = self.initial_state
         if isinstance(st, dict):
             st = (st.get("Value"), st.get("Parity"), st.get("Level"))
         try:
             v, p, lv = st
         except (TypeError, ValueError):
-            raise ValueError(f"initial_state must be (Value, Parity, Level); got {self.initial_state!r}") from None
+            raise InputError(f"initial_state must be (Value, Parity, Level); got {self.initial_state!r}") from None
         validate_state({"Value": v, "Parity": p, "Level": lv})
         object.__setattr__(self, "initial_state", (float(v), p, int(lv)))
 
@@ -226,7 +229,7 @@ def _read_part(path, columns=None):
     try:
         return pq.ParquetFile(path, page_checksum_verification=True).read(columns=columns)
     except (OSError, pa.ArrowException) as e:
-        raise ValueError(f"{path} is damaged: {str(e).splitlines()[0][:120]}") from None
+        raise InputError(f"{path} is damaged: {str(e).splitlines()[0][:120]}") from None
 
 
 def _schema():
@@ -289,7 +292,7 @@ class _Runner:
     # -------------------------------------------------------------- progress and logs
     def _say(self, msg: str) -> None:
         if self.progress:
-            print(f"mascot trials: {msg}", file=sys.stderr, flush=True)
+            log.progress(_log, f"mascot trials: {msg}")
 
     def _log_record(self, rec: dict) -> None:
         if self._log is not None:
@@ -339,7 +342,7 @@ class _Runner:
             dt = time.perf_counter() - t0
             self.call_s += dt
             if not isinstance(resps, list) or len(resps) != len(reqs):
-                raise RuntimeError(f"backend {getattr(self.backend, 'name', '?')} returned "
+                raise BackendError(f"backend {getattr(self.backend, 'name', '?')} returned "
                                    f"{len(resps) if hasattr(resps, '__len__') else resps!r} responses for "
                                    f"{len(reqs)} requests")
             self.n_requests += len(reqs)
@@ -561,7 +564,7 @@ class _Runner:
             try:  # every page against its checksum: a damaged step is recomputed, with the steps after it
                 steps = set(_read_part(self.part_path(k + 1)).column("step").to_pylist())  # (all columns verified)
                 if steps != {k + 1}:  # e.g. another step's file copied over it (its checksums are valid)
-                    raise ValueError(f"{self.part_path(k + 1)} is damaged: it holds step(s) {sorted(steps)[:3]}, "
+                    raise InputError(f"{self.part_path(k + 1)} is damaged: it holds step(s) {sorted(steps)[:3]}, "
                                      f"not step {k + 1}")
             except ValueError as e:
                 self._say(f"removing {self.part_path(k + 1).name}: damaged ({str(e).split(' is damaged: ', 1)[-1]}), so "
@@ -584,7 +587,7 @@ class _Runner:
         d = t.to_pydict()
         if len(d["value"]) != self.U or d["topology"] != self.topo or d["trial"] != self.trial.tolist() or \
                 d["perturbed"] != [bool(a) for a in self.arm]:
-            raise ValueError(f"{self.part_path(k)} does not match this run's trials (corrupt run directory?)")
+            raise InputError(f"{self.part_path(k)} does not match this run's trials (corrupt run directory?)")
         self.cur = [{"Value": float(v), "Parity": p, "Level": int(lv)}
                     for v, p, lv in zip(d["value"], d["parity"], d["level"])]
 
@@ -664,7 +667,7 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     A rerun with a different identity into the same ``out`` raises ``ValueError`` naming the differences.
     """
     if not isinstance(config, TrialConfig):
-        raise ValueError("config must be a TrialConfig")
+        raise InputError("config must be a TrialConfig")
     out = Path(out)
     start = begin_run(out, kind="mascot-trials", label="a run", config_identity=config.identity(), backend=backend,
                       backend_spec=backend_spec, spec_of=_identity_spec, results="steps", n_diffs=8,

@@ -33,6 +33,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
+from mascot.errors import InputError
 from mascot.theory.state_tracking import BASE_PROMPT, RULES_TEXT
 
 __all__ = [
@@ -206,7 +207,7 @@ _REVISION = _pieces(REVISION_TEMPLATE, ("n_others", "rules_text", "j_state", "fi
 
 def _as_state(obj) -> dict:
     if not isinstance(obj, dict) or not {"Value", "Parity", "Level"} <= set(obj):
-        raise ValueError(f"not a state: {obj!r:.80}")
+        raise InputError(f"not a state: {obj!r:.80}")
     return _state(obj)
 
 
@@ -216,12 +217,12 @@ def _tail_blocks(content: str, pieces: list[str]) -> tuple[str, str]:
     field names, so the literal headers cannot occur inside them, while the rules text before them may
     say anything."""
     if not (content.startswith(pieces[0]) and content.endswith(pieces[4])):
-        raise ValueError("not this prompt")
+        raise InputError("not this prompt")
     end = len(content) - len(pieces[4])
     i3 = content.rfind(pieces[3], 0, end)
     i2 = content.rfind(pieces[2], 0, i3) if i3 >= 0 else -1
     if i2 < 0:
-        raise ValueError("prompt headers not found")
+        raise InputError("prompt headers not found")
     return content[i2 + len(pieces[2]): i3], content[i3 + len(pieces[3]): end]
 
 
@@ -230,10 +231,10 @@ def read_prompt(messages: Sequence[Mapping]) -> Prompt:
     :func:`judge_messages` or :func:`revision_messages` (exact round trip of every field). Raises
     ``ValueError`` for messages of any other form."""
     if not messages or not isinstance(messages[-1], Mapping) or messages[-1].get("role") != "user":
-        raise ValueError("the last message must be the user's")
+        raise InputError("the last message must be the user's")
     content = messages[-1].get("content")
     if not isinstance(content, str):
-        raise ValueError("the user message has no text content")
+        raise InputError("the user message has no text content")
     if content.startswith(STATE_PREFIX):
         return Prompt("agent", _as_state(json.loads(content[len(STATE_PREFIX):])), [])
     if content.startswith(_JUDGE[0]):
@@ -243,8 +244,8 @@ def read_prompt(messages: Sequence[Mapping]) -> Prompt:
         state, shown = _tail_blocks(content, _REVISION)
         role = "revision"
     else:
-        raise ValueError("not a state-tracking prompt (agent, judge or revision)")
+        raise InputError("not a state-tracking prompt (agent, judge or revision)")
     props = json.loads(shown)
     if not isinstance(props, list):
-        raise ValueError("the proposals are not a list")
+        raise InputError("the proposals are not a list")
     return Prompt(role, _as_state(json.loads(state)), [_as_state(p) for p in props])

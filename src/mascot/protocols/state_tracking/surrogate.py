@@ -95,6 +95,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.backends.base import Request, Response
 from mascot.protocols.state_tracking.aggregation import plurality_vote
 from mascot.protocols.state_tracking.prompts import Prompt, read_prompt
@@ -131,7 +132,7 @@ def split_words(text: str) -> int:
 
 def _check_prob(name, x):
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not (0.0 <= float(x) <= 1.0):
-        raise ValueError(f"{name} must be a probability in [0, 1]; got {x!r}")
+        raise InputError(f"{name} must be a probability in [0, 1]; got {x!r}")
     return float(x)
 
 
@@ -157,14 +158,14 @@ class SurrogateBackend:
                  roles: dict | None = None, params_name: str | None = None, bias: float = 0.0,
                  p_blunder: float = 0.0, blunder_scale: float = 1.0):
         if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not (math.isfinite(sigma) and sigma >= 0):
-            raise ValueError(f"sigma must be a finite number >= 0; got {sigma!r}")
+            raise InputError(f"sigma must be a finite number >= 0; got {sigma!r}")
         if isinstance(judge_noise, bool) or not isinstance(judge_noise, (int, float)) or not (
                 math.isfinite(judge_noise) and judge_noise >= 0):
-            raise ValueError(f"judge_noise must be a finite number >= 0; got {judge_noise!r}")
+            raise InputError(f"judge_noise must be a finite number >= 0; got {judge_noise!r}")
         if judge not in JUDGES:
-            raise ValueError(f"judge must be one of {', '.join(JUDGES)}; got {judge!r}")
+            raise InputError(f"judge must be one of {', '.join(JUDGES)}; got {judge!r}")
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-            raise ValueError(f"seed must be an integer >= 0; got {seed!r}")
+            raise InputError(f"seed must be an integer >= 0; got {seed!r}")
         self.sigma = float(sigma)
         self.rho_c = _check_prob("rho_c", rho_c)
         self.parity_slip = _check_prob("parity_slip", parity_slip)
@@ -176,12 +177,12 @@ class SurrogateBackend:
         self.model = model
         self.persist = _check_prob("persist", persist)
         if isinstance(bias, bool) or not isinstance(bias, (int, float)) or not math.isfinite(bias):
-            raise ValueError(f"bias must be a finite number; got {bias!r}")
+            raise InputError(f"bias must be a finite number; got {bias!r}")
         self.bias = float(bias)
         self.p_blunder = _check_prob("p_blunder", p_blunder)
         if isinstance(blunder_scale, bool) or not isinstance(blunder_scale, (int, float)) or not (
                 math.isfinite(blunder_scale) and blunder_scale >= 0):
-            raise ValueError(f"blunder_scale must be a finite number >= 0; got {blunder_scale!r}")
+            raise InputError(f"blunder_scale must be a finite number >= 0; got {blunder_scale!r}")
         self.blunder_scale = float(blunder_scale)
         self.roles = _check_roles(roles or {}, self.judge_noise, self.persist)
         self.params_name = params_name
@@ -201,28 +202,28 @@ class SurrogateBackend:
         else:
             p = Path(path)
             if not p.is_file():
-                raise ValueError(f"surrogate parameter file {str(p)!r} does not exist (or name one of the sets "
+                raise InputError(f"surrogate parameter file {str(p)!r} does not exist (or name one of the sets "
                                  f"{', '.join(PARAM_SETS)})")
             try:
                 d = tomllib.loads(p.read_text())
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-                raise ValueError(f"surrogate parameter file {str(p)!r} is not valid TOML: {e}") from None
+                raise InputError(f"surrogate parameter file {str(p)!r} is not valid TOML: {e}") from None
             if d.get("kind") != "state-tracking":
-                raise ValueError(f"{str(p)!r}: key 'kind' must be \"state-tracking\"; got {d.get('kind')!r}")
+                raise InputError(f"{str(p)!r}: key 'kind' must be \"state-tracking\"; got {d.get('kind')!r}")
             name = d.pop("name", p.stem)
             d.pop("kind")
             unknown = sorted(set(d) - set(_GLOBAL_KEYS) - {"roles"})
             if unknown:
-                raise ValueError(f"{str(p)!r}: unknown key(s) {', '.join(unknown)}; accepted: kind, name, "
+                raise InputError(f"{str(p)!r}: unknown key(s) {', '.join(unknown)}; accepted: kind, name, "
                                  f"{', '.join(_GLOBAL_KEYS)}, [roles.<role>]")
             if not isinstance(d.get("roles", {}), dict):
-                raise ValueError(f"{str(p)!r}: 'roles' must be a table of [roles.<role>] tables")
+                raise InputError(f"{str(p)!r}: 'roles' must be a table of [roles.<role>] tables")
         kw = {**d, **overrides}
         kw.setdefault("params_name", name)
         try:
             return cls(**kw)
         except TypeError as e:
-            raise ValueError(f"surrogate parameters: {e}") from None
+            raise InputError(f"surrogate parameters: {e}") from None
 
     def params(self) -> dict:
         """The parameters as a plain dict (the content of :func:`params_toml`)."""
@@ -492,18 +493,18 @@ def _check_roles(roles: dict, judge_noise: float, persist: float = 1.0) -> dict:
     """All five roles' parameters, defaults filled in (agents 0, 0, 1, 0; judges 0, 0, judge_noise; every
     role's ``persist`` the global ``persist``)."""
     if not isinstance(roles, dict):
-        raise ValueError(f"roles must be a dict of role -> parameters; got {type(roles).__name__}")
+        raise InputError(f"roles must be a dict of role -> parameters; got {type(roles).__name__}")
     unknown = sorted(set(roles) - set(ROLE_PARAMS))
     if unknown:
-        raise ValueError(f"unknown role(s) {', '.join(unknown)}; roles are {', '.join(ROLE_PARAMS)}")
+        raise InputError(f"unknown role(s) {', '.join(unknown)}; roles are {', '.join(ROLE_PARAMS)}")
     out = {}
     for r, keys in ROLE_PARAMS.items():
         given = roles.get(r, {})
         if not isinstance(given, dict):
-            raise ValueError(f"roles.{r} must be a table of {', '.join(keys)}")
+            raise InputError(f"roles.{r} must be a table of {', '.join(keys)}")
         bad = sorted(set(given) - set(keys))
         if bad:
-            raise ValueError(f"roles.{r}: unknown key(s) {', '.join(bad)}; accepted: {', '.join(keys)}")
+            raise InputError(f"roles.{r}: unknown key(s) {', '.join(bad)}; accepted: {', '.join(keys)}")
         d = {keys[0]: 0.0, keys[1]: 0.0, keys[2]: 1.0 if r in _AGENT_ROLE.values() else float(judge_noise)}
         if "p_keep_parity" in keys:
             d["p_keep_parity"] = 0.0
@@ -512,12 +513,12 @@ def _check_roles(roles: dict, judge_noise: float, persist: float = 1.0) -> dict:
         for k, v in given.items():
             if k in ("sigma_scale", "noise"):
                 if isinstance(v, bool) or not isinstance(v, (int, float)) or not (math.isfinite(v) and v >= 0):
-                    raise ValueError(f"roles.{r}.{k} must be a finite number >= 0; got {v!r}")
+                    raise InputError(f"roles.{r}.{k} must be a finite number >= 0; got {v!r}")
                 d[k] = float(v)
             else:
                 d[k] = _check_prob(f"roles.{r}.{k}", v)
         if d[keys[0]] + d[keys[1]] > 1.0 + 1e-12:
-            raise ValueError(f"roles.{r}: {keys[0]} + {keys[1]} must be <= 1; got {d[keys[0]]} + {d[keys[1]]}")
+            raise InputError(f"roles.{r}: {keys[0]} + {keys[1]} must be <= 1; got {d[keys[0]]} + {d[keys[1]]}")
         out[r] = d
     return out
 
