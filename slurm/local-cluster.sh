@@ -8,12 +8,16 @@
 #   slurm/local-cluster.sh stop     cancel jobs, stop the daemons (by PID, reverse start order)
 #
 # Env: MASCOT_SLURM_BASE (default /tmp/mascot-slurm) holds config, state, logs and PIDs;
-# MASCOT_SLURM_INSTALL=0 never installs packages (start fails with exit 3 when they are missing).
+# MASCOT_SLURM_INSTALL=0 never installs packages (start fails with exit 3 when they are missing);
+# MASCOT_SLURM_PORT (default 6817) is slurmctld's port, slurmd takes the next. Each base runs its own munged
+# (socket in $BASE/munge), and stop cancels jobs only on a controller this base started and that still runs.
 # Pitfalls handled here: postinst scripts must not try to start services (policy-rc.d); munged refuses
 # to run as root (setpriv to 'munge'); /run/munge must exist; slurmd must bind 127.0.0.1
 # (NoInAddrAny); MinJobAge<=5 and batch_sched_delay=0 keep array dispatch and `squeue` polling fast.
 set -euo pipefail
 BASE=${MASCOT_SLURM_BASE:-/tmp/mascot-slurm}
+CTLD_PORT=${MASCOT_SLURM_PORT:-6817}  # slurmctld's port; slurmd takes the next one
+D_PORT=$((CTLD_PORT + 1))
 export DEBIAN_FRONTEND=noninteractive
 export SLURM_CONF="$BASE/etc/slurm.conf"
 
@@ -39,20 +43,31 @@ install_pkgs() {
   return 0
 }
 
+ours_running() {  # every daemon this base started is alive (a controller answering on its port may be another's)
+  [ -s "$BASE/run/pids" ] || return 1
+  local p
+  while read -r p; do kill -0 "$p" 2>/dev/null || return 1; done < "$BASE/run/pids"
+  return 0
+}
+
 start() {
-  if [ -s "$BASE/run/pids" ] && scontrol ping >/dev/null 2>&1; then echo "already running ($BASE)"; return 0; fi
+  if ours_running && scontrol ping >/dev/null 2>&1; then echo "already running ($BASE)"; return 0; fi
   install_pkgs
   local host; host=$(hostname)
   rm -rf "$BASE"; mkdir -p "$BASE"/{etc,state/ctld,state/d,log,run}
+  # munged of its own (socket, pid, log and seed files in $BASE/munge): a cluster never talks to another's
+  install -d -o munge -g munge -m 0755 "$BASE/munge"
+  local sock="$BASE/munge/munge.socket"
   cat > "$SLURM_CONF" <<CONF
 ClusterName=mascot
 SlurmctldHost=${host}(127.0.0.1)
 AuthType=auth/munge
 CredType=cred/munge
+AuthInfo=socket=$sock
 SlurmUser=root
 SlurmdUser=root
-SlurmctldPort=6817
-SlurmdPort=6818
+SlurmctldPort=$CTLD_PORT
+SlurmdPort=$D_PORT
 StateSaveLocation=$BASE/state/ctld
 SlurmdSpoolDir=$BASE/state/d
 SlurmctldPidFile=$BASE/run/slurmctld.pid
@@ -80,7 +95,6 @@ CONF
   if [ ! -s /etc/munge/munge.key ]; then
     mungekey --create --force; chown munge:munge /etc/munge/munge.key; chmod 400 /etc/munge/munge.key
   fi
-  install -d -o munge -g munge -m 0755 /run/munge
   # each daemon's pid is recorded as it starts: a start that fails half-way is stopped, not left running
   failed() {
     echo "Slurm did not start ($1); logs in $BASE/log" >&2
@@ -88,16 +102,20 @@ CONF
     stop >/dev/null
     exit 1
   }
-  setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged --foreground >"$BASE/log/munged.out" 2>&1 &
+  setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged --foreground --socket="$sock" \
+    --pid-file="$BASE/munge/munged.pid" --log-file="$BASE/munge/munged.log" --seed-file="$BASE/munge/munged.seed" \
+    >"$BASE/log/munged.out" 2>&1 &
   echo $! >> "$BASE/run/pids"
-  wait_for 50 sh -c 'munge -n | unmunge' || failed munged
+  wait_for 50 sh -c "munge --socket='$sock' -n | unmunge --socket='$sock'" || failed munged
   /usr/sbin/slurmctld -D -f "$SLURM_CONF" >"$BASE/log/slurmctld.out" 2>&1 &
   echo $! >> "$BASE/run/pids"
-  wait_for 100 scontrol ping || failed slurmctld
+  # answered by this slurmctld (alive), not by another controller that holds the port
+  ctld_up() { ours_running && scontrol ping; }
+  wait_for 100 ctld_up || failed slurmctld
   /usr/sbin/slurmd -D -f "$SLURM_CONF" >"$BASE/log/slurmd.out" 2>&1 &
   echo $! >> "$BASE/run/pids"
   echo "export SLURM_CONF=$SLURM_CONF" > "$BASE/env"
-  node_idle() { [ "$(sinfo -h -n "$host" -o %t)" = idle ]; }
+  node_idle() { ours_running && [ "$(sinfo -h -n "$host" -o %t)" = idle ]; }
   wait_for 300 node_idle || failed "the node never became idle"
   sinfo
   echo "single-node Slurm up; run: source $BASE/env"
@@ -106,7 +124,7 @@ CONF
 stop() {
   [ -s "$BASE/run/pids" ] || { echo "not running"; return 0; }
   set +e
-  if scontrol ping >/dev/null 2>&1; then
+  if ours_running && scontrol ping >/dev/null 2>&1; then  # never cancel the jobs of a controller not ours
     scancel --user="$(id -un)" 2>/dev/null
     for _ in $(seq 150); do [ -z "$(squeue -h 2>/dev/null)" ] && break; sleep 0.2; done
   fi

@@ -7,10 +7,10 @@
 * mascot's local cluster answers (``SLURM_CONF`` is the one ``slurm/local-cluster.sh`` writes, as ``.ci/run``
   exports it): use it;
 * another controller answers (a real cluster's login node): skip, so that running the suite never queues jobs
-  on a shared cluster, unless ``MASCOT_TEST_SLURM=1`` asks for it;
+  on a shared cluster, unless ``MASCOT_TEST_SLURM=1`` asks for it (``MASCOT_REQUIRE_SLURM=1`` alone does not);
 * no controller answers but Slurm's daemons are installed (a stopped local cluster, a workstation with the
-  packages): start the single-node cluster in a private directory for this session (root only, never
-  installing packages) and stop it at the end;
+  packages): start the single-node cluster in a private directory for this session, on free ports and with its
+  own munged (root only, never installing packages), and stop it at the end;
 * otherwise skip with the reason.
 
 Where the environment demands Slurm (``MASCOT_REQUIRE_SLURM=1``, set by ``.ci/run``), every "skip" is a failure.
@@ -40,8 +40,7 @@ class Cluster:
 
 def _ping(env: dict) -> bool:
     try:
-        return subprocess.run(["scontrol", "ping"], env=env, capture_output=True, text=True,
-                              timeout=20).returncode == 0
+        return subprocess.run(["scontrol", "ping"], env=env, capture_output=True, text=True, timeout=20).returncode == 0
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -54,24 +53,53 @@ def _decide() -> tuple[Cluster | None, str]:
     if env.get("SLURM_CONF") != ours and (LOCAL_BASE / "run" / "pids").exists():
         env["SLURM_CONF"] = ours  # a running local cluster whose env file was not sourced
     if _ping(env):
-        if env.get("SLURM_CONF") == ours or os.environ.get("MASCOT_TEST_SLURM") == "1" or _required():
+        if env.get("SLURM_CONF") == ours or os.environ.get("MASCOT_TEST_SLURM") == "1":
             return Cluster(env, None), ""
-        return None, (f"a Slurm controller answers (SLURM_CONF={env.get('SLURM_CONF', 'default')}) but it is not "
-                      "mascot's local test cluster; set MASCOT_TEST_SLURM=1 to submit the test jobs to it")
+        return None, (
+            f"a Slurm controller answers (SLURM_CONF={env.get('SLURM_CONF', 'default')}) but it is not "
+            "mascot's local test cluster; set MASCOT_TEST_SLURM=1 to submit the test jobs to it"
+        )
     if not all(shutil.which(d, path="/usr/sbin:/usr/bin:/sbin") for d in ("slurmctld", "slurmd", "munged")):
-        return None, ("sbatch is installed but no Slurm controller answers and slurmctld/slurmd/munged are not "
-                      "installed to start one (slurm/local-cluster.sh start installs them)")
+        return None, (
+            "sbatch is installed but no Slurm controller answers and slurmctld/slurmd/munged are not "
+            "installed to start one (slurm/local-cluster.sh start installs them)"
+        )
     if os.geteuid() != 0:
         return None, "no Slurm controller answers, and starting the local single-node cluster needs root"
     base = Path(tempfile.mkdtemp(prefix="mascot-slurm-test-"))
-    env = dict(os.environ, MASCOT_SLURM_BASE=str(base), MASCOT_SLURM_INSTALL="0",
-               SLURM_CONF=str(base / "etc" / "slurm.conf"))
+    env = dict(
+        os.environ,
+        MASCOT_SLURM_BASE=str(base),
+        MASCOT_SLURM_INSTALL="0",
+        MASCOT_SLURM_PORT=str(_free_ports()),
+        SLURM_CONF=str(base / "etc" / "slurm.conf"),
+    )
     res = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True, text=True, timeout=300)
     if res.returncode != 0 or not _ping(env):
         _stop(base)
         tail = (res.stdout + res.stderr).strip().splitlines()[-8:]
         return None, "no Slurm controller answered and the local cluster did not start: " + " | ".join(tail)
     return Cluster(env, base), ""
+
+
+def _free_ports() -> int:
+    """A port P with P and P + 1 free on this machine now (slurmctld's and slurmd's): a session's cluster never
+    shares a port with another cluster (another session's, or one started by hand)."""
+    import socket
+
+    for _ in range(200):
+        with socket.socket() as a:
+            a.bind(("", 0))
+            port = a.getsockname()[1]
+            if port >= 65535:
+                continue
+            with socket.socket() as b:
+                try:
+                    b.bind(("", port + 1))
+                except OSError:
+                    continue
+        return port
+    raise RuntimeError("no two consecutive free ports")
 
 
 def _stop(base: Path) -> None:
