@@ -39,8 +39,14 @@ def main(argv=None) -> int:
     from mascot.protocols.state_tracking.harness import TrialConfig, run_trials
     from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 
-    res = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "jax": jax.__version__,
-                       "load_1min": os.getloadavg()[0]}}
+    res = {
+        "machine": {
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "jax": jax.__version__,
+            "load_1min": os.getloadavg()[0],
+        }
+    }
     n_trials, batch = 200, 17  # an ES step: 2 * 8 pairs + the centre
     cfg = SimConfig(n_trials=n_trials)
     flat = flat_params(SurrogateBackend().params())
@@ -60,17 +66,30 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         run_trials(TrialConfig(n_trials=100, log_requests="none"), Path(d) / "run", SurrogateBackend())
         harness_s = time.perf_counter() - t
-    res["simulator"] = {"trials_per_call": batch * n_trials, "compile_s": compile_s, "call_s": run_s,
-                        "trials_per_s": sim_tps, "harness_trials_per_s": 100 / harness_s,
-                        "speedup": sim_tps / (100 / harness_s)}
+    res["simulator"] = {
+        "trials_per_call": batch * n_trials,
+        "compile_s": compile_s,
+        "call_s": run_s,
+        "trials_per_s": sim_tps,
+        "harness_trials_per_s": 100 / harness_s,
+        "speedup": sim_tps / (100 / harness_s),
+    }
     with tempfile.TemporaryDirectory() as d:
         t = time.perf_counter()
         s = calibrate_trials(None, Path(d) / "cal", n_boot=args.n_boot, quick=args.quick, seed=0)
         wall = time.perf_counter() - t
-    res["calibration"] = {"source": "SR paper Table 2", "n_boot": args.n_boot, "quick": args.quick,
-                          "wall_s": wall, "iterations": s["iterations"], "objective_es": s["es_loss"],
-                          "lm_steps": s["polish"]["iterations"], "objective": s["loss"],
-                          "simulated_trials_per_evaluation": s["n_sim"], "lm_simulated_trials": s["polish"]["n_sim"]}
+    res["calibration"] = {
+        "source": "SR paper Table 2",
+        "n_boot": args.n_boot,
+        "quick": args.quick,
+        "wall_s": wall,
+        "iterations": s["iterations"],
+        "objective_es": s["es_loss"],
+        "lm_steps": s["polish"]["iterations"],
+        "objective": s["loss"],
+        "simulated_trials_per_evaluation": s["n_sim"],
+        "lm_simulated_trials": s["polish"]["n_sim"],
+    }
     print(json.dumps(res, indent=1))
     sm, c = res["simulator"], res["calibration"]
     print("\n| measure | value |\n| --- | --- |")
@@ -78,8 +97,10 @@ def main(argv=None) -> int:
     print(f"| simulator compile, s | {sm['compile_s']:.1f} |")
     print(f"| real harness + SurrogateBackend, trials/s | {sm['harness_trials_per_s']:,.1f} |")
     print(f"| speed-up | {sm['speedup']:,.0f}x |")
-    print(f"| calibration to Table 2 ({c['iterations']} ES iterations, {c['lm_steps']} Levenberg-Marquardt steps, "
-          f"{c['n_boot']} bootstrap draws), wall s | {c['wall_s']:.1f} |")
+    print(
+        f"| calibration to Table 2 ({c['iterations']} ES iterations, {c['lm_steps']} Levenberg-Marquardt steps, "
+        f"{c['n_boot']} bootstrap draws), wall s | {c['wall_s']:.1f} |"
+    )
     print(f"| its objective after ES / after Levenberg-Marquardt | {c['objective_es']:.3g} / {c['objective']:.3g} |")
     print(f"| machine load (1 min) at start | {res['machine']['load_1min']:.2f} on {res['machine']['cpus']} CPUs |")
     if args.json_out:

@@ -41,18 +41,31 @@ from mascot import simulate_consensus
 from mascot.graphs import complete_weights, ring_weights
 from mascot.theory import algorithm1
 
-ETA, EPS, C1, C2, B0, MAX_ROUNDS, D = 0.1, 0.03, 600.0, 100.0, 1e7, 64, 6  # B0: never binds (64 x 600 = 38,400); float32-exact
+ETA, EPS, C1, C2, B0, MAX_ROUNDS, D = (
+    0.1,
+    0.03,
+    600.0,
+    100.0,
+    1e7,
+    64,
+    6,
+)  # B0: never binds (64 x 600 = 38,400); float32-exact
 
 
 def pairs(n, rng):
     W1, W2 = complete_weights(n, 0.4), ring_weights(n, 0.6)
+
     # non-commuting: random convex combinations of permutations (doubly stochastic, non-symmetric)
     def birkhoff(k):
         W = np.zeros((n, n))
         for w in rng.dirichlet(np.ones(k)):
             W[np.arange(n), rng.permutation(n)] += w
         return W
-    return {"commuting": (W1, W2), "non-commuting": (0.5 * np.eye(n) + 0.5 * birkhoff(4), 0.7 * np.eye(n) + 0.3 * birkhoff(2))}
+
+    return {
+        "commuting": (W1, W2),
+        "non-commuting": (0.5 * np.eye(n) + 0.5 * birkhoff(4), 0.7 * np.eye(n) + 0.3 * birkhoff(2)),
+    }
 
 
 def numpy_rollout(X0, W1, W2):
@@ -134,9 +147,12 @@ def run(quick=False):
                 X0 = rng.normal(0.5, 0.15, size=(B, N, D)).clip(0, 1).astype(np.float32)
                 sub = X0[: min(B, 300)]
                 with threadpool_limits(1):  # tiny matrices: one BLAS thread, none left spinning
-                    t_py = best_of(lambda: [algorithm1(x, W1, W2, C1, C2, ETA, EPS, B0, "adaptive", MAX_ROUNDS)
-                                            for x in sub], 1)
-                jax_call = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
+                    t_py = best_of(
+                        lambda: [algorithm1(x, W1, W2, C1, C2, ETA, EPS, B0, "adaptive", MAX_ROUNDS) for x in sub], 1
+                    )
+                jax_call = lambda: simulate_consensus(
+                    X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32"
+                )  # noqa: E731
                 t0 = time.perf_counter()
                 res = jax_call()
                 t_first = time.perf_counter() - t0
@@ -145,16 +161,41 @@ def run(quick=False):
                 r_np, _ = numpy_threads(X0, W1, W2)
                 assert np.mean(r_np == res.rounds) > 0.999, "baseline and kernel disagree"
                 floor = X0.nbytes / (bw / 2)
-                rows.append(dict(N=N, pair=kind, B=B, method=res.method, mean_rounds=float(res.rounds.mean()),
-                                 python_traj_s=len(sub) / t_py, numpy_traj_s=B / t_np, jax_traj_s=B / t_jax,
-                                 jax_s=t_jax, numpy_s=t_np, compile_s=max(t_first - t_jax, 0.0),
-                                 ratio_vs_numpy=t_np / t_jax, ratio_vs_python=(len(sub) / t_py) ** -1 * B / t_jax,
-                                 floor_fraction=floor / t_jax))
-                print(f"  N={N:3d} {kind:13s} B={B:6d}: jax {B / t_jax:11.0f}/s  numpy {B / t_np:11.0f}/s  "
-                      f"x{t_np / t_jax:6.1f}", file=sys.stderr, flush=True)
-    return dict(machine=dict(platform=platform.platform(), cpus=os.cpu_count(), jax=jax.__version__,
-                             numpy=np.__version__, devices=[str(d) for d in jax.devices()],
-                             copy_bandwidth_GBps=bw / 1e9), rows=rows)
+                rows.append(
+                    dict(
+                        N=N,
+                        pair=kind,
+                        B=B,
+                        method=res.method,
+                        mean_rounds=float(res.rounds.mean()),
+                        python_traj_s=len(sub) / t_py,
+                        numpy_traj_s=B / t_np,
+                        jax_traj_s=B / t_jax,
+                        jax_s=t_jax,
+                        numpy_s=t_np,
+                        compile_s=max(t_first - t_jax, 0.0),
+                        ratio_vs_numpy=t_np / t_jax,
+                        ratio_vs_python=(len(sub) / t_py) ** -1 * B / t_jax,
+                        floor_fraction=floor / t_jax,
+                    )
+                )
+                print(
+                    f"  N={N:3d} {kind:13s} B={B:6d}: jax {B / t_jax:11.0f}/s  numpy {B / t_np:11.0f}/s  "
+                    f"x{t_np / t_jax:6.1f}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    return dict(
+        machine=dict(
+            platform=platform.platform(),
+            cpus=os.cpu_count(),
+            jax=jax.__version__,
+            numpy=np.__version__,
+            devices=[str(d) for d in jax.devices()],
+            copy_bandwidth_GBps=bw / 1e9,
+        ),
+        rows=rows,
+    )
 
 
 def focus(trials=7):
@@ -170,10 +211,23 @@ def focus(trials=7):
         for _ in range(trials):
             t_jax, t_np = interleaved(call, lambda: numpy_threads(X0, W1, W2), 3)
             ratios.append(t_np / t_jax)
-        out.append(dict(N=N, B=B, pair="commuting", ratios=ratios, median=float(np.median(ratios)),
-                        min=min(ratios), max=max(ratios)))
-        print(f"  N={N} B={B}: jax/numpy median {np.median(ratios):.1f}x (min {min(ratios):.1f}, max "
-              f"{max(ratios):.1f}) over {trials} trials", file=sys.stderr, flush=True)
+        out.append(
+            dict(
+                N=N,
+                B=B,
+                pair="commuting",
+                ratios=ratios,
+                median=float(np.median(ratios)),
+                min=min(ratios),
+                max=max(ratios),
+            )
+        )
+        print(
+            f"  N={N} B={B}: jax/numpy median {np.median(ratios):.1f}x (min {min(ratios):.1f}, max "
+            f"{max(ratios):.1f}) over {trials} trials",
+            file=sys.stderr,
+            flush=True,
+        )
     return out
 
 
@@ -195,14 +249,20 @@ def profile(N=64, B=20000, repeat=9):
     except TypeError:
         C = ec._chunk_size(B, N, D, dt, True, None, "cpu")
     kw = {} if tile is None else dict(tile=tile)
-    chunks = [jax.device_put(ec._aligned(X0[lo:lo + C])) for lo in range(0, B - C + 1, C)]  # full chunks
-    params = dict(c1=np.float32(C1), c2=np.float32(C2), eta=np.float32(ETA), eps=np.float32(EPS),
-                  b0=np.full(C, B0, np.float32))
+    chunks = [jax.device_put(ec._aligned(X0[lo : lo + C])) for lo in range(0, B - C + 1, C)]  # full chunks
+    params = dict(
+        c1=np.float32(C1), c2=np.float32(C2), eta=np.float32(ETA), eps=np.float32(EPS), b0=np.full(C, B0, np.float32)
+    )
 
     def kernel():
-        return jax.block_until_ready([kc.modal_rollout(x, c["U"], c["S"], c["lam1"], c["lam2"], params,
-                                                       strategy="adaptive", max_rounds=MAX_ROUNDS, **kw)
-                                      for x in chunks])
+        return jax.block_until_ready(
+            [
+                kc.modal_rollout(
+                    x, c["U"], c["S"], c["lam1"], c["lam2"], params, strategy="adaptive", max_rounds=MAX_ROUNDS, **kw
+                )
+                for x in chunks
+            ]
+        )
 
     def projection():
         return jax.block_until_ready([kc.modal_init(x, c["U"], c["S"], noisy=False, **kw) for x in chunks])
@@ -231,29 +291,50 @@ def profile(N=64, B=20000, repeat=9):
     flops = 2.0 * B * D * N * n_cols
     bw = copy_bandwidth()
     floor = X0.nbytes / (bw / 2)
-    out = dict(N=N, B=B, chunk=C, tile=tile, total_s=t["total"], host_copy_s=host_copy, kernel_s=kern,
-               projection_s=proj, rounds_s=kern - proj, other_s=t["total"] - host_copy - kern,
-               x0_read_floor_s=floor, floor_fraction=floor / t["total"],
-               product_gflops=flops / t["product"] / 1e9, compute_floor_s=t["product"],
-               compute_floor_fraction=t["product"] / t["total"], copy_bandwidth_GBps=bw / 1e9,
-               x0_aligned=bool(X0.ctypes.data % 64 == 0))
-    print(f"  N={N} B={B} chunk={C} tile={tile}: total {1e3 * t['total']:.2f} ms = host copy "
-          f"{1e3 * host_copy:.2f} + projection {1e3 * proj:.2f} + rounds {1e3 * (kern - proj):.2f} + other "
-          f"{1e3 * out['other_s']:.2f}; X0-read floor {1e3 * floor:.2f} ms ({100 * out['floor_fraction']:.1f}%), "
-          f"projection at XLA's product rate {1e3 * t['product']:.2f} ms ({out['product_gflops']:.0f} GFLOP/s, "
-          f"{100 * out['compute_floor_fraction']:.1f}% of the total)", file=sys.stderr, flush=True)
+    out = dict(
+        N=N,
+        B=B,
+        chunk=C,
+        tile=tile,
+        total_s=t["total"],
+        host_copy_s=host_copy,
+        kernel_s=kern,
+        projection_s=proj,
+        rounds_s=kern - proj,
+        other_s=t["total"] - host_copy - kern,
+        x0_read_floor_s=floor,
+        floor_fraction=floor / t["total"],
+        product_gflops=flops / t["product"] / 1e9,
+        compute_floor_s=t["product"],
+        compute_floor_fraction=t["product"] / t["total"],
+        copy_bandwidth_GBps=bw / 1e9,
+        x0_aligned=bool(X0.ctypes.data % 64 == 0),
+    )
+    print(
+        f"  N={N} B={B} chunk={C} tile={tile}: total {1e3 * t['total']:.2f} ms = host copy "
+        f"{1e3 * host_copy:.2f} + projection {1e3 * proj:.2f} + rounds {1e3 * (kern - proj):.2f} + other "
+        f"{1e3 * out['other_s']:.2f}; X0-read floor {1e3 * floor:.2f} ms ({100 * out['floor_fraction']:.1f}%), "
+        f"projection at XLA's product rate {1e3 * t['product']:.2f} ms ({out['product_gflops']:.0f} GFLOP/s, "
+        f"{100 * out['compute_floor_fraction']:.1f}% of the total)",
+        file=sys.stderr,
+        flush=True,
+    )
     return out
 
 
 def table(result):
-    head = ("| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
-            "jax / python | compile s | floor |")
+    head = (
+        "| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
+        "jax / python | compile s | floor |"
+    )
     lines = [head, "|" + "---|" * 12]
     for r in result["rows"]:
-        lines.append(f"| {r['N']} | {r['pair']} | {r['B']:,} | {r['method']} | {r['mean_rounds']:.1f} | "
-                     f"{r['python_traj_s']:,.0f} | {r['numpy_traj_s']:,.0f} | {r['jax_traj_s']:,.0f} | "
-                     f"{r['ratio_vs_numpy']:.1f}x | {r['ratio_vs_python']:,.0f}x | {r['compile_s']:.2f} | "
-                     f"{100 * r['floor_fraction']:.1f}% |")
+        lines.append(
+            f"| {r['N']} | {r['pair']} | {r['B']:,} | {r['method']} | {r['mean_rounds']:.1f} | "
+            f"{r['python_traj_s']:,.0f} | {r['numpy_traj_s']:,.0f} | {r['jax_traj_s']:,.0f} | "
+            f"{r['ratio_vs_numpy']:.1f}x | {r['ratio_vs_python']:,.0f}x | {r['compile_s']:.2f} | "
+            f"{100 * r['floor_fraction']:.1f}% |"
+        )
     return "\n".join(lines)
 
 
@@ -261,10 +342,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="B up to 2e4 only")
     ap.add_argument("--json-out", help="also write the JSON here")
-    ap.add_argument("--focus", action="store_true",
-                    help="only the target cells (commuting N=64 B=2e4, N=5 B=1e5), 7 trials each")
-    ap.add_argument("--profile", action="store_true",
-                    help="only the time split of the modal path at N=64 B=2e4 (host copy, kernel, rest)")
+    ap.add_argument(
+        "--focus", action="store_true", help="only the target cells (commuting N=64 B=2e4, N=5 B=1e5), 7 trials each"
+    )
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="only the time split of the modal path at N=64 B=2e4 (host copy, kernel, rest)",
+    )
     args = ap.parse_args()
     if args.focus or args.profile:
         print(json.dumps(focus() if args.focus else profile(), indent=2))

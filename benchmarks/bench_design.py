@@ -23,19 +23,33 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from test_design import connected_er, cycle, grid, path, sdp_optimum, star  # noqa: E402
-
 from mascot.design.weights import (  # noqa: E402
-    contraction_rate_sym, fastest_weights, metropolis_edge_weights, support_edges, weights_matrix,
+    contraction_rate_sym,
+    fastest_weights,
+    metropolis_edge_weights,
+    support_edges,
+    weights_matrix,
 )
+from test_design import connected_er, cycle, grid, path, sdp_optimum, star  # noqa: E402
 
 
 def graphs(quick: bool):
-    gs = [("path", 8, path(8)), ("cycle", 9, cycle(9)), ("star", 7, star(6)), ("grid 4x4", 16, grid(4, 4)),
-          ("ER p=0.2 seed 1", 20, connected_er(20, 0.2, 1))]
+    gs = [
+        ("path", 8, path(8)),
+        ("cycle", 9, cycle(9)),
+        ("star", 7, star(6)),
+        ("grid 4x4", 16, grid(4, 4)),
+        ("ER p=0.2 seed 1", 20, connected_er(20, 0.2, 1)),
+    ]
     if not quick:
-        gs += [("path", 32, path(32)), ("cycle", 32, cycle(32)), ("star", 31, star(30)), ("grid 8x8", 64, grid(8, 8)),
-               ("ER p=0.1 seed 2", 64, connected_er(64, 0.1, 2)), ("ER p=0.1 seed 3", 64, connected_er(64, 0.1, 3))]
+        gs += [
+            ("path", 32, path(32)),
+            ("cycle", 32, cycle(32)),
+            ("star", 31, star(30)),
+            ("grid 8x8", 64, grid(8, 8)),
+            ("ER p=0.1 seed 2", 64, connected_er(64, 0.1, 2)),
+            ("ER p=0.1 seed 3", 64, connected_er(64, 0.1, 3)),
+        ]
     return gs
 
 
@@ -59,25 +73,47 @@ def main(argv=None) -> int:
         t = time.perf_counter()
         opt = sdp_optimum(A)
         t_sdp = time.perf_counter() - t
-        rows.append(dict(graph=family, n=n, edges=int(len(support_edges(A))), design_lambda=res.rate,
-                         sdp_lambda=opt, gap=res.rate - opt, metropolis_lambda=metropolis(A),
-                         design_s=t_design, sdp_s=t_sdp, design_steps=res.steps))
-        print(f"{family:>16s} n={n:>3d}: design {res.rate:.6f} ({t_design:.1f} s)  SDP {opt:.6f} ({t_sdp:.1f} s)  "
-              f"gap {res.rate - opt:+.1e}", file=sys.stderr, flush=True)
+        rows.append(
+            dict(
+                graph=family,
+                n=n,
+                edges=int(len(support_edges(A))),
+                design_lambda=res.rate,
+                sdp_lambda=opt,
+                gap=res.rate - opt,
+                metropolis_lambda=metropolis(A),
+                design_s=t_design,
+                sdp_s=t_sdp,
+                design_steps=res.steps,
+            )
+        )
+        print(
+            f"{family:>16s} n={n:>3d}: design {res.rate:.6f} ({t_design:.1f} s)  SDP {opt:.6f} ({t_sdp:.1f} s)  "
+            f"gap {res.rate - opt:+.1e}",
+            file=sys.stderr,
+            flush=True,
+        )
+    import cvxpy
     import jax
     import optax
 
-    import cvxpy
-
-    meta = dict(machine=platform.platform(), cpus=__import__("os").cpu_count(), jax=jax.__version__,
-                optax=optax.__version__, cvxpy=cvxpy.__version__, solver="CLARABEL")
+    meta = dict(
+        machine=platform.platform(),
+        cpus=__import__("os").cpu_count(),
+        jax=jax.__version__,
+        optax=optax.__version__,
+        cvxpy=cvxpy.__version__,
+        solver="CLARABEL",
+    )
     out = dict(meta=meta, rows=rows)
     print(json.dumps(out, indent=2))
     hdr = "| graph | n | edges | design lambda | SDP lambda | gap | Metropolis lambda | design s | SDP s |"
     lines = [hdr, "|" + "---|" * 9]
     for r in rows:
-        lines.append(f"| {r['graph']} | {r['n']} | {r['edges']} | {r['design_lambda']:.6f} | {r['sdp_lambda']:.6f} | "
-                     f"{r['gap']:+.1e} | {r['metropolis_lambda']:.6f} | {r['design_s']:.1f} | {r['sdp_s']:.1f} |")
+        lines.append(
+            f"| {r['graph']} | {r['n']} | {r['edges']} | {r['design_lambda']:.6f} | {r['sdp_lambda']:.6f} | "
+            f"{r['gap']:+.1e} | {r['metropolis_lambda']:.6f} | {r['design_s']:.1f} | {r['sdp_s']:.1f} |"
+        )
     table = "\n".join(lines)
     print(table)
     if args.json_out:

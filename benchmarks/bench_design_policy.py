@@ -49,16 +49,28 @@ def bench_certificate(repeat):
         return min(theorem1(d0, e, eps, l1, l2, c1, c2).B_star for e in etas)
 
     g, t_grid = best_of(grid, 1)
-    return dict(name="certificate eta", method="breakpoint enumeration", result=exact.b_star, seconds=t_exact,
-                baseline="grid of 20,000 etas", baseline_result=float(g), baseline_seconds=t_grid)
+    return dict(
+        name="certificate eta",
+        method="breakpoint enumeration",
+        result=exact.b_star,
+        seconds=t_exact,
+        baseline="grid of 20,000 etas",
+        baseline_result=float(g),
+        baseline_seconds=t_grid,
+    )
 
 
 def bench_schedule(repeat, quick):
     from mascot.design.schedule import RateModel, Schedule, design_schedule, draws, evaluate
 
     b1 = -0.3
-    m = RateModel(a=(math.log(0.5) - b1 * math.log(0.7), math.log(0.85)), b=(b1, 0.0), rate_sd=(0.1, 0.05),
-                  cost=(6000.0, 3500.0), cost_cv=0.1)
+    m = RateModel(
+        a=(math.log(0.5) - b1 * math.log(0.7), math.log(0.85)),
+        b=(b1, 0.0),
+        rate_sd=(0.1, 0.05),
+        cost=(6000.0, 3500.0),
+        cost_cv=0.1,
+    )
     K, runs = (6, 500) if quick else (10, 2000)
     kw = dict(eps=0.05, d0=0.75, d0_sd=0.05, b0=80_000.0, alpha=0.05, bins=K, runs=runs, steps=200)
     r, t = best_of(lambda: design_schedule(m, **kw), repeat)
@@ -73,9 +85,16 @@ def bench_schedule(repeat, quick):
         return best
 
     b, tb = best_of(brute, 1)
-    return dict(name=f"schedule ({K} knots, {runs} runs)", method="optax relaxation + exact check",
-                result=r.design["mean_tokens"], seconds=t, baseline=f"brute force, 2^{K} schedules",
-                baseline_result=b, baseline_seconds=tb, best_threshold=r.threshold_design["mean_tokens"])
+    return dict(
+        name=f"schedule ({K} knots, {runs} runs)",
+        method="optax relaxation + exact check",
+        result=r.design["mean_tokens"],
+        seconds=t,
+        baseline=f"brute force, 2^{K} schedules",
+        baseline_result=b,
+        baseline_seconds=tb,
+        best_threshold=r.threshold_design["mean_tokens"],
+    )
 
 
 def numpy_algorithm1(X0, W1, W2, c1, c2, eta, eps, max_rounds):
@@ -87,7 +106,7 @@ def numpy_algorithm1(X0, W1, W2, c1, c2, eta, eps, max_rounds):
 
     def D(X):
         P = X - X.mean(axis=1, keepdims=True)
-        return np.sqrt((P ** 2).sum(axis=(1, 2)) / n)
+        return np.sqrt((P**2).sum(axis=(1, 2)) / n)
 
     for _ in range(max_rounds):
         d = D(X)
@@ -96,8 +115,11 @@ def numpy_algorithm1(X0, W1, W2, c1, c2, eta, eps, max_rounds):
             break
         m1 = (d > eta) & ~done
         m2 = ~m1 & ~done
-        X = np.where(m1[:, None, None], np.einsum("ij,rjd->rid", W1, X),
-                     np.where(m2[:, None, None], np.einsum("ij,rjd->rid", W2, X), X))
+        X = np.where(
+            m1[:, None, None],
+            np.einsum("ij,rjd->rid", W1, X),
+            np.where(m2[:, None, None], np.einsum("ij,rjd->rid", W2, X), X),
+        )
         tok += np.where(m1, c1, 0.0) + np.where(m2, c2, 0.0)
     done |= D(X) <= eps
     return np.where(done, tok, np.inf)
@@ -113,9 +135,16 @@ def bench_budget(repeat, quick):
     r, t = best_of(lambda: budget_risk(W1, W2, c1=600.0, c2=100.0, eta=0.1, eps=0.03, X0=X0, alpha=0.05), repeat)
     ref, tb = best_of(lambda: numpy_algorithm1(X0, W1, W2, 600.0, 100.0, 0.1, 0.03, 200), 1)
     agree = float(np.mean(r.tokens == ref))
-    return dict(name=f"budget ({runs:,} runs)", method="JAX kernels", result=r.budget_for_alpha, seconds=t,
-                baseline="numpy float64 loop", baseline_result=float(np.sort(ref)[math.ceil(0.95 * runs) - 1]),
-                baseline_seconds=tb, agreement=agree)
+    return dict(
+        name=f"budget ({runs:,} runs)",
+        method="JAX kernels",
+        result=r.budget_for_alpha,
+        seconds=t,
+        baseline="numpy float64 loop",
+        baseline_result=float(np.sort(ref)[math.ceil(0.95 * runs) - 1]),
+        baseline_seconds=tb,
+        agreement=agree,
+    )
 
 
 def main(argv=None) -> int:
@@ -128,15 +157,23 @@ def main(argv=None) -> int:
     import jax
     import optax
 
-    out = dict(meta=dict(machine=platform.platform(), cpus=__import__("os").cpu_count(), jax=jax.__version__,
-                         optax=optax.__version__), rows=rows)
+    out = dict(
+        meta=dict(
+            machine=platform.platform(), cpus=__import__("os").cpu_count(), jax=jax.__version__, optax=optax.__version__
+        ),
+        rows=rows,
+    )
     print(json.dumps(out, indent=2))
-    lines = ["| optimiser | method | result | s | baseline | baseline result | baseline s | speed-up |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| optimiser | method | result | s | baseline | baseline result | baseline s | speed-up |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['name']} | {r['method']} | {r['result']:.6g} | {r['seconds']:.3g} | {r['baseline']} | "
-                     f"{r['baseline_result']:.6g} | {r['baseline_seconds']:.3g} | "
-                     f"{r['baseline_seconds'] / r['seconds']:.1f}x |")
+        lines.append(
+            f"| {r['name']} | {r['method']} | {r['result']:.6g} | {r['seconds']:.3g} | {r['baseline']} | "
+            f"{r['baseline_result']:.6g} | {r['baseline_seconds']:.3g} | "
+            f"{r['baseline_seconds'] / r['seconds']:.1f}x |"
+        )
     print("\n".join(lines))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(out, indent=2) + "\n")

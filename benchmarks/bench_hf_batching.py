@@ -34,10 +34,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from tiny_model import build_tiny_qwen2  # noqa: E402
-
 from mascot.backends.base import Request, Sampling  # noqa: E402
 from mascot.backends.hf import HFBackend  # noqa: E402
+from tiny_model import build_tiny_qwen2  # noqa: E402
 
 
 def make_requests(n: int, max_tokens: int) -> list[Request]:

@@ -73,8 +73,13 @@ def make_graphs(family, n, G, rng):
         return random_regular(n, regular_degree(n), count=G, seed=rng)
     if family == "closed":
         a = rng.uniform(0.05, 0.95, size=G)
-        build = [lambda i: chain(n), lambda i: star(n - 1), lambda i: mesh(n), lambda i: ring(n),
-                 lambda i: complete_self(n, a[i])]
+        build = [
+            lambda i: chain(n),
+            lambda i: star(n - 1),
+            lambda i: mesh(n),
+            lambda i: ring(n),
+            lambda i: complete_self(n, a[i]),
+        ]
         return np.stack([build[i % 5](i) for i in range(G)])
     raise ValueError(family)
 
@@ -155,9 +160,11 @@ def numpy_batched(A, gammas, undirected, normal):
 def _one_blas_thread(fn):
     """fn with BLAS limited to one thread: numpy's best setting for per-matrix LAPACK calls (its default
     OpenBLAS threads busy-wait and collide, worst when another process holds a core)."""
+
     def run(*args, **kw):
         with threadpool_limits(1):
             return fn(*args, **kw)
+
     return run
 
 
@@ -229,48 +236,82 @@ def cell(family, n, G, rng, repeat):
     err = {
         "kappa": max(rel(ref[2][:k], lp[2]), rel(ref[2], bt[2]), rel(ref[2], b2[2]), rel(kern[2], bt[2])),
         "rho": max(rel(ref[0][:k], lp[0]), rel(ref[0], bt[0]), rel(ref[0], b2[0]), rel(kern[0], bt[0])),
-        "delta_abs_over_rho": float(max(np.max(np.abs(ref[1][:k] - lp[1]) / lp[0]),
-                                        np.max(np.abs(ref[1] - bt[1]) / bt[0]),
-                                        np.max(np.abs(kern[1] - bt[1]) / bt[0]))),
+        "delta_abs_over_rho": float(
+            max(
+                np.max(np.abs(ref[1][:k] - lp[1]) / lp[0]),
+                np.max(np.abs(ref[1] - bt[1]) / bt[0]),
+                np.max(np.abs(kern[1] - bt[1]) / bt[0]),
+            )
+        ),
     }
     assert err["kappa"] < 1e-8, f"{family} n={n}: kappa disagrees (max rel diff {err['kappa']:.2e})"
     assert err["rho"] < 1e-8, f"{family} n={n}: rho disagrees (max rel diff {err['rho']:.2e})"
     assert err["delta_abs_over_rho"] < 1e-8, f"{family} n={n}: Delta disagrees ({err['delta_abs_over_rho']:.2e})"
 
-    fns = [lambda: mascot_call(A, GAMMAS),
-           lambda: mascot_kernel_call(A, GAMMAS),
-           lambda: _one_blas_thread(numpy_batched)(A, GAMMAS, und, normal),
-           lambda: numpy_batched_threads(A, GAMMAS, und, normal),
-           lambda: _one_blas_thread(numpy_loop)(sub, GAMMAS, und if np.ndim(und) == 0 else und[:k],
-                                                normal if np.ndim(normal) == 0 else normal[:k])]
+    fns = [
+        lambda: mascot_call(A, GAMMAS),
+        lambda: mascot_kernel_call(A, GAMMAS),
+        lambda: _one_blas_thread(numpy_batched)(A, GAMMAS, und, normal),
+        lambda: numpy_batched_threads(A, GAMMAS, und, normal),
+        lambda: _one_blas_thread(numpy_loop)(
+            sub, GAMMAS, und if np.ndim(und) == 0 else und[:k], normal if np.ndim(normal) == 0 else normal[:k]
+        ),
+    ]
     if family == "closed":
         fns.append(lambda: mascot_call(A, GAMMAS, family=None))
     times, par = interleaved(fns, repeat)
     t_mascot, t_kernel, t_batch, t_batch2, t_loop = times[:5]
     pairs = G * len(GAMMAS)
-    rate = {"mascot": pairs / t_mascot, "mascot_kernel": pairs / t_kernel,
-            "numpy_loop": k * len(GAMMAS) / t_loop, "numpy_batched": pairs / t_batch,
-            "numpy_batched_2threads": pairs / t_batch2}
+    rate = {
+        "mascot": pairs / t_mascot,
+        "mascot_kernel": pairs / t_kernel,
+        "numpy_loop": k * len(GAMMAS) / t_loop,
+        "numpy_batched": pairs / t_batch,
+        "numpy_batched_2threads": pairs / t_batch2,
+    }
     if family == "closed":
         rate["mascot_no_closed_forms"] = pairs / times[5]
     best_name = max(("numpy_loop", "numpy_batched", "numpy_batched_2threads"), key=rate.get)
-    row = {"family": family, "n": n, "G": G, "gammas": len(GAMMAS), "pairs": pairs, "method": ref[3],
-           "routes": routes, "normal_P": bool(np.all(normal)), "loop_graphs": k, "repeat": repeat,
-           "loadavg_1min": load, "generate_s": t_gen, "mascot_s": t_mascot, "mascot_kernel_s": t_kernel,
-           "numpy_batched_s": t_batch, "numpy_batched_2threads_s": t_batch2, "numpy_loop_s": t_loop,
-           "compile_s": max(t_first - t_mascot, 0.0), "parallelism_2threads": par[3], "parallelism_mascot": par[0],
-           "pairs_per_s": rate, "numpy_best": best_name,
-           "ratio_vs_loop": rate["mascot"] / rate["numpy_loop"],
-           "ratio_vs_best": rate["mascot"] / rate[best_name],
-           "ratio_kernel_vs_best": rate["mascot_kernel"] / rate[best_name],
-           "ratio_kernel_vs_batched": rate["mascot_kernel"] / rate["numpy_batched"], "max_rel_diff": err}
+    row = {
+        "family": family,
+        "n": n,
+        "G": G,
+        "gammas": len(GAMMAS),
+        "pairs": pairs,
+        "method": ref[3],
+        "routes": routes,
+        "normal_P": bool(np.all(normal)),
+        "loop_graphs": k,
+        "repeat": repeat,
+        "loadavg_1min": load,
+        "generate_s": t_gen,
+        "mascot_s": t_mascot,
+        "mascot_kernel_s": t_kernel,
+        "numpy_batched_s": t_batch,
+        "numpy_batched_2threads_s": t_batch2,
+        "numpy_loop_s": t_loop,
+        "compile_s": max(t_first - t_mascot, 0.0),
+        "parallelism_2threads": par[3],
+        "parallelism_mascot": par[0],
+        "pairs_per_s": rate,
+        "numpy_best": best_name,
+        "ratio_vs_loop": rate["mascot"] / rate["numpy_loop"],
+        "ratio_vs_best": rate["mascot"] / rate[best_name],
+        "ratio_kernel_vs_best": rate["mascot_kernel"] / rate[best_name],
+        "ratio_kernel_vs_batched": rate["mascot_kernel"] / rate["numpy_batched"],
+        "max_rel_diff": err,
+    }
     if family == "closed":
         row["ratio_no_closed_forms_vs_best"] = rate["mascot_no_closed_forms"] / rate[best_name]
-    print(f"  {family:10s} n={n:3d} G={G:5d} [{ref[3]}]: mascot {rate['mascot']:10.0f}/s  "
-          f"(kernel {rate['mascot_kernel']:10.0f}/s)  loop {rate['numpy_loop']:9.0f}/s  "
-          f"batch {rate['numpy_batched']:9.0f}/s  batch2 {rate['numpy_batched_2threads']:9.0f}/s  "
-          f"x{row['ratio_vs_best']:.2f} vs best, kernel x{row['ratio_kernel_vs_batched']:.2f} vs batch  "
-          f"(2T parallelism {par[3]:.2f}, compile {row['compile_s']:.2f} s)", file=sys.stderr, flush=True)
+    print(
+        f"  {family:10s} n={n:3d} G={G:5d} [{ref[3]}]: mascot {rate['mascot']:10.0f}/s  "
+        f"(kernel {rate['mascot_kernel']:10.0f}/s)  loop {rate['numpy_loop']:9.0f}/s  "
+        f"batch {rate['numpy_batched']:9.0f}/s  batch2 {rate['numpy_batched_2threads']:9.0f}/s  "
+        f"x{row['ratio_vs_best']:.2f} vs best, kernel x{row['ratio_kernel_vs_batched']:.2f} vs batch  "
+        f"(2T parallelism {par[3]:.2f}, compile {row['compile_s']:.2f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
     return row
 
 
@@ -280,15 +321,22 @@ def run(quick=False, families=FAMILIES, sizes=tuple(SIZES)):
     repeat = 3 if quick else 5
     plan = [(fam, n) for fam in families for n in sizes]
     rows = [cell(fam, n, max(SIZES[n] // scale, 5), rng, repeat) for fam, n in plan]
-    machine = {"platform": platform.platform(), "cpus": os.cpu_count(), "jax": jax.__version__,
-               "numpy": np.__version__, "devices": [str(d) for d in jax.devices()],
-               "x64": bool(jax.config.jax_enable_x64)}
+    machine = {
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "jax": jax.__version__,
+        "numpy": np.__version__,
+        "devices": [str(d) for d in jax.devices()],
+        "x64": bool(jax.config.jax_enable_x64),
+    }
     return {"machine": machine, "gammas": GAMMAS.tolist(), "quick": quick, "rows": rows}
 
 
 def table(result):
-    head = ("| family | n | G x gammas | routes | mascot pairs/s | kernel (serial) | numpy loop | numpy batched | "
-            "numpy batched 2T | mascot / numpy best | kernel / numpy batched | 2T parallelism | compile s |")
+    head = (
+        "| family | n | G x gammas | routes | mascot pairs/s | kernel (serial) | numpy loop | numpy batched | "
+        "numpy batched 2T | mascot / numpy best | kernel / numpy batched | 2T parallelism | compile s |"
+    )
     lines = [head, "|" + "---|" * 13]
     for r in result["rows"]:
         p = r["pairs_per_s"]
@@ -302,11 +350,13 @@ def table(result):
             routes += " + SVD"
         nc = r.get("ratio_no_closed_forms_vs_best")
         extra = f" (no closed forms: {nc:.2f}x)" if nc is not None else ""
-        lines.append(f"| {r['family']} | {r['n']} | {r['G']:,} x {r['gammas']} | {routes} | {p['mascot']:,.0f} | "
-                     f"{p['mascot_kernel']:,.0f} | {p['numpy_loop']:,.0f} | {p['numpy_batched']:,.0f} | "
-                     f"{p['numpy_batched_2threads']:,.0f} | "
-                     f"**{r['ratio_vs_best']:.2f}x** ({best}){extra} | {r['ratio_kernel_vs_batched']:.2f}x | "
-                     f"{r['parallelism_2threads']:.2f} | {r['compile_s']:.2f} |")
+        lines.append(
+            f"| {r['family']} | {r['n']} | {r['G']:,} x {r['gammas']} | {routes} | {p['mascot']:,.0f} | "
+            f"{p['mascot_kernel']:,.0f} | {p['numpy_loop']:,.0f} | {p['numpy_batched']:,.0f} | "
+            f"{p['numpy_batched_2threads']:,.0f} | "
+            f"**{r['ratio_vs_best']:.2f}x** ({best}){extra} | {r['ratio_kernel_vs_batched']:.2f}x | "
+            f"{r['parallelism_2threads']:.2f} | {r['compile_s']:.2f} |"
+        )
     return "\n".join(lines)
 
 

@@ -23,8 +23,8 @@ import time
 import jax
 import numpy as np
 
-from mascot.graphs import complete_weights, ring_weights
 from mascot.execute import simulate_consensus
+from mascot.graphs import complete_weights, ring_weights
 from mascot.sweep import kinds as sweep_kinds
 from mascot.sweep import parse_config, run_sweep
 from mascot.sweep.kinds import _STRATEGY, _initial_beliefs
@@ -70,8 +70,19 @@ def kernel_batches(cfg):
             samples.append(args)
             X0 = jax.numpy.tile(_initial_beliefs(*args), (len(members), 1, 1))
             col = lambda k: np.array([pts[i][k] for i in rows], dtype=np.float64)  # noqa: E731
-            batches.append((X0, complete_weights(n, 0.4), ring_weights(n, 0.6), col("c1"), col("c2"), col("eta"),
-                            col("eps"), col("b0"), _STRATEGY[strategy]))
+            batches.append(
+                (
+                    X0,
+                    complete_weights(n, 0.4),
+                    ring_weights(n, 0.6),
+                    col("c1"),
+                    col("c2"),
+                    col("eta"),
+                    col("eps"),
+                    col("b0"),
+                    _STRATEGY[strategy],
+                )
+            )
     return samples, batches
 
 
@@ -81,16 +92,18 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="interleaved repetitions (medians reported)")
     ap.add_argument("--workers", type=int, default=3, help="chunks in flight in `mascot run`")
     ap.add_argument("--chunk-size", type=int, default=36, help="grid points per chunk (1,000 trajectories each)")
-    ap.add_argument("--before", action="store_true",
-                    help="also time the pipeline without the device X0 cache (interleaved)")
+    ap.add_argument(
+        "--before", action="store_true", help="also time the pipeline without the device X0 cache (interleaved)"
+    )
     ap.add_argument("--json-out")
     args = ap.parse_args()
     traj, chunk = 1000, args.chunk_size
     nb0 = max(1, round(args.trajectories_total / (2 * 3 * 3 * 2 * traj)))
     cfg = parse_config(CONFIG.format(chunk=chunk, traj=traj, nb0=nb0))
     total = cfg.n_points * traj
-    print(f"{cfg.n_points} points x {traj} trajectories = {total:,} trajectories, {cfg.n_chunks} chunks",
-          file=sys.stderr)
+    print(
+        f"{cfg.n_points} points x {traj} trajectories = {total:,} trajectories, {cfg.n_chunks} chunks", file=sys.stderr
+    )
     samples, batches = kernel_batches(cfg)
 
     def sample():
@@ -130,34 +143,53 @@ def main():
     t_pipe, t_sample, t_kernel = med["pipeline"], med["sampling"], med["kernel"]
     t_compute = t_sample + t_kernel
     per_rep = [k / p for p, k in zip(times["pipeline"], times["kernel"])]
-    res = dict(machine=dict(platform=platform.platform(), jax=jax.__version__, devices=[str(d) for d in jax.devices()]),
-               points=cfg.n_points, trajectories=total, chunk_size=chunk, workers=args.workers, reps=args.reps,
-               times=times,
-               pipeline_s=t_pipe, kernel_s=t_kernel, sampling_s=t_sample,
-               pipeline_traj_per_s=total / t_pipe, kernel_traj_per_s=total / t_kernel,
-               compute_traj_per_s=total / t_compute, pipeline_fraction_of_kernel=t_kernel / t_pipe,
-               pipeline_fraction_of_kernel_per_rep=per_rep, pipeline_fraction_of_compute=t_compute / t_pipe)
+    res = dict(
+        machine=dict(platform=platform.platform(), jax=jax.__version__, devices=[str(d) for d in jax.devices()]),
+        points=cfg.n_points,
+        trajectories=total,
+        chunk_size=chunk,
+        workers=args.workers,
+        reps=args.reps,
+        times=times,
+        pipeline_s=t_pipe,
+        kernel_s=t_kernel,
+        sampling_s=t_sample,
+        pipeline_traj_per_s=total / t_pipe,
+        kernel_traj_per_s=total / t_kernel,
+        compute_traj_per_s=total / t_compute,
+        pipeline_fraction_of_kernel=t_kernel / t_pipe,
+        pipeline_fraction_of_kernel_per_rep=per_rep,
+        pipeline_fraction_of_compute=t_compute / t_pipe,
+    )
     print(json.dumps(res, indent=2))
     print()
     if args.before:
         per_rep_before = [k / p for p, k in zip(times["pipeline_before"], times["kernel"])]
-        res.update(pipeline_before_s=float(np.median(times["pipeline_before"])),
-                   pipeline_before_fraction_of_kernel=t_kernel / float(np.median(times["pipeline_before"])),
-                   pipeline_before_fraction_of_kernel_per_rep=per_rep_before)
-    print(f"medians of {args.reps} interleaved repetitions; pipeline / kernel per repetition: "
-          + ", ".join(f"{100 * f:.0f}%" for f in per_rep))
+        res.update(
+            pipeline_before_s=float(np.median(times["pipeline_before"])),
+            pipeline_before_fraction_of_kernel=t_kernel / float(np.median(times["pipeline_before"])),
+            pipeline_before_fraction_of_kernel_per_rep=per_rep_before,
+        )
+    print(
+        f"medians of {args.reps} interleaved repetitions; pipeline / kernel per repetition: "
+        + ", ".join(f"{100 * f:.0f}%" for f in per_rep)
+    )
     if args.before:
-        print("without the device X0 cache (before), per repetition: "
-              + ", ".join(f"{100 * f:.0f}%" for f in per_rep_before)
-              + f"; medians: before {100 * res['pipeline_before_fraction_of_kernel']:.0f}%, "
-              f"after {100 * res['pipeline_fraction_of_kernel']:.0f}% of the kernel alone")
+        print(
+            "without the device X0 cache (before), per repetition: "
+            + ", ".join(f"{100 * f:.0f}%" for f in per_rep_before)
+            + f"; medians: before {100 * res['pipeline_before_fraction_of_kernel']:.0f}%, "
+            f"after {100 * res['pipeline_fraction_of_kernel']:.0f}% of the kernel alone"
+        )
     print()
     print("| what | seconds | points/s | trajectories/s | pipeline throughput as % of this |")
     print("|---|---|---|---|---|")
-    rows = [("whole pipeline (`mascot run`: grid, X0 sampling, kernel, certificates, Parquet)", t_pipe),
-            ("X0 sampling + kernel (the experiment's device compute)", t_compute),
-            ("kernel alone (`simulate_consensus` on the same batches)", t_kernel),
-            ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample)]
+    rows = [
+        ("whole pipeline (`mascot run`: grid, X0 sampling, kernel, certificates, Parquet)", t_pipe),
+        ("X0 sampling + kernel (the experiment's device compute)", t_compute),
+        ("kernel alone (`simulate_consensus` on the same batches)", t_kernel),
+        ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample),
+    ]
     if args.before:
         rows.insert(1, ("whole pipeline without the device X0 cache (before)", res["pipeline_before_s"]))
     for name, t in rows:

@@ -19,8 +19,8 @@ import platform
 import sys
 import time
 
-from mascot.sweep import parse_config
 from mascot.sweep import config as config_mod
+from mascot.sweep import parse_config
 from mascot.sweep.kinds import KINDS
 
 CONFIG = """
@@ -79,8 +79,15 @@ def main() -> int:
         times["per point"].append(time.perf_counter() - t)
     assert cfg.n_points == n
     best = {k: min(v) for k, v in times.items()}
-    res = dict(points=n, reps=args.reps, best_s=best, us_per_point={k: 1e6 * v / n for k, v in best.items()},
-               speedup=best["per point"] / best["shipped"], machine=platform.platform(), python=sys.version.split()[0])
+    res = dict(
+        points=n,
+        reps=args.reps,
+        best_s=best,
+        us_per_point={k: 1e6 * v / n for k, v in best.items()},
+        speedup=best["per point"] / best["shipped"],
+        machine=platform.platform(),
+        python=sys.version.split()[0],
+    )
     print(json.dumps(res, indent=2))
     print()
     print("| method | points | best s | us per point | vs per point |")

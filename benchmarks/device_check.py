@@ -42,8 +42,8 @@ Writes ``device_check.json`` and ``device_check.md`` to ``--out`` (default: ``$O
 from __future__ import annotations
 
 import argparse
-import contextlib
 import collections
+import contextlib
 import inspect
 import json
 import math
@@ -66,15 +66,35 @@ SECTIONS = ("info", "tests", "consensus", "spectra", "sweep", "hf")
 GRACE_S = 8.0  # a section plans its work to end this long before it would be killed
 
 TEST_FILES = [
-    "tests/test_kernel_consensus.py", "tests/test_spectra.py", "tests/test_noise.py", "tests/test_sampling.py",
-    "tests/test_sweep.py", "tests/test_sweep_sr.py", "tests/test_state_tracking_rule.py", "tests/test_devices.py",
+    "tests/test_kernel_consensus.py",
+    "tests/test_spectra.py",
+    "tests/test_noise.py",
+    "tests/test_sampling.py",
+    "tests/test_sweep.py",
+    "tests/test_sweep_sr.py",
+    "tests/test_state_tracking_rule.py",
+    "tests/test_devices.py",
 ]
 
 # Qwen2.5-7B-Instruct's shape (its config.json); the smoke run uses a 2-layer model of width 32.
-QWEN25_7B = dict(vocab_size=152064, hidden_size=3584, intermediate_size=18944, num_hidden_layers=28,
-                 num_attention_heads=28, num_key_value_heads=4, max_position_embeddings=32768)
-TINY_QWEN2 = dict(vocab_size=1024, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+QWEN25_7B = dict(
+    vocab_size=152064,
+    hidden_size=3584,
+    intermediate_size=18944,
+    num_hidden_layers=28,
+    num_attention_heads=28,
+    num_key_value_heads=4,
+    max_position_embeddings=32768,
+)
+TINY_QWEN2 = dict(
+    vocab_size=1024,
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    max_position_embeddings=4096,
+)
 
 # Seconds per section: the normal share of the budget (a section may get up to 1.5x when earlier ones
 # finished early, and less when the budget runs out). Sum: 420 s (GPU).
@@ -87,22 +107,53 @@ MIN_S = dict(info=10, tests=15, consensus=15, spectra=15, sweep=15, hf=30)
 SIZES = {
     "gpu": dict(
         copy_bytes=4 << 30,
-        cons_N=(5, 64), cons_B=(100_000, 1_000_000, 10_000_000), cons_chunks=(None, 1 << 20), cons_B_cpu=100_000,
-        cons_reps_small=3, cons_reps_large=2, cons_split_B=1_000_000, cons_split_s=12,
+        cons_N=(5, 64),
+        cons_B=(100_000, 1_000_000, 10_000_000),
+        cons_chunks=(None, 1 << 20),
+        cons_B_cpu=100_000,
+        cons_reps_small=3,
+        cons_reps_large=2,
+        cons_split_B=1_000_000,
+        cons_split_s=12,
         spec_G={16: (10_000, 100_000), 64: (1_000, 10_000), 256: (64, 1_000)},
-        spec_G_cpu={16: 100_000, 64: 10_000, 256: 256}, spec_reps=3,
-        sweep_traj=2000, sweep_nb0=28, sweep_chunk=36, sweep_reps=3,
-        hf_shape=QWEN25_7B, hf_trials=100, hf_max_tokens=250, hf_batch=600, hf_steps_full=12,
-        pytest_files=TEST_FILES, pytest_k=None,
+        spec_G_cpu={16: 100_000, 64: 10_000, 256: 256},
+        spec_reps=3,
+        sweep_traj=2000,
+        sweep_nb0=28,
+        sweep_chunk=36,
+        sweep_reps=3,
+        hf_shape=QWEN25_7B,
+        hf_trials=100,
+        hf_max_tokens=250,
+        hf_batch=600,
+        hf_steps_full=12,
+        pytest_files=TEST_FILES,
+        pytest_k=None,
     ),
     "smoke": dict(
         copy_bytes=64 << 20,
-        cons_N=(5, 64), cons_B=(1000,), cons_chunks=(None, 512), cons_B_cpu=1000,
-        cons_reps_small=2, cons_reps_large=2, cons_split_B=1000, cons_split_s=6,
-        spec_G={16: (8,), 64: (4,), 256: (2,)}, spec_G_cpu={16: 8, 64: 4, 256: 2}, spec_reps=2,
-        sweep_traj=50, sweep_nb0=2, sweep_chunk=36, sweep_reps=2,
-        hf_shape=TINY_QWEN2, hf_trials=2, hf_max_tokens=8, hf_batch=16, hf_steps_full=12,
-        pytest_files=["tests/test_state_tracking_rule.py"], pytest_k="bad_inputs",
+        cons_N=(5, 64),
+        cons_B=(1000,),
+        cons_chunks=(None, 512),
+        cons_B_cpu=1000,
+        cons_reps_small=2,
+        cons_reps_large=2,
+        cons_split_B=1000,
+        cons_split_s=6,
+        spec_G={16: (8,), 64: (4,), 256: (2,)},
+        spec_G_cpu={16: 8, 64: 4, 256: 2},
+        spec_reps=2,
+        sweep_traj=50,
+        sweep_nb0=2,
+        sweep_chunk=36,
+        sweep_reps=2,
+        hf_shape=TINY_QWEN2,
+        hf_trials=2,
+        hf_max_tokens=8,
+        hf_batch=16,
+        hf_steps_full=12,
+        pytest_files=["tests/test_state_tracking_rule.py"],
+        pytest_k="bad_inputs",
     ),
 }
 
@@ -205,8 +256,15 @@ def measure_copy(nbytes: int, reps: int = 5) -> dict:
         del y
     t = min(ts)
     del x
-    return dict(bytes=4 * n, best_s=t, times_s=ts, copy_Bps=2 * 4 * n / t, read_Bps=4 * n / t,
-                copy_GBps=2 * 4 * n / t / 1e9, device=str(jax.devices()[0]))
+    return dict(
+        bytes=4 * n,
+        best_s=t,
+        times_s=ts,
+        copy_Bps=2 * 4 * n / t,
+        read_Bps=4 * n / t,
+        copy_GBps=2 * 4 * n / t / 1e9,
+        device=str(jax.devices()[0]),
+    )
 
 
 def _read_Bps(ctx: Ctx, rec: Rec) -> float:
@@ -228,8 +286,23 @@ def sec_info(ctx: Ctx, rec: Rec) -> None:
     r["cpus"] = os.cpu_count()
     r["cpus_usable"] = cpu_threads()
     versions = {}
-    for pkg in ("mascot", "jax", "jaxlib", "jax-cuda13-plugin", "jax-cuda12-plugin", "numpy", "scipy", "pandas",
-                "pyarrow", "torch", "transformers", "tokenizers", "pytest", "pytest-xdist", "hypothesis"):
+    for pkg in (
+        "mascot",
+        "jax",
+        "jaxlib",
+        "jax-cuda13-plugin",
+        "jax-cuda12-plugin",
+        "numpy",
+        "scipy",
+        "pandas",
+        "pyarrow",
+        "torch",
+        "transformers",
+        "tokenizers",
+        "pytest",
+        "pytest-xdist",
+        "hypothesis",
+    ):
         try:
             versions[pkg] = md.version(pkg)
         except Exception:
@@ -240,9 +313,17 @@ def sec_info(ctx: Ctx, rec: Rec) -> None:
         r["host_memory_GiB"] = mem / 2**30
     except (ValueError, OSError, AttributeError):
         pass
-    for key, cmd in (("nvidia_smi", ["nvidia-smi"]),
-                     ("nvidia_smi_query", ["nvidia-smi", "--query-gpu=name,memory.total,driver_version,"
-                                           "clocks.max.sm,clocks.max.mem,power.limit", "--format=csv"])):
+    for key, cmd in (
+        ("nvidia_smi", ["nvidia-smi"]),
+        (
+            "nvidia_smi_query",
+            [
+                "nvidia-smi",
+                "--query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem,power.limit",
+                "--format=csv",
+            ],
+        ),
+    ):
         try:
             p = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
             r[key] = (p.stdout + p.stderr)[-4000:]
@@ -276,13 +357,17 @@ def sec_info(ctx: Ctx, rec: Rec) -> None:
     # eig on jax.devices("cpu"), which does not exist under JAX_PLATFORMS=cuda alone
     r["jax_platforms_value"] = accel if accel == "cpu" else f"{accel},cpu"
     r["gpu_name"] = devs[0].device_kind if backend != "cpu" else None
-    say(f"  jax {jax.__version__}, backend {backend}, devices {[d['repr'] for d in r['devices']]}, "
-        f"kind {devs[0].device_kind}")
+    say(
+        f"  jax {jax.__version__}, backend {backend}, devices {[d['repr'] for d in r['devices']]}, "
+        f"kind {devs[0].device_kind}"
+    )
     rec.save()
     bw = measure_copy(ctx.sizes["copy_bytes"])
     r["copy_bandwidth"] = bw
-    say(f"  copy bandwidth ({bw['bytes'] / 2**30:.2f} GiB a + 1): {bw['copy_GBps']:,.0f} GB/s read + written "
-        f"({bw['best_s'] * 1e3:.2f} ms)")
+    say(
+        f"  copy bandwidth ({bw['bytes'] / 2**30:.2f} GiB a + 1): {bw['copy_GBps']:,.0f} GB/s read + written "
+        f"({bw['best_s'] * 1e3:.2f} ms)"
+    )
     rec.summary.update(copy_bandwidth_GBps=bw["copy_GBps"], devices=len(devs))
 
 
@@ -293,7 +378,9 @@ def parse_pytest(text: str) -> dict:
     line = None
     for raw in reversed(text.splitlines()):
         s = raw.strip().strip("=").strip()
-        if re.search(r"\bin [\d.]+s\b", s) and re.search(r"\d+ (passed|failed|errors?|skipped|deselected)|no tests ran", s):
+        if re.search(r"\bin [\d.]+s\b", s) and re.search(
+            r"\d+ (passed|failed|errors?|skipped|deselected)|no tests ran", s
+        ):
             line = s
             break
     if line is not None:
@@ -340,8 +427,16 @@ def sec_tests(ctx: Ctx, rec: Rec) -> None:
     if workers and not have_xdist:
         rec.note("pytest-xdist is not installed: each pass runs in one process")
         workers = 0
-    base = [sys.executable, "-m", "pytest", "-x" if maxfail == 1 else f"--maxfail={maxfail}", "-q",
-            "-p", "no:cacheprovider", *files]
+    base = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-x" if maxfail == 1 else f"--maxfail={maxfail}",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        *files,
+    ]
     if sz["pytest_k"]:
         base += ["-k", sz["pytest_k"]]
     if workers:
@@ -353,23 +448,35 @@ def sec_tests(ctx: Ctx, rec: Rec) -> None:
     det = ("float32_deterministic_ops", {"XLA_FLAGS": "--xla_gpu_deterministic_ops=true"})
     if plat.startswith("cuda") and "tests/test_sweep.py" in files:
         passes.append(det)
-    rec.results.update(platform=plat, files=files, workers_per_pass=workers, maxfail=maxfail,
-                       dtype_switch="none in tests/conftest.py: float64 pass = JAX_ENABLE_X64=1 for the whole process",
-                       passes={})
+    rec.results.update(
+        platform=plat,
+        files=files,
+        workers_per_pass=workers,
+        maxfail=maxfail,
+        dtype_switch="none in tests/conftest.py: float64 pass = JAX_ENABLE_X64=1 for the whole process",
+        passes={},
+    )
     procs = []
     for name, extra in passes:
-        env = dict(os.environ, JAX_PLATFORMS=plat, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1",
-                   **extra)
+        env = dict(os.environ, JAX_PLATFORMS=plat, XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1", **extra)
         if name == "float32":
             env.pop("JAX_ENABLE_X64", None)
         cmd = base
         if (name, extra) == det:
-            cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_sweep.py", "-k",
-                   "sigkill"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                "tests/test_sweep.py",
+                "-k",
+                "sigkill",
+            ]
         log = ctx.work / f"pytest_{name}.log"
         fh = open(log, "w")
-        say(f"  pass {name}: JAX_PLATFORMS={plat} {' '.join(f'{k}={v}' for k, v in extra.items())} "
-            f"{' '.join(cmd[1:])}")
+        say(f"  pass {name}: JAX_PLATFORMS={plat} {' '.join(f'{k}={v}' for k, v in extra.items())} {' '.join(cmd[1:])}")
         p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
         procs.append((name, extra, p, fh, log, time.time(), cmd))
     try:
@@ -394,34 +501,50 @@ def _collect_pytest(ctx: Ctx, rec: Rec, base: list, procs: list) -> None:
         fh.close()
         text = log.read_text(errors="replace")
         res = parse_pytest(text)
-        res.update(env=extra, returncode=p.returncode, timed_out=timed_out, wall_s=time.time() - t0,
-                   command=" ".join(cmd[1:]))
+        res.update(
+            env=extra, returncode=p.returncode, timed_out=timed_out, wall_s=time.time() - t0, command=" ".join(cmd[1:])
+        )
         if p.returncode != 0 or timed_out:
             res["output_tail"] = text[-6000:]
         rec.results["passes"][name] = res
-        say(f"  pass {name}: {res['passed']} passed, {res['failed']} failed, {res['errors']} errors, "
-            f"{res['skipped']} skipped, rc {p.returncode}{' (TIMED OUT)' if timed_out else ''}, {res['wall_s']:.0f} s")
+        say(
+            f"  pass {name}: {res['passed']} passed, {res['failed']} failed, {res['errors']} errors, "
+            f"{res['skipped']} skipped, rc {p.returncode}{' (TIMED OUT)' if timed_out else ''}, {res['wall_s']:.0f} s"
+        )
         rec.save()
 
 
 # --------------------------------------------------------------------------- consensus
 def sec_consensus(ctx: Ctx, rec: Rec) -> None:
     _bench_path()
-    import bench_consensus as bc
     import jax
     import jax.numpy as jnp
     import numpy as np
 
+    import bench_consensus as bc
     import mascot
 
     sz = ctx.sizes
     read_Bps = _read_Bps(ctx, rec)
     T = cpu_threads()
     rows, base = [], []
-    rec.results.update(rows=rows, baselines=base, workload=dict(
-        d=bc.D, eta=bc.ETA, eps=bc.EPS, c1=bc.C1, c2=bc.C2, b0=bc.B0, max_rounds=bc.MAX_ROUNDS, dtype="float32",
-        X0="clip(N(0.5, 0.15), 0, 1) drawn on the device (jax.random.normal)", cpu_threads=T,
-        floor="X0 bytes / device read rate in a copy, over the measured time"))
+    rec.results.update(
+        rows=rows,
+        baselines=base,
+        workload=dict(
+            d=bc.D,
+            eta=bc.ETA,
+            eps=bc.EPS,
+            c1=bc.C1,
+            c2=bc.C2,
+            b0=bc.B0,
+            max_rounds=bc.MAX_ROUNDS,
+            dtype="float32",
+            X0="clip(N(0.5, 0.15), 0, 1) drawn on the device (jax.random.normal)",
+            cpu_threads=T,
+            floor="X0 bytes / device read rate in a copy, over the measured time",
+        ),
+    )
 
     def gen(key, B, N):
         """X0 on the default device, in pieces of <= 2^30 elements (large random draws in one piece risk
@@ -451,8 +574,19 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
         say(f"  N={N} {kind}: {max(0, share_end - time.time()):.0f} s for this group")
 
         def call(X0, chunk=None):
-            return mascot.simulate_consensus(X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0,
-                                             max_rounds=bc.MAX_ROUNDS, dtype="float32", chunk_size=chunk)
+            return mascot.simulate_consensus(
+                X0,
+                W1,
+                W2,
+                bc.C1,
+                bc.C2,
+                bc.ETA,
+                bc.EPS,
+                bc.B0,
+                max_rounds=bc.MAX_ROUNDS,
+                dtype="float32",
+                chunk_size=chunk,
+            )
 
         b = None  # this group's CPU baseline, measured after its first device cell
         group_rows = []
@@ -470,14 +604,28 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                 t0 = time.perf_counter()
                 r_np, _ = bc.numpy_threads(Xc, W1, W2, threads=T)
                 tn.append(time.perf_counter() - t0)
-            out = dict(N=N, pair=kind, B=Bc, threads=T, numpy_s=min(tn), numpy_traj_s=Bc / min(tn), reps=len(tn),
-                       rounds_agree=float(np.mean(r_np == res_c.rounds)), method=res_c.method)
+            out = dict(
+                N=N,
+                pair=kind,
+                B=Bc,
+                threads=T,
+                numpy_s=min(tn),
+                numpy_traj_s=Bc / min(tn),
+                reps=len(tn),
+                rounds_agree=float(np.mean(r_np == res_c.rounds)),
+                method=res_c.method,
+            )
             base.append(out)
-            say(f"    numpy (ii) B={Bc:,} {T} threads: {out['numpy_traj_s']:,.0f} traj/s; rounds agree with the "
-                f"kernel on {100 * out['rounds_agree']:.2f}%")
+            say(
+                f"    numpy (ii) B={Bc:,} {T} threads: {out['numpy_traj_s']:,.0f} traj/s; rounds agree with the "
+                f"kernel on {100 * out['rounds_agree']:.2f}%"
+            )
             for row in group_rows:
-                row.update(numpy_traj_s=out["numpy_traj_s"], numpy_B=Bc, ratio_vs_numpy=row["device_traj_s"] /
-                           out["numpy_traj_s"])
+                row.update(
+                    numpy_traj_s=out["numpy_traj_s"],
+                    numpy_B=Bc,
+                    ratio_vs_numpy=row["device_traj_s"] / out["numpy_traj_s"],
+                )
             return out
 
         prev = {}  # chunk variant -> (B, best s, first-call s)
@@ -494,8 +642,10 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                     if need > left and per * 2 + fixed <= left:
                         reps, need = 1, per * 2 + fixed
                     if need > left:
-                        rec.note(f"N={N} {kind} B={B:,} chunk={label}: skipped (predicted {need:.1f} s from "
-                                 f"B={pB:,}, {left:.1f} s left in this group)")
+                        rec.note(
+                            f"N={N} {kind} B={B:,} chunk={label}: skipped (predicted {need:.1f} s from "
+                            f"B={pB:,}, {left:.1f} s left in this group)"
+                        )
                         continue
                 elif ctx.left() < 3:  # the first size of a variant runs whenever the section has time
                     rec.note(f"N={N} {kind} B={B:,} chunk={label}: skipped (no time left in the section)")
@@ -516,19 +666,33 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                         ts.append(time.perf_counter() - t0)
                     t = min(ts) if ts else t_first
                     nbytes = int(X0.nbytes)
-                    row = dict(N=N, pair=kind, B=B, chunk_size=label, method=res.method,
-                               mean_rounds=float(np.mean(res.rounds)), device_s=t, device_traj_s=B / t,
-                               first_call_s=t_first, compile_s=max(t_first - t, 0.0), reps=len(ts),
-                               x0_bytes=nbytes, floor_fraction=nbytes / read_Bps / t,
-                               status_counts=np.bincount(np.asarray(res.status), minlength=3).tolist())
+                    row = dict(
+                        N=N,
+                        pair=kind,
+                        B=B,
+                        chunk_size=label,
+                        method=res.method,
+                        mean_rounds=float(np.mean(res.rounds)),
+                        device_s=t,
+                        device_traj_s=B / t,
+                        first_call_s=t_first,
+                        compile_s=max(t_first - t, 0.0),
+                        reps=len(ts),
+                        x0_bytes=nbytes,
+                        floor_fraction=nbytes / read_Bps / t,
+                        status_counts=np.bincount(np.asarray(res.status), minlength=3).tolist(),
+                    )
                     if b:
-                        row.update(numpy_traj_s=b["numpy_traj_s"], numpy_B=b["B"],
-                                   ratio_vs_numpy=(B / t) / b["numpy_traj_s"])
+                        row.update(
+                            numpy_traj_s=b["numpy_traj_s"], numpy_B=b["B"], ratio_vs_numpy=(B / t) / b["numpy_traj_s"]
+                        )
                     rows.append(row)
                     group_rows.append(row)
                     prev[chunk] = (B, t, t_first)
-                    say(f"    B={B:>10,} chunk={label:>7s} [{res.method}]: {B / t:14,.0f} traj/s  "
-                        f"({t * 1e3:9.1f} ms, first call {t_first:.2f} s, floor {100 * row['floor_fraction']:.1f}%)")
+                    say(
+                        f"    B={B:>10,} chunk={label:>7s} [{res.method}]: {B / t:14,.0f} traj/s  "
+                        f"({t * 1e3:9.1f} ms, first call {t_first:.2f} s, floor {100 * row['floor_fraction']:.1f}%)"
+                    )
                     del X0, res
                 except Exception:
                     rec.note(f"N={N} {kind} B={B:,} chunk={label} failed: {traceback.format_exc(limit=4)[-1500:]}")
@@ -557,13 +721,17 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
             X0 = gen(jax.random.fold_in(key, gi), B, N)
             row = modal_split(X0, W1, W2, bc, reps=sz["cons_reps_small"])
             row.update(N=N, pair=kind, x0_floor_s=int(X0.nbytes) / read_Bps)
-            row.update(kernel_floor_fraction=row["x0_floor_s"] / row["kernel_s"],
-                       floor_fraction=row["x0_floor_s"] / row["total_s"])
+            row.update(
+                kernel_floor_fraction=row["x0_floor_s"] / row["kernel_s"],
+                floor_fraction=row["x0_floor_s"] / row["total_s"],
+            )
             split.append(row)
-            say(f"    N={N} B={B:,} chunk={row['chunk']:,}: total {1e3 * row['total_s']:.2f} ms = kernel "
+            say(
+                f"    N={N} B={B:,} chunk={row['chunk']:,}: total {1e3 * row['total_s']:.2f} ms = kernel "
                 f"{1e3 * row['kernel_s']:.2f} (projection {1e3 * row['projection_s']:.2f}) + result copies "
                 f"{1e3 * row['fetch_s']:.2f} + driver {1e3 * row['driver_s']:.2f}; X0 floor "
-                f"{1e3 * row['x0_floor_s']:.3f} ms ({100 * row['kernel_floor_fraction']:.1f}% of the kernel alone)")
+                f"{1e3 * row['x0_floor_s']:.3f} ms ({100 * row['kernel_floor_fraction']:.1f}% of the kernel alone)"
+            )
             del X0
         except Exception:
             rec.note(f"N={N} modal time split failed: {traceback.format_exc(limit=4)[-1500:]}")
@@ -582,23 +750,29 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
             X0 = gen(jax.random.fold_in(key, gi), B, N)
 
             def once(X0=X0, W1=W1, W2=W2):
-                return mascot.simulate_consensus(X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0,
-                                                 max_rounds=bc.MAX_ROUNDS, dtype="float32")
+                return mascot.simulate_consensus(
+                    X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0, max_rounds=bc.MAX_ROUNDS, dtype="float32"
+                )
 
             method = once().method  # compiled before the trace
             tr = trace_call(once, ctx.out / "traces", f"consensus_N{N}_{method}_B{B}")
             tr.update(N=N, pair=kind, B=B, method=method)
             traces.append(tr)
-            say(f"    trace N={N} {kind} B={B:,}: {tr['file']} ({tr['bytes'] / 1e6:.1f} MB); span "
-                f"{tr['span_ms']:.2f} ms; " + "; ".join(f"{p['process']} busy {p['busy_ms']:.2f} ms"
-                                                          for p in tr["processes"]))
+            say(
+                f"    trace N={N} {kind} B={B:,}: {tr['file']} ({tr['bytes'] / 1e6:.1f} MB); span "
+                f"{tr['span_ms']:.2f} ms; "
+                + "; ".join(f"{p['process']} busy {p['busy_ms']:.2f} ms" for p in tr["processes"])
+            )
             del X0
         except Exception:
             rec.note(f"N={N} {kind} profiler trace failed: {traceback.format_exc(limit=4)[-1500:]}")
         rec.save()
     if rows:
-        rec.summary.update(cells=len(rows), best_device_traj_s=max(r["device_traj_s"] for r in rows),
-                           best_floor_fraction=max(r["floor_fraction"] for r in rows))
+        rec.summary.update(
+            cells=len(rows),
+            best_device_traj_s=max(r["device_traj_s"] for r in rows),
+            best_floor_fraction=max(r["floor_fraction"] for r in rows),
+        )
     if base:
         rec.summary["min_numpy_traj_s"] = min(b["numpy_traj_s"] for b in base)
 
@@ -647,8 +821,11 @@ def summarize_trace(trace: dict, top: int = 8) -> dict:
     events' intervals: nested and overlapping events count once) and the event names with the most total
     time; and the span from the first event to the last."""
     ev = trace.get("traceEvents", [])
-    names = {e["pid"]: e.get("args", {}).get("name", str(e["pid"])) for e in ev
-             if e.get("ph") == "M" and e.get("name") == "process_name"}
+    names = {
+        e["pid"]: e.get("args", {}).get("name", str(e["pid"]))
+        for e in ev
+        if e.get("ph") == "M" and e.get("name") == "process_name"
+    }
     xs = [e for e in ev if e.get("ph") == "X" and "dur" in e and "ts" in e]
     if not xs:
         return dict(span_ms=0.0, processes=[])
@@ -662,9 +839,14 @@ def summarize_trace(trace: dict, top: int = 8) -> dict:
             t[0] += 1
             t[1] += e["dur"]
         best = sorted(tot.items(), key=lambda kv: -kv[1][1])[:top]
-        procs.append(dict(process=names.get(pid, str(pid)), events=len(pe),
-                          busy_ms=_union_us((e["ts"], e["ts"] + e["dur"]) for e in pe) / 1e3,
-                          top=[dict(name=n[:120], count=c, total_ms=d / 1e3) for n, (c, d) in best]))
+        procs.append(
+            dict(
+                process=names.get(pid, str(pid)),
+                events=len(pe),
+                busy_ms=_union_us((e["ts"], e["ts"] + e["dur"]) for e in pe) / 1e3,
+                top=[dict(name=n[:120], count=c, total_ms=d / 1e3) for n, (c, d) in best],
+            )
+        )
     return dict(span_ms=(t1 - t0) / 1e3, processes=procs)
 
 
@@ -685,14 +867,20 @@ def modal_split(X0, W1, W2, bc, reps: int) -> dict:
 
     B, N, d = X0.shape
     dt = X0.dtype
-    _, _, _, c = ec._setup(np.asarray(W1, np.float64).tobytes(), np.asarray(W2, np.float64).tobytes(), N, "auto",
-                           dt.name, False)
+    _, _, _, c = ec._setup(
+        np.asarray(W1, np.float64).tobytes(), np.asarray(W2, np.float64).tobytes(), N, "auto", dt.name, False
+    )
     platform = next(iter(X0.devices())).platform
     tile = ec._tile(N, d, dt) if platform == "cpu" and N > kc.SMALL_N else None
     C = ec._chunk_size(B, N, d, dt, True, None, platform, tiled=tile is not None)
-    chunks = [X0[lo:lo + C] for lo in range(0, B - C + 1, C)]
-    params = dict(c1=np.asarray(bc.C1, dt), c2=np.asarray(bc.C2, dt), eta=np.asarray(bc.ETA, dt),
-                  eps=np.asarray(bc.EPS, dt), b0=np.full(C, bc.B0, dt))
+    chunks = [X0[lo : lo + C] for lo in range(0, B - C + 1, C)]
+    params = dict(
+        c1=np.asarray(bc.C1, dt),
+        c2=np.asarray(bc.C2, dt),
+        eta=np.asarray(bc.ETA, dt),
+        eps=np.asarray(bc.EPS, dt),
+        b0=np.full(C, bc.B0, dt),
+    )
     static = dict(strategy="adaptive", max_rounds=bc.MAX_ROUNDS, tile=tile)
     keys = ("rounds", "b", "d", "status", "d0", "finite")
 
@@ -716,8 +904,9 @@ def modal_split(X0, W1, W2, bc, reps: int) -> dict:
         return time.perf_counter() - t0
 
     def total():
-        mascot.simulate_consensus(X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0, max_rounds=bc.MAX_ROUNDS,
-                                  dtype=dt.name)
+        mascot.simulate_consensus(
+            X0, W1, W2, bc.C1, bc.C2, bc.ETA, bc.EPS, bc.B0, max_rounds=bc.MAX_ROUNDS, dtype=dt.name
+        )
 
     for f in (kernel, projection, fetch, total):  # compile and warm every part
         f()
@@ -731,17 +920,27 @@ def modal_split(X0, W1, W2, bc, reps: int) -> dict:
     scale = B / (len(chunks) * C)
     best = {k: min(v) for k, v in t.items()}
     kern, proj, fetch_s = best["kernel"] * scale, best["projection"] * scale, best["fetch"] * scale
-    return dict(B=B, chunk=C, tile=tile, reps=max(1, reps), total_s=best["total"], kernel_s=kern,
-                projection_s=proj, rounds_s=max(kern - proj, 0.0), fetch_s=fetch_s,
-                driver_s=max(best["total"] - kern - fetch_s, 0.0), times_s=t)
+    return dict(
+        B=B,
+        chunk=C,
+        tile=tile,
+        reps=max(1, reps),
+        total_s=best["total"],
+        kernel_s=kern,
+        projection_s=proj,
+        rounds_s=max(kern - proj, 0.0),
+        fetch_s=fetch_s,
+        driver_s=max(best["total"] - kern - fetch_s, 0.0),
+        times_s=t,
+    )
 
 
 # --------------------------------------------------------------------------- spectra
 def sec_spectra(ctx: Ctx, rec: Rec) -> None:
     _bench_path()
-    import bench_spectra as bs  # turns JAX x64 on (as that benchmark does): float64 rows
     import numpy as np
 
+    import bench_spectra as bs  # turns JAX x64 on (as that benchmark does): float64 rows
     import mascot
 
     sz = ctx.sizes
@@ -749,11 +948,16 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
     T = cpu_threads()
     gam = bs.GAMMAS
     rows = []
-    rec.results.update(rows=rows, workload=dict(
-        family="undirected Erdos-Renyi G(n, p), p = min(1, 3 ln n / n) (bench_spectra.make_graphs)",
-        gammas=gam.tolist(), call="mascot.sr_spectra(A[:, None], gammas)",
-        baseline=f"numpy batched eigvalsh + svd (bench_spectra.numpy_batched_threads), {T} threads",
-        floor="adjacency bytes (float64) / device read rate in a copy, over the measured time"))
+    rec.results.update(
+        rows=rows,
+        workload=dict(
+            family="undirected Erdos-Renyi G(n, p), p = min(1, 3 ln n / n) (bench_spectra.make_graphs)",
+            gammas=gam.tolist(),
+            call="mascot.sr_spectra(A[:, None], gammas)",
+            baseline=f"numpy batched eigvalsh + svd (bench_spectra.numpy_batched_threads), {T} threads",
+            floor="adjacency bytes (float64) / device read rate in a copy, over the measured time",
+        ),
+    )
     rng = np.random.default_rng(0)
     ns = sorted(sz["spec_G"])
     for i, n in enumerate(ns):
@@ -795,20 +999,37 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                         break
                 t_np = min(tn)
                 pairs = G * len(gam)
-                row = dict(n=n, G=G, gammas=len(gam), pairs=pairs, dtype="float64", method=ref[3], normal_P=normal,
-                           device_s=t, device_pairs_s=pairs / t, first_call_s=t_first,
-                           compile_s=max(t_first - t, 0.0), reps=len(ts), numpy_G=Gc, numpy_threads=T,
-                           numpy_s=t_np, numpy_pairs_s=Gc * len(gam) / t_np,
-                           adjacency_bytes=int(A.nbytes), floor_fraction=A.nbytes / read_Bps / t,
-                           max_rel_diff=dict(rho=bs.rel(ref[0][:Gc], npres[0]), kappa=bs.rel(ref[2][:Gc], npres[2])))
+                row = dict(
+                    n=n,
+                    G=G,
+                    gammas=len(gam),
+                    pairs=pairs,
+                    dtype="float64",
+                    method=ref[3],
+                    normal_P=normal,
+                    device_s=t,
+                    device_pairs_s=pairs / t,
+                    first_call_s=t_first,
+                    compile_s=max(t_first - t, 0.0),
+                    reps=len(ts),
+                    numpy_G=Gc,
+                    numpy_threads=T,
+                    numpy_s=t_np,
+                    numpy_pairs_s=Gc * len(gam) / t_np,
+                    adjacency_bytes=int(A.nbytes),
+                    floor_fraction=A.nbytes / read_Bps / t,
+                    max_rel_diff=dict(rho=bs.rel(ref[0][:Gc], npres[0]), kappa=bs.rel(ref[2][:Gc], npres[2])),
+                )
                 row["ratio_vs_numpy"] = row["device_pairs_s"] / row["numpy_pairs_s"]
                 rows.append(row)
                 prev = (G, t, t_np / Gc * G if Gc else 0.0)
                 last_A = (A, Gc, npres, normal)
-                say(f"  n={n:3d} G={G:>7,} float64 [{ref[3]}]: {row['device_pairs_s']:12,.0f} pairs/s "
+                say(
+                    f"  n={n:3d} G={G:>7,} float64 [{ref[3]}]: {row['device_pairs_s']:12,.0f} pairs/s "
                     f"(first call {t_first:.2f} s)  numpy {T}T {row['numpy_pairs_s']:12,.0f} pairs/s  "
                     f"x{row['ratio_vs_numpy']:.2f}  floor {100 * row['floor_fraction']:.2f}%  "
-                    f"kappa rel diff {row['max_rel_diff']['kappa']:.1e}")
+                    f"kappa rel diff {row['max_rel_diff']['kappa']:.1e}"
+                )
             except Exception:
                 rec.note(f"n={n} G={G:,} failed: {traceback.format_exc(limit=4)[-1500:]}")
             rec.save()
@@ -817,9 +1038,11 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
             A, Gc, npres, normal = last_A
             G = A.shape[0]
             try:
+
                 def f32():
                     r = mascot.sr_spectra(A[:, None], gam, dtype="float32")
                     return np.asarray(r.rho), np.asarray(r.delta), np.asarray(r.kappa), r.method
+
                 t0 = time.perf_counter()
                 ref = f32()
                 t_first = time.perf_counter() - t0
@@ -833,33 +1056,53 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                 t = min(ts) if ts else t_first
                 numpy_row = next(r for r in rows if r["n"] == n and r["G"] == G)
                 pairs = G * len(gam)
-                row = dict(n=n, G=G, gammas=len(gam), pairs=pairs, dtype="float32", method=ref[3], normal_P=normal,
-                           device_s=t, device_pairs_s=pairs / t, first_call_s=t_first,
-                           compile_s=max(t_first - t, 0.0), reps=len(ts), numpy_G=Gc, numpy_threads=T,
-                           numpy_s=numpy_row["numpy_s"], numpy_pairs_s=numpy_row["numpy_pairs_s"],
-                           adjacency_bytes=int(A.nbytes), floor_fraction=A.nbytes / read_Bps / t,
-                           max_rel_diff=dict(rho=bs.rel(ref[0][:Gc], npres[0]), kappa=bs.rel(ref[2][:Gc], npres[2])))
+                row = dict(
+                    n=n,
+                    G=G,
+                    gammas=len(gam),
+                    pairs=pairs,
+                    dtype="float32",
+                    method=ref[3],
+                    normal_P=normal,
+                    device_s=t,
+                    device_pairs_s=pairs / t,
+                    first_call_s=t_first,
+                    compile_s=max(t_first - t, 0.0),
+                    reps=len(ts),
+                    numpy_G=Gc,
+                    numpy_threads=T,
+                    numpy_s=numpy_row["numpy_s"],
+                    numpy_pairs_s=numpy_row["numpy_pairs_s"],
+                    adjacency_bytes=int(A.nbytes),
+                    floor_fraction=A.nbytes / read_Bps / t,
+                    max_rel_diff=dict(rho=bs.rel(ref[0][:Gc], npres[0]), kappa=bs.rel(ref[2][:Gc], npres[2])),
+                )
                 row["ratio_vs_numpy"] = row["device_pairs_s"] / row["numpy_pairs_s"]
                 rows.append(row)
-                say(f"  n={n:3d} G={G:>7,} float32 [{ref[3]}]: {row['device_pairs_s']:12,.0f} pairs/s "
-                    f"x{row['ratio_vs_numpy']:.2f} vs numpy float64; kappa rel diff {row['max_rel_diff']['kappa']:.1e}")
+                say(
+                    f"  n={n:3d} G={G:>7,} float32 [{ref[3]}]: {row['device_pairs_s']:12,.0f} pairs/s "
+                    f"x{row['ratio_vs_numpy']:.2f} vs numpy float64; kappa rel diff {row['max_rel_diff']['kappa']:.1e}"
+                )
             except Exception:
                 rec.note(f"n={n} G={G:,} float32 failed: {traceback.format_exc(limit=4)[-1500:]}")
             rec.save()
         elif last_A is not None:
             rec.note(f"n={n}: float32 row skipped (time)")
     if rows:
-        rec.summary.update(cells=len(rows), best_device_pairs_s=max(r["device_pairs_s"] for r in rows),
-                           min_numpy_pairs_s=min(r["numpy_pairs_s"] for r in rows))
+        rec.summary.update(
+            cells=len(rows),
+            best_device_pairs_s=max(r["device_pairs_s"] for r in rows),
+            min_numpy_pairs_s=min(r["numpy_pairs_s"] for r in rows),
+        )
 
 
 # --------------------------------------------------------------------------- sweep
 def sec_sweep(ctx: Ctx, rec: Rec) -> None:
     _bench_path()
-    import bench_sweep as bsw
     import jax
     import numpy as np
 
+    import bench_sweep as bsw
     import mascot
     from mascot.sweep import load_config, run_sweep
 
@@ -871,8 +1114,15 @@ def sec_sweep(ctx: Ctx, rec: Rec) -> None:
     cfg = load_config(cfg_path)
     total = cfg.n_points * sz["sweep_traj"]
     r = rec.results
-    r.update(points=cfg.n_points, trajectories=total, trajectories_per_point=sz["sweep_traj"],
-             chunk_size=sz["sweep_chunk"], chunks=cfg.n_chunks, workers=3, config=text)
+    r.update(
+        points=cfg.n_points,
+        trajectories=total,
+        trajectories_per_point=sz["sweep_traj"],
+        chunk_size=sz["sweep_chunk"],
+        chunks=cfg.n_chunks,
+        workers=3,
+        config=text,
+    )
     say(f"  {cfg.n_points} points x {sz['sweep_traj']} trajectories = {total:,} trajectories, {cfg.n_chunks} chunks")
     samples, batches = bsw.kernel_batches(cfg)
     kernel_bytes = int(sum(int(b[0].nbytes) for b in batches))
@@ -908,23 +1158,36 @@ def sec_sweep(ctx: Ctx, rec: Rec) -> None:
             t = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t)
-        say(f"  repetition {rep}: pipeline {times['pipeline'][-1]:.2f} s, sampling {times['sampling'][-1]:.2f} s, "
-            f"kernel {times['kernel'][-1]:.2f} s")
+        say(
+            f"  repetition {rep}: pipeline {times['pipeline'][-1]:.2f} s, sampling {times['sampling'][-1]:.2f} s, "
+            f"kernel {times['kernel'][-1]:.2f} s"
+        )
         rec.save()
     if not times["pipeline"]:
         raise RuntimeError("no timed repetition fitted in the time left")
     med = {k: float(np.median(v)) for k, v in times.items()}
-    r.update(pipeline_s=med["pipeline"], kernel_s=med["kernel"], sampling_s=med["sampling"],
-             pipeline_traj_per_s=total / med["pipeline"], kernel_traj_per_s=total / med["kernel"],
-             compute_traj_per_s=total / (med["sampling"] + med["kernel"]),
-             pipeline_fraction_of_kernel=med["kernel"] / med["pipeline"],
-             pipeline_fraction_of_kernel_per_rep=[k / p for p, k in zip(times["pipeline"], times["kernel"])],
-             kernel_x0_bytes=kernel_bytes, kernel_floor_fraction=kernel_bytes / read_Bps / med["kernel"])
-    say(f"  pipeline {r['pipeline_traj_per_s']:,.0f} traj/s, kernel alone {r['kernel_traj_per_s']:,.0f} traj/s: "
+    r.update(
+        pipeline_s=med["pipeline"],
+        kernel_s=med["kernel"],
+        sampling_s=med["sampling"],
+        pipeline_traj_per_s=total / med["pipeline"],
+        kernel_traj_per_s=total / med["kernel"],
+        compute_traj_per_s=total / (med["sampling"] + med["kernel"]),
+        pipeline_fraction_of_kernel=med["kernel"] / med["pipeline"],
+        pipeline_fraction_of_kernel_per_rep=[k / p for p, k in zip(times["pipeline"], times["kernel"])],
+        kernel_x0_bytes=kernel_bytes,
+        kernel_floor_fraction=kernel_bytes / read_Bps / med["kernel"],
+    )
+    say(
+        f"  pipeline {r['pipeline_traj_per_s']:,.0f} traj/s, kernel alone {r['kernel_traj_per_s']:,.0f} traj/s: "
         f"pipeline = {100 * r['pipeline_fraction_of_kernel']:.0f}% of kernel; kernel floor "
-        f"{100 * r['kernel_floor_fraction']:.2f}%")
-    rec.summary.update(pipeline_traj_per_s=r["pipeline_traj_per_s"], kernel_traj_per_s=r["kernel_traj_per_s"],
-                       pipeline_fraction_of_kernel=r["pipeline_fraction_of_kernel"])
+        f"{100 * r['kernel_floor_fraction']:.2f}%"
+    )
+    rec.summary.update(
+        pipeline_traj_per_s=r["pipeline_traj_per_s"],
+        kernel_traj_per_s=r["kernel_traj_per_s"],
+        pipeline_fraction_of_kernel=r["pipeline_fraction_of_kernel"],
+    )
 
 
 # --------------------------------------------------------------------------- hf
@@ -934,17 +1197,24 @@ def import_llm():
     try:
         from mascot.backends.base import Response
         from mascot.backends.hf import HFBackend
-        from mascot.protocols.state_tracking import TrialConfig, run_trials
-        from mascot.protocols.state_tracking import prompts
+        from mascot.protocols.state_tracking import TrialConfig, prompts, run_trials
+
         where = "mascot.protocols.state_tracking + mascot.backends.hf"
     except ImportError:
+        from mascot.llm import prompts
         from mascot.llm.base import Response
         from mascot.llm.hf_backend import HFBackend
         from mascot.llm.trials import TrialConfig, run_trials
-        from mascot.llm import prompts
+
         where = "mascot.llm.trials + mascot.llm.hf_backend (old layout)"
-    return dict(Response=Response, HFBackend=HFBackend, TrialConfig=TrialConfig, run_trials=run_trials,
-                prompts=prompts, where=where)
+    return dict(
+        Response=Response,
+        HFBackend=HFBackend,
+        TrialConfig=TrialConfig,
+        run_trials=run_trials,
+        prompts=prompts,
+        where=where,
+    )
 
 
 class TimedBackend:
@@ -978,7 +1248,7 @@ class TimedBackend:
         out, i = [], 0
         while i < len(requests):
             bs = self.inner.batch_size
-            chunk = requests[i:i + bs]
+            chunk = requests[i : i + bs]
             done = [b["s"] for c in self.calls for b in c["batches"]]
             predicted = max(done) if done else 0.0  # a batch takes about as long as the longest so far
             if time.time() + predicted > self.deadline:
@@ -999,11 +1269,21 @@ class TimedBackend:
                 continue
             ptok = sum(int(r.prompt_tokens or 0) for r in rs)
             ctok = sum(int(r.completion_tokens or 0) for r in rs)
-            rec["batches"].append(dict(n=len(chunk), s=dt, prompt_tokens=ptok, completion_tokens=ctok,
-                                       errors=len(errs), first_error=errs[0][:300] if errs else None))
-            say(f"    call {rec['call']} batch {len(rec['batches'])}: {len(chunk)} requests in {dt:.2f} s, "
+            rec["batches"].append(
+                dict(
+                    n=len(chunk),
+                    s=dt,
+                    prompt_tokens=ptok,
+                    completion_tokens=ctok,
+                    errors=len(errs),
+                    first_error=errs[0][:300] if errs else None,
+                )
+            )
+            say(
+                f"    call {rec['call']} batch {len(rec['batches'])}: {len(chunk)} requests in {dt:.2f} s, "
                 f"{ctok:,} tokens generated ({ctok / max(dt, 1e-9):,.0f} tok/s), mean prompt "
-                f"{ptok / max(len(chunk), 1):.0f} tokens{f', {len(errs)} errors' if errs else ''}")
+                f"{ptok / max(len(chunk), 1):.0f} tokens{f', {len(errs)} errors' if errs else ''}"
+            )
             out += rs
             i += len(chunk)
         return out
@@ -1018,8 +1298,13 @@ def _tokenizer_corpus(llm, cfg) -> list[str]:
     pert = dict(init, Value=init["Value"] + cfg.epsilon)
     texts = []
     for s in (init, pert):
-        for msgs in (p.agent_messages(s), p.judge_messages([], s), p.judge_messages([s] * 4, s),
-                     p.revision_messages([], s, 4), p.revision_messages([s] * 4, s, 4)):
+        for msgs in (
+            p.agent_messages(s),
+            p.judge_messages([], s),
+            p.judge_messages([s] * 4, s),
+            p.revision_messages([], s, 4),
+            p.revision_messages([s] * 4, s, 4),
+        ):
             texts += [m["content"] for m in msgs]
     return texts
 
@@ -1029,10 +1314,11 @@ def sec_hf(ctx: Ctx, rec: Rec) -> None:
     from unittest import mock
 
     _bench_path()
-    import tiny_model
     import torch
     import transformers
     from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    import tiny_model
 
     llm = import_llm()
     sz = ctx.sizes
@@ -1054,8 +1340,14 @@ def sec_hf(ctx: Ctx, rec: Rec) -> None:
     load = ctx.d.get("hf_load", "inject")
 
     base_cfg = llm["TrialConfig"]()
-    cfg = llm["TrialConfig"](n_trials=n_trials, steps=1, retries=0, seed=0, log_requests="none",
-                             sampling=dataclasses.replace(base_cfg.sampling, max_tokens=max_tokens))
+    cfg = llm["TrialConfig"](
+        n_trials=n_trials,
+        steps=1,
+        retries=0,
+        seed=0,
+        log_requests="none",
+        sampling=dataclasses.replace(base_cfg.sampling, max_tokens=max_tokens),
+    )
     r["trial_config"] = cfg.to_dict()
 
     # tokenizer: tests/tiny_model.py's byte-level BPE, trained on its corpus plus Appendix C's prompts
@@ -1074,10 +1366,18 @@ def sec_hf(ctx: Ctx, rec: Rec) -> None:
     shape["vocab_size"] = max(shape["vocab_size"], len(tok))
     r["tokenizer_vocab"] = len(tok)
     r["model_shape"] = shape
-    config = Qwen2Config(**shape, initializer_range=0.02, tie_word_embeddings=False, bos_token_id=None,
-                         eos_token_id=eos_id, pad_token_id=pad_id)
-    say(f"  building a random Qwen2 {shape['num_hidden_layers']} x {shape['hidden_size']} (vocab "
-        f"{shape['vocab_size']:,}) in bfloat16 on {device}")
+    config = Qwen2Config(
+        **shape,
+        initializer_range=0.02,
+        tie_word_embeddings=False,
+        bos_token_id=None,
+        eos_token_id=eos_id,
+        pad_token_id=pad_id,
+    )
+    say(
+        f"  building a random Qwen2 {shape['num_hidden_layers']} x {shape['hidden_size']} (vocab "
+        f"{shape['vocab_size']:,}) in bfloat16 on {device}"
+    )
     t0 = time.perf_counter()
     old_dtype = torch.get_default_dtype()
     torch.manual_seed(0)
@@ -1127,10 +1427,12 @@ def sec_hf(ctx: Ctx, rec: Rec) -> None:
         patches = [mock.patch.object(transformers.AutoModelForCausalLM, "from_pretrained", from_pretrained)]
         if hasattr(hf_mod, "check_model_dir"):  # the directory holds no weights: they are injected
             patches.append(mock.patch.object(hf_mod, "check_model_dir", os.fspath))
-        with patches[0], (patches[1] if len(patches) > 1 else contextlib.nullcontext()):
+        with patches[0], patches[1] if len(patches) > 1 else contextlib.nullcontext():
             hf = HFBackend(str(mdir), device=device, dtype="bfloat16", batch_size=batch)
-        r["load"] = ("inject: HFBackend's constructor on the directory (config, tokenizer), with "
-                     "AutoModelForCausalLM.from_pretrained answered by the model built on the device")
+        r["load"] = (
+            "inject: HFBackend's constructor on the directory (config, tokenizer), with "
+            "AutoModelForCausalLM.from_pretrained answered by the model built on the device"
+        )
         r["from_pretrained_call"] = seen
     r["backend_init_s"] = time.perf_counter() - t0
     r["backend_describe"] = hf.describe()
@@ -1174,33 +1476,63 @@ def sec_hf(ctx: Ctx, rec: Rec) -> None:
             per_batch = sum(b["s"] for b in src if b["n"] == bsz) / sum(1 for b in src if b["n"] == bsz)
             est = meas + math.ceil(c["skipped"] / bsz) * per_batch
         extrap_s += est
-        calls.append(dict(call=c["call"], requests=c["requests"], measured_requests=nreq, skipped=c["skipped"],
-                          batches=len(c["batches"]), measured_s=meas, estimated_s=est, extrapolation_basis=basis,
-                          oom_retries=c["oom_retries"], batch_detail=c["batches"]))
+        calls.append(
+            dict(
+                call=c["call"],
+                requests=c["requests"],
+                measured_requests=nreq,
+                skipped=c["skipped"],
+                batches=len(c["batches"]),
+                measured_s=meas,
+                estimated_s=est,
+                extrapolation_basis=basis,
+                oom_retries=c["oom_retries"],
+                batch_detail=c["batches"],
+            )
+        )
     overhead = max(step_wall - backend_s, 0.0)
     step_est = extrap_s + overhead
     complete = all(c["skipped"] == 0 for c in timed.calls)
-    r.update(calls=calls, backend_measured_s=backend_s, harness_overhead_s=overhead,
-             requests_measured=measured_req, requests_total=sum(c["requests"] for c in timed.calls),
-             prompt_tokens=ptok, completion_tokens=ctok,
-             mean_prompt_tokens=ptok / max(measured_req, 1), mean_completion_tokens=ctok / max(measured_req, 1),
-             generated_tokens_per_s=ctok / max(backend_s, 1e-9), step_complete=complete,
-             step_s=step_est, full_run_steps=sz["hf_steps_full"],
-             full_run_s_extrapolated=sz["hf_steps_full"] * step_est,
-             notes=("EXTRAPOLATION: full_run_s_extrapolated = 12 x the one measured step"
-                    + ("" if complete else " (itself partly extrapolated: some batches skipped for time)")
-                    + ". Random weights never emit end-of-sequence, so every reply runs to max_tokens (an upper "
-                      "bound on a real model's decode work); retries = 0 (a random model fails every parse, "
-                      "which would retry every request twice); no model load time included."))
-    say(f"  step: {r['requests_total']:,} requests, {ctok:,} tokens generated by {measured_req:,} measured requests, "
+    r.update(
+        calls=calls,
+        backend_measured_s=backend_s,
+        harness_overhead_s=overhead,
+        requests_measured=measured_req,
+        requests_total=sum(c["requests"] for c in timed.calls),
+        prompt_tokens=ptok,
+        completion_tokens=ctok,
+        mean_prompt_tokens=ptok / max(measured_req, 1),
+        mean_completion_tokens=ctok / max(measured_req, 1),
+        generated_tokens_per_s=ctok / max(backend_s, 1e-9),
+        step_complete=complete,
+        step_s=step_est,
+        full_run_steps=sz["hf_steps_full"],
+        full_run_s_extrapolated=sz["hf_steps_full"] * step_est,
+        notes=(
+            "EXTRAPOLATION: full_run_s_extrapolated = 12 x the one measured step"
+            + ("" if complete else " (itself partly extrapolated: some batches skipped for time)")
+            + ". Random weights never emit end-of-sequence, so every reply runs to max_tokens (an upper "
+            "bound on a real model's decode work); retries = 0 (a random model fails every parse, "
+            "which would retry every request twice); no model load time included."
+        ),
+    )
+    say(
+        f"  step: {r['requests_total']:,} requests, {ctok:,} tokens generated by {measured_req:,} measured requests, "
         f"backend {backend_s:.1f} s measured, step {step_est:.1f} s{'' if complete else ' (partly extrapolated)'}; "
-        f"12-step run extrapolated: {r['full_run_s_extrapolated'] / 60:.1f} min")
-    rec.summary.update(step_s=step_est, full_run_s_extrapolated=r["full_run_s_extrapolated"],
-                       requests_total=r["requests_total"], completion_tokens=ctok, build_s=r["build_s"])
+        f"12-step run extrapolated: {r['full_run_s_extrapolated'] / 60:.1f} min"
+    )
+    rec.summary.update(
+        step_s=step_est,
+        full_run_s_extrapolated=r["full_run_s_extrapolated"],
+        requests_total=r["requests_total"],
+        completion_tokens=ctok,
+        build_s=r["build_s"],
+    )
 
 
-SECTION_FUNCS = dict(info=sec_info, tests=sec_tests, consensus=sec_consensus, spectra=sec_spectra, sweep=sec_sweep,
-                     hf=sec_hf)
+SECTION_FUNCS = dict(
+    info=sec_info, tests=sec_tests, consensus=sec_consensus, spectra=sec_spectra, sweep=sec_sweep, hf=sec_hf
+)
 
 
 def child_main(name: str, ctx_file: str) -> int:
@@ -1227,8 +1559,12 @@ def child_main(name: str, ctx_file: str) -> int:
 # =========================================================================== parent side
 def child_env(name: str, ctx: dict) -> dict:
     env = dict(os.environ)
-    env.update(XLA_PYTHON_CLIENT_PREALLOCATE="false", PYTHONUNBUFFERED="1", MPLBACKEND="Agg",
-               TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "1"))
+    env.update(
+        XLA_PYTHON_CLIENT_PREALLOCATE="false",
+        PYTHONUNBUFFERED="1",
+        MPLBACKEND="Agg",
+        TF_CPP_MIN_LOG_LEVEL=env.get("TF_CPP_MIN_LOG_LEVEL", "1"),
+    )
     env.pop("JAX_ENABLE_X64", None)
     if name == "hf":
         env["JAX_PLATFORMS"] = "cpu"  # the harness may touch JAX: keep it off the GPU torch uses
@@ -1250,8 +1586,17 @@ def run_section(name: str, ctx: dict, timeout: float, work: Path) -> dict:
     cmd = [sys.executable, "-u", str(Path(__file__).resolve()), "--section", name, "--ctx-file", str(ctx_file)]
     t0 = time.time()
     tail: collections.deque = collections.deque(maxlen=80)
-    p = subprocess.Popen(cmd, cwd=ROOT, env=child_env(name, ctx), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True, errors="replace", bufsize=1, start_new_session=True)
+    p = subprocess.Popen(
+        cmd,
+        cwd=ROOT,
+        env=child_env(name, ctx),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+        bufsize=1,
+        start_new_session=True,
+    )
 
     def pump():
         for line in p.stdout:
@@ -1274,7 +1619,9 @@ def run_section(name: str, ctx: dict, timeout: float, work: Path) -> dict:
         data = {"results": {}, "summary": {}, "notes": [], "error": f"no result file: {e}"}
     ok = bool(data.get("done")) and not data.get("error")  # all results written (it may have been slow to exit)
     if ok and (timed_out or p.returncode != 0):
-        data.setdefault("notes", []).append(f"finished its work but was stopped while exiting (exit code {p.returncode})")
+        data.setdefault("notes", []).append(
+            f"finished its work but was stopped while exiting (exit code {p.returncode})"
+        )
     status = "ok" if ok else ("timeout" if timed_out else "error")
     err = data.get("error")
     if not ok and not err:
@@ -1303,23 +1650,34 @@ def markdown(rep: dict) -> str:
     secs = rep["sections"]
     info = secs.get("info", {}).get("results", {})
     L.append(f"# mascot device check ({rep['mode']})\n")
-    L.append(f"Started {rep['started']}, {rep.get('total_wall_s', 0):.0f} s of a {rep['budget_s']:.0f} s budget. "
-             f"Command: `{rep['command']}`.\n")
+    L.append(
+        f"Started {rep['started']}, {rep.get('total_wall_s', 0):.0f} s of a {rep['budget_s']:.0f} s budget. "
+        f"Command: `{rep['command']}`.\n"
+    )
     if rep["mode"] == "smoke":
         L.append("**Smoke run: tiny sizes on the CPU. These numbers check the code paths, they measure nothing.**\n")
     L.append("## Machine\n")
     L.append("| | |\n|---|---|")
     devs = info.get("devices") or []
     bw = info.get("copy_bandwidth") or {}
-    items = [("GPU (JAX device_kind)", (info.get("gpu_name") or "none") if devs else "-"),
-             ("JAX devices", ", ".join(d.get("repr", "?") for d in devs) or "-"),
-             ("device memory (JAX bytes_limit)", ", ".join(_fmt(d.get("bytes_limit_GiB"), ".1f") + " GiB" for d in devs
-                                                          if d.get("bytes_limit_GiB")) or "-"),
-             ("JAX backend / platform", f"{info.get('jax_backend', '-')} ({info.get('platform_version', '-')})"),
-             ("copy bandwidth (read + written)", f"{_fmt(bw.get('copy_GBps'))} GB/s ({_fmt(bw.get('bytes', 0) / 2**30, '.2f')} "
-                                                 f"GiB a + 1, best of {len(bw.get('times_s', []))})" if bw else "-"),
-             ("host", f"{info.get('platform', '-')}, {info.get('cpus', '-')} CPUs, Python {info.get('python', '-')}"),
-             ("versions", ", ".join(f"{k} {v}" for k, v in (info.get("versions") or {}).items()) or "-")]
+    items = [
+        ("GPU (JAX device_kind)", (info.get("gpu_name") or "none") if devs else "-"),
+        ("JAX devices", ", ".join(d.get("repr", "?") for d in devs) or "-"),
+        (
+            "device memory (JAX bytes_limit)",
+            ", ".join(_fmt(d.get("bytes_limit_GiB"), ".1f") + " GiB" for d in devs if d.get("bytes_limit_GiB")) or "-",
+        ),
+        ("JAX backend / platform", f"{info.get('jax_backend', '-')} ({info.get('platform_version', '-')})"),
+        (
+            "copy bandwidth (read + written)",
+            f"{_fmt(bw.get('copy_GBps'))} GB/s ({_fmt(bw.get('bytes', 0) / 2**30, '.2f')} "
+            f"GiB a + 1, best of {len(bw.get('times_s', []))})"
+            if bw
+            else "-",
+        ),
+        ("host", f"{info.get('platform', '-')}, {info.get('cpus', '-')} CPUs, Python {info.get('python', '-')}"),
+        ("versions", ", ".join(f"{k} {v}" for k, v in (info.get("versions") or {}).items()) or "-"),
+    ]
     q = info.get("nvidia_smi_query")
     if q:
         items.append(("nvidia-smi", " / ".join(x.strip() for x in q.strip().splitlines()[1:]) or q.strip()))
@@ -1336,11 +1694,17 @@ def markdown(rep: dict) -> str:
         if s.get("error"):
             notes.append("ERROR: " + str(s["error"]).strip().splitlines()[-1][:300])
         notes = "; ".join(n.replace("\n", " ")[:300] for n in notes).replace("|", "/")
-        L.append(f"| {name} | {s.get('status')} | {_fmt(s.get('wall_s'), '.1f')} | {_fmt(s.get('timeout_s'), '.0f')} | "
-                 f"{summ or '-'} | {notes or '-'} |")
-    for title, fn in (("Tests on the device", _md_tests), ("Consensus (`simulate_consensus`)", _md_consensus),
-                      ("SR spectra (`sr_spectra`)", _md_spectra), ("Sweep pipeline vs kernel alone", _md_sweep),
-                      ("hf backend, Qwen2.5-7B shape, random weights", _md_hf)):
+        L.append(
+            f"| {name} | {s.get('status')} | {_fmt(s.get('wall_s'), '.1f')} | {_fmt(s.get('timeout_s'), '.0f')} | "
+            f"{summ or '-'} | {notes or '-'} |"
+        )
+    for title, fn in (
+        ("Tests on the device", _md_tests),
+        ("Consensus (`simulate_consensus`)", _md_consensus),
+        ("SR spectra (`sr_spectra`)", _md_spectra),
+        ("Sweep pipeline vs kernel alone", _md_sweep),
+        ("hf backend, Qwen2.5-7B shape, random weights", _md_hf),
+    ):
         L.append(f"\n## {title}\n")
         try:
             L += fn(secs)
@@ -1364,12 +1728,17 @@ def _md_tests(secs):
     stop = "-x" if mf == 1 else f"--maxfail={mf}"
     xd = f", pytest-xdist -n {r['workers_per_pass']}" if r.get("workers_per_pass") else ""
     files = ", ".join(r.get("files", []))
-    L = [f"Files: {files}; JAX_PLATFORMS={r.get('platform')}; {stop}{xd}. Dtype: {r.get('dtype_switch')}.\n",
-         "| pass | passed | failed | errors | skipped | rc | wall s | summary |", "|---|---|---|---|---|---|---|---|"]
+    L = [
+        f"Files: {files}; JAX_PLATFORMS={r.get('platform')}; {stop}{xd}. Dtype: {r.get('dtype_switch')}.\n",
+        "| pass | passed | failed | errors | skipped | rc | wall s | summary |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, p in (r.get("passes") or {}).items():
         line = p.get("summary_line") or ("(timed out; counted from progress)" if p.get("timed_out") else "-")
-        L.append(f"| {name} | {p['passed']} | {p['failed']} | {p['errors']} | {p['skipped']} | {p.get('returncode')} | "
-                 f"{_fmt(p.get('wall_s'), '.0f')} | {line.replace('|', '/')} |")
+        L.append(
+            f"| {name} | {p['passed']} | {p['failed']} | {p['errors']} | {p['skipped']} | {p.get('returncode')} | "
+            f"{_fmt(p.get('wall_s'), '.0f')} | {line.replace('|', '/')} |"
+        )
     for name, p in (r.get("passes") or {}).items():
         if p.get("output_tail"):
             fails = [ln for ln in p["output_tail"].splitlines() if ln.startswith(("FAILED", "ERROR"))]
@@ -1383,37 +1752,51 @@ def _md_consensus(secs):
     if r is None:
         return ["not run"]
     w = r.get("workload", {})
-    L = [f"float32, d = {w.get('d')}, adaptive, eta = {w.get('eta')}, eps = {w.get('eps')}, max_rounds = "
-         f"{w.get('max_rounds')}; X0 {w.get('X0')}. Baseline: bench_consensus.py's vectorised numpy (ii) on the "
-         f"CPU, {w.get('cpu_threads')} threads. Times: best of the repetitions after a first (compiling) call.\n",
-         "| N | pair | B | chunk | path | mean rounds | device traj/s | first call s | floor | numpy (ii) traj/s "
-         "(B) | device / numpy |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    L = [
+        f"float32, d = {w.get('d')}, adaptive, eta = {w.get('eta')}, eps = {w.get('eps')}, max_rounds = "
+        f"{w.get('max_rounds')}; X0 {w.get('X0')}. Baseline: bench_consensus.py's vectorised numpy (ii) on the "
+        f"CPU, {w.get('cpu_threads')} threads. Times: best of the repetitions after a first (compiling) call.\n",
+        "| N | pair | B | chunk | path | mean rounds | device traj/s | first call s | floor | numpy (ii) traj/s "
+        "(B) | device / numpy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for x in r.get("rows", []):
-        L.append(f"| {x['N']} | {x['pair']} | {x['B']:,} | {x['chunk_size']} | {x['method']} | {x['mean_rounds']:.1f} | "
-                 f"{_fmt(x['device_traj_s'])} | {_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'])} | "
-                 f"{_fmt(x.get('numpy_traj_s'))} ({_fmt(x.get('numpy_B'), ',')}) | {_fmt(x.get('ratio_vs_numpy'), ',.1f')}x |")
+        L.append(
+            f"| {x['N']} | {x['pair']} | {x['B']:,} | {x['chunk_size']} | {x['method']} | {x['mean_rounds']:.1f} | "
+            f"{_fmt(x['device_traj_s'])} | {_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'])} | "
+            f"{_fmt(x.get('numpy_traj_s'))} ({_fmt(x.get('numpy_B'), ',')}) | {_fmt(x.get('ratio_vs_numpy'), ',.1f')}x |"
+        )
     if r.get("split"):
-        L += ["\nWhere the modal path's time goes (X0 on the device, default chunks; best of the repetitions): "
-              "the compiled rollout alone on every chunk, its projection and energies alone, the copies of the "
-              "results to the host, and the rest of `simulate_consensus` (the driver).\n",
-              "| N | B | chunk | total ms | kernel ms | projection ms | rounds ms | result copies ms | driver ms | "
-              "X0 floor ms | floor of kernel | floor of total |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        L += [
+            "\nWhere the modal path's time goes (X0 on the device, default chunks; best of the repetitions): "
+            "the compiled rollout alone on every chunk, its projection and energies alone, the copies of the "
+            "results to the host, and the rest of `simulate_consensus` (the driver).\n",
+            "| N | B | chunk | total ms | kernel ms | projection ms | rounds ms | result copies ms | driver ms | "
+            "X0 floor ms | floor of kernel | floor of total |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for x in r["split"]:
-            L.append(f"| {x['N']} | {x['B']:,} | {x['chunk']:,} | {1e3 * x['total_s']:.2f} | {1e3 * x['kernel_s']:.2f} | "
-                     f"{1e3 * x['projection_s']:.2f} | {1e3 * x['rounds_s']:.2f} | {1e3 * x['fetch_s']:.2f} | "
-                     f"{1e3 * x['driver_s']:.2f} | {1e3 * x['x0_floor_s']:.3f} | {_pct(x['kernel_floor_fraction'])} | "
-                     f"{_pct(x['floor_fraction'])} |")
+            L.append(
+                f"| {x['N']} | {x['B']:,} | {x['chunk']:,} | {1e3 * x['total_s']:.2f} | {1e3 * x['kernel_s']:.2f} | "
+                f"{1e3 * x['projection_s']:.2f} | {1e3 * x['rounds_s']:.2f} | {1e3 * x['fetch_s']:.2f} | "
+                f"{1e3 * x['driver_s']:.2f} | {1e3 * x['x0_floor_s']:.3f} | {_pct(x['kernel_floor_fraction'])} | "
+                f"{_pct(x['floor_fraction'])} |"
+            )
     for x in r.get("traces", []):
-        L.append(f"\nProfiler trace, N = {x['N']} {x['pair']} ({x['method']}), B = {x['B']:,}: `{Path(x['file']).name}` "
-                 f"({x['bytes'] / 1e6:.1f} MB; Perfetto or chrome://tracing), {x['span_ms']:.2f} ms from the first "
-                 "event to the last. Busy time per process (union of its events) and its longest events in total:\n")
+        L.append(
+            f"\nProfiler trace, N = {x['N']} {x['pair']} ({x['method']}), B = {x['B']:,}: `{Path(x['file']).name}` "
+            f"({x['bytes'] / 1e6:.1f} MB; Perfetto or chrome://tracing), {x['span_ms']:.2f} ms from the first "
+            "event to the last. Busy time per process (union of its events) and its longest events in total:\n"
+        )
         L += ["| process | events | busy ms | top events (count, total ms) |", "|---|---|---|---|"]
         for p in x["processes"]:
             tops = "; ".join(f"{t['name'][:60]} ({t['count']}, {t['total_ms']:.2f})" for t in p["top"][:5])
             L.append(f"| {p['process']} | {p['events']:,} | {p['busy_ms']:.2f} | {tops.replace('|', '/')} |")
     if r.get("baselines"):
-        L.append("\nBaseline agreement (rounds, same X0): " + ", ".join(
-            f"N={b['N']} {b['pair']}: {100 * b['rounds_agree']:.2f}%" for b in r["baselines"]))
+        L.append(
+            "\nBaseline agreement (rounds, same X0): "
+            + ", ".join(f"N={b['N']} {b['pair']}: {100 * b['rounds_agree']:.2f}%" for b in r["baselines"])
+        )
     return L
 
 
@@ -1422,14 +1805,19 @@ def _md_spectra(secs):
     if r is None:
         return ["not run"]
     w = r.get("workload", {})
-    L = [f"{w.get('family')}; gammas {w.get('gammas')}; `{w.get('call')}`; baseline {w.get('baseline')}. "
-         "Throughput in (graph, gamma) pairs per second.\n",
-         "| n | G x gammas | dtype | path | device pairs/s | first call s | floor | numpy pairs/s (G) | device / numpy | "
-         "max rel diff kappa |", "|---|---|---|---|---|---|---|---|---|---|"]
+    L = [
+        f"{w.get('family')}; gammas {w.get('gammas')}; `{w.get('call')}`; baseline {w.get('baseline')}. "
+        "Throughput in (graph, gamma) pairs per second.\n",
+        "| n | G x gammas | dtype | path | device pairs/s | first call s | floor | numpy pairs/s (G) | device / numpy | "
+        "max rel diff kappa |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for x in r.get("rows", []):
-        L.append(f"| {x['n']} | {x['G']:,} x {x['gammas']} | {x['dtype']} | {x['method']} | {_fmt(x['device_pairs_s'])} | "
-                 f"{_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'], 3)} | {_fmt(x['numpy_pairs_s'])} "
-                 f"({x['numpy_G']:,}) | {_fmt(x['ratio_vs_numpy'], '.2f')}x | {_fmt(x['max_rel_diff']['kappa'], '.1e')} |")
+        L.append(
+            f"| {x['n']} | {x['G']:,} x {x['gammas']} | {x['dtype']} | {x['method']} | {_fmt(x['device_pairs_s'])} | "
+            f"{_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'], 3)} | {_fmt(x['numpy_pairs_s'])} "
+            f"({x['numpy_G']:,}) | {_fmt(x['ratio_vs_numpy'], '.2f')}x | {_fmt(x['max_rel_diff']['kappa'], '.1e')} |"
+        )
     return L
 
 
@@ -1438,18 +1826,25 @@ def _md_sweep(secs):
     if r is None or "pipeline_s" not in r:
         return ["not run" if r is None else "incomplete (see the section's notes)"]
     n = len(r["times"]["pipeline"])
-    L = [f"bench_sweep.py's grid: {r['points']:,} points x {r['trajectories_per_point']:,} trajectories = "
-         f"{r['trajectories']:,}, {r['chunk_size']} points per chunk, {r['workers']} chunks in flight; medians of {n} "
-         f"repetitions after a warm pass ({_fmt(r.get('warm_s'), '.1f')} s).\n",
-         "| what | seconds | trajectories/s | pipeline throughput as % of this |", "|---|---|---|---|"]
-    for label, t in (("whole pipeline (`run_sweep`)", r["pipeline_s"]),
-                     ("X0 sampling + kernel", r["sampling_s"] + r["kernel_s"]),
-                     ("kernel alone (`simulate_consensus` on the same batches)", r["kernel_s"]),
-                     ("X0 sampling alone", r["sampling_s"])):
+    L = [
+        f"bench_sweep.py's grid: {r['points']:,} points x {r['trajectories_per_point']:,} trajectories = "
+        f"{r['trajectories']:,}, {r['chunk_size']} points per chunk, {r['workers']} chunks in flight; medians of {n} "
+        f"repetitions after a warm pass ({_fmt(r.get('warm_s'), '.1f')} s).\n",
+        "| what | seconds | trajectories/s | pipeline throughput as % of this |",
+        "|---|---|---|---|",
+    ]
+    for label, t in (
+        ("whole pipeline (`run_sweep`)", r["pipeline_s"]),
+        ("X0 sampling + kernel", r["sampling_s"] + r["kernel_s"]),
+        ("kernel alone (`simulate_consensus` on the same batches)", r["kernel_s"]),
+        ("X0 sampling alone", r["sampling_s"]),
+    ):
         L.append(f"| {label} | {t:.2f} | {_fmt(r['trajectories'] / t)} | {100 * t / r['pipeline_s']:.0f}% |")
-    L.append("\nPipeline / kernel per repetition: "
-             + ", ".join(f"{100 * f:.0f}%" for f in r["pipeline_fraction_of_kernel_per_rep"])
-             + f". Kernel floor (X0 bytes at the copy read rate): {_pct(r['kernel_floor_fraction'], 2)}.")
+    L.append(
+        "\nPipeline / kernel per repetition: "
+        + ", ".join(f"{100 * f:.0f}%" for f in r["pipeline_fraction_of_kernel_per_rep"])
+        + f". Kernel floor (X0 bytes at the copy read rate): {_pct(r['kernel_floor_fraction'], 2)}."
+    )
     return L
 
 
@@ -1458,49 +1853,68 @@ def _md_hf(secs):
     if r is None or "step_s" not in r:
         return ["not run" if r is None else "incomplete (see the section's notes)"]
     sh = r["model_shape"]
-    L = [f"Qwen2ForCausalLM {sh['num_hidden_layers']} layers x {sh['hidden_size']} (intermediate "
-         f"{sh['intermediate_size']}, {sh['num_attention_heads']} heads, {sh['num_key_value_heads']} kv heads, vocab "
-         f"{sh['vocab_size']:,}), {r['parameters'] / 1e9:.2f} B parameters, bf16, random weights, built on "
-         f"{r['device']}{' (' + r['gpu'] + ')' if r.get('gpu') else ''} in {r['build_s']:.1f} s; tokenizer: "
-         f"tests/tiny_model.py's BPE ({r['tokenizer_vocab']} tokens) trained on Appendix C's prompts too. "
-         f"Load: {r['load']}. Imports: {r['imports']}.\n",
-         "| call (stage) | requests | measured | skipped | batches | measured s | estimated s |",
-         "|---|---|---|---|---|---|---|"]
+    L = [
+        f"Qwen2ForCausalLM {sh['num_hidden_layers']} layers x {sh['hidden_size']} (intermediate "
+        f"{sh['intermediate_size']}, {sh['num_attention_heads']} heads, {sh['num_key_value_heads']} kv heads, vocab "
+        f"{sh['vocab_size']:,}), {r['parameters'] / 1e9:.2f} B parameters, bf16, random weights, built on "
+        f"{r['device']}{' (' + r['gpu'] + ')' if r.get('gpu') else ''} in {r['build_s']:.1f} s; tokenizer: "
+        f"tests/tiny_model.py's BPE ({r['tokenizer_vocab']} tokens) trained on Appendix C's prompts too. "
+        f"Load: {r['load']}. Imports: {r['imports']}.\n",
+        "| call (stage) | requests | measured | skipped | batches | measured s | estimated s |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for c in r["calls"]:
-        L.append(f"| {c['call']} | {c['requests']:,} | {c['measured_requests']:,} | {c['skipped']:,} | {c['batches']} | "
-                 f"{c['measured_s']:.1f} | {c['estimated_s']:.1f} |")
+        L.append(
+            f"| {c['call']} | {c['requests']:,} | {c['measured_requests']:,} | {c['skipped']:,} | {c['batches']} | "
+            f"{c['measured_s']:.1f} | {c['estimated_s']:.1f} |"
+        )
     L.append("")
     L.append("| | |\n|---|---|")
-    for k, v in (("batch size", r["backend_describe"].get("batch_size")),
-                 ("mean prompt tokens", _fmt(r["mean_prompt_tokens"], ".0f")),
-                 ("tokens generated (measured)", _fmt(r["completion_tokens"], ",")),
-                 ("generated tokens/s", _fmt(r["generated_tokens_per_s"])),
-                 ("harness overhead s", _fmt(r["harness_overhead_s"], ".1f")),
-                 ("peak GPU memory GiB", _fmt(r.get("peak_gpu_memory_GiB"), ".1f")),
-                 ("one step s" + ("" if r["step_complete"] else " (partly extrapolated)"), _fmt(r["step_s"], ".1f")),
-                 (f"full {r['full_run_steps']}-step run s (EXTRAPOLATED: {r['full_run_steps']} x the step)",
-                  f"{_fmt(r['full_run_s_extrapolated'], '.0f')} ({r['full_run_s_extrapolated'] / 60:.1f} min)")):
+    for k, v in (
+        ("batch size", r["backend_describe"].get("batch_size")),
+        ("mean prompt tokens", _fmt(r["mean_prompt_tokens"], ".0f")),
+        ("tokens generated (measured)", _fmt(r["completion_tokens"], ",")),
+        ("generated tokens/s", _fmt(r["generated_tokens_per_s"])),
+        ("harness overhead s", _fmt(r["harness_overhead_s"], ".1f")),
+        ("peak GPU memory GiB", _fmt(r.get("peak_gpu_memory_GiB"), ".1f")),
+        ("one step s" + ("" if r["step_complete"] else " (partly extrapolated)"), _fmt(r["step_s"], ".1f")),
+        (
+            f"full {r['full_run_steps']}-step run s (EXTRAPOLATED: {r['full_run_steps']} x the step)",
+            f"{_fmt(r['full_run_s_extrapolated'], '.0f')} ({r['full_run_s_extrapolated'] / 60:.1f} min)",
+        ),
+    ):
         L.append(f"| {k} | {v} |")
     L.append(f"\n{r['notes']}")
     return L
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--out", help="output folder (default: $OUT if set, else ./device_check_out)")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds for all sections (default 420)")
     ap.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU (checks the code paths)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}")
-    ap.add_argument("--platform", help="JAX_PLATFORMS for the JAX sections (default: the accelerator JAX finds "
-                                       "plus cpu, e.g. cuda,cpu; cpu in --smoke)")
+    ap.add_argument(
+        "--platform",
+        help="JAX_PLATFORMS for the JAX sections (default: the accelerator JAX finds "
+        "plus cpu, e.g. cuda,cpu; cpu in --smoke)",
+    )
     ap.add_argument("--maxfail", type=int, default=30, help="pytest --maxfail per pass (default 30)")
-    ap.add_argument("--pytest-workers", type=int, help="pytest-xdist workers per pass (default: cores/2 - 1 "
-                                                         "if xdist is installed, 0 in --smoke)")
+    ap.add_argument(
+        "--pytest-workers",
+        type=int,
+        help="pytest-xdist workers per pass (default: cores/2 - 1 if xdist is installed, 0 in --smoke)",
+    )
     ap.add_argument("--hf-batch-size", type=int, help="HFBackend batch_size (default 600; 16 in --smoke)")
-    ap.add_argument("--hf-load", choices=("inject", "disk"), default="inject",
-                    help="inject: HFBackend on the directory with the built model handed to it (default); disk: "
-                         "save_pretrained and load it (15 GB written and read)")
+    ap.add_argument(
+        "--hf-load",
+        choices=("inject", "disk"),
+        default="inject",
+        help="inject: HFBackend on the directory with the built model handed to it (default); disk: "
+        "save_pretrained and load it (15 GB written and read)",
+    )
     ap.add_argument("--section", help=argparse.SUPPRESS)
     ap.add_argument("--ctx-file", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -1521,12 +1935,27 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="device_check_"))
     t_start = time.time()
-    rep = dict(schema=1, mode=mode, started=time.strftime("%Y-%m-%d %H:%M:%S %Z"), budget_s=args.budget,
-               command=" ".join([Path(sys.argv[0]).name] + sys.argv[1:]) if argv is None else " ".join(argv),
-               out=str(out), sections={}, notes=[])
-    ctx = dict(mode=mode, work=str(work), out=str(out), platform=args.platform or "cpu", platform_forced=bool(args.platform),
-               maxfail=args.maxfail, pytest_workers=args.pytest_workers, hf_batch_size=args.hf_batch_size,
-               hf_load=args.hf_load)
+    rep = dict(
+        schema=1,
+        mode=mode,
+        started=time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        budget_s=args.budget,
+        command=" ".join([Path(sys.argv[0]).name] + sys.argv[1:]) if argv is None else " ".join(argv),
+        out=str(out),
+        sections={},
+        notes=[],
+    )
+    ctx = dict(
+        mode=mode,
+        work=str(work),
+        out=str(out),
+        platform=args.platform or "cpu",
+        platform_forced=bool(args.platform),
+        maxfail=args.maxfail,
+        pytest_workers=args.pytest_workers,
+        hf_batch_size=args.hf_batch_size,
+        hf_load=args.hf_load,
+    )
     caps = CAPS[mode]
 
     def save():
@@ -1535,13 +1964,14 @@ def main(argv=None) -> int:
         try:
             (out / "device_check.md").write_text(markdown(json.loads(json.dumps(_clean(rep)))))
         except Exception:
-            (out / "device_check.md").write_text("# device check\n\nMarkdown failed:\n\n```\n"
-                                                 + traceback.format_exc() + "```\n")
+            (out / "device_check.md").write_text(
+                "# device check\n\nMarkdown failed:\n\n```\n" + traceback.format_exc() + "```\n"
+            )
 
     say(f"device check ({mode}): sections {', '.join(order)}, budget {args.budget:.0f} s, output {out}")
     for i, name in enumerate(order):
         remaining = args.budget - (time.time() - t_start)
-        later = sum(caps[s] for s in order[i + 1:])
+        later = sum(caps[s] for s in order[i + 1 :])
         timeout = min(1.5 * caps[name], remaining - later)
         if timeout < caps[name]:
             timeout = min(caps[name], remaining)
@@ -1549,16 +1979,18 @@ def main(argv=None) -> int:
             msg = f"{name}: skipped, out of time ({remaining:.0f} s of the budget left)"
             say(msg)
             rep["notes"].append(msg)
-            rep["sections"][name] = dict(status="skipped", error=None, wall_s=0.0, timeout_s=0.0, results={},
-                                         summary={}, notes=[msg])
+            rep["sections"][name] = dict(
+                status="skipped", error=None, wall_s=0.0, timeout_s=0.0, results={}, summary={}, notes=[msg]
+            )
             save()
             continue
         say(f"=== {name} (time limit {timeout:.0f} s, {remaining:.0f} s of the budget left)")
         try:
             data = run_section(name, ctx, timeout, work)
         except Exception:
-            data = dict(status="error", error=traceback.format_exc()[-4000:], wall_s=0.0, results={}, summary={},
-                        notes=[])
+            data = dict(
+                status="error", error=traceback.format_exc()[-4000:], wall_s=0.0, results={}, summary={}, notes=[]
+            )
         rep["sections"][name] = data
         if name == "info":
             r = data.get("results") or {}
@@ -1573,14 +2005,18 @@ def main(argv=None) -> int:
             if bw.get("copy_Bps"):
                 ctx["copy_Bps"] = bw["copy_Bps"]
             rep["jax_platforms"] = ctx["platform"]
-        say(f"=== {name}: {data['status']} in {data['wall_s']:.1f} s"
-            + (f" -- {str(data['error']).strip().splitlines()[-1][:300]}" if data.get("error") else ""))
+        say(
+            f"=== {name}: {data['status']} in {data['wall_s']:.1f} s"
+            + (f" -- {str(data['error']).strip().splitlines()[-1][:300]}" if data.get("error") else "")
+        )
         save()
     save()
     shutil.rmtree(work, ignore_errors=True)  # model directory, run directories, logs
-    say(f"device check done in {time.time() - t_start:.0f} s: "
+    say(
+        f"device check done in {time.time() - t_start:.0f} s: "
         + ", ".join(f"{k} {v['status']}" for k, v in rep["sections"].items())
-        + f"\nwrote {out / 'device_check.json'} and {out / 'device_check.md'}")
+        + f"\nwrote {out / 'device_check.json'} and {out / 'device_check.md'}"
+    )
     return 0
 
 

@@ -5,6 +5,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
 from slurm_cluster import slurm_cluster  # noqa: E402,F401  (a session fixture)
 
 # The suite runs in JAX's default precision (float32): a test that needs 64-bit types asks for them with

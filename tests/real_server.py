@@ -30,8 +30,7 @@ from pathlib import Path
 
 import pytest
 
-_LAUNCH = ("import sys; from transformers.cli.transformers import main; sys.argv[0] = 'transformers'; "
-           "sys.exit(main())")
+_LAUNCH = "import sys; from transformers.cli.transformers import main; sys.argv[0] = 'transformers'; sys.exit(main())"
 
 
 def free_port() -> int:
@@ -66,25 +65,46 @@ class RealServer:
         except OSError:
             return "<no log>"
 
-    def start(self, timeout_s: float = 180.0) -> "RealServer":
+    def start(self, timeout_s: float = 180.0) -> RealServer:
         """Start on a free port and wait for ``GET /v1/models``; ``RuntimeError`` with the log's tail if the
         server exits or does not answer within ``timeout_s``."""
         self.port = free_port()
-        cmd = [sys.executable, "-c", _LAUNCH, "serve", str(self.model_dir), "--host", "127.0.0.1", "--port",
-               str(self.port), "--device", "cpu", "--log-level", "info"]
+        cmd = [
+            sys.executable,
+            "-c",
+            _LAUNCH,
+            "serve",
+            str(self.model_dir),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--device",
+            "cpu",
+            "--log-level",
+            "info",
+        ]
         # one torch thread: it generates one request at a time anyway, and on a shared 2-CPU machine (other
         # jobs running) the probe's requests took 12.9 s with two threads and 2.3 s with one
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-               "OMP_NUM_THREADS": os.environ.get("MASCOT_TEST_SERVER_THREADS", "1")}
+        env = {
+            **os.environ,
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": os.environ.get("MASCOT_TEST_SERVER_THREADS", "1"),
+        }
         with open(self.log, "ab") as f:
             f.write(f"\n$ {' '.join(cmd[:1] + ['-c', '<transformers>'] + cmd[3:])}\n".encode())
-            self.proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                         start_new_session=True)  # its own process group: stopped as a whole
+            self.proc = subprocess.Popen(
+                cmd, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, start_new_session=True
+            )  # its own process group: stopped as a whole
         t0 = time.monotonic()
         while time.monotonic() - t0 < timeout_s:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"transformers serve exited with code {self.proc.returncode} before answering; "
-                                   f"log {self.log}:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"transformers serve exited with code {self.proc.returncode} before answering; "
+                    f"log {self.log}:\n{self.log_tail()}"
+                )
             try:
                 models = _get_json(self.base_url + "/models")
             except (OSError, ValueError):
@@ -96,8 +116,10 @@ class RealServer:
             self.model = ids[0]
             return self
         self.stop()
-        raise RuntimeError(f"transformers serve did not answer {self.base_url}/models within {timeout_s:.0f} s; "
-                           f"log {self.log}:\n{self.log_tail()}")
+        raise RuntimeError(
+            f"transformers serve did not answer {self.base_url}/models within {timeout_s:.0f} s; "
+            f"log {self.log}:\n{self.log_tail()}"
+        )
 
     def _signal_group(self, sig) -> None:
         try:

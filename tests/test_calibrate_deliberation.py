@@ -12,24 +12,37 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 from mascot import papers
 from mascot.backends.base import Request, Sampling
 from mascot.protocols.deliberation import DeliberationConfig, SurrogateDeliberationBackend, run_deliberation
 from mascot.protocols.deliberation.records import group_lanes, read_rounds
-from mascot.protocols.deliberation.surrogate import (
-    LEGACY_PARAMS, RateLawParams, read_params, write_params,
-)
-from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
+from mascot.protocols.deliberation.surrogate import LEGACY_PARAMS, RateLawParams, read_params, write_params
 
 ROOT = Path(__file__).resolve().parents[1]
-TRUE = RateLawParams(rate1=0.62, slope1=-0.25, rate2=0.8, slope2=0.1, compliance_noise=0.15, round_noise=0.08, prior_scale=1.05,
-                     initial_spread=0.06, reply_chars1=520.0, reply_chars2=260.0, verbosity=0.2)
+TRUE = RateLawParams(
+    rate1=0.62,
+    slope1=-0.25,
+    rate2=0.8,
+    slope2=0.1,
+    compliance_noise=0.15,
+    round_noise=0.08,
+    prior_scale=1.05,
+    initial_spread=0.06,
+    reply_chars1=520.0,
+    reply_chars2=260.0,
+    verbosity=0.2,
+)
 
 
 def _run(tmp_path, name, params, runs, seed=0, **cfg):
     out = tmp_path / name
-    run_deliberation(DeliberationConfig(runs=runs, seed=seed, **cfg), out,
-                     SurrogateDeliberationBackend(params=params, seed=seed), progress=False)
+    run_deliberation(
+        DeliberationConfig(runs=runs, seed=seed, **cfg),
+        out,
+        SurrogateDeliberationBackend(params=params, seed=seed),
+        progress=False,
+    )
     return out
 
 
@@ -38,13 +51,24 @@ def test_rate_law_reply_matches_the_closed_form():
     p = RateLawParams(rate1=0.6, slope1=-0.5, rate2=0.9, slope2=0.4, reply_chars1=123.0, reply_chars2=45.0)
     b = SurrogateDeliberationBackend(params=p)
     own, others = [0.2, 0.4, 0.6, 0.8, 0.1, 0.9], [[0.5] * 6, [0.3] * 6, [0.7] * 6, [0.6] * 6]
-    inputs = [{"self": True, "vector": own, "weight": 0.4}] + [{"self": False, "vector": v, "weight": 0.15}
-                                                               for v in others]
+    inputs = [{"self": True, "vector": own, "weight": 0.4}] + [
+        {"self": False, "vector": v, "weight": 0.15} for v in others
+    ]
     msgs = [{"role": "system", "content": "s" * 101}, {"role": "user", "content": "u" * 7}]
     for sigma, mode_rate, D, rate, slope, L in ((1, 0.25, 0.1, 0.6, -0.5, 123), (2, 0.7236068, 0.05, 0.9, 0.4, 45)):
-        req = Request(messages=msgs, sampling=Sampling(seed=3),
-                      meta={"kind": "deliberation", "d": 6, "inputs": inputs, "sigma": sigma, "D": D,
-                            "mode_rate": mode_rate, "title": "Planner"})
+        req = Request(
+            messages=msgs,
+            sampling=Sampling(seed=3),
+            meta={
+                "kind": "deliberation",
+                "d": 6,
+                "inputs": inputs,
+                "sigma": sigma,
+                "D": D,
+                "mode_rate": mode_rate,
+                "title": "Planner",
+            },
+        )
         r = b.generate([req])[0]
         reply = json.loads(r.text)
         lam = rate * (D / 0.2) ** slope  # hand-computed rate law, then the compliance that realises it
@@ -56,8 +80,11 @@ def test_rate_law_reply_matches_the_closed_form():
         assert r.prompt_tokens == math.ceil(101 / 4) + 4 + math.ceil(7 / 4) + 4
     # expansion: a rate above 1 means moving away from the neighbours' mean
     p2 = RateLawParams(rate1=1.2, slope1=0.0)
-    req = Request(messages=msgs, sampling=Sampling(seed=1), meta={"kind": "deliberation", "d": 6, "inputs": inputs,
-                                                                  "sigma": 1, "D": 0.1, "mode_rate": 0.25})
+    req = Request(
+        messages=msgs,
+        sampling=Sampling(seed=1),
+        meta={"kind": "deliberation", "d": 6, "inputs": inputs, "sigma": 1, "D": 0.1, "mode_rate": 0.25},
+    )
     x = np.array(json.loads(SurrogateDeliberationBackend(params=p2).generate([req])[0].text)["vector"])
     m = 0.4 * np.array(own) + 0.15 * np.sum(others, axis=0)
     assert np.all(np.abs(x - m) >= np.abs(np.array(own) - m) - 1e-3)
@@ -77,10 +104,12 @@ def test_parameter_files_round_trip_and_name_bad_keys(tmp_path):
     assert legacy.params is None and legacy.options() == SurrogateDeliberationBackend().options()
     assert {k: legacy.options()[k] for k in LEGACY_PARAMS} == LEGACY_PARAMS
     text = f.read_text()
-    for bad, msg in ((text.replace("rate1 =", "rate_one ="), "rate_one"),
-                     (text.replace('kind = "deliberation"', 'kind = "trials"'), "kind"),
-                     (re.sub(r"(?m)^slope2 = .*$", "slope2 = 9.0", text), "slope2"),
-                     (text.replace('family = "rate_law"', 'family = "x"'), "family")):
+    for bad, msg in (
+        (text.replace("rate1 =", "rate_one ="), "rate_one"),
+        (text.replace('kind = "deliberation"', 'kind = "trials"'), "kind"),
+        (re.sub(r"(?m)^slope2 = .*$", "slope2 = 9.0", text), "slope2"),
+        (text.replace('family = "rate_law"', 'family = "x"'), "family"),
+    ):
         f.write_text(bad)
         with pytest.raises(ValueError, match=msg):
             read_params(f)
@@ -120,7 +149,12 @@ def test_token_cost_formula_is_exact(harness_dir):
 def test_jax_simulator_agrees_with_the_text_harness(harness_dir):
     import jax
 
-    from mascot.calibrate.deliberation_sim import moments_from_traces, prompt_layout, simulate_rate_law, traces_from_rows
+    from mascot.calibrate.deliberation_sim import (
+        moments_from_traces,
+        prompt_layout,
+        simulate_rate_law,
+        traces_from_rows,
+    )
 
     setup = prompt_layout(DeliberationConfig())
     obs = traces_from_rows(read_rounds(harness_dir), list(setup.strategies), setup.max_rounds, setup.b0)
@@ -178,12 +212,16 @@ def test_committed_table_viii_fits_meet_the_criteria(model):
         assert sorted(means, key=lambda s: means[s][j]) == paper
     # the two-stage D curve: adaptive lanes contract faster in mode 1 than in mode 2 and switch near the paper's round
     ad = [x for x in lanes if x["strategy"] == "adaptive"]
-    r = {m: np.mean([math.log(b / a) for x in ad for a, b, sg in zip(x["D"], x["D"][1:], x["sigma"]) if sg == m])
-         for m in (1, 2)}
+    r = {
+        m: np.mean([math.log(b / a) for x in ad for a, b, sg in zip(x["D"], x["D"][1:], x["sigma"]) if sg == m])
+        for m in (1, 2)
+    }
     assert r[1] < r[2]
     switch = np.mean([next(k for k, v in enumerate(x["D"]) if v <= 0.2) for x in ad])
     assert abs(switch - {"gpt": 4, "gemini": 5, "claude": 5}[model]) <= 1.0
-    assert read_params(d / "params.toml")["settings"]["token_scale"] == {"gpt": 1.0, "gemini": 0.75, "claude": 0.45}[model]
+    assert (
+        read_params(d / "params.toml")["settings"]["token_scale"] == {"gpt": 1.0, "gemini": 0.75, "claude": 0.45}[model]
+    )
 
 
 def test_cli_surrogate_params_applies_the_fitted_settings(tmp_path):
@@ -194,19 +232,35 @@ def test_cli_surrogate_params_applies_the_fitted_settings(tmp_path):
     import sys
 
     params = Path(__file__).resolve().parents[1] / "results/calibration/deliberation/gemini/params.toml"
-    base = [sys.executable, "-m", "mascot", "deliberate", "--surrogate-params", str(params), "--runs", "1",
-            "--strategy", "ring", "--no-report"]
+    base = [
+        sys.executable,
+        "-m",
+        "mascot",
+        "deliberate",
+        "--surrogate-params",
+        str(params),
+        "--runs",
+        "1",
+        "--strategy",
+        "ring",
+        "--no-report",
+    ]
     r = subprocess.run(base + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     assert "token_scale = 0.75" in r.stderr
     cfg = json.loads((tmp_path / "a" / "run.json").read_text())["identity"]["config"]
     assert cfg["token_scale"] == 0.75 and cfg["max_rounds"] == 30
-    r = subprocess.run(base + ["--eta", "0.3", "--out", str(tmp_path / "b")], capture_output=True, text=True,
-                       timeout=HANG_S)
+    r = subprocess.run(
+        base + ["--eta", "0.3", "--out", str(tmp_path / "b")], capture_output=True, text=True, timeout=HANG_S
+    )
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b" / "run.json").read_text())["identity"]["config"]["eta"] == 0.3  # the flag wins
-    r = subprocess.run(base[:5] + [str(tmp_path / "missing.toml"), "--out", str(tmp_path / "c")],
-                       capture_output=True, text=True, timeout=HANG_S)
+    r = subprocess.run(
+        base[:5] + [str(tmp_path / "missing.toml"), "--out", str(tmp_path / "c")],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
     assert r.returncode == 2 and "--surrogate-params" in r.stderr and not (tmp_path / "c").exists()
 
 
@@ -225,8 +279,14 @@ def test_schedule_evaluator_threshold_matches_the_simulator_and_the_harness_repl
     setup = prompt_layout(cfg)
     key = jax.random.key(3)
     a = simulate_rate_law({}, key, setup, runs=200, base=info["params"])
-    b = simulate_rate_law({}, key, setup, runs=200, base=info["params"],
-                          schedule=(np.asarray(c, np.float32), np.asarray(c - math.log(0.2), np.float32)))
+    b = simulate_rate_law(
+        {},
+        key,
+        setup,
+        runs=200,
+        base=info["params"],
+        schedule=(np.asarray(c, np.float32), np.asarray(c - math.log(0.2), np.float32)),
+    )
     np.testing.assert_array_equal(np.asarray(a["rounds"]), np.asarray(b["rounds"]))
     np.testing.assert_array_equal(np.asarray(a["sigma"]), np.asarray(b["sigma"]))
     ev = schedule_evaluator(root / "params.toml", c, runs=600)
@@ -263,8 +323,9 @@ def test_a_ring_only_run_fits_with_its_mode_1_parameters_not_identified(tmp_path
     from mascot.protocols.deliberation.surrogate import read_params
 
     run = tmp_path / "run"
-    run_deliberation(DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1),
-                     progress=False)
+    run_deliberation(
+        DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1), progress=False
+    )
     res = calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=20, n_boot=2, seed=0)
     assert "rate1" in res["not_identified"] and all(math.isnan(res["sd"][k]) for k in res["not_identified"])
     text = (tmp_path / "fit" / "params.toml").read_text()
@@ -282,15 +343,17 @@ def test_an_interrupted_calibration_leaves_no_params_toml(tmp_path, monkeypatch)
     import mascot.calibrate.deliberation_report as cdr
 
     run = tmp_path / "run"
-    run_deliberation(DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1),
-                     progress=False)
+    run_deliberation(
+        DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1), progress=False
+    )
     cd.calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=5, n_boot=2, seed=0)
     assert (tmp_path / "fit" / "params.toml").exists()
     before = {p.name: p.read_bytes() for p in (tmp_path / "fit").iterdir()}
     for bad in (dict(n_boot=1), dict(run_dir_or_none=tmp_path / "no-such-run")):  # refused: nothing is touched
         with pytest.raises((ValueError, FileNotFoundError)):
-            cd.calibrate_deliberation(bad.pop("run_dir_or_none", run), tmp_path / "fit", quick=True, steps=5,
-                                      **{"n_boot": 2, **bad})
+            cd.calibrate_deliberation(
+                bad.pop("run_dir_or_none", run), tmp_path / "fit", quick=True, steps=5, **{"n_boot": 2, **bad}
+            )
         assert {p.name: p.read_bytes() for p in (tmp_path / "fit").iterdir()} == before
 
     def interrupted(*a, **k):

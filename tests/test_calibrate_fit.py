@@ -27,8 +27,11 @@ def _problem():
     def simulate(theta, k):
         t = jnp.stack([theta["a"], theta["b"], theta["c"]])
         # the noise depends on the key: only with common random numbers is the objective deterministic
-        return jnp.asarray(A, jnp.float32) @ t + jnp.asarray(b, jnp.float32) + 0.1 * jax.random.normal(
-            jax.random.fold_in(k, 1), (5,))
+        return (
+            jnp.asarray(A, jnp.float32) @ t
+            + jnp.asarray(b, jnp.float32)
+            + 0.1 * jax.random.normal(jax.random.fold_in(k, 1), (5,))
+        )
 
     W = np.diag(w)
     theta_star = np.linalg.solve(A.T @ W @ A, A.T @ W @ (target - b - e))
@@ -38,10 +41,14 @@ def _problem():
 @pytest.mark.parametrize("grad,steps,lr", [("pathwise", 1500, 0.05), ("es", 1500, 0.05)])
 def test_fit_smm_reaches_the_weighted_least_squares_optimum(grad, steps, lr):
     simulate, target, w, key, theta_star = _problem()
-    params = [Param("a", -10.0, 10.0, 0.0), Param("b", -math.inf, math.inf, 0.5),
-              Param("c", theta_star[2] - 6.0, math.inf, theta_star[2] - 1.0)]
-    res = fit_smm(simulate, params, target, weights=w, steps=steps, lr=lr, grad=grad, key=key,
-                  es_sigma=0.02, es_pairs=16)
+    params = [
+        Param("a", -10.0, 10.0, 0.0),
+        Param("b", -math.inf, math.inf, 0.5),
+        Param("c", theta_star[2] - 6.0, math.inf, theta_star[2] - 1.0),
+    ]
+    res = fit_smm(
+        simulate, params, target, weights=w, steps=steps, lr=lr, grad=grad, key=key, es_sigma=0.02, es_pairs=16
+    )
     assert isinstance(res, FitResult)
     got = np.array([res.params[k] for k in "abc"])
     np.testing.assert_allclose(got, theta_star, atol=2e-2)
@@ -53,8 +60,12 @@ def test_fit_smm_reaches_the_weighted_least_squares_optimum(grad, steps, lr):
 def test_transforms_round_trip_and_respect_boxes():
     import jax.numpy as jnp
 
-    params = [Param("p", 0.0, 1.0, 0.3), Param("s", 2.0, math.inf, 5.0), Param("n", -math.inf, -1.0, -4.0),
-              Param("f", -math.inf, math.inf, 1.5)]
+    params = [
+        Param("p", 0.0, 1.0, 0.3),
+        Param("s", 2.0, math.inf, 5.0),
+        Param("n", -math.inf, -1.0, -4.0),
+        Param("f", -math.inf, math.inf, 1.5),
+    ]
     u = to_unconstrained(params)
     back = to_constrained(params, jnp.asarray(u, jnp.float32))
     for p in params:
@@ -75,8 +86,15 @@ def test_param_and_input_validation():
 def test_tol_stops_early_and_best_iterate_is_kept():
     import jax.numpy as jnp
 
-    res = fit_smm(lambda t, k: jnp.stack([t["x"]]), [Param("x", 0.0, 1.0, 0.5)], [0.8], steps=500, lr=0.1,
-                  grad="pathwise", tol=1e-8)
+    res = fit_smm(
+        lambda t, k: jnp.stack([t["x"]]),
+        [Param("x", 0.0, 1.0, 0.5)],
+        [0.8],
+        steps=500,
+        lr=0.1,
+        grad="pathwise",
+        tol=1e-8,
+    )
     assert res.iterations < 500 and res.params["x"] == pytest.approx(0.8, abs=1e-3)
 
 
@@ -115,17 +133,23 @@ def test_linearized_bootstrap_is_the_sandwich_of_a_linear_model():
     assert lb.names == ["t0", "t1", "t2"]
     # a parameter no moment moves gets a huge spread, not a zero one; boxed draws stay inside the box
     params_box = [Param("a", 0.0, 1.0, 0.5), Param("dead", 0.0, 1.0, 0.5)]
-    lb = linearized_bootstrap(lambda th: np.array([4 * th["a"], 1.0, -2 * th["a"]]), params_box,
-                              {"a": 0.4, "dead": 0.5}, 0.05 * rng.normal(size=(400, 3)), np.zeros((400, 3)),
-                              np.ones(3))
+    lb = linearized_bootstrap(
+        lambda th: np.array([4 * th["a"], 1.0, -2 * th["a"]]),
+        params_box,
+        {"a": 0.4, "dead": 0.5},
+        0.05 * rng.normal(size=(400, 3)),
+        np.zeros((400, 3)),
+        np.ones(3),
+    )
     assert 0.0 <= lb.draws.min() and lb.draws.max() <= 1.0
     assert lb.draws[:, 0].std() < 0.05 and lb.draws[:, 1].std() > 0.3
     # without the unidentified direction's spread: "dead" stays at its estimate, "a" draws are the same
     np.testing.assert_array_equal(lb.identified[:, 1], 0.5)
     np.testing.assert_allclose(lb.identified[:, 0], lb.draws[:, 0], rtol=1e-12)
     with pytest.raises(ValueError, match="must both be"):
-        linearized_bootstrap(lambda th: np.zeros(3), params_box, {"a": 0.4, "dead": 0.5}, np.zeros((4, 3)),
-                             np.zeros((4, 2)), np.ones(3))
+        linearized_bootstrap(
+            lambda th: np.zeros(3), params_box, {"a": 0.4, "dead": 0.5}, np.zeros((4, 3)), np.zeros((4, 2)), np.ones(3)
+        )
 
 
 def test_gauss_newton_finds_a_nonlinear_least_squares_optimum():
@@ -134,7 +158,7 @@ def test_gauss_newton_finds_a_nonlinear_least_squares_optimum():
     from mascot.calibrate.fit import gauss_newton
 
     params = [Param("a", 0.0, 4.0, 1.0), Param("b", -3.0, math.inf, 0.0)]
-    f = (lambda t: np.array([t["a"] ** 2, t["a"] * t["b"], math.exp(t["b"]), t["a"] + t["b"]]))
+    f = lambda t: np.array([t["a"] ** 2, t["a"] * t["b"], math.exp(t["b"]), t["a"] + t["b"]])
     target = f({"a": 1.5, "b": -0.4})
     r = gauss_newton(f, params, {"a": 0.5, "b": 0.5}, target, np.ones(4), iters=40, h=1e-4)
     assert r.params["a"] == pytest.approx(1.5, abs=1e-6) and r.params["b"] == pytest.approx(-0.4, abs=1e-6)
@@ -178,11 +202,16 @@ def test_sd_before_clipping_for_an_estimate_at_its_boxs_edge():
     from mascot.calibrate.fit import Coords, linearized_bootstrap
 
     params = [Param("a", 0.0, 1.0, 0.5)]
-    c = Coords(lambda v: np.array([v["a"]]), lambda u: {"a": min(max(float(u[0]), 0.0), 1.0)}, 0.01,
-               lambda u: {"a": float(u[0])})
+    c = Coords(
+        lambda v: np.array([v["a"]]),
+        lambda u: {"a": min(max(float(u[0]), 0.0), 1.0)},
+        0.01,
+        lambda u: {"a": float(u[0])},
+    )
     d = 0.3 * np.random.default_rng(2).normal(size=(2000, 1))
-    lb = linearized_bootstrap(lambda th: np.array([3 * th["a"]]), params, {"a": 1.0}, d, np.zeros_like(d),
-                              np.ones(1), coords=c)
+    lb = linearized_bootstrap(
+        lambda th: np.array([3 * th["a"]]), params, {"a": 1.0}, d, np.zeros_like(d), np.ones(1), coords=c
+    )
     assert lb.draws.max() == 1.0 and 0.4 < (lb.draws[:, 0] == 1.0).mean() < 0.6
     assert lb.sd_unclipped[0] == pytest.approx(d.std(ddof=1) / 3, rel=1e-6)
     assert lb.draws[:, 0].std(ddof=1) < 0.7 * lb.sd_unclipped[0]

@@ -9,25 +9,54 @@ import pytest
 
 from mascot.protocols.state_tracking.surrogate import PARAM_SETS, SurrogateBackend, params_toml
 
-EXT = {"sigma": 60.0, "bias": 25.0, "p_blunder": 0.05, "blunder_scale": 6.0, "persist": 0.3, "rho_c": 0.1,
-       "roles": {"chain": {"p_exact": 0.2, "sigma_scale": 0.8}, "star_leaf": {"p_exact": 0.4, "p_echo": 0.1},
-                 "star_judge": {"p_copy": 0.5, "noise": 0.6}, "mesh_agent": {"p_exact": 0.3},
-                 "mesh_reviser": {"p_copy": 0.6, "p_recompute": 0.1, "noise": 0.5}}}
+EXT = {
+    "sigma": 60.0,
+    "bias": 25.0,
+    "p_blunder": 0.05,
+    "blunder_scale": 6.0,
+    "persist": 0.3,
+    "rho_c": 0.1,
+    "roles": {
+        "chain": {"p_exact": 0.2, "sigma_scale": 0.8},
+        "star_leaf": {"p_exact": 0.4, "p_echo": 0.1},
+        "star_judge": {"p_copy": 0.5, "noise": 0.6},
+        "mesh_agent": {"p_exact": 0.3},
+        "mesh_reviser": {"p_copy": 0.6, "p_recompute": 0.1, "noise": 0.5},
+    },
+}
 
 
 # stale Parity (the explosion mechanism) and per-role persistence, far from their defaults
-STALE = {"sigma": 12.0, "parity_slip": 0.02, "persist": 0.5,
-         "roles": {"chain": {"p_keep_parity": 0.85, "persist": 0.9, "p_boundary": 0.6},
-                   "star_leaf": {"p_exact": 0.5, "p_keep_parity": 1.0, "persist": 0.0, "p_boundary": 0.3},
-                   "star_judge": {"persist": 0.2, "noise": 0.8}, "mesh_agent": {"p_exact": 0.3, "p_keep_parity": 0.9},
-                   "mesh_reviser": {"p_copy": 0.2, "persist": 0.7}}}
+STALE = {
+    "sigma": 12.0,
+    "parity_slip": 0.02,
+    "persist": 0.5,
+    "roles": {
+        "chain": {"p_keep_parity": 0.85, "persist": 0.9, "p_boundary": 0.6},
+        "star_leaf": {"p_exact": 0.5, "p_keep_parity": 1.0, "persist": 0.0, "p_boundary": 0.3},
+        "star_judge": {"persist": 0.2, "noise": 0.8},
+        "mesh_agent": {"p_exact": 0.3, "p_keep_parity": 0.9},
+        "mesh_reviser": {"p_copy": 0.2, "persist": 0.7},
+    },
+}
 
 
 # a parameter set inside the fitted family (the unfitted parameters at hand-tuned-v1)
-TRUTH = {"sigma": 90.0, "bias": 40.0, "p_blunder": 0.04, "blunder_scale": 5.0, "persist": 0.35, "rho_c": 0.05,
-         "roles": {"chain": {"sigma_scale": 0.7}, "star_leaf": {"p_exact": 0.35},
-                   "star_judge": {"p_copy": 0.4, "noise": 0.5}, "mesh_agent": {"p_exact": 0.3},
-                   "mesh_reviser": {"p_copy": 0.5, "noise": 0.4}}}
+TRUTH = {
+    "sigma": 90.0,
+    "bias": 40.0,
+    "p_blunder": 0.04,
+    "blunder_scale": 5.0,
+    "persist": 0.35,
+    "rho_c": 0.05,
+    "roles": {
+        "chain": {"sigma_scale": 0.7},
+        "star_leaf": {"p_exact": 0.35},
+        "star_judge": {"p_copy": 0.4, "noise": 0.5},
+        "mesh_agent": {"p_exact": 0.3},
+        "mesh_reviser": {"p_copy": 0.5, "noise": 0.4},
+    },
+}
 
 
 def _run(tmp_path, backend, n, seed, name):
@@ -43,8 +72,10 @@ def _run(tmp_path, backend, n, seed, name):
     df = pd.read_parquet(out / "trials.parquet")
     met = trial_metrics(df)
     prof = step_profile(df)
-    return out, {t: {**{m: met.loc[met.topology == t, m].to_numpy(float) for m in ("E_ceg", "R_cdr", "F_ps")},
-                     **prof[t]} for t in ("chain", "mesh", "star")}
+    return out, {
+        t: {**{m: met.loc[met.topology == t, m].to_numpy(float) for m in ("E_ceg", "R_cdr", "F_ps")}, **prof[t]}
+        for t in ("chain", "mesh", "star")
+    }
 
 
 def test_params_toml_round_trip_and_named_set(tmp_path):
@@ -59,15 +90,18 @@ def test_params_toml_round_trip_and_named_set(tmp_path):
     assert set(PARAM_SETS) >= {"hand-tuned-v1"}
 
 
-@pytest.mark.parametrize("text,match", [
-    ('kind = "deliberation"\n', "kind"),
-    ('kind = "state-tracking"\nsigmaa = 3.0\n', "sigmaa"),
-    ('kind = "state-tracking"\n[roles.chain]\np_exact = 1.5\n', "roles.chain.p_exact"),
-    ('kind = "state-tracking"\n[roles.judge]\np_copy = 0.5\n', "judge"),
-    ('kind = "state-tracking"\npersist = -1\n', "persist"),
-    ('kind = "state-tracking"\n[roles.star_leaf]\np_exact = 0.7\np_echo = 0.6\n', "star_leaf"),
-    ("kind = = 3", "not valid TOML"),
-])
+@pytest.mark.parametrize(
+    "text,match",
+    [
+        ('kind = "deliberation"\n', "kind"),
+        ('kind = "state-tracking"\nsigmaa = 3.0\n', "sigmaa"),
+        ('kind = "state-tracking"\n[roles.chain]\np_exact = 1.5\n', "roles.chain.p_exact"),
+        ('kind = "state-tracking"\n[roles.judge]\np_copy = 0.5\n', "judge"),
+        ('kind = "state-tracking"\npersist = -1\n', "persist"),
+        ('kind = "state-tracking"\n[roles.star_leaf]\np_exact = 0.7\np_echo = 0.6\n', "star_leaf"),
+        ("kind = = 3", "not valid TOML"),
+    ],
+)
 def test_from_params_names_the_bad_key(tmp_path, text, match):
     p = tmp_path / "bad.toml"
     p.write_text(text)
@@ -122,8 +156,14 @@ def test_stale_parity_keeps_the_input_parity_and_persist_is_per_role():
     from mascot.protocols.state_tracking.prompts import agent_messages
 
     def reply(keep, exact=0.0, sigma=0.0):
-        b = SurrogateBackend(sigma=sigma, parity_slip=0.0, level_slip=0.0, parse_fail=0.0, seed=1,
-                             roles={"chain": {"p_keep_parity": keep, "persist": 0.25, "p_exact": exact}})
+        b = SurrogateBackend(
+            sigma=sigma,
+            parity_slip=0.0,
+            level_slip=0.0,
+            parse_fail=0.0,
+            seed=1,
+            roles={"chain": {"p_keep_parity": keep, "persist": 0.25, "p_exact": exact}},
+        )
         msgs = agent_messages({"Value": 50.0, "Parity": "A", "Level": 3})
         r = b.generate([Request(messages=msgs, sampling=Sampling(seed=7), meta={"topology": "chain"})])[0]
         return json.loads(r.text), b
@@ -131,7 +171,10 @@ def test_stale_parity_keeps_the_input_parity_and_persist_is_per_role():
     kept, b = reply(1.0)
     assert (kept["Value"], kept["Parity"]) == (70.0, "A")
     assert reply(0.0)[0]["Parity"] == "B"
-    assert (reply(1.0, exact=1.0, sigma=50.0)[0]["Value"], reply(1.0, exact=1.0, sigma=50.0)[0]["Parity"]) == (70.0, "A")
+    assert (reply(1.0, exact=1.0, sigma=50.0)[0]["Value"], reply(1.0, exact=1.0, sigma=50.0)[0]["Parity"]) == (
+        70.0,
+        "A",
+    )
     assert reply(0.0, exact=1.0, sigma=50.0)[0]["Parity"] == "B"
     assert reply(1.0, sigma=50.0)[0]["Value"] != 70.0  # the noisy reply really is noisy
     assert b.identity()["roles"]["chain"]["persist"] == 0.25 and b.identity()["roles"]["star_leaf"]["persist"] == 1.0
@@ -147,8 +190,7 @@ def test_recovers_known_parameters_from_a_harness_run(tmp_path):
     from mascot.calibrate.trials import nest_params
 
     start = nest_params({"sigma": 75.0, "bias": 0.0, "persist": 0.5})  # hand-tuned-v1's scale, not the truth
-    r = recovery(tmp_path, TRUTH, n_trials=80, seed=2, n_boot=100, steps=200, n_pred=8, fit_names=names,
-                 init=start)
+    r = recovery(tmp_path, TRUTH, n_trials=80, seed=2, n_boot=100, steps=200, n_pred=8, fit_names=names, init=start)
     assert [row["param"] for row in r["rows"]] == list(names)
     off = [row for row in r["rows"] if not row["inside"]]
     assert not off, off
@@ -185,7 +227,9 @@ def test_split_half_holds_out_the_other_half(tmp_path):
     for t, n_req in (("chain", 1), ("star", 5), ("mesh", 8)):
         want = (df[df.topology == t].groupby("trial").n_abstained.sum() / (12 * n_req)).mean()
         assert got[f"{t}.abstained.mean"] == pytest.approx(float(want), rel=1e-12, abs=1e-15)
-    assert r["n_moments"] == 18 + (12 + 3) + (16 + 3) + (16 + 3) and r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
+    assert r["n_moments"] == 18 + (12 + 3) + (16 + 3) + (16 + 3) and r["inside"] == sum(
+        row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"]
+    )
     assert (tmp_path / "split" / "split_half.md").is_file() and (tmp_path / "split" / "fit" / "params.toml").is_file()
 
 
@@ -218,11 +262,21 @@ def test_natural_coordinates_make_the_noise_scale_symmetry_a_straight_line():
     from mascot.calibrate.trials import SimConfig, flat_params, natural_coords, nest_params, simulate_trials
     from mascot.kernels.precision import float64
 
-    base = flat_params(nest_params({"sigma": 20.0, "bias": -30.0, "p_blunder": 0.2, "parity_slip": 0.0, "level_slip": 0.0}))
-    scales = ("chain.sigma_scale", "star_leaf.sigma_scale", "mesh_agent.sigma_scale", "star_judge.noise",
-              "mesh_reviser.noise")
-    params = [Param("sigma", 1.0, 600.0, 20.0), Param("bias", -400.0, 400.0, -30.0),
-              Param("p_blunder", 0.0, 0.5, 0.2)] + [Param(k, 0.01, 5.0, 0.5) for k in scales]
+    base = flat_params(
+        nest_params({"sigma": 20.0, "bias": -30.0, "p_blunder": 0.2, "parity_slip": 0.0, "level_slip": 0.0})
+    )
+    scales = (
+        "chain.sigma_scale",
+        "star_leaf.sigma_scale",
+        "mesh_agent.sigma_scale",
+        "star_judge.noise",
+        "mesh_reviser.noise",
+    )
+    params = [
+        Param("sigma", 1.0, 600.0, 20.0),
+        Param("bias", -400.0, 400.0, -30.0),
+        Param("p_blunder", 0.0, 0.5, 0.2),
+    ] + [Param(k, 0.01, 5.0, 0.5) for k in scales]
     v0 = {p.name: base[p.name] for p in params}
     nat, box = natural_coords(params, base), box_coords(params)
     np.testing.assert_allclose([nat.inv(nat.fwd(v0))[k] for k in v0], list(v0.values()), rtol=1e-12)

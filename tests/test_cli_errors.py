@@ -8,15 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from mascot.protocols.deliberation import DeliberationConfig
 from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
+from mascot.protocols.deliberation import DeliberationConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def mascot(*args, timeout=HANG_S):
-    return subprocess.run([sys.executable, "-m", "mascot", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "mascot", *map(str, args)], capture_output=True, text=True, timeout=timeout, cwd=ROOT
+    )
 
 
 def _model_dir(tmp_path, config_text='{"model_type": "llama"}'):
@@ -30,16 +31,46 @@ def _model_dir(tmp_path, config_text='{"model_type": "llama"}'):
 
 def test_hf_bad_device_is_refused_before_a_run_directory_exists(tmp_path):
     out = tmp_path / "run"
-    r = mascot("trials", "--backend", "hf", "--model", _model_dir(tmp_path), "--device", "tpu9", "--topology",
-               "chain", "--n-trials", "1", "--steps", "1", "--out", out)
+    r = mascot(
+        "trials",
+        "--backend",
+        "hf",
+        "--model",
+        _model_dir(tmp_path),
+        "--device",
+        "tpu9",
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "1",
+        "--out",
+        out,
+    )
     assert r.returncode == 2 and "--device" in r.stderr and "tpu9" in r.stderr
     assert not out.exists()
 
 
 def test_hf_config_that_is_not_json_is_refused_before_a_run_directory_exists(tmp_path):
     out = tmp_path / "run"
-    r = mascot("trials", "--backend", "hf", "--model", _model_dir(tmp_path, "{not json"), "--device", "cpu",
-               "--topology", "chain", "--n-trials", "1", "--steps", "1", "--out", out)
+    r = mascot(
+        "trials",
+        "--backend",
+        "hf",
+        "--model",
+        _model_dir(tmp_path, "{not json"),
+        "--device",
+        "cpu",
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "1",
+        "--out",
+        out,
+    )
     assert r.returncode == 2 and "config.json" in r.stderr and "not valid JSON" in r.stderr
     assert not out.exists()
 
@@ -53,13 +84,49 @@ def test_deliberate_json_says_which_values_were_not_measured(tmp_path, monkeypat
         return [Response("no JSON here", 10, 3, finish_reason="stop") for _ in requests]
 
     monkeypatch.setattr(SurrogateDeliberationBackend, "generate", garbage)
-    assert main(["deliberate", "--strategy", "ring", "--runs", "1", "--max-rounds", "2", "--retries", "0",
-                 "--no-report", "--quiet", "--json", "--out", str(tmp_path / "d")]) == 0
+    assert (
+        main(
+            [
+                "deliberate",
+                "--strategy",
+                "ring",
+                "--runs",
+                "1",
+                "--max-rounds",
+                "2",
+                "--retries",
+                "0",
+                "--no-report",
+                "--quiet",
+                "--json",
+                "--out",
+                str(tmp_path / "d"),
+            ]
+        )
+        == 0
+    )
     lane = json.loads(capsys.readouterr().out)["ring"][0]
     assert lane["d0_from_priors"] is True and lane["unanswered_rounds"] == lane["rounds"] >= 1
     monkeypatch.undo()
-    assert main(["deliberate", "--strategy", "ring", "--runs", "1", "--max-rounds", "2", "--no-report", "--quiet",
-                 "--json", "--out", str(tmp_path / "e")]) == 0
+    assert (
+        main(
+            [
+                "deliberate",
+                "--strategy",
+                "ring",
+                "--runs",
+                "1",
+                "--max-rounds",
+                "2",
+                "--no-report",
+                "--quiet",
+                "--json",
+                "--out",
+                str(tmp_path / "e"),
+            ]
+        )
+        == 0
+    )
     lane = json.loads(capsys.readouterr().out)["ring"][0]
     assert lane["d0_from_priors"] is False and lane["unanswered_rounds"] == 0
 
@@ -88,9 +155,17 @@ def test_calibrate_refuses_an_out_that_is_a_file_and_leaves_no_empty_directory(t
     assert r.returncode == 2 and "is a file, not a directory" in r.stderr and not out.exists()
 
 
-@pytest.mark.parametrize("extra,needle", [(["--sd-weight", "-1"], "--sd-weight"), (["--steps", "0"], "--steps"),
-                                          (["--n-sim", "1"], "--n-sim"), (["--init", "/nonexistent.toml"], "--init"),
-                                          (["--moments", "profile"], "--moments"), (["--fit", "sigma,"], "''")])
+@pytest.mark.parametrize(
+    "extra,needle",
+    [
+        (["--sd-weight", "-1"], "--sd-weight"),
+        (["--steps", "0"], "--steps"),
+        (["--n-sim", "1"], "--n-sim"),
+        (["--init", "/nonexistent.toml"], "--init"),
+        (["--moments", "profile"], "--moments"),
+        (["--fit", "sigma,"], "''"),
+    ],
+)
 def test_calibrate_trials_refuses_bad_options_before_writing(tmp_path, extra, needle):
     out = tmp_path / "cal"
     r = mascot("calibrate", "trials", "--paper-table2", "--out", out, *extra)
@@ -113,8 +188,12 @@ def test_calibrate_trials_refuses_unusable_input_at_once(tmp_path):
     r = mascot("calibrate", "trials", run, "--out", tmp_path / "c")
     assert r.returncode == 2 and "too few trials" in r.stderr and not (tmp_path / "c").exists()
     unp = tmp_path / "unpaired"
-    assert mascot("trials", "--backend", "surrogate", "--n-trials", "3", "--steps", "2", "--unpaired", "--out",
-                  unp).returncode == 0
+    assert (
+        mascot(
+            "trials", "--backend", "surrogate", "--n-trials", "3", "--steps", "2", "--unpaired", "--out", unp
+        ).returncode
+        == 0
+    )
     r = mascot("calibrate", "trials", unp, "--out", tmp_path / "c")
     assert r.returncode == 2 and "paired_seeds = False" in r.stderr and not (tmp_path / "c").exists()
 
@@ -137,10 +216,19 @@ def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outp
     import json
 
     good = json.loads((run / "run.json").read_text())
-    bad_cfg = [{"epsilon": float("nan")}, {"epsilon": "abc"}, {"leaves": 0}, {"retries": -1}, {"d_floor": "x"},
-               {"initial_state": [1]}, {"initial_state": [50, "Z", 3]}, {"initial_state": None}]
+    bad_cfg = [
+        {"epsilon": float("nan")},
+        {"epsilon": "abc"},
+        {"leaves": 0},
+        {"retries": -1},
+        {"d_floor": "x"},
+        {"initial_state": [1]},
+        {"initial_state": [50, "Z", 3]},
+        {"initial_state": None},
+    ]
     texts = ['{"config": ', "[1, 2]", "{}", '{"config": {}}'] + [
-        json.dumps({**good, "config": {**good["config"], **c}}) for c in bad_cfg]
+        json.dumps({**good, "config": {**good["config"], **c}}) for c in bad_cfg
+    ]
     judge = json.loads(json.dumps(good))
     judge["identity"]["backend"].setdefault("options", {})["judge"] = "bogus"
     texts.append(json.dumps(judge))
@@ -159,8 +247,9 @@ def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outp
     out.mkdir()
     for stale in ("step_profile.png", "split_half.md", "params.toml", ".report.md.abcd1234.tmp"):
         (out / stale).write_text("old")
-    r = mascot("calibrate", "trials", run, "--out", out, "--quick", "--moments", "table2", "--n-boot", "0",
-               "--steps", "2")
+    r = mascot(
+        "calibrate", "trials", run, "--out", out, "--quick", "--moments", "table2", "--n-boot", "0", "--steps", "2"
+    )
     assert r.returncode == 0, r.stderr
     assert not (out / "step_profile.png").exists() and not (out / "split_half.md").exists()
     assert not list(out.glob(".*.tmp")) and (out / "params.toml").read_text() != "old"
@@ -185,13 +274,38 @@ def test_interrupt_prints_one_line_and_exits_130(tmp_path):
     srv.listen(64)  # connections complete in the kernel's backlog; nothing ever answers
     port = srv.getsockname()[1]
     try:
-        p = subprocess.Popen([sys.executable, "-m", "mascot", "trials", "--backend", "openai", "--base-url",
-                              f"http://127.0.0.1:{port}/v1", "--model", "m", "--no-probe", "--timeout", "120",
-                              "--topology", "chain", "--n-trials", "1", "--steps", "1", "--out", str(tmp_path / "t")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                             # a shell that runs the suite in the background leaves SIGINT ignored in its children;
-                             # a user's terminal does not
-                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        p = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "mascot",
+                "trials",
+                "--backend",
+                "openai",
+                "--base-url",
+                f"http://127.0.0.1:{port}/v1",
+                "--model",
+                "m",
+                "--no-probe",
+                "--timeout",
+                "120",
+                "--topology",
+                "chain",
+                "--n-trials",
+                "1",
+                "--steps",
+                "1",
+                "--out",
+                str(tmp_path / "t"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            # a shell that runs the suite in the background leaves SIGINT ignored in its children;
+            # a user's terminal does not
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         deadline = time.time() + HANG_S
         while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
             time.sleep(0.2)
@@ -234,16 +348,26 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
     for bad in (-1, 99):
         col = t.column("n_abstained").to_pylist()
         col[7] = bad
-        pq.write_table(t.set_column(t.schema.get_field_index("n_abstained"), "n_abstained",
-                                    __import__("pyarrow").array(col, t.schema.field("n_abstained").type)),
-                       old / "trials.parquet")
+        pq.write_table(
+            t.set_column(
+                t.schema.get_field_index("n_abstained"),
+                "n_abstained",
+                __import__("pyarrow").array(col, t.schema.field("n_abstained").type),
+            ),
+            old / "trials.parquet",
+        )
         r = mascot("calibrate", "trials", old, "--out", tmp_path / "c2", "--quick", "--n-boot", "0")
         assert r.returncode == 2 and f"n_abstained = {bad}" in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert "retried request counted once" in r.stderr
     # SIGINT mid-fit: one line, 130, nothing written but the lock file (released by the OS)
-    p = subprocess.Popen([sys.executable, "-m", "mascot", "calibrate", "trials", str(run), "--out", str(tmp_path / "i")],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    p = subprocess.Popen(
+        [sys.executable, "-m", "mascot", "calibrate", "trials", str(run), "--out", str(tmp_path / "i")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     time.sleep(12.0)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=HANG_S)
@@ -275,5 +399,9 @@ def test_a_rerun_replaces_an_earlier_calibration_only_when_it_has_finished(tmp_p
         for name in ("params.toml", "report.md", "fit.json"):
             (stage / name).write_text(f"new {name}")
     assert {p.name: p.read_text() for p in out.iterdir() if p.is_file()} == {
-        "params.toml": "new params.toml", "report.md": "new report.md", "fit.json": "new fit.json", "notes.txt": "mine"}
+        "params.toml": "new params.toml",
+        "report.md": "new report.md",
+        "fit.json": "new fit.json",
+        "notes.txt": "mine",
+    }
     assert not (out / "fit").exists() and not (out / _STAGE).exists()

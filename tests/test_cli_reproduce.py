@@ -27,9 +27,19 @@ def _rows(path):
 
 
 def test_reproduce_writes_every_output(repro):
-    for name in ("table_iv.csv", "table_v.csv", "table_vi.csv", "ring_search.csv", "theorem1.json", "errata.md",
-                 "README.md", "fig3a_disagreement.png", "fig3a_disagreement.pdf", "fig3b_budget.png",
-                 "fig3b_budget.pdf"):
+    for name in (
+        "table_iv.csv",
+        "table_v.csv",
+        "table_vi.csv",
+        "ring_search.csv",
+        "theorem1.json",
+        "errata.md",
+        "README.md",
+        "fig3a_disagreement.png",
+        "fig3a_disagreement.pdf",
+        "fig3b_budget.png",
+        "fig3b_budget.pdf",
+    ):
         assert (repro / name).stat().st_size > 0, name
     for png in repro.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -37,10 +47,18 @@ def test_reproduce_writes_every_output(repro):
 
 
 # The paper's printed numbers, typed here from the paper (Tables V and VI) as the test's specification.
-PAPER_V = [(0, "0.3009", 600, 2000, "D > eta: complete K5"), (1, "0.0752", 100, 1400, "D <= eta: ring C5"),
-           (2, "0.0381", 100, 1300, "D > eps: ring continues"), (3, "0.0254", None, 1200, "D <= eps: consensus")]
-PAPER_VI = {"adaptive": (3, 800, "0.0254", "consensus"), "complete-only": (2, 1200, "0.0188", "consensus"),
-            "ring-only": (6, 600, "0.0274", "consensus"), "tight": (None, 600, "0.0752", "BudgetFail")}
+PAPER_V = [
+    (0, "0.3009", 600, 2000, "D > eta: complete K5"),
+    (1, "0.0752", 100, 1400, "D <= eta: ring C5"),
+    (2, "0.0381", 100, 1300, "D > eps: ring continues"),
+    (3, "0.0254", None, 1200, "D <= eps: consensus"),
+]
+PAPER_VI = {
+    "adaptive": (3, 800, "0.0254", "consensus"),
+    "complete-only": (2, 1200, "0.0188", "consensus"),
+    "ring-only": (6, 600, "0.0274", "consensus"),
+    "tight": (None, 600, "0.0752", "BudgetFail"),
+}
 TEXT_RING = "a1-a2-a3-a4-a5"
 
 
@@ -65,7 +83,7 @@ def _brute_force_orders(X):
         for a, b in (tuple(x) for x in e):
             W2[a, b] = W2[b, a] = 0.2
 
-        def run(mode, b0):
+        def run(mode, b0, W2=W2):
             Y, b, Ds, bs, costs = X.copy(), b0, [], [b0], []
             D = np.linalg.norm(Y - Y.mean(0)) / np.sqrt(n)
             Ds.append(D)
@@ -84,8 +102,12 @@ def _brute_force_orders(X):
         ok &= len(Ds) == 4 and st == "consensus"
         for k, D, c, b, _dec in PAPER_V:
             ok &= len(Ds) > k and f"{Ds[k]:.4f}" == D and bs[k] == b and (k >= len(costs) or costs[k] == c)
-        for name, (mode, b0) in {"adaptive": (None, 2000), "complete-only": (1, 2000), "ring-only": (2, 2000),
-                                 "tight": (None, 650)}.items():
+        for name, (mode, b0) in {
+            "adaptive": (None, 2000),
+            "complete-only": (1, 2000),
+            "ring-only": (2, 2000),
+            "tight": (None, 650),
+        }.items():
             Ds, bs, costs, st = run(mode, b0)
             rounds, tokens, D, status = PAPER_VI[name]
             ok &= (rounds is None or len(Ds) - 1 == rounds) and b0 - bs[-1] == tokens
@@ -97,7 +119,7 @@ def _brute_force_orders(X):
 
 
 def test_ring_search_finds_what_an_independent_brute_force_finds(repro):
-    from mascot.analysis.consensus_paper import initial_states
+    from mascot.studies.consensus import initial_states
 
     rows = _rows(repro / "ring_search.csv")
     assert len(rows) == 24 and len({r["order"] for r in rows}) == 12
@@ -113,23 +135,32 @@ def test_ring_search_finds_what_an_independent_brute_force_finds(repro):
 
 
 def test_reconstructed_ring_reproduces_every_printed_number(repro):
-    t5 = [r for r in _rows(repro / "table_v.csv") if r["ring_source"].startswith("reconstructed")
-          and r["x0"] == "rescaled"]
+    t5 = [
+        r
+        for r in _rows(repro / "table_v.csv")
+        if r["ring_source"].startswith("reconstructed") and r["x0"] == "rescaled"
+    ]
     assert {r["ring"] for r in t5} == {"a1-a2-a5-a4-a3"}
     assert len(t5) == len(PAPER_V)
     for r, (k, D, c, b, dec) in zip(t5, PAPER_V):
         assert int(r["k"]) == k and f"{float(r['D']):.4f}" == D and float(r["budget"]) == b and r["decision"] == dec
         assert (r["cost"] == "" if c is None else float(r["cost"]) == c) and r["match"] == "True"
-    t6 = {r["strategy"]: r for r in _rows(repro / "table_vi.csv") if r["ring_source"].startswith("reconstructed")
-          and r["x0"] == "rescaled"}
+    t6 = {
+        r["strategy"]: r
+        for r in _rows(repro / "table_vi.csv")
+        if r["ring_source"].startswith("reconstructed") and r["x0"] == "rescaled"
+    }
     for name, (rounds, tokens, D, status) in PAPER_VI.items():
         r = t6[name]
         assert rounds is None or int(r["rounds"]) == rounds, name
         assert float(r["tokens"]) == tokens and f"{float(r['d_final']):.4f}" == D and r["status"] == status, name
         assert r["match"] == "True"
     # unrescaled, that order still gives adaptive 3 rounds / 800 tokens and ring-only 6 / 600
-    p6 = {r["strategy"]: r for r in _rows(repro / "table_vi.csv") if r["ring_source"].startswith("reconstructed")
-          and r["x0"] == "printed"}
+    p6 = {
+        r["strategy"]: r
+        for r in _rows(repro / "table_vi.csv")
+        if r["ring_source"].startswith("reconstructed") and r["x0"] == "printed"
+    }
     assert (int(p6["adaptive"]["rounds"]), float(p6["adaptive"]["tokens"])) == (3, 800.0)
     assert (int(p6["ring-only"]["rounds"]), float(p6["ring-only"]["tokens"])) == (6, 600.0)
 
@@ -147,8 +178,10 @@ def test_text_ring_does_not_reproduce_tables_v_and_vi(repro):
 
 def test_table_vi_columns_and_values(repro):
     with open(repro / "table_vi.csv") as f:
-        assert f.readline().strip() == ("ring,ring_source,x0,strategy,b0,rounds,tokens,d_final,status,in_omega_eps,"
-                                        "paper_rounds,paper_tokens,paper_d_final,paper_in_omega_eps,match")
+        assert f.readline().strip() == (
+            "ring,ring_source,x0,strategy,b0,rounds,tokens,d_final,status,in_omega_eps,"
+            "paper_rounds,paper_tokens,paper_d_final,paper_in_omega_eps,match"
+        )
     rows = {(r["ring"], r["x0"], r["strategy"]): r for r in _rows(repro / "table_vi.csv")}
     assert len(rows) == 16
     r = rows[(TEXT_RING, "rescaled", "adaptive")]
@@ -176,8 +209,20 @@ def test_table_iv_and_v(repro):
 
 def test_theorem1_json(repro):
     th = json.loads((repro / "theorem1.json").read_text())
-    for key in ("lambda1", "lambda2", "D0", "K1", "K2", "K_star", "B_star", "K_cmpl", "K_ring", "B_cmpl", "B_ring",
-                "corollary_condition"):
+    for key in (
+        "lambda1",
+        "lambda2",
+        "D0",
+        "K1",
+        "K2",
+        "K_star",
+        "B_star",
+        "K_cmpl",
+        "K_ring",
+        "B_cmpl",
+        "B_ring",
+        "corollary_condition",
+    ):
         assert key in th, key
     assert (th["K1"], th["K2"], th["K_star"], th["B_star"]) == (1, 4, 5, 1000.0)
     assert (th["K_cmpl"], th["K_ring"], th["B_cmpl"], th["B_ring"]) == (2, 8, 1200.0, 800.0)
@@ -187,7 +232,7 @@ def test_theorem1_json(repro):
 
 
 def test_d0_scale_candidates_are_computed():
-    from mascot.analysis.consensus_paper import TABLE_IV, d0_candidates, d0_interval, ring_from_order
+    from mascot.studies.consensus import TABLE_IV, d0_candidates, d0_interval, ring_from_order
 
     c = d0_candidates(TABLE_IV)
     X = TABLE_IV - TABLE_IV.mean(0)
@@ -210,9 +255,20 @@ def test_d0_scale_candidates_are_computed():
 
 def test_errata_explains_the_known_differences(repro):
     text = (repro / "errata.md").read_text()
-    for needle in ("0.3283", "0.0122", "0.2997", "K1 = 1, K2 = 4", "sigma = 1, 2, 2", "a1-a2-a5-a4-a3",
-                   "a1-a3-a4-a5-a2", "f = 0.403", "largest eigenvalue", "K_ring = 1", "not forward invariant",
-                   "K2 = ceil(log(eps/D)/log lambda2)"):
+    for needle in (
+        "0.3283",
+        "0.0122",
+        "0.2997",
+        "K1 = 1, K2 = 4",
+        "sigma = 1, 2, 2",
+        "a1-a2-a5-a4-a3",
+        "a1-a3-a4-a5-a2",
+        "f = 0.403",
+        "largest eigenvalue",
+        "K_ring = 1",
+        "not forward invariant",
+        "K2 = ceil(log(eps/D)/log lambda2)",
+    ):
         assert needle in text, needle
     # the old, wrong explanation of the Table V/VI mismatch is gone
     assert "unprinted digits differ" not in text and "whose unprinted digits" not in text
@@ -229,16 +285,56 @@ def test_committed_results_equal_a_fresh_run(repro):
 
 
 def test_certify_text_and_json(capsys):
-    args = ["certify", "--d0", "0.3", "--b0", "2000", "--eta", "0.1", "--eps", "0.03", "--lambda1", "0.25",
-            "--lambda2", "0.7236", "--c1", "600", "--c2", "100"]
+    args = [
+        "certify",
+        "--d0",
+        "0.3",
+        "--b0",
+        "2000",
+        "--eta",
+        "0.1",
+        "--eps",
+        "0.03",
+        "--lambda1",
+        "0.25",
+        "--lambda2",
+        "0.7236",
+        "--c1",
+        "600",
+        "--c2",
+        "100",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "K* = 5" in out and "B* = 1000" in out and "YES" in out
     assert main(args + ["--json"]) == 0
     js = json.loads(capsys.readouterr().out)
     assert js["certified"] is True and js["margin"] == 1000.0 and js["corollary_condition"] is True
-    assert main(["certify", "--d0", "0.3", "--b0", "999.5", "--eta", "0.1", "--eps", "0.03", "--lambda1", "0.25",
-                 "--lambda2", "0.7236", "--c1", "600", "--c2", "100", "--json"]) == 0
+    assert (
+        main(
+            [
+                "certify",
+                "--d0",
+                "0.3",
+                "--b0",
+                "999.5",
+                "--eta",
+                "0.1",
+                "--eps",
+                "0.03",
+                "--lambda1",
+                "0.25",
+                "--lambda2",
+                "0.7236",
+                "--c1",
+                "600",
+                "--c2",
+                "100",
+                "--json",
+            ]
+        )
+        == 0
+    )
     js = json.loads(capsys.readouterr().out)
     assert js["certified"] is False and js["margin"] == -0.5
 
@@ -247,9 +343,31 @@ def test_certify_from_weight_files(tmp_path, capsys):
     W1, W2 = paper_modes()
     np.save(tmp_path / "w1.npy", W1)
     np.savetxt(tmp_path / "w2.csv", W2, delimiter=",")
-    assert main(["certify", "--d0", "0.3009", "--b0", "1000", "--eta", "0.1", "--eps", "0.03", "--w1",
-                 str(tmp_path / "w1.npy"), "--w2", str(tmp_path / "w2.csv"), "--c1", "600", "--c2", "100",
-                 "--json"]) == 0
+    assert (
+        main(
+            [
+                "certify",
+                "--d0",
+                "0.3009",
+                "--b0",
+                "1000",
+                "--eta",
+                "0.1",
+                "--eps",
+                "0.03",
+                "--w1",
+                str(tmp_path / "w1.npy"),
+                "--w2",
+                str(tmp_path / "w2.csv"),
+                "--c1",
+                "600",
+                "--c2",
+                "100",
+                "--json",
+            ]
+        )
+        == 0
+    )
     js = json.loads(capsys.readouterr().out)
     assert js["lambda1"] == pytest.approx(0.25) and js["lambda2"] == pytest.approx(0.7236068, abs=1e-7)
     assert js["B_star"] == 1000.0 and js["certified"] is True  # exactly at the boundary
@@ -266,14 +384,39 @@ def test_certify_non_contracting_and_bad_input(tmp_path, capsys):
     np.save(tmp_path / "bad.npy", bad)
     assert main(base + ["--w1", str(tmp_path / "bad.npy"), "--lambda2", "0.7"]) == 2
     assert "W1 (--w1)" in capsys.readouterr().err
-    assert main(["certify", "--d0", "0.3", "--b0", "-5", "--eta", "0.1", "--eps", "0.03", "--c1", "600",
-                 "--c2", "100", "--lambda1", "0.2", "--lambda2", "0.7"]) == 2
+    assert (
+        main(
+            [
+                "certify",
+                "--d0",
+                "0.3",
+                "--b0",
+                "-5",
+                "--eta",
+                "0.1",
+                "--eps",
+                "0.03",
+                "--c1",
+                "600",
+                "--c2",
+                "100",
+                "--lambda1",
+                "0.2",
+                "--lambda2",
+                "0.7",
+            ]
+        )
+        == 2
+    )
     assert "--b0" in capsys.readouterr().err
     # found by an outside tester: modes on different numbers of agents were certified; an empty file printed a
     # numpy warning before the error
     np.savetxt(tmp_path / "I3.csv", np.eye(3), delimiter=",")
-    np.savetxt(tmp_path / "C5.csv", 0.6 * np.eye(5) + 0.2 * np.roll(np.eye(5), 1, 1) + 0.2 * np.roll(np.eye(5), -1, 1),
-               delimiter=",")
+    np.savetxt(
+        tmp_path / "C5.csv",
+        0.6 * np.eye(5) + 0.2 * np.roll(np.eye(5), 1, 1) + 0.2 * np.roll(np.eye(5), -1, 1),
+        delimiter=",",
+    )
     (tmp_path / "empty.csv").write_text("")
     for w1, says in (("I3.csv", "--w1 is 3 x 3 but --w2 is 5 x 5"), ("empty.csv", "the file is empty")):
         assert main(base + ["--w1", str(tmp_path / w1), "--w2", str(tmp_path / "C5.csv")]) == 2
@@ -282,8 +425,33 @@ def test_certify_non_contracting_and_bad_input(tmp_path, capsys):
 
 
 def test_console_entry_point():
-    out = subprocess.run([sys.executable, "-m", "mascot.cli", "certify", "--d0", "0.05", "--b0", "0", "--eta", "0.1",
-                          "--eps", "0.06", "--lambda1", "0.25", "--lambda2", "0.7", "--c1", "6", "--c2", "1",
-                          "--json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mascot.cli",
+            "certify",
+            "--d0",
+            "0.05",
+            "--b0",
+            "0",
+            "--eta",
+            "0.1",
+            "--eps",
+            "0.06",
+            "--lambda1",
+            "0.25",
+            "--lambda2",
+            "0.7",
+            "--c1",
+            "6",
+            "--c2",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     js = json.loads(out.stdout)
     assert js["K_star"] == 0 and js["certified"] is True

@@ -35,8 +35,9 @@ def test_jit_vmap_rollout_equals_the_driver_and_the_reference(x0s, strategy, b0)
     policy = mascot.Policy(eta=0.12, eps=0.02, b0=b0, strategy=strategy)
     out = _batched(12)(jnp.asarray(x0s), modes, policy)
     for method in ("modal", "matrix"):
-        ref = mascot.simulate_consensus(x0s, W1, W2, C1, C2, 0.12, 0.02, b0, strategy=strategy, max_rounds=12,
-                                        method=method)
+        ref = mascot.simulate_consensus(
+            x0s, W1, W2, C1, C2, 0.12, 0.02, b0, strategy=strategy, max_rounds=12, method=method
+        )
         np.testing.assert_array_equal(out.rounds, ref.rounds)
         np.testing.assert_array_equal(out.tokens, ref.spent)
         np.testing.assert_array_equal(out.status, ref.status)
@@ -53,16 +54,20 @@ def test_every_outcome_is_reached(x0s):
     seen = set()
     for b0 in (900.0, 2500.0, 1e6):
         for strategy in ("adaptive", "ring"):
-            seen |= set(np.unique(_batched(12)(jnp.asarray(x0s), mascot.Modes(W1, W2, C1, C2),
-                                               mascot.Policy(0.12, 0.02, b0, strategy)).status).tolist())
+            seen |= set(
+                np.unique(
+                    _batched(12)(
+                        jnp.asarray(x0s), mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, b0, strategy)
+                    ).status
+                ).tolist()
+            )
     assert seen == {0, 1, 2}
 
 
 def test_traces_equal_the_drivers(x0s):
     policy = mascot.Policy(0.12, 0.02, 2500.0)
     out = _batched(20, trace=True)(jnp.asarray(x0s), mascot.Modes(W1, W2, C1, C2), policy)
-    ref = mascot.simulate_consensus(x0s, W1, W2, C1, C2, 0.12, 0.02, 2500.0, max_rounds=20, trace=True,
-                                    method="matrix")
+    ref = mascot.simulate_consensus(x0s, W1, W2, C1, C2, 0.12, 0.02, 2500.0, max_rounds=20, trace=True, method="matrix")
     np.testing.assert_allclose(out.d_trace, ref.d_trace, rtol=1e-12)
     np.testing.assert_array_equal(out.b_trace, ref.b_trace)
     np.testing.assert_array_equal(out.sigma_trace, ref.sigma_trace)
@@ -71,28 +76,38 @@ def test_traces_equal_the_drivers(x0s):
 def test_vmap_over_a_policy_field_equals_a_python_loop(x0s):
     etas = jnp.linspace(0.03, 0.4, 9)
     modes = mascot.Modes(W1, W2, C1, C2)
-    over_eta = jax.jit(jax.vmap(lambda eta: mascot.rollout(x0s[3], modes, mascot.Policy(eta, 0.02, 4000.0),
-                                                            max_rounds=40)))
+    over_eta = jax.jit(
+        jax.vmap(lambda eta: mascot.rollout(x0s[3], modes, mascot.Policy(eta, 0.02, 4000.0), max_rounds=40))
+    )
     got = over_eta(etas)
     for j, eta in enumerate(np.asarray(etas)):
         one = mascot.rollout(x0s[3], modes, mascot.Policy(float(eta), 0.02, 4000.0), max_rounds=40)
-        assert (int(got.rounds[j]), float(got.tokens[j]), int(got.status[j])) == \
-            (int(one.rounds), float(one.tokens), int(one.status))
+        assert (int(got.rounds[j]), float(got.tokens[j]), int(got.status[j])) == (
+            int(one.rounds),
+            float(one.tokens),
+            int(one.status),
+        )
     assert len(set(np.asarray(got.tokens).tolist())) > 1  # eta matters
 
 
 def test_rollout_inside_a_users_jitted_function(x0s):
     """A user's own objective: the mean tokens of a batch as a function of the mode-2 cost, jitted whole."""
+
     @jax.jit
     def mean_tokens(c2, x):
-        out = jax.vmap(lambda xi: mascot.rollout(xi, mascot.Modes(W1, W2, C1, c2), mascot.Policy(0.12, 0.02, 5000.0),
-                                                 max_rounds=30))(x)
+        out = jax.vmap(
+            lambda xi: mascot.rollout(
+                xi, mascot.Modes(W1, W2, C1, c2), mascot.Policy(0.12, 0.02, 5000.0), max_rounds=30
+            )
+        )(x)
         return jnp.mean(out.tokens), jnp.sum(out.status == 0)
 
     for c2 in (50.0, 100.0):
         m, ok = mean_tokens(c2, jnp.asarray(x0s))
         ref = mascot.simulate_consensus(x0s, W1, W2, C1, c2, 0.12, 0.02, 5000.0, max_rounds=30)
-        assert float(m) == pytest.approx(float(np.mean(ref.spent)), rel=1e-12) and int(ok) == int(np.sum(ref.status == 0))
+        assert float(m) == pytest.approx(float(np.mean(ref.spent)), rel=1e-12) and int(ok) == int(
+            np.sum(ref.status == 0)
+        )
 
 
 def test_noise_follows_the_drivers_keys(x0s):
@@ -101,13 +116,15 @@ def test_noise_follows_the_drivers_keys(x0s):
     modes, policy = mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, 5000.0)
     noisy = jax.jit(jax.vmap(lambda x, k: mascot.rollout(x, modes, policy, max_rounds=25, noise=0.01, key=k)))
     out = noisy(jnp.asarray(x0s[:32]), keys)
-    ref = mascot.simulate_consensus(x0s[:32], W1, W2, C1, C2, 0.12, 0.02, 5000.0, max_rounds=25, noise=0.01,
-                                    key=keys, method="matrix")
+    ref = mascot.simulate_consensus(
+        x0s[:32], W1, W2, C1, C2, 0.12, 0.02, 5000.0, max_rounds=25, noise=0.01, key=keys, method="matrix"
+    )
     np.testing.assert_array_equal(out.rounds, ref.rounds)
     np.testing.assert_array_equal(out.status, ref.status)
     np.testing.assert_allclose(out.d_final, ref.d_final, rtol=1e-10)
-    quiet = jax.vmap(lambda x: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, 5000.0),
-                                              max_rounds=25))(jnp.asarray(x0s[:32]))
+    quiet = jax.vmap(
+        lambda x: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(0.12, 0.02, 5000.0), max_rounds=25)
+    )(jnp.asarray(x0s[:32]))
     assert not np.array_equal(np.asarray(out.d_final), np.asarray(quiet.d_final))
 
 
@@ -138,8 +155,13 @@ def test_noise_model_core_under_jit_and_vmap_equals_the_driver():
     core with fold_in(key, p), also vmapped over parameters inside a user's jit."""
     key = jax.random.key(4)
     sig = jnp.array([0.5, 1.0, 2.0])
-    core = jax.jit(jax.vmap(lambda p, s: mascot.affine_noise_point(jax.random.fold_in(key, p), 3, 0.25, s, 6, 0.9,
-                                                                   trials=200, max_k=3, max_T=6)[0]))
+    core = jax.jit(
+        jax.vmap(
+            lambda p, s: mascot.affine_noise_point(
+                jax.random.fold_in(key, p), 3, 0.25, s, 6, 0.9, trials=200, max_k=3, max_T=6
+            )[0]
+        )
+    )
     got = core(jnp.arange(3, dtype=jnp.uint32), sig)
     ref = mascot.affine_noise_error(key, 3, 0.25, np.asarray(sig), 6, 0.9, trials=200, dtype="float64")
     np.testing.assert_allclose(got, ref, rtol=1e-12)

@@ -12,20 +12,43 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from mascot.analysis.deliberation_report import deliberate as run_deliberation  # the harness, then its report
 from mascot.graphs import complete_weights, ring_weights
 from mascot.io import read_jsonl
 from mascot.kernels.deliberation import (
-    CLAUDE_CALIBRATION, certificate_budget_jax, neighbor_degrees, round_draws, simulate_deliberation,
-)
-from mascot.protocols.deliberation import (
-    PAPER_ROLES, Axis, BudgetMonitor, DeliberationConfig, Role, SurrogateDeliberationBackend, claude_example,
-    load_deliberation_config, mode_statistics, parse_vector, posthoc_certificates, read_rounds, strategy_budget,
+    CLAUDE_CALIBRATION,
+    certificate_budget_jax,
+    neighbor_degrees,
+    round_draws,
+    simulate_deliberation,
 )
 from mascot.protocols.debate import (
-    Ballot, DebateAgent, DebateConfig, SurrogateDebateBackend, article_consensus, agreed_decision, majority_vote,
-    parse_decision, run_debate, weighted_vote,
+    Ballot,
+    DebateAgent,
+    DebateConfig,
+    SurrogateDebateBackend,
+    agreed_decision,
+    article_consensus,
+    majority_vote,
+    parse_decision,
+    run_debate,
+    weighted_vote,
 )
+from mascot.protocols.deliberation import (
+    PAPER_ROLES,
+    Axis,
+    BudgetMonitor,
+    DeliberationConfig,
+    Role,
+    SurrogateDeliberationBackend,
+    claude_example,
+    load_deliberation_config,
+    mode_statistics,
+    parse_vector,
+    posthoc_certificates,
+    read_rounds,
+    strategy_budget,
+)
+from mascot.studies.deliberation import deliberate as run_deliberation  # the harness, then its report
 from mascot.theory import disagreement, in_certificate_region, rounds_to_reach, theorem1
 
 pytestmark = pytest.mark.x64  # the kernels are checked against float64 references (as before: the suite ran in x64)
@@ -54,21 +77,24 @@ def _spec(be):
 
 
 # ----------------------------------------------------------------------------- parsing
-@pytest.mark.parametrize("text, vec, code", [
-    ('{"vector": [0.1, 0.2, 0.3], "reasoning": "ok"}', [0.1, 0.2, 0.3], "ok"),
-    ('Sure! ```json\n{"vector": [1, 0, 0.5], "reasoning": "a {brace} \\"q\\""}\n```', [1, 0, 0.5], "ok"),
-    ('{"vector": [0.1, 0.2, 0.3,], "reasoning": "x",}', [0.1, 0.2, 0.3], "ok"),
-    ('{"vector": [-0.2, 1.7, "0.4"]}', [0.0, 1.0, 0.4], "ok"),
-    ('{"proposal": {"vector": [0.1, 0.1, 0.1]}}', [0.1, 0.1, 0.1], "ok"),
-    ('schema {"vector": [0, 0, 0]} answer {"vector": [0.9, 0.8, 0.7]}', [0.9, 0.8, 0.7], "ok"),
-    ('vector: [0.2, 0.3, 0.4] because', [0.2, 0.3, 0.4], "ok"),
-    ('{"vector": [0.1, 0.2]}', None, "bad_length"),
-    ('{"vector": [0.1, "high", 0.2]}', None, "bad_value"),
-    ('{"vector": [0.1, NaN, 0.2]}', None, "bad_value"),
-    ('I agree with the architect.', None, "no_json"),
-    ('{"reasoning": "no vector here"}', None, "no_vector"),
-    ('', None, "empty"),
-])
+@pytest.mark.parametrize(
+    "text, vec, code",
+    [
+        ('{"vector": [0.1, 0.2, 0.3], "reasoning": "ok"}', [0.1, 0.2, 0.3], "ok"),
+        ('Sure! ```json\n{"vector": [1, 0, 0.5], "reasoning": "a {brace} \\"q\\""}\n```', [1, 0, 0.5], "ok"),
+        ('{"vector": [0.1, 0.2, 0.3,], "reasoning": "x",}', [0.1, 0.2, 0.3], "ok"),
+        ('{"vector": [-0.2, 1.7, "0.4"]}', [0.0, 1.0, 0.4], "ok"),
+        ('{"proposal": {"vector": [0.1, 0.1, 0.1]}}', [0.1, 0.1, 0.1], "ok"),
+        ('schema {"vector": [0, 0, 0]} answer {"vector": [0.9, 0.8, 0.7]}', [0.9, 0.8, 0.7], "ok"),
+        ("vector: [0.2, 0.3, 0.4] because", [0.2, 0.3, 0.4], "ok"),
+        ('{"vector": [0.1, 0.2]}', None, "bad_length"),
+        ('{"vector": [0.1, "high", 0.2]}', None, "bad_value"),
+        ('{"vector": [0.1, NaN, 0.2]}', None, "bad_value"),
+        ("I agree with the architect.", None, "no_json"),
+        ('{"reasoning": "no vector here"}', None, "no_vector"),
+        ("", None, "empty"),
+    ],
+)
 def test_parse_vector(text, vec, code):
     p = parse_vector(text, 3)
     assert p.reason.split(":")[0] == code
@@ -84,7 +110,7 @@ def _check_lane_bookkeeping(rows, cfg):
     lanes = {}
     for r in rows:
         lanes.setdefault((r["strategy"], r["run"]), []).append(r)
-    for (s, run), rs in lanes.items():
+    for (s, _run), rs in lanes.items():
         rs.sort(key=lambda r: r["round"])
         assert [r["round"] for r in rs] == list(range(len(rs)))
         assert rs[0]["b"] == cfg.b0  # round 0 not charged
@@ -157,8 +183,13 @@ def test_monitor_stops_early_and_was_right(tmp_path):
     base = dict(strategies=("complete",), b0=14_000, max_rounds=20)
     be = SurrogateDeliberationBackend(malformed=0.0, compliance=0.3)
     free = run_deliberation(DeliberationConfig(**base), tmp_path / "free", be, progress=False, report=False)
-    mon = run_deliberation(DeliberationConfig(**base, monitor=load_deliberation_config(
-        None, {"monitor_enabled": True})[0].monitor), tmp_path / "mon", be, progress=False, report=False)
+    mon = run_deliberation(
+        DeliberationConfig(**base, monitor=load_deliberation_config(None, {"monitor_enabled": True})[0].monitor),
+        tmp_path / "mon",
+        be,
+        progress=False,
+        report=False,
+    )
     f, m = free.summaries[0], mon.summaries[0]
     assert f["status"] == "BudgetFail"
     assert m["status"] == "predicted_BudgetFail"
@@ -193,16 +224,22 @@ def test_resume_after_deleting_last_round(tmp_path):
     recs = read_jsonl(tmp_path / "requests.jsonl")
     assert len(recs) == n_req and sum(r["round"] == last_round for r in recs) == sum(len(c) for c in counting.calls)
     # a finished run does nothing (the factory is never called); other parameters are refused
-    run_deliberation(cfg, tmp_path, lambda: pytest.fail("backend built"), backend_spec=_spec(be), progress=False,
-                     report=False)
+    run_deliberation(
+        cfg, tmp_path, lambda: pytest.fail("backend built"), backend_spec=_spec(be), progress=False, report=False
+    )
     with pytest.raises(ValueError, match="different parameters"):
-        run_deliberation(DeliberationConfig(runs=1, b0=50_000, strategies=("adaptive", "ring"), max_rounds=8),
-                         tmp_path, be, progress=False, report=False)
+        run_deliberation(
+            DeliberationConfig(runs=1, b0=50_000, strategies=("adaptive", "ring"), max_rounds=8),
+            tmp_path,
+            be,
+            progress=False,
+            report=False,
+        )
 
 
 def test_config_validation():
     with pytest.raises(ValueError, match="doubly stochastic"):
-        DeliberationConfig(W1=((0.5, 0.5, 0.0), (0.5, 0.5, 0.0), (0.2, 0.2, 0.6)), roles=PAPER_ROLES[:3],)
+        DeliberationConfig(W1=((0.5, 0.5, 0.0), (0.5, 0.5, 0.0), (0.2, 0.2, 0.6)), roles=PAPER_ROLES[:3])
     with pytest.raises(ValueError, match="strategies"):
         DeliberationConfig(strategies=("star",))
     with pytest.raises(ValueError, match="unknown override"):
@@ -249,9 +286,19 @@ def test_certificate_region_in_and_out():
 
 def test_posthoc_certificate_on_claude_like_lane():
     d0, lam, c = 0.6864, 0.7574, 12025.0
-    rows = [{"strategy": "complete", "run": 0, "round": k, "D": d0 * lam ** k, "b": 100_000 - k * c,
-             "cost": 0.0 if k == 0 else c, "sigma": None if k == 0 else 1,
-             "status": "BudgetFail" if k == 9 else None} for k in range(10)]
+    rows = [
+        {
+            "strategy": "complete",
+            "run": 0,
+            "round": k,
+            "D": d0 * lam**k,
+            "b": 100_000 - k * c,
+            "cost": 0.0 if k == 0 else c,
+            "sigma": None if k == 0 else 1,
+            "status": "BudgetFail" if k == 9 else None,
+        }
+        for k in range(10)
+    ]
     (p,) = posthoc_certificates(rows, eta=0.05, eps=0.05, b0=100_000)
     assert p["lambda1"] == pytest.approx(lam) and p["c1"] == pytest.approx(c)
     assert p["K_star"] == 10 and p["B_star"] == pytest.approx(120_250)
@@ -261,8 +308,18 @@ def test_posthoc_certificate_on_claude_like_lane():
 
 
 # ----------------------------------------------------------------------------- JAX surrogate kernel
-_KW = dict(eta=0.2, eps=0.05, noise=0.01, expand=(0.45, 0.1), d_expand=0.15, cost_base=98.6,
-           cost_per_neighbor=576.6, cost_noise=0.2, warmup=2, n0=1.0)
+_KW = dict(
+    eta=0.2,
+    eps=0.05,
+    noise=0.01,
+    expand=(0.45, 0.1),
+    d_expand=0.15,
+    cost_base=98.6,
+    cost_per_neighbor=576.6,
+    cost_noise=0.2,
+    warmup=2,
+    n0=1.0,
+)
 _R = 16
 _MAXR = 30
 
@@ -272,8 +329,10 @@ def _reference(X0, b0, seed, W1, W2, strategy, budget_rule, monitor_stop, prior_
     k = _KW
     B, N, d = X0.shape
     deg = {1: neighbor_degrees(W1), 2: neighbor_degrees(W2)}
-    draws = [tuple(np.asarray(a, dtype=np.float64) for a in round_draws(seed, jnp.arange(B), r, N, d, jnp.float64))
-             for r in range(_MAXR)]
+    draws = [
+        tuple(np.asarray(a, dtype=np.float64) for a in round_draws(seed, jnp.arange(B), r, N, d, jnp.float64))
+        for r in range(_MAXR)
+    ]
     out = []
     for b in range(B):
         X, bud, r, status, mon_round = X0[b].copy(), float(b0[b]), 0, None, -1
@@ -327,19 +386,30 @@ def kernel_setup():
     return W1, W2, X0, b0
 
 
-@pytest.mark.parametrize("strategy, budget_rule, monitor_stop", [
-    ("adaptive", "spent", False), ("complete", "predicted", False), ("ring", "spent", True)])
+@pytest.mark.parametrize(
+    "strategy, budget_rule, monitor_stop",
+    [("adaptive", "spent", False), ("complete", "predicted", False), ("ring", "spent", True)],
+)
 def test_kernel_matches_float64_reference(kernel_setup, strategy, budget_rule, monitor_stop):
     W1, W2, X0, b0 = kernel_setup
-    res = simulate_deliberation(7, X0, W1, W2, strategy=strategy, b0=b0, max_rounds=_MAXR, budget_rule=budget_rule,
-                                monitor_stop=monitor_stop, **_KW)
+    res = simulate_deliberation(
+        7,
+        X0,
+        W1,
+        W2,
+        strategy=strategy,
+        b0=b0,
+        max_rounds=_MAXR,
+        budget_rule=budget_rule,
+        monitor_stop=monitor_stop,
+        **_KW,
+    )
     from mascot.kernels.deliberation import expected_round_cost
     from mascot.theory import contraction_rate
 
     prior_lam = (contraction_rate(W1), contraction_rate(W2))
     prior_cost = (expected_round_cost(W1, 98.6, 576.6), expected_round_cost(W2, 98.6, 576.6))
-    ref = _reference(X0, b0, 7, W1, W2, strategy, budget_rule, monitor_stop, prior_lam,
-                     prior_cost)
+    ref = _reference(X0, b0, 7, W1, W2, strategy, budget_rule, monitor_stop, prior_lam, prior_cost)
     statuses = set()
     for i, (status, rounds, Ds, bs, mon_round) in enumerate(ref):
         statuses.add(status)
@@ -361,8 +431,9 @@ def test_kernel_monitor_early_stop(kernel_setup):
     key = 3
     kw = {**_KW, "expand": (0.0, 0.0), "noise": 0.005, "cost_noise": 0.1}
     free = simulate_deliberation(key, X0, W1, W2, strategy="complete", b0=100_000.0, max_rounds=_MAXR, **kw)
-    stop = simulate_deliberation(key, X0, W1, W2, strategy="complete", b0=100_000.0, max_rounds=_MAXR,
-                                 monitor_stop=True, **kw)
+    stop = simulate_deliberation(
+        key, X0, W1, W2, strategy="complete", b0=100_000.0, max_rounds=_MAXR, monitor_stop=True, **kw
+    )
     # Claude calibration, complete-only, b0 = 1e5: BudgetFail (as in Table VIII); the monitor sees it coming
     assert np.all(free.status == 1)
     assert np.all(stop.status == 3)
@@ -379,8 +450,15 @@ def test_parse_decision_strict():
     b = parse_decision("[DECISION: FAIL] [CONFIDENCE: 0.85] eval is unsafe")
     assert (b.decision, b.confidence) == ("FAIL", Decimal("0.85"))
     assert parse_decision("[DECISION: FAIL] [CONFIDENCE: 1.5] x").confidence is None
-    for text in ("I say [DECISION: PASS]", "[decision: pass] ok", "[DECISION:PASS]", "[DECISION: MAYBE]", "", None,
-                 "Reason first. [DECISION: FAIL]"):
+    for text in (
+        "I say [DECISION: PASS]",
+        "[decision: pass] ok",
+        "[DECISION:PASS]",
+        "[DECISION: MAYBE]",
+        "",
+        None,
+        "Reason first. [DECISION: FAIL]",
+    ):
         assert parse_decision(text).decision == "NONE"
 
 
@@ -399,13 +477,26 @@ def test_weighted_vote_hand_computed():
     assert (r.outcome, r.score) == ("FAIL", pytest.approx(-0.1))
     r = weighted_vote([("PASS", 0.1), ("PASS", 0.2), ("FAIL", 0.3)])  # exactly 0, not 5.6e-17
     assert (r.outcome, r.score, r.pass_votes, r.fail_votes) == ("TIE", 0.0, 2, 1)
-    r = weighted_vote([("PASS", 0.7), ("FAIL", 1.5), ("FAIL", float("nan")), ("FAIL", None), ("NONE", 1.0),
-                       ("FAIL", "x"), ("FAIL", 0)])
+    r = weighted_vote(
+        [
+            ("PASS", 0.7),
+            ("FAIL", 1.5),
+            ("FAIL", float("nan")),
+            ("FAIL", None),
+            ("NONE", 1.0),
+            ("FAIL", "x"),
+            ("FAIL", 0),
+        ]
+    )
     assert (r.outcome, r.pass_votes, r.fail_votes, r.abstentions, r.score) == ("PASS", 1, 1, 5, pytest.approx(0.7))
     assert weighted_vote([("PASS", 0), ("FAIL", 0.0)]).outcome == "TIE"  # valid votes with zero weight
     assert weighted_vote([("NONE", 0.9)]).outcome == "NONE"
-    assert weighted_vote([parse_decision("[DECISION: FAIL] [CONFIDENCE: 0.3]"),
-                          parse_decision("[DECISION: PASS] [CONFIDENCE: 0.2]")]).outcome == "FAIL"
+    assert (
+        weighted_vote(
+            [parse_decision("[DECISION: FAIL] [CONFIDENCE: 0.3]"), parse_decision("[DECISION: PASS] [CONFIDENCE: 0.2]")]
+        ).outcome
+        == "FAIL"
+    )
 
 
 def test_article_consensus_erratum():
@@ -420,8 +511,17 @@ def _debate(tmp_path, priors, persuasion=0.0, malformed=0.0, **kw):
     agents = tuple(DebateAgent(n, f"Focuses on {n.lower()}.", p) for n, p in priors.items())
     cfg = DebateConfig(agents=agents, **kw)
     be = Counting(SurrogateDebateBackend(priors=priors, persuasion=persuasion, malformed=malformed))
-    return cfg, be, run_debate(cfg, tmp_path, be, backend_spec={"name": "surrogate", "model": "x",
-                                                                "options": be.inner.options()}, progress=False)
+    return (
+        cfg,
+        be,
+        run_debate(
+            cfg,
+            tmp_path,
+            be,
+            backend_spec={"name": "surrogate", "model": "x", "options": be.inner.options()},
+            progress=False,
+        ),
+    )
 
 
 def test_debate_stops_at_max_rounds(tmp_path):
@@ -433,8 +533,9 @@ def test_debate_stops_at_max_rounds(tmp_path):
     assert sum(ln["type"] == "reply" for ln in lines) == 36 and sum(ln["type"] == "round" for ln in lines) == 12
     rep = next(ln for ln in lines if ln["type"] == "reply" and ln["round"] == 2 and ln["agent"] == "Security")
     assert "Performance wrote: [DECISION: PASS]" in rep["user"] and "Security wrote" not in rep["user"]
-    assert o["tokens"] == sum(ln["prompt_tokens"] + ln["completion_tokens"] for ln in lines
-                              if ln["type"] == "reply" and ln["run"] == 2)
+    assert o["tokens"] == sum(
+        ln["prompt_tokens"] + ln["completion_tokens"] for ln in lines if ln["type"] == "reply" and ln["run"] == 2
+    )
 
 
 def test_debate_consensus_and_untagged(tmp_path):
@@ -466,17 +567,24 @@ def test_hf_tiny_model_garbage_is_recorded(tmp_path):
     pytest.importorskip("torch")
     if not (Path(__file__).parent / "tiny_model.py").exists():
         pytest.skip("tests/tiny_model.py not present")
-    from tiny_model import build_tiny_qwen2
-
     from mascot.backends import Sampling, make_backend
+    from tiny_model import build_tiny_qwen2
 
     model = build_tiny_qwen2(tmp_path / "tiny")
     be = make_backend("hf", model=model, batch_size=8, device="cpu")
     roles = tuple(Role(n, n, "", f"You are the {n}.", (0.2 * i, 0.9 - 0.2 * i)) for i, n in enumerate(["A", "B", "C"]))
     axes = (Axis("x", "lo", "hi"), Axis("y", "lo", "hi"))
-    cfg = DeliberationConfig(name="tiny", task="Pick a plan.", roles=roles, axes=axes,
-                             strategies=("ring",), max_rounds=1, retries=1, b0=1e6,
-                             sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=6))
+    cfg = DeliberationConfig(
+        name="tiny",
+        task="Pick a plan.",
+        roles=roles,
+        axes=axes,
+        strategies=("ring",),
+        max_rounds=1,
+        retries=1,
+        b0=1e6,
+        sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=6),
+    )
     res = run_deliberation(cfg, tmp_path / "run", be, progress=False, report=False)
     (s,) = res.summaries
     assert s["status"] == "max_rounds" and s["rounds"] == 1
@@ -486,8 +594,11 @@ def test_hf_tiny_model_garbage_is_recorded(tmp_path):
     assert rows[1]["cost"] > 0 and all(t > 0 for t in rows[1]["prompt_tokens"])  # tokens from the real tokenizer
     reqs = read_jsonl(tmp_path / "run" / "requests.jsonl")
     assert len(reqs) == 12 and all(not r["parse"]["ok"] for r in reqs)
-    dcfg = DebateConfig(agents=(DebateAgent("A", "a."), DebateAgent("B", "b.")), max_rounds=1,
-                        sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=6))
+    dcfg = DebateConfig(
+        agents=(DebateAgent("A", "a."), DebateAgent("B", "b.")),
+        max_rounds=1,
+        sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=6),
+    )
     d = run_debate(dcfg, tmp_path / "debate", be, progress=False)
     assert d.outcomes[0]["decision"] == "NONE" and not d.outcomes[0]["consensus"]
 
@@ -503,14 +614,42 @@ def _cli(argv):
 
 
 def test_cli_json_keys(tmp_path, capsys):
-    assert _cli(["deliberate", "--out", str(tmp_path / "d"), "--json", "--quiet", "--runs", "2", "--no-report",
-                 "--strategy", "ring", "--b0", "20000"]) == 0
+    assert (
+        _cli(
+            [
+                "deliberate",
+                "--out",
+                str(tmp_path / "d"),
+                "--json",
+                "--quiet",
+                "--runs",
+                "2",
+                "--no-report",
+                "--strategy",
+                "ring",
+                "--b0",
+                "20000",
+            ]
+        )
+        == 0
+    )
     obj = json.loads(capsys.readouterr().out)
     assert list(obj) == ["ring"] and len(obj["ring"]) == 2
     for o in obj["ring"]:
         assert set(o) == {"rounds", "tokens", "d0", "d_final", "status", "d0_from_priors", "unanswered_rounds"}
-    assert _cli(["debate", str(Path(__file__).parents[1] / "configs/debate/code_review.toml"), "--out",
-                 str(tmp_path / "b"), "--json", "--quiet"]) == 0
+    assert (
+        _cli(
+            [
+                "debate",
+                str(Path(__file__).parents[1] / "configs/debate/code_review.toml"),
+                "--out",
+                str(tmp_path / "b"),
+                "--json",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     o = json.loads(capsys.readouterr().out)
     assert set(o) == {"rounds", "consensus", "decision", "tokens"}
     with pytest.raises(ValueError, match="--runs"):
@@ -526,7 +665,14 @@ def test_fig4_helpers_tick_labels_and_mode_switch():
     from mascot.analysis.deliberation_report import _k_tokens, _mode_runs, _switches
 
     assert [_k_tokens(v) for v in (0.0, 1e-9, -0.0, 20_000.0, 100_000.0, -10_000.0, 500.0)] == [
-        "0", "0", "0", "20k", "100k", "-10k", "500"]
+        "0",
+        "0",
+        "0",
+        "20k",
+        "100k",
+        "-10k",
+        "500",
+    ]
     sigma = [None, 1, 1, 1, 2, 2, 2]  # round 0 has no mode; switch after round 3
     assert _mode_runs(sigma) == [(0, 3, 1), (3, 6, 2)]
     assert _switches(sigma) == [3]
@@ -535,14 +681,14 @@ def test_fig4_helpers_tick_labels_and_mode_switch():
 
 
 def test_weighted_vote_example_of_issue_12():
-    from mascot.analysis.debate_report import WEIGHTED_VOTE_EXAMPLE
+    from mascot.studies.debate import WEIGHTED_VOTE_EXAMPLE
 
     r = weighted_vote(WEIGHTED_VOTE_EXAMPLE)
     assert (r.outcome, r.score, r.pass_votes, r.fail_votes, r.abstentions) == ("FAIL", -0.5, 1, 2, 0)
 
 
 def test_reproduce_debate_small(tmp_path):
-    from mascot.analysis.debate_report import reproduce as reproduce_debate
+    from mascot.studies.debate import reproduce as reproduce_debate
 
     s = reproduce_debate(tmp_path / "out", tmp_path / "runs", runs=5)
     am = s["article_mock"]
@@ -559,7 +705,7 @@ def test_reproduce_debate_small(tmp_path):
 
 
 def test_table_vii_mapping_resolves(tmp_path):
-    from mascot.analysis.deliberation_report import TABLE_VII, _exists, table_vii_mapping
+    from mascot.studies.deliberation import TABLE_VII, _exists, table_vii_mapping
 
     rows = table_vii_mapping(tmp_path / "t7.md")
     assert len(rows) == 8 and all(r["resolves"] for r in rows)
@@ -569,7 +715,7 @@ def test_table_vii_mapping_resolves(tmp_path):
 
 
 def test_token_scaling_study_small(tmp_path):
-    from mascot.analysis.deliberation_report import PAPER_TOKEN_SCALES, token_scaling_study
+    from mascot.studies.deliberation import PAPER_TOKEN_SCALES, token_scaling_study
 
     assert PAPER_TOKEN_SCALES == {"GPT-5.4-Mini": 1.0, "Gemini 2.5-Flash": 0.75, "Claude Opus-4.8": 0.45}
     summ = token_scaling_study(tmp_path / "ts", tmp_path / "runs", runs=1)
@@ -591,16 +737,26 @@ def test_consensus_sweep_tightness_coverage_and_dominance_header(tmp_path):
 
     from mascot.analysis.consensus_sweep import _readme, tightness_coverage
 
-    s = pd.DataFrame({"strategy": ["adaptive"] * 3 + ["ring"], "n": [5, 5, 128, 5],
-                      "rounds_over_K": [0.5, 0.4, np.nan, 0.9], "tokens_over_B": [0.6, 0.5, np.nan, 0.9],
-                      "success": [1.0, 1.0, 0.1, 1.0], "rounds": [2.0, 3.0, 9.0, 6.0], "tokens": [1.0, 2.0, 3.0, 4.0]})
+    s = pd.DataFrame(
+        {
+            "strategy": ["adaptive"] * 3 + ["ring"],
+            "n": [5, 5, 128, 5],
+            "rounds_over_K": [0.5, 0.4, np.nan, 0.9],
+            "tokens_over_B": [0.6, 0.5, np.nan, 0.9],
+            "success": [1.0, 1.0, 0.1, 1.0],
+            "rounds": [2.0, 3.0, 9.0, 6.0],
+            "tokens": [1.0, 2.0, 3.0, 4.0],
+        }
+    )
     cov = tightness_coverage(s)
     assert cov.to_dict("list") == {"n": [5, 128], "points": [2, 1], "points_with_tightness": [2, 0]}
     dom = pd.DataFrame({"corollary_condition": [True, True, False], "adaptive_dominates": [True, False, False]})
     df = pd.DataFrame({"point": [0, 1, 2]})
     text = _readme(df, s, dom, 2 / 3)
-    assert ("| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates"
-            in text)
+    assert (
+        "| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates"
+        in text
+    )
     assert "| condition holds | 1 | 1 | 2 |" in text and "| condition fails | 1 | 0 | 1 |" in text
     assert "N = 128: no adaptive grid point has a certified trajectory" in text
 
@@ -715,7 +871,9 @@ def test_deliberation_resume_keeps_one_set_of_request_records_per_round(tmp_path
     with pytest.raises(BackendFailure):
         harness(cfg, tmp_path, DownFrom(sur, 3), backend_spec=_spec(sur), progress=False)
     harness(cfg, tmp_path, SurrogateDeliberationBackend(seed=3), progress=False)
-    keys = [(r["strategy"], r["run"], r["round"], r["agent"], r["attempt"]) for r in read_jsonl(tmp_path / "requests.jsonl")]
+    keys = [
+        (r["strategy"], r["run"], r["round"], r["agent"], r["attempt"]) for r in read_jsonl(tmp_path / "requests.jsonl")
+    ]
     assert len(keys) == len(set(keys))
     done = {(r["strategy"], r["run"], r["round"]) for r in read_rounds(tmp_path) if r["round"] > 0}
     assert {k[:3] for k in keys if k[2] > 0} == done  # (round 0's proposals are logged once, for every strategy)
@@ -738,8 +896,8 @@ def test_the_committed_deliberation_readme_is_generated_from_its_summary(tmp_pat
     committed summary, and a changed summary changes it."""
     import copy
 
-    from mascot.analysis.deliberation_readme import write_readme
-    from mascot.analysis.deliberation_report import PAPER_TOKEN_SCALES
+    from mascot.studies.deliberation import PAPER_TOKEN_SCALES
+    from mascot.studies.deliberation_readme import write_readme
 
     d = Path(__file__).resolve().parents[1] / "results" / "deliberation"
     summary = json.loads((d / "summary.json").read_text())

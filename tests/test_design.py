@@ -95,13 +95,17 @@ def cycle_rate(n):
     return (b - a) / (b + a)
 
 
-@pytest.mark.parametrize("A, optimum", [
-    (path(8), math.cos(math.pi / 8)),  # Boyd et al.: w = 1/2 on every edge of a path
-    (cycle(9), cycle_rate(9)),
-    (cycle(8), cycle_rate(8)),
-    (star(6), 1 - 1 / 6),  # w = 1/k on every spoke: leaves' modes 1 - 1/k, the hub's 1 - (k + 1)/k
-    (np.ones((6, 6)) - np.eye(6), 0.0),  # complete graph: W = 11^T / n
-], ids=["path8", "cycle9", "cycle8", "star6", "complete6"])
+@pytest.mark.parametrize(
+    "A, optimum",
+    [
+        (path(8), math.cos(math.pi / 8)),  # Boyd et al.: w = 1/2 on every edge of a path
+        (cycle(9), cycle_rate(9)),
+        (cycle(8), cycle_rate(8)),
+        (star(6), 1 - 1 / 6),  # w = 1/k on every spoke: leaves' modes 1 - 1/k, the hub's 1 - (k + 1)/k
+        (np.ones((6, 6)) - np.eye(6), 0.0),  # complete graph: W = 11^T / n
+    ],
+    ids=["path8", "cycle9", "cycle8", "star6", "complete6"],
+)
 def test_closed_forms(A, optimum):
     res = fastest_weights(A)
     check_feasible(res, A)
@@ -109,8 +113,9 @@ def test_closed_forms(A, optimum):
     assert res.rate - optimum < 1e-3
 
 
-@pytest.mark.parametrize("A", [grid(4, 4), connected_er(20, 0.2, 1), connected_er(64, 0.1, 2)],
-                         ids=["grid4x4", "er20", "er64"])
+@pytest.mark.parametrize(
+    "A", [grid(4, 4), connected_er(20, 0.2, 1), connected_er(64, 0.1, 2)], ids=["grid4x4", "er20", "er64"]
+)
 def test_sdp_gap_below_1e_3(A):
     res = fastest_weights(A)
     check_feasible(res, A)
@@ -148,20 +153,69 @@ def test_a_cost_weight_that_makes_talking_not_pay_gives_the_identity(tmp_path, c
     assert res.objective == 1.0 and res.rate == 1.0 and not res.edge_weights.any()
     assert np.all(np.diff(res.history) <= 0) and res.history[0] <= 1.0  # best so far: never above W = I
     np.savetxt(tmp_path / "c.csv", C, delimiter=",")
-    assert main(["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "c.csv"),
-                 "--cost-weight", "0.2", "--steps", "60", "--out", str(tmp_path / "o")]) == 0
+    assert (
+        main(
+            [
+                "design",
+                "weights",
+                "--topology",
+                "complete:5:0.4",
+                "--costs",
+                str(tmp_path / "c.csv"),
+                "--cost-weight",
+                "0.2",
+                "--steps",
+                "60",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+        == 0
+    )
     assert "WARNING: the designed W does not contract" in capsys.readouterr().out
     obj = json.loads((tmp_path / "o" / "design_weights.json").read_text())
     assert obj["objective_per_stage"][-1] == 1.0 and "rate_per_stage" not in obj
     assert obj["warnings"] and "does not contract" in obj["warnings"][0]
-    assert main(["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "c.csv"),
-                 "--cost-weight", "0.2", "--steps", "60", "--json"]) == 0
+    assert (
+        main(
+            [
+                "design",
+                "weights",
+                "--topology",
+                "complete:5:0.4",
+                "--costs",
+                str(tmp_path / "c.csv"),
+                "--cost-weight",
+                "0.2",
+                "--steps",
+                "60",
+                "--json",
+            ]
+        )
+        == 0
+    )
     said = capsys.readouterr()
     assert json.loads(said.out)["warnings"] and "mascot: warning: the designed W does not contract" in said.err
     C[2, 3] = 7.0  # asymmetric: the edge {2, 3} is charged max(7, 1); said, not silent (an outside tester)
     np.savetxt(tmp_path / "c.csv", C, delimiter=",")
-    assert main(["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "c.csv"),
-                 "--cost-weight", "0.01", "--steps", "20", "--json"]) == 0
+    assert (
+        main(
+            [
+                "design",
+                "weights",
+                "--topology",
+                "complete:5:0.4",
+                "--costs",
+                str(tmp_path / "c.csv"),
+                "--cost-weight",
+                "0.01",
+                "--steps",
+                "20",
+                "--json",
+            ]
+        )
+        == 0
+    )
     w = json.loads(capsys.readouterr().out)["warnings"]
     assert any("c[2,3] = 7, c[3,2] = 1" in x and "max(c_ij, c_ji)" in x for x in w)
 

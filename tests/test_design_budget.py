@@ -16,7 +16,7 @@ from mascot.theory.consensus import algorithm1
 
 def test_wilson_hand_values():
     lo, hi = wilson(0, 100)
-    z2 = 1.959963984540054 ** 2
+    z2 = 1.959963984540054**2
     assert lo == pytest.approx(0.0, abs=1e-15) and hi == pytest.approx(z2 / (100 + z2), rel=1e-12)  # k = 0
     lo, hi = wilson(50, 100)
     assert (lo, hi) == pytest.approx((0.403832, 0.596168), abs=1e-6)
@@ -54,8 +54,15 @@ def test_noise_needs_more_budget_and_cli(capsys):
     assert main(["design", "budget", "--w1", "x.npy"]) == 2  # one mode given without the other
 
 
-@pytest.mark.parametrize("case", [(0.3009, 0.03, 0.25, 0.7236, 600, 100), (0.5, 0.02, 0.4, 0.9, 300, 50),
-                                  (0.9, 0.05, 0.1, 0.6, 1000, 10), (0.2, 0.01, 0.6, 0.8, 100, 90)])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (0.3009, 0.03, 0.25, 0.7236, 600, 100),
+        (0.5, 0.02, 0.4, 0.9, 300, 50),
+        (0.9, 0.05, 0.1, 0.6, 1000, 10),
+        (0.2, 0.01, 0.6, 0.8, 100, 90),
+    ],
+)
 def test_certificate_best_eta_is_exact(case):
     """Breakpoint enumeration finds the same minimum of B*(D0; eta) as a brute-force scan of 20,001 etas."""
     from mascot.design.policy import certificate_best_eta
@@ -88,10 +95,15 @@ def test_frontier_matches_the_reference_loop():
 def test_design_cli_refuses_bad_input(capsys):
     from mascot.cli import main
 
-    for argv in (["design", "policy", "--runs", "5"], ["design", "policy", "--alpha", "2"],
-                 ["design", "policy", "--d0", "inf"], ["design", "policy", "--max-mean-rounds", "0"],
-                 ["design", "policy", "--etas", "0.01,0.2"], ["design", "budget", "--runs", "1000000000000"],
-                 ["design", "weights", "--topology", "ring:3000"]):
+    for argv in (
+        ["design", "policy", "--runs", "5"],
+        ["design", "policy", "--alpha", "2"],
+        ["design", "policy", "--d0", "inf"],
+        ["design", "policy", "--max-mean-rounds", "0"],
+        ["design", "policy", "--etas", "0.01,0.2"],
+        ["design", "budget", "--runs", "1000000000000"],
+        ["design", "weights", "--topology", "ring:3000"],
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert err.startswith("mascot: error: ") and err.count("\n") == 1, (argv, err)
@@ -121,16 +133,45 @@ def test_design_cli_names_what_is_wrong(tmp_path, capsys):
 
     np.savetxt(tmp_path / "W1.csv", paper_modes()[0], delimiter=",")
     np.savetxt(tmp_path / "I.csv", np.eye(5), delimiter=",")
-    sched = ["design", "schedule", "--lambda1", "0.5", "--lambda2", "0.85", "--c1", "6000", "--c2", "3500", "--eps",
-             "0.05", "--d0", "0.75"]
-    for argv, says in ((sched + ["--paper-eta", "0.01"], "--paper-eta must be a finite threshold > --eps"),
-                       (sched + ["--paper-eta", "nan"], "--paper-eta must be a finite threshold > --eps"),
-                       (["design", "policy", "--etas", ""], "--etas must be comma-separated numbers"),
-                       (["design", "weights", "--topology", "complete:5:0.4", "--costs", str(tmp_path / "no.csv"),
-                         "--cost-weight", "0.05"], "--costs: file not found"),
-                       (["design", "budget", "--eta", "0.01"], "--eta must be > --eps"),
-                       (["design", "policy", "--w1", str(tmp_path / "W1.csv"), "--w2", str(tmp_path / "I.csv")],
-                        "both modes must contract")):
+    sched = [
+        "design",
+        "schedule",
+        "--lambda1",
+        "0.5",
+        "--lambda2",
+        "0.85",
+        "--c1",
+        "6000",
+        "--c2",
+        "3500",
+        "--eps",
+        "0.05",
+        "--d0",
+        "0.75",
+    ]
+    for argv, says in (
+        (sched + ["--paper-eta", "0.01"], "--paper-eta must be a finite threshold > --eps"),
+        (sched + ["--paper-eta", "nan"], "--paper-eta must be a finite threshold > --eps"),
+        (["design", "policy", "--etas", ""], "--etas must be comma-separated numbers"),
+        (
+            [
+                "design",
+                "weights",
+                "--topology",
+                "complete:5:0.4",
+                "--costs",
+                str(tmp_path / "no.csv"),
+                "--cost-weight",
+                "0.05",
+            ],
+            "--costs: file not found",
+        ),
+        (["design", "budget", "--eta", "0.01"], "--eta must be > --eps"),
+        (
+            ["design", "policy", "--w1", str(tmp_path / "W1.csv"), "--w2", str(tmp_path / "I.csv")],
+            "both modes must contract",
+        ),
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert says in err and err.count("\n") == 1 and "strategy=" not in err, (argv, err)
@@ -149,7 +190,6 @@ def test_design_policy_exits_1_when_no_eta_meets_the_constraints(capsys):
     assert json.loads(capsys.readouterr().out)["best_eta"] is None
 
 
-
 def test_design_policy_never_recommends_an_eta_whose_runs_never_reach_consensus(capsys):
     """Found by an outside tester: without --b0 an eta at which no run reached consensus (inf tokens, 200
     rounds) was "the cheapest meeting the constraints", exit 0; its p95 printed NaN."""
@@ -157,7 +197,9 @@ def test_design_policy_never_recommends_an_eta_whose_runs_never_reach_consensus(
 
     assert main(["design", "policy", "--runs", "100", "--noise", "0.5", "--etas", "0.1,0.2"]) == 1
     out = capsys.readouterr().out
-    assert "no eta meets the constraints (runs that never reach consensus within 200 rounds: 0.1: 100%, 0.2: 100%)" in out
+    assert (
+        "no eta meets the constraints (runs that never reach consensus within 200 rounds: 0.1: 100%, 0.2: 100%)" in out
+    )
     assert "NaN" not in out and "nan" not in out
     assert main(["design", "policy", "--runs", "100", "--noise", "0.5", "--etas", "0.1,0.2", "--json"]) == 1
     obj = json.loads(capsys.readouterr().out)

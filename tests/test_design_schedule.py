@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 from mascot.design.schedule import RateModel, Schedule, design_schedule, draws, evaluate, threshold_schedule
 from mascot.theory.consensus import theorem1
-from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 
 def test_evaluate_hand_computed_threshold_run():
@@ -30,7 +30,8 @@ def test_evaluate_never_exceeds_theorem1_bound_without_noise():
         eps = 0.03
         d0, eta = rng.uniform(0.2, 1.0), rng.uniform(0.035, 0.19)
         c1, c2 = rng.uniform(100, 1000), rng.uniform(10, 100)
-        o = evaluate(RateModel.constant(l1, l2, c1, c2), lambda x, e=math.log(eta): x > e, eps, draws(1, 500, d0))
+        le = math.log(eta)
+        o = evaluate(RateModel.constant(l1, l2, c1, c2), lambda x, e=le: x > e, eps, draws(1, 500, d0))
         cert = theorem1(d0, eta, eps, l1, l2, c1, c2)
         assert o.tokens[0] <= cert.B_star + 1e-6
         assert o.mode1_rounds[0] == cert.K1  # mode-1 rounds are exactly Theorem 1's K1
@@ -45,8 +46,13 @@ def test_threshold_schedule_is_the_threshold_policy():
 def _gpt_like():
     # mode 1 contracts fast far from consensus and expands near it (rate 0.5 at D = 0.7, 1.10 at D = 0.05)
     b1 = -0.3
-    return RateModel(a=(math.log(0.5) - b1 * math.log(0.7), math.log(0.85)), b=(b1, 0.0), rate_sd=(0.1, 0.05),
-                     cost=(6000.0, 3500.0), cost_cv=0.1)
+    return RateModel(
+        a=(math.log(0.5) - b1 * math.log(0.7), math.log(0.85)),
+        b=(b1, 0.0),
+        rate_sd=(0.1, 0.05),
+        cost=(6000.0, 3500.0),
+        cost_cv=0.1,
+    )
 
 
 def test_design_beats_every_bin_schedule_and_the_best_threshold():
@@ -80,8 +86,15 @@ def test_rounds_limit_is_respected():
     assert not none.feasible  # 4 mode-1 rounds at least: a limit of 2 cannot be met
 
 
-@pytest.mark.parametrize("kw, msg", [(dict(eps=0.5, d0=0.4), "d0 > eps"), (dict(eps=0.05, d0=0.8, bins=1), "bins"),
-                                     (dict(eps=0.05, d0=0.8, b0=-1.0), "b0"), (dict(eps=0.05, d0=0.8, alpha=1.5), "alpha")])
+@pytest.mark.parametrize(
+    "kw, msg",
+    [
+        (dict(eps=0.5, d0=0.4), "d0 > eps"),
+        (dict(eps=0.05, d0=0.8, bins=1), "bins"),
+        (dict(eps=0.05, d0=0.8, b0=-1.0), "b0"),
+        (dict(eps=0.05, d0=0.8, alpha=1.5), "alpha"),
+    ],
+)
 def test_bad_input(kw, msg):
     with pytest.raises(ValueError, match=msg):
         design_schedule(RateModel.constant(0.5, 0.9, 600.0, 100.0), **kw)
@@ -99,8 +112,31 @@ def test_cli_schedule_json_and_errors(tmp_path):
     import subprocess
     import sys
 
-    cmd = [sys.executable, "-m", "mascot", "design", "schedule", "--lambda1", "0.5", "--lambda2", "0.9", "--c1", "600",
-           "--c2", "100", "--eps", "0.05", "--d0", "0.8", "--runs", "100", "--steps", "20", "--bins", "4"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mascot",
+        "design",
+        "schedule",
+        "--lambda1",
+        "0.5",
+        "--lambda2",
+        "0.9",
+        "--c1",
+        "600",
+        "--c2",
+        "100",
+        "--eps",
+        "0.05",
+        "--d0",
+        "0.8",
+        "--runs",
+        "100",
+        "--steps",
+        "20",
+        "--bins",
+        "4",
+    ]
     r = subprocess.run(cmd + ["--json", "--out", str(tmp_path / "o")], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0, r.stderr
     obj = json.loads(r.stdout)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,8 +25,14 @@ def test_device_check_smoke(tmp_path):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("OUT", None)
-    res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", "--out", str(out)],
-                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_S)
+    res = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", "--out", str(out)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
     assert res.returncode == 0, res.stdout[-4000:] + res.stderr[-4000:]
     rep = json.loads((out / "device_check.json").read_text())
     md = (out / "device_check.md").read_text()
@@ -33,7 +40,9 @@ def test_device_check_smoke(tmp_path):
     for name in SECTIONS:
         sec = rep["sections"].get(name)
         assert sec is not None, f"section {name} missing"
-        assert sec["status"] == "ok", f"{name}: {sec['status']}: {sec.get('error')}\n{sec.get('output_tail', '')[-3000:]}"
+        assert sec["status"] == "ok", (
+            f"{name}: {sec['status']}: {sec.get('error')}\n{sec.get('output_tail', '')[-3000:]}"
+        )
         assert sec["summary"], f"{name}: empty summary"
         for k, v in sec["summary"].items():
             assert _positive_number(v), f"{name}.summary.{k} = {v!r}"
@@ -49,8 +58,12 @@ def test_device_check_smoke(tmp_path):
         assert p["returncode"] == 0 and p["failed"] == 0 and p["errors"] == 0 and p["passed"] > 0, p
 
     cons = rep["sections"]["consensus"]["results"]
-    assert {(r["N"], r["pair"]) for r in cons["rows"]} == {(5, "commuting"), (5, "non-commuting"),
-                                                           (64, "commuting"), (64, "non-commuting")}
+    assert {(r["N"], r["pair"]) for r in cons["rows"]} == {
+        (5, "commuting"),
+        (5, "non-commuting"),
+        (64, "commuting"),
+        (64, "non-commuting"),
+    }
     for r in cons["rows"]:
         for k in ("device_traj_s", "numpy_traj_s", "floor_fraction", "ratio_vs_numpy", "mean_rounds"):
             assert _positive_number(r[k]), (k, r)
@@ -91,8 +104,10 @@ def test_trace_summary_counts_overlapping_events_once():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from device_check import summarize_trace
 
-    meta = [{"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
-            {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/host:CPU"}}]
+    meta = [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/host:CPU"}},
+    ]
     x = lambda pid, name, ts, dur: {"ph": "X", "pid": pid, "tid": 0, "name": name, "ts": ts, "dur": dur}  # noqa: E731
     # GPU: [100, 110] and [105, 115] overlap (15 us busy), [120, 125] apart: 20 us of a 40 us span
     ev = meta + [x(1, "gemm", 100, 10), x(1, "gemm", 105, 10), x(1, "reduce", 120, 5), x(2, "launch", 90, 50)]
@@ -100,8 +115,10 @@ def test_trace_summary_counts_overlapping_events_once():
     assert s["span_ms"] == pytest.approx(0.050)
     gpu, host = (next(p for p in s["processes"] if p["process"] == n) for n in ("/device:GPU:0", "/host:CPU"))
     assert gpu["busy_ms"] == pytest.approx(0.020) and gpu["events"] == 3
-    assert gpu["top"] == [{"name": "gemm", "count": 2, "total_ms": pytest.approx(0.020)},
-                          {"name": "reduce", "count": 1, "total_ms": pytest.approx(0.005)}]
+    assert gpu["top"] == [
+        {"name": "gemm", "count": 2, "total_ms": pytest.approx(0.020)},
+        {"name": "reduce", "count": 1, "total_ms": pytest.approx(0.005)},
+    ]
     assert host["busy_ms"] == pytest.approx(0.050)
     assert summarize_trace({"traceEvents": meta}) == {"span_ms": 0.0, "processes": []}
 
@@ -110,9 +127,16 @@ def test_device_check_refuses_bad_options_before_any_work(tmp_path):
     f = tmp_path / "a_file"
     f.write_text("")
     o = str(tmp_path / "o")
-    for args, msg in ((["--out", str(f)], "is a file"), (["--sections", "", "--out", o], "names no section"),
-                      (["--sections", "gpu", "--out", o], "unknown sections")):
-        res = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", *args],
-                             capture_output=True, text=True, timeout=HANG_S)
+    for args, msg in (
+        (["--out", str(f)], "is a file"),
+        (["--sections", "", "--out", o], "names no section"),
+        (["--sections", "gpu", "--out", o], "unknown sections"),
+    ):
+        res = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / "device_check.py"), "--smoke", *args],
+            capture_output=True,
+            text=True,
+            timeout=HANG_S,
+        )
         assert res.returncode == 2 and msg in res.stderr and "Traceback" not in res.stderr, (args, res.stderr)
     assert not (tmp_path / "o").exists()

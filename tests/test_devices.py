@@ -10,10 +10,10 @@ import jax
 import numpy as np
 import pytest
 
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 from mascot import simulate_consensus
 from mascot.execute.noise import affine_noise_error
 from mascot.graphs import complete_weights, ring_weights
-from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 SCRIPT = textwrap.dedent("""
     import sys, jax, numpy as np
@@ -85,8 +85,16 @@ def problems():
     for w in rng.dirichlet(np.ones(3)):
         P[np.arange(N), rng.permutation(N)] += w
     G = 0.5 * np.eye(N) + 0.5 * P
-    common = dict(c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=rng.uniform(0, 5000, B), max_rounds=40, dtype="float64",
-                  chunk_size=700)
+    common = dict(
+        c1=600.0,
+        c2=100.0,
+        eta=0.1,
+        eps=0.03,
+        b0=rng.uniform(0, 5000, B),
+        max_rounds=40,
+        dtype="float64",
+        chunk_size=700,
+    )
     keys = jax.random.split(jax.random.key(1), B)
     # N = 64: on one CPU device the projection runs in tiles (kc.modal_init), sharded it does not
     X64 = rng.uniform(size=(B, 64, 6))
@@ -104,8 +112,9 @@ FIELDS = ("rounds", "status", "spent", "d_final", "d0", "d_trace", "b_trace", "s
 
 def noise_problem():
     k, rho = np.arange(1, 12), np.linspace(0, 0.9, 11)
-    return affine_noise_error(3, k, rho, 0.5, np.arange(11) % 5 + 2, trials=300, aggregate="median",
-                              dtype="float64", chunk_points=3)
+    return affine_noise_error(
+        3, k, rho, 0.5, np.arange(11) % 5 + 2, trials=300, aggregate="median", dtype="float64", chunk_points=3
+    )
 
 
 @pytest.mark.x64

@@ -14,8 +14,15 @@ from mascot.kernels.precision import float64
 from mascot.protocols.debate.voting import weighted_vote
 from mascot.sweep import parse_config
 from mascot.sweep.config import ConfigError
-from mascot.theory.consensus import (algorithm1, contraction_rate, disagreement, rounds_to_reach, theorem1,
-                                     theorem1_batch, validate_doubly_stochastic)
+from mascot.theory.consensus import (
+    algorithm1,
+    contraction_rate,
+    disagreement,
+    rounds_to_reach,
+    theorem1,
+    theorem1_batch,
+    validate_doubly_stochastic,
+)
 
 W1, W2 = mascot.paper_modes()
 L1, L2 = contraction_rate(W1), contraction_rate(W2)  # 0.25 and 0.7236 (paper, Sec. V-A)
@@ -145,10 +152,10 @@ seed = 1
 """
 
 
-@pytest.mark.parametrize("fixed, match", [
-    ("trajectories = 4\nb0 = 3e7", "2\\^24"),
-    ("trajectories = 4\neps = 1e-9\neta = 0.1", "resolution"),
-])
+@pytest.mark.parametrize(
+    "fixed, match",
+    [("trajectories = 4\nb0 = 3e7", "2\\^24"), ("trajectories = 4\neps = 1e-9\neta = 0.1", "resolution")],
+)
 def test_sweep_configs_refuse_float32_budgets_and_tolerances_when_read(fixed, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(_CONFIG.format(kind="consensus", dtype="", fixed=fixed))

@@ -80,8 +80,9 @@ def test_library_code_never_prints():
 def test_warnings_and_progress_go_through_logging(tmp_path, capsys):
     from mascot.sweep import RunDir, parse_config, run_sweep
 
-    cfg = parse_config('[experiment]\nkind = "consensus"\nchunk_size = 2\n[fixed]\ntrajectories = 2\n'
-                       '[grid]\nn = [3, 4, 5]\n')
+    cfg = parse_config(
+        '[experiment]\nkind = "consensus"\nchunk_size = 2\n[fixed]\ntrajectories = 2\n[grid]\nn = [3, 4, 5]\n'
+    )
     logger = logging.getLogger("mascot")
     seen = []
 

@@ -18,7 +18,7 @@ from mascot.analysis import trials_baselines as tb
 from mascot.analysis.trials_report import table2_notes, trial_metrics, write_report
 from mascot.backends.base import Request, Response, Sampling
 from mascot.protocols.state_tracking import prompts
-from mascot.protocols.state_tracking.baselines import EchoBackend, RandomBackend, state_reply
+from mascot.protocols.state_tracking.baselines import EchoBackend, RandomBackend, run_baselines, state_reply
 from mascot.protocols.state_tracking.harness import TrialConfig, run_trials
 from mascot.protocols.state_tracking.parsing import parse_state
 from mascot.theory.state_tracking import apply_rules, perturb, trajectory
@@ -84,7 +84,7 @@ def test_random_baseline_deterministic_batch_independent_and_valid():
     full = [r.text for r in be.generate(reqs)]
     # the same requests in another order and in small batches: the same replies
     rev = [r.text for r in be.generate(reqs[::-1])][::-1]
-    parts = [t.text for k in range(0, 400, 7) for t in be.generate(reqs[k:k + 7])]
+    parts = [t.text for k in range(0, 400, 7) for t in be.generate(reqs[k : k + 7])]
     assert full == rev == parts
     states = [parse_state(t).state for t in full]
     assert all(s is not None for s in states)
@@ -108,12 +108,20 @@ def test_report_baselines_beside_table2(tmp_path):
     cfg = TrialConfig(topologies=("chain", "star"), n_trials=3, steps=4, log_requests="none")
     run_trials(cfg, tmp_path, Scripted(), progress=False)
     tab, stats = write_report(tmp_path, figures=False, n_boot=50)
+    assert "baselines" not in stats  # the report reads baselines, never runs them
+    run_baselines(tmp_path)
+    tab, stats = write_report(tmp_path, figures=False, n_boot=50)
     hand = _hand_echo_e_ceg({"Value": 50.0, "Parity": "A", "Level": 3}, 4)
     echo = stats["baselines"]["echo"]
     for t in ("chain", "star"):
         assert echo["metrics"]["E_ceg"]["mean"][t] == pytest.approx(hand, abs=1e-9)
-        assert echo["E_ceg_vs_run"][t] == {"run": 0.0, "baseline": pytest.approx(hand, abs=1e-9), "beats": True,
-                                           "trials_below": 3, "trials": 3}
+        assert echo["E_ceg_vs_run"][t] == {
+            "run": 0.0,
+            "baseline": pytest.approx(hand, abs=1e-9),
+            "beats": True,
+            "trials_below": 3,
+            "trials": 3,
+        }
     # the random agent's Value range is the reference range of both arms
     ref = [s["Value"] for s in trajectory(None, 4) + trajectory(perturb(None, 15.0), 4)]
     opts = stats["baselines"]["random"]["backend"]["options"]
@@ -123,11 +131,14 @@ def test_report_baselines_beside_table2(tmp_path):
     assert set(bcsv.baseline) == {"echo", "random"} and len(bcsv) == 6
     md = (tmp_path / "table2.md").read_text()
     assert "| | echo baseline | " in md and "| | random baseline | " in md
-    assert (f"Mean E_ceg below the echo baseline's: chain **yes** (ours 0.00, echo {hand:.2f}; 3 of 3 trials below)"
-            in md)
+    assert (
+        f"Mean E_ceg below the echo baseline's: chain **yes** (ours 0.00, echo {hand:.2f}; 3 of 3 trials below)" in md
+    )
     # echo's E_ceg is equal in every trial of both topologies: no H, p
-    assert f"| | echo baseline | {hand:.2f} ± 0.00 | n/a ± n/a | {hand:.2f} ± 0.00 | not defined: all values equal | — |" \
+    assert (
+        f"| | echo baseline | {hand:.2f} ± 0.00 | n/a ± n/a | {hand:.2f} ± 0.00 | not defined: all values equal | — |"
         in md
+    )
     assert "Carried-forward states: none" in md
     # a rerun resumes the finished baselines instead of running their steps again
     steps = sorted((tmp_path / "baselines" / "echo" / "steps").glob("step_*.parquet"))
@@ -157,8 +168,13 @@ def test_carried_states_are_flagged_in_table2(tmp_path):
     df = pd.read_parquet(tmp_path / "trials.parquet")
     assert df.carried.sum() == 1  # the one scripted node
     c = stats["carried"]
-    assert c["chain"] == {"steps": 3 * 2 * 4, "carried_steps": 1, "carried_fraction": 1 / 24, "trials": 3,
-                          "affected": {"E_ceg": 1, "R_cdr": 1, "F_ps": 1}}
+    assert c["chain"] == {
+        "steps": 3 * 2 * 4,
+        "carried_steps": 1,
+        "carried_fraction": 1 / 24,
+        "trials": 3,
+        "affected": {"E_ceg": 1, "R_cdr": 1, "F_ps": 1},
+    }
     assert c["star"]["carried_steps"] == 0 and c["star"]["affected"] == {"E_ceg": 0, "R_cdr": 0, "F_ps": 0}
     # trial 1 keeps x*_1 at step 2 and then follows the rule from there: its E_ceg is the hand-computed sum
     ref = trajectory(None, 4)
@@ -174,8 +190,7 @@ def test_carried_states_are_flagged_in_table2(tmp_path):
     assert chain_cell == f"{hand / 3:.2f} † ± {np.std([0, 0, hand], ddof=1):.2f}"  # the flag
     assert "†" not in star_cell
     assert "| | ours, trials without carried states | 0.00 (n = 2) | n/a | 0.00 (n = 3) | | | |" in md
-    assert ("chain: 1 of 24 steps carried (4.2%), E_ceg and R_cdr of 1 of 3 trials and F_ps of 1 of 3 rest on them"
-            in md)
+    assert "chain: 1 of 24 steps carried (4.2%), E_ceg and R_cdr of 1 of 3 trials and F_ps of 1 of 3 rest on them" in md
     assert "| trials resting on a carried state (E_ceg, R_cdr) | 1 | n/a | 0 |" in md
 
 
@@ -212,10 +227,19 @@ def test_kruskal_and_spearman_notes():
 
 
 def test_table2_notes_from_frames():
-    preds = {"chain": {"rho": 1.0, "delta": 0.0, "kappa": 10.0}, "mesh": {"rho": 10.0, "delta": 9.2, "kappa": 13.0},
-             "star": {"rho": 10.0, "delta": 9.0, "kappa": 28.6}}
-    m = pd.DataFrame({"topology": ["chain", "chain", "star", "star"], "E_ceg": [4.0, 4.0, 4.0, 4.0],
-                      "R_cdr": [0.1, 0.2, 0.3, math.nan], "F_ps": [math.nan] * 4})
+    preds = {
+        "chain": {"rho": 1.0, "delta": 0.0, "kappa": 10.0},
+        "mesh": {"rho": 10.0, "delta": 9.2, "kappa": 13.0},
+        "star": {"rho": 10.0, "delta": 9.0, "kappa": 28.6},
+    }
+    m = pd.DataFrame(
+        {
+            "topology": ["chain", "chain", "star", "star"],
+            "E_ceg": [4.0, 4.0, 4.0, 4.0],
+            "R_cdr": [0.1, 0.2, 0.3, math.nan],
+            "F_ps": [math.nan] * 4,
+        }
+    )
     n = table2_notes(m, preds)
     assert n["E_ceg"]["H_note"] == "not defined: all values equal"
     assert n["R_cdr"]["H_note"] is None
@@ -233,8 +257,12 @@ class ProseRounds:
 
     def generate(self, requests):
         out = self.inner.generate(requests)
-        return [Response("I would rather not give numbers.", o.prompt_tokens, 7, finish_reason="stop")
-                if r.meta.get("round") in self.rounds else o for r, o in zip(requests, out)]
+        return [
+            Response("I would rather not give numbers.", o.prompt_tokens, 7, finish_reason="stop")
+            if r.meta.get("round") in self.rounds
+            else o
+            for r, o in zip(requests, out)
+        ]
 
     def describe(self):
         return self.inner.describe()
@@ -274,8 +302,9 @@ def test_deliberation_d0_from_priors_and_unanswered_rounds_flagged(tmp_path):
     # rates: round 1 / round 0 (priors), round 2 / round 1 and round 3 / round 2 (round 2 unanswered) excluded
     n_rates = len(rows) - 1
     est = (tmp_path / "estimates.md").read_text()
-    assert f"3 of {n_rates} rates excluded (1 runs with D(0) from the priors, 1 later rounds with no parsed reply)" \
-        in est
+    assert (
+        f"3 of {n_rates} rates excluded (1 runs with D(0) from the priors, 1 later rounds with no parsed reply)" in est
+    )
     e = rep["estimates"]
     assert int(e[(e.strategy == "complete")].n.sum()) == n_rates - 3
     kept = [rows[k]["D"] / rows[k - 1]["D"] for k in range(4, len(rows))]
@@ -285,8 +314,10 @@ def test_deliberation_d0_from_priors_and_unanswered_rounds_flagged(tmp_path):
     # include_unanswered keeps them (and says so)
     _, rep2 = _deliberate(tmp_path / "incl", rounds={0, 2}, include_unanswered=True)
     assert int(rep2["estimates"].query("strategy == 'complete'").n.sum()) == n_rates
-    assert "3 of" in (tmp_path / "incl" / "estimates.md").read_text() and "**included**" in (
-        tmp_path / "incl" / "estimates.md").read_text()
+    assert (
+        "3 of" in (tmp_path / "incl" / "estimates.md").read_text()
+        and "**included**" in (tmp_path / "incl" / "estimates.md").read_text()
+    )
 
 
 @pytest.mark.x64
@@ -308,6 +339,9 @@ def test_export_run_counts_echoes_and_correct_replies(tmp_path):
 
     cfg = TrialConfig(topologies=("chain", "star"), n_trials=2, steps=2, log_requests="all")
     run_trials(cfg, tmp_path / "perfect", Scripted(fail), progress=False, command=["mascot", "trials", "--demo"])
+    with pytest.raises(ValueError, match="run them first"):  # an export reads the baselines; it runs nothing
+        export_run(tmp_path / "perfect", tmp_path / "out", n_boot=20, title="Perfect agent")
+    run_baselines(tmp_path / "perfect")
     res = export_run(tmp_path / "perfect", tmp_path / "out", n_boot=20, title="Perfect agent")
     rs = res["replies"]
     # agent nodes: chain 2 trials x 2 arms x 2 steps, star leaves 4 times that; 4 retries (chain, step 1)
@@ -335,9 +369,11 @@ def test_export_run_names_python_m_mascot_as_mascot_and_keeps_its_session_table_
     argv = ["/usr/lib/python3/site-packages/mascot/__main__.py", "trials", "--demo"]
     run_trials(cfg, tmp_path / "r", Scripted(lambda m: False), progress=False, command=argv)
     meta = json.loads((tmp_path / "r" / "run.json").read_text())
-    meta["sessions"].insert(0, dict(meta["sessions"][0], finished=False, steps_done=1, steps_done_before=0,
-                                    requests=12))
+    meta["sessions"].insert(
+        0, dict(meta["sessions"][0], finished=False, steps_done=1, steps_done_before=0, requests=12)
+    )
     (tmp_path / "r" / "run.json").write_text(json.dumps(meta))
+    run_baselines(tmp_path / "r")
     export_run(tmp_path / "r", tmp_path / "out", n_boot=20, title="t")
     readme = (tmp_path / "out" / "README.md").read_text()
     assert "\nmascot trials --demo\n" in readme and "__main__" not in readme

@@ -3,13 +3,13 @@
 import jax
 import numpy as np
 import pytest
-from conftest import random_doubly_stochastic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from conftest import random_doubly_stochastic
 from mascot import simulate_consensus
-from mascot.kernels import common_eigenbasis, noise_draws
 from mascot.graphs import complete_weights, paper_modes, ring_weights
+from mascot.kernels import common_eigenbasis, noise_draws
 from mascot.theory import algorithm1, contraction_rate, disagreement, theorem1
 
 pytestmark = pytest.mark.x64  # float64 references throughout
@@ -27,8 +27,22 @@ def _random_problem(rng, B, N, d, W1, W2, max_rounds):
 
 def _reference(args, strategy, max_rounds, noise=None):
     X0, W1, W2, c1, c2, eta, eps, b0 = args
-    return [algorithm1(X0[i], W1, W2, c1[i], c2[i], eta[i], eps[i], b0[i], strategy, max_rounds,
-                       None if noise is None else noise[i]) for i in range(X0.shape[0])]
+    return [
+        algorithm1(
+            X0[i],
+            W1,
+            W2,
+            c1[i],
+            c2[i],
+            eta[i],
+            eps[i],
+            b0[i],
+            strategy,
+            max_rounds,
+            None if noise is None else noise[i],
+        )
+        for i in range(X0.shape[0])
+    ]
 
 
 def _assert_exact(res, refs, d_tol=1e-9):
@@ -58,8 +72,7 @@ def test_float64_equals_reference(pair, strategy):
     refs = _reference(args, strategy, 12)
     methods = ["matrix"] if pair == "random_noncommuting" else ["modal", "matrix"]
     for method in methods:
-        res = simulate_consensus(*args, strategy=strategy, max_rounds=12, dtype="float64", method=method,
-                                 return_x=True)
+        res = simulate_consensus(*args, strategy=strategy, max_rounds=12, dtype="float64", method=method, return_x=True)
         assert res.method == method
         _assert_exact(res, refs)
         np.testing.assert_allclose(res.x_final, np.stack([r.x_final for r in refs]), rtol=0, atol=1e-9)
@@ -76,8 +89,7 @@ def test_wide_beliefs_at_small_n_equal_reference(d):
     W1, W2 = PAIRS["paper_K5_C5"]
     args = _random_problem(rng, 60, 5, d, W1, W2, 12)
     refs = _reference(args, "adaptive", 12)
-    res = simulate_consensus(*args, strategy="adaptive", max_rounds=12, dtype="float64", method="modal",
-                             return_x=True)
+    res = simulate_consensus(*args, strategy="adaptive", max_rounds=12, dtype="float64", method="modal", return_x=True)
     _assert_exact(res, refs)
     np.testing.assert_allclose(res.x_final, np.stack([r.x_final for r in refs]), rtol=0, atol=1e-9)
 
@@ -118,25 +130,29 @@ def test_trace_and_final_beliefs_equal_reference(method):
         n = r.rounds
         np.testing.assert_allclose(res.d_trace[i, : n + 1], r.d_trace, atol=1e-12)
         np.testing.assert_array_equal(res.b_trace[i, : n + 1], r.b_trace)
-        assert np.all(np.isnan(res.d_trace[i, n + 1:])) and np.all(np.isnan(res.b_trace[i, n + 1:]))
+        assert np.all(np.isnan(res.d_trace[i, n + 1 :])) and np.all(np.isnan(res.b_trace[i, n + 1 :]))
         np.testing.assert_array_equal(res.sigma_trace[i, :n], r.sigma_trace)
         assert np.all(res.sigma_trace[i, n:] == 0)
         np.testing.assert_allclose(res.x_final[i], r.x_final, atol=1e-12)
 
 
 def test_paper_table_vi_rescaled_x0():
-    from mascot.analysis.consensus_paper import initial_states
+    from mascot.studies.consensus import initial_states
 
     X = initial_states()["rescaled"]
     W1, W2 = paper_modes()
     assert disagreement(X) == pytest.approx(0.3009)
-    expect = {("adaptive", 2000): (3, 800, 0), ("mode1", 2000): (2, 1200, 0), ("mode2", 2000): (7, 700, 0),
-              ("adaptive", 650): (1, 600, 1)}
+    expect = {
+        ("adaptive", 2000): (3, 800, 0),
+        ("mode1", 2000): (2, 1200, 0),
+        ("mode2", 2000): (7, 700, 0),
+        ("adaptive", 650): (1, 600, 1),
+    }
     for (strategy, b0), (rounds, spent, status) in expect.items():
         res = simulate_consensus(X[None], W1, W2, 600, 100, 0.1, 0.03, b0, strategy=strategy, dtype="float64")
         assert (int(res.rounds[0]), float(res.spent[0]), int(res.status[0])) == (rounds, spent, status)
     res = simulate_consensus(X[None], W1, W2, 600, 100, 0.1, 0.03, 2000, strategy="mode1", dtype="float64")
-    assert res.d_final[0] == pytest.approx(0.3009 * 0.25 ** 2, abs=1e-12)  # complete rounds scale D by 0.25
+    assert res.d_final[0] == pytest.approx(0.3009 * 0.25**2, abs=1e-12)  # complete rounds scale D by 0.25
 
 
 @pytest.mark.parametrize("method", ["modal", "matrix"])
@@ -145,7 +161,13 @@ def test_float32_agrees_except_near_thresholds(method):
     W1, W2 = PAIRS["complete_ring_N12"]
     B = 4000
     args = _random_problem(rng, B, 12, 6, W1, W2, 60)
-    args = (args[0],) + args[1:3] + tuple(np.round(a) if i >= 0 else a for i, a in enumerate(args[3:5])) + args[5:7] + (np.round(args[7]),)
+    args = (
+        (args[0],)
+        + args[1:3]
+        + tuple(np.round(a) if i >= 0 else a for i, a in enumerate(args[3:5]))
+        + args[5:7]
+        + (np.round(args[7]),)
+    )
     res64 = simulate_consensus(*args, max_rounds=60, dtype="float64", method=method, trace=True)
     res32 = simulate_consensus(*args, max_rounds=60, dtype="float32", method=method)
     assert res32.d_final.dtype == np.float32
@@ -201,8 +223,16 @@ def test_results_independent_of_segments_and_order():
     keys = jax.random.split(jax.random.key(0), B)
     base = simulate_consensus(*args, max_rounds=50, noise=0.002, key=keys, dtype="float64", segment_rounds=50)
     for seg, chunk in ((1, None), (3, None), (4, 256)):  # 256 does not divide 1500: a padded last chunk
-        other = simulate_consensus(*args, max_rounds=50, noise=0.002, key=keys, dtype="float64", segment_rounds=seg,
-                                   return_x=True, chunk_size=chunk)
+        other = simulate_consensus(
+            *args,
+            max_rounds=50,
+            noise=0.002,
+            key=keys,
+            dtype="float64",
+            segment_rounds=seg,
+            return_x=True,
+            chunk_size=chunk,
+        )
         for f in ("rounds", "status", "spent"):
             np.testing.assert_array_equal(getattr(base, f), getattr(other, f))
         # the matrix product's blocking depends on the batch width, so D may differ in the last ulp
@@ -232,8 +262,15 @@ _GW1, _GW2 = random_doubly_stochastic(_RNG_W, 5), random_doubly_stochastic(_RNG_
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 2**31 - 1), general=st.booleans(), eta=st.floats(0.05, 0.4), ratio=st.floats(0.05, 0.9),
-       b0=st.floats(0, 5000), c1=st.integers(1, 900), c2=st.integers(1, 300))
+@given(
+    seed=st.integers(0, 2**31 - 1),
+    general=st.booleans(),
+    eta=st.floats(0.05, 0.4),
+    ratio=st.floats(0.05, 0.9),
+    b0=st.floats(0, 5000),
+    c1=st.integers(1, 900),
+    c2=st.integers(1, 300),
+)
 def test_properties(seed, general, eta, ratio, b0, c1, c2):
     rng = np.random.default_rng(seed)
     W1, W2 = (_GW1, _GW2) if general else (_W1, _W2)
@@ -266,26 +303,29 @@ def test_properties(seed, general, eta, ratio, b0, c1, c2):
 _X = np.random.default_rng(0).uniform(size=(3, 5, 2))
 
 
-@pytest.mark.parametrize("kw, name", [
-    (dict(W1=np.full((5, 5), 0.3)), "W1"),
-    (dict(W2=np.eye(4)), "W2"),
-    (dict(X0=np.ones((3, 5))[..., None, None]), "X0"),
-    (dict(X0=np.where(_X > 0.9, np.nan, _X)), "X0"),
-    (dict(X0=np.where(_X > 0.9, np.inf, _X)), "X0"),
-    (dict(eps=0.0), "eps"),
-    (dict(eps=-0.1), "eps"),
-    (dict(eta=0.02), "eta"),
-    (dict(b0=-1.0), "b0"),
-    (dict(c1=-600.0), "c1"),
-    (dict(c2=0.0), "c2"),
-    (dict(c1=np.ones(7)), "c1"),
-    (dict(noise=0.1), "key"),
-    (dict(noise=-0.1), "noise"),
-    (dict(strategy="fastest"), "strategy"),
-    (dict(max_rounds=-1), "max_rounds"),
-    (dict(dtype="int32"), "dtype"),
-    (dict(chunk_size=0), "chunk_size"),
-])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(W1=np.full((5, 5), 0.3)), "W1"),
+        (dict(W2=np.eye(4)), "W2"),
+        (dict(X0=np.ones((3, 5))[..., None, None]), "X0"),
+        (dict(X0=np.where(_X > 0.9, np.nan, _X)), "X0"),
+        (dict(X0=np.where(_X > 0.9, np.inf, _X)), "X0"),
+        (dict(eps=0.0), "eps"),
+        (dict(eps=-0.1), "eps"),
+        (dict(eta=0.02), "eta"),
+        (dict(b0=-1.0), "b0"),
+        (dict(c1=-600.0), "c1"),
+        (dict(c2=0.0), "c2"),
+        (dict(c1=np.ones(7)), "c1"),
+        (dict(noise=0.1), "key"),
+        (dict(noise=-0.1), "noise"),
+        (dict(strategy="fastest"), "strategy"),
+        (dict(max_rounds=-1), "max_rounds"),
+        (dict(dtype="int32"), "dtype"),
+        (dict(chunk_size=0), "chunk_size"),
+    ],
+)
 def test_bad_input_names_parameter(kw, name):
     W1, W2 = paper_modes()
     args = dict(X0=_X, W1=W1, W2=W2, c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=2000.0)

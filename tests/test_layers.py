@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -21,16 +22,27 @@ PKG = SRC / "mascot"
 
 # component -> (level, components it may never import even when they sit lower)
 LEVELS = {
-    "errors": -1, "log": -1,  # import nothing of mascot
-    "io": 0, "seeds": 0, "stable": 0, "status": 0, "mascot": 0,
-    "graphs": 1, "papers": 1,
+    "errors": -1,
+    "log": -1,  # import nothing of mascot
+    "io": 0,
+    "seeds": 0,
+    "stable": 0,
+    "status": 0,
+    "mascot": 0,
+    "graphs": 1,
+    "papers": 1,
     "theory": 2,
     "kernels": 3,
-    "execute": 4, "backends": 4,
-    "protocols": 5, "sweep": 5, "design": 5,
+    "execute": 4,
+    "backends": 4,
+    "protocols": 5,
+    "sweep": 5,
+    "design": 5,
     "analysis": 6,
     "calibrate": 6.5,  # fits surrogates to runs: reads them with analysis, replays them through protocols
-    "cli": 7, "__main__": 8,  # python -m mascot: calls the command line
+    "studies": 6.8,  # the three documents' reproductions: built on everything above, imported only by cli
+    "cli": 7,
+    "__main__": 8,  # python -m mascot: calls the command line
 }
 FORBIDDEN = {
     "backends": {"kernels", "execute", "protocols", "analysis"},
@@ -123,7 +135,7 @@ def test_no_import_cycles():
         stack.append(m)
         for t in sorted(edges[m]):
             if state.get(t) == 1:
-                cycles.append(" -> ".join(stack[stack.index(t):] + [t]))
+                cycles.append(" -> ".join(stack[stack.index(t) :] + [t]))
             elif t not in state:
                 visit(t)
         stack.pop()
@@ -136,9 +148,40 @@ def test_no_import_cycles():
 
 
 def test_no_private_names_across_modules():
-    bad = [f"{mod}:{line} imports {n} from {target}"
-           for mod, imps in GRAPH.items() for target, line, names in imps
-           for n in names if n.startswith("_") and not n.startswith("__") and target != mod]
+    bad = [
+        f"{mod}:{line} imports {n} from {target}"
+        for mod, imps in GRAPH.items()
+        for target, line, names in imps
+        for n in names
+        if n.startswith("_") and not n.startswith("__") and target != mod
+    ]
+    assert not bad, "\n".join(bad)
+
+
+#: what runs an experiment (a sweep, a protocol, the baselines): never called from mascot.analysis, which reads
+#: records and computes tables and figures
+EXPERIMENTS = {"run_sweep", "run_trials", "run_deliberation", "run_debate", "run_baselines", "deliberate"}
+
+
+def test_analysis_runs_no_experiment():
+    bad = [
+        f"{mod}:{line} imports {n} from {target}"
+        for mod, imps in GRAPH.items()
+        if _component(mod) == "analysis"
+        for target, line, names in imps
+        for n in names
+        if n in EXPERIMENTS
+    ]
+    assert not bad, "\n".join(bad)
+
+
+def test_nothing_but_the_command_line_imports_the_studies():
+    bad = [
+        f"{mod}:{line} imports {target}"
+        for mod, imps in GRAPH.items()
+        for target, line, _ in imps
+        if _component(target) == "studies" and _component(mod) not in ("studies", "cli", "__main__")
+    ]
     assert not bad, "\n".join(bad)
 
 
@@ -167,24 +210,41 @@ def test_library_code_flips_no_process_wide_switch():
 
 def test_kernels_start_no_host_threads():
     """Kernels are pure functions of arrays: chunking over host threads belongs to ``mascot.execute``."""
-    bad = [f"{mod}:{line} imports {name}" for mod, path in MODULES.items() if _component(mod) == "kernels"
-           for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, (ast.Import, ast.ImportFrom))
-           for name, line in [((node.module if isinstance(node, ast.ImportFrom) else node.names[0].name) or "",
-                               node.lineno)]
-           if name.split(".")[0] in ("threading", "concurrent", "multiprocessing")]
+    bad = [
+        f"{mod}:{line} imports {name}"
+        for mod, path in MODULES.items()
+        if _component(mod) == "kernels"
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, (ast.Import, ast.ImportFrom))
+        for name, line in [
+            ((node.module if isinstance(node, ast.ImportFrom) else node.names[0].name) or "", node.lineno)
+        ]
+        if name.split(".")[0] in ("threading", "concurrent", "multiprocessing")
+    ]
     assert not bad, "\n".join(bad)
 
 
 def _fresh_modules(code: str) -> set[str]:
-    res = subprocess.run([sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
-                         capture_output=True, text=True, timeout=HANG_S)
+    res = subprocess.run(
+        [sys.executable, "-c", code + "\nimport sys; print(' '.join(sorted(sys.modules)))"],
+        capture_output=True,
+        text=True,
+        timeout=HANG_S,
+    )
     assert res.returncode == 0, res.stderr
     return set(res.stdout.split())
 
 
-@pytest.mark.parametrize("stmt", ["import mascot", "import mascot.backends.base", "import mascot.backends",
-                                  "from mascot.backends import Request, Sampling, Response",
-                                  "import mascot.io, mascot.seeds, mascot.status"])
+@pytest.mark.parametrize(
+    "stmt",
+    [
+        "import mascot",
+        "import mascot.backends.base",
+        "import mascot.backends",
+        "from mascot.backends import Request, Sampling, Response",
+        "import mascot.io, mascot.seeds, mascot.status",
+    ],
+)
 def test_light_imports_do_not_load_jax(stmt):
     loaded = _fresh_modules(stmt)
     assert "jax" not in loaded and "torch" not in loaded and "matplotlib" not in loaded, stmt
@@ -193,9 +253,22 @@ def test_light_imports_do_not_load_jax(stmt):
 def test_old_public_names_still_work():
     import mascot
 
-    for name in ["simulate_consensus", "sr_spectra", "affine_noise_error", "ConsensusResult", "complete_weights",
-                 "ring_weights", "paper_modes", "algorithm1", "apply_rules", "contraction_rate", "corollary1",
-                 "disagreement", "in_certificate_region", "theorem1"]:
+    for name in [
+        "simulate_consensus",
+        "sr_spectra",
+        "affine_noise_error",
+        "ConsensusResult",
+        "complete_weights",
+        "ring_weights",
+        "paper_modes",
+        "algorithm1",
+        "apply_rules",
+        "contraction_rate",
+        "corollary1",
+        "disagreement",
+        "in_certificate_region",
+        "theorem1",
+    ]:
         assert callable(getattr(mascot, name)) or isinstance(getattr(mascot, name), type), name
     assert "simulate_consensus" in dir(mascot)
     with pytest.raises(AttributeError):

@@ -11,12 +11,12 @@ from __future__ import annotations
 import dataclasses
 import http.client
 import json
+import math
 import os
 import pickle
 import socket
 import sys
 import threading
-import math
 import time
 import types
 from collections import defaultdict
@@ -28,13 +28,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tiny_model import build_tiny_qwen2  # noqa: E402  (imports torch/transformers lazily)
-
 from mascot.backends import vllm as vllm_backend  # noqa: E402
 from mascot.backends.base import Request, Response, Sampling  # noqa: E402
 from mascot.backends.hf import HFBackend, completion_lengths  # noqa: E402
 from mascot.backends.openai import OpenAIBackend, build_payload  # noqa: E402
 from mascot.backends.vllm import VLLMBackend, build_chat_call  # noqa: E402
+from tiny_model import build_tiny_qwen2  # noqa: E402  (imports torch/transformers lazily)
 
 GREEDY = Sampling(temperature=0.0, top_p=1.0, max_tokens=10)
 
@@ -349,7 +348,7 @@ class FakeOpenAIServer:
             return None  # no status line at all -> RemoteDisconnected on the client
         if action in ("negtok", "inftok"):  # a server that reports impossible token counts
             usage = '{"prompt_tokens": -50}' if action == "negtok" else '{"prompt_tokens": 1e999}'
-            body = ('{"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "usage": ' + usage + "}")
+            body = '{"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "usage": ' + usage + "}"
             self.done(h)
             h.send_response(200)
             h.send_header("Content-Length", str(len(body)))
@@ -371,7 +370,7 @@ class FakeOpenAIServer:
             h.send_header("Content-Length", str(len(body)))
             h.end_headers()
             for i in range(len(body)):
-                h.wfile.write(body[i:i + 1])
+                h.wfile.write(body[i : i + 1])
                 h.wfile.flush()
                 time.sleep(0.1)
             return None
@@ -390,8 +389,12 @@ class FakeOpenAIServer:
             time.sleep(self.delay)
         req = Request(
             payload["messages"],
-            Sampling(temperature=payload["temperature"], top_p=payload["top_p"], max_tokens=payload["max_tokens"],
-                     seed=payload.get("seed")),
+            Sampling(
+                temperature=payload["temperature"],
+                top_p=payload["top_p"],
+                max_tokens=payload["max_tokens"],
+                seed=payload.get("seed"),
+            ),
         )
         with self.model_lock:
             (r,) = self.backend.generate([req])
@@ -574,8 +577,11 @@ def test_openai_identity_apart_from_provenance():
     from mascot.backends import identity_of, run_spec
 
     be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", concurrency=3, timeout_s=5.0, max_retries=1)
-    assert be.identity() == {"backend": "openai", "model": "m"} == identity_of("openai", model="m",
-                                                                               base_url="http://other:1/v1")
+    assert (
+        be.identity()
+        == {"backend": "openai", "model": "m"}
+        == identity_of("openai", model="m", base_url="http://other:1/v1")
+    )
     assert run_spec(be.identity()) == {"name": "openai", "model": "m", "options": {}}
     assert be.describe()["base_url"] == "http://127.0.0.1:9/v1" and be.describe()["concurrency"] == 3
 
@@ -584,13 +590,18 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
     be = client(srv)
     (r,) = be.generate([Request([{"role": "user", "content": object()}], GREEDY)])  # not JSON
     assert r.text == "" and "not JSON-serialisable" in r.error
-    for body in (b"not json", b'{"choices": []}', b'{"choices": [{"message": ["x"]}]}',
-                 b'{"choices": [{"message": {"content": 5}}]}', b'{"choices": [{}], "usage": [1]}',
-                 b'{"choices": [{}], "usage": {"prompt_tokens": "many"}}'):
+    for body in (
+        b"not json",
+        b'{"choices": []}',
+        b'{"choices": [{"message": ["x"]}]}',
+        b'{"choices": [{"message": {"content": 5}}]}',
+        b'{"choices": [{}], "usage": [1]}',
+        b'{"choices": [{}], "usage": {"prompt_tokens": "many"}}',
+    ):
         with pytest.raises(Exception, match="malformed response"):
             be._reply(body)
     usage = b'"usage": {"prompt_tokens": 3, "completion_tokens": 0}'
-    assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b'}').text == ""
+    assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b"}").text == ""
     with pytest.raises(Exception, match="no .usage. object"):  # budgets are charged by these counts
         be._reply(b'{"choices": [{"message": {"content": "x"}}]}')
 
@@ -711,15 +722,31 @@ def test_vllm_programming_error_in_params_propagates():
 def test_vllm_identity_apart_from_provenance():
     from mascot.backends import identity_of, run_spec
 
-    be = VLLMBackend(llm=FakeLLM(), structured_output=True, max_model_len=512, seed=3, gpu_memory_utilization=0.5,
-                     enforce_eager=True, tensor_parallel_size=2)
-    ident = {"backend": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct", "dtype": None, "max_model_len": 512,
-             "structured_output": True, "seed": 3}
+    be = VLLMBackend(
+        llm=FakeLLM(),
+        structured_output=True,
+        max_model_len=512,
+        seed=3,
+        gpu_memory_utilization=0.5,
+        enforce_eager=True,
+        tensor_parallel_size=2,
+    )
+    ident = {
+        "backend": "vllm",
+        "model": "Qwen/Qwen2.5-7B-Instruct",
+        "dtype": None,
+        "max_model_len": 512,
+        "structured_output": True,
+        "seed": 3,
+    }
     assert be.identity() == ident
     assert identity_of("vllm", structured_output=True, max_model_len=512, seed=3, enforce_eager=False) == ident
     # run directories record it without the None entries (so older runs, made before dtype existed, resume)
-    assert run_spec(ident) == {"name": "vllm", "model": "Qwen/Qwen2.5-7B-Instruct",
-                               "options": {"max_model_len": 512, "structured_output": True, "seed": 3}}
+    assert run_spec(ident) == {
+        "name": "vllm",
+        "model": "Qwen/Qwen2.5-7B-Instruct",
+        "options": {"max_model_len": 512, "structured_output": True, "seed": 3},
+    }
     d = be.describe()
     assert d["gpu_memory_utilization"] == 0.5 and d["enforce_eager"] is True and "gpu_memory_utilization" not in ident
     with pytest.raises(TypeError):
@@ -845,9 +872,14 @@ class _MiniServer:
                 else:
                     time.sleep(srv.delay)
                 text = srv.reply(payload)
-                body = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                "finish_reason": "stop"}],
-                                   "usage": {"prompt_tokens": 7, "completion_tokens": len(text.split())}}).encode()
+                body = json.dumps(
+                    {
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 7, "completion_tokens": len(text.split())},
+                    }
+                ).encode()
                 try:
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
@@ -899,8 +931,9 @@ def test_openai_serial_server_gets_each_request_once(mini):
     assert max(r.latency_s for r in out) < timeout
 
     fixed = mini(delay=d, serial=True)
-    be = OpenAIBackend("m", base_url=fixed.base_url, timeout_s=timeout, max_retries=2, backoff_s=0.01, concurrency=8,
-                       adaptive=False)
+    be = OpenAIBackend(
+        "m", base_url=fixed.base_url, timeout_s=timeout, max_retries=2, backoff_s=0.01, concurrency=8, adaptive=False
+    )
     be.generate(_short_requests(n))
     assert fixed.received > n  # 8 at once: the 7th and 8th wait 1.75 s and 2 s > T in the server's queue
 
@@ -1005,8 +1038,29 @@ def _cli(capsys, args) -> tuple[int, str]:
 
 def test_hf_model_path_is_checked_before_a_run_directory_is_written(tiny_dir, tmp_path, capsys):
     out = tmp_path / "run"
-    common = ["trials", "--backend", "hf", "--device", "cpu", "--topology", "chain", "--n-trials", "1", "--steps",
-              "1", "--max-tokens", "4", "--retries", "0", "--n-boot", "20", "--no-figures", "--quiet", "--out", str(out)]
+    common = [
+        "trials",
+        "--backend",
+        "hf",
+        "--device",
+        "cpu",
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "1",
+        "--max-tokens",
+        "4",
+        "--retries",
+        "0",
+        "--n-boot",
+        "20",
+        "--no-figures",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     wrong = tmp_path / "no" / "such" / "model"
     rc, err = _cli(capsys, [*common, "--model", str(wrong)])
     assert rc == 2 and str(wrong) in err and "does not exist" in err and len(err.strip().splitlines()) == 1
@@ -1035,13 +1089,27 @@ def test_surrogate_params_errors_name_the_flag(tmp_path, capsys):
     from mascot.cli.backend_args import add_backend_args, build_backend
 
     missing = tmp_path / "nope.toml"
-    rc, err = _cli(capsys, ["trials", "--surrogate-params", str(missing), "--n-trials", "2", "--steps", "1",
-                            "--out", str(tmp_path / "t")])
+    rc, err = _cli(
+        capsys,
+        ["trials", "--surrogate-params", str(missing), "--n-trials", "2", "--steps", "1", "--out", str(tmp_path / "t")],
+    )
     assert rc == 2 and "--surrogate-params" in err and str(missing) in err and "does not exist" in err
     assert not (tmp_path / "t").exists()
     for cmd in (["trials", "--n-trials", "1", "--steps", "1"], ["deliberate"], ["debate"]):
-        rc, err = _cli(capsys, [*cmd, "--backend", "hf", "--model", str(tmp_path), "--surrogate-params", str(missing),
-                                "--out", str(tmp_path / "x")])
+        rc, err = _cli(
+            capsys,
+            [
+                *cmd,
+                "--backend",
+                "hf",
+                "--model",
+                str(tmp_path),
+                "--surrogate-params",
+                str(missing),
+                "--out",
+                str(tmp_path / "x"),
+            ],
+        )
         assert rc == 2 and "--surrogate-params applies to --backend surrogate only, not hf" in err
     rc, err = _cli(capsys, ["deliberate", "--surrogate-params", str(missing), "--out", str(tmp_path / "d")])
     assert rc == 2 and "--surrogate-params" in err and not (tmp_path / "d").exists()
@@ -1096,8 +1164,13 @@ def test_openai_api_key_env_must_be_a_name_and_is_never_echoed():
     assert "PASTED" not in str(e.value)
 
 
-@pytest.mark.parametrize("fault, said", [("slowhdr", "timeout after 0.5 s"),  # header lines 0.1 s apart, 6 s
-                                          ("trickle", "still arriving after 0.5 s")])  # body bytes 0.1 s apart
+@pytest.mark.parametrize(
+    "fault, said",
+    [
+        ("slowhdr", "timeout after 0.5 s"),  # header lines 0.1 s apart, 6 s
+        ("trickle", "still arriving after 0.5 s"),
+    ],
+)  # body bytes 0.1 s apart
 def test_openai_timeout_bounds_the_whole_exchange(srv, fault, said):
     be = client(srv, max_retries=0, timeout_s=0.5)
     srv.plan[CONVERSATIONS[0][-1]["content"]] = [fault]
@@ -1129,15 +1202,28 @@ def test_openai_refuses_more_completion_tokens_than_asked_and_redacts_echoed_key
     (r,) = be.generate([big])
     assert r.error and "exceeds the request's max_tokens = 1" in r.error
     j = json.dumps(secret)[1:-1]
-    for echo in (secret, j.replace("/", "\\/"), j.replace("<", "\\u003c").replace("&", "\\u0026").replace(">", "\\u003e"),
-                 json.dumps(j)[1:-1], "sk_live/Zq7X&lt;&amp;&gt;abc"):
+    for echo in (
+        secret,
+        j.replace("/", "\\/"),
+        j.replace("<", "\\u003c").replace("&", "\\u0026").replace(">", "\\u003e"),
+        json.dumps(j)[1:-1],
+        "sk_live/Zq7X&lt;&amp;&gt;abc",
+    ):
         assert "Zq7X" not in be._redact(f"error: {echo} !"), echo
-    body = json.dumps({"choices": [{"message": {"content": f"auth Bearer {secret}"}}],
-                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    body = json.dumps(
+        {
+            "choices": [{"message": {"content": f"auth Bearer {secret}"}}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+        }
+    ).encode()
     with pytest.raises(Exception, match="the reply holds the API key"):  # refused: nothing of it reaches a log
         be._reply(body)
-    fin = json.dumps({"choices": [{"message": {"content": "fine"}, "finish_reason": f"stop {j}"}],
-                      "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    fin = json.dumps(
+        {
+            "choices": [{"message": {"content": "fine"}, "finish_reason": f"stop {j}"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+        }
+    ).encode()
     with pytest.raises(Exception, match="the reply holds the API key"):  # the finish reason too (it was logged)
         be._reply(fin)
 
@@ -1149,17 +1235,26 @@ def test_a_short_placeholder_key_never_rewrites_replies(monkeypatch, key):
     monkeypatch.setenv("MASCOT_TEST_KEY", key)
     be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key_env="MASCOT_TEST_KEY")
     reply = '{"Value": 50.0, "Parity": "A", "Level": 3, "vector": [0.83, 0.99]}'
-    body = json.dumps({"choices": [{"message": {"content": reply}, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+    body = json.dumps(
+        {
+            "choices": [{"message": {"content": reply}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1},
+        }
+    ).encode()
     r = be._reply(body)
     assert r.text == reply and r.finish_reason == "stop"
 
 
 # ----------------------------------------------------------------------------- found by an outside tester, 2026-12-01 (2)
-@pytest.mark.parametrize("url, said", [("http://127.0.0.1:99999/v1", "no valid port"),
-                                       ("http://127.0.0.1:0/v1", "no valid port"),
-                                       ("http://127.0.0.1:8000/v1 ", "spaces or control characters"),
-                                       ("http://127.0.0.1:8000/v1?api_key=sk-abc", "query or fragment")])
+@pytest.mark.parametrize(
+    "url, said",
+    [
+        ("http://127.0.0.1:99999/v1", "no valid port"),
+        ("http://127.0.0.1:0/v1", "no valid port"),
+        ("http://127.0.0.1:8000/v1 ", "spaces or control characters"),
+        ("http://127.0.0.1:8000/v1?api_key=sk-abc", "query or fragment"),
+    ],
+)
 def test_openai_refuses_a_base_url_with_a_bad_port_or_a_query(url, said):
     with pytest.raises(ValueError, match=said) as e:
         OpenAIBackend("m", base_url=url)

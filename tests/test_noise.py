@@ -56,8 +56,10 @@ def test_expected_ceg_hand_computed():
     # |L| < 1, large T: linear growth with slope sqrt(2/pi) s / sqrt(1 - L^2)
     slope = expected_ceg(1.0, 1, 0.0, 20001, L=0.5) - expected_ceg(1.0, 1, 0.0, 20000, L=0.5)
     assert slope == pytest.approx(SQRT_2_PI / math.sqrt(1 - 0.25), rel=1e-9)
-    np.testing.assert_allclose(expected_ceg(1.0, np.array([1, 4]), 0.0, np.array([3, 3])),
-                               [expected_ceg(1.0, 1, 0.0, 3), expected_ceg(1.0, 4, 0.0, 3)])
+    np.testing.assert_allclose(
+        expected_ceg(1.0, np.array([1, 4]), 0.0, np.array([3, 3])),
+        [expected_ceg(1.0, 1, 0.0, 3), expected_ceg(1.0, 4, 0.0, 3)],
+    )
 
 
 def test_eq3_sqrt_k_and_asymptote():
@@ -184,8 +186,16 @@ def _mean_se(x):
 
 
 # (k, rho_c, sigma, T, L): L = 1 (random walk, eq. 3), |L| < 1, L < 0 and L > 1
-CASES = [(1, 0.0, 1.0, 10, 1.0), (4, 0.1, 0.5, 12, 1.0), (8, 0.3, 2.0, 6, 0.5), (3, 0.0, 1.0, 20, 0.9),
-         (2, 1.0, 1.0, 8, 1.0), (5, 0.06, 1.0, 15, -0.8), (6, 0.5, 0.3, 1, 1.0), (7, 0.2, 1.0, 9, 1.05)]
+CASES = [
+    (1, 0.0, 1.0, 10, 1.0),
+    (4, 0.1, 0.5, 12, 1.0),
+    (8, 0.3, 2.0, 6, 0.5),
+    (3, 0.0, 1.0, 20, 0.9),
+    (2, 1.0, 1.0, 8, 1.0),
+    (5, 0.06, 1.0, 15, -0.8),
+    (6, 0.5, 0.3, 1, 1.0),
+    (7, 0.2, 1.0, 9, 1.05),
+]
 
 
 def test_monte_carlo_matches_expected_ceg():
@@ -215,8 +225,16 @@ def test_chain_aggregate_ratio_eq5():
     agg = affine_noise_error(KEY, k, rho, 1.0, T, 1.0, trials=n)
     # chains (k = 1) with their own noise (ids 1000+), plus, for rho_c = 1, chains with the aggregates' ids
     one = np.flatnonzero(rho == 1.0)
-    chain_all = affine_noise_error(KEY, 1, np.concatenate([rho, np.ones(one.size)]), 1.0, T, 1.0, trials=n,
-                                   point_ids=np.concatenate([np.arange(len(grid)) + 1000, one]))
+    chain_all = affine_noise_error(
+        KEY,
+        1,
+        np.concatenate([rho, np.ones(one.size)]),
+        1.0,
+        T,
+        1.0,
+        trials=n,
+        point_ids=np.concatenate([np.arange(len(grid)) + 1000, one]),
+    )
     chain = chain_all[: len(grid)]
     (ma, sa), (mc, sc) = _mean_se(agg), _mean_se(chain)
     ratio = mc / ma
@@ -225,7 +243,7 @@ def test_chain_aggregate_ratio_eq5():
     assert np.all(np.abs(ratio - theory) < 4 * sd), (ratio, theory, sd)
     assert np.all(sd < 0.02 * theory)  # the CI is tight enough to tell the rho_c apart
     # rho_c = 1: all agents share the noise, so with the same point id the aggregate *is* the chain
-    np.testing.assert_array_equal(chain_all[len(grid):], agg[one])
+    np.testing.assert_array_equal(chain_all[len(grid) :], agg[one])
 
 
 # ----------------------------------------------------------------------------- batching and masking
@@ -241,32 +259,46 @@ def test_masking_batch_equals_points_alone():
         ceg, steps = affine_noise_error(KEY, k, rho, sigma, T, L, trials=n, aggregate=agg, trace=True)
         assert ceg.shape == (5, n) and steps.shape == (5, n, 12)
         for i in range(5):
-            assert np.all(np.isnan(steps[i, :, T[i]:])) and not np.any(np.isnan(steps[i, :, : T[i]]))
+            assert np.all(np.isnan(steps[i, :, T[i] :])) and not np.any(np.isnan(steps[i, :, : T[i]]))
         np.testing.assert_allclose(np.nansum(steps, axis=-1), ceg, rtol=1e-12)
         # each point alone (max_k = k, max_T = T: nothing masked) gives the same result
         for i in alone_points:
-            alone, alone_steps = affine_noise_error(KEY, k[i], rho[i], sigma[i], T[i], L[i], trials=n,
-                                                    aggregate=agg, trace=True, point_ids=i)
+            alone, alone_steps = affine_noise_error(
+                KEY, k[i], rho[i], sigma[i], T[i], L[i], trials=n, aggregate=agg, trace=True, point_ids=i
+            )
             assert alone.shape == (n,) and alone_steps.shape == (n, T[i])
             np.testing.assert_allclose(ceg[i], alone, rtol=1e-12, atol=0)
             np.testing.assert_allclose(steps[i, :, : T[i]], alone_steps, rtol=1e-12, atol=0)
     # the per-point kernel is vmap-ready (the skipped steps t > T become selects): same results
-    fn = partial(affine_noise_point, trials=n, max_k=8, max_T=12, aggregate="median", trace=True,
-                 dtype="float64")
+    fn = partial(affine_noise_point, trials=n, max_k=8, max_T=12, aggregate="median", trace=True, dtype="float64")
     keys = jax.vmap(lambda i: jax.random.fold_in(KEY, i))(np.arange(5, dtype=np.uint32))
     v_ceg, v_steps = jax.jit(jax.vmap(fn))(keys, k, rho, sigma, T, L)
     np.testing.assert_allclose(v_ceg, ceg, rtol=1e-12, atol=0)
     np.testing.assert_allclose(v_steps, steps, rtol=1e-12, atol=0)
     # neither do the order of the points, the chunking and larger static maxima
     perm = np.array([3, 0, 4, 2, 1])
-    shuffled = affine_noise_error(KEY, k[perm], rho[perm], sigma[perm], T[perm], L[perm], trials=n,
-                                  aggregate="median", point_ids=perm, chunk_points=2, max_k=11, max_T=15)
+    shuffled = affine_noise_error(
+        KEY,
+        k[perm],
+        rho[perm],
+        sigma[perm],
+        T[perm],
+        L[perm],
+        trials=n,
+        aggregate="median",
+        point_ids=perm,
+        chunk_points=2,
+        max_k=11,
+        max_T=15,
+    )
     np.testing.assert_allclose(shuffled, ceg[perm], rtol=1e-12, atol=0)
     # a different key gives different noise; the same key the same
-    np.testing.assert_array_equal(affine_noise_error(KEY, k, rho, sigma, T, L, trials=n, aggregate="median",
-                                                     trace=True)[0], ceg)
-    assert not np.any(affine_noise_error(jax.random.key(1), k, rho, sigma, T, L, trials=n, aggregate="median",
-                                         trace=True)[0] == ceg)
+    np.testing.assert_array_equal(
+        affine_noise_error(KEY, k, rho, sigma, T, L, trials=n, aggregate="median", trace=True)[0], ceg
+    )
+    assert not np.any(
+        affine_noise_error(jax.random.key(1), k, rho, sigma, T, L, trials=n, aggregate="median", trace=True)[0] == ceg
+    )
 
 
 def test_aggregate_masked_median_matches_numpy():
@@ -277,15 +309,21 @@ def test_aggregate_masked_median_matches_numpy():
 
     @jax.jit
     def both(xs):
-        return [jax.vmap(lambda kk: (_aggregate(x, kk, "median"), _aggregate(x, kk, "mean")))(  # noqa: B023
-            np.arange(1, x.shape[0] + 1, dtype=np.int32)) for x in xs]
+        return [
+            jax.vmap(lambda kk: (_aggregate(x, kk, "median"), _aggregate(x, kk, "mean")))(  # noqa: B023
+                np.arange(1, x.shape[0] + 1, dtype=np.int32)
+            )
+            for x in xs
+        ]
 
     for x, (med, mean) in zip(xs, both(xs)):
         ks = range(1, x.shape[0] + 1)
-        np.testing.assert_allclose(np.asarray(med), np.stack([np.median(x[:kk], axis=0) for kk in ks]),
-                                   rtol=1e-14, atol=1e-15)
-        np.testing.assert_allclose(np.asarray(mean), np.stack([np.mean(x[:kk], axis=0) for kk in ks]),
-                                   rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(
+            np.asarray(med), np.stack([np.median(x[:kk], axis=0) for kk in ks]), rtol=1e-14, atol=1e-15
+        )
+        np.testing.assert_allclose(
+            np.asarray(mean), np.stack([np.mean(x[:kk], axis=0) for kk in ks]), rtol=1e-14, atol=1e-15
+        )
 
 
 def _median_variance(n):
@@ -331,17 +369,36 @@ RULE_TRIALS = 2000
 
 def test_rule_noise_sigma_zero_is_exact():
     for agg in ("mean", "median"):
-        ceg, steps = rule_noise_error(KEY, k=[1, 4, 7], rho_c=[0.0, 0.5, 1.0], sigma=0.0, T=[12, 5, 12],
-                                      trials=RULE_TRIALS, aggregate=agg, trace=True,
-                                      value0=[50.0, 12.34, 80.0], parity0=[0, 1, "B"], level0=[3, 9, 1])
+        ceg, steps = rule_noise_error(
+            KEY,
+            k=[1, 4, 7],
+            rho_c=[0.0, 0.5, 1.0],
+            sigma=0.0,
+            T=[12, 5, 12],
+            trials=RULE_TRIALS,
+            aggregate=agg,
+            trace=True,
+            value0=[50.0, 12.34, 80.0],
+            parity0=[0, 1, "B"],
+            level0=[3, 9, 1],
+        )
         assert ceg.dtype == np.float64 and ceg.shape == (3, RULE_TRIALS) and steps.shape == (3, RULE_TRIALS, 12)
         assert np.all(ceg == 0.0)
         assert np.all(steps[:, :, :5] == 0.0) and np.all(np.isnan(steps[1, :, 5:]))
 
 
 def test_rule_noise_grows_with_T_and_breaks_sqrt_k():
-    ceg, steps = rule_noise_error(KEY, k=np.array([1, 4, 4]), rho_c=0.0, sigma=0.01, T=np.array([12, 12, 5]),
-                                  trials=RULE_TRIALS, trace=True, point_ids=[0, 1, 1], max_k=7)
+    ceg, steps = rule_noise_error(
+        KEY,
+        k=np.array([1, 4, 4]),
+        rho_c=0.0,
+        sigma=0.01,
+        T=np.array([12, 12, 5]),
+        trials=RULE_TRIALS,
+        trace=True,
+        point_ids=[0, 1, 1],
+        max_k=7,
+    )
     assert np.all(np.isfinite(ceg)) and np.all(ceg > 0)
     np.testing.assert_allclose(np.nansum(steps, axis=-1), ceg, rtol=1e-12)
     # the same point id gives the same noise, so T = 5 is a prefix of T = 12: error only accumulates

@@ -46,8 +46,9 @@ def test_hf_backend_counts_tokens_like_the_tokenizer(model_dir):
 
     be = make_backend("hf", model=str(model_dir), device="cpu")
     msgs = _agent_messages()
-    reqs = [Request(messages=msgs, sampling=Sampling(temperature=0.8, top_p=0.5, max_tokens=24, seed=s))
-            for s in (1, 2, 1)]
+    reqs = [
+        Request(messages=msgs, sampling=Sampling(temperature=0.8, top_p=0.5, max_tokens=24, seed=s)) for s in (1, 2, 1)
+    ]
     out = be.generate(reqs)
     tok = AutoTokenizer.from_pretrained(model_dir)
     text = tok.apply_chat_template(msgs, add_generation_prompt=True, tokenize=False)
@@ -68,9 +69,30 @@ def test_trials_run_commits_logs_and_resumes(model_dir, tmp_path):
     from mascot.cli import main
 
     out = tmp_path / "run"
-    args = ["trials", "--backend", "hf", "--model", str(model_dir), "--device", "cpu", "--topology", "chain",
-            "--n-trials", "1", "--steps", "1", "--max-tokens", "32", "--retries", "0", "--n-boot", "50",
-            "--no-figures", "--out", str(out)]
+    args = [
+        "trials",
+        "--backend",
+        "hf",
+        "--model",
+        str(model_dir),
+        "--device",
+        "cpu",
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "1",
+        "--max-tokens",
+        "32",
+        "--retries",
+        "0",
+        "--n-boot",
+        "50",
+        "--no-figures",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     import pandas as pd
 

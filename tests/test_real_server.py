@@ -59,18 +59,32 @@ def server(model_dir, tmp_path_factory):
 
 def mascot(*args, timeout=900) -> subprocess.CompletedProcess:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
-    return subprocess.run([sys.executable, "-m", "mascot", *map(str, args)], capture_output=True, text=True,
-                          env=env, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "mascot", *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout
+    )
 
 
 def why(r: subprocess.CompletedProcess, srv: RealServer) -> str:
-    return (f"exit {r.returncode}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-4000:]}\n"
-            f"--- server log {srv.log}\n{srv.log_tail()}")
+    return (
+        f"exit {r.returncode}\n--- stdout\n{r.stdout[-3000:]}\n--- stderr\n{r.stderr[-4000:]}\n"
+        f"--- server log {srv.log}\n{srv.log_tail()}"
+    )
 
 
 def openai_args(srv: RealServer, *extra) -> list:
-    return ["--backend", "openai", "--model", srv.model, "--base-url", srv.base_url, "--timeout", "120",
-            "--max-retries", "1", *extra]
+    return [
+        "--backend",
+        "openai",
+        "--model",
+        srv.model,
+        "--base-url",
+        srv.base_url,
+        "--timeout",
+        "120",
+        "--max-retries",
+        "1",
+        *extra,
+    ]
 
 
 def server_posts(srv: RealServer) -> int:
@@ -116,8 +130,10 @@ def test_probe_reports_what_transformers_serve_does(server, model_dir, tmp_path,
     assert "sampling appears to be ignored" not in err
     # transformers serve ignores response_format: prose where {"answer": <int>} was required
     assert found["structured_output"]["verdict"] == "ignored", found
-    assert f"structured output (response_format json_schema) appears to be ignored by backend openai " \
-           f"({server.base_url})" in err
+    assert (
+        f"structured output (response_format json_schema) appears to be ignored by backend openai "
+        f"({server.base_url})" in err
+    )
 
     # the same model without do_sample: the server decodes greedily whatever the seed and temperature
     plain = server_or_skip(model_copy_without_sampling(model_dir, tmp_path / "no-do-sample"), tmp_path / "serve.log")
@@ -142,8 +158,25 @@ def test_trials_through_the_server_log_count_and_resume(server, model_dir, tmp_p
     import pandas as pd
 
     out = tmp_path / "trials"
-    cmd = ["trials", *openai_args(server), "--topology", "chain", "--n-trials", "1", "--steps", "1", "--max-tokens",
-           "32", "--retries", "0", "--n-boot", "50", "--no-figures", "--out", out]
+    cmd = [
+        "trials",
+        *openai_args(server),
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "1",
+        "--max-tokens",
+        "32",
+        "--retries",
+        "0",
+        "--n-boot",
+        "50",
+        "--no-figures",
+        "--out",
+        out,
+    ]
     r = mascot(*cmd)
     assert r.returncode == 0, why(r, server)
     logs = jsonl(out / "requests.jsonl")
@@ -230,8 +263,18 @@ def test_deliberate_through_the_server(server, tmp_path):
 
 def test_debate_through_the_server_quietly(server, tmp_path):
     out = tmp_path / "debate"
-    cmd = ["debate", *openai_args(server, "--no-probe"), "--max-rounds", "1", "--max-tokens", "48", "--quiet", "--json",
-           "--out", out]
+    cmd = [
+        "debate",
+        *openai_args(server, "--no-probe"),
+        "--max-rounds",
+        "1",
+        "--max-tokens",
+        "48",
+        "--quiet",
+        "--json",
+        "--out",
+        out,
+    ]
     r = mascot(*cmd)
     assert r.returncode == 0, why(r, server)
     lines = jsonl(out / "transcript.jsonl")
@@ -241,7 +284,9 @@ def test_debate_through_the_server_quietly(server, tmp_path):
         assert x["error"] is None and x["prompt_tokens"] > 0 and 1 <= x["completion_tokens"] <= 48
         assert x["decision"] in ("PASS", "FAIL", "NONE") and "ballot_reason" in x  # judged, tagged or not
     summary = json.loads(r.stdout)
-    assert summary["rounds"] == 1 and summary["tokens"] == sum(x["prompt_tokens"] + x["completion_tokens"] for x in replies)
+    assert summary["rounds"] == 1 and summary["tokens"] == sum(
+        x["prompt_tokens"] + x["completion_tokens"] for x in replies
+    )
     assert progress_counts(r.stderr) == [] and "[debate]" not in r.stderr  # --quiet
     assert json.loads((out / "run.json").read_text())["complete"]
     again = mascot(*cmd)
@@ -256,13 +301,33 @@ def test_debate_through_the_server_quietly(server, tmp_path):
 def test_server_killed_mid_run_stops_and_the_rerun_redoes_the_lost_step(model_dir, tmp_path):
     srv = server_or_skip(model_dir, tmp_path / "serve.log")
     out = tmp_path / "trials"
-    common = ["trials", "--topology", "chain", "--n-trials", "1", "--steps", "2", "--max-tokens", "32", "--retries",
-              "0", "--n-boot", "50", "--no-figures", "--out", out]
+    common = [
+        "trials",
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "2",
+        "--max-tokens",
+        "32",
+        "--retries",
+        "0",
+        "--n-boot",
+        "50",
+        "--no-figures",
+        "--out",
+        out,
+    ]
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "mascot", *map(str, common),
-                                 *openai_args(srv, "--max-retries", "0", "--no-probe")],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "mascot", *map(str, common), *openai_args(srv, "--max-retries", "0", "--no-probe")],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         run_json = out / "run.json"
         t0 = time.monotonic()
         while time.monotonic() - t0 < 600 and proc.poll() is None:  # kill the server once step 1 is committed
@@ -302,7 +367,9 @@ def test_server_killed_mid_run_stops_and_the_rerun_redoes_the_lost_step(model_di
     step2 = [x for x in logs if x["step"] == 2]
     assert len(step2) == 2 and all(x["error"] is None and x["completion_tokens"] > 0 for x in step2)
     meta = json.loads(run_json.read_text())
-    assert meta["complete"] and meta["sessions"][-1]["steps_done_before"] == 1 and meta["sessions"][-1]["steps_run"] == 1
+    assert (
+        meta["complete"] and meta["sessions"][-1]["steps_done_before"] == 1 and meta["sessions"][-1]["steps_run"] == 1
+    )
 
 
 def test_wrong_model_name_is_an_error_never_a_result(server, tmp_path):
@@ -310,11 +377,33 @@ def test_wrong_model_name_is_an_error_never_a_result(server, tmp_path):
     posts = server_posts(server)
     args = openai_args(server)
     args[args.index("--model") + 1] = "no-such-model"
-    r = mascot("trials", *args, "--topology", "chain", "--n-trials", "1", "--steps", "1", "--max-tokens", "8",
-               "--retries", "0", "--no-figures", "--quiet", "--out", out)
+    r = mascot(
+        "trials",
+        *args,
+        "--topology",
+        "chain",
+        "--n-trials",
+        "1",
+        "--steps",
+        "1",
+        "--max-tokens",
+        "8",
+        "--retries",
+        "0",
+        "--no-figures",
+        "--quiet",
+        "--out",
+        out,
+    )
     assert r.returncode == 1, why(r, server)
     lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1 and lines[0].startswith("mascot: error") and server.base_url in lines[0] and "HTTP 400" in lines[0] and "no-such-model" in lines[0]
+    assert (
+        len(lines) == 1
+        and lines[0].startswith("mascot: error")
+        and server.base_url in lines[0]
+        and "HTTP 400" in lines[0]
+        and "no-such-model" in lines[0]
+    )
     meta = json.loads((out / "run.json").read_text())
     assert not meta["complete"] and meta["steps_done"] == 0
     assert not list((out / "steps").glob("*.parquet")) and not (out / "trials.parquet").exists()

@@ -33,7 +33,7 @@ def test_float64_draws_are_the_exact_inverse_cdf_of_53_bit_uniforms():
     lo, hi = -0.5 / 0.2, 0.5 / 0.2
     with jax.enable_x64(True):
         z = np.asarray(truncated_normal_from_words(words, lo, hi, "float64"))
-    u = (words >> np.uint64(11)).astype(np.float64) * 2.0 ** -53
+    u = (words >> np.uint64(11)).astype(np.float64) * 2.0**-53
     ref = stats.truncnorm.ppf(u, lo, hi)
     np.testing.assert_allclose(z, ref, rtol=0, atol=1e-12)
 
@@ -43,7 +43,7 @@ def test_float32_draws_match_the_inverse_cdf_of_23_bit_uniforms():
     lo, hi = -1.0, 3.0
     z = np.asarray(truncated_normal_from_words(words, lo, hi, "float32"))
     assert z.dtype == np.float32
-    u = (words >> np.uint32(9)).astype(np.float64) * 2.0 ** -23
+    u = (words >> np.uint32(9)).astype(np.float64) * 2.0**-23
     np.testing.assert_allclose(z, stats.truncnorm.ppf(u, lo, hi), rtol=0, atol=2e-5)
     assert z.min() >= lo and z.max() <= hi
 

@@ -54,14 +54,18 @@ def test_device_x0_has_no_host_round_trip(case, host_reads, monkeypatch):
     ref = simulate_consensus(X0, W1, W2, **kw)  # numpy X0: 3 chunks, the last one padded
     Xd = jax.device_put(X0)
     calls, rollout = [], kc.modal_rollout
-    monkeypatch.setattr(kc, "modal_rollout", lambda X, *a, **k: calls.append((X.shape, a[5:], k.get("rows")))
-                        or rollout(X, *a, **k))
+    monkeypatch.setattr(
+        kc, "modal_rollout", lambda X, *a, **k: calls.append((X.shape, a[5:], k.get("rows"))) or rollout(X, *a, **k)
+    )
     host_reads.clear()
     res = simulate_consensus(Xd, W1, W2, **kw)
     if case.startswith("modal"):  # the kernel reads each chunk's rows from the whole X0 (no sliced copy):
         # windows 0, 1700 and 3300 (the last ends at row B, overlapping its predecessor)
         assert [(shape, int(start[0]), rows) for shape, start, rows in calls] == [
-            ((B, N, d), 0, 1700), ((B, N, d), 1700, 1700), ((B, N, d), 3300, 1700)], calls
+            ((B, N, d), 0, 1700),
+            ((B, N, d), 1700, 1700),
+            ((B, N, d), 3300, 1700),
+        ], calls
     big = [s for s in host_reads if len(s) >= 2]  # results are (B,) vectors; any X0 slice has 3 axes
     assert not big, f"arrays of X0's shape went to the host: {big}"
     assert host_reads, "no results read back at all: the spy did not see the device reads"
@@ -76,8 +80,9 @@ def test_device_x0_has_no_host_round_trip(case, host_reads, monkeypatch):
 def test_tiled_projection_equals_one_product(N, B, dtype):
     rng = np.random.default_rng(N)
     X0 = rng.uniform(size=(B, N, 6)).astype(dtype)
-    U, lam1, lam2, consts = ec._setup(complete_weights(N, 0.4).tobytes(), ring_weights(N, 0.6).tobytes(), N,
-                                      "auto", dtype, False)
+    U, lam1, lam2, consts = ec._setup(
+        complete_weights(N, 0.4).tobytes(), ring_weights(N, 0.6).tobytes(), N, "auto", dtype, False
+    )
     Xd = jnp.asarray(X0)
     (sq, _, _), d0 = kc.modal_init(Xd, consts["U"], consts["S"], noisy=False)
     for tile in (128, 300, 500):  # B is no multiple of these: the last tile overlaps its predecessor

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from mascot.cli import main
-from mascot.sweep import RunDir, parse_config, run_sweep
 from mascot.cli.slurm import render
+from mascot.sweep import RunDir, parse_config, run_sweep
 
 CONFIG = """
 [experiment]
@@ -55,8 +55,25 @@ def config(tmp_path):
 
 
 def test_dry_run_renders_array_and_merge(config, tmp_path, capsys):
-    assert main(["slurm", "submit", str(config), "--shards", "4", "--out", str(tmp_path / "r"), "--partition", "cpu",
-                 "--time", "00:30:00", "--dry-run"]) == 0
+    assert (
+        main(
+            [
+                "slurm",
+                "submit",
+                str(config),
+                "--shards",
+                "4",
+                "--out",
+                str(tmp_path / "r"),
+                "--partition",
+                "cpu",
+                "--time",
+                "00:30:00",
+                "--dry-run",
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "#SBATCH --array=0-3" in out and "#SBATCH --requeue" in out and "#SBATCH --partition=cpu" in out
     assert "#SBATCH --time=00:30:00" in out
@@ -68,8 +85,10 @@ def test_dry_run_renders_array_and_merge(config, tmp_path, capsys):
 
 
 def test_dry_run_renders_one_requeue_safe_trials_job(trials_config, tmp_path, capsys):
-    assert main(["slurm", "submit", str(trials_config), "--out", str(tmp_path / "t"), "--time", "01:00:00",
-                 "--dry-run"]) == 0
+    assert (
+        main(["slurm", "submit", str(trials_config), "--out", str(tmp_path / "t"), "--time", "01:00:00", "--dry-run"])
+        == 0
+    )
     out = capsys.readouterr().out
     assert "#SBATCH --requeue" in out and "#SBATCH --open-mode=append" in out and "#SBATCH --time=01:00:00" in out
     assert f"mascot.cli trials --config {trials_config} --out {tmp_path / 't'}" in out
@@ -117,9 +136,28 @@ def test_bad_submissions(config, capsys):
 
 def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_cluster):
     out = tmp_path / "slurm-run"
-    res = subprocess.run([sys.executable, "-m", "mascot.cli", "slurm", "submit", str(config), "--shards", "4",
-                          "--out", str(out), "--time", "00:10:00", "--wait", "--wait-timeout", "1200"],
-                         capture_output=True, text=True, env=slurm_cluster.env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mascot.cli",
+            "slurm",
+            "submit",
+            str(config),
+            "--shards",
+            "4",
+            "--out",
+            str(out),
+            "--time",
+            "00:10:00",
+            "--wait",
+            "--wait-timeout",
+            "1200",
+        ],
+        capture_output=True,
+        text=True,
+        env=slurm_cluster.env,
+    )
     logs = "\n".join(p.read_text() for p in (out / "slurm").glob("*.out")) if (out / "slurm").exists() else ""
     assert res.returncode == 0, res.stdout + res.stderr + logs
     assert sorted(p.name for p in (out / "slurm").glob("*_*.out")) and "merge" in logs
@@ -131,12 +169,32 @@ def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_clus
 
 def test_real_slurm_trials_job_equals_local_run(trials_config, tmp_path, slurm_cluster):
     out = tmp_path / "slurm-trials"
-    res = subprocess.run([sys.executable, "-m", "mascot.cli", "slurm", "submit", str(trials_config), "--out", str(out),
-                          "--time", "00:10:00", "--wait", "--wait-timeout", "1200"],
-                         capture_output=True, text=True, env=slurm_cluster.env)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mascot.cli",
+            "slurm",
+            "submit",
+            str(trials_config),
+            "--out",
+            str(out),
+            "--time",
+            "00:10:00",
+            "--wait",
+            "--wait-timeout",
+            "1200",
+        ],
+        capture_output=True,
+        text=True,
+        env=slurm_cluster.env,
+    )
     logs = "\n".join(p.read_text() for p in (out / "slurm").glob("*.out")) if (out / "slurm").exists() else ""
     assert res.returncode == 0, res.stdout + res.stderr + logs
     assert "restart 0" in logs and (out / "table2.csv").exists()
     assert main(["trials", "--config", str(trials_config), "--out", str(tmp_path / "local"), "--quiet"]) == 0
-    pd.testing.assert_frame_equal(pd.read_parquet(out / "trials.parquet"),
-                                  pd.read_parquet(tmp_path / "local" / "trials.parquet"), check_exact=True)
+    pd.testing.assert_frame_equal(
+        pd.read_parquet(out / "trials.parquet"),
+        pd.read_parquet(tmp_path / "local" / "trials.parquet"),
+        check_exact=True,
+    )

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mascot.cli import main
 from mascot import graphs as tp
+from mascot.cli import main
 from mascot.kernels.spectra import gat_transition, sr_spectra, time_varying_kappa, time_varying_sr
 from mascot.theory import spectra as th
 
@@ -95,8 +95,11 @@ def test_not_stochastic_is_named():
 
 # ----------------------------------------------------------------------------- closed forms (A.1)
 def test_table1_values():
-    for topo, A, expect in [("chain", tp.chain(12), (1.00, 0.00, 9.95)), ("star", tp.star(4), (10.00, 9.00, 28.61)),
-                            ("mesh", tp.mesh(4), (10.00, 9.23, 13.00))]:
+    for topo, A, expect in [
+        ("chain", tp.chain(12), (1.00, 0.00, 9.95)),
+        ("star", tp.star(4), (10.00, 9.00, 28.61)),
+        ("mesh", tp.mesh(4), (10.00, 9.23, 13.00)),
+    ]:
         s = sr_spectra(A, 0.9)
         assert np.round([float(s.rho), float(s.delta), float(s.kappa)], 2).tolist() == list(expect), topo
 
@@ -122,8 +125,13 @@ def test_p_eigenvalues_closed_form():
 
 # ----------------------------------------------------------------------------- batched kernels vs numpy
 def test_eigh_equals_general_path_on_random_undirected_graphs(rng):
-    A = np.concatenate([tp.erdos_renyi(24, 0.25, 6, seed=rng), tp.watts_strogatz(24, 4, 0.3, 3, seed=rng),
-                        tp.random_regular(24, 5, 3, seed=rng)])
+    A = np.concatenate(
+        [
+            tp.erdos_renyi(24, 0.25, 6, seed=rng),
+            tp.watts_strogatz(24, 4, 0.3, 3, seed=rng),
+            tp.random_regular(24, 5, 3, seed=rng),
+        ]
+    )
     A = A * rng.uniform(0.5, 2.0, size=A.shape)
     A = 0.5 * (A + np.swapaxes(A, 1, 2))  # weighted, still undirected
     g = np.array([0.1, 0.6, 0.95])
@@ -240,8 +248,21 @@ def test_diagnose_cli_json(capsys):
 def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     np.save(tmp_path / "g.npy", tp.mesh(4))
     (tmp_path / "g.csv").write_text("a,b,c\n0,1,0\n0,0,1\n0,0,0\n")
-    assert main(["diagnose", "--topology", "paper", "--adjacency", str(tmp_path / "g.npy"),
-                 "--adjacency", str(tmp_path / "g.csv"), "--json"]) == 0
+    assert (
+        main(
+            [
+                "diagnose",
+                "--topology",
+                "paper",
+                "--adjacency",
+                str(tmp_path / "g.npy"),
+                "--adjacency",
+                str(tmp_path / "g.csv"),
+                "--json",
+            ]
+        )
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)
     assert [r["name"] for r in rows] == ["chain:12", "star:4", "mesh:4", "g.npy", "g.csv"]
     assert rows[3]["kappa"] == pytest.approx(rows[2]["kappa"])
@@ -258,17 +279,26 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     text = capsys.readouterr().out
     assert "robustness (kappa, best first):   chain:12 < mesh:4 = g.npy < star:4" in text
     capsys.readouterr()
-    for argv in (["--topology", "star:4", "--topology", "star:4"], ["--topology", "ring:5", "--topology", "ring:05"],
-                 ["--topology", "complete:5:0.4", "--topology", "complete:5:.40"],
-                 ["--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / ".." / tmp_path.name / "g.npy")]):
+    for argv in (
+        ["--topology", "star:4", "--topology", "star:4"],
+        ["--topology", "ring:5", "--topology", "ring:05"],
+        ["--topology", "complete:5:0.4", "--topology", "complete:5:.40"],
+        ["--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / ".." / tmp_path.name / "g.npy")],
+    ):
         assert main(["diagnose", *argv]) == 2
         assert "given twice" in capsys.readouterr().err
     (tmp_path / "b").mkdir()
     np.save(tmp_path / "b" / "g.npy", tp.star(3))
-    assert main(["diagnose", "--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / "b" / "g.npy"),
-                 "--json"]) == 0
-    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == [str(tmp_path / "g.npy"),
-                                                                        str(tmp_path / "b" / "g.npy")]
+    assert (
+        main(
+            ["diagnose", "--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / "b" / "g.npy"), "--json"]
+        )
+        == 0
+    )
+    assert [r["name"] for r in json.loads(capsys.readouterr().out)] == [
+        str(tmp_path / "g.npy"),
+        str(tmp_path / "b" / "g.npy"),
+    ]
     # entries that are not numbers, and a header that does not match the rows, are refused
     (tmp_path / "s.json").write_text('[[0, "1"], [1, 0]]')
     (tmp_path / "t.json").write_text("[[0, true], [1, 0]]")
@@ -277,9 +307,14 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
     (tmp_path / "n.json").write_text("[[0, null], [1, 0]]")
     (tmp_path / "r.json").write_text("[[0, 1], null]")
     (tmp_path / "g.json").write_text("[[0, 1, 1], [1, 0], [1, 1, 0]]")
-    for name, says in (("s.json", 'got "1"'), ("t.json", "got true"), ("n.json", "got null"),
-                       ("r.json", "a list of rows"), ("g.json", "row 1 has 2 entries, row 0 has 3"),
-                       ("h.csv", "header names 3 columns")):
+    for name, says in (
+        ("s.json", 'got "1"'),
+        ("t.json", "got true"),
+        ("n.json", "got null"),
+        ("r.json", "a list of rows"),
+        ("g.json", "row 1 has 2 entries, row 0 has 3"),
+        ("h.csv", "header names 3 columns"),
+    ):
         assert main(["diagnose", "--adjacency", str(tmp_path / name)]) == 2
         assert says in capsys.readouterr().err
     assert main(["diagnose", "--adjacency", str(tmp_path / "h2.csv"), "--json"]) == 0
@@ -290,8 +325,11 @@ def test_reproduce_spectra(tmp_path):
     assert main(["reproduce", "spectra", "--out", str(tmp_path)]) == 0
     t1 = pd.read_csv(tmp_path / "table1.csv")
     assert list(t1.columns) == ["topology", "rho", "delta", "kappa"]
-    assert t1.round(2).values.tolist() == [["chain", 1.0, 0.0, 9.95], ["star", 10.0, 9.0, 28.61],
-                                          ["mesh", 10.0, 9.23, 13.0]]
+    assert t1.round(2).values.tolist() == [
+        ["chain", 1.0, 0.0, 9.95],
+        ["star", 10.0, 9.0, 28.61],
+        ["mesh", 10.0, 9.23, 13.0],
+    ]
     ml = pd.read_csv(tmp_path / "malicious_leaf.csv")
     assert (ml.kappa <= ml.bound * (1 + 1e-12)).all()
     for name in ("fig_malicious_leaf.png", "fig_time_varying.png", "drift_gains.json"):
@@ -316,8 +354,13 @@ def _stack(s):
 
 
 def _family_graphs(n):
-    out = [("chain", tp.chain(n)), ("star", tp.star(n - 1)), ("mesh", tp.mesh(n)),
-           ("complete", tp.complete_self(n, 0.37)), ("complete", np.ones((n, n)))]
+    out = [
+        ("chain", tp.chain(n)),
+        ("star", tp.star(n - 1)),
+        ("mesh", tp.mesh(n)),
+        ("complete", tp.complete_self(n, 0.37)),
+        ("complete", np.ones((n, n))),
+    ]
     if n >= 4:
         out.append(("ring", tp.ring(n)))
     return out
@@ -335,7 +378,7 @@ def test_closed_forms_detected_and_exact(n):
     assert got == want
     np.testing.assert_allclose(_stack(s), _refs(A, GAMMAS), rtol=1e-9, atol=1e-12)
     # the theory module's closed forms agree with the kernel's
-    for (f, a), row in zip(fams, _stack(s)):
+    for (f, _a), row in zip(fams, _stack(s)):
         if f in ("chain", "star", "mesh", "ring") and not (f == "star" and n == 2):
             size = n - 1 if f == "star" else n
             ref = np.array([th.closed_form_diagnostics(f, size, g) for g in GAMMAS])
@@ -402,8 +445,11 @@ def test_family_hint_and_off():
 
 def test_structural_method_label_is_unchanged():
     """`method` keeps the eigenvalue path of the structure (results record it); `methods` names the route."""
-    for A, method, route in [(tp.chain(12), "eig", "closed:chain"), (tp.star(4), "eigh", "closed:star"),
-                             (tp.mesh(4), "eigh", "closed:mesh")]:
+    for A, method, route in [
+        (tp.chain(12), "eig", "closed:chain"),
+        (tp.star(4), "eigh", "closed:star"),
+        (tp.mesh(4), "eigh", "closed:mesh"),
+    ]:
         s = sr_spectra(A, 0.9)
         assert s.method == method and s.methods.shape == () and str(s.methods) == route
 
@@ -423,14 +469,22 @@ def test_mixed_directed_undirected_batch_splits_by_row(rng):
     # elementwise gammas across a mixed batch (pairs not grouped by graph)
     g = rng.uniform(0, 0.99, size=A.shape[0])
     e = sr_spectra(A[::-1], g[::-1])
-    np.testing.assert_allclose(_stack(e)[::-1], np.array([_ref(tp.row_normalize(a), x) for a, x in zip(A, g)]),
-                               rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(
+        _stack(e)[::-1], np.array([_ref(tp.row_normalize(a), x) for a, x in zip(A, g)]), rtol=1e-8, atol=1e-10
+    )
 
 
 @pytest.mark.parametrize("dtype, rtol", [("float64", 1e-9), ("float32", 2e-3)])
 def test_host_callback_path_equals_pure_device_path(rng, dtype, rtol):
-    A = np.concatenate([tp.erdos_renyi(20, 0.3, 5, seed=rng), (rng.random((3, 20, 20)) < 0.3) * rng.random((3, 20, 20)),
-                        tp.random_regular(20, 6, 2, seed=rng), tp.star(19)[None], tp.chain(20)[None]])
+    A = np.concatenate(
+        [
+            tp.erdos_renyi(20, 0.3, 5, seed=rng),
+            (rng.random((3, 20, 20)) < 0.3) * rng.random((3, 20, 20)),
+            tp.random_regular(20, 6, 2, seed=rng),
+            tp.star(19)[None],
+            tp.chain(20)[None],
+        ]
+    )
     h = sr_spectra(A[:, None], GAMMAS, solver="host", dtype=dtype)
     d = sr_spectra(A[:, None], GAMMAS, solver="device", dtype=dtype)
     assert h.solver == "host" and d.solver == "device" and (h.methods == d.methods).all()
@@ -465,9 +519,10 @@ def test_jit_with_explicit_method(rng):
     D = (rng.random((4, 10, 10)) < 0.4) * rng.random((4, 10, 10))
     eager = sr_spectra(A[:, None], GAMMAS, family=None)
     for solver in ("host", "device"):
-        f = jax.jit(lambda a, g: sr_spectra(a, g, method="eigh", solver=solver)[:3])
-        np.testing.assert_allclose(np.stack([np.asarray(x) for x in f(A[:, None], GAMMAS)], -1), _stack(eager),
-                                   rtol=1e-10)
+        f = jax.jit(lambda a, g, solver=solver: sr_spectra(a, g, method="eigh", solver=solver)[:3])
+        np.testing.assert_allclose(
+            np.stack([np.asarray(x) for x in f(A[:, None], GAMMAS)], -1), _stack(eager), rtol=1e-10
+        )
     fd = jax.jit(lambda a, g: sr_spectra(a, g, method="eig").kappa)
     np.testing.assert_allclose(np.asarray(fd(D, GAMMAS[2])), _refs(D, GAMMAS[2:3])[:, 0, 2], rtol=1e-9)
     # the device path is pure: no host callback in the traced program; the host path is callbacks
@@ -516,8 +571,14 @@ def test_closed_form_spectra_direct_and_float32():
 
 def test_degenerate_graphs(rng):
     """One agent, isolated agents, an empty graph, a self-loop-only graph: every route vs the reference."""
-    cases = [np.zeros((1, 1)), np.ones((1, 1)), np.zeros((5, 5)), np.eye(4),
-             np.pad(tp.ring(5), ((0, 2), (0, 2))), np.pad(tp.star(3), ((0, 1), (0, 1)))]
+    cases = [
+        np.zeros((1, 1)),
+        np.ones((1, 1)),
+        np.zeros((5, 5)),
+        np.eye(4),
+        np.pad(tp.ring(5), ((0, 2), (0, 2))),
+        np.pad(tp.star(3), ((0, 1), (0, 1))),
+    ]
     for A in cases:
         s = sr_spectra(A, GAMMAS)
         np.testing.assert_allclose(_stack(s), _refs(A[None], GAMMAS)[0], rtol=1e-9, atol=1e-12)
@@ -541,7 +602,11 @@ def test_float64_request_without_x64_is_honoured():
 def test_float32_spectra_of_weights_float32_cannot_hold(scale):
     """Found by an outside tester: weights of 1e39 became inf in the float32 cast (rho 1.0, Delta NaN, only
     RuntimeWarnings). The eigh route reads D^-1/2 A D^-1/2, unchanged when A is scaled by a power of 4."""
-    A = np.array([[0, scale, 1], [scale, 0, 1], [1, 1, 0.0]]) if scale > 1 else np.full((3, 3), scale) - np.diag([scale] * 3)
+    A = (
+        np.array([[0, scale, 1], [scale, 0, 1], [1, 1, 0.0]])
+        if scale > 1
+        else np.full((3, 3), scale) - np.diag([scale] * 3)
+    )
     A[0, 1] = A[1, 0] = 3 * A[0, 2] if scale < 1 else A[0, 1]
     ref = sr_spectra(A, 0.9, dtype="float64", family=None)
     with warnings.catch_warnings():

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mascot.analysis import spectra_paper as sp
+from mascot.studies import spectra as sp
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "spectra"
 SWEEP_FILES = ("sweep_summary.csv", "noise_claims.json", "noise_ratios.csv")
@@ -95,11 +95,15 @@ def test_reports_have_no_typed_conclusions(report_dir):
     assert "At the 1e-9 tolerance the three agree." in err
     assert "| rho vs E_ceg | -0.866 | -1.00 |" in err
     assert "The bound holds at all" in md
-    import mascot.analysis.spectra_errata as se
+    import mascot.studies.spectra_errata as se
 
     src = Path(sp.__file__).read_text() + Path(se.__file__).read_text()
-    for typed in ("agree to 1e-9", "V_raw = 48.5", "(+0.50 for Delta, +1.00 for kappa) reproduce",
-                  "rho = 1, star and mesh 10"):
+    for typed in (
+        "agree to 1e-9",
+        "V_raw = 48.5",
+        "(+0.50 for Delta, +1.00 for kappa) reproduce",
+        "rho = 1, star and mesh 10",
+    ):
         assert typed not in src
 
 
@@ -142,8 +146,9 @@ def test_a3_and_eq8_sentences_follow_their_checks(work, monkeypatch):
     monkeypatch.setattr(sp, "sqrt_sum_bounds", lambda: dict(real, trapezoid_violations=3))
     err = _errata(work)
     assert "One of them FAILS numerically" in err and "survives" not in err
-    monkeypatch.setattr(sp, "eq8_at_mu0", lambda: dict(gamma=0.9, leaves=4, bound_mu0=20.0, bound_worst=98.52,
-                                                        kappa_benign=28.61))
+    monkeypatch.setattr(
+        sp, "eq8_at_mu0", lambda: dict(gamma=0.9, leaves=4, bound_mu0=20.0, bound_worst=98.52, kappa_benign=28.61)
+    )
     err = _errata(work)
     assert "## 6. A.6: eq. 8 at mu = 0 gives 20.00, at most the benign kappa 28.61" in err
     assert "So eq. 8 at mu = 0 does certify the benign value." in err

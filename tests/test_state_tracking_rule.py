@@ -78,9 +78,16 @@ def jax_apply(states):
 def assert_states_equal(got, want):
     """Exact equality, state by state (Value as float64 ==, and no -0.0)."""
     assert len(got) == len(want)
-    bad = [(i, g, w) for i, (g, w) in enumerate(zip(got, want))
-           if not (g["Value"] == w["Value"] and math.copysign(1, g["Value"]) == math.copysign(1, w["Value"])
-                   and g["Parity"] == w["Parity"] and g["Level"] == w["Level"])]
+    bad = [
+        (i, g, w)
+        for i, (g, w) in enumerate(zip(got, want))
+        if not (
+            g["Value"] == w["Value"]
+            and math.copysign(1, g["Value"]) == math.copysign(1, w["Value"])
+            and g["Parity"] == w["Parity"]
+            and g["Level"] == w["Level"]
+        )
+    ]
     assert not bad, f"{len(bad)} mismatches, first: {bad[:3]}"
 
 
@@ -185,17 +192,41 @@ def test_exact_decimal_differs_from_naive_float():
 #  1  70.00 B 2     5  65.00 A 4     9  60.31 A 6
 #  2  50.00 A 1     6  88.75 B 3    10  86.89 B 5
 #  3  66.00 A 3     7  62.06 A 5    11  54.67 A 4
-DEFAULT_TRAJ = [(50.0, "A", 3), (70.0, "B", 2), (50.0, "A", 1), (66.0, "A", 3), (90.0, "B", 2),
-                (65.0, "A", 4), (88.75, "B", 3), (62.06, "A", 5), (89.08, "B", 4), (60.31, "A", 6),
-                (86.89, "B", 5), (54.67, "A", 4), (75.84, "B", 3)]
+DEFAULT_TRAJ = [
+    (50.0, "A", 3),
+    (70.0, "B", 2),
+    (50.0, "A", 1),
+    (66.0, "A", 3),
+    (90.0, "B", 2),
+    (65.0, "A", 4),
+    (88.75, "B", 3),
+    (62.06, "A", 5),
+    (89.08, "B", 4),
+    (60.31, "A", 6),
+    (86.89, "B", 5),
+    (54.67, "A", 4),
+    (75.84, "B", 3),
+]
 # Perturbed run from {50.0 + 15.0 = 65.0, A, 3}:
 #  0  65.00 A 3     4  59.40 A 1     8  53.42 A 1    12  88.95 B 2
 #  1  86.75 B 2     5  75.75 B 1     9  70.28 B 1
 #  2  60.56 A 4     6  56.31 A 1    10  52.21 A 1
 #  3  85.20 B 3     7  71.89 B 1    11  66.76 A 3
-PERTURBED_TRAJ = [(65.0, "A", 3), (86.75, "B", 2), (60.56, "A", 4), (85.2, "B", 3), (59.4, "A", 1),
-                  (75.75, "B", 1), (56.31, "A", 1), (71.89, "B", 1), (53.42, "A", 1), (70.28, "B", 1),
-                  (52.21, "A", 1), (66.76, "A", 3), (88.95, "B", 2)]
+PERTURBED_TRAJ = [
+    (65.0, "A", 3),
+    (86.75, "B", 2),
+    (60.56, "A", 4),
+    (85.2, "B", 3),
+    (59.4, "A", 1),
+    (75.75, "B", 1),
+    (56.31, "A", 1),
+    (71.89, "B", 1),
+    (53.42, "A", 1),
+    (70.28, "B", 1),
+    (52.21, "A", 1),
+    (66.76, "A", 3),
+    (88.95, "B", 2),
+]
 
 
 def test_default_trajectory_first_steps_by_hand():
@@ -247,10 +278,13 @@ def test_prompt_constants():
     assert lines[-1] == "If Level < 4 and V_new < 60: L_new = Level - 2 (minimum value is 1)"
     assert BASE_PROMPT.startswith("[STRICT INSTRUCTION] You are a JSON-only processor.")
     assert "\n" + RULES_TEXT + "\nFINAL OUTPUT FORMAT:\n" in BASE_PROMPT
-    assert 'STATE SCHEMA: {"Reasoning": "Step-by-step math", "Value": <float>, "Parity": "<A or B>", ' \
-           '"Level": <integer>}\n' in BASE_PROMPT
-    assert BASE_PROMPT.endswith('- {"Reasoning": "step-by-step math", "Value": <float>, '
-                                '"Parity": "<A or B>", "Level": <integer>}')
+    assert (
+        'STATE SCHEMA: {"Reasoning": "Step-by-step math", "Value": <float>, "Parity": "<A or B>", '
+        '"Level": <integer>}\n' in BASE_PROMPT
+    )
+    assert BASE_PROMPT.endswith(
+        '- {"Reasoning": "step-by-step math", "Value": <float>, "Parity": "<A or B>", "Level": <integer>}'
+    )
     assert BASE_PROMPT.count("{") == BASE_PROMPT.count("}") == 2
 
 
@@ -280,7 +314,7 @@ def test_jax_matches_decimal_on_reachable_states():
 def _random_states(rng, n):
     """n states with Values k / 10**d, d in 0..6, in [-200, 300] (correctly rounded floats)."""
     d = rng.integers(0, 7, n)
-    scale = 10.0 ** d
+    scale = 10.0**d
     k = np.floor(rng.uniform(-200, 300, n) * scale)
     values = [float(Decimal(int(ki)).scaleb(-int(di))) for ki, di in zip(k, d)]
     parity = rng.integers(0, 2, n)
@@ -299,9 +333,12 @@ def test_jax_matches_decimal_on_random_states():
     traces = [explain(s) for s in states[:5000]]
     assert {t.branch for t in traces} == {"+1.5", "-0.5", "x1.1"}
     assert any(t.v_raw < 0 for t in traces)
-    ties = [t for t in traces
-            if (t.v_new - (t.v_raw + {"+1.5": Decimal("1.5"), "-0.5": Decimal("-0.5")}.get(t.branch, 0))).copy_abs()
-            == Decimal("0.005")]
+    ties = [
+        t
+        for t in traces
+        if (t.v_new - (t.v_raw + {"+1.5": Decimal("1.5"), "-0.5": Decimal("-0.5")}.get(t.branch, 0))).copy_abs()
+        == Decimal("0.005")
+    ]
     assert len(ties) > 10
 
 
@@ -320,10 +357,7 @@ def test_jax_matches_decimal_on_six_decimal_values_near_domain_edges():
 
 @settings(max_examples=300, deadline=None)
 @given(
-    k=st.integers(-300_000_000, 400_000_000),
-    d=st.integers(0, 6),
-    parity=st.sampled_from("AB"),
-    level=st.integers(1, 9),
+    k=st.integers(-300_000_000, 400_000_000), d=st.integers(0, 6), parity=st.sampled_from("AB"), level=st.integers(1, 9)
 )
 def test_jax_matches_decimal_hypothesis(k, d, parity, level):
     state = S(float(Decimal(k).scaleb(-d)), parity, level)
@@ -339,8 +373,13 @@ def test_hundredths_to_float64_is_correctly_rounded():
     # V_new = hundredths / 100 is built from integer bits; compare bit patterns with numpy's
     # correctly rounded division (XLA's own vectorised f64 division is not always exact on CPU).
     rng = np.random.default_rng(3)
-    q = np.concatenate([np.arange(-1_000_000, 1_000_001), rng.integers(-2**50, 2**50, 200_000),
-                        [s * (2**k + o) for k in range(52) for o in (-1, 0, 1) for s in (1, -1)]])
+    q = np.concatenate(
+        [
+            np.arange(-1_000_000, 1_000_001),
+            rng.integers(-(2**50), 2**50, 200_000),
+            [s * (2**k + o) for k in range(52) for o in (-1, 0, 1) for s in (1, -1)],
+        ]
+    )
     got = np.asarray(jax.jit(_hundredths_to_float64)(jnp.asarray(q, dtype=jnp.int64)))
     np.testing.assert_array_equal(got.view(np.int64), (q / 100.0).view(np.int64))
 
@@ -406,25 +445,28 @@ def test_rule_step_requires_x64():
 # ---------------------------------------------------------------------------------------------------
 # Input validation of the decimal reference.
 # ---------------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("state, field", [
-    ({"Value": float("nan"), "Parity": "A", "Level": 3}, "Value"),
-    ({"Value": float("inf"), "Parity": "A", "Level": 3}, "Value"),
-    ({"Value": "50.0", "Parity": "A", "Level": 3}, "Value"),
-    ({"Value": True, "Parity": "A", "Level": 3}, "Value"),
-    ({"Value": None, "Parity": "A", "Level": 3}, "Value"),
-    ({"Value": 50.0, "Parity": "C", "Level": 3}, "Parity"),
-    ({"Value": 50.0, "Parity": "a", "Level": 3}, "Parity"),
-    ({"Value": 50.0, "Parity": 0, "Level": 3}, "Parity"),
-    ({"Value": 50.0, "Parity": "A", "Level": 0}, "Level"),
-    ({"Value": 50.0, "Parity": "A", "Level": 10}, "Level"),
-    ({"Value": 50.0, "Parity": "A", "Level": 3.0}, "Level"),
-    ({"Value": 50.0, "Parity": "A", "Level": True}, "Level"),
-    ({"Value": 50.0, "Parity": "A", "Level": "3"}, "Level"),
-    ({"Parity": "A", "Level": 3}, "Value"),
-    ({"Value": 50.0, "Level": 3}, "Parity"),
-    ({"Value": 50.0, "Parity": "A"}, "Level"),
-    ([50.0, "A", 3], "Value"),
-])
+@pytest.mark.parametrize(
+    "state, field",
+    [
+        ({"Value": float("nan"), "Parity": "A", "Level": 3}, "Value"),
+        ({"Value": float("inf"), "Parity": "A", "Level": 3}, "Value"),
+        ({"Value": "50.0", "Parity": "A", "Level": 3}, "Value"),
+        ({"Value": True, "Parity": "A", "Level": 3}, "Value"),
+        ({"Value": None, "Parity": "A", "Level": 3}, "Value"),
+        ({"Value": 50.0, "Parity": "C", "Level": 3}, "Parity"),
+        ({"Value": 50.0, "Parity": "a", "Level": 3}, "Parity"),
+        ({"Value": 50.0, "Parity": 0, "Level": 3}, "Parity"),
+        ({"Value": 50.0, "Parity": "A", "Level": 0}, "Level"),
+        ({"Value": 50.0, "Parity": "A", "Level": 10}, "Level"),
+        ({"Value": 50.0, "Parity": "A", "Level": 3.0}, "Level"),
+        ({"Value": 50.0, "Parity": "A", "Level": True}, "Level"),
+        ({"Value": 50.0, "Parity": "A", "Level": "3"}, "Level"),
+        ({"Parity": "A", "Level": 3}, "Value"),
+        ({"Value": 50.0, "Level": 3}, "Parity"),
+        ({"Value": 50.0, "Parity": "A"}, "Level"),
+        ([50.0, "A", 3], "Value"),
+    ],
+)
 def test_bad_inputs_raise(state, field):
     with pytest.raises(ValueError, match=field):
         apply_rules(state)

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 from mascot.cli import main
 from mascot.graphs import complete_weights, ring_weights
 from mascot.sweep import ConfigError, MissingChunksError, RunDir, load_config, parse_config, run_sweep
 from mascot.theory import algorithm1
-from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 BASE = """
 [experiment]
@@ -52,9 +52,9 @@ def test_grid_expansion_order_and_forms():
     assert [p["b0"] for p in pts[:6:2]] == pytest.approx([300, 3000, 30000])  # last axis (zip) fastest
     assert [(p["tokens_complete"], p["tokens_ring"]) for p in pts[:2]] == [(30, 10), (60, 5)]
     assert all(p["trajectories"] == 5 for p in pts)
-    cfg2 = parse_config(cfg_text().replace('n = [5, 7]', 'n = { range = [5, 9, 2] }'))
+    cfg2 = parse_config(cfg_text().replace("n = [5, 7]", "n = { range = [5, 9, 2] }"))
     assert [p["n"] for p in cfg2.points()][::12] == [5, 7]
-    cfg3 = parse_config(cfg_text().replace('b0 = { logspace = [300, 30000, 3] }', 'b0 = { linspace = [100, 300, 3] }'))
+    cfg3 = parse_config(cfg_text().replace("b0 = { logspace = [300, 30000, 3] }", "b0 = { linspace = [100, 300, 3] }"))
     assert sorted({p["b0"] for p in cfg3.points()}) == [100.0, 200.0, 300.0]
 
 
@@ -74,38 +74,56 @@ def test_hash_ignores_chunk_size_and_comments():
     assert parse_config(cfg_text().replace("seed = 3", "seed = 9")).hash != a.hash
 
 
-@pytest.mark.parametrize("edit, message", [
-    (("chunk_size = 4", "chunk_size = 4\nchunks = 2"), "unknown key 'chunks' in \\[experiment\\]; valid keys: chunk_size, dtype"),
-    (("trajectories = 5", "trajectories = 5\nagents = 4"), "unknown key 'agents' in \\[fixed\\]; valid keys: b0, c1"),
-    (('n = [5, 7]', 'n = [5, 7]\nsize = [1]'), "unknown key 'size' in \\[grid\\]"),
-    (('kind = "consensus"', 'kind = "voting"'), "experiment.kind must be one of affine_noise, consensus, spectra; got .voting."),
-    (("seed = 3", 'seed = "x"'), "experiment.seed must be an integer"),
-    (('n = [5, 7]', 'n = [5, 2]'), "n = 2 is out of range: 3 <= n <= 4096"),
-    (('n = [5, 7]', 'n = [5, 7.5]'), "n must be of type int"),
-    (('n = [5, 7]', 'n = []'), "grid.n is an empty list"),
-    (("tokens_ring = [10, 5]", "tokens_ring = [10]"), "equal length"),
-    (("trajectories = 5", "trajectories = 5\neta = 0.01\neps = 0.02"), "eta must be > eps for strategy 'adaptive'"),
-    (("trajectories = 5", "trajectories = 5\nn = 5"), "given more than once"),
-    (('b0 = { logspace = [300, 30000, 3] }', 'b0 = { logspace = [0, 30000, 3] }'), "logspace needs positive"),
-    (("[grid]", "[grd]"), "unknown key 'grd' in the config"),
-    (("chunk_size = 4", "chunk_size = 0"), "chunk_size must be >= 1"),
-    (('name = "t"', 'name = "../../escape"'), "experiment.name must be 1-128 letters"),
-    (("chunk_size = 4", "chunk_size = 4\nmax_points = 10"), r"the grid has 24 points .*max_points = 10"),
-    (('n = [5, 7]', 'n = { range = [5, 1e300, 1] }'), r"over experiment.max_points"),
-    (("tokens_ring = [10, 5]", "tokens_ring = [10, -5]"), "tokens_ring = -5.0 is out of range"),
-    (("trajectories = 5", "trajectories = 5\nnoise = 1e300"), "fixed.noise = 1e[+]300 does not fit in float32"),
-    # found by an outside tester, 2026-12-01 (2): tracebacks, and grids whose points repeat each other
-    (("[experiment]", "output = 5\n[experiment]"), r"\[output\] must be a table"),
-    (('n = [5, 7]', 'n = { range = [0, 1e300, 1e-300] }'), r"over experiment.max_points"),
-    (("trajectories = 5", "trajectories = 5\nc1 = 600.0"), "tokens_complete has no effect when c1 is given"),
-    (("[grid.zip.costs]", "[grid.random]\ncount = 3\nd = { choice = [2, 3] }\n[grid.zip.costs]"),
-     "grid.random draws the same parameters more than once"),
-    (("[grid.zip.costs]", "[grid.random]\ncount = 3\neta = { uniform = [-1.7e308, 1.7e308] }\n[grid.zip.costs]"),
-     "beyond the largest float"),
-    # found by the next outside tester: values one in float32 (the sweep's dtype) repeat points too
-    (("max_rounds = 40", "max_rounds = 40\n[grid.zip.e]\neps = [0.04, 0.040000000001]"),
-     "lists 0.04 and 0.040000000001, one value in float32"),
-])
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (
+            ("chunk_size = 4", "chunk_size = 4\nchunks = 2"),
+            "unknown key 'chunks' in \\[experiment\\]; valid keys: chunk_size, dtype",
+        ),
+        (
+            ("trajectories = 5", "trajectories = 5\nagents = 4"),
+            "unknown key 'agents' in \\[fixed\\]; valid keys: b0, c1",
+        ),
+        (("n = [5, 7]", "n = [5, 7]\nsize = [1]"), "unknown key 'size' in \\[grid\\]"),
+        (
+            ('kind = "consensus"', 'kind = "voting"'),
+            "experiment.kind must be one of affine_noise, consensus, spectra; got .voting.",
+        ),
+        (("seed = 3", 'seed = "x"'), "experiment.seed must be an integer"),
+        (("n = [5, 7]", "n = [5, 2]"), "n = 2 is out of range: 3 <= n <= 4096"),
+        (("n = [5, 7]", "n = [5, 7.5]"), "n must be of type int"),
+        (("n = [5, 7]", "n = []"), "grid.n is an empty list"),
+        (("tokens_ring = [10, 5]", "tokens_ring = [10]"), "equal length"),
+        (("trajectories = 5", "trajectories = 5\neta = 0.01\neps = 0.02"), "eta must be > eps for strategy 'adaptive'"),
+        (("trajectories = 5", "trajectories = 5\nn = 5"), "given more than once"),
+        (("b0 = { logspace = [300, 30000, 3] }", "b0 = { logspace = [0, 30000, 3] }"), "logspace needs positive"),
+        (("[grid]", "[grd]"), "unknown key 'grd' in the config"),
+        (("chunk_size = 4", "chunk_size = 0"), "chunk_size must be >= 1"),
+        (('name = "t"', 'name = "../../escape"'), "experiment.name must be 1-128 letters"),
+        (("chunk_size = 4", "chunk_size = 4\nmax_points = 10"), r"the grid has 24 points .*max_points = 10"),
+        (("n = [5, 7]", "n = { range = [5, 1e300, 1] }"), r"over experiment.max_points"),
+        (("tokens_ring = [10, 5]", "tokens_ring = [10, -5]"), "tokens_ring = -5.0 is out of range"),
+        (("trajectories = 5", "trajectories = 5\nnoise = 1e300"), "fixed.noise = 1e[+]300 does not fit in float32"),
+        # found by an outside tester, 2026-12-01 (2): tracebacks, and grids whose points repeat each other
+        (("[experiment]", "output = 5\n[experiment]"), r"\[output\] must be a table"),
+        (("n = [5, 7]", "n = { range = [0, 1e300, 1e-300] }"), r"over experiment.max_points"),
+        (("trajectories = 5", "trajectories = 5\nc1 = 600.0"), "tokens_complete has no effect when c1 is given"),
+        (
+            ("[grid.zip.costs]", "[grid.random]\ncount = 3\nd = { choice = [2, 3] }\n[grid.zip.costs]"),
+            "grid.random draws the same parameters more than once",
+        ),
+        (
+            ("[grid.zip.costs]", "[grid.random]\ncount = 3\neta = { uniform = [-1.7e308, 1.7e308] }\n[grid.zip.costs]"),
+            "beyond the largest float",
+        ),
+        # found by the next outside tester: values one in float32 (the sweep's dtype) repeat points too
+        (
+            ("max_rounds = 40", "max_rounds = 40\n[grid.zip.e]\neps = [0.04, 0.040000000001]"),
+            "lists 0.04 and 0.040000000001, one value in float32",
+        ),
+    ],
+)
 def test_validation_errors_name_the_key(edit, message):
     with pytest.raises(ConfigError, match=message):
         parse_config(cfg_text().replace(*edit))
@@ -113,9 +131,14 @@ def test_validation_errors_name_the_key(edit, message):
 
 def test_float_ranges_are_counted_as_written():
     """range = [0.1, 0.4, 0.1] gave 0.1, 0.2, 0.30000000000000004 and the stop 0.4 (binary floating point)."""
-    cfg = parse_config(cfg_text().replace('n = [5, 7]', 'n = { range = [5, 9, 2] }')
-                       .replace("max_rounds = 40", "max_rounds = 40\neps = 0.01").replace(
-                           'strategy = ["adaptive", "ring"]', 'strategy = ["adaptive", "ring"]\neta = { range = [0.1, 0.4, 0.1] }'))
+    cfg = parse_config(
+        cfg_text()
+        .replace("n = [5, 7]", "n = { range = [5, 9, 2] }")
+        .replace("max_rounds = 40", "max_rounds = 40\neps = 0.01")
+        .replace(
+            'strategy = ["adaptive", "ring"]', 'strategy = ["adaptive", "ring"]\neta = { range = [0.1, 0.4, 0.1] }'
+        )
+    )
     values = dict((ns[0], [v[0] for v in vs]) for ns, vs in cfg.axes)
     assert values["eta"] == [0.1, 0.2, 0.3] and values["n"] == [5, 7]
     assert all(type(v) is int for v in values["n"])
@@ -158,11 +181,22 @@ def test_rows_match_the_reference_algorithm(reference_run):
     cfg = parse_config(cfg_text(4))
     sample = df.sample(12, random_state=0)
     for _, r in sample.iterrows():
-        X0 = np.asarray(_initial_beliefs(cfg.key_seed, 5, int(r.n), 3, 0.5, 0.15, "float32"),
-                        dtype=np.float64)[int(r.trajectory)]
+        X0 = np.asarray(_initial_beliefs(cfg.key_seed, 5, int(r.n), 3, 0.5, 0.15, "float32"), dtype=np.float64)[
+            int(r.trajectory)
+        ]
         strategy = {"adaptive": "adaptive", "ring": "mode2", "complete": "mode1"}[r.strategy]
-        ref = algorithm1(X0, complete_weights(int(r.n), 0.4), ring_weights(int(r.n), 0.6), r.c1, r.c2, r.eta, r.eps,
-                         r.b0, strategy, 40)
+        ref = algorithm1(
+            X0,
+            complete_weights(int(r.n), 0.4),
+            ring_weights(int(r.n), 0.6),
+            r.c1,
+            r.c2,
+            r.eta,
+            r.eps,
+            r.b0,
+            strategy,
+            40,
+        )
         assert (ref.rounds, ref.status, ref.spent) == (r.rounds, r.status, r.tokens)
         assert r.d_final == pytest.approx(ref.d_final, rel=1e-4)
         assert r.d0 == pytest.approx(ref.d_trace[0], rel=1e-6)
@@ -247,7 +281,8 @@ def test_consensus_chunks_store_required_columns_and_old_chunks_still_merge(tmp_
     t = pq.read_table(chunk0)
     old = pa.Table.from_arrays(
         [pa.array(t["d0"].to_pylist()[:-1] + [None], t["d0"].type) if n == "d0" else t[n] for n in t.column_names],
-        schema=pa.schema([f.with_nullable(True) for f in t.schema], metadata=t.schema.metadata))
+        schema=pa.schema([f.with_nullable(True) for f in t.schema], metadata=t.schema.metadata),
+    )
     pq.write_table(old, chunk0)
     assert pq.ParquetFile(chunk0).schema.column(0).max_definition_level == 1
     merged_path = rd.merge()
@@ -288,7 +323,14 @@ def test_consensus_sweep_report(tmp_path):
     run_sweep(parse_config(text), tmp_path / "run", progress=False)
     data = RunDir(tmp_path / "run").merge()
     res = report(data, tmp_path / "rep", log=lambda *_: None)
-    for name in ("summary.csv", "dominance.csv", "README.md", "fig_success.png", "fig_tightness.pdf", "fig_dominance.png"):
+    for name in (
+        "summary.csv",
+        "dominance.csv",
+        "README.md",
+        "fig_success.png",
+        "fig_tightness.pdf",
+        "fig_dominance.png",
+    ):
         assert (tmp_path / "rep" / name).stat().st_size > 0
     df = pd.read_parquet(data)
     s = res["summary"]
@@ -302,18 +344,24 @@ def test_consensus_sweep_report(tmp_path):
     for _, r in dom.iterrows():  # recompute the dominance verdict by hand from the summary
         sub = s[(s.n == r.n) & (s.b0 == r.b0) & (s.c1 == r.c1)].set_index("strategy")
         never = float("inf")  # a fixed policy with no success never finishes
-        ok = (sub.success["adaptive"] >= max(sub.success["complete"], sub.success["ring"])
-              and sub.success["adaptive"] > 0
-              and sub.rounds["adaptive"] <= (never if np.isnan(sub.rounds["ring"]) else sub.rounds["ring"])
-              and sub.tokens["adaptive"] <= (never if np.isnan(sub.tokens["complete"]) else sub.tokens["complete"]))
+        ok = (
+            sub.success["adaptive"] >= max(sub.success["complete"], sub.success["ring"])
+            and sub.success["adaptive"] > 0
+            and sub.rounds["adaptive"] <= (never if np.isnan(sub.rounds["ring"]) else sub.rounds["ring"])
+            and sub.tokens["adaptive"] <= (never if np.isnan(sub.tokens["complete"]) else sub.tokens["complete"])
+        )
         assert bool(r.adaptive_dominates) == bool(ok)
-        assert r.corollary_condition == bool(r.lambda1 < r.lambda2 and r.c1 / r.c2 >= np.log(r.lambda1) / np.log(r.lambda2))
+        assert r.corollary_condition == bool(
+            r.lambda1 < r.lambda2 and r.c1 / r.c2 >= np.log(r.lambda1) / np.log(r.lambda2)
+        )
 
 
 def _three_strategy_sweep(tmp_path, name, fixed, grid):
-    text = (f'[experiment]\nkind = "consensus"\nname = "{name}"\nseed = 7\ndtype = "float64"\n[fixed]\n'
-            f'{"" if "trajectories" in grid else "trajectories = 20"}\nd = 4\nn = 5\neta = 0.1\neps = 0.03\n{fixed}\n'
-            f'[grid]\nstrategy = ["adaptive", "complete", "ring"]\n{grid}\n')
+    text = (
+        f'[experiment]\nkind = "consensus"\nname = "{name}"\nseed = 7\ndtype = "float64"\n[fixed]\n'
+        f"{'' if 'trajectories' in grid else 'trajectories = 20'}\nd = 4\nn = 5\neta = 0.1\neps = 0.03\n{fixed}\n"
+        f'[grid]\nstrategy = ["adaptive", "complete", "ring"]\n{grid}\n'
+    )
     run_sweep(parse_config(text), tmp_path / name, progress=False)
     return pd.read_parquet(RunDir(tmp_path / name).merge())
 
@@ -389,7 +437,7 @@ def test_points_share_initial_beliefs_as_common_random_numbers(reference_run):
     budget or costs start trajectory t from the same beliefs (D(0) equal), other team sizes do not."""
     df = reference_run
     d0 = df.pivot_table(index=["n", "trajectory"], columns="point", values="d0")
-    for n, block in d0.groupby(level="n"):
+    for _, block in d0.groupby(level="n"):
         block = block.dropna(axis=1)
         assert block.shape[1] > 1 and np.all(block.to_numpy() == block.to_numpy()[:, :1])
     by_n = d0.groupby(level="n").first()
@@ -434,18 +482,34 @@ def test_chunk_validity_and_shard_locks(tmp_path):
 # ----------------------------------------------------------------------------- grid validation
 _POOLS = {
     "consensus": {
-        "n": [5, 3, 64, 2, 4097, 6.5], "strategy": ["adaptive", "ring", "complete", "fastest"],
-        "eta": [0.1, 0.02, -1.0, 1], "eps": [0.03, 1e-9, 0.2], "b0": [100.0, 3e7, 1e40, 2000],
-        "tokens_complete": [30.0, 0.3, 1e37, 2], "tokens_ring": [10.0, 0.25], "max_rounds": [64, 0],
-        "x0_spread": [0.1, -0.2], "c2": [100.0, 0.5], "d": [6, 2000],
+        "n": [5, 3, 64, 2, 4097, 6.5],
+        "strategy": ["adaptive", "ring", "complete", "fastest"],
+        "eta": [0.1, 0.02, -1.0, 1],
+        "eps": [0.03, 1e-9, 0.2],
+        "b0": [100.0, 3e7, 1e40, 2000],
+        "tokens_complete": [30.0, 0.3, 1e37, 2],
+        "tokens_ring": [10.0, 0.25],
+        "max_rounds": [64, 0],
+        "x0_spread": [0.1, -0.2],
+        "c2": [100.0, 0.5],
+        "d": [6, 2000],
     },
     "spectra": {
-        "family": ["star", "ring", "watts_strogatz", "random_regular", "hexagon"], "n": [2, 5, 8, 3000],
-        "gamma": [0.9, 0.99999, 1.0, 0.0], "degree": [2, 3, 7], "p": [0.2, 1.5], "graphs": [4, 0],
+        "family": ["star", "ring", "watts_strogatz", "random_regular", "hexagon"],
+        "n": [2, 5, 8, 3000],
+        "gamma": [0.9, 0.99999, 1.0, 0.0],
+        "degree": [2, 3, 7],
+        "p": [0.2, 1.5],
+        "graphs": [4, 0],
     },
     "affine_noise": {
-        "model": ["linear", "rule", "cubic"], "k": [1, 4, 0], "rho_c": [0.0, 0.5, 2.0], "T": [12, 0],
-        "trials": [100, 10**8], "level0": [3, 10], "sigma": [1.0, -1.0],
+        "model": ["linear", "rule", "cubic"],
+        "k": [1, 4, 0],
+        "rho_c": [0.0, 0.5, 2.0],
+        "T": [12, 0],
+        "trials": [100, 10**8],
+        "level0": [3, 10],
+        "sigma": [1.0, -1.0],
     },
 }
 

@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 import mascot.execute.consensus as ec
-from host_reads import watch
 import mascot.kernels.sampling as ks
 import mascot.sweep.kinds as kinds
 import mascot.sweep.runner as runner
+from host_reads import watch
 from mascot.kernels import consensus as kc
 from mascot.sweep import parse_config, run_sweep
 from mascot.sweep.kinds import DeviceCache, _initial_beliefs, _noise_keys
@@ -115,8 +115,11 @@ def test_noise_keys_built_on_the_device_follow_the_definition():
     seed, ids, T = 2**32 - 5, np.array([7, 0, 2**31 + 3], np.uint32), 4  # a seed past int32
     got = jax.random.key_data(_noise_keys(seed, ids, T=T))
     base = jax.random.key(seed)
-    want = [jax.random.key_data(jax.random.fold_in(jax.random.fold_in(base, int(p)), 2**31 + t))
-            for p in ids for t in range(T)]
+    want = [
+        jax.random.key_data(jax.random.fold_in(jax.random.fold_in(base, int(p)), 2**31 + t))
+        for p in ids
+        for t in range(T)
+    ]
     np.testing.assert_array_equal(np.asarray(got), np.stack([np.asarray(w) for w in want]))
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mascot.cli import main
 from mascot import graphs as tp
+from mascot.cli import main
 from mascot.execute.noise import affine_noise_error
 from mascot.sweep import RunDir, load_config, run_sweep
 from mascot.theory.spectra import sr_diagnostics
@@ -93,7 +93,9 @@ def test_noise_kind_matches_kernel_and_is_chunk_invariant(tmp_path):
     pq.write_table(pq.read_table(tmp_path / "n2" / "chunks"), tmp_path / "n2_again.parquet")
     cfg = load_config(tmp_path / "n1.toml")
     row = a[(a.model == "linear") & (a["aggregate"] == "mean") & (a.k == 4) & (a.rho_c == 0.5) & (a["T"] == 8)].iloc[0]
-    ceg = affine_noise_error(cfg.key_seed, 4, 0.5, 1.0, 8, 1.0, trials=4000, point_ids=[int(row.point)], dtype="float64")
+    ceg = affine_noise_error(
+        cfg.key_seed, 4, 0.5, 1.0, 8, 1.0, trials=4000, point_ids=[int(row.point)], dtype="float64"
+    )
     assert row.ceg_mean == pytest.approx(float(np.mean(ceg)), rel=1e-12)
     lin = a[(a.model == "linear") & (a["aggregate"] == "mean")]
     z = (lin.ceg_mean - lin.ceg_theory) / lin.ceg_se
@@ -129,9 +131,13 @@ def test_reports(tmp_path, capsys):
 def test_noise_report_refuses_a_dataset_given_twice_and_writes_strict_json(tmp_path, capsys):
     """Found by an outside tester: the same merged file given twice was paired with itself (16 ratio rows
     instead of 4, every claim counted twice), and a slope with one T >= 12 was written as bare NaN."""
-    text = NOISE.format(chunk=16).replace('model = ["linear", "rule"]', 'model = ["linear"]').replace(
-        'aggregate = ["mean", "median"]', 'aggregate = ["mean"]').replace("T = [4, 8]", "T = [4, 12]").replace(
-        "trials = 4000", "trials = 500")
+    text = (
+        NOISE.format(chunk=16)
+        .replace('model = ["linear", "rule"]', 'model = ["linear"]')
+        .replace('aggregate = ["mean", "median"]', 'aggregate = ["mean"]')
+        .replace("T = [4, 8]", "T = [4, 12]")
+        .replace("trials = 4000", "trials = 500")
+    )
     _run(tmp_path, text, "n")
     data, out = str(tmp_path / "n.parquet"), tmp_path / "out"
     assert main(["report", "noise-sweep", data, data, "--out", str(out)]) == 2
@@ -152,17 +158,32 @@ def test_noise_report_pairs_k_ratios_within_one_trials_count_and_takes_sigma_zer
     """Found by an outside tester: two sweeps that differ only in trials were paired across (a 400-trial baseline
     divided by a 200-trial k = 2 mean); a sweep with sigma = 0 (every E_ceg 0) failed on a log-scaled figure after
     writing part of the report."""
-    base = ('[experiment]\nkind = "affine_noise"\nname = "{name}"\ndtype = "float64"\n[fixed]\nmodel = "linear"\n'
-            "trials = {trials}\nsigma = {sigma}\n[grid]\nL = [1.0]\nrho_c = [0.0, 0.5]\nT = [3, 6]\nk = [1, 2]\n")
+    base = (
+        '[experiment]\nkind = "affine_noise"\nname = "{name}"\ndtype = "float64"\n[fixed]\nmodel = "linear"\n'
+        "trials = {trials}\nsigma = {sigma}\n[grid]\nL = [1.0]\nrho_c = [0.0, 0.5]\nT = [3, 6]\nk = [1, 2]\n"
+    )
     a = _run(tmp_path, base.format(name="a", trials=200, sigma=1.0), "a")
     b = _run(tmp_path, base.format(name="b", trials=400, sigma=1.0), "b")
     out = tmp_path / "out"
-    assert main(["report", "noise-sweep", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out",
-                 str(out)]) == 0
+    assert (
+        main(["report", "noise-sweep", str(tmp_path / "a.parquet"), str(tmp_path / "b.parquet"), "--out", str(out)])
+        == 0
+    )
     ratios = pd.read_csv(out / "noise_ratios.csv")
     assert len(ratios) == 8 and sorted(ratios.trials.unique()) == [200, 400]
-    assert main(["report", "noise-sweep", str(tmp_path / "b.parquet"), str(tmp_path / "a.parquet"), "--out",
-                 str(tmp_path / "ba")]) == 0  # the other order: the same report, byte for byte (an outside tester)
+    assert (
+        main(
+            [
+                "report",
+                "noise-sweep",
+                str(tmp_path / "b.parquet"),
+                str(tmp_path / "a.parquet"),
+                "--out",
+                str(tmp_path / "ba"),
+            ]
+        )
+        == 0
+    )  # the other order: the same report, byte for byte (an outside tester)
     for f in ("noise_ratios.csv", "noise_claims.json"):
         assert (tmp_path / "ba" / f).read_bytes() == (out / f).read_bytes(), f
     for _, r in ratios.iterrows():  # by hand, within the sweep with that many trials
@@ -234,10 +255,12 @@ def test_reports_refuse_missing_and_empty_inputs_and_draw_partial_sweeps(tmp_pat
     spec, noise = pd.read_parquet(tmp_path / "s.parquet"), pd.read_parquet(tmp_path / "n.parquet")
     spec.iloc[:0].to_parquet(tmp_path / "s0.parquet")
     noise.iloc[:0].to_parquet(tmp_path / "n0.parquet")
-    cases = [("spectra-sweep", tmp_path / "missing.parquet", "no such file"),
-             ("spectra-sweep", tmp_path / "s", "is a directory"),
-             ("spectra-sweep", tmp_path / "s0.parquet", "holds no rows"),
-             ("noise-sweep", tmp_path / "n0.parquet", "holds no rows")]
+    cases = [
+        ("spectra-sweep", tmp_path / "missing.parquet", "no such file"),
+        ("spectra-sweep", tmp_path / "s", "is a directory"),
+        ("spectra-sweep", tmp_path / "s0.parquet", "holds no rows"),
+        ("noise-sweep", tmp_path / "n0.parquet", "holds no rows"),
+    ]
     for what, data, msg in cases:
         out = tmp_path / f"out_{data.stem}"
         assert main(["report", what, str(data), "--out", str(out)]) == 2, data

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 import scipy.linalg
-from conftest import random_doubly_stochastic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import random_doubly_stochastic
 from mascot.graphs import circulant, complete_weights, paper_modes, ring_weights
 from mascot.theory import (
     algorithm1,
@@ -30,11 +30,13 @@ def test_disagreement_hand_computed():
     # two agents at 0 and 2: mean 1, P X = [-1, 1], ||.||_F = sqrt(2), / sqrt(2) = 1
     assert disagreement(np.array([[0.0], [2.0]])) == pytest.approx(1.0)
     # consensus -> 0; batch axis
-    X = np.stack([np.ones((4, 3)) * 0.7, np.array([[1.0, 0], [0, 0], [0, 0], [0, 0]]).repeat(1, 0)[:, :2].repeat(2, 1)[:, :3]])
+    X = np.stack(
+        [np.ones((4, 3)) * 0.7, np.array([[1.0, 0], [0, 0], [0, 0], [0, 0]]).repeat(1, 0)[:, :2].repeat(2, 1)[:, :3]]
+    )
     d = disagreement(X)
     assert d[0] == 0.0
     Xc = X[1] - X[1].mean(0)
-    assert d[1] == pytest.approx(np.sqrt((Xc ** 2).sum() / 4))
+    assert d[1] == pytest.approx(np.sqrt((Xc**2).sum() / 4))
 
 
 def test_paper_contraction_rates_closed_form():
@@ -72,13 +74,16 @@ def test_circulant_fast_path_agrees_with_general(rng):
             assert contraction_rate(ring_weights(n, a)) == pytest.approx(np.abs(lam).max(), abs=1e-12)
 
 
-@pytest.mark.parametrize("W, msg", [
-    (np.array([[0.5, 0.5], [0.6, 0.4]]), "column sums"),
-    (np.array([[0.5, 0.6], [0.5, 0.4]]), "row sums"),
-    (np.array([[1.5, -0.5], [-0.5, 1.5]]), "nonnegative"),
-    (np.ones((2, 3)) / 3, "square"),
-    (np.array([[np.nan, 1.0], [1.0, 0.0]]), "NaN"),
-])
+@pytest.mark.parametrize(
+    "W, msg",
+    [
+        (np.array([[0.5, 0.5], [0.6, 0.4]]), "column sums"),
+        (np.array([[0.5, 0.6], [0.5, 0.4]]), "row sums"),
+        (np.array([[1.5, -0.5], [-0.5, 1.5]]), "nonnegative"),
+        (np.ones((2, 3)) / 3, "square"),
+        (np.array([[np.nan, 1.0], [1.0, 0.0]]), "NaN"),
+    ],
+)
 def test_doubly_stochastic_validation_names_matrix(W, msg):
     with pytest.raises(ValueError, match=f"W7.*{msg}|{msg}") as e:
         validate_doubly_stochastic(W, "W7")
@@ -109,8 +114,8 @@ def test_claude_example_sec_vc():
 def test_rounds_to_reach_counts_ties_conservatively():
     # exact ties (a log-ratio within its rounding error of an integer k) count k + 1: a certificate never
     # claims fewer rounds than a floating-point run may need there
-    assert rounds_to_reach(1.0, 0.25 ** 2, 0.25) == 3
-    assert rounds_to_reach(0.3, 0.3 * 0.5 ** 7, 0.5) == 8
+    assert rounds_to_reach(1.0, 0.25**2, 0.25) == 3
+    assert rounds_to_reach(0.3, 0.3 * 0.5**7, 0.5) == 8
     assert rounds_to_reach(1.0, 0.26, 0.5) == 2  # log2(1/0.26) = 1.94: no tie
     assert rounds_to_reach(1.0, 0.25 * (1 + 1e-9), 0.5) == 2  # a real step below the tie: 2 suffice
     assert rounds_to_reach(1.0, 1.0, 0.5) == 0
@@ -147,10 +152,19 @@ def test_edge_cases():
     assert not in_certificate_region(0.3009, -1.0, **e)
 
 
-@pytest.mark.parametrize("kw, name", [
-    (dict(eps=0.0), "eps"), (dict(eps=-1.0), "eps"), (dict(eta=0.0), "eta"), (dict(c1=0.0), "c1"),
-    (dict(c2=-5.0), "c2"), (dict(d0=-0.1), "d0"), (dict(lambda1=-0.1), "lambda1"), (dict(d0=float("nan")), "d0"),
-])
+@pytest.mark.parametrize(
+    "kw, name",
+    [
+        (dict(eps=0.0), "eps"),
+        (dict(eps=-1.0), "eps"),
+        (dict(eta=0.0), "eta"),
+        (dict(c1=0.0), "c1"),
+        (dict(c2=-5.0), "c2"),
+        (dict(d0=-0.1), "d0"),
+        (dict(lambda1=-0.1), "lambda1"),
+        (dict(d0=float("nan")), "d0"),
+    ],
+)
 def test_theorem1_bad_input(kw, name):
     args = dict(d0=0.3, eta=0.1, eps=0.03, lambda1=0.25, lambda2=0.7, c1=600, c2=100)
     args.update(kw)
@@ -162,8 +176,10 @@ def test_definition11_clamps_negative_mode1_rounds():
     # D = eta * lambda1^2.5: the literal Def. 11 ceiling is -2 (negative rounds), certifying 300 tokens
     # while the ring phase from D to eps needs ceil(log(eps/D)/log lambda2) = 4 rounds = 400 tokens.
     lam1, lam2, eta, eps = 0.25, 0.6 + 0.4 * math.cos(2 * math.pi / 5), 0.1, 0.001
-    D = eta * lam1 ** 2.5
-    literal = math.ceil(math.log(eta / D) / math.log(lam1)) * 600 + math.ceil(math.log(eps / eta) / math.log(lam2)) * 100
+    D = eta * lam1**2.5
+    literal = (
+        math.ceil(math.log(eta / D) / math.log(lam1)) * 600 + math.ceil(math.log(eps / eta) / math.log(lam2)) * 100
+    )
     assert literal == 300
     need = math.ceil(math.log(eps / D) / math.log(lam2)) * 100
     assert certificate_budget(D, eta, eps, lam1, lam2, 600, 100) == need == 400
@@ -227,7 +243,7 @@ def test_forward_invariance_literal_def11_breaks_in_mode2_clamp_keeps_it():
     mascot (K1 = 0, K2 = ceil(log(eps/D)/log lambda2) for eps < D <= eta): B*(0.099) = ceil(3.69)·100 = 400,
     B*(0.0716) = ceil(log(0.03/0.0716)/log 0.7236 = 2.69)·100 = 300 <= 300 (still in the region).
     """
-    from mascot.analysis.consensus_paper import literal_certificate_budget
+    from mascot.studies.consensus import literal_certificate_budget
 
     lam1, lam2 = 0.25, 0.6 + 0.4 * math.cos(2 * math.pi / 5)
     e = dict(eta=0.1, eps=0.03, lambda1=lam1, lambda2=lam2, c1=600.0, c2=100.0)

@@ -7,6 +7,7 @@ installed (its replies are garbage: every parse fails, is retried, and the state
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import math
@@ -21,6 +22,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 from mascot.analysis import stats as st
 from mascot.analysis.trials_report import TABLE2_COLUMNS, table2, write_report
 from mascot.backends.base import Request, Response, Sampling
@@ -28,12 +31,9 @@ from mascot.cli import main as cli_main
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import plurality_vote
 from mascot.protocols.state_tracking.harness import TrialConfig, derive_seeds, run_trials
-
-from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
 from mascot.protocols.state_tracking.parsing import parse_state, validate_state_object
 from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 from mascot.theory.state_tracking import BASE_PROMPT, RULES_TEXT, apply_rules, perturb, trajectory
-from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 
 EXACT = dict(sigma=0.0, parity_slip=0.0, level_slip=0.0, parse_fail=0.0)
 
@@ -42,49 +42,68 @@ EXACT = dict(sigma=0.0, parity_slip=0.0, level_slip=0.0, parse_fail=0.0)
 GOOD = {"Value": 70.12, "Parity": "B", "Level": 2}
 
 
-@pytest.mark.parametrize("text, method", [
-    ('{"Reasoning": "x", "Value": 70.12, "Parity": "B", "Level": 2}', "json"),
-    ('```json\n{"Reasoning": "x", "Value": 70.12, "Parity": "B", "Level": 2}\n```', "fence"),
-    ('Sure. The new state is:\n{"Value": 70.12, "Parity": "B", "Level": 2}\nHope this helps!', "scan"),
-    ('{"Reasoning": "x", "Value": 70.12, "Parity": "B", "Level": 2,}', "repaired"),  # trailing comma
-    ("{'Reasoning': 'it\\'s fine', 'Value': 70.12, 'Parity': 'B', 'Level': 2}", "repaired"),  # single quotes
-    ('{"Reasoning": "V_raw = {50 * 1.25} + {3 * 2} = \\"68.5\\"; } {", "Value": 70.12, "Parity": "B", "Level": 2}',
-     "json"),  # braces and escaped quotes inside Reasoning
-    ('Here:\n```\n{"Reasoning": "tau({\\"Value\\": 50})", "Value": 70.12, "Parity": "B", "Level": 2}\n```', "fence"),
-    ('{"Reasoning": "Parity is "A" so {x}", "Value": 70.12, "Parity": "B", "Level": 2}', "keys"),  # unescaped quotes
-    ('schema {"Value": <float>, "Parity": "<A or B>", "Level": <integer>} answer: '
-     '{"Value": 70.12, "Parity": "B", "Level": 2}', "scan"),  # the last valid object wins
-    ('{"Value": "70.12", "Parity": " b ", "Level": "2"}', "json"),  # documented leniencies
-    ('{"value": 70.12, "parity": "B", "level": 2.0}', "json"),
-    ('{"state": {"Value": 70.12, "Parity": "B", "Level": 2}}', "json"),
-    ('{"Reasoning": "step\none\ttab", "Value": 70.12, "Parity": "B", "Level": 2}', "json"),  # raw newline
-])
+@pytest.mark.parametrize(
+    "text, method",
+    [
+        ('{"Reasoning": "x", "Value": 70.12, "Parity": "B", "Level": 2}', "json"),
+        ('```json\n{"Reasoning": "x", "Value": 70.12, "Parity": "B", "Level": 2}\n```', "fence"),
+        ('Sure. The new state is:\n{"Value": 70.12, "Parity": "B", "Level": 2}\nHope this helps!', "scan"),
+        ('{"Reasoning": "x", "Value": 70.12, "Parity": "B", "Level": 2,}', "repaired"),  # trailing comma
+        ("{'Reasoning': 'it\\'s fine', 'Value': 70.12, 'Parity': 'B', 'Level': 2}", "repaired"),  # single quotes
+        (
+            '{"Reasoning": "V_raw = {50 * 1.25} + {3 * 2} = \\"68.5\\"; } {", "Value": 70.12, "Parity": "B", "Level": 2}',
+            "json",
+        ),  # braces and escaped quotes inside Reasoning
+        (
+            'Here:\n```\n{"Reasoning": "tau({\\"Value\\": 50})", "Value": 70.12, "Parity": "B", "Level": 2}\n```',
+            "fence",
+        ),
+        (
+            '{"Reasoning": "Parity is "A" so {x}", "Value": 70.12, "Parity": "B", "Level": 2}',
+            "keys",
+        ),  # unescaped quotes
+        (
+            'schema {"Value": <float>, "Parity": "<A or B>", "Level": <integer>} answer: '
+            '{"Value": 70.12, "Parity": "B", "Level": 2}',
+            "scan",
+        ),  # the last valid object wins
+        ('{"Value": "70.12", "Parity": " b ", "Level": "2"}', "json"),  # documented leniencies
+        ('{"value": 70.12, "parity": "B", "level": 2.0}', "json"),
+        ('{"state": {"Value": 70.12, "Parity": "B", "Level": 2}}', "json"),
+        ('{"Reasoning": "step\none\ttab", "Value": 70.12, "Parity": "B", "Level": 2}', "json"),  # raw newline
+    ],
+)
 def test_parse_accepts(text, method):
     r = parse_state(text)
     assert r.state == GOOD and r.reason == "ok" and r.method == method, r
     assert isinstance(r.state["Value"], float) and isinstance(r.state["Level"], int)
 
 
-@pytest.mark.parametrize("text, code", [
-    ("", "empty"), ("   \n", "empty"), (None, "empty"),
-    ("I cannot determine the new state.", "no_json"),
-    ('{"Reasoning": "abc", "Value": 70.1, "Parity": "B", "Lev', "bad_json"),  # truncated
-    ("[1, 2, 3]", "not_object"),
-    ('{"Value": 70.1, "Parity": "B"}', "missing_field"),
-    ('{"Value": NaN, "Parity": "B", "Level": 2}', "bad_value"),
-    ('{"Value": Infinity, "Parity": "B", "Level": 2}', "bad_value"),
-    ('{"Value": 1e300, "Parity": "B", "Level": 2}', "bad_value"),
-    ('{"Value": true, "Parity": "B", "Level": 2}', "bad_value"),
-    ('{"Value": "seventy", "Parity": "B", "Level": 2}', "bad_value"),
-    ('{"Value": [70], "Parity": "B", "Level": 2}', "bad_value"),
-    ('{"Value": 70.1, "Parity": "C", "Level": 2}', "bad_parity"),
-    ('{"Value": 70.1, "Parity": 1, "Level": 2}', "bad_parity"),
-    ('{"Value": 70.1, "Parity": "B", "Level": 12}', "bad_level"),
-    ('{"Value": 70.1, "Parity": "B", "Level": 0}', "bad_level"),
-    ('{"Value": 70.1, "Parity": "B", "Level": 2.5}', "bad_level"),
-    ('{"Value": 70.1, "Parity": "B", "Level": "two"}', "bad_level"),
-    ('{"Value": 70.1, "Parity": "B", "Level": false}', "bad_level"),
-])
+@pytest.mark.parametrize(
+    "text, code",
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        (None, "empty"),
+        ("I cannot determine the new state.", "no_json"),
+        ('{"Reasoning": "abc", "Value": 70.1, "Parity": "B", "Lev', "bad_json"),  # truncated
+        ("[1, 2, 3]", "not_object"),
+        ('{"Value": 70.1, "Parity": "B"}', "missing_field"),
+        ('{"Value": NaN, "Parity": "B", "Level": 2}', "bad_value"),
+        ('{"Value": Infinity, "Parity": "B", "Level": 2}', "bad_value"),
+        ('{"Value": 1e300, "Parity": "B", "Level": 2}', "bad_value"),
+        ('{"Value": true, "Parity": "B", "Level": 2}', "bad_value"),
+        ('{"Value": "seventy", "Parity": "B", "Level": 2}', "bad_value"),
+        ('{"Value": [70], "Parity": "B", "Level": 2}', "bad_value"),
+        ('{"Value": 70.1, "Parity": "C", "Level": 2}', "bad_parity"),
+        ('{"Value": 70.1, "Parity": 1, "Level": 2}', "bad_parity"),
+        ('{"Value": 70.1, "Parity": "B", "Level": 12}', "bad_level"),
+        ('{"Value": 70.1, "Parity": "B", "Level": 0}', "bad_level"),
+        ('{"Value": 70.1, "Parity": "B", "Level": 2.5}', "bad_level"),
+        ('{"Value": 70.1, "Parity": "B", "Level": "two"}', "bad_level"),
+        ('{"Value": 70.1, "Parity": "B", "Level": false}', "bad_level"),
+    ],
+)
 def test_parse_rejects_with_reason(text, code):
     r = parse_state(text)
     assert r.state is None and r.code == code, r
@@ -95,37 +114,56 @@ def test_parse_never_evaluates():
     # a Python expression is data: it is not evaluated (no eval/literal_eval anywhere)
     r = parse_state('{"Value": __import__("os").getpid(), "Parity": "A", "Level": 1}')
     assert r.state is None
-    assert validate_state_object({"Value": 3, "Parity": "A", "Level": 9})[0] == {"Value": 3.0, "Parity": "A",
-                                                                                "Level": 9}
+    assert validate_state_object({"Value": 3, "Parity": "A", "Level": 9})[0] == {
+        "Value": 3.0,
+        "Parity": "A",
+        "Level": 9,
+    }
 
 
 # ----------------------------------------------------------------------------- prompts
 def test_prompts_verbatim_and_json_framing():
     s = {"Value": 50.0, "Parity": "A", "Level": 3}
     m = prompts.agent_messages(s)
-    assert m == [{"role": "system", "content": BASE_PROMPT},
-                 {"role": "user", "content": "CURRENT STATE:\n" + json.dumps(s)}]
-    props = [{"Value": 70.12, "Parity": "B", "Level": 2, "Reasoning": "dropped"}, {"Value": 69.5, "Parity": "A",
-                                                                                   "Level": 5}]
+    assert m == [
+        {"role": "system", "content": BASE_PROMPT},
+        {"role": "user", "content": "CURRENT STATE:\n" + json.dumps(s)},
+    ]
+    props = [
+        {"Value": 70.12, "Parity": "B", "Level": 2, "Reasoning": "dropped"},
+        {"Value": 69.5, "Parity": "A", "Level": 5},
+    ]
     j = prompts.judge_prompt(props, s)
-    assert j.startswith("You are a judge agent responsible for determining the single correct JSON state.\n"
-                        "You have received proposals from 2 independent agents who each applied the same ruleset "
-                        "to the same input state.\nRULESET TO FOLLOW:\n" + RULES_TEXT)
+    assert j.startswith(
+        "You are a judge agent responsible for determining the single correct JSON state.\n"
+        "You have received proposals from 2 independent agents who each applied the same ruleset "
+        "to the same input state.\nRULESET TO FOLLOW:\n" + RULES_TEXT
+    )
     clean = [{k: p[k] for k in ("Value", "Parity", "Level")} for p in props]
     assert "PROPOSALS FROM LEAF AGENTS:\n" + json.dumps(clean, indent=2) + "\n" in j
     assert "CURRENT INPUT STATE (what all leaf agents received):\n" + json.dumps(s, indent=2) in j
-    assert j.endswith('Respond with ONLY a valid JSON object. No explanation, no extra text.\n'
-                      'Format: {"Value": <float>, "Parity": "<A or B>", "Level": <integer>}')
+    assert j.endswith(
+        "Respond with ONLY a valid JSON object. No explanation, no extra text.\n"
+        'Format: {"Value": <float>, "Parity": "<A or B>", "Level": <integer>}'
+    )
     r = prompts.revision_prompt(props, s, 4)
-    assert r.startswith("You are a reasoning agent in a peer deliberation round. In the first round, you and 3 other "
-                        "agents independently applied the same ruleset to the same input state.")
+    assert r.startswith(
+        "You are a reasoning agent in a peer deliberation round. In the first round, you and 3 other "
+        "agents independently applied the same ruleset to the same input state."
+    )
     assert "INPUT STATE (what all agents received in round one):\n" + json.dumps(s, indent=2) in r
     assert "FIRST-ROUND PROPOSALS FROM ALL AGENTS:\n" + json.dumps(clean, indent=2) in r
     assert prompts.dumps_indent2([]) == json.dumps([], indent=2)
     rng = np.random.default_rng(0)
     for _ in range(300):
-        L = [{"Value": float(rng.choice([rng.normal() * 1e3, 5.0, -0.0, 1e-7, 1e16])), "Parity": "AB"[rng.integers(2)],
-              "Level": int(rng.integers(1, 10))} for _ in range(rng.integers(0, 5))]
+        L = [
+            {
+                "Value": float(rng.choice([rng.normal() * 1e3, 5.0, -0.0, 1e-7, 1e16])),
+                "Parity": "AB"[rng.integers(2)],
+                "Level": int(rng.integers(1, 10)),
+            }
+            for _ in range(rng.integers(0, 5))
+        ]
         assert prompts.dumps_indent2(L) == json.dumps(L, indent=2)
         for x in L:
             assert prompts.state_json(x) == json.dumps(x)
@@ -143,8 +181,11 @@ def test_read_prompt_inverts_the_prompts_exactly():
 
     for _ in range(200):
         s, props = state(), [state() for _ in range(rng.integers(0, 5))]
-        for role, msgs in (("agent", prompts.agent_messages(s)), ("judge", prompts.judge_messages(props, s)),
-                           ("revision", prompts.revision_messages(props, s, 4))):
+        for role, msgs in (
+            ("agent", prompts.agent_messages(s)),
+            ("judge", prompts.judge_messages(props, s)),
+            ("revision", prompts.revision_messages(props, s, 4)),
+        ):
             r = prompts.read_prompt(msgs)
             assert r.role == role and same(r.state, s)
             assert len(r.proposals) == (0 if role == "agent" else len(props))
@@ -206,7 +247,8 @@ def test_kruskal_spearman_bootstrap_against_scipy():
     assert all(math.isnan(x) for x in st.kruskal([[1.0, 1.0], [1.0]]))  # all equal
     assert all(math.isnan(x) for x in st.kruskal([[1.0, 2.0]]))  # one group
     assert st.spearman([1, 10, 10], [2094.34, 1241.0, 1184.24]) == pytest.approx(
-        spearmanr([1, 10, 10], [2094.34, 1241.0, 1184.24]).statistic)
+        spearmanr([1, 10, 10], [2094.34, 1241.0, 1184.24]).statistic
+    )
     assert math.isnan(st.spearman([1, 2, 3], [5, 5, 5]))
     lo, hi = st.bootstrap_mean_ci(np.arange(100.0), n_boot=2000, seed=3)
     assert lo < 49.5 < hi and (lo, hi) == st.bootstrap_mean_ci(np.arange(100.0), n_boot=2000, seed=3)
@@ -214,12 +256,20 @@ def test_kruskal_spearman_bootstrap_against_scipy():
 
 def test_table2_conventions_on_hand_made_metrics():
     # chain worst E_ceg, star fastest consensus, star most sensitive: the paper's pattern
-    m = pd.DataFrame({"topology": ["chain"] * 3 + ["mesh"] * 3 + ["star"] * 3, "trial": [0, 1, 2] * 3,
-                      "E_ceg": [20, 21, 22, 10, 11, 12, 9, 10, 11.0],
-                      "R_cdr": [0.3, 0.2, 0.25, -1, -2, -1.5, -3, -4, -3.5],
-                      "F_ps": [1, 2, 3, 2, 3, 4, 5, 6, 7.0]})
-    preds = {"chain": {"rho": 1.0, "delta": 0.0, "kappa": 9.95}, "star": {"rho": 10.0, "delta": 9.0, "kappa": 28.61},
-             "mesh": {"rho": 10.0, "delta": 9.23, "kappa": 13.0}}
+    m = pd.DataFrame(
+        {
+            "topology": ["chain"] * 3 + ["mesh"] * 3 + ["star"] * 3,
+            "trial": [0, 1, 2] * 3,
+            "E_ceg": [20, 21, 22, 10, 11, 12, 9, 10, 11.0],
+            "R_cdr": [0.3, 0.2, 0.25, -1, -2, -1.5, -3, -4, -3.5],
+            "F_ps": [1, 2, 3, 2, 3, 4, 5, 6, 7.0],
+        }
+    )
+    preds = {
+        "chain": {"rho": 1.0, "delta": 0.0, "kappa": 9.95},
+        "star": {"rho": 10.0, "delta": 9.0, "kappa": 28.61},
+        "mesh": {"rho": 10.0, "delta": 9.23, "kappa": 13.0},
+    }
     t = table2(m, preds)
     assert list(t.columns) == TABLE2_COLUMNS and list(t.metric) == ["E_ceg", "R_cdr", "F_ps"]
     r = dict(zip(t.metric, t.r_s))
@@ -231,8 +281,11 @@ def test_table2_conventions_on_hand_made_metrics():
 # ----------------------------------------------------------------------------- surrogate backend
 def _agent_request(state, seed, trial=0, step=1):
     # the task is in the messages only; meta holds the ids (the surrogate keys its noise on them)
-    return Request(messages=prompts.agent_messages(state), sampling=Sampling(seed=seed >> 33),
-                   meta={"topology": "chain", "trial": trial, "step": step, "seed_arm": 0, "seed64": seed})
+    return Request(
+        messages=prompts.agent_messages(state),
+        sampling=Sampling(seed=seed >> 33),
+        meta={"topology": "chain", "trial": trial, "step": step, "seed_arm": 0, "seed64": seed},
+    )
 
 
 def test_surrogate_exact_deterministic_and_noisy():
@@ -253,8 +306,10 @@ def test_surrogate_exact_deterministic_and_noisy():
     s0 = {"Value": 50.0, "Parity": "A", "Level": 3}
     seeds = derive_seeds(1, 0, np.arange(n), 0, 1, 0, 0, 0)
     many = [_agent_request(s0, int(x), trial=i) for i, x in enumerate(seeds)]
-    out = [parse_state(r.text) for r in SurrogateBackend(sigma=2.0, parity_slip=0.1, level_slip=0.2, parse_fail=0.05,
-                                                         seed=1).generate(many)]
+    out = [
+        parse_state(r.text)
+        for r in SurrogateBackend(sigma=2.0, parity_slip=0.1, level_slip=0.2, parse_fail=0.05, seed=1).generate(many)
+    ]
     ok = [o.state for o in out if o.ok]
     assert abs(1 - len(ok) / n - 0.05) < 0.015  # every malformed kind fails to parse
     v = np.array([o["Value"] for o in ok])
@@ -271,8 +326,12 @@ def test_surrogate_exact_deterministic_and_noisy():
 
 def test_surrogate_judge_aggregation():
     s = {"Value": 50.0, "Parity": "A", "Level": 3}
-    props = [{"Value": 70.0, "Parity": "B", "Level": 2}, {"Value": 72.0, "Parity": "B", "Level": 2},
-             {"Value": 74.0, "Parity": "A", "Level": 3}, {"Value": 80.0, "Parity": "B", "Level": 3}]
+    props = [
+        {"Value": 70.0, "Parity": "B", "Level": 2},
+        {"Value": 72.0, "Parity": "B", "Level": 2},
+        {"Value": 74.0, "Parity": "A", "Level": 3},
+        {"Value": 80.0, "Parity": "B", "Level": 3},
+    ]
 
     def judge(kind, proposals):
         r = Request(messages=prompts.judge_messages(proposals, s), sampling=Sampling(seed=1), meta={"seed64": 1})
@@ -288,8 +347,7 @@ def test_surrogate_judge_aggregation():
 @pytest.fixture(scope="module")
 def exact_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("exact")
-    res = run_trials(TrialConfig(n_trials=100, log_requests="failures"), out, SurrogateBackend(**EXACT),
-                     progress=False)
+    res = run_trials(TrialConfig(n_trials=100, log_requests="failures"), out, SurrogateBackend(**EXACT), progress=False)
     write_report(out, figures=False)
     return out, res
 
@@ -297,8 +355,12 @@ def exact_run(tmp_path_factory):
 @pytest.fixture(scope="module")
 def noisy_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("noisy")
-    res = run_trials(TrialConfig(n_trials=100, log_requests="all"),
-                     out, SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1), progress=False)
+    res = run_trials(
+        TrialConfig(n_trials=100, log_requests="all"),
+        out,
+        SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1),
+        progress=False,
+    )
     write_report(out)
     return out, res
 
@@ -338,8 +400,13 @@ def test_noisy_surrogate_table2_and_figures(noisy_run):
     # chain accumulates independent noise; the judge and the revisions average it (rho_c = 0)
     assert e.chain_mean > 1.3 * e.star_mean and e.chain_mean > 1.3 * e.mesh_mean
     assert e.p < 1e-3 and e.r_s == pytest.approx(-math.sqrt(3) / 2)  # the paper's inversion (tie in rho)
-    for stem in ("fig2_cumulative_error", "fig3_consensus_decay", "fig4_perturbation_sensitivity",
-                 "fig5_stepwise_cumulative_error", "fig6_stepwise_consensus"):
+    for stem in (
+        "fig2_cumulative_error",
+        "fig3_consensus_decay",
+        "fig4_perturbation_sensitivity",
+        "fig5_stepwise_cumulative_error",
+        "fig6_stepwise_consensus",
+    ):
         for ext in ("png", "pdf"):
             assert (out / f"{stem}.{ext}").stat().st_size > 5000
     md = (out / "table2.md").read_text()
@@ -353,8 +420,25 @@ def test_noisy_surrogate_table2_and_figures(noisy_run):
     assert n_log == res.requests == df.n_requests.sum()
     with open(out / "requests.jsonl") as f:
         recs = [json.loads(next(f)) for _ in range(3000)]
-    keys = {"topology", "trial", "perturbed", "step", "stage", "role", "agent", "attempt", "seed", "messages", "text",
-            "prompt_tokens", "completion_tokens", "latency_s", "parse_ok", "reason", "state"}
+    keys = {
+        "topology",
+        "trial",
+        "perturbed",
+        "step",
+        "stage",
+        "role",
+        "agent",
+        "attempt",
+        "seed",
+        "messages",
+        "text",
+        "prompt_tokens",
+        "completion_tokens",
+        "latency_s",
+        "parse_ok",
+        "reason",
+        "state",
+    }
     assert keys <= set(recs[0])
     failed = [r for r in recs if not r["parse_ok"]]
     assert failed and all(r["reason"] != "ok" for r in failed)
@@ -368,8 +452,12 @@ def test_noisy_surrogate_table2_and_figures(noisy_run):
     assert pairs and all(v[False] == v[True] for v in pairs)
     assert len({r["seed"] for r in recs}) > 0.3 * len(recs)
     # rerun of the finished run: nothing recomputed, same table; other parameters: a clear error
-    again = run_trials(TrialConfig(n_trials=100, log_requests="all"), out,
-                       SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1), progress=False)
+    again = run_trials(
+        TrialConfig(n_trials=100, log_requests="all"),
+        out,
+        SurrogateBackend(sigma=10.0, rho_c=0.0, parse_fail=0.02, seed=1),
+        progress=False,
+    )
     assert again.steps_run == 0 and again.requests == 0
     write_report(out, figures=False)
     assert pd.read_csv(out / "table2.csv").equals(t)
@@ -401,12 +489,15 @@ def test_retries_abstentions_and_carry_forward(tmp_path):
         if m["step"] != 1 or m["perturbed"]:
             return False
         t, i, role, agent, att = m["topology"], m["trial"], m["role"], m["agent"], m["attempt"]
-        return ((t == "chain" and i == 0 and att < 2)             # recovers on the last retry
-                or (t == "chain" and i == 1)                       # never parses: carried
-                or (t == "star" and i == 0 and role == "agent" and agent == 0)  # leaf abstains
-                or (t == "star" and i == 1 and role == "judge")    # judge fails: carried
-                or (t == "mesh" and i == 0 and role == "revision")  # all revisions fail: carried
-                or (t == "mesh" and i == 1 and role == "revision" and agent in (0, 2)))  # 2 of 4 abstain
+        return (
+            (t == "chain" and i == 0 and att < 2)  # recovers on the last retry
+            or (t == "chain" and i == 1)  # never parses: carried
+            or (t == "star" and i == 0 and role == "agent" and agent == 0)  # leaf abstains
+            or (t == "star" and i == 1 and role == "judge")  # judge fails: carried
+            or (t == "mesh" and i == 0 and role == "revision")  # all revisions fail: carried
+            or (t == "mesh" and i == 1 and role == "revision" and agent in (0, 2))
+        )  # 2 of 4 abstain
+
     b = Flaky(fail)
     run_trials(TrialConfig(n_trials=2, steps=2, retries=2), tmp_path, b, progress=False)
     write_report(tmp_path, figures=False)
@@ -438,8 +529,13 @@ def test_retries_abstentions_and_carry_forward(tmp_path):
     # retries are batched: per stage one call, then one call per retry round holding only the failures
     step1 = [c for c in b.calls if c[0][0] == 1]
     assert [(c[0][1], c[0][2], len(c)) for c in step1] == [
-        ("stage1", 0, 2 * 2 * 9), ("stage1", 1, 1 + 1 + 1), ("stage1", 2, 1 + 1 + 1),
-        ("stage2", 0, 2 * 2 + 2 * 2 * 4), ("stage2", 1, 1 + 4 + 2), ("stage2", 2, 1 + 4 + 2)]
+        ("stage1", 0, 2 * 2 * 9),
+        ("stage1", 1, 1 + 1 + 1),
+        ("stage1", 2, 1 + 1 + 1),
+        ("stage2", 0, 2 * 2 + 2 * 2 * 4),
+        ("stage2", 1, 1 + 4 + 2),
+        ("stage2", 2, 1 + 4 + 2),
+    ]
     assert len([c for c in b.calls if c[0][0] == 2]) == 2  # step 2: no failures, no retry calls
     m = pd.read_csv(tmp_path / "metrics.csv").set_index(["topology", "trial"])
     assert m.loc[("chain", 1), "carried_steps"] == 1 and m.loc[("chain", 1), "n_failed_attempts"] == 3
@@ -455,8 +551,12 @@ def test_structured_output_schemas_and_request_meta(tmp_path):
             seen.extend(reqs)
             return self.inner.generate(reqs)
 
-    run_trials(TrialConfig(n_trials=1, steps=1, structured_output=True, sampling=Sampling(0.3, 0.9, 64)), tmp_path,
-               Recorder(lambda m: False), progress=False)
+    run_trials(
+        TrialConfig(n_trials=1, steps=1, structured_output=True, sampling=Sampling(0.3, 0.9, 64)),
+        tmp_path,
+        Recorder(lambda m: False),
+        progress=False,
+    )
     assert len(seen) == 2 * (1 + 5 + 8)
     for r in seen:
         assert r.json_schema == (prompts.AGENT_SCHEMA if r.meta["role"] == "agent" else prompts.FINAL_SCHEMA)
@@ -521,7 +621,11 @@ def test_resume_after_crash_or_lost_step_is_identical(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_trials(cfg, run, Crashing(3, **kw), progress=False)
     assert sorted(p.name for p in (run / "steps").iterdir()) == [  # the failed step's partial log is removed
-        "step_001.parquet", "step_001.requests.jsonl", "step_002.parquet", "step_002.requests.jsonl"]
+        "step_001.parquet",
+        "step_001.requests.jsonl",
+        "step_002.parquet",
+        "step_002.requests.jsonl",
+    ]
     res = run_trials(cfg, run, SurrogateBackend(**kw), progress=False)
     assert (res.steps_skipped, res.steps_run) == (2, 2)
     pd.testing.assert_frame_equal(ref_df, pd.read_parquet(run / "trials.parquet"))
@@ -540,12 +644,30 @@ def test_resume_after_crash_or_lost_step_is_identical(tmp_path):
 
 
 def test_sigkill_mid_run_then_resume_is_identical(tmp_path):
-    args = ["trials", "--n-trials", "400", "--steps", "5", "--sigma", "6", "--parse-fail", "0.03", "--seed", "4",
-            "--no-figures", "--n-boot", "200"]
+    args = [
+        "trials",
+        "--n-trials",
+        "400",
+        "--steps",
+        "5",
+        "--sigma",
+        "6",
+        "--parse-fail",
+        "0.03",
+        "--seed",
+        "4",
+        "--no-figures",
+        "--n-boot",
+        "200",
+    ]
     out = tmp_path / "killed"
     env = dict(os.environ, JAX_PLATFORMS="cpu")
-    proc = subprocess.Popen([sys.executable, "-m", "mascot.cli", *args, "--out", str(out), "--quiet"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mascot.cli", *args, "--out", str(out), "--quiet"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.time() + HANG_S
     while not (out / "steps" / "step_002.parquet").exists():
         assert proc.poll() is None, proc.stderr.read().decode()
@@ -580,8 +702,28 @@ def test_cli_errors(tmp_path, capsys):
     with pytest.raises(SystemExit):
         cli_main(["trials", "--topology", "ring"])
     capsys.readouterr()
-    assert cli_main(["trials", "--out", str(tmp_path / "ok"), "--n-trials", "3", "--steps", "2", "--topology", "chain",
-                     "--topology", "star", "--no-figures", "--quiet", "--n-boot", "50"]) == 0
+    assert (
+        cli_main(
+            [
+                "trials",
+                "--out",
+                str(tmp_path / "ok"),
+                "--n-trials",
+                "3",
+                "--steps",
+                "2",
+                "--topology",
+                "chain",
+                "--topology",
+                "star",
+                "--no-figures",
+                "--quiet",
+                "--n-boot",
+                "50",
+            ]
+        )
+        == 0
+    )
     t = pd.read_csv(tmp_path / "ok" / "table2.csv")
     assert list(t.columns) == TABLE2_COLUMNS and t.mesh_mean.isna().all() and t.r_s.isna().all()
     with pytest.raises(ValueError, match="unknown topology"):
@@ -594,9 +736,8 @@ def test_hf_backend_garbage_is_counted_and_carried(tmp_path):
     if not tiny.exists():
         pytest.skip("tests/tiny_model.py not present")
     sys.path.insert(0, str(tiny.parent))
-    from tiny_model import build_tiny_qwen2
-
     from mascot.backends import make_backend
+    from tiny_model import build_tiny_qwen2
 
     path = build_tiny_qwen2(tmp_path / "tiny")
     backend = make_backend("hf", model=str(path), device="cpu", batch_size=64)
@@ -620,10 +761,28 @@ def test_hf_backend_garbage_is_counted_and_carried(tmp_path):
 
 def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys):
     cfg = tmp_path / "t.toml"
-    cfg.write_text('[trials]\nbackend = "surrogate"\ntopology = ["chain", "star"]\nn_trials = 6\nsteps = 3\n'
-                   'seed = 4\nno_figures = true\nn_boot = 20\nunpaired = false\n\n[output]\ndir = "ignored"\n')
-    flags = ["--backend", "surrogate", "--topology", "chain", "--topology", "star", "--n-trials", "6", "--steps", "3",
-             "--seed", "4", "--no-figures", "--n-boot", "20", "--quiet"]
+    cfg.write_text(
+        '[trials]\nbackend = "surrogate"\ntopology = ["chain", "star"]\nn_trials = 6\nsteps = 3\n'
+        'seed = 4\nno_figures = true\nn_boot = 20\nunpaired = false\n\n[output]\ndir = "ignored"\n'
+    )
+    flags = [
+        "--backend",
+        "surrogate",
+        "--topology",
+        "chain",
+        "--topology",
+        "star",
+        "--n-trials",
+        "6",
+        "--steps",
+        "3",
+        "--seed",
+        "4",
+        "--no-figures",
+        "--n-boot",
+        "20",
+        "--quiet",
+    ]
     assert cli_main(["trials", *flags, "--out", str(tmp_path / "flags")]) == 0
     assert cli_main(["trials", "--config", str(cfg), "--out", str(tmp_path / "file"), "--quiet"]) == 0
     a, b = (pd.read_parquet(tmp_path / d / "trials.parquet") for d in ("flags", "file"))
@@ -633,13 +792,15 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
     assert cli_main(["trials", f"--config={cfg}", "--steps", "2", "--out", str(tmp_path / "over"), "--quiet"]) == 0
     assert pd.read_parquet(tmp_path / "over" / "trials.parquet").step.max() == 2
     capsys.readouterr()
-    for text, msg in (('[trials]\nn_trial = 5\n', "unknown key 'n_trial'"),
-                      ('[trials]\nno_figures = 1\n', "'no_figures' is a flag"),
-                      ('[trials]\nseed = 1\n[output]\ndir = "a"\nformat = "b"\n', "[output] takes only 'dir'"),
-                      ('[trial]\nseed = 1\n', "unknown table"),
-                      ('[trials\n', "invalid TOML"),
-                      # found by an outside tester: both were taken, the last one silently winning
-                      ('[trials]\ntemperature = 0.5\ntemp = 0.9\n', "'temp' and 'temperature' set the same option")):
+    for text, msg in (
+        ("[trials]\nn_trial = 5\n", "unknown key 'n_trial'"),
+        ("[trials]\nno_figures = 1\n", "'no_figures' is a flag"),
+        ('[trials]\nseed = 1\n[output]\ndir = "a"\nformat = "b"\n', "[output] takes only 'dir'"),
+        ("[trial]\nseed = 1\n", "unknown table"),
+        ("[trials\n", "invalid TOML"),
+        # found by an outside tester: both were taken, the last one silently winning
+        ("[trials]\ntemperature = 0.5\ntemp = 0.9\n", "'temp' and 'temperature' set the same option"),
+    ):
         cfg.write_text(text)
         assert cli_main(["trials", "--config", str(cfg)]) == 2
         assert msg in capsys.readouterr().err
@@ -651,10 +812,14 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
 def test_results_without_run_json_are_refused(tmp_path, capsys):
     (tmp_path / "steps").mkdir()
     (tmp_path / "steps" / "step_001.parquet").write_bytes(b"")
-    assert cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 2
+    assert (
+        cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 2
+    )
     assert f"{tmp_path / 'steps'} exists but {tmp_path / 'run.json'} does not" in capsys.readouterr().err
     (tmp_path / "steps" / "step_001.parquet").unlink()  # an empty steps/ folder is no evidence of a run
-    assert cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 0
+    assert (
+        cli_main(["trials", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path)]) == 0
+    )
 
 
 # ----------------------------------------------------------------------------- the initial state is mascot's choice
@@ -664,7 +829,7 @@ def test_initial_state_option_flag_and_config(tmp_path, capsys):
     assert parse_initial_state("50,A,3") == (50.0, "A", 3)
     assert parse_initial_state(" 40.5 , B , 7 ") == (40.5, "B", 7)
     for bad in ("50,A", "50,C,3", "50,A,10", "x,A,3", "50,A,3.5"):
-        with pytest.raises(Exception):
+        with pytest.raises(argparse.ArgumentTypeError):
             parse_initial_state(bad)
     with pytest.raises(SystemExit):
         cli_main(["trials", "--initial-state", "50,C,3", "--out", str(tmp_path / "bad")])
@@ -681,8 +846,10 @@ def test_initial_state_option_flag_and_config(tmp_path, capsys):
     assert json.loads((tmp_path / "flag" / "stats.json").read_text())["initial_state"] == [40.0, "B", 7]
     # the default is said to be mascot's choice
     assert cli_main(["trials", *common, "--out", str(tmp_path / "default")]) == 0
-    assert ("Initial state: {Value 50, Parity A, Level 3} (mascot's choice: the SR paper does not give"
-            in (tmp_path / "default" / "table2.md").read_text())
+    assert (
+        "Initial state: {Value 50, Parity A, Level 3} (mascot's choice: the SR paper does not give"
+        in (tmp_path / "default" / "table2.md").read_text()
+    )
     # trials configs take it as a string or a list, and give the same run as the flag
     for i, val in enumerate(('"40,B,7"', '[40, "B", 7]')):
         cfg = tmp_path / f"c{i}.toml"
@@ -695,20 +862,30 @@ def test_initial_state_option_flag_and_config(tmp_path, capsys):
 
 
 def test_ordering_findings_from_stats():
-    from mascot.analysis.trials_report import ordering, ordering_findings
+    from mascot.analysis.trials_report import ordering
+    from mascot.studies.trials import ordering_findings
 
     assert ordering({"chain": 3.0, "mesh": 1.0, "star": 2.0}) == "chain > star > mesh"
     assert ordering({"chain": 1.0, "mesh": 1.0, "star": 2.0}) == "star > chain = mesh"
     assert ordering({"chain": float("nan"), "mesh": 1.0, "star": 2.0}) == "star > mesh"
 
     def entry(means, half=1.0):
-        return {"mean": means, "ci95": {t: [m - half, m + half] for t, m in means.items()}, "H": 1.0, "p": 0.5,
-                "r_s": 0.0}
+        return {
+            "mean": means,
+            "ci95": {t: [m - half, m + half] for t, m in means.items()},
+            "H": 1.0,
+            "p": 0.5,
+            "r_s": 0.0,
+        }
 
-    stats = {"metrics": {"E_ceg": entry({"chain": 2000.0, "mesh": 1300.0, "star": 1000.0}),
-                         "R_cdr": entry({"chain": 0.2, "mesh": 0.0, "star": 0.01}, half=0.05),
-                         "F_ps": entry({"chain": 50.0, "mesh": 40.0, "star": 30.0})},
-             "r_s_of_paper_means": {"E_ceg": -0.87, "R_cdr": 0.5, "F_ps": 1.0}}
+    stats = {
+        "metrics": {
+            "E_ceg": entry({"chain": 2000.0, "mesh": 1300.0, "star": 1000.0}),
+            "R_cdr": entry({"chain": 0.2, "mesh": 0.0, "star": 0.01}, half=0.05),
+            "F_ps": entry({"chain": 50.0, "mesh": 40.0, "star": 30.0}),
+        },
+        "r_s_of_paper_means": {"E_ceg": -0.87, "R_cdr": 0.5, "F_ps": 1.0},
+    }
     f = {x["metric"]: x for x in ordering_findings(stats)}
     assert f["E_ceg"]["reproduced"] and f["E_ceg"]["paper_order"] == "chain > mesh > star"
     assert all(sep for _, _, sep in f["E_ceg"]["pairs"])
@@ -720,12 +897,20 @@ def test_ordering_findings_from_stats():
 
 
 def test_reproduce_trials_small(tmp_path):
-    from mascot.analysis.trials_report import reproduce
+    from mascot.studies.trials import reproduce
 
     res = reproduce(tmp_path / "out", tmp_path / "runs", n_trials=8, n_boot=20)
     out = tmp_path / "out"
-    for name in ("README.md", "table2.md", "table2.csv", "stats.json", "metrics.csv", "fig2_cumulative_error.png",
-                 "fig6_stepwise_consensus.pdf", "unpaired/table2.md"):
+    for name in (
+        "README.md",
+        "table2.md",
+        "table2.csv",
+        "stats.json",
+        "metrics.csv",
+        "fig2_cumulative_error.png",
+        "fig6_stepwise_consensus.pdf",
+        "unpaired/table2.md",
+    ):
         assert (out / name).exists(), name
     assert not (out / "unpaired" / "fig2_cumulative_error.png").exists()
     readme = (out / "README.md").read_text()
@@ -815,17 +1000,60 @@ def test_transient_backend_errors_are_retried_and_counted_apart(tmp_path):
 def test_cli_dead_openai_server_exits_nonzero(tmp_path, capsys, dead_port):
     out = tmp_path / "dead"
     url = f"http://127.0.0.1:{dead_port}/v1"
-    rc = cli_main(["trials", "--backend", "openai", "--base-url", url, "--model", "x",
-                   "--topology", "chain", "--n-trials", "1", "--steps", "1", "--retries", "0", "--max-retries", "0",
-                   "--timeout", "5", "--no-figures", "--quiet", "--no-probe", "--out", str(out)])
+    rc = cli_main(
+        [
+            "trials",
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--model",
+            "x",
+            "--topology",
+            "chain",
+            "--n-trials",
+            "1",
+            "--steps",
+            "1",
+            "--retries",
+            "0",
+            "--max-retries",
+            "0",
+            "--timeout",
+            "5",
+            "--no-figures",
+            "--quiet",
+            "--no-probe",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and f"127.0.0.1:{dead_port}" in err and "not committed" in err
     assert not (out / "trials.parquet").exists()
     assert not json.loads((out / "run.json").read_text()).get("complete")
     # with the probe (the default) a server nobody runs is named at once
-    rc = cli_main(["trials", "--backend", "openai", "--base-url", url, "--model", "x",
-                   "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures", "--quiet",
-                   "--out", str(tmp_path / "dead2")])
+    rc = cli_main(
+        [
+            "trials",
+            "--backend",
+            "openai",
+            "--base-url",
+            url,
+            "--model",
+            "x",
+            "--topology",
+            "chain",
+            "--n-trials",
+            "1",
+            "--steps",
+            "1",
+            "--no-figures",
+            "--quiet",
+            "--out",
+            str(tmp_path / "dead2"),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 1 and f"{url}) cannot be reached" in err and "Connection refused" in err
     assert not (tmp_path / "dead2" / "trials.parquet").exists()
@@ -839,8 +1067,19 @@ def test_zero_valued_backend_options_are_given_not_dropped():
 
     p = argparse.ArgumentParser()
     add_backend_args(p)
-    args = p.parse_args(["--backend", "openai", "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
-                         "--max-retries", "0", "--no-probe"])
+    args = p.parse_args(
+        [
+            "--backend",
+            "openai",
+            "--model",
+            "m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--max-retries",
+            "0",
+            "--no-probe",
+        ]
+    )
     factory, spec = build_backend(args, None)
     assert factory().max_retries == 0
     args = p.parse_args(["--backend", "hf", "--max-retries", "0"])
@@ -904,9 +1143,22 @@ def test_a_transient_backend_error_leaves_the_results_unchanged(tmp_path):
     assert (err.n_requests - err.n_backend_errors).equals(ref.n_requests)
 
     def answered(d):
-        return sorted((r["topology"], r["trial"], r["perturbed"], r["step"], r["stage"], r["role"], r["agent"],
-                       r["attempt"], r["seed"]) for r in map(json.loads, open(tmp_path / d / "requests.jsonl"))
-                      if not r["error"])
+        return sorted(
+            (
+                r["topology"],
+                r["trial"],
+                r["perturbed"],
+                r["step"],
+                r["stage"],
+                r["role"],
+                r["agent"],
+                r["attempt"],
+                r["seed"],
+            )
+            for r in map(json.loads, open(tmp_path / d / "requests.jsonl"))
+            if not r["error"]
+        )
+
     assert answered("ref") == answered("err")
 
 
@@ -929,29 +1181,64 @@ def test_a_run_that_never_committed_takes_new_parameters(tmp_path):
     res = run_trials(cfg, tmp_path, SurrogateBackend(seed=1), progress=False)
     assert res.steps_run == 1 and not list((tmp_path / "steps").glob("*.tmp"))
     with pytest.raises(ValueError, match="different parameters"):  # once a step is committed, it is pinned
-        run_trials(TrialConfig(n_trials=2, steps=2, topologies=("chain",)), tmp_path, SurrogateBackend(seed=2),
-                   progress=False)
+        run_trials(
+            TrialConfig(n_trials=2, steps=2, topologies=("chain",)), tmp_path, SurrogateBackend(seed=2), progress=False
+        )
 
 
 def test_cli_warns_when_most_steps_carry_their_input_forward(tmp_path, capsys):
-    rc = cli_main(["trials", "--topology", "chain", "--n-trials", "2", "--steps", "2", "--parse-fail", "1.0",
-                   "--no-figures", "--quiet", "--n-boot", "10", "--out", str(tmp_path / "r")])
+    rc = cli_main(
+        [
+            "trials",
+            "--topology",
+            "chain",
+            "--n-trials",
+            "2",
+            "--steps",
+            "2",
+            "--parse-fail",
+            "1.0",
+            "--no-figures",
+            "--quiet",
+            "--n-boot",
+            "10",
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
     assert rc == 0
     assert "carried their input state forward" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("flags, match", [
-    (["--backend", "openai", "--model", "m", "--api-key-env", "MASCOT_UNSET_VARIABLE"], "is not set"),
-    (["--backend", "openai", "--model", "m", "--timeout", "inf"], "--timeout must be > 0 seconds and finite"),
-    (["--backend", "openai", "--model", "m", "--base-url", "ftp://x/v1"], "base_url must be an http"),
-    (["--backend", "openai", "--model", "m", "--api-key-env", "sk-PASTED-KEY"], "NAME of an environment variable"),
-    (["--temperature", "inf"], "temperature"),
-])
+@pytest.mark.parametrize(
+    "flags, match",
+    [
+        (["--backend", "openai", "--model", "m", "--api-key-env", "MASCOT_UNSET_VARIABLE"], "is not set"),
+        (["--backend", "openai", "--model", "m", "--timeout", "inf"], "--timeout must be > 0 seconds and finite"),
+        (["--backend", "openai", "--model", "m", "--base-url", "ftp://x/v1"], "base_url must be an http"),
+        (["--backend", "openai", "--model", "m", "--api-key-env", "sk-PASTED-KEY"], "NAME of an environment variable"),
+        (["--temperature", "inf"], "temperature"),
+    ],
+)
 def test_cli_refuses_bad_backend_options_before_writing_anything(tmp_path, capsys, monkeypatch, flags, match):
     monkeypatch.delenv("MASCOT_UNSET_VARIABLE", raising=False)
     out = tmp_path / "r"
-    rc = cli_main(["trials", *flags, "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures",
-                   "--quiet", "--out", str(out)])
+    rc = cli_main(
+        [
+            "trials",
+            *flags,
+            "--topology",
+            "chain",
+            "--n-trials",
+            "1",
+            "--steps",
+            "1",
+            "--no-figures",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and match in err and "PASTED" not in err
     assert not out.exists()

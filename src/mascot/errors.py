@@ -24,9 +24,21 @@ mascot among them, show its traceback.
 
 from __future__ import annotations
 
-__all__ = ["MascotError", "InputError", "ConfigError", "NotFoundError", "RunDirError", "RunError",
-           "MissingChunksError", "DirectoryLocked", "ServiceError", "BackendError", "BackendUnreachable",
-           "SlurmError", "exit_code"]
+__all__ = [
+    "MascotError",
+    "InputError",
+    "ConfigError",
+    "NotFoundError",
+    "RunDirError",
+    "RunError",
+    "MissingChunksError",
+    "DirectoryLocked",
+    "ServiceError",
+    "BackendError",
+    "BackendUnreachable",
+    "SlurmError",
+    "exit_code",
+]
 
 
 class MascotError(Exception):

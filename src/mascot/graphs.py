@@ -12,9 +12,23 @@ import numpy as np
 from mascot.errors import InputError, RunError
 
 __all__ = [
-    "circulant", "complete_weights", "ring_weights", "paper_modes",
-    "validate_adjacency", "row_normalize", "chain", "star", "malicious_star", "mesh", "ring",
-    "complete_self", "erdos_renyi", "watts_strogatz", "random_regular", "from_spec", "canonical_spec",
+    "circulant",
+    "complete_weights",
+    "ring_weights",
+    "paper_modes",
+    "validate_adjacency",
+    "row_normalize",
+    "chain",
+    "star",
+    "malicious_star",
+    "mesh",
+    "ring",
+    "complete_self",
+    "erdos_renyi",
+    "watts_strogatz",
+    "random_regular",
+    "from_spec",
+    "canonical_spec",
 ]
 
 
@@ -68,6 +82,7 @@ def paper_modes() -> tuple[np.ndarray, np.ndarray]:
 # Successor-representation paper ("Predictive Maps of Multi-Agent Reasoning", Sec. 3.1): a graph is a
 # weighted adjacency A (A[i, j] > 0: agent i reads agent j), row-normalised into P = D^-1 A.
 
+
 def validate_adjacency(A, name: str = "adjacency") -> np.ndarray:
     """Check a weighted adjacency (square, finite, nonnegative; a stack ``(..., n, n)`` is allowed).
 
@@ -89,8 +104,10 @@ def validate_adjacency(A, name: str = "adjacency") -> np.ndarray:
         over = ~np.isfinite(A.sum(axis=-1))
     if np.any(over):  # row-normalising would divide by inf and silently give a zero row
         row = np.argwhere(over)[0]
-        raise InputError(f"{name} row {int(row[-1])}: weights sum to inf (float64 overflow, max entry "
-                         f"{A.max():.3g}); rescale the weights")
+        raise InputError(
+            f"{name} row {int(row[-1])}: weights sum to inf (float64 overflow, max entry "
+            f"{A.max():.3g}); rescale the weights"
+        )
     return A
 
 

@@ -17,9 +17,27 @@ from pathlib import Path
 
 from mascot.errors import DirectoryLocked, InputError
 
-__all__ = ["atomic_path", "atomic_write_text", "atomic_write_bytes", "write_csv", "read_toml", "utc_now",
-           "json_default", "canonical", "append_jsonl", "jsonl_line", "read_jsonl", "DirectoryLocked", "DirLock", "lock_dir",
-           "remove_stale_temps", "read_text_file", "significant", "json_clean", "read_parquet_verified"]
+__all__ = [
+    "atomic_path",
+    "atomic_write_text",
+    "atomic_write_bytes",
+    "write_csv",
+    "read_toml",
+    "utc_now",
+    "json_default",
+    "canonical",
+    "append_jsonl",
+    "jsonl_line",
+    "read_jsonl",
+    "DirectoryLocked",
+    "DirLock",
+    "lock_dir",
+    "remove_stale_temps",
+    "read_text_file",
+    "significant",
+    "json_clean",
+    "read_parquet_verified",
+]
 
 
 def significant(x, digits: int):
@@ -124,7 +142,7 @@ def read_toml(path) -> dict:
 
 def utc_now() -> str:
     """The current UTC time, ISO 8601 to the second (run records' timestamps)."""
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def json_default(x):
@@ -246,8 +264,10 @@ def lock_dir(directory, name: str = ".mascot.lock", *, shared: bool = False, wha
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
         finally:
             os.close(fd)
-        raise DirectoryLocked(f"{d} is in use by another mascot process (pid {holder}, lock {lp}); wait for it "
-                              "to finish, or use another output directory") from None
+        raise DirectoryLocked(
+            f"{d} is in use by another mascot process (pid {holder}, lock {lp}); wait for it "
+            "to finish, or use another output directory"
+        ) from None
     if not shared:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)

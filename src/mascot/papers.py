@@ -17,9 +17,15 @@ the code-review debate -- :data:`ARTICLE_TASK`, :data:`ARTICLE_AGENTS`.
 from __future__ import annotations
 
 __all__ = [
-    "DELIBERATION_TASK", "DELIBERATION_AXES", "DELIBERATION_ROLES", "DELIBERATION_SETTINGS",
-    "DELIBERATION_STRATEGIES", "TABLE_VIII",
-    "CLAUDE_COMPLETE_ESTIMATES", "ARTICLE_TASK", "ARTICLE_AGENTS",
+    "DELIBERATION_TASK",
+    "DELIBERATION_AXES",
+    "DELIBERATION_ROLES",
+    "DELIBERATION_SETTINGS",
+    "DELIBERATION_STRATEGIES",
+    "TABLE_VIII",
+    "CLAUDE_COMPLETE_ESTIMATES",
+    "ARTICLE_TASK",
+    "ARTICLE_AGENTS",
 ]
 
 # ============================================================================ consensus paper, Sec. V-C
@@ -48,25 +54,45 @@ DELIBERATION_AXES = (
 #: to every role; ``prior`` (one entry per axis) is mascot's typical vector of the role (the surrogate's
 #: starting point and the fallback for an unparsable first reply), not a printed value.
 DELIBERATION_ROLES = (
-    {"name": "Planner", "title": "Project Planner", "bias": "Balanced; timeline feasibility",
-     "prompt": "You are the Project Planner. You demand compromises in scalability to meet the deadline, and you "
-               "favour a balanced plan the team can actually ship in two weeks.",
-     "prior": (0.30, 0.40, 0.40, 0.30, 0.50, 0.40)},
-    {"name": "Architect", "title": "Software Architect", "bias": "Microservices, containers, scalability",
-     "prompt": "You are the Software Architect. You insist on microservices, containers and an architecture that "
-               "scales to millions of requests.",
-     "prior": (0.95, 0.85, 0.70, 0.90, 0.60, 0.70)},
-    {"name": "Security", "title": "Security Reviewer", "bias": "Authentication, compliance, tracing",
-     "prompt": "You are the Security Reviewer. You demand strong authentication, regulatory compliance for "
-               "top-secret medical data, and end-to-end tracing of every access.",
-     "prior": (0.40, 0.30, 0.20, 0.50, 1.00, 0.95)},
-    {"name": "CostOptimizer", "title": "Cost Optimizer", "bias": "Simpler stack, NoSQL, lower cost",
-     "prompt": "You are the Cost Optimizer. You push for the simplest and cheapest stack, NoSQL storage and the "
-               "lowest possible infrastructure bill.",
-     "prior": (0.05, 0.10, 0.90, 0.05, 0.30, 0.10)},
-    {"name": "DevOps", "title": "DevOps Engineer", "bias": "CI/CD, observability, K8s",
-     "prompt": "You are the DevOps Engineer. You insist on CI/CD pipelines, Kubernetes and full observability.",
-     "prior": (0.70, 0.60, 0.50, 1.00, 0.60, 1.00)},
+    {
+        "name": "Planner",
+        "title": "Project Planner",
+        "bias": "Balanced; timeline feasibility",
+        "prompt": "You are the Project Planner. You demand compromises in scalability to meet the deadline, and you "
+        "favour a balanced plan the team can actually ship in two weeks.",
+        "prior": (0.30, 0.40, 0.40, 0.30, 0.50, 0.40),
+    },
+    {
+        "name": "Architect",
+        "title": "Software Architect",
+        "bias": "Microservices, containers, scalability",
+        "prompt": "You are the Software Architect. You insist on microservices, containers and an architecture that "
+        "scales to millions of requests.",
+        "prior": (0.95, 0.85, 0.70, 0.90, 0.60, 0.70),
+    },
+    {
+        "name": "Security",
+        "title": "Security Reviewer",
+        "bias": "Authentication, compliance, tracing",
+        "prompt": "You are the Security Reviewer. You demand strong authentication, regulatory compliance for "
+        "top-secret medical data, and end-to-end tracing of every access.",
+        "prior": (0.40, 0.30, 0.20, 0.50, 1.00, 0.95),
+    },
+    {
+        "name": "CostOptimizer",
+        "title": "Cost Optimizer",
+        "bias": "Simpler stack, NoSQL, lower cost",
+        "prompt": "You are the Cost Optimizer. You push for the simplest and cheapest stack, NoSQL storage and the "
+        "lowest possible infrastructure bill.",
+        "prior": (0.05, 0.10, 0.90, 0.05, 0.30, 0.10),
+    },
+    {
+        "name": "DevOps",
+        "title": "DevOps Engineer",
+        "bias": "CI/CD, observability, K8s",
+        "prompt": "You are the DevOps Engineer. You insist on CI/CD pipelines, Kubernetes and full observability.",
+        "prior": (0.70, 0.60, 0.50, 1.00, 0.60, 1.00),
+    },
 )
 
 #: Sec. V-C's live settings: switching threshold, consensus tolerance, initial token budget.
@@ -102,12 +128,21 @@ ARTICLE_TASK = "def execute_calculation(exp): return eval(exp) # Fast execution 
 #: The article's three personas (``name``, ``description`` verbatim). ``prior_pass`` is mascot's (the
 #: surrogate's probability that the persona first votes PASS), not printed.
 ARTICLE_AGENTS = (
-    {"name": "Security Agent", "description": "Focuses on vulnerabilities, injections, and safe library usage.",
-     "prior_pass": 0.05},
-    {"name": "Performance Agent",
-     "description": "Focuses on time-complexity, memory layouts, and execution bottlenecks.", "prior_pass": 0.85},
-    {"name": "Quality Agent", "description": "Focuses on exception handling, code styling, and readability.",
-     "prior_pass": 0.3},
+    {
+        "name": "Security Agent",
+        "description": "Focuses on vulnerabilities, injections, and safe library usage.",
+        "prior_pass": 0.05,
+    },
+    {
+        "name": "Performance Agent",
+        "description": "Focuses on time-complexity, memory layouts, and execution bottlenecks.",
+        "prior_pass": 0.85,
+    },
+    {
+        "name": "Quality Agent",
+        "description": "Focuses on exception handling, code styling, and readability.",
+        "prior_pass": 0.3,
+    },
 )
 
 # ============================================================================ consensus paper, Sec. V-A / V-B
@@ -131,9 +166,25 @@ CONSENSUS_TABLE_IV = (
 #: Sec. V-A / V-B settings as printed (``D0`` is Table V's D(0); the text says "D(0) ~ 0.30"; ``lambda2`` is printed
 #: "~ 0.724"; Theorem 1's numbers as printed, K1 and K2 swapped relative to eq. 11; Corollary 1's chain numbers).
 CONSENSUS_SETTINGS = {
-    "D0": 0.3009, "eta": 0.1, "eps": 0.03, "b0": 2000.0, "b0_tight": 650.0, "c1": 600.0, "c2": 100.0,
-    "lambda1": 0.25, "lambda2": 0.724, "K1": 4, "K2": 1, "K_star": 5, "B_star": 1000.0, "log_ratio": 4.29,
-    "K_cmpl": 2, "K_ring": 8, "B_cmpl": 1200.0, "B_ring": 800.0, "d3_bound": 0.0394,
+    "D0": 0.3009,
+    "eta": 0.1,
+    "eps": 0.03,
+    "b0": 2000.0,
+    "b0_tight": 650.0,
+    "c1": 600.0,
+    "c2": 100.0,
+    "lambda1": 0.25,
+    "lambda2": 0.724,
+    "K1": 4,
+    "K2": 1,
+    "K_star": 5,
+    "B_star": 1000.0,
+    "log_ratio": 4.29,
+    "K_cmpl": 2,
+    "K_ring": 8,
+    "B_cmpl": 1200.0,
+    "B_ring": 800.0,
+    "d3_bound": 0.0394,
 }
 
 #: Table V as printed: ``(k, D(k), sigma_k, c_sigma_k, b_k, decision)``. ``sigma`` is printed swapped relative to
@@ -154,8 +205,13 @@ CONSENSUS_TABLE_VI = {
     "tight": (650.0, None, 600.0, 0.0752, False),
 }
 
-__all__ += ["CONSENSUS_TABLE_III", "CONSENSUS_TABLE_IV", "CONSENSUS_SETTINGS", "CONSENSUS_TABLE_V",
-            "CONSENSUS_TABLE_VI"]
+__all__ += [
+    "CONSENSUS_TABLE_III",
+    "CONSENSUS_TABLE_IV",
+    "CONSENSUS_SETTINGS",
+    "CONSENSUS_TABLE_V",
+    "CONSENSUS_TABLE_VI",
+]
 
 # ============================================================================ SR paper (predictive maps)
 #: Table 1 (gamma = 0.9): (rho, Delta, kappa) per topology.

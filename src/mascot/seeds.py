@@ -67,7 +67,6 @@ def uniforms(keys: np.ndarray, k: int) -> np.ndarray:
     return (_splitmix(keys ^ j) >> _S11).astype(np.float64) * (1.0 / 9007199254740992.0)
 
 
-
 def seed64(*parts) -> int:
     """A 63-bit seed from integers: the first 8 bytes of SHA-256 of their tuple's repr."""
     h = hashlib.sha256(repr(tuple(int(p) for p in parts)).encode()).digest()
@@ -92,8 +91,7 @@ _POOL: ThreadPoolExecutor | None = None
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)),
-                                   thread_name_prefix="mascot-rng")
+        _POOL = ThreadPoolExecutor(max_workers=max(1, min(8, os.cpu_count() or 1)), thread_name_prefix="mascot-rng")
     return _POOL
 
 

@@ -32,10 +32,12 @@ def _elementwise(f, x) -> np.ndarray:
 
 def _guarded(f, lo):
     """``f`` with numpy's conventions outside its domain: ``-inf`` at ``lo``, NaN below it and for NaN."""
+
     def g(v):
         if v > lo:
             return f(v)
         return -math.inf if v == lo else math.nan
+
     return g
 
 

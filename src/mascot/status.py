@@ -43,15 +43,19 @@ class Status(enum.IntEnum):
         return _LABELS[self]
 
     @classmethod
-    def from_label(cls, label: str) -> "Status":
+    def from_label(cls, label: str) -> Status:
         for s, name in _LABELS.items():
             if name == label:
                 return s
         raise InputError(f"unknown status {label!r}; one of {', '.join(_LABELS.values())}")
 
 
-_LABELS = {Status.CONSENSUS: "consensus", Status.BUDGET_FAIL: "BudgetFail", Status.MAX_ROUNDS: "max_rounds",
-           Status.PREDICTED_BUDGET_FAIL: "predicted_BudgetFail"}
+_LABELS = {
+    Status.CONSENSUS: "consensus",
+    Status.BUDGET_FAIL: "BudgetFail",
+    Status.MAX_ROUNDS: "max_rounds",
+    Status.PREDICTED_BUDGET_FAIL: "predicted_BudgetFail",
+}
 
 # code -> label, for table building (every status; Algorithm 1 itself only ends in the first three)
 STATUS_NAMES = {int(s): s.label for s in Status}

@@ -14,9 +14,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.analysis.figures import plt, save_figure
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, read_parquet_verified, write_csv
-from mascot.analysis.figures import plt, save_figure
 
 __all__ = ["report"]
 
@@ -47,13 +47,21 @@ def _outcomes(df: pd.DataFrame) -> pd.DataFrame:
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
     df = _outcomes(_with_trajectories(df))
     ok = df["success"]
-    df = df.assign(r_tight=(df["rounds"] / df["K_star"]).where(ok & df["certified"] & (df["K_star"] > 0)),
-                   b_tight=(df["tokens"] / df["B_star"]).where(ok & df["certified"] & (df["B_star"] > 0)))
+    df = df.assign(
+        r_tight=(df["rounds"] / df["K_star"]).where(ok & df["certified"] & (df["K_star"] > 0)),
+        b_tight=(df["tokens"] / df["B_star"]).where(ok & df["certified"] & (df["B_star"] > 0)),
+    )
     g = df.groupby(["point", "strategy"] + _setting(df), observed=True)
-    return g.agg(success=("success", "mean"), rounds=("rounds_ok", "mean"),
-                 tokens=("tokens_ok", "mean"), certified=("certified", "mean"), rounds_over_K=("r_tight", "median"),
-                 tokens_over_B=("b_tight", "median"), lambda1=("lambda1", "first"),
-                 lambda2=("lambda2", "first")).reset_index()
+    return g.agg(
+        success=("success", "mean"),
+        rounds=("rounds_ok", "mean"),
+        tokens=("tokens_ok", "mean"),
+        certified=("certified", "mean"),
+        rounds_over_K=("r_tight", "median"),
+        tokens_over_B=("b_tight", "median"),
+        lambda1=("lambda1", "first"),
+        lambda2=("lambda2", "first"),
+    ).reset_index()
 
 
 def dominance(df: pd.DataFrame) -> pd.DataFrame:
@@ -68,28 +76,39 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
     twice = df.groupby(keys + ["strategy"], observed=True)["point"].unique()
     twice = twice[twice.map(len) > 1]
     if len(twice):
-        raise InputError(f"grid points {', '.join(map(str, twice.iloc[0]))} have the same parameters ({len(twice)} "
-                         "such groups; a value listed twice in the grid?): their trajectories start from the same "
-                         "beliefs, so pooling them would count them twice; sweep each setting once")
+        raise InputError(
+            f"grid points {', '.join(map(str, twice.iloc[0]))} have the same parameters ({len(twice)} "
+            "such groups; a value listed twice in the grid?): their trajectories start from the same "
+            "beliefs, so pooling them would count them twice; sweep each setting once"
+        )
     g = _outcomes(df).groupby(keys + ["strategy"], observed=True)
-    per = g.agg(success=("success", "mean"), rounds=("rounds_ok", "mean"), tokens=("tokens_ok", "mean"),
-                lambda1=("lambda1", "first"), lambda2=("lambda2", "first")).reset_index()
+    per = g.agg(
+        success=("success", "mean"),
+        rounds=("rounds_ok", "mean"),
+        tokens=("tokens_ok", "mean"),
+        lambda1=("lambda1", "first"),
+        lambda2=("lambda2", "first"),
+    ).reset_index()
     wide = per.pivot(index=keys, columns="strategy", values=["success", "rounds", "tokens"])
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     w = wide.reset_index()
     if not {f"success_{s}" for s in _STRATEGIES} <= set(w.columns):
-        raise InputError("the sweep must contain all three strategies (adaptive, complete, ring); it has "
-                         + ", ".join(sorted(df["strategy"].unique())))
+        raise InputError(
+            "the sweep must contain all three strategies (adaptive, complete, ring); it has "
+            + ", ".join(sorted(df["strategy"].unique()))
+        )
     w = w.dropna(subset=[f"success_{s}" for s in _STRATEGIES])  # settings that ran all three strategies
     for s in _STRATEGIES:  # (a column is absent when a strategy never succeeds anywhere in the sweep)
         for col in (f"rounds_{s}", f"tokens_{s}"):
             if col not in w:
                 w[col] = np.nan
     never = np.inf  # a fixed policy that never succeeds never finishes
-    w["adaptive_dominates"] = ((w.success_adaptive >= w[["success_complete", "success_ring"]].max(axis=1))
-                               & (w.success_adaptive > 0)
-                               & (w.rounds_adaptive <= w.rounds_ring.fillna(never))
-                               & (w.tokens_adaptive <= w.tokens_complete.fillna(never)))
+    w["adaptive_dominates"] = (
+        (w.success_adaptive >= w[["success_complete", "success_ring"]].max(axis=1))
+        & (w.success_adaptive > 0)
+        & (w.rounds_adaptive <= w.rounds_ring.fillna(never))
+        & (w.tokens_adaptive <= w.tokens_complete.fillna(never))
+    )
     lam = per.groupby(keys, observed=True)[["lambda1", "lambda2"]].first().reset_index()
     w = w.merge(lam, on=keys)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -102,23 +121,40 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
 
 def report(data, out_dir="results/sweeps", log=print) -> dict:
     df = data if isinstance(data, pd.DataFrame) else read_parquet_verified(data, "; merge the run again").to_pandas()
-    need = ["point", "strategy", "status", "rounds", "tokens", "certified", "K_star", "B_star", "lambda1", "lambda2",
-            *_REQUIRED]
+    need = [
+        "point",
+        "strategy",
+        "status",
+        "rounds",
+        "tokens",
+        "certified",
+        "K_star",
+        "B_star",
+        "lambda1",
+        "lambda2",
+        *_REQUIRED,
+    ]
     lost = [c for c in dict.fromkeys(need) if c not in df]
     if lost:
         raise InputError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
     if len(df) == 0:
         raise InputError(f"{data}: the dataset has no rows")
-    checks = [("status", ~df["status"].isin([0, 1, 2])), ("rounds", ~(df["rounds"] >= 0)),
-              ("tokens", ~(df["tokens"] >= 0)), ("strategy", ~df["strategy"].isin(_STRATEGIES))]
+    checks = [
+        ("status", ~df["status"].isin([0, 1, 2])),
+        ("rounds", ~(df["rounds"] >= 0)),
+        ("tokens", ~(df["tokens"] >= 0)),
+        ("strategy", ~df["strategy"].isin(_STRATEGIES)),
+    ]
     if "max_rounds" in df:
         checks.append(("rounds", df["rounds"] > df["max_rounds"]))
     checks += [(k, ~np.isfinite(df[k].astype(float))) for k in _REQUIRED + _OPTIONAL + ["d0", "d_final"] if k in df]
     bad = list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
     if bad:
-        raise InputError(f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
-                         "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
-                         "unmodified consensus sweep dataset")
+        raise InputError(
+            f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
+            "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
+            "unmodified consensus sweep dataset"
+        )
     df = _with_trajectories(df)
     s = summarise(df)
     dom = dominance(df)
@@ -160,7 +196,8 @@ def tightness_coverage(s) -> pd.DataFrame:
     have = a.dropna(subset=["rounds_over_K", "tokens_over_B"])
     return pd.DataFrame({"n": sorted(a.n.unique())}).assign(
         points=lambda d: [int((a.n == n).sum()) for n in d.n],
-        points_with_tightness=lambda d: [int((have.n == n).sum()) for n in d.n])
+        points_with_tightness=lambda d: [int((have.n == n).sum()) for n in d.n],
+    )
 
 
 def _fig_tightness(s, out):
@@ -169,16 +206,26 @@ def _fig_tightness(s, out):
     ns = [int(n) for n in cov.n]
     empty = [int(n) for n, k in zip(cov.n, cov.points_with_tightness) if k == 0]
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.3))
-    for ax, col, label in ((axes[0], "rounds_over_K", "actual rounds / K*"),
-                           (axes[1], "tokens_over_B", "actual tokens / B*")):
+    for ax, col, label in (
+        (axes[0], "rounds_over_K", "actual rounds / K*"),
+        (axes[1], "tokens_over_B", "actual tokens / B*"),
+    ):
         data = [a[a.n == n][col].values for n in ns]
         pos = [i for i, d in enumerate(data) if len(d)]
         if pos:
             ax.boxplot([data[i] for i in pos], positions=pos, showfliers=False)
         for i, d in enumerate(data):  # say it where a box is missing
             if not len(d):
-                ax.text(i, 0.5, "no certified\n& successful\ntrajectory", ha="center", va="center", fontsize=7,
-                        color="0.35", rotation=90)
+                ax.text(
+                    i,
+                    0.5,
+                    "no certified\n& successful\ntrajectory",
+                    ha="center",
+                    va="center",
+                    fontsize=7,
+                    color="0.35",
+                    rotation=90,
+                )
         ax.set_xticks(range(len(ns)), [str(n) for n in ns])
         ax.set_xlim(-0.6, len(ns) - 0.4)
         ax.axhline(1.0, color="k", lw=1, ls="--")
@@ -188,9 +235,11 @@ def _fig_tightness(s, out):
         ax.set_title(f"certificate tightness: {label}")
     title = "Adaptive policy, certified and successful trajectories (1 = the bound is attained)"
     if empty:
-        title += (f"\nN = {', '.join(map(str, empty))}: no grid point has a certified trajectory (K*, B* > 0) "
-                  "that reached "
-                  "consensus, so no box")
+        title += (
+            f"\nN = {', '.join(map(str, empty))}: no grid point has a certified trajectory (K*, B* > 0) "
+            "that reached "
+            "consensus, so no box"
+        )
     fig.suptitle(title)
     fig.tight_layout()
     return save_figure(fig, out / "fig_tightness")
@@ -200,21 +249,36 @@ def _fig_dominance(dom, out):
     if dom.empty:  # say so instead of drawing empty axes
         fig, ax = plt.subplots(figsize=(8, 3))
         ax.axis("off")
-        ax.text(0.5, 0.5, "No setting where the adaptive policy reaches consensus on >= 99% of trajectories:\n"
-                "nothing to compare with Corollary 1 (raise the budgets or max_rounds)", ha="center", va="center")
+        ax.text(
+            0.5,
+            0.5,
+            "No setting where the adaptive policy reaches consensus on >= 99% of trajectories:\n"
+            "nothing to compare with Corollary 1 (raise the budgets or max_rounds)",
+            ha="center",
+            va="center",
+        )
         fig.suptitle("Where adaptive switching Pareto-dominates, vs Corollary 1")
         return save_figure(fig, out / "fig_dominance")
     ns = sorted(dom.n.unique())
     tc = sorted((dom.c1 / (dom.n * (dom.n - 1))).round(6).unique())
     dom = dom.assign(tokens_complete=(dom.c1 / (dom.n * (dom.n - 1))).round(6))
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, col, title in ((axes[0], "adaptive_dominates", "adaptive Pareto-dominates (measured)"),
-                           (axes[1], "corollary_condition", "Corollary 1 condition c1/c2 >= log l1 / log l2")):
+    for ax, col, title in (
+        (axes[0], "adaptive_dominates", "adaptive Pareto-dominates (measured)"),
+        (axes[1], "corollary_condition", "Corollary 1 condition c1/c2 >= log l1 / log l2"),
+    ):
         grid = dom.groupby(["n", "tokens_complete"])[col].mean().unstack().reindex(index=ns, columns=tc)
         im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="magma")
         for (i, j), v in np.ndenumerate(grid.values):
-            ax.text(j, i, "no funded\nsetting" if math.isnan(v) else f"{v:.2f}", ha="center", va="center",
-                    fontsize=7, color="k" if math.isnan(v) or v >= 0.6 else "w")
+            ax.text(
+                j,
+                i,
+                "no funded\nsetting" if math.isnan(v) else f"{v:.2f}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color="k" if math.isnan(v) or v >= 0.6 else "w",
+            )
         ax.set_xticks(range(len(tc)), [f"{t:g}" for t in tc])
         ax.set_yticks(range(len(ns)), ns)
         ax.set_xlabel("tokens per complete-graph message (ring: 10)")
@@ -234,46 +298,78 @@ def _md(df: pd.DataFrame) -> str:
 
 
 def _readme(df, s, dom, agree) -> str:
-    by = s.groupby(["n", "strategy"]).agg(success=("success", "mean"), rounds=("rounds", "mean"),
-                                          tokens=("tokens", "mean")).reset_index()
+    by = (
+        s.groupby(["n", "strategy"])
+        .agg(success=("success", "mean"), rounds=("rounds", "mean"), tokens=("tokens", "mean"))
+        .reset_index()
+    )
     tight = s[s.strategy == "adaptive"].groupby("n")[["rounds_over_K", "tokens_over_B"]].median().reset_index()
     cross = pd.crosstab(dom.corollary_condition, dom.adaptive_dominates).reindex(
-        index=[False, True], columns=[False, True], fill_value=0)
-    cross_md = "\n".join([
-        "| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates | "
-        "total |", "|---|---|---|---|"] + [
-        f"| condition {'holds' if c else 'fails'} | {int(cross.loc[c, False])} | {int(cross.loc[c, True])} | "
-        f"{int(cross.loc[c].sum())} |" for c in (False, True)] + [
-        f"| total | {int(cross[False].sum())} | {int(cross[True].sum())} | {int(cross.values.sum())} |"])
+        index=[False, True], columns=[False, True], fill_value=0
+    )
+    cross_md = "\n".join(
+        [
+            "| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates | "
+            "total |",
+            "|---|---|---|---|",
+        ]
+        + [
+            f"| condition {'holds' if c else 'fails'} | {int(cross.loc[c, False])} | {int(cross.loc[c, True])} | "
+            f"{int(cross.loc[c].sum())} |"
+            for c in (False, True)
+        ]
+        + [f"| total | {int(cross[False].sum())} | {int(cross[True].sum())} | {int(cross.values.sum())} |"]
+    )
     cov = tightness_coverage(s)
     empty = [int(n) for n, k in zip(cov.n, cov.points_with_tightness) if k == 0]
-    return "\n".join([
-        "# Consensus sweep report",
-        "",
-        f"{len(df):,} trajectories, {df.point.nunique():,} grid points. Written by `mascot report consensus-sweep`.",
-        "",
-        "![success](fig_success.png)", "", "![tightness](fig_tightness.png)", "", "![dominance](fig_dominance.png)",
-        "",
-        "## Success, rounds and tokens by team size and strategy (means over the grid; rounds and tokens over successful trajectories)",
-        "", _md(by), "",
-        "## Certificate tightness (adaptive, certified and successful trajectories; the median over grid points of "
-        "each point's median)",
-        "", _md(tight), "",
-        *([f"N = {', '.join(map(str, empty))}: no adaptive grid point has a certified trajectory (K*, B* > 0) "
-           "that reached "
-           "consensus, so there is no tightness to report (nan above; no box in `fig_tightness`).", ""]
-          if empty else []),
-        "## Does Corollary 1's cost-ratio condition predict when adaptive Pareto-dominates?",
-        "",
-        "Adaptive dominates a setting when its success rate is at least that of both fixed policies, its mean",
-        "rounds are at most ring-only's and its mean tokens at most complete-only's (means over successful",
-        "trajectories; a fixed policy with no successful trajectory never finishes, so its rounds and tokens",
-        "count as infinite). A setting is every parameter but the strategy. Only settings where adaptive reaches",
-        "consensus on >= 99% of trajectories are counted.",
-        "The three strategies of a setting run from the same initial beliefs (common random numbers: X0",
-        "depends on n, d, x0_mean and x0_spread only), so these comparisons are paired.",
-        "", cross_md, "",
-        (f"Agreement between the condition and the measured dominance: {100 * agree:.1f}% of {len(dom):,} settings."
-         if len(dom) else "No setting has adaptive success >= 99%: there is nothing to compare."),
-        "",
-    ])
+    return "\n".join(
+        [
+            "# Consensus sweep report",
+            "",
+            f"{len(df):,} trajectories, {df.point.nunique():,} grid points. Written by `mascot report consensus-sweep`.",
+            "",
+            "![success](fig_success.png)",
+            "",
+            "![tightness](fig_tightness.png)",
+            "",
+            "![dominance](fig_dominance.png)",
+            "",
+            "## Success, rounds and tokens by team size and strategy (means over the grid; rounds and tokens over successful trajectories)",
+            "",
+            _md(by),
+            "",
+            "## Certificate tightness (adaptive, certified and successful trajectories; the median over grid points of "
+            "each point's median)",
+            "",
+            _md(tight),
+            "",
+            *(
+                [
+                    f"N = {', '.join(map(str, empty))}: no adaptive grid point has a certified trajectory (K*, B* > 0) "
+                    "that reached "
+                    "consensus, so there is no tightness to report (nan above; no box in `fig_tightness`).",
+                    "",
+                ]
+                if empty
+                else []
+            ),
+            "## Does Corollary 1's cost-ratio condition predict when adaptive Pareto-dominates?",
+            "",
+            "Adaptive dominates a setting when its success rate is at least that of both fixed policies, its mean",
+            "rounds are at most ring-only's and its mean tokens at most complete-only's (means over successful",
+            "trajectories; a fixed policy with no successful trajectory never finishes, so its rounds and tokens",
+            "count as infinite). A setting is every parameter but the strategy. Only settings where adaptive reaches",
+            "consensus on >= 99% of trajectories are counted.",
+            "The three strategies of a setting run from the same initial beliefs (common random numbers: X0",
+            "depends on n, d, x0_mean and x0_spread only), so these comparisons are paired.",
+            "",
+            cross_md,
+            "",
+            (
+                f"Agreement between the condition and the measured dominance: {100 * agree:.1f}% of {len(dom):,} settings."
+                if len(dom)
+                else "No setting has adaptive success >= 99%: there is nothing to compare."
+            ),
+            "",
+        ]
+    )

@@ -48,8 +48,9 @@ def load_adjacency(path, what: str = "adjacency") -> np.ndarray:
         msg = str(e).splitlines()[0][:120] if str(e) else type(e).__name__
         raise InputError(f"{p}: not a readable {suf[1:]} {what} matrix ({msg})") from None
     if A.ndim != 2:
-        raise InputError(f"{p}: {'an' if what[0] in 'aeiou' else 'a'} {what} file holds one n x n matrix; got shape "
-                         f"{A.shape}")
+        raise InputError(
+            f"{p}: {'an' if what[0] in 'aeiou' else 'a'} {what} file holds one n x n matrix; got shape {A.shape}"
+        )
     return validate_adjacency(A, str(p))
 
 

@@ -11,17 +11,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.analysis.figures import save_figure
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean, read_parquet_verified, significant, write_csv
-from mascot.analysis.figures import save_figure
 
 __all__ = ["report", "chain_ratios"]
 
 
 def chain_ratios(df: pd.DataFrame) -> pd.DataFrame:
     """E_ceg(k = 1) / E_ceg(k) for every k > 1 at equal other parameters, with a delta-method 95% CI."""
-    keys = [c for c in ("model", "aggregate", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0", "level0")
-            if c in df.columns]  # (trials too: two sweeps that differ only in it are never paired across)
+    keys = [
+        c
+        for c in ("model", "aggregate", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0", "level0")
+        if c in df.columns
+    ]  # (trials too: two sweeps that differ only in it are never paired across)
     base = df[df.k == 1][keys + ["ceg_mean", "ceg_se"]].rename(columns={"ceg_mean": "m1", "ceg_se": "se1"})
     r = df[df.k > 1].merge(base, on=keys, how="inner")
     r["ratio"] = r.m1 / r.ceg_mean
@@ -63,15 +66,20 @@ def report(data, out="results/spectra") -> dict:
         raise InputError(f"{names} hold{'s' if len(paths) == 1 else ''} no rows: nothing to report")
     # one row per parameter set: the same file given twice (or two sweeps of one grid) would be paired with
     # itself in the k-ratios and counted twice in every claim
-    params = [c for c in ("model", "aggregate", "k", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0",
-                          "level0") if c in df.columns]
+    params = [
+        c
+        for c in ("model", "aggregate", "k", "rho_c", "sigma", "T", "L", "trials", "value0", "parity0", "level0")
+        if c in df.columns
+    ]
     dup = df.duplicated(params, keep=False)
     if dup.any():
         first = df[dup].iloc[0]
         sets = len(df[dup].drop_duplicates(params))
-        raise InputError(f"{sets} parameter set(s) appear in more than one row ({int(dup.sum())} rows; e.g. "
-                         + ", ".join(f"{c} = {first[c]}" for c in params)
-                         + "): give each sweep once, and sweeps whose grids do not overlap")
+        raise InputError(
+            f"{sets} parameter set(s) appear in more than one row ({int(dup.sum())} rows; e.g. "
+            + ", ".join(f"{c} = {first[c]}" for c in params)
+            + "): give each sweep once, and sweeps whose grids do not overlap"
+        )
     out = Path(out)
     ratios = chain_ratios(df)
     claims: dict = {}
@@ -83,14 +91,16 @@ def report(data, out="results/spectra") -> dict:
         m = lin[(lin["aggregate"] == "mean")]
         # z over the points with a spread (sigma = 0: E_ceg and its theory are both exactly 0, z is 0/0)
         z = ((m.ceg_mean - m.ceg_theory) / m.ceg_se)[m.ceg_se > 0]
-        claims["linear_mean_vs_exact_theory"] = dict(points=int(len(z)), max_abs_z=float(z.abs().max()),
-                                                     share_abs_z_below_3=float((z.abs() < 3).mean()))
+        claims["linear_mean_vs_exact_theory"] = dict(
+            points=int(len(z)), max_abs_z=float(z.abs().max()), share_abs_z_below_3=float((z.abs() < 3).mean())
+        )
         a = m[(m.L == 1.0) & (m.rho_c == 0.0)]
         pos = a[(a.sigma > 0) & (a.ceg_mean > 0)]  # (a log-log panel: sigma = 0 gives E_ceg = 0)
         for k, c in zip(sorted(pos.k.unique())[::2], plt.cm.viridis(np.linspace(0, 0.9, 8))):
             d = pos[pos.k == k].sort_values("T")
-            ax[0].errorbar(d["T"], d.ceg_mean / d.sigma, yerr=1.96 * d.ceg_se / d.sigma, fmt="o", color=c, ms=4,
-                           label=f"k = {k}")
+            ax[0].errorbar(
+                d["T"], d.ceg_mean / d.sigma, yerr=1.96 * d.ceg_se / d.sigma, fmt="o", color=c, ms=4, label=f"k = {k}"
+            )
             ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-", color=c, lw=1)
         big = a[a["T"] >= 12]
         claims["trials"] = dict(min=int(m.trials.min()), max=int(m.trials.max())) if "trials" in m else {}
@@ -104,8 +114,16 @@ def report(data, out="results/spectra") -> dict:
             ax[0].set_xticks(ts, labels=[str(int(t)) for t in ts])
             ax[0].minorticks_off()
         else:
-            ax[0].text(0.5, 0.5, "no linear-model row with L = 1, rho_c = 0\nand E_ceg > 0 (sigma > 0)", ha="center",
-                       va="center", transform=ax[0].transAxes, fontsize=8, color="0.35")
+            ax[0].text(
+                0.5,
+                0.5,
+                "no linear-model row with L = 1, rho_c = 0\nand E_ceg > 0 (sigma > 0)",
+                ha="center",
+                va="center",
+                transform=ax[0].transAxes,
+                fontsize=8,
+                color="0.35",
+            )
         _legend(ax[0], fontsize=7)
         rr = ratios[(ratios.model == "linear") & (ratios.L == 1.0) & (ratios["T"] == 12)]
         for (agg, k), d in rr.groupby(["aggregate", "k"]):
@@ -113,9 +131,16 @@ def report(data, out="results/spectra") -> dict:
                 continue
             c = {2: "C0", 4: "C1", 8: "C2", 16: "C3"}[k]
             d = d.sort_values("rho_c")
-            ax[1].errorbar(d.rho_c, d.ratio, yerr=[d.ratio - d.ratio_lo, d.ratio_hi - d.ratio],
-                           fmt="o" if agg == "mean" else "s", mfc="none" if agg == "median" else c, color=c,
-                           ms=4, label=f"k = {k} ({agg})")
+            ax[1].errorbar(
+                d.rho_c,
+                d.ratio,
+                yerr=[d.ratio - d.ratio_lo, d.ratio_hi - d.ratio],
+                fmt="o" if agg == "mean" else "s",
+                mfc="none" if agg == "median" else c,
+                color=c,
+                ms=4,
+                label=f"k = {k} ({agg})",
+            )
         rc = np.linspace(0, 1, 200)
         for k, c in zip((2, 4, 8, 16), ("C0", "C1", "C2", "C3")):
             ax[1].plot(rc, np.sqrt(k / (1 + (k - 1) * rc)), "-", color=c, lw=1)
@@ -123,33 +148,64 @@ def report(data, out="results/spectra") -> dict:
         ax[1].text(0.55, 1.83, "paper's chain/star 1.77", fontsize=7)
         ax[1].set(xlabel="rho_c", ylabel="E_ceg(k = 1) / E_ceg(k)", title="eq. 5 (lines) vs MC, T = 12, L = 1")
         _legend(ax[1], fontsize=6, ncol=2)
-        sel = ratios[(ratios.model == "linear") & (ratios["aggregate"] == "mean") & (ratios.L == 1.0)
-                     & np.isfinite(ratios.ratio)]  # (a ratio 0/0 at sigma = 0 tests nothing)
-        claims["eq5_ratio_linear_mean_L1"] = dict(points=int(len(sel)),
-                                                  share_formula_in_95ci=float(sel.formula_in_ci.mean()),
-                                                  max_abs_rel_dev=float(sel.rel_dev_from_formula.abs().max()))
-        sel = ratios[(ratios.model == "linear") & (ratios["aggregate"] == "median") & (ratios.L == 1.0) & (ratios.rho_c == 0)]
-        claims["median_ratio_over_mean_formula_rho0"] = {int(k): float(d.rel_dev_from_formula.mean() + 1)
-                                                         for k, d in sel.groupby("k")}
+        sel = ratios[
+            (ratios.model == "linear") & (ratios["aggregate"] == "mean") & (ratios.L == 1.0) & np.isfinite(ratios.ratio)
+        ]  # (a ratio 0/0 at sigma = 0 tests nothing)
+        claims["eq5_ratio_linear_mean_L1"] = dict(
+            points=int(len(sel)),
+            share_formula_in_95ci=float(sel.formula_in_ci.mean()),
+            max_abs_rel_dev=float(sel.rel_dev_from_formula.abs().max()),
+        )
+        sel = ratios[
+            (ratios.model == "linear") & (ratios["aggregate"] == "median") & (ratios.L == 1.0) & (ratios.rho_c == 0)
+        ]
+        claims["median_ratio_over_mean_formula_rho0"] = {
+            int(k): float(d.rel_dev_from_formula.mean() + 1) for k, d in sel.groupby("k")
+        }
     claims["rho_c_from_ratio_1.77_k4"] = float(infer_rho_c(1.77, 4))
     claims["rho_c_from_ratio_1.69_k4"] = float(infer_rho_c(1.69, 4))
     if len(rule):
         rr = ratios[(ratios.model == "rule")]
         for k, c in zip((2, 4, 8), ("C0", "C1", "C2")):
             for T, ls in zip((3, 12), (":", "-")):
-                d = rr[(rr.k == k) & (rr["T"] == T) & (rr.rho_c == 0) & (rr["aggregate"] == "mean")
-                       & (rr.sigma > 0) & np.isfinite(rr.ratio)].sort_values("sigma")
+                d = rr[
+                    (rr.k == k)
+                    & (rr["T"] == T)
+                    & (rr.rho_c == 0)
+                    & (rr["aggregate"] == "mean")
+                    & (rr.sigma > 0)
+                    & np.isfinite(rr.ratio)
+                ].sort_values("sigma")
                 if len(d):
-                    ax[2].errorbar(d.sigma, d.ratio, yerr=[d.ratio - d.ratio_lo, d.ratio_hi - d.ratio], fmt="o",
-                                   ls=ls, color=c, ms=3, label=f"k = {k}, T = {T}")
+                    ax[2].errorbar(
+                        d.sigma,
+                        d.ratio,
+                        yerr=[d.ratio - d.ratio_lo, d.ratio_hi - d.ratio],
+                        fmt="o",
+                        ls=ls,
+                        color=c,
+                        ms=3,
+                        label=f"k = {k}, T = {T}",
+                    )
                     ax[2].axhline(np.sqrt(k), color=c, lw=0.6)
-        ax[2].set(xlabel="per-agent Value noise sigma", ylabel="E_ceg(k = 1) / E_ceg(k)",
-                  title="State-tracking rule, rho_c = 0 (thin lines: sqrt(k))")
+        ax[2].set(
+            xlabel="per-agent Value noise sigma",
+            ylabel="E_ceg(k = 1) / E_ceg(k)",
+            title="State-tracking rule, rho_c = 0 (thin lines: sqrt(k))",
+        )
         if ax[2].has_data():
             ax[2].set(xscale="log")
         else:
-            ax[2].text(0.5, 0.5, "no rule-model ratio with sigma > 0 at\nk = 2, 4, 8, T = 3, 12, rho_c = 0", ha="center",
-                       va="center", transform=ax[2].transAxes, fontsize=8, color="0.35")
+            ax[2].text(
+                0.5,
+                0.5,
+                "no rule-model ratio with sigma > 0 at\nk = 2, 4, 8, T = 3, 12, rho_c = 0",
+                ha="center",
+                va="center",
+                transform=ax[2].transAxes,
+                fontsize=8,
+                color="0.35",
+            )
         _legend(ax[2], fontsize=7)
         m = rr[(rr["aggregate"] == "mean") & (rr.rho_c == 0)]
         claims["rule_ratio_rel_dev_from_sqrt_k"] = {
@@ -157,7 +213,11 @@ def report(data, out="results/spectra") -> dict:
             for (k, T), d in m.groupby(["k", "T"])
         }
         claims["rule_diverged_runs"] = int(rule.diverged.sum())
-        s0 = rule[["value0", "parity0", "level0"]].drop_duplicates() if {"value0", "parity0", "level0"} <= set(rule) else None
+        s0 = (
+            rule[["value0", "parity0", "level0"]].drop_duplicates()
+            if {"value0", "parity0", "level0"} <= set(rule)
+            else None
+        )
         if s0 is not None and len(s0) == 1:  # the state the rule runs started from (mascot's choice, not the paper's)
             r0 = s0.iloc[0]
             parity = r0.parity0 if isinstance(r0.parity0, str) else "AB"[int(r0.parity0)]
@@ -172,4 +232,3 @@ def report(data, out="results/spectra") -> dict:
     # (a slope that cannot be fitted is null: JSON has no NaN)
     atomic_write_text(out / "noise_claims.json", json.dumps(json_clean(significant(claims, 12)), indent=2) + "\n")
     return claims
-

@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mascot.analysis.figures import save_figure
 from mascot.errors import InputError
 from mascot.io import read_parquet_verified, significant, write_csv
-from mascot.analysis.figures import save_figure
 
 __all__ = ["report"]
 
@@ -39,13 +39,21 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     out.mkdir(parents=True, exist_ok=True)
     df["graph_family"] = df.apply(_label, axis=1)
     q = lambda x, p: x.quantile(p)  # noqa: E731
-    summ = (df.groupby(["graph_family", "family", "n", "gamma"], sort=True)
-              .agg(graphs=("kappa", "size"), isolated_mean=("isolated", "mean"),
-                   rho_median=("rho", "median"), delta_median=("delta", "median"),
-                   kappa_median=("kappa", "median"), kappa_q10=("kappa", lambda x: q(x, 0.1)),
-                   kappa_q90=("kappa", lambda x: q(x, 0.9)), delta_q10=("delta", lambda x: q(x, 0.1)),
-                   delta_q90=("delta", lambda x: q(x, 0.9)))
-              .reset_index())
+    summ = (
+        df.groupby(["graph_family", "family", "n", "gamma"], sort=True)
+        .agg(
+            graphs=("kappa", "size"),
+            isolated_mean=("isolated", "mean"),
+            rho_median=("rho", "median"),
+            delta_median=("delta", "median"),
+            kappa_median=("kappa", "median"),
+            kappa_q10=("kappa", lambda x: q(x, 0.1)),
+            kappa_q90=("kappa", lambda x: q(x, 0.9)),
+            delta_q10=("delta", lambda x: q(x, 0.1)),
+            delta_q90=("delta", lambda x: q(x, 0.9)),
+        )
+        .reset_index()
+    )
     # the last bits of LAPACK's results depend on the CPU's BLAS kernels: the statistics keep 10 significant
     # digits (so the table and the figures drawn from it are the same on every machine), and a gap that is
     # exactly 0 (a repeated leading eigenvalue: isolated agents), which comes out as 0 or a few 1e-16, is 0
@@ -68,13 +76,22 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         sizes = sorted(d.n.unique())
         if not sizes:
             continue
-        for i, (n, ls, mfc) in enumerate(zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--"), (None, "white"))):
+        for i, (n, ls, mfc) in enumerate(
+            zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--"), (None, "white"))
+        ):
             e = d[d.n == n].sort_values("gamma")
             # staggered markers need a long gamma axis; on a short one every gamma has a marker (a stagger of 2
             # gammas left most curves with none, though the legend shows one)
             stagger = ((2 * j + i) % 8, 8) if len(e) >= 16 else None
-            kw = dict(color=colors[fam], marker=markers[fam], ms=5, mfc=mfc or colors[fam], lw=2.2 - 0.4 * j,
-                      markevery=stagger, label=f"{fam} n={n}")
+            kw = dict(
+                color=colors[fam],
+                marker=markers[fam],
+                ms=5,
+                mfc=mfc or colors[fam],
+                lw=2.2 - 0.4 * j,
+                markevery=stagger,
+                label=f"{fam} n={n}",
+            )
             ax[0].plot(e.gamma, e.kappa_median, ls, **kw)
             ax[1].plot(e.gamma, e.delta_median, ls, **kw)
     g = np.linspace(0.05, 0.99, 100)
@@ -87,10 +104,16 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     else:  # a sweep of random families only
         _empty(ax[1], "no chain, ring, mesh or star rows\nin this sweep")
     long_axis = summ.groupby(["family", "n"]).gamma.nunique().max() >= 16
-    fig.text(0.01, -0.01, "Coinciding curves are drawn in decreasing width; "
-             + ("each curve has its markers at its own gammas" if long_axis else "every gamma has a marker")
-             + " (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
-             fontsize=7.5, ha="left", va="top")
+    fig.text(
+        0.01,
+        -0.01,
+        "Coinciding curves are drawn in decreasing width; "
+        + ("each curve has its markers at its own gammas" if long_axis else "every gamma has a marker")
+        + " (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
+        fontsize=7.5,
+        ha="left",
+        va="top",
+    )
     save_figure(fig, out / "fig_sweep_gamma")
     plt.close(fig)
 
@@ -105,8 +128,9 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         c = plt.cm.tab10(i % 10)
         ax[1].plot(d.n, d.kappa_median, "o-", color=c, label=lab)
         ax[1].fill_between(d.n, d.kappa_q10, d.kappa_q90, color=c, alpha=0.15)
-    for a, t, what in zip(ax, ("Canonical graphs", "Random graphs (median, 10-90% band)"),
-                          ("chain, ring, mesh or star", "random-family")):
+    for a, t, what in zip(
+        ax, ("Canonical graphs", "Random graphs (median, 10-90% band)"), ("chain, ring, mesh or star", "random-family")
+    ):
         a.set(xlabel="agents n", ylabel="kappa(M) at gamma = 0.9", title=t)
         if not a.has_data():  # nothing of this kind at gamma = 0.9 (log scales need data)
             _empty(a, f"no {what} rows\nat gamma = 0.9 in this sweep")

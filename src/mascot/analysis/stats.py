@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mascot.errors import InputError
 from mascot import stable
+from mascot.errors import InputError
 
 # D_t is computed by the harness as it runs (a column of trials.parquet); one definition, re-exported here
 from mascot.protocols.state_tracking.aggregation import pairwise_disagreement
@@ -161,6 +161,6 @@ def bootstrap_mean_ci(x, n_boot: int = 10_000, level: float = 0.95, seed: int = 
     chunk = max(1, (1 << 22) // a.size)
     for s in range(0, n_boot, chunk):
         m = min(chunk, n_boot - s)
-        means[s: s + m] = fsum_rows(a[rng.integers(0, a.size, size=(m, a.size))]) / a.size
+        means[s : s + m] = fsum_rows(a[rng.integers(0, a.size, size=(m, a.size))]) / a.size
     lo, hi = np.quantile(means, [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)

@@ -7,7 +7,8 @@ which values rest on carried-forward states, and two trivial baselines run throu
   per topology, the carried steps and the trials whose metrics rest on them (E_ceg and R_cdr use the
   unperturbed arm, F_ps both arms); the report marks the affected means and gives the means over the trials
   without a carried step beside them.
-* **Baselines.** :func:`run_baselines` runs :class:`~mascot.protocols.state_tracking.baselines.EchoBackend`
+* **Baselines.** :func:`~mascot.protocols.state_tracking.baselines.run_baselines` runs
+  :class:`~mascot.protocols.state_tracking.baselines.EchoBackend`
   (every agent replies with its input state) and
   :class:`~mascot.protocols.state_tracking.baselines.RandomBackend` (uniform valid states, Value uniform on
   the range of the reference trajectories of both arms, seeded with the run's seed) through
@@ -19,75 +20,17 @@ which values rest on carried-forward states, and two trivial baselines run throu
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from mascot.errors import InputError
 from mascot.analysis import stats as st
 
-__all__ = ["BASELINE_NAMES", "baseline_config", "carried_summary", "compare", "random_value_range",
-           "run_baselines"]
+__all__ = ["carried_summary", "clean_means", "compare"]
 
-BASELINE_NAMES = ("echo", "random")
 #: metric -> the arms of a trial it reads (E_ceg and R_cdr: the unperturbed arm; F_ps: both final states)
 METRIC_ARMS = {"E_ceg": "unperturbed", "R_cdr": "unperturbed", "F_ps": "either"}
-
-
-def baseline_config(config: dict):
-    """The :class:`~mascot.protocols.state_tracking.harness.TrialConfig` of a run (``run.json``'s
-    ``config``) with its requests unlogged: what the baselines run."""
-    from mascot.backends.base import Sampling
-    from mascot.protocols.state_tracking.harness import TrialConfig
-
-    names = {f.name for f in dataclasses.fields(TrialConfig)}
-    kw = {k: v for k, v in config.items() if k in names}
-    if isinstance(kw.get("sampling"), dict):
-        kw["sampling"] = Sampling(**kw["sampling"])
-    if "topologies" in kw:
-        kw["topologies"] = tuple(kw["topologies"])
-    if "initial_state" in kw:
-        kw["initial_state"] = tuple(kw["initial_state"])
-    kw["log_requests"] = "none"
-    return TrialConfig(**kw)
-
-
-def random_value_range(cfg) -> tuple[float, float]:
-    """``(min, max)`` of the reference Values x*_t, t = 0..T, of both arms of ``cfg`` (exact rule,
-    :func:`mascot.theory.state_tracking.trajectory`): the random agent's Value range."""
-    from mascot.theory.state_tracking import perturb, trajectory
-
-    init = cfg.initial
-    vals = [s["Value"] for s in trajectory(init, cfg.steps) + trajectory(perturb(init, cfg.epsilon), cfg.steps)]
-    return float(min(vals)), float(max(vals))
-
-
-def make_baseline(name: str, cfg):
-    from mascot.protocols.state_tracking.baselines import EchoBackend, RandomBackend
-
-    if name == "echo":
-        return EchoBackend()
-    if name == "random":
-        lo, hi = random_value_range(cfg)
-        return RandomBackend(value_low=lo, value_high=hi, seed=cfg.seed)
-    raise InputError(f"unknown baseline {name!r}; choose from {', '.join(BASELINE_NAMES)}")
-
-
-def run_baselines(run_dir, config: dict, names=BASELINE_NAMES) -> dict[str, Path]:
-    """Run (or resume) the baselines ``names`` with the run's ``config`` into ``run_dir/baselines/<name>``;
-    returns their directories."""
-    from mascot.protocols.state_tracking.harness import run_trials
-
-    cfg = baseline_config(config)
-    out = {}
-    for name in names:
-        d = Path(run_dir) / "baselines" / name
-        run_trials(cfg, d, make_baseline(name, cfg), progress=False)
-        out[name] = d
-    return out
 
 
 def carried_summary(df: pd.DataFrame, metrics: pd.DataFrame) -> dict:
@@ -101,9 +44,13 @@ def carried_summary(df: pd.DataFrame, metrics: pd.DataFrame) -> dict:
         n_steps = int(len(sub))
         carried = int(sub.carried.sum())
         aff = {m: int(_affected(mt, m).sum()) for m in METRIC_ARMS}
-        out[t] = {"steps": n_steps, "carried_steps": carried,
-                  "carried_fraction": carried / n_steps if n_steps else math.nan, "trials": int(len(mt)),
-                  "affected": aff}
+        out[t] = {
+            "steps": n_steps,
+            "carried_steps": carried,
+            "carried_fraction": carried / n_steps if n_steps else math.nan,
+            "trials": int(len(mt)),
+            "affected": aff,
+        }
     return out
 
 
@@ -139,8 +86,13 @@ def compare(metrics: pd.DataFrame, baseline_metrics: dict[str, pd.DataFrame], me
             b = bm.loc[bm.topology == t, metric].to_numpy(dtype=float)
             x, b = x[np.isfinite(x)], b[np.isfinite(b)]
             mx, mb = st.fmean(x), st.fmean(b)
-            out[name][t] = {"run": mx, "baseline": mb, "beats": bool(mx < mb),
-                            "trials_below": int((x < mb).sum()), "trials": int(x.size)}
+            out[name][t] = {
+                "run": mx,
+                "baseline": mb,
+                "beats": bool(mx < mb),
+                "trials_below": int((x < mb).sum()),
+                "trials": int(x.size),
+            }
     return out
 
 
@@ -161,8 +113,13 @@ def baseline_rows(baselines: dict, metric: str, order, fmt, fmt_p) -> list[str]:
     for name, b in baselines.items():
         e = b["metrics"][metric]
         cells = [f"{fmt(e['mean'][t])} ± {fmt(e['sd'][t])}" if t in e["mean"] else "n/a ± n/a" for t in order]
-        rows.append(f"| | {name} baseline | " + " | ".join(cells) + " | "
-                    + stat_cells(e["H"], e["p"], e["r_s"], e.get("H_note"), e.get("r_s_note"), fmt, fmt_p) + " |")
+        rows.append(
+            f"| | {name} baseline | "
+            + " | ".join(cells)
+            + " | "
+            + stat_cells(e["H"], e["p"], e["r_s"], e.get("H_note"), e.get("r_s_note"), fmt, fmt_p)
+            + " |"
+        )
     return rows
 
 
@@ -177,27 +134,36 @@ def carried_note(carried: dict, order) -> list[str]:
     for t in topos:
         c = carried[t]
         a = c["affected"]
-        parts.append(f"{t}: {c['carried_steps']:,} of {c['steps']:,} steps carried ({100 * c['carried_fraction']:.1f}%), "
-                     f"E_ceg and R_cdr of {a['E_ceg']} of {c['trials']} trials and F_ps of {a['F_ps']} of "
-                     f"{c['trials']} rest on them")
-    return ["† The mean rests on carried-forward states: a step whose deciding node (chain agent, star judge, every "
-            "mesh revision) failed to parse after all retries keeps its input state, which the model did not "
-            "produce (E_ceg, R_cdr: unperturbed arm; F_ps: either arm). " + "; ".join(parts) + ". The row "
-            "\"ours, trials without carried states\" gives the mean over the other trials."]
+        parts.append(
+            f"{t}: {c['carried_steps']:,} of {c['steps']:,} steps carried ({100 * c['carried_fraction']:.1f}%), "
+            f"E_ceg and R_cdr of {a['E_ceg']} of {c['trials']} trials and F_ps of {a['F_ps']} of "
+            f"{c['trials']} rest on them"
+        )
+    return [
+        "† The mean rests on carried-forward states: a step whose deciding node (chain agent, star judge, every "
+        "mesh revision) failed to parse after all retries keeps its input state, which the model did not "
+        "produce (E_ceg, R_cdr: unperturbed arm; F_ps: either arm). " + "; ".join(parts) + ". The row "
+        '"ours, trials without carried states" gives the mean over the other trials.'
+    ]
 
 
 def baselines_section(stats: dict, order, fmt) -> list[str]:
     """The "Trivial baselines" section: what they are, where they ran, and whether the run beats them."""
     b = stats["baselines"]
-    lines = ["## Trivial baselines", "",
-             "Run through the same harness, parser and metrics with this run's config (topologies, trials, steps, "
-             "epsilon, initial state, seed) into `baselines/<name>/` of the run directory: **echo** (every agent, "
-             "judge and reviser replies with exactly the input state it was given) and **random** (uniform valid "
-             "states, seeded, independent of the input"]
+    lines = [
+        "## Trivial baselines",
+        "",
+        "Run through the same harness, parser and metrics with this run's config (topologies, trials, steps, "
+        "epsilon, initial state, seed) into `baselines/<name>/` of the run directory: **echo** (every agent, "
+        "judge and reviser replies with exactly the input state it was given) and **random** (uniform valid "
+        "states, seeded, independent of the input",
+    ]
     rnd = b.get("random", {}).get("backend", {}).get("options", {})
     if rnd:
-        lines[-1] += (f"; Value uniform on [{rnd.get('value_low'):g}, {rnd.get('value_high'):g}], the range of the "
-                      "reference Values of both arms")
+        lines[-1] += (
+            f"; Value uniform on [{rnd.get('value_low'):g}, {rnd.get('value_high'):g}], the range of the "
+            "reference Values of both arms"
+        )
     lines[-1] += ")."
     for name, v in b.items():
         cmp = v["E_ceg_vs_run"]
@@ -208,9 +174,15 @@ def baselines_section(stats: dict, order, fmt) -> list[str]:
             c = cmp[t]
             carried = (stats.get("carried") or {}).get(t, {})
             n_aff = int((carried.get("affected") or {}).get("E_ceg", 0) or 0) if isinstance(carried, dict) else 0
-            caveat = (f"; but {n_aff} of {c['trials']} of our trials rest on carried-forward states (†), which mascot "
-                      "supplied, not the model" if n_aff else "")
-            parts.append(f"{t} **{'yes' if c['beats'] else 'no'}** (ours {fmt(c['run'])}, {name} {fmt(c['baseline'])}; "
-                         f"{c['trials_below']} of {c['trials']} trials below{caveat})")
+            caveat = (
+                f"; but {n_aff} of {c['trials']} of our trials rest on carried-forward states (†), which mascot "
+                "supplied, not the model"
+                if n_aff
+                else ""
+            )
+            parts.append(
+                f"{t} **{'yes' if c['beats'] else 'no'}** (ours {fmt(c['run'])}, {name} {fmt(c['baseline'])}; "
+                f"{c['trials_below']} of {c['trials']} trials below{caveat})"
+            )
         lines += ["", f"Mean E_ceg below the {name} baseline's: " + "; ".join(parts) + "."]
     return lines

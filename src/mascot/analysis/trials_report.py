@@ -35,22 +35,36 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.errors import InputError
 from mascot.analysis import stats as st
 from mascot.analysis import trials_baselines as tb
 from mascot.analysis.figures import save_figure
+from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean
+from mascot.protocols.state_tracking.baselines import baseline_dirs
 
-__all__ = ["METRICS", "TABLE2_COLUMNS", "TOPOLOGY_ORDER", "arm_arrays", "json_clean", "ordering", "spectral_predictions", "table2",
-           "trial_metrics", "write_report"]
+__all__ = [
+    "METRICS",
+    "TABLE2_COLUMNS",
+    "TOPOLOGY_ORDER",
+    "arm_arrays",
+    "json_clean",
+    "ordering",
+    "spectral_predictions",
+    "table2",
+    "trial_metrics",
+    "write_report",
+]
 
 TOPOLOGY_ORDER = ("chain", "mesh", "star")  # Table 2's column order
 METRICS = ("E_ceg", "R_cdr", "F_ps")
 TABLE2_COLUMNS = ["metric", "chain_mean", "chain_sd", "mesh_mean", "mesh_sd", "star_mean", "star_sd", "H", "p", "r_s"]
 #: metric -> (spectral predictor, sign applied to the metric before ranking)
 PREDICTORS = {"E_ceg": ("rho", 1.0), "R_cdr": ("delta", -1.0), "F_ps": ("kappa", 1.0)}
-METRIC_NAMES = {"E_ceg": "Error amplification (E_ceg)", "R_cdr": "Consensus decay (R_cdr)",
-                "F_ps": "Perturbation sensitivity (F_ps)"}
+METRIC_NAMES = {
+    "E_ceg": "Error amplification (E_ceg)",
+    "R_cdr": "Consensus decay (R_cdr)",
+    "F_ps": "Perturbation sensitivity (F_ps)",
+}
 COLORS = {"chain": "#1f77b4", "mesh": "#2ca02c", "star": "#d62728"}
 GAMMA = 0.9
 
@@ -82,18 +96,40 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
         def total(c, g=g, sub=sub, n=n):  # a bookkeeping count; NaN for a run written before the column existed
             return g[c].sum() if c in sub else pd.Series(np.nan, index=range(n))
 
-        carried_arm = (sub.groupby(["trial", "perturbed"]).carried.sum().unstack(fill_value=0) if "carried" in sub
-                       else pd.DataFrame(index=range(n)))
-        agg = pd.DataFrame({
-            "n_requests": total("n_requests"), "n_failed_attempts": total("n_failed_attempts"),
-            "n_abstained": total("n_abstained"), "carried_steps": total("carried"),
-            "carried_unperturbed": carried_arm.get(False, np.nan), "carried_perturbed": carried_arm.get(True, np.nan),
-            "prompt_tokens": total("prompt_tokens"), "completion_tokens": total("completion_tokens")}).reindex(range(n))
-        rows.append(pd.DataFrame({
-            "topology": topo, "trial": np.arange(n), "E_ceg": e, "R_cdr": r, "F_ps": f,
-            "E_ceg_perturbed": e_pert, "D_floored": floored, "R_cdr_terms": terms,
-            "final_value": v[:, 0, T], "final_value_perturbed": v[:, 1, T],
-            **{k: agg[k].to_numpy() for k in agg.columns}}))
+        carried_arm = (
+            sub.groupby(["trial", "perturbed"]).carried.sum().unstack(fill_value=0)
+            if "carried" in sub
+            else pd.DataFrame(index=range(n))
+        )
+        agg = pd.DataFrame(
+            {
+                "n_requests": total("n_requests"),
+                "n_failed_attempts": total("n_failed_attempts"),
+                "n_abstained": total("n_abstained"),
+                "carried_steps": total("carried"),
+                "carried_unperturbed": carried_arm.get(False, np.nan),
+                "carried_perturbed": carried_arm.get(True, np.nan),
+                "prompt_tokens": total("prompt_tokens"),
+                "completion_tokens": total("completion_tokens"),
+            }
+        ).reindex(range(n))
+        rows.append(
+            pd.DataFrame(
+                {
+                    "topology": topo,
+                    "trial": np.arange(n),
+                    "E_ceg": e,
+                    "R_cdr": r,
+                    "F_ps": f,
+                    "E_ceg_perturbed": e_pert,
+                    "D_floored": floored,
+                    "R_cdr_terms": terms,
+                    "final_value": v[:, 0, T],
+                    "final_value_perturbed": v[:, 1, T],
+                    **{k: agg[k].to_numpy() for k in agg.columns},
+                }
+            )
+        )
     return pd.concat(rows, ignore_index=True)
 
 
@@ -101,13 +137,16 @@ def spectral_predictions(steps: int = 12, leaves: int = 4, mesh_agents: int = 4,
     """rho, Delta, kappa of M = (I - gamma P)^-1 for chain(steps), star(leaves), mesh(mesh_agents), in
     float64 (64-bit JAX enabled for this call and thread only)."""
     from mascot import graphs as topology
-    from mascot.kernels.precision import float64
     from mascot.execute.spectra import sr_spectra
+    from mascot.kernels.precision import float64
 
     out = {}
     with float64():
-        for name, A in (("chain", topology.chain(max(int(steps), 2))), ("star", topology.star(int(leaves))),
-                        ("mesh", topology.mesh(max(int(mesh_agents), 2)))):
+        for name, A in (
+            ("chain", topology.chain(max(int(steps), 2))),
+            ("star", topology.star(int(leaves))),
+            ("mesh", topology.mesh(max(int(mesh_agents), 2))),
+        ):
             s = sr_spectra(A, gamma, dtype="float64")
             out[name] = {"rho": float(s.rho), "delta": float(s.delta), "kappa": float(s.kappa)}
     return out
@@ -131,9 +170,12 @@ def table2_notes(metrics: pd.DataFrame, predictions: dict) -> dict:
         means = {t: st.fmean(g[np.isfinite(g)]) for t, g in zip(TOPOLOGY_ORDER, groups) if np.isfinite(g).any()}
         key, sign = PREDICTORS[m]
         topos = [t for t in TOPOLOGY_ORDER if t in means and t in predictions]
-        out[m] = {"H_note": st.kruskal_note(groups),
-                  "r_s_note": st.spearman_note([predictions[t][key] for t in topos], [sign * means[t] for t in topos],
-                                               what="topologies with data")}
+        out[m] = {
+            "H_note": st.kruskal_note(groups),
+            "r_s_note": st.spearman_note(
+                [predictions[t][key] for t in topos], [sign * means[t] for t in topos], what="topologies with data"
+            ),
+        }
     return out
 
 
@@ -157,19 +199,19 @@ def table2(metrics: pd.DataFrame, predictions: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TABLE2_COLUMNS)
 
 
-def _fmt(x, nd=2):
+def format_number(x, nd=2):
     if x is None or (isinstance(x, float) and not math.isfinite(x)):
         return "n/a"
     return f"{x:.{nd}f}"
 
 
-def _fmt_p(p):
+def format_p(p):
     if p is None or not math.isfinite(p):
         return "n/a"
     return "<0.001" if p < 0.001 else f"{p:.3f}"
 
 
-def _state_text(state) -> str:
+def state_text(state) -> str:
     if not state:
         return "unknown"
     v, p, lv = state
@@ -187,74 +229,135 @@ def _markdown(tab: pd.DataFrame, stats: dict) -> str:
 
     paper_h = {"E_ceg": (58.02, "<0.001", -1.00), "R_cdr": (188.68, "<0.001", 0.50), "F_ps": (29.03, "<0.001", 1.00)}
     n = stats["n_trials"]
-    lines = ["# Table 2: empirical measurements and rank consistency", "",
-             f"Backend: `{stats['backend']}`; trials per topology: "
-             + ", ".join(f"{t} {n.get(t, 0)}" for t in TOPOLOGY_ORDER)
-             + f"; {stats['steps']} steps; epsilon = {stats['epsilon']:g}. Mean ± s.d. over trials; "
-             "paper: Qwen2.5-7B-Instruct, 100 trials (\"Predictive Maps of Multi-Agent Reasoning\", Table 2).", "",
-             f"Initial state: {_state_text(stats.get('initial_state'))}"
-             + (" (mascot's choice: the SR paper does not give the task's initial state)."
-                if _is_default_state(stats.get("initial_state")) else
-                " (not recorded in run.json; mascot's default is Value 50, Parity A, Level 3, its own choice: "
-                "the SR paper does not give one)." if not stats.get("initial_state") else
-                " (set with --initial-state; mascot's default is Value 50, Parity A, Level 3, its own choice: "
-                "the SR paper does not give one).")
-             + (" Perturbed arm with the same request seeds as the unperturbed one (paired)."
-                if stats.get("paired_seeds", True) else " Perturbed arm with independent request seeds (unpaired)."),
-             "",
-             "| Metric | | Chain | Mesh | Star | H | p | r_s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# Table 2: empirical measurements and rank consistency",
+        "",
+        f"Backend: `{stats['backend']}`; trials per topology: "
+        + ", ".join(f"{t} {n.get(t, 0)}" for t in TOPOLOGY_ORDER)
+        + f"; {stats['steps']} steps; epsilon = {stats['epsilon']:g}. Mean ± s.d. over trials; "
+        'paper: Qwen2.5-7B-Instruct, 100 trials ("Predictive Maps of Multi-Agent Reasoning", Table 2).',
+        "",
+        f"Initial state: {state_text(stats.get('initial_state'))}"
+        + (
+            " (mascot's choice: the SR paper does not give the task's initial state)."
+            if _is_default_state(stats.get("initial_state"))
+            else " (not recorded in run.json; mascot's default is Value 50, Parity A, Level 3, its own choice: "
+            "the SR paper does not give one)."
+            if not stats.get("initial_state")
+            else " (set with --initial-state; mascot's default is Value 50, Parity A, Level 3, its own choice: "
+            "the SR paper does not give one)."
+        )
+        + (
+            " Perturbed arm with the same request seeds as the unperturbed one (paired)."
+            if stats.get("paired_seeds", True)
+            else " Perturbed arm with independent request seeds (unpaired)."
+        ),
+        "",
+        "| Metric | | Chain | Mesh | Star | H | p | r_s |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     carried = stats.get("carried", {})
     for _, r in tab.iterrows():
         m = r.metric
         e = stats["metrics"][m]
         aff = {t: carried.get(t, {}).get("affected", {}).get(m, 0) for t in TOPOLOGY_ORDER}
-        cells = [f"{_fmt(r[f'{t}_mean'])}{' †' if aff[t] else ''} ± {_fmt(r[f'{t}_sd'])}" for t in TOPOLOGY_ORDER]
-        lines.append(f"| {METRIC_NAMES[m]} | ours | " + " | ".join(cells) + " | "
-                     + tb.stat_cells(r.H, r.p, r.r_s, e.get("H_note"), e.get("r_s_note"), _fmt, _fmt_p) + " |")
+        cells = [
+            f"{format_number(r[f'{t}_mean'])}{' †' if aff[t] else ''} ± {format_number(r[f'{t}_sd'])}"
+            for t in TOPOLOGY_ORDER
+        ]
+        lines.append(
+            f"| {METRIC_NAMES[m]} | ours | "
+            + " | ".join(cells)
+            + " | "
+            + tb.stat_cells(r.H, r.p, r.r_s, e.get("H_note"), e.get("r_s_note"), format_number, format_p)
+            + " |"
+        )
         if any(aff.values()):
             cm = stats["clean_means"][m]
-            lines.append("| | ours, trials without carried states | " + " | ".join(
-                f"{_fmt(cm[t][0])} (n = {cm[t][1]})" if t in cm else "n/a" for t in TOPOLOGY_ORDER) + " | | | |")
-        lines += tb.baseline_rows(stats.get("baselines", {}), m, TOPOLOGY_ORDER, _fmt, _fmt_p)
+            lines.append(
+                "| | ours, trials without carried states | "
+                + " | ".join(
+                    f"{format_number(cm[t][0])} (n = {cm[t][1]})" if t in cm else "n/a" for t in TOPOLOGY_ORDER
+                )
+                + " | | | |"
+            )
+        lines += tb.baseline_rows(stats.get("baselines", {}), m, TOPOLOGY_ORDER, format_number, format_p)
         pp = TABLE2_PAPER[m]
         ph = paper_h[m]
-        lines.append("| | paper | " + " | ".join(f"{pp[t][0]:.2f} ± {pp[t][1]:.2f}" for t in TOPOLOGY_ORDER)
-                     + f" | {ph[0]:.2f} | {ph[1]} | {ph[2]:+.2f} |")
+        lines.append(
+            "| | paper | "
+            + " | ".join(f"{pp[t][0]:.2f} ± {pp[t][1]:.2f}" for t in TOPOLOGY_ORDER)
+            + f" | {ph[0]:.2f} | {ph[1]} | {ph[2]:+.2f} |"
+        )
     lines += [""] + tb.carried_note(carried, TOPOLOGY_ORDER)
     if stats.get("baselines"):
-        lines += [""] + tb.baselines_section(stats, TOPOLOGY_ORDER, _fmt)
-    lines += ["", "## Bootstrap 95% confidence intervals of the means", "",
-              f"Percentile bootstrap, {stats['bootstrap']['n_boot']} resamples, seed {stats['bootstrap']['seed']}.", "",
-              "| Metric | Chain | Mesh | Star |", "| --- | --- | --- | --- |"]
+        lines += [""] + tb.baselines_section(stats, TOPOLOGY_ORDER, format_number)
+    lines += [
+        "",
+        "## Bootstrap 95% confidence intervals of the means",
+        "",
+        f"Percentile bootstrap, {stats['bootstrap']['n_boot']} resamples, seed {stats['bootstrap']['seed']}.",
+        "",
+        "| Metric | Chain | Mesh | Star |",
+        "| --- | --- | --- | --- |",
+    ]
     for m in METRICS:
         cis = stats["metrics"][m]["ci95"]
-        lines.append(f"| {m} | " + " | ".join(
-            f"[{_fmt(cis[t][0])}, {_fmt(cis[t][1])}]" if t in cis else "n/a" for t in TOPOLOGY_ORDER) + " |")
+        lines.append(
+            f"| {m} | "
+            + " | ".join(
+                f"[{format_number(cis[t][0])}, {format_number(cis[t][1])}]" if t in cis else "n/a"
+                for t in TOPOLOGY_ORDER
+            )
+            + " |"
+        )
     pred = stats["predictions"]
-    lines += ["", "## Spectral predictions and rank conventions", "",
-              "| Topology | rho(M) | Delta(M) | kappa(M) |", "| --- | --- | --- | --- |"]
+    lines += [
+        "",
+        "## Spectral predictions and rank conventions",
+        "",
+        "| Topology | rho(M) | Delta(M) | kappa(M) |",
+        "| --- | --- | --- | --- |",
+    ]
     for t in TOPOLOGY_ORDER:
         lines.append(f"| {t} | {pred[t]['rho']:.2f} | {pred[t]['delta']:.2f} | {pred[t]['kappa']:.2f} |")
     rp = stats["r_s_of_paper_means"]
-    lines += ["", "r_s = Spearman (average ranks for ties) over the three topology means: E_ceg against rho, "
-              "-R_cdr against Delta (a larger gap predicts faster consensus, i.e. a more negative R_cdr), "
-              "F_ps against kappa. Star and mesh tie at rho = 10, so the paper's own means give "
-              f"r_s = {_fmt(rp['E_ceg'])} (E_ceg), {_fmt(rp['R_cdr'])} (R_cdr), {_fmt(rp['F_ps'])} (F_ps) under "
-              "this convention; the printed -1.00 for E_ceg needs the rho tie broken (star above mesh).", "",
-              "## Run bookkeeping", ""]
+    lines += [
+        "",
+        "r_s = Spearman (average ranks for ties) over the three topology means: E_ceg against rho, "
+        "-R_cdr against Delta (a larger gap predicts faster consensus, i.e. a more negative R_cdr), "
+        "F_ps against kappa. Star and mesh tie at rho = 10, so the paper's own means give "
+        f"r_s = {format_number(rp['E_ceg'])} (E_ceg), {format_number(rp['R_cdr'])} (R_cdr), {format_number(rp['F_ps'])} (F_ps) under "
+        "this convention; the printed -1.00 for E_ceg needs the rho tie broken (star above mesh).",
+        "",
+        "## Run bookkeeping",
+        "",
+    ]
     bk = stats["bookkeeping"]
     lines += ["| | " + " | ".join(TOPOLOGY_ORDER) + " |", "| --- | " + " | ".join("---" for _ in TOPOLOGY_ORDER) + " |"]
-    for key, label in (("n_requests", "requests"), ("n_failed_attempts", "failed parses (attempts)"),
-                       ("n_abstained", "agents abstaining after retries"), ("carried_steps", "steps carried forward"),
-                       ("carried_percent", "steps carried forward (% of steps 1..T, both arms)"),
-                       ("affected_unperturbed", "trials resting on a carried state (E_ceg, R_cdr)"),
-                       ("affected_either", "trials resting on a carried state (F_ps)"),
-                       ("D_floored", f"D_t floored at {stats['d_floor']:g} (unperturbed arm)"),
-                       ("R_cdr_undefined", "trials with undefined R_cdr"),
-                       ("prompt_tokens", "prompt tokens"), ("completion_tokens", "completion tokens")):
-        lines.append(f"| {label} | " + " | ".join(
-            (f"{bk[t][key]:.1f}" if isinstance(bk[t][key], float) else f"{bk[t][key]:,}") if t in bk and key in bk[t]
-            else "n/a" for t in TOPOLOGY_ORDER) + " |")
+    for key, label in (
+        ("n_requests", "requests"),
+        ("n_failed_attempts", "failed parses (attempts)"),
+        ("n_abstained", "agents abstaining after retries"),
+        ("carried_steps", "steps carried forward"),
+        ("carried_percent", "steps carried forward (% of steps 1..T, both arms)"),
+        ("affected_unperturbed", "trials resting on a carried state (E_ceg, R_cdr)"),
+        ("affected_either", "trials resting on a carried state (F_ps)"),
+        ("D_floored", f"D_t floored at {stats['d_floor']:g} (unperturbed arm)"),
+        ("R_cdr_undefined", "trials with undefined R_cdr"),
+        ("prompt_tokens", "prompt tokens"),
+        ("completion_tokens", "completion tokens"),
+    ):
+        lines.append(
+            f"| {label} | "
+            + " | ".join(
+                (f"{bk[t][key]:.1f}" if isinstance(bk[t][key], float) else f"{bk[t][key]:,}")
+                if t in bk and key in bk[t]
+                else "n/a"
+                for t in TOPOLOGY_ORDER
+            )
+            + " |"
+        )
     lines.append("")
     return "\n".join(lines)
 
@@ -281,8 +384,14 @@ def _wide(metrics, col) -> bool:
 def _box_strip(ax, metrics, col, rng, max_points=1500, log=False, paper=None):
     topos = _topos(metrics)
     data = [metrics.loc[metrics.topology == t, col].dropna().to_numpy() for t in topos]
-    bp = ax.boxplot(data, positions=range(len(topos)), widths=0.5, showfliers=False, patch_artist=True,
-                    medianprops=dict(color="k", lw=1.5))
+    bp = ax.boxplot(
+        data,
+        positions=range(len(topos)),
+        widths=0.5,
+        showfliers=False,
+        patch_artist=True,
+        medianprops=dict(color="k", lw=1.5),
+    )
     for patch, t in zip(bp["boxes"], topos):
         patch.set_facecolor(COLORS[t])
         patch.set_alpha(0.25)
@@ -291,16 +400,26 @@ def _box_strip(ax, metrics, col, rng, max_points=1500, log=False, paper=None):
             x = rng.choice(x, max_points, replace=False)
         ax.scatter(i + rng.uniform(-0.18, 0.18, x.size), x, s=6, alpha=0.35, color=COLORS[t], lw=0)
         if x.size:
-            ax.scatter([i], [np.mean(data[i])], marker="D", s=40, color="k", zorder=5,
-                       label="mean" if i == 0 else None)
+            ax.scatter([i], [np.mean(data[i])], marker="D", s=40, color="k", zorder=5, label="mean" if i == 0 else None)
     labels = [f"{t}\n(n = {len(x)})" for t, x in zip(topos, data)]
     if paper:  # the paper's mean as an open marker beside each box; its mean ± s.d. under the tick
         xs = [i + 0.34 for i, t in enumerate(topos) if t in paper]
         ys = [paper[t][0] for t in topos if t in paper]
-        ax.scatter(xs, ys, marker="D", s=46, facecolors="none", edgecolors="#ff7f0e", linewidths=1.8, zorder=6,
-                   label="paper mean (Qwen2.5-7B, 100 trials)")
-        labels = [lab + (f"\npaper: {paper[t][0]:,.2f}\n± {paper[t][1]:,.2f}" if t in paper else "")
-                  for lab, t in zip(labels, topos)]
+        ax.scatter(
+            xs,
+            ys,
+            marker="D",
+            s=46,
+            facecolors="none",
+            edgecolors="#ff7f0e",
+            linewidths=1.8,
+            zorder=6,
+            label="paper mean (Qwen2.5-7B, 100 trials)",
+        )
+        labels = [
+            lab + (f"\npaper: {paper[t][0]:,.2f}\n± {paper[t][1]:,.2f}" if t in paper else "")
+            for lab, t in zip(labels, topos)
+        ]
     ax.set_xticks(range(len(topos)), labels, fontsize=9 if paper else None)
     if log:
         _symlog(ax.yaxis, ax.set_yscale)
@@ -344,8 +463,9 @@ def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=N
 
     rng = np.random.default_rng(seed)
     topos = list(series)
-    fig, axes = plt.subplots(len(topos), 1, figsize=(7.5, 2.7 * len(topos) + 0.6), sharex=True, sharey=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        len(topos), 1, figsize=(7.5, 2.7 * len(topos) + 0.6), sharex=True, sharey=True, squeeze=False
+    )
     for ax, t in zip(axes[:, 0], topos):
         y = series[t]  # (n, T + 1) with NaN where undefined
         if floor is not None:
@@ -354,8 +474,9 @@ def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=N
         pick = np.sort(rng.choice(y.shape[0], min(max_lines, y.shape[0]), replace=False))
         segs = [np.column_stack([steps, y[i]]) for i in pick]
         segs = [sg[np.isfinite(sg[:, 1])] for sg in segs]
-        ax.add_collection(LineCollection([sg for sg in segs if len(sg) > 1], colors=COLORS[t], alpha=0.12,
-                                         linewidths=0.8))
+        ax.add_collection(
+            LineCollection([sg for sg in segs if len(sg) > 1], colors=COLORS[t], alpha=0.12, linewidths=0.8)
+        )
         with np.errstate(all="ignore"):
             import warnings
 
@@ -386,23 +507,53 @@ def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=N
     return save_figure(fig, path)
 
 
-def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float, seed: int,
-             paper: dict | None = None, state_note: str = "") -> list[Path]:
+def _figures(
+    df: pd.DataFrame,
+    metrics: pd.DataFrame,
+    out: Path,
+    d_floor: float,
+    seed: int,
+    paper: dict | None = None,
+    state_note: str = "",
+) -> list[Path]:
     """Figs 2-6; ``paper``: Table 2's (mean, s.d.) per metric and topology, drawn beside the boxes of Figs 2-4
     (only when the run has the paper's 12 steps and epsilon = 15)."""
     T = int(df.step.max())
     paper = paper or {}
     sn = f"\n{state_note}" if state_note else ""
     paths = []
-    paths += _dist_figure(metrics, "E_ceg", "Cumulative error E_ceg", "E_ceg = sum_t |x*_t - x^_t| (Value)",
-                          out / "fig2_cumulative_error", seed, paper=paper.get("E_ceg"), note=state_note)
+    paths += _dist_figure(
+        metrics,
+        "E_ceg",
+        "Cumulative error E_ceg",
+        "E_ceg = sum_t |x*_t - x^_t| (Value)",
+        out / "fig2_cumulative_error",
+        seed,
+        paper=paper.get("E_ceg"),
+        note=state_note,
+    )
     flo = int(metrics.D_floored.sum())
-    paths += _dist_figure(metrics, "R_cdr", "Consensus decay R_cdr", "R_cdr = mean_t log(D_t+1 / D_t)",
-                          out / "fig3_consensus_decay", seed, log=_wide(metrics, "R_cdr"),
-                          note=f"(D_t floored at {d_floor:g}: {flo:,} of {int((metrics.R_cdr_terms + 1).sum()):,} D_t)"
-                          + sn, paper=paper.get("R_cdr"))
-    paths += _dist_figure(metrics, "F_ps", "Perturbation sensitivity F_ps", "F_ps = |x'_T - x_T| (Value)",
-                          out / "fig4_perturbation_sensitivity", seed, paper=paper.get("F_ps"), note=state_note)
+    paths += _dist_figure(
+        metrics,
+        "R_cdr",
+        "Consensus decay R_cdr",
+        "R_cdr = mean_t log(D_t+1 / D_t)",
+        out / "fig3_consensus_decay",
+        seed,
+        log=_wide(metrics, "R_cdr"),
+        note=f"(D_t floored at {d_floor:g}: {flo:,} of {int((metrics.R_cdr_terms + 1).sum()):,} D_t)" + sn,
+        paper=paper.get("R_cdr"),
+    )
+    paths += _dist_figure(
+        metrics,
+        "F_ps",
+        "Perturbation sensitivity F_ps",
+        "F_ps = |x'_T - x_T| (Value)",
+        out / "fig4_perturbation_sensitivity",
+        seed,
+        paper=paper.get("F_ps"),
+        note=state_note,
+    )
     cum, dis = {}, {}
     for t in _topos(metrics):
         n = int(metrics[metrics.topology == t].trial.max()) + 1
@@ -410,18 +561,35 @@ def _figures(df: pd.DataFrame, metrics: pd.DataFrame, out: Path, d_floor: float,
         v = arm_arrays(df, t, "value", n, T)[:, 0]
         cum[t] = np.cumsum(np.abs(vt - v), axis=1)
         dis[t] = arm_arrays(df, t, "d_t", n, T)[:, 0]
-    paths += _stepwise_figure(cum, "cumulative error", "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| "
-                              "(thin: trials; band: IQR; black: median)" + sn, out / "fig5_stepwise_cumulative_error",
-                              seed)
-    paths += _stepwise_figure(dis, "D_t (log)", f"Stepwise consensus D_t (star: leaves, mesh: revisions, chain: "
-                              f"|x*_t - x^_t|; floored at {d_floor:g})" + sn, out / "fig6_stepwise_consensus", seed,
-                              log=True, floor=d_floor)
+    paths += _stepwise_figure(
+        cum,
+        "cumulative error",
+        "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| (thin: trials; band: IQR; black: median)" + sn,
+        out / "fig5_stepwise_cumulative_error",
+        seed,
+    )
+    paths += _stepwise_figure(
+        dis,
+        "D_t (log)",
+        f"Stepwise consensus D_t (star: leaves, mesh: revisions, chain: |x*_t - x^_t|; floored at {d_floor:g})" + sn,
+        out / "fig6_stepwise_consensus",
+        seed,
+        log=True,
+        floor=d_floor,
+    )
     return paths
 
 
 # ----------------------------------------------------------------------------- the report
-def write_report(out, d_floor: float | None = None, seed: int | None = None, n_boot: int = 2000,
-                 figures: bool = True, dest=None, baselines: bool = True) -> tuple[pd.DataFrame, dict]:
+def write_report(
+    out,
+    d_floor: float | None = None,
+    seed: int | None = None,
+    n_boot: int = 2000,
+    figures: bool = True,
+    dest=None,
+    baselines: bool = True,
+) -> tuple[pd.DataFrame, dict]:
     """Read ``out/trials.parquet`` and ``out/run.json``; write ``metrics.csv``, ``table2.csv``,
     ``table2.md``, ``stats.json`` and ``fig2..fig6`` (PNG + PDF) into ``dest`` (default ``out``).
     Returns ``(table2, stats)``.
@@ -453,26 +621,32 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
     tab = table2(metrics, preds)
     atomic_write_text(out / "table2.csv", tab.to_csv(index=False, float_format="%.6g"))
 
-    from mascot.papers import SR_TABLE1 as TABLE1_PAPER, SR_TABLE2 as TABLE2_PAPER
+    from mascot.papers import SR_TABLE1 as TABLE1_PAPER
+    from mascot.papers import SR_TABLE2 as TABLE2_PAPER
 
     paper_means = {m: {t: TABLE2_PAPER[m][t][0] for t in TOPOLOGY_ORDER} for m in METRICS}
     table1 = {t: {"rho": v[0], "delta": v[1], "kappa": v[2]} for t, v in TABLE1_PAPER.items()}
     spec = (meta.get("identity") or {}).get("backend") or {}
     stats: dict = {
         "backend": spec.get("name", "?") + (f" ({spec.get('model')})" if spec.get("model") else ""),
-        "steps": steps, "epsilon": cfg.get("epsilon", math.nan), "d_floor": d_floor,
-        "initial_state": cfg.get("initial_state"), "paired_seeds": cfg.get("paired_seeds", True),
+        "steps": steps,
+        "epsilon": cfg.get("epsilon", math.nan),
+        "d_floor": d_floor,
+        "initial_state": cfg.get("initial_state"),
+        "paired_seeds": cfg.get("paired_seeds", True),
         "n_trials": {t: int((metrics.topology == t).sum()) for t in _topos(metrics)},
-        "predictions": preds, "gamma": GAMMA,
+        "predictions": preds,
+        "gamma": GAMMA,
         "conventions": {m: {"predictor": PREDICTORS[m][0], "metric_sign": PREDICTORS[m][1]} for m in METRICS},
         "r_s_of_paper_means": {m: _rank_r(table1, paper_means[m], m) for m in METRICS},
         "bootstrap": {"n_boot": n_boot, "seed": seed, "level": 0.95, "method": "percentile"},
-        "metrics": {}, "bookkeeping": {},
+        "metrics": {},
+        "bookkeeping": {},
     }
     notes = table2_notes(metrics, preds)
     stats["carried"] = tb.carried_summary(df, metrics)
     stats["clean_means"] = tb.clean_means(metrics)
-    if baselines and cfg:
+    if baselines and baseline_dirs(run_dir):
         stats["baselines"], bdf = _baselines(run_dir, cfg, d_floor, preds, metrics)
         atomic_write_text(out / "baselines.csv", bdf.to_csv(index=False, float_format="%.6g"))
     for i, m in enumerate(METRICS):
@@ -489,30 +663,50 @@ def write_report(out, d_floor: float | None = None, seed: int | None = None, n_b
     for t in _topos(metrics):
         mt = metrics[metrics.topology == t]
         stats["bookkeeping"][t] = {
-            k: int(mt[k].sum()) for k in ("n_requests", "n_failed_attempts", "n_abstained", "carried_steps",
-                                          "D_floored", "prompt_tokens", "completion_tokens")}
+            k: int(mt[k].sum())
+            for k in (
+                "n_requests",
+                "n_failed_attempts",
+                "n_abstained",
+                "carried_steps",
+                "D_floored",
+                "prompt_tokens",
+                "completion_tokens",
+            )
+        }
         stats["bookkeeping"][t]["R_cdr_undefined"] = int(mt.R_cdr.isna().sum())
         c = stats["carried"][t]
-        stats["bookkeeping"][t].update(carried_percent=100.0 * c["carried_fraction"],
-                                       affected_unperturbed=c["affected"]["E_ceg"],
-                                       affected_either=c["affected"]["F_ps"])
+        stats["bookkeeping"][t].update(
+            carried_percent=100.0 * c["carried_fraction"],
+            affected_unperturbed=c["affected"]["E_ceg"],
+            affected_either=c["affected"]["F_ps"],
+        )
 
     stats = json_clean(stats)
     atomic_write_text(out / "stats.json", json.dumps(stats, indent=2) + "\n")
-    atomic_write_text(out / "table2.md", _markdown(tab, _nanify(stats)))
+    atomic_write_text(out / "table2.md", _markdown(tab, nanify(stats)))
     if figures:
         eps = stats["epsilon"]
         like_paper = steps == 12 and eps is not None and float(eps) == 15.0
-        st_note = f"initial state {_state_text(stats['initial_state'])}" + (
-            " (mascot's choice)" if _is_default_state(stats["initial_state"]) else "")
-        _figures(df, metrics, out, d_floor, seed, paper=TABLE2_PAPER if like_paper else None,
-                 state_note=st_note if stats["initial_state"] else "")
+        st_note = f"initial state {state_text(stats['initial_state'])}" + (
+            " (mascot's choice)" if _is_default_state(stats["initial_state"]) else ""
+        )
+        _figures(
+            df,
+            metrics,
+            out,
+            d_floor,
+            seed,
+            paper=TABLE2_PAPER if like_paper else None,
+            state_note=st_note if stats["initial_state"] else "",
+        )
     return tab, stats
 
 
 def _baselines(run_dir: Path, cfg: dict, d_floor: float, preds: dict, metrics: pd.DataFrame):
-    """Run (or read) the baselines of a run; their Table 2 entries, the E_ceg comparison and one table."""
-    dirs = tb.run_baselines(run_dir, cfg)
+    """The baselines run beside a run (read, never run here); their Table 2 entries, the E_ceg comparison and one
+    table."""
+    dirs = baseline_dirs(run_dir)
     out: dict = {}
     bms, frames = {}, []
     for name, d in dirs.items():
@@ -524,9 +718,14 @@ def _baselines(run_dir: Path, cfg: dict, d_floor: float, preds: dict, metrics: p
         out[name] = {"dir": str(d), "backend": ident, "metrics": {}}
         for i, m in enumerate(METRICS):
             r = bt.iloc[i]
-            out[name]["metrics"][m] = {"H": r.H, "p": r.p, "r_s": r.r_s, **notes[m],
-                                       "mean": {t: r[f"{t}_mean"] for t in _topos(bm)},
-                                       "sd": {t: r[f"{t}_sd"] for t in _topos(bm)}}
+            out[name]["metrics"][m] = {
+                "H": r.H,
+                "p": r.p,
+                "r_s": r.r_s,
+                **notes[m],
+                "mean": {t: r[f"{t}_mean"] for t in _topos(bm)},
+                "sd": {t: r[f"{t}_sd"] for t in _topos(bm)},
+            }
         frames.append(bt.assign(baseline=name))
     cmp = tb.compare(metrics, bms)
     for name in out:
@@ -535,11 +734,11 @@ def _baselines(run_dir: Path, cfg: dict, d_floor: float, preds: dict, metrics: p
     return out, bdf[["baseline"] + TABLE2_COLUMNS]
 
 
-def _nanify(x):
+def nanify(x):
     if isinstance(x, dict):
-        return {k: _nanify(v) for k, v in x.items()}
+        return {k: nanify(v) for k, v in x.items()}
     if isinstance(x, list):
-        return [_nanify(v) for v in x]
+        return [nanify(v) for v in x]
     return math.nan if x is None else x
 
 
@@ -552,181 +751,3 @@ def ordering(means: dict) -> str:
     for a, b in zip(ts, ts[1:]):
         out += ["=" if means[a] == means[b] else ">", b]
     return " ".join(out)
-
-
-def _pairs(ours: dict, paper: dict, ci: dict) -> list[tuple[str, bool, bool]]:
-    """Per topology pair: (``"a vs b"``, same sign of the difference as the paper's, our 95% CIs disjoint)."""
-    out = []
-    for i, a in enumerate(TOPOLOGY_ORDER):
-        for b in TOPOLOGY_ORDER[i + 1:]:
-            same = np.sign(ours[a] - ours[b]) == np.sign(paper[a] - paper[b])
-            (la, ha), (lb, hb) = ci[a], ci[b]
-            out.append((f"{a} vs {b}", bool(same), bool(ha < lb or hb < la)))
-    return out
-
-
-def ordering_findings(stats: dict) -> list[dict]:
-    """Per metric: the paper's and the run's orderings of the topology means, whether each pair is ordered
-    as in the paper (and separated by non-overlapping 95% bootstrap CIs), r_s and Kruskal-Wallis beside the
-    paper's, and how many topology means fall within one paper s.d. of the paper's mean."""
-    from mascot.papers import SR_TABLE2 as TABLE2_PAPER
-
-    paper_stats = {"E_ceg": (58.02, -1.00), "R_cdr": (188.68, 0.50), "F_ps": (29.03, 1.00)}
-    out = []
-    for m in METRICS:
-        e = stats["metrics"][m]
-        ours = {t: e["mean"][t] for t in TOPOLOGY_ORDER}
-        paper = {t: TABLE2_PAPER[m][t][0] for t in TOPOLOGY_ORDER}
-        pairs = _pairs(ours, paper, e["ci95"])
-        within = [t for t in TOPOLOGY_ORDER if abs(ours[t] - paper[t]) <= TABLE2_PAPER[m][t][1]]
-        out.append({"metric": m, "paper_order": ordering(paper), "our_order": ordering(ours),
-                    "reproduced": all(p[1] for p in pairs), "pairs": pairs, "within_paper_sd": within,
-                    "H": e["H"], "p": e["p"], "r_s": e["r_s"], "paper_H": paper_stats[m][0],
-                    "paper_r_s": paper_stats[m][1], "r_s_paper_means": stats["r_s_of_paper_means"][m]})
-    return out
-
-
-def _p_text(p) -> str:
-    t = _fmt_p(p)
-    return f"p {t[0]} {t[1:]}" if t.startswith("<") else f"p = {t}"
-
-
-def _findings_md(stats: dict, title: str) -> list[str]:
-    lines = [f"### {title}", "",
-             "| metric | paper's ordering | surrogate's ordering | reproduced? | pairs as in the paper | "
-             "pairs separated (95% CIs disjoint) | means within 1 paper s.d. | H (paper) | p | r_s (paper) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for f in ordering_findings(stats):
-        agree = ", ".join(n for n, same, _ in f["pairs"] if same) or "none"
-        sep = ", ".join(n for n, _, d in f["pairs"] if d) or "none"
-        lines.append(f"| {f['metric']} | {f['paper_order']} | {f['our_order']} | "
-                     f"{'**yes**' if f['reproduced'] else '**no**'} | {agree} | {sep} | "
-                     f"{', '.join(f['within_paper_sd']) or 'none'} | {_fmt(f['H'])} ({f['paper_H']:.2f}) | "
-                     f"{_fmt_p(f['p'])} | {_fmt(f['r_s'])} ({f['paper_r_s']:+.2f}) |")
-    lines.append("")
-    return lines
-
-
-def _readme(stats: dict, stats_unpaired: dict | None, n_trials: int, surrogate: dict) -> str:
-    from mascot.papers import SR_TABLE2 as TABLE2_PAPER
-
-    fs = ordering_findings(stats)
-    yes = [f["metric"] for f in fs if f["reproduced"]]
-    no = [f["metric"] for f in fs if not f["reproduced"]]
-    state = _state_text(stats["initial_state"])
-    lines = [
-        "# SR paper, Table 2 and Figs 2-6, on the surrogate backend",
-        "",
-        "Written by `mascot reproduce all` (`mascot.analysis.trials_report.reproduce`); every number and verdict "
-        "below is computed from the run it describes. The run: the state-tracking trial harness "
-        "(`mascot.protocols.state_tracking`, the same code and prompts that drive vLLM/OpenAI/HF models) answered "
-        f"by the affine-noise `SurrogateBackend` ({', '.join(f'{k} = {v}' for k, v in surrogate.items())}), "
-        f"{n_trials} trials per topology (the paper's number) on chain/star/mesh, {stats['steps']} steps, "
-        f"epsilon = {stats['epsilon']:g}, seed 0 (run directories under `runs/trials-reproduce/`, not "
-        f"committed). The same run by hand: `mascot trials --backend surrogate --n-trials "
-        f"{n_trials} --out DIR` (add `--unpaired` for the second table).",
-        "",
-        f"**Initial state.** Every trial starts from {state}. The SR paper does not give the task's initial "
-        "state: this one is **mascot's choice**, not the paper's (`mascot trials --initial-state VALUE,PARITY,LEVEL` "
-        "sets another; trials configs take `initial_state = \"50,A,3\"`).",
-        "",
-        "**This is not the paper's experiment**: the agents are the paper's own affine-noise model (Sec. 3.5), not "
-        "Qwen2.5-7B-Instruct, calibrated roughly to the magnitude of the paper's E_ceg only. What it can show is "
-        "which of the paper's orderings follow from that model.",
-        "",
-        "## Which orderings the surrogate reproduces",
-        "",
-        f"Reproduced (every pair of topology means ordered as in the paper's Table 2): "
-        f"{', '.join(yes) or 'none'}. Not reproduced: {', '.join(no) or 'none'}.",
-        "",
-    ]
-    for f in fs:
-        pm = TABLE2_PAPER[f["metric"]]
-        lines.append(
-            f"* **{f['metric']}**: paper {f['paper_order']}, surrogate {f['our_order']}: "
-            + ("the ordering is reproduced" if f["reproduced"] else "the ordering is **not** reproduced ("
-               + ", ".join(n for n, same, _ in f["pairs"] if not same) + " reversed)")
-            + " (pairs whose 95% CIs are disjoint: " + (", ".join(n for n, _, d in f["pairs"] if d) or "none") + ")"
-            + "; the sign of each mean is the paper's for: "
-            + (", ".join(t for t in TOPOLOGY_ORDER if np.sign(stats["metrics"][f["metric"]]["mean"][t])
-                         == np.sign(pm[t][0])) or "none")
-            + f"; Kruskal-Wallis H = {_fmt(f['H'])}, {_p_text(f['p'])} (paper {f['paper_H']:.2f}, p < 0.001); "
-            f"r_s = {_fmt(f['r_s'])} (paper prints {f['paper_r_s']:+.2f}; the paper's own means give "
-            f"{_fmt(f['r_s_paper_means'])} under mascot's average-rank convention). Surrogate means within one "
-            f"paper s.d. of the paper's: {', '.join(f['within_paper_sd']) or 'none'} (paper: "
-            + ", ".join(f"{t} {pm[t][0]:.2f} ± {pm[t][1]:.2f}" for t in TOPOLOGY_ORDER) + ").")
-    if stats.get("baselines"):
-        lines += ["", "**Against trivial agents** (`table2.md`, \"Trivial baselines\"; the same harness and config): "
-                  + " ".join(f"Mean E_ceg below the {name} agent's ("
-                             + ", ".join(f"{t} {_fmt(b['E_ceg_vs_run'][t]['baseline'])}" for t in TOPOLOGY_ORDER
-                                         if t in b["E_ceg_vs_run"]) + "): "
-                             + (", ".join(t for t in TOPOLOGY_ORDER if b["E_ceg_vs_run"].get(t, {}).get("beats"))
-                                or "none") + "."
-                             for name, b in stats["baselines"].items())
-                  + (" No topology beats the echo agent: the surrogate's noise is set to the magnitude of the paper's "
-                     "errors, and from this initial state copying it errs less."
-                     if "echo" in stats["baselines"] and not any(
-                         v["beats"] for v in stats["baselines"]["echo"]["E_ceg_vs_run"].values()) else "")]
-    if stats_unpaired is not None:
-        fu = {f["metric"]: f for f in ordering_findings(stats_unpaired)}["F_ps"]
-        lines += ["",
-                  "F_ps depends on how the perturbed arm is sampled. The main table pairs the two arms' request "
-                  "seeds (`mascot trials`' default), so the surrogate's noise cancels except where the rule "
-                  "branches differ; with independent seeds (`--unpaired`, `unpaired/`) F_ps orders "
-                  f"{fu['our_order']} (paper {fu['paper_order']}): "
-                  + ("reproduced" if fu["reproduced"] else "**not** reproduced")
-                  + f", H = {_fmt(fu['H'])}, {_p_text(fu['p'])}, r_s = {_fmt(fu['r_s'])}."]
-    lines += ["", "## Summary tables", ""]
-    lines += _findings_md(stats, "Paired perturbation arms (`table2.md`, the figures)")
-    if stats_unpaired is not None:
-        lines += _findings_md(stats_unpaired, "Independent perturbation arms (`unpaired/table2.md`)")
-    lines += [
-        "Orderings are of the topology means, largest first. \"Pairs separated\": the 95% percentile-bootstrap "
-        "intervals of the two means (`stats.json`) do not overlap. r_s: Spearman over the three means against "
-        "the SR spectra (E_ceg vs rho, -R_cdr vs Delta, F_ps vs kappa; average ranks for the rho tie of star and "
-        "mesh), as in `table2.md`.",
-        "",
-        "## Files",
-        "",
-        "* `table2.md` / `table2.csv`: Table 2 beside the paper's values, H, p, r_s, bootstrap CIs, bookkeeping; "
-        "`stats.json`, `metrics.csv` (one row per topology and trial).",
-        "* `fig2_cumulative_error`, `fig3_consensus_decay`, `fig4_perturbation_sensitivity` (per-trial "
-        "distributions with the paper's mean beside each box and its mean ± s.d. under the tick), "
-        "`fig5_stepwise_cumulative_error`, `fig6_stepwise_consensus` (per-step traces, median and IQR; the paper "
-        "prints no numbers for these), PNG and PDF.",
-        "* `unpaired/`: the same report with independent seeds for the perturbed arm (no figures).",
-        "",
-        "![Fig. 2](fig2_cumulative_error.png)", "", "![Fig. 3](fig3_consensus_decay.png)", "",
-        "![Fig. 4](fig4_perturbation_sensitivity.png)", "", "![Fig. 5](fig5_stepwise_cumulative_error.png)", "",
-        "![Fig. 6](fig6_stepwise_consensus.png)", "",
-    ]
-    return "\n".join(lines)
-
-
-def reproduce(out="results/trials", runs_dir="runs/trials-reproduce", n_trials: int = 100, n_boot: int = 2000,
-              progress: bool = False) -> dict:
-    """The SR paper's Table 2 and Figs 2-6 on the surrogate backend, for ``mascot reproduce all``: ``n_trials``
-    trials per topology (the paper's 100) with the harness's defaults (paired perturbation arms, seed 0, the
-    initial state {Value 50, Parity A, Level 3}, mascot's choice) into ``runs_dir/paired``, and the same with
-    independent perturbation seeds into ``runs_dir/unpaired``; the reports into ``out`` and ``out/unpaired``
-    (no figures), and ``out/README.md`` saying which orderings the surrogate reproduces. Reruns resume."""
-    import time
-
-    from mascot.protocols.state_tracking.harness import TrialConfig, run_trials
-    from mascot.protocols.state_tracking.surrogate import SurrogateBackend
-
-    out, runs_dir = Path(out), Path(runs_dir)
-    t0 = time.perf_counter()
-    res = {}
-    for tag, paired in (("paired", True), ("unpaired", False)):
-        cfg = TrialConfig(n_trials=n_trials, seed=0, paired_seeds=paired, log_requests="none")
-        backend = SurrogateBackend(seed=0)
-        run_trials(cfg, runs_dir / tag, backend, progress=progress)
-        dest = out if paired else out / "unpaired"
-        res[tag] = write_report(runs_dir / tag, n_boot=n_boot, figures=paired, dest=dest)
-    wall = time.perf_counter() - t0
-    sur = {k: v for k, v in SurrogateBackend(seed=0).identity().items()
-           if k not in ("backend", "name", "model", "token_count")}
-    atomic_write_text(out / "README.md", _readme(_nanify(res["paired"][1]), _nanify(res["unpaired"][1]), n_trials,
-                                                 sur))
-    return {"paired": res["paired"], "unpaired": res["unpaired"], "wall_s": wall}

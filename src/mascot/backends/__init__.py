@@ -13,10 +13,21 @@ from __future__ import annotations
 
 import importlib
 
-from mascot.errors import InputError
 from mascot.backends.base import Backend, BackendFailure, Request, Response, Sampling, endpoint
+from mascot.errors import InputError
 
-__all__ = ["Backend", "BackendFailure", "Request", "Response", "Sampling", "endpoint", "REGISTRY", "identity_of", "make_backend", "run_spec"]
+__all__ = [
+    "Backend",
+    "BackendFailure",
+    "Request",
+    "Response",
+    "Sampling",
+    "endpoint",
+    "REGISTRY",
+    "identity_of",
+    "make_backend",
+    "run_spec",
+]
 
 # backend name -> "module:class", imported on first use
 REGISTRY = {

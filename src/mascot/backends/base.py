@@ -23,13 +23,22 @@ and at the end of a call). Backends without the attribute (the protocols' surrog
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from mascot.errors import BackendError, InputError
 
-__all__ = ["Sampling", "Request", "Response", "Backend", "constructor_options", "attach_progress", "progress_text",
-           "report_progress"]
+__all__ = [
+    "Sampling",
+    "Request",
+    "Response",
+    "Backend",
+    "constructor_options",
+    "attach_progress",
+    "progress_text",
+    "report_progress",
+]
 
 
 @dataclass(frozen=True)
@@ -124,8 +133,11 @@ def endpoint(backend) -> str:
         d = backend.describe()
     except Exception:  # noqa: BLE001 -- describe() is best effort in an error message
         d = {}
-    where = (d.get("base_url") if isinstance(d, dict) else None) or (d.get("model") if isinstance(d, dict) else None) \
+    where = (
+        (d.get("base_url") if isinstance(d, dict) else None)
+        or (d.get("model") if isinstance(d, dict) else None)
         or getattr(backend, "model", None)
+    )
     return f"backend {getattr(backend, 'name', type(backend).__name__)}" + (f" ({where})" if where else "")
 
 
@@ -140,7 +152,9 @@ def attach_progress(backend, say: Callable[[str], None] | None) -> None:
     silences it. A backend without an ``on_progress`` attribute (a protocol's surrogate) is left alone."""
     if not hasattr(backend, "on_progress"):
         return
-    backend.on_progress = None if say is None else (lambda done, total, elapsed: say(progress_text(done, total, elapsed)))
+    backend.on_progress = (
+        None if say is None else (lambda done, total, elapsed: say(progress_text(done, total, elapsed)))
+    )
 
 
 def report_progress(backend, done: int, total: int, elapsed_s: float) -> None:

@@ -48,8 +48,8 @@ import os
 import time
 from dataclasses import dataclass
 
-from mascot.errors import BackendError, InputError, NotFoundError
 from mascot.backends.base import Request, Response, constructor_options, report_progress
+from mascot.errors import BackendError, InputError, NotFoundError
 
 __all__ = ["DTYPES", "HFBackend", "check_model_dir", "completion_lengths"]
 
@@ -58,14 +58,29 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 
 
 # bugs, never a problem of the request at hand (NotImplementedError and RecursionError are RuntimeErrors)
-_PROGRAMMING_ERRORS = (TypeError, AttributeError, NameError, KeyError, AssertionError, ImportError,
-                       NotImplementedError, RecursionError)
+_PROGRAMMING_ERRORS = (
+    TypeError,
+    AttributeError,
+    NameError,
+    KeyError,
+    AssertionError,
+    ImportError,
+    NotImplementedError,
+    RecursionError,
+)
 
 
 # a tokenizer is one of these (fast tokenizers: tokenizer.json; sentencepiece: *.model; BPE: vocab.json +
 # merges.txt; WordPiece: vocab.txt; tiktoken)
-_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "vocab.json",
-                    "vocab.txt", "tokenizer.tiktoken")
+_TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "vocab.json",
+    "vocab.txt",
+    "tokenizer.tiktoken",
+)
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth")
 
 
@@ -78,7 +93,8 @@ def check_model_dir(model) -> str:
         what = "does not exist" if not os.path.exists(path) else "is not a directory"
         raise NotFoundError(
             f"hf backend: the model must be a local model directory (config.json, weights, tokenizer files); "
-            f"{path!r} {what} (models are never downloaded)")
+            f"{path!r} {what} (models are never downloaded)"
+        )
     names = set(os.listdir(path))
     missing = []
     if "config.json" not in names:
@@ -90,7 +106,8 @@ def check_model_dir(model) -> str:
     if missing:
         raise NotFoundError(
             f"hf backend: {path!r} is not a usable local model directory: missing {'; '.join(missing)}"
-            + (" (the directory is empty)" if not names else ""))
+            + (" (the directory is empty)" if not names else "")
+        )
     for name in ("config.json", "generation_config.json", "tokenizer_config.json"):
         if name in names:
             try:
@@ -108,7 +125,8 @@ def _is_request_error(e: BaseException) -> bool:
     if isinstance(e, _PROGRAMMING_ERRORS):
         return False
     return isinstance(e, (ValueError, IndexError, RuntimeError)) or any(
-        c.__name__ == "TemplateError" for c in type(e).__mro__)
+        c.__name__ == "TemplateError" for c in type(e).__mro__
+    )
 
 
 def _batch_seed(seeds: list[int | None]) -> int | None:
@@ -203,8 +221,10 @@ class HFBackend:
                 path, local_files_only=True, trust_remote_code=self.trust_remote_code
             )
         except Exception as e:  # a damaged or foreign file in the directory: one line naming it, not a traceback
-            raise InputError(f"hf backend: cannot load the tokenizer in {path!r}: {type(e).__name__}: "
-                             f"{str(e).splitlines()[0][:300] if str(e) else ''}") from None
+            raise InputError(
+                f"hf backend: cannot load the tokenizer in {path!r}: {type(e).__name__}: "
+                f"{str(e).splitlines()[0][:300] if str(e) else ''}"
+            ) from None
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             if self.tokenizer.eos_token is None:
@@ -219,8 +239,10 @@ class HFBackend:
                 path, local_files_only=True, trust_remote_code=self.trust_remote_code, dtype=torch_dtype
             )
         except Exception as e:  # damaged weights (safetensors header), a config without a model type, ...
-            raise InputError(f"hf backend: cannot load the model in {path!r}: {type(e).__name__}: "
-                             f"{str(e).splitlines()[0][:300] if str(e) else ''}") from None
+            raise InputError(
+                f"hf backend: cannot load the model in {path!r}: {type(e).__name__}: "
+                f"{str(e).splitlines()[0][:300] if str(e) else ''}"
+            ) from None
         self._lm.to(self.device)
         self._lm.eval()
 
@@ -273,9 +295,16 @@ class HFBackend:
         if isinstance(context, int):  # a reply longer than the model's context is refused, not generated for
             for i in list(prompts):  # minutes (the prompt is not counted: rotary models run past it)
                 if requests[i].sampling.max_tokens > context:
-                    results[i] = Response("", 0, 0, latency_s=0.0, error=(
-                        f"max_tokens = {requests[i].sampling.max_tokens} exceeds the model's context of {context} "
-                        "tokens"))
+                    results[i] = Response(
+                        "",
+                        0,
+                        0,
+                        latency_s=0.0,
+                        error=(
+                            f"max_tokens = {requests[i].sampling.max_tokens} exceeds the model's context of {context} "
+                            "tokens"
+                        ),
+                    )
                     del prompts[i]
         groups: dict[_Key, list[int]] = {}
         for i in prompts:
@@ -315,8 +344,9 @@ class HFBackend:
 
     def identity(self) -> dict:
         """The options that change results (the model, dtype, batch size and device; see the module docstring)."""
-        return self.identity_of(model=self.model, dtype=self.dtype_option, batch_size=self.batch_size,
-                                device=self.device_option)
+        return self.identity_of(
+            model=self.model, dtype=self.dtype_option, batch_size=self.batch_size, device=self.device_option
+        )
 
     def describe(self) -> dict:
         return {

@@ -58,8 +58,8 @@ import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
-from mascot.errors import BackendUnreachable, InputError
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
+from mascot.errors import BackendUnreachable, InputError
 
 __all__ = ["OpenAIBackend", "build_payload", "check_options"]
 
@@ -69,8 +69,17 @@ _KEY_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header v
 _MAX_BODY_IN_ERROR = 500
 
 
-def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OPENAI_API_KEY", concurrency=8,
-                  max_retries=5, timeout_s=120.0, backoff_s=1.0, **_ignored) -> str | None:
+def check_options(
+    *,
+    model,
+    base_url="http://127.0.0.1:8000/v1",
+    api_key_env="OPENAI_API_KEY",
+    concurrency=8,
+    max_retries=5,
+    timeout_s=120.0,
+    backoff_s=1.0,
+    **_ignored,
+) -> str | None:
     """Validate :class:`OpenAIBackend`'s options without building it (the CLI checks them before it writes a
     run directory); returns the API key read from ``$api_key_env`` (None when unset). ``ValueError`` naming
     the option; never the key's value."""
@@ -101,13 +110,17 @@ def check_options(*, model, base_url="http://127.0.0.1:8000/v1", api_key_env="OP
         raise InputError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
     if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
         # never echoed: a key pasted here instead of a variable's name must not reach a log
-        raise InputError("api_key_env must be the NAME of an environment variable (letters, digits and _, not "
-                         "starting with a digit), not the key itself")
+        raise InputError(
+            "api_key_env must be the NAME of an environment variable (letters, digits and _, not "
+            "starting with a digit), not the key itself"
+        )
     key = os.environ.get(api_key_env) or None
     if key is not None and not _KEY_CHARS.fullmatch(key):
-        raise InputError(f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
-                         "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
-                         "(its value is not shown)")
+        raise InputError(
+            f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
+            "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
+            "(its value is not shown)"
+        )
     return key
 
 
@@ -123,7 +136,8 @@ class _RetryableError(Exception):
 def _unreachable(e: BaseException) -> bool:
     reason = getattr(e, "reason", e)
     return isinstance(reason, (ConnectionRefusedError, socket.gaierror)) or (
-        isinstance(reason, OSError) and reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH))
+        isinstance(reason, OSError) and reason.errno in (errno.ENETUNREACH, errno.EHOSTUNREACH)
+    )
 
 
 class _FatalError(Exception):
@@ -292,8 +306,15 @@ class OpenAIBackend:
         probe: bool = False,
         probe_structured: bool = False,
     ):
-        key = check_options(model=model, base_url=base_url, api_key_env=api_key_env, concurrency=concurrency,
-                            max_retries=max_retries, timeout_s=timeout_s, backoff_s=backoff_s)
+        key = check_options(
+            model=model,
+            base_url=base_url,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            max_retries=max_retries,
+            timeout_s=timeout_s,
+            backoff_s=backoff_s,
+        )
 
         self.model = model
         self.base_url = str(base_url).rstrip("/")
@@ -314,8 +335,9 @@ class OpenAIBackend:
 
             self.probe_findings = probe_server(self.ask_once, endpoint(self), structured=bool(probe_structured))
             if self._down is not None:  # a wrong port or host: say so now, not after every request's retries
-                raise BackendUnreachable(f"{endpoint(self)} cannot be reached ({self._down}); is the server running "
-                                      "there? check --base-url")
+                raise BackendUnreachable(
+                    f"{endpoint(self)} cannot be reached ({self._down}); is the server running there? check --base-url"
+                )
 
     # -- public --------------------------------------------------------------------------------------
 
@@ -411,8 +433,18 @@ class OpenAIBackend:
             # \u003c, twice), repr-, URL- or HTML-escaped
             j = json.dumps(key)[1:-1]
             go = j.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            forms = {key, j, j.replace("/", "\\/"), go, json.dumps(j)[1:-1], repr(key)[1:-1], html.escape(key),
-                     urllib.parse.quote(key, safe=""), urllib.parse.quote(key), urllib.parse.quote_plus(key)}
+            forms = {
+                key,
+                j,
+                j.replace("/", "\\/"),
+                go,
+                json.dumps(j)[1:-1],
+                repr(key)[1:-1],
+                html.escape(key),
+                urllib.parse.quote(key, safe=""),
+                urllib.parse.quote(key),
+                urllib.parse.quote_plus(key),
+            }
             for form in sorted(forms, key=len, reverse=True):
                 text = text.replace(form, "***")
         return text
@@ -465,9 +497,16 @@ class OpenAIBackend:
             else:
                 gate.release(time.perf_counter() - sent)
                 if resp.completion_tokens > req.sampling.max_tokens:  # more than the request allows: not a reply
-                    return Response("", 0, 0, error=self._redact(
-                        f"malformed response from {self.url}: usage.completion_tokens = {resp.completion_tokens} "
-                        f"exceeds the request's max_tokens = {req.sampling.max_tokens}"), latency_s=time.perf_counter() - t0)
+                    return Response(
+                        "",
+                        0,
+                        0,
+                        error=self._redact(
+                            f"malformed response from {self.url}: usage.completion_tokens = {resp.completion_tokens} "
+                            f"exceeds the request's max_tokens = {req.sampling.max_tokens}"
+                        ),
+                        latency_s=time.perf_counter() - t0,
+                    )
                 resp.latency_s = time.perf_counter() - t0
                 return resp
         msg = self._redact(f"failed after {self.max_retries + 1} attempt(s): {last}")
@@ -505,8 +544,9 @@ class OpenAIBackend:
                 if fired:  # the watchdog shut the socket down mid-response: what came is cut off
                     raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
                 if r.length:  # the connection closed before Content-Length bytes came (read1 does not raise)
-                    raise BackendUnreachable(f"the connection closed {r.length} bytes short of the response's "
-                                          "Content-Length")
+                    raise BackendUnreachable(
+                        f"the connection closed {r.length} bytes short of the response's Content-Length"
+                    )
         except urllib.error.HTTPError as e:
             try:
                 detail = e.read()[:_MAX_BODY_IN_ERROR].decode("utf-8", "replace")
@@ -516,21 +556,27 @@ class OpenAIBackend:
                 e.close()
             msg = self._redact(f"HTTP {e.code} from {self.url}: {detail}".rstrip(": "))
             if e.code == 429 or 500 <= e.code < 600:
-                raise _RetryableError(msg, _parse_retry_after(e.headers.get("Retry-After") if e.headers else None))
+                raise _RetryableError(
+                    msg, _parse_retry_after(e.headers.get("Retry-After") if e.headers else None)
+                ) from None
             raise _FatalError(msg) from None
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException, OSError) as e:
             # (TimeoutError, socket.timeout since 3.10, is an OSError)
             if isinstance(e, TimeoutError):
                 raise _RetryableError(self._redact(f"timeout after {self.timeout_s:g} s: {e}")) from None
             if fired:  # the watchdog shut the socket down: the whole request outlasted the timeout
-                raise _RetryableError(f"timeout after {self.timeout_s:g} s: no complete response in time (the "
-                                      "server was still connecting or sending)") from None
+                raise _RetryableError(
+                    f"timeout after {self.timeout_s:g} s: no complete response in time (the "
+                    "server was still connecting or sending)"
+                ) from None
             if isinstance(e, urllib.error.URLError):
                 kind = "timeout" if isinstance(e.reason, TimeoutError) else "connection error"
-                raise _RetryableError(self._redact(f"{kind} to {self.url}: {e.reason}"),
-                                      unreachable=_unreachable(e)) from None
-            raise _RetryableError(self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}"),
-                                  unreachable=_unreachable(e)) from None
+                raise _RetryableError(
+                    self._redact(f"{kind} to {self.url}: {e.reason}"), unreachable=_unreachable(e)
+                ) from None
+            raise _RetryableError(
+                self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}"), unreachable=_unreachable(e)
+            ) from None
         return self._reply(raw)
 
     def _reply(self, raw: bytes) -> Response:
@@ -569,8 +615,10 @@ class OpenAIBackend:
         if self._holds_key(text or "") or self._holds_key(finish or ""):
             # refused, not scrubbed: scrubbing rewrote replies (a key "0" or "Value" changed every number or
             # field name before parsing, exit 0); nothing of a reply that echoes the key is kept
-            raise _FatalError("the reply holds the API key (the server echoes the Authorization header back); "
-                              "nothing from it is recorded")
+            raise _FatalError(
+                "the reply holds the API key (the server echoes the Authorization header back); "
+                "nothing from it is recorded"
+            )
         return Response(text=text or "", prompt_tokens=tokens[0], completion_tokens=tokens[1], finish_reason=finish)
 
     def _holds_key(self, text: str) -> bool:

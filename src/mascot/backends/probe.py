@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from mascot.backends.base import Request, Response, Sampling
 from mascot.log import get_logger
@@ -39,8 +39,12 @@ SAMPLING_MESSAGES = [{"role": "user", "content": "Write one sentence about any a
 SAMPLING_PROBE = {"temperature": 1.0, "top_p": 1.0, "max_tokens": 16}
 SEEDS = (1, 2, 3)
 STRUCTURED_MESSAGES = [{"role": "user", "content": "Say hello to me in one short sentence."}]
-PROBE_SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}}, "required": ["answer"],
-                "additionalProperties": False}
+PROBE_SCHEMA = {
+    "type": "object",
+    "properties": {"answer": {"type": "integer"}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
 
 
 def follows_probe_schema(text: str) -> bool:
@@ -49,8 +53,12 @@ def follows_probe_schema(text: str) -> bool:
         obj = json.loads(text.strip())
     except ValueError:
         return False
-    return (isinstance(obj, dict) and set(obj) == {"answer"} and isinstance(obj["answer"], int)
-            and not isinstance(obj["answer"], bool))
+    return (
+        isinstance(obj, dict)
+        and set(obj) == {"answer"}
+        and isinstance(obj["answer"], int)
+        and not isinstance(obj["answer"], bool)
+    )
 
 
 def _warn(line: str) -> None:
@@ -61,8 +69,9 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def probe_server(ask: Callable[[Request], Response], where: str, *, structured: bool = False,
-                 warn: Callable[[str], None] = _warn) -> dict:
+def probe_server(
+    ask: Callable[[Request], Response], where: str, *, structured: bool = False, warn: Callable[[str], None] = _warn
+) -> dict:
     """Probe a server through ``ask`` (one request in, one :class:`Response` out, no retries) and return
     the findings ``{"sampling": {...}, "structured_output": {...} or None, "probe_s": seconds}``; each
     finding has a ``verdict`` (``"honoured"``, ``"ignored"`` or ``"unknown"``) and what it was decided
@@ -84,31 +93,46 @@ def probe_server(ask: Callable[[Request], Response], where: str, *, structured: 
         findings["sampling"] = {"verdict": "unknown", "error": _short(error, 300), "seeds": seeds}
     else:
         same = len(set(replies)) == 1
-        findings["sampling"] = {"verdict": "ignored" if same else "honoured", "seeds": seeds,
-                                "temperature": SAMPLING_PROBE["temperature"],
-                                "replies": [_short(t) for t in replies]}
+        findings["sampling"] = {
+            "verdict": "ignored" if same else "honoured",
+            "seeds": seeds,
+            "temperature": SAMPLING_PROBE["temperature"],
+            "replies": [_short(t) for t in replies],
+        }
         if same:
-            warn(f"mascot: warning: sampling appears to be ignored by {where}: {len(replies)} probe requests at "
-                 f"temperature {SAMPLING_PROBE['temperature']:g} with seeds {', '.join(map(str, seeds))} got the "
-                 f"same reply ({_short(replies[0], 60)!r}); replies will not vary with the seed or temperature "
-                 "(transformers serve samples only when the model's generation_config.json sets do_sample)")
+            warn(
+                f"mascot: warning: sampling appears to be ignored by {where}: {len(replies)} probe requests at "
+                f"temperature {SAMPLING_PROBE['temperature']:g} with seeds {', '.join(map(str, seeds))} got the "
+                f"same reply ({_short(replies[0], 60)!r}); replies will not vary with the seed or temperature "
+                "(transformers serve samples only when the model's generation_config.json sets do_sample)"
+            )
     if structured:
         if error is not None:
             findings["structured_output"] = {"verdict": "unknown", "error": "not probed: the sampling probe failed"}
         else:
-            r = ask(Request(messages=STRUCTURED_MESSAGES, json_schema=PROBE_SCHEMA,
-                            sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=32, seed=1)))
+            r = ask(
+                Request(
+                    messages=STRUCTURED_MESSAGES,
+                    json_schema=PROBE_SCHEMA,
+                    sampling=Sampling(temperature=0.0, top_p=1.0, max_tokens=32, seed=1),
+                )
+            )
             if r.error:
                 findings["structured_output"] = {"verdict": "unknown", "error": _short(r.error, 300)}
             else:
                 ok = follows_probe_schema(r.text)
                 cut = not ok and r.finish_reason == "length" and r.text.lstrip().startswith("{")  # JSON cut short
                 verdict = "honoured" if ok else ("unknown" if cut else "ignored")
-                findings["structured_output"] = {"verdict": verdict, "reply": _short(r.text),
-                                                 "finish_reason": r.finish_reason}
+                findings["structured_output"] = {
+                    "verdict": verdict,
+                    "reply": _short(r.text),
+                    "finish_reason": r.finish_reason,
+                }
                 if verdict == "ignored":
-                    warn(f"mascot: warning: structured output (response_format json_schema) appears to be ignored by "
-                         f"{where}: the probe asked for {{\"answer\": <integer>}} and got {_short(r.text, 60)!r}; "
-                         "replies will be parsed from free text")
+                    warn(
+                        f"mascot: warning: structured output (response_format json_schema) appears to be ignored by "
+                        f'{where}: the probe asked for {{"answer": <integer>}} and got {_short(r.text, 60)!r}; '
+                        "replies will be parsed from free text"
+                    )
     findings["probe_s"] = round(time.perf_counter() - t0, 3)
     return findings

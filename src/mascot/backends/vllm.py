@@ -23,8 +23,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mascot.errors import BackendError, InputError
 from mascot.backends.base import Request, Response, constructor_options
+from mascot.errors import BackendError, InputError
 
 __all__ = ["VLLMBackend", "build_chat_call", "make_sampling_params"]
 
@@ -249,8 +249,13 @@ class VLLMBackend:
 
     def identity(self) -> dict:
         """The options that change results (the model, dtype, context cap, structured output, engine seed)."""
-        return self.identity_of(model=self.model, dtype=self.dtype, max_model_len=self.max_model_len,
-                                structured_output=self.structured_output, seed=self.seed)
+        return self.identity_of(
+            model=self.model,
+            dtype=self.dtype,
+            max_model_len=self.max_model_len,
+            structured_output=self.structured_output,
+            seed=self.seed,
+        )
 
     def describe(self) -> dict:
         return {

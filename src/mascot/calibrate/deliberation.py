@@ -42,123 +42,55 @@ from pathlib import Path
 
 import numpy as np
 
-from mascot.errors import InputError
 from mascot import papers
+from mascot.calibrate.deliberation_targets import (  # noqa: F401  (re-exported: part of this module's API)
+    PAPER_FITTED,
+    PAPER_FIXED,
+    PAPER_MODELS,
+    PAPER_SCALES,
+    RUN_FITTED,
+    config_of_run,
+    paper_config,
+    paper_target,
+    run_target,
+)
+from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_default
-from mascot.protocols.deliberation.config import STRATEGIES, Axis, DeliberationConfig, MonitorConfig, Role
+from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.surrogate import RateLawParams, write_params
 
-__all__ = ["PAPER_MODELS", "PAPER_SCALES", "PAPER_FITTED", "RUN_FITTED", "PAPER_FIXED", "calibrate_deliberation",
-           "config_of_run", "paper_config", "paper_target", "paper_criteria",
-           "run_target", "initial_guess", "fit_params", "harness_check", "reproduce_paper_fits"]
+__all__ = [
+    "PAPER_MODELS",
+    "PAPER_SCALES",
+    "PAPER_FITTED",
+    "RUN_FITTED",
+    "PAPER_FIXED",
+    "calibrate_deliberation",
+    "config_of_run",
+    "paper_config",
+    "paper_target",
+    "paper_criteria",
+    "run_target",
+    "initial_guess",
+    "fit_params",
+    "harness_check",
+    "reproduce_paper_fits",
+]
 
-#: Table VIII's models: printed name, the deployment's token scale (Sec. V-C: Gemini x0.75, Claude x0.45, GPT
-#: unscaled), the adaptive run's switching round (Fig. 4(b) text: "round 4 for GPT, round 5 for Claude and
-#: Gemini") and the number of complete-only rounds whose D rose (GPT: "rose after rounds 7 and 9"; None: not stated).
-PAPER_MODELS = {
-    "gpt": {"name": "GPT-5.4-Mini", "token_scale": 1.0, "switch": 4, "expand_complete": 2},
-    "gemini": {"name": "Gemini 2.5-Flash", "token_scale": 0.75, "switch": 5, "expand_complete": None},
-    "claude": {"name": "Claude Opus-4.8", "token_scale": 0.45, "switch": 5, "expand_complete": None},
+
+_BOX = {
+    "rate1": (0.2, 1.3),
+    "slope1": (-1.5, 1.5),
+    "rate2": (0.2, 1.3),
+    "slope2": (-1.5, 1.5),
+    "reply_chars1": (0.0, 12000.0),
+    "reply_chars2": (0.0, 12000.0),
+    "prior_scale": (0.3, 2.0),
+    "compliance_noise": (0.0, 0.8),
+    "round_noise": (0.0, 1.0),
+    "initial_spread": (0.0, 0.4),
+    "verbosity": (0.0, 1.5),
 }
-
-#: Scale (a moment's tolerated error; weight = 1 / scale^2) of each paper moment: rounds 1 round, tokens 5 %,
-#: D(0) 0.02, D_final 0.01, rising rounds 1, switching round 0.5 rounds.
-PAPER_SCALES = {"rounds": 1.0, "tokens": 0.05, "d0": 0.02, "d_final": 0.01, "expand": 1.0, "switch": 0.5}
-
-#: Parameters fitted to a Table VIII column / to a run directory (the others stay at their defaults, see
-#: :data:`PAPER_FIXED`).
-PAPER_FITTED = ("rate1", "slope1", "rate2", "slope2", "reply_chars1", "reply_chars2", "prior_scale", "round_noise")
-RUN_FITTED = PAPER_FITTED + ("compliance_noise", "initial_spread", "verbosity")
-#: The fixed parameters of a paper fit (not identified by one run per strategy): per-agent compliance noise
-#: 0.05, no additive belief noise, round-0 spread 0.05, verbosity (sd of log reply length) 0.1, 4 characters
-#: per token, no unusable replies.
-PAPER_FIXED = RateLawParams(compliance_noise=0.05, noise=0.0, initial_spread=0.05, verbosity=0.1,
-                            chars_per_token=4.0, malformed=0.0)
-
-_BOX = {"rate1": (0.2, 1.3), "slope1": (-1.5, 1.5), "rate2": (0.2, 1.3), "slope2": (-1.5, 1.5),
-        "reply_chars1": (0.0, 12000.0), "reply_chars2": (0.0, 12000.0), "prior_scale": (0.3, 2.0),
-        "compliance_noise": (0.0, 0.8), "round_noise": (0.0, 1.0), "initial_spread": (0.0, 0.4),
-        "verbosity": (0.0, 1.5)}
-
-
-# ----------------------------------------------------------------------------- configurations and targets
-def paper_config(model: str, max_rounds: int = 30) -> DeliberationConfig:
-    """The paper's deployment for a Table VIII model: eta 0.2, eps 0.05, b0 100,000, its token scale."""
-    if model not in PAPER_MODELS:
-        raise InputError(f"paper_model must be one of {', '.join(PAPER_MODELS)}; got {model!r}")
-    return DeliberationConfig(token_scale=PAPER_MODELS[model]["token_scale"], max_rounds=max_rounds)
-
-
-def config_of_run(run_dir) -> DeliberationConfig:
-    """The :class:`DeliberationConfig` a deliberation run directory was run with (from its ``run.json``)."""
-    from mascot.backends.base import Sampling
-
-    p = Path(run_dir) / "run.json"
-    if not p.exists():
-        raise InputError(f"{run_dir}: not a deliberation run directory (no run.json)")
-    try:
-        meta = json.loads(p.read_text())
-        c = dict(meta["identity"]["config"])
-    except (json.JSONDecodeError, KeyError, TypeError) as e:
-        raise InputError(f"{p}: unreadable run.json ({e})") from None
-    if meta.get("kind") != "mascot-deliberation":
-        raise InputError(f"{run_dir}: run.json is of kind {meta.get('kind')!r}, not a deliberation run")
-    c["roles"] = tuple(Role(r["name"], r["title"], r["bias"], r["prompt"],
-                            None if r.get("prior") is None else tuple(r["prior"])) for r in c["roles"])
-    c["axes"] = tuple(Axis(**a) for a in c["axes"])
-    c["W1"] = tuple(tuple(row) for row in c["W1"])
-    c["W2"] = tuple(tuple(row) for row in c["W2"])
-    c["strategies"] = tuple(c["strategies"])
-    c["x0"] = None if c.get("x0") is None else tuple(tuple(r) for r in c["x0"])
-    c["sampling"] = Sampling(**c["sampling"])
-    c["monitor"] = MonitorConfig(**c["monitor"])
-    return DeliberationConfig(**c)
-
-
-def paper_target(model: str, strategies=STRATEGIES) -> tuple[np.ndarray, list[str], np.ndarray]:
-    """``(target, names, weights)`` of one Table VIII column in the order of
-    :func:`~mascot.calibrate.deliberation_sim.moments_from_traces` (``detail=False``), unknown moments dropped."""
-    info = PAPER_MODELS[model]
-    vals, names, w = [], [], []
-    for s in strategies:
-        t = papers.TABLE_VIII[(info["name"], s)]
-        exp = {"adaptive": 0, "ring": 0, "complete": info["expand_complete"]}[s]
-        for key, v in (("rounds", t["rounds"]), ("tokens", t["tokens"] / 1000.0), ("d0", t["d0"]),
-                       ("d_final", t["d_final"]), ("expand", exp)):
-            if v is None:
-                continue
-            sc = PAPER_SCALES[key] * (v if key == "tokens" else 1.0)
-            vals.append(float(v)), names.append(f"{key}:{s}"), w.append(1.0 / sc ** 2)
-        if s == "adaptive":
-            vals.append(float(info["switch"])), names.append("switch"), w.append(1.0 / PAPER_SCALES["switch"] ** 2)
-    return np.asarray(vals), names, np.asarray(w)
-
-
-def run_target(traces: dict, strategies, eta: float, *, n_boot: int = 200, seed: int = 0,
-               d_ref: float = 0.2) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
-    """``(target, names, weights, boot)``: a run directory's moments (``detail=True``), weights ``1 / var``
-    over ``n_boot`` resamplings of its runs (floored), and the resampling weights ``boot`` ``(n_boot, R)``."""
-    from mascot.calibrate.deliberation_sim import moments_from_traces
-
-    m, names = moments_from_traces(traces, strategies, eta=eta, d_ref=d_ref, detail=True)
-    m = np.asarray(m, dtype=np.float64)
-    R = np.asarray(traces["D"]).shape[1]
-    rng = np.random.default_rng([seed, 17])
-    boot = rng.multinomial(R, np.full(R, 1.0 / R), size=n_boot).astype(np.float64)
-    reps = np.stack([np.asarray(moments_from_traces(traces, strategies, eta=eta, d_ref=d_ref, detail=True,
-                                                    lane_weight=np.broadcast_to(b, (len(strategies), R)))[0])
-                     for b in boot])
-    var = np.nanvar(reps, axis=0)
-    floor = np.array([_floor(n, v) for n, v in zip(names, m)])
-    keep = np.isfinite(m)
-    return m[keep], [n for n, k in zip(names, keep) if k], (1.0 / (var + floor ** 2))[keep], boot
-
-
-def _floor(name: str, v: float) -> float:
-    """The smallest sd a moment's weight assumes (keeps moments with no spread in the data from dominating)."""
-    kind = name.split(":")[0]
-    return {"rounds": 0.25, "switch": 0.25, "expand": 0.1, "d0": 0.005, "d_final": 0.002, "d0_sd": 0.002,
-            "alpha": 0.01, "beta": 0.02, "resid": 0.005, "cost_rsd": 0.003}.get(kind, 0.01 * abs(v) + 1e-3)
 
 
 # ----------------------------------------------------------------------------- fitting
@@ -187,9 +119,10 @@ def initial_guess(setup, target: np.ndarray, names: list[str], base: RateLawPara
     # geometric middle of the D range it covers
     if "alpha:1" not in t and "switch" in t and {"rounds:adaptive", "rounds:complete", "rounds:ring"} <= set(t):
         eta, sw, ra = setup.eta, t["switch"], t["rounds:adaptive"]
-        pts = {1: ((eta / t["d0:adaptive"]) ** (1 / max(sw, 1)), math.sqrt(t["d0:adaptive"] * eta), "complete"),
-               2: ((t["d_final:adaptive"] / eta) ** (1 / max(ra - sw, 1)), math.sqrt(eta * t["d_final:adaptive"]),
-                   "ring")}
+        pts = {
+            1: ((eta / t["d0:adaptive"]) ** (1 / max(sw, 1)), math.sqrt(t["d0:adaptive"] * eta), "complete"),
+            2: ((t["d_final:adaptive"] / eta) ** (1 / max(ra - sw, 1)), math.sqrt(eta * t["d_final:adaptive"]), "ring"),
+        }
         for m, (lam_a, d_a, s) in pts.items():
             lam_s = (t[f"d_final:{s}"] / t[f"d0:{s}"]) ** (1.0 / t[f"rounds:{s}"])
             d_s = math.sqrt(t[f"d_final:{s}"] * t[f"d0:{s}"])
@@ -199,14 +132,15 @@ def initial_guess(setup, target: np.ndarray, names: list[str], base: RateLawPara
                 g[f"rate{m}"] = lam_s * (base.d_ref / d_s) ** slope
     d0 = np.mean([v for k, v in t.items() if k.startswith("d0:")])
     prior = setup.prior - setup.prior.mean(axis=0)
-    dp = math.sqrt(np.sum(prior ** 2) / prior.shape[0])
+    dp = math.sqrt(np.sum(prior**2) / prior.shape[0])
     n, d = setup.prior.shape
-    g["prior_scale"] = math.sqrt(max(d0 ** 2 - base.initial_spread ** 2 * d * (n - 1) / n, 1e-4)) / dp
+    g["prior_scale"] = math.sqrt(max(d0**2 - base.initial_spread**2 * d * (n - 1) / n, 1e-4)) / dp
     for k in ("rate1", "rate2"):
         g[k] = min(max(g.get(k, 0.8), 0.3), 1.2)
     for m in (1, 2):  # keep lambda(0.85) <= 0.95 at the start: a rate law that expands at D(0) never converges
-        g[f"slope{m}"] = min(max(g.get(f"slope{m}", 0.0), -1.2), 1.2,
-                             math.log(0.95 / g[f"rate{m}"]) / math.log(0.85 / base.d_ref))
+        g[f"slope{m}"] = min(
+            max(g.get(f"slope{m}", 0.0), -1.2), 1.2, math.log(0.95 / g[f"rate{m}"]) / math.log(0.85 / base.d_ref)
+        )
     g["prior_scale"] = min(max(g["prior_scale"], 0.4), 1.9)
     g["compliance_noise"] = 0.1
     g["round_noise"] = 0.1
@@ -215,8 +149,21 @@ def initial_guess(setup, target: np.ndarray, names: list[str], base: RateLawPara
     return g
 
 
-def fit_params(setup, base: RateLawParams, fitted, target, names, weights, *, detail: bool, runs: int,
-               steps: int, seed: int, init: dict | None = None, crn_seed: int | None = None):
+def fit_params(
+    setup,
+    base: RateLawParams,
+    fitted,
+    target,
+    names,
+    weights,
+    *,
+    detail: bool,
+    runs: int,
+    steps: int,
+    seed: int,
+    init: dict | None = None,
+    crn_seed: int | None = None,
+):
     """One SMM fit (two Adam stages with ES gradients, 32 antithetic pairs: ``lr`` 0.01, ``es_sigma`` 0.05 for
     ``steps`` steps, then 0.004 and 0.03 for ``steps // 2`` from the best point) -> ``(params dict, FitResult
     of the better stage, loss history)``. The loss is :func:`fit_smm`'s on moments whose error is capped at
@@ -226,8 +173,13 @@ def fit_params(setup, base: RateLawParams, fitted, target, names, weights, *, de
     from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
     from mascot.calibrate.fit import Param, fit_smm
 
-    all_names = moments_from_traces(simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
-                                    setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[1]
+    all_names = moments_from_traces(
+        simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
+        setup.strategies,
+        eta=setup.eta,
+        d_ref=base.d_ref,
+        detail=detail,
+    )[1]
     idx = np.array([all_names.index(n) for n in names])
 
     t_j = np.asarray(target, dtype=np.float64)
@@ -247,10 +199,33 @@ def fit_params(setup, base: RateLawParams, fitted, target, names, weights, *, de
         v = min(max(float(start.get(k, getattr(base, k))), lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo))
         ps.append(Param(k, lo, hi, v))
     key = jax.random.PRNGKey(seed if crn_seed is None else crn_seed)
-    r1 = fit_smm(simulate, ps, target, weights=weights, steps=steps, lr=0.01, grad="es", es_sigma=0.05,
-                 es_pairs=32, seed=seed, key=key)
-    r2 = fit_smm(simulate, ps, target, weights=weights, steps=max(steps // 2, 1), lr=0.004, grad="es",
-                 es_sigma=0.03, es_pairs=32, seed=seed + 1, key=key, init=r1.params)
+    r1 = fit_smm(
+        simulate,
+        ps,
+        target,
+        weights=weights,
+        steps=steps,
+        lr=0.01,
+        grad="es",
+        es_sigma=0.05,
+        es_pairs=32,
+        seed=seed,
+        key=key,
+    )
+    r2 = fit_smm(
+        simulate,
+        ps,
+        target,
+        weights=weights,
+        steps=max(steps // 2, 1),
+        lr=0.004,
+        grad="es",
+        es_sigma=0.03,
+        es_pairs=32,
+        seed=seed + 1,
+        key=key,
+        init=r1.params,
+    )
     best = r2 if r2.loss <= r1.loss else r1
     return best.params, best, np.concatenate([r1.history, r2.history])
 
@@ -263,8 +238,13 @@ class _Moments:
 
         from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
 
-        all_names = moments_from_traces(simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
-                                        setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[1]
+        all_names = moments_from_traces(
+            simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
+            setup.strategies,
+            eta=setup.eta,
+            d_ref=base.d_ref,
+            detail=detail,
+        )[1]
         idx = np.array([all_names.index(n) for n in names])
         self.fitted = list(fitted)
 
@@ -322,6 +302,7 @@ def _ridge_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
 def _gauss_newton(mom: _Moments, fitted, x0: np.ndarray, target, weights, seed: int, iters: int = 3):
     """Polish ``x0`` with damped Gauss-Newton steps on ``sum w (m(x) - t)^2`` (the simulated moments at a fixed
     key); a step is kept only if it lowers the loss. Returns ``(x, loss, G)`` with ``G`` the Jacobian at x."""
+
     def loss(x):
         return float(np.sum(weights * (mom(x[None], seed)[0] - target) ** 2))
 
@@ -364,21 +345,44 @@ def _merge_traces(parts: list[dict]) -> dict:
 def _same_setting(a: DeliberationConfig, b: DeliberationConfig, where: str) -> None:
     for k in ("strategies", "eta", "eps", "b0", "token_scale", "max_rounds", "charge_initial", "roles", "axes"):
         if getattr(a, k) != getattr(b, k):
-            raise InputError(f"{where}: {k} differs from the first run directory's ({getattr(b, k)!r} vs "
-                             f"{getattr(a, k)!r}); calibrate run directories of one setting together")
+            raise InputError(
+                f"{where}: {k} differs from the first run directory's ({getattr(b, k)!r} vs "
+                f"{getattr(a, k)!r}); calibrate run directories of one setting together"
+            )
     if not all(np.allclose(x, y) for x, y in zip(a.weights(), b.weights())):
         raise InputError(f"{where}: W1/W2 differ from the first run directory's")
 
 
 #: the files a calibration writes into its ``out`` (``.params.toml.staged``: params.toml before the replay)
-OUTPUTS = ("params.toml", ".params.toml.staged", "report.md", "fit.json", "fit.png", "fit.pdf", "dcurve.png",
-           "dcurve.pdf", "rates.png", "rates.pdf")
+OUTPUTS = (
+    "params.toml",
+    ".params.toml.staged",
+    "report.md",
+    "fit.json",
+    "fit.png",
+    "fit.pdf",
+    "dcurve.png",
+    "dcurve.pdf",
+    "rates.png",
+    "rates.pdf",
+)
 
 
-def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = None, seed: int = 0,
-                           n_boot: int = 200, quick: bool = False, steps: int | None = None,
-                           sim_runs: int | None = None, check_runs: int = 4, check_seeds=(0, 1, 2),
-                           gn_iters: int = 3, progress=None) -> dict:
+def calibrate_deliberation(
+    run_dir_or_none,
+    out,
+    *,
+    paper_model: str | None = None,
+    seed: int = 0,
+    n_boot: int = 200,
+    quick: bool = False,
+    steps: int | None = None,
+    sim_runs: int | None = None,
+    check_runs: int = 4,
+    check_seeds=(0, 1, 2),
+    gn_iters: int = 3,
+    progress=None,
+) -> dict:
     """Fit the ``rate_law`` deliberation agents and write ``params.toml``, ``fit.json``, ``report.md`` and
     figures into ``out`` (see the module docstring); returns the ``fit.json`` dict.
 
@@ -391,7 +395,6 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     ``gn_iters``: Gauss-Newton polishing iterations after the ES fit. ``progress(msg)`` receives one line per
     stage.
     """
-    import jax
 
     from mascot.calibrate.deliberation_report import write_report
     from mascot.calibrate.deliberation_sim import prompt_layout, traces_from_rows
@@ -416,8 +419,12 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         fitted = PAPER_FITTED
         target, names, weights = paper_target(paper_model, setup.strategies)
         detail = False
-        source = {"kind": "paper", "model": paper_model, "name": PAPER_MODELS[paper_model]["name"],
-                  "table": "consensus paper, Table VIII and the Fig. 4 text"}
+        source = {
+            "kind": "paper",
+            "model": paper_model,
+            "name": PAPER_MODELS[paper_model]["name"],
+            "table": "consensus paper, Table VIII and the Fig. 4 text",
+        }
         boot_rows = None
     else:
         dirs = [run_dir_or_none] if isinstance(run_dir_or_none, (str, Path)) else list(run_dir_or_none)
@@ -437,8 +444,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         base = RateLawParams(noise=0.0, chars_per_token=4.0, malformed=0.0)
         fitted = tuple(k for k in RUN_FITTED if not (cfg.x0 is not None and k in ("prior_scale", "initial_spread")))
         detail = True
-        target, names, weights, boot_rows = run_target(tr_obs, setup.strategies, setup.eta, seed=seed,
-                                                       d_ref=base.d_ref)
+        target, names, weights, boot_rows = run_target(tr_obs, setup.strategies, setup.eta, seed=seed, d_ref=base.d_ref)
         source = {"kind": "run_dir", "run_dirs": [str(d) for d in dirs], "runs": int(tr_obs["D"].shape[1])}
     # the inputs are read and valid: the fit starts, and the previous calibration's files in `out` go now (not
     # before: a refused command leaves them alone), so two calibrations' files never mix
@@ -447,8 +453,9 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     guess = initial_guess(setup, target, names, base)
     say(f"fitting {len(fitted)} parameters to {len(target)} moments ({steps} + {steps // 2} steps)")
     t_es = time.perf_counter()
-    est, res, hist = fit_params(setup, base, fitted, target, names, weights, detail=detail, runs=runs,
-                                steps=steps, seed=seed, init=guess)
+    est, res, hist = fit_params(
+        setup, base, fitted, target, names, weights, detail=detail, runs=runs, steps=steps, seed=seed, init=guess
+    )
     es_wall = time.perf_counter() - t_es
     # Gauss-Newton polish on 256 simulated runs per strategy (common random numbers), and the Jacobian G there
     big = _Moments(setup, base, fitted, names, detail=detail, runs=256)
@@ -456,8 +463,10 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     x_hat, loss_gn, G = _gauss_newton(big, fitted, x_fit, target, weights, seed + 101, iters=int(gn_iters))
     est = {k: float(v) for k, v in zip(fitted, x_hat)}
     fit_wall = time.perf_counter() - t0
-    say(f"fit: ES loss {res.loss:.3g}, after Gauss-Newton {loss_gn:.3g}, {fit_wall:.0f} s; "
-        f"bootstrap with {n_boot} replicates")
+    say(
+        f"fit: ES loss {res.loss:.3g}, after Gauss-Newton {loss_gn:.3g}, {fit_wall:.0f} s; "
+        f"bootstrap with {n_boot} replicates"
+    )
     est_params = replace(base, **est)
 
     # bootstrap, each replicate refitted by one Gauss-Newton step from the estimate (linearised refit):
@@ -468,8 +477,10 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     A = _ridge_solve(H, G.T * weights[None, :])
     lost = [k for k, h in zip(fitted, np.diag(H)) if not h > 1e-12 * max(float(np.diag(H).max(initial=0.0)), 1e-300)]
     if lost:
-        say(f"warning: {', '.join(lost)} changes none of the fitted moments: not identified by these data (kept at "
-            "its fitted value, uncertainty reported as NaN)")
+        say(
+            f"warning: {', '.join(lost)} changes none of the fitted moments: not identified by these data (kept at "
+            "its fitted value, uncertainty reported as NaN)"
+        )
     small = _Moments(setup, base, fitted, names, detail=detail, runs=runs)
     s_ref = big(x_hat[None], seed + 202)[0]
     if paper_model is not None:
@@ -477,6 +488,7 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
 
         def data_moments(b: int) -> np.ndarray:  # a synthetic Table VIII column: one run per strategy
             return one(x_hat[None], b)[0]
+
         m_ref = s_ref
     else:
         from mascot.calibrate.deliberation_sim import moments_from_traces
@@ -486,10 +498,12 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
         def data_moments(b: int) -> np.ndarray:  # the runs resampled with replacement
             rng = np.random.default_rng(b)
             lw = np.broadcast_to(rng.multinomial(R, np.full(R, 1.0 / R)).astype(np.float64), (len(setup.strategies), R))
-            m, alln = moments_from_traces(tr_obs, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=True,
-                                          lane_weight=lw)
+            m, alln = moments_from_traces(
+                tr_obs, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=True, lane_weight=lw
+            )
             m = np.asarray(m, dtype=np.float64)
             return np.array([m[alln.index(n)] for n in names])
+
         m_ref = target
 
     def refit(b: int) -> dict:
@@ -505,30 +519,51 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     pred, tr_pred = _predict(setup, base, est, detail=detail, runs=256, seed=seed)
     result = {
         "source": source,
-        "settings": {"eta": cfg.eta, "eps": cfg.eps, "b0": cfg.b0, "token_scale": cfg.token_scale,
-                     "max_rounds": cfg.max_rounds, "strategies": list(cfg.strategies)},
-        "family": "rate_law", "fitted": list(fitted),
+        "settings": {
+            "eta": cfg.eta,
+            "eps": cfg.eps,
+            "b0": cfg.b0,
+            "token_scale": cfg.token_scale,
+            "max_rounds": cfg.max_rounds,
+            "strategies": list(cfg.strategies),
+        },
+        "family": "rate_law",
+        "fitted": list(fitted),
         "fixed": {k: v for k, v in est_params.to_dict().items() if k not in fitted},
-        "estimate": {k: float(est[k]) for k in fitted}, "initial_guess": {k: float(guess[k]) for k in fitted},
+        "estimate": {k: float(est[k]) for k in fitted},
+        "initial_guess": {k: float(guess[k]) for k in fitted},
         "not_identified": lost,
         "sd": unc,
         "ci95": {k: [float(est[k]) - 1.96 * unc[k], float(est[k]) + 1.96 * unc[k]] for k in fitted},
         "boot_percentiles": {k: np.percentile(boot[:, bnames.index(k)], [2.5, 97.5]).tolist() for k in fitted},
-        "uncertainty_method": ("parametric bootstrap: the printed column is taken as one draw of the fitted model "
-                               "(one run per strategy); synthetic columns are simulated from the estimate"
-                               if paper_model is not None else
-                               "bootstrap over runs: runs resampled with replacement (all strategies of a run "
-                               "together) and their moments recomputed")
+        "uncertainty_method": (
+            "parametric bootstrap: the printed column is taken as one draw of the fitted model "
+            "(one run per strategy); synthetic columns are simulated from the estimate"
+            if paper_model is not None
+            else "bootstrap over runs: runs resampled with replacement (all strategies of a run "
+            "together) and their moments recomputed"
+        )
         + "; each replicate is refitted by one Gauss-Newton step from the estimate (x_b = x + (G'WG)^-1 G'W "
-          "(m_b - m), G the Jacobian of the simulated moments, with the replicate's own simulation noise)",
-        "n_boot": n_boot, "boot": boot.tolist(),
-        "moments": {"names": names, "observed": target.tolist(), "weights": weights.tolist(),
-                    "predicted": [pred[n] for n in names]},
+        "(m_b - m), G the Jacobian of the simulated moments, with the replicate's own simulation noise)",
+        "n_boot": n_boot,
+        "boot": boot.tolist(),
+        "moments": {
+            "names": names,
+            "observed": target.tolist(),
+            "weights": weights.tolist(),
+            "predicted": [pred[n] for n in names],
+        },
         "predicted_all": pred,
-        "loss": float(loss_gn), "loss_es": float(res.loss), "history": hist.tolist(),
+        "loss": float(loss_gn),
+        "loss_es": float(res.loss),
+        "history": hist.tolist(),
         "estimate_es": {k: float(v) for k, v in zip(fitted, x_fit)},
-        "steps": steps, "sim_runs": runs, "seed": seed, "quick": bool(quick),
-        "fit_wall_s": fit_wall, "boot_wall_s": boot_wall,
+        "steps": steps,
+        "sim_runs": runs,
+        "seed": seed,
+        "quick": bool(quick),
+        "fit_wall_s": fit_wall,
+        "boot_wall_s": boot_wall,
         "evaluations": int(len(hist) * 65),
     }
     result["es_wall_s"] = es_wall
@@ -537,19 +572,37 @@ def calibrate_deliberation(run_dir_or_none, out, *, paper_model: str | None = No
     # complete calibration, and an interrupted one leaves none (the harness replay reads a staged copy)
     (out / "params.toml").unlink(missing_ok=True)
     staged = out / ".params.toml.staged"
-    write_params(staged, est_params,
-                 name=(f"{paper_model}-table8" if paper_model else f"fit-{Path(source['run_dirs'][0]).name}"),
-                 description=("rate_law agents fitted by mascot calibrate deliberation to "
-                              + (f"Table VIII's {source['name']} column" if paper_model else
-                                 f"{len(source['run_dirs'])} run director{'y' if len(source['run_dirs']) == 1 else 'ies'}")),
-                 settings={"token_scale": cfg.token_scale, "eta": cfg.eta, "eps": cfg.eps, "b0": cfg.b0,
-                           "max_rounds": cfg.max_rounds,
-                           "source": source.get("name") or ", ".join(source.get("run_dirs", []))},
-                 uncertainty={k: v for k, v in unc.items() if math.isfinite(v)},  # (TOML holds no NaN)
-                 fit={"loss": float(loss_gn), "loss_es": float(res.loss), "n_boot": n_boot, "seed": seed},
-                 comments={k: (f"fitted; bootstrap sd {unc[k]:.4g}" if k not in lost else
-                               "not identified by these runs: no fitted moment depends on it (kept at the fit)")
-                           for k in fitted})
+    write_params(
+        staged,
+        est_params,
+        name=(f"{paper_model}-table8" if paper_model else f"fit-{Path(source['run_dirs'][0]).name}"),
+        description=(
+            "rate_law agents fitted by mascot calibrate deliberation to "
+            + (
+                f"Table VIII's {source['name']} column"
+                if paper_model
+                else f"{len(source['run_dirs'])} run director{'y' if len(source['run_dirs']) == 1 else 'ies'}"
+            )
+        ),
+        settings={
+            "token_scale": cfg.token_scale,
+            "eta": cfg.eta,
+            "eps": cfg.eps,
+            "b0": cfg.b0,
+            "max_rounds": cfg.max_rounds,
+            "source": source.get("name") or ", ".join(source.get("run_dirs", [])),
+        },
+        uncertainty={k: v for k, v in unc.items() if math.isfinite(v)},  # (TOML holds no NaN)
+        fit={"loss": float(loss_gn), "loss_es": float(res.loss), "n_boot": n_boot, "seed": seed},
+        comments={
+            k: (
+                f"fitted; bootstrap sd {unc[k]:.4g}"
+                if k not in lost
+                else "not identified by these runs: no fitted moment depends on it (kept at the fit)"
+            )
+            for k in fitted
+        },
+    )
     if paper_model is not None and check_runs > 0:
         say(f"replaying params.toml through the text harness ({len(check_seeds)} seeds x {check_runs} runs)")
         import tempfile
@@ -583,12 +636,27 @@ def harness_check(params_path, cfg: DeliberationConfig, runs_dir, *, seeds=(0, 1
         c = replace(cfg, seed=int(s), runs=int(runs))
         run_deliberation(c, d, SurrogateDeliberationBackend.from_params(params_path, seed=int(s)), progress=False)
         for (strat, run), rs in group_lanes(read_rounds(d)).items():
-            lanes.append({"seed": int(s), "strategy": strat, "run": run, "rounds": rs[-1]["round"],
-                          "tokens": float(cfg.b0 - rs[-1]["b"]), "d0": rs[0]["D"], "d_final": rs[-1]["D"],
-                          "status": rs[-1]["status"], "D": [r["D"] for r in rs],
-                          "sigma": [r["sigma"] for r in rs[1:]], "cost": [r["cost"] for r in rs[1:]]})
-    return {"seeds": list(map(int, seeds)), "runs_per_seed": int(runs), "lanes": lanes,
-            "wall_s": time.perf_counter() - t0}
+            lanes.append(
+                {
+                    "seed": int(s),
+                    "strategy": strat,
+                    "run": run,
+                    "rounds": rs[-1]["round"],
+                    "tokens": float(cfg.b0 - rs[-1]["b"]),
+                    "d0": rs[0]["D"],
+                    "d_final": rs[-1]["D"],
+                    "status": rs[-1]["status"],
+                    "D": [r["D"] for r in rs],
+                    "sigma": [r["sigma"] for r in rs[1:]],
+                    "cost": [r["cost"] for r in rs[1:]],
+                }
+            )
+    return {
+        "seeds": list(map(int, seeds)),
+        "runs_per_seed": int(runs),
+        "lanes": lanes,
+        "wall_s": time.perf_counter() - t0,
+    }
 
 
 def paper_criteria(harness: dict, model: str, tol: float = 0.25) -> dict:
@@ -603,24 +671,43 @@ def paper_criteria(harness: dict, model: str, tol: float = 0.25) -> dict:
         t = papers.TABLE_VIII[(info["name"], s)]
         r_mean = float(np.mean([x["rounds"] for x in ls]))
         k_mean = float(np.mean([x["tokens"] for x in ls]))
-        per[s] = {"rounds": r_mean, "tokens": k_mean, "paper_rounds": t["rounds"], "paper_tokens": t["tokens"],
-                  "rounds_rel": r_mean / t["rounds"] - 1.0, "tokens_rel": k_mean / t["tokens"] - 1.0,
-                  "rounds_sd": float(np.std([x["rounds"] for x in ls], ddof=1)) if len(ls) > 1 else 0.0,
-                  "tokens_sd": float(np.std([x["tokens"] for x in ls], ddof=1)) if len(ls) > 1 else 0.0,
-                  "n": len(ls), "status": {st: sum(x["status"] == st for x in ls) for st in sorted({x["status"] for x in ls})}}
+        per[s] = {
+            "rounds": r_mean,
+            "tokens": k_mean,
+            "paper_rounds": t["rounds"],
+            "paper_tokens": t["tokens"],
+            "rounds_rel": r_mean / t["rounds"] - 1.0,
+            "tokens_rel": k_mean / t["tokens"] - 1.0,
+            "rounds_sd": float(np.std([x["rounds"] for x in ls], ddof=1)) if len(ls) > 1 else 0.0,
+            "tokens_sd": float(np.std([x["tokens"] for x in ls], ddof=1)) if len(ls) > 1 else 0.0,
+            "n": len(ls),
+            "status": {st: sum(x["status"] == st for x in ls) for st in sorted({x["status"] for x in ls})},
+        }
     rank = lambda key, src: sorted(STRATEGIES, key=lambda s: src[s][key])  # noqa: E731
-    paper_src = {s: {"rounds": papers.TABLE_VIII[(info["name"], s)]["rounds"],
-                     "tokens": papers.TABLE_VIII[(info["name"], s)]["tokens"]} for s in STRATEGIES}
+    paper_src = {
+        s: {
+            "rounds": papers.TABLE_VIII[(info["name"], s)]["rounds"],
+            "tokens": papers.TABLE_VIII[(info["name"], s)]["tokens"],
+        }
+        for s in STRATEGIES
+    }
     ad = [x for x in harness["lanes"] if x["strategy"] == "adaptive"]
     switch = [next((k for k, dv in enumerate(x["D"]) if dv <= 0.2), x["rounds"]) for x in ad]
     r1 = [math.log(b / a) for x in ad for a, b, sg in zip(x["D"], x["D"][1:], x["sigma"]) if sg == 1 and a > 0]
     r2 = [math.log(b / a) for x in ad for a, b, sg in zip(x["D"], x["D"][1:], x["sigma"]) if sg == 2 and a > 0]
-    out = {"per_strategy": per, "tol": tol,
-           "within_tol": all(abs(v["rounds_rel"]) <= tol and abs(v["tokens_rel"]) <= tol for v in per.values()),
-           "rank_tokens": rank("tokens", per), "paper_rank_tokens": rank("tokens", paper_src),
-           "rank_rounds": rank("rounds", per), "paper_rank_rounds": rank("rounds", paper_src),
-           "switch_mean": float(np.mean(switch)), "switch_paper": info["switch"],
-           "log_rate_mode1": float(np.mean(r1)) if r1 else None, "log_rate_mode2": float(np.mean(r2)) if r2 else None}
+    out = {
+        "per_strategy": per,
+        "tol": tol,
+        "within_tol": all(abs(v["rounds_rel"]) <= tol and abs(v["tokens_rel"]) <= tol for v in per.values()),
+        "rank_tokens": rank("tokens", per),
+        "paper_rank_tokens": rank("tokens", paper_src),
+        "rank_rounds": rank("rounds", per),
+        "paper_rank_rounds": rank("rounds", paper_src),
+        "switch_mean": float(np.mean(switch)),
+        "switch_paper": info["switch"],
+        "log_rate_mode1": float(np.mean(r1)) if r1 else None,
+        "log_rate_mode2": float(np.mean(r2)) if r2 else None,
+    }
     out["ranking_tokens_ok"] = out["rank_tokens"] == out["paper_rank_tokens"]
     out["ranking_rounds_ok"] = out["rank_rounds"] == out["paper_rank_rounds"]
     out["switch_ok"] = abs(out["switch_mean"] - info["switch"]) <= 1.0
@@ -628,13 +715,21 @@ def paper_criteria(harness: dict, model: str, tol: float = 0.25) -> dict:
     return out
 
 
-def reproduce_paper_fits(root="results/calibration/deliberation", *, models=("gpt", "gemini", "claude"),
-                         n_boot: int = 200, seed: int = 0, progress=None) -> dict:
+def reproduce_paper_fits(
+    root="results/calibration/deliberation",
+    *,
+    models=("gpt", "gemini", "claude"),
+    n_boot: int = 200,
+    seed: int = 0,
+    progress=None,
+) -> dict:
     """The committed Table VIII fits: :func:`calibrate_deliberation` for each model into ``root/<model>`` and
     the summary ``root/README.md``."""
     from mascot.calibrate.deliberation_report import write_paper_summary
 
-    out = {m: calibrate_deliberation(None, Path(root) / m, paper_model=m, n_boot=n_boot, seed=seed,
-                                     progress=progress) for m in models}
+    out = {
+        m: calibrate_deliberation(None, Path(root) / m, paper_model=m, n_boot=n_boot, seed=seed, progress=progress)
+        for m in models
+    }
     write_paper_summary(root, models)
     return out

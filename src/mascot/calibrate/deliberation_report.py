@@ -27,8 +27,9 @@ def _save(fig, stem: Path) -> list[str]:
     for ext in ("png", "pdf"):
         p = stem.with_suffix("." + ext)
         with atomic_path(p) as tmp:
-            fig.savefig(tmp, dpi=150, bbox_inches="tight", format=ext,
-                        metadata={"CreationDate": None} if ext == "pdf" else {})
+            fig.savefig(
+                tmp, dpi=150, bbox_inches="tight", format=ext, metadata={"CreationDate": None} if ext == "pdf" else {}
+            )
         out.append(p.name)
     plt.close(fig)
     return out
@@ -67,8 +68,15 @@ def _fig_fit(result: dict, out: Path) -> list[str]:
             ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v / 1000:.0f}k"))
     axes[0].legend(fontsize=7, loc="upper left")
     if harness:
-        axes[1].text(0.99, 0.99, "dotted: +-25 % of the observed value", transform=axes[1].transAxes, ha="right",
-                     va="top", fontsize=7)
+        axes[1].text(
+            0.99,
+            0.99,
+            "dotted: +-25 % of the observed value",
+            transform=axes[1].transAxes,
+            ha="right",
+            va="top",
+            fontsize=7,
+        )
     fig.suptitle(f"Observed vs predicted: {_title(result)}", fontsize=10)
     fig.tight_layout()
     return _save(fig, out / "fit")
@@ -111,8 +119,8 @@ def _fig_dcurve(result: dict, out: Path, traces: dict) -> list[str]:
             cum = np.concatenate([[0.0], np.cumsum(ln["cost"])])
             for m, col in ((1, "tab:red"), (2, "tab:green")):
                 for j in np.flatnonzero(sg == m):
-                    a.plot([j, j + 1], d[j:j + 2], color=col, lw=0.8, alpha=0.7)
-                    b.plot([j, j + 1], cum[j:j + 2], color=col, lw=0.8, alpha=0.7)
+                    a.plot([j, j + 1], d[j : j + 2], color=col, lw=0.8, alpha=0.7)
+                    b.plot([j, j + 1], cum[j : j + 2], color=col, lw=0.8, alpha=0.7)
             if first:
                 a.plot([], [], color="tab:red", lw=0.8, label="text harness, mode 1 (complete) rounds")
                 a.plot([], [], color="tab:green", lw=0.8, label="text harness, mode 2 (ring) rounds")
@@ -125,8 +133,9 @@ def _fig_dcurve(result: dict, out: Path, traces: dict) -> list[str]:
         b.plot([r], [obs["tokens:adaptive"] * 1000], "ks", ms=6, label="Table VIII tokens")
     a.axhline(st["eta"], color="grey", ls="--", lw=1)
     a.axhline(st["eps"], color="k", ls=":", lw=1)
-    a.text(0.99, st["eta"], r"$\eta$", va="bottom", ha="right", fontsize=8, color="grey",
-           transform=a.get_yaxis_transform())
+    a.text(
+        0.99, st["eta"], r"$\eta$", va="bottom", ha="right", fontsize=8, color="grey", transform=a.get_yaxis_transform()
+    )
     a.text(0.99, st["eps"], r"$\varepsilon$", va="bottom", ha="right", fontsize=8, transform=a.get_yaxis_transform())
     a.set_yscale("log")
     a.set_xlabel("round k")
@@ -180,7 +189,7 @@ def _fig_rates(result: dict, out: Path, obs_traces: dict) -> list[str]:
     return _save(fig, out / "rates")
 
 
-def _fmt(v: float) -> str:
+def format_number(v: float) -> str:
     a = abs(v)
     return f"{v:,.0f}" if a >= 100 else f"{v:.3f}" if a >= 0.1 or a == 0 else f"{v:.4f}"
 
@@ -195,59 +204,92 @@ def write_report(result: dict, out, *, traces: dict, obs_traces: dict | None = N
     meaning = RateLawParams.describe_keys()
     L = [f"# Deliberation surrogate calibrated to {_title(result)}", ""]
     if src["kind"] == "paper":
-        L.append(f"Fitted to the {src['name']} column of the consensus paper's Table VIII and the Fig. 4 text "
-                 f"(token scale x{result['settings']['token_scale']:g}, eta = {result['settings']['eta']:g}, "
-                 f"eps = {result['settings']['eps']:g}, b0 = {result['settings']['b0']:,.0f}).")
+        L.append(
+            f"Fitted to the {src['name']} column of the consensus paper's Table VIII and the Fig. 4 text "
+            f"(token scale x{result['settings']['token_scale']:g}, eta = {result['settings']['eta']:g}, "
+            f"eps = {result['settings']['eps']:g}, b0 = {result['settings']['b0']:,.0f})."
+        )
     else:
         L.append(f"Fitted to {src['runs']} runs per strategy from {', '.join(src['run_dirs'])}.")
     n_mom = len(result["moments"]["names"])
-    L += ["", f"Family `rate_law` ({len(result['fitted'])} fitted parameters, {n_mom} moments): "
-          f"simulated method of moments with optax Adam and evolution-strategies gradients, common random numbers, "
-          f"{result['sim_runs']} simulated runs per strategy per evaluation, {result['steps']} + "
-          f"{result['steps'] // 2} steps (loss {result['loss_es']:.4g}), then Gauss-Newton on 256 runs per strategy "
-          f"(final loss {result['loss']:.4g}); fit {result['fit_wall_s']:.0f} s, "
-          f"bootstrap ({result['n_boot']} replicates) {result['boot_wall_s']:.0f} s.",
-          f"Uncertainty: {result['uncertainty_method']}.", "",
-          "| parameter | estimate | bootstrap sd | 95 % interval (+-1.96 sd) | meaning |", "|---|---|---|---|---|"]
+    L += [
+        "",
+        f"Family `rate_law` ({len(result['fitted'])} fitted parameters, {n_mom} moments): "
+        f"simulated method of moments with optax Adam and evolution-strategies gradients, common random numbers, "
+        f"{result['sim_runs']} simulated runs per strategy per evaluation, {result['steps']} + "
+        f"{result['steps'] // 2} steps (loss {result['loss_es']:.4g}), then Gauss-Newton on 256 runs per strategy "
+        f"(final loss {result['loss']:.4g}); fit {result['fit_wall_s']:.0f} s, "
+        f"bootstrap ({result['n_boot']} replicates) {result['boot_wall_s']:.0f} s.",
+        f"Uncertainty: {result['uncertainty_method']}.",
+        "",
+        "| parameter | estimate | bootstrap sd | 95 % interval (+-1.96 sd) | meaning |",
+        "|---|---|---|---|---|",
+    ]
     for k in result["fitted"]:
         e, s = result["estimate"][k], result["sd"][k]
         lo, hi = result["ci95"][k]
-        L.append(f"| {k} | {_fmt(e)} | {_fmt(s)} | [{_fmt(lo)}, {_fmt(hi)}] | {meaning[k]} |")
+        L.append(
+            f"| {k} | {format_number(e)} | {format_number(s)} | [{format_number(lo)}, {format_number(hi)}] | {meaning[k]} |"
+        )
     fx = ", ".join(f"{k} = {v:g}" for k, v in result["fixed"].items())
-    L += ["", f"Fixed: {fx}.", "", "## Observed vs predicted moments (JAX simulator, 256 fresh runs per strategy)", "",
-          "| moment | observed | predicted | weight |", "|---|---|---|---|"]
-    for n, o, p, w in zip(result["moments"]["names"], result["moments"]["observed"], result["moments"]["predicted"],
-                          result["moments"]["weights"]):
-        L.append(f"| {n} | {_fmt(o)} | {_fmt(p)} | {w:.3g} |")
+    L += [
+        "",
+        f"Fixed: {fx}.",
+        "",
+        "## Observed vs predicted moments (JAX simulator, 256 fresh runs per strategy)",
+        "",
+        "| moment | observed | predicted | weight |",
+        "|---|---|---|---|",
+    ]
+    for n, o, p, w in zip(
+        result["moments"]["names"],
+        result["moments"]["observed"],
+        result["moments"]["predicted"],
+        result["moments"]["weights"],
+    ):
+        L.append(f"| {n} | {format_number(o)} | {format_number(p)} | {w:.3g} |")
     crit = result.get("criteria")
     if crit:
         h = result["harness"]
         n = len(h["lanes"]) // len(STRATEGIES)
-        L += ["", "## Replayed through the real text harness", "",
-              f"`run_deliberation` with `SurrogateDeliberationBackend.from_params(params.toml)`, seeds "
-              f"{', '.join(map(str, h['seeds']))} x {h['runs_per_seed']} runs = {n} runs per strategy, the paper's "
-              f"settings ({h['wall_s']:.1f} s).", "",
-              "| strategy | paper rounds | harness rounds (mean +- sd) | rel. error | paper tokens | harness tokens "
-              "(mean +- sd) | rel. error | status |", "|---|---|---|---|---|---|---|---|"]
+        L += [
+            "",
+            "## Replayed through the real text harness",
+            "",
+            f"`run_deliberation` with `SurrogateDeliberationBackend.from_params(params.toml)`, seeds "
+            f"{', '.join(map(str, h['seeds']))} x {h['runs_per_seed']} runs = {n} runs per strategy, the paper's "
+            f"settings ({h['wall_s']:.1f} s).",
+            "",
+            "| strategy | paper rounds | harness rounds (mean +- sd) | rel. error | paper tokens | harness tokens "
+            "(mean +- sd) | rel. error | status |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for s, v in crit["per_strategy"].items():
             stat = ", ".join(f"{k} {c}" for k, c in v["status"].items())
-            L.append(f"| {s} | {v['paper_rounds']} | {v['rounds']:.1f} +- {v['rounds_sd']:.1f} | "
-                     f"{100 * v['rounds_rel']:+.0f} % | {v['paper_tokens']:,} | {v['tokens']:,.0f} +- "
-                     f"{v['tokens_sd']:,.0f} | {100 * v['tokens_rel']:+.0f} % | {stat} |")
+            L.append(
+                f"| {s} | {v['paper_rounds']} | {v['rounds']:.1f} +- {v['rounds_sd']:.1f} | "
+                f"{100 * v['rounds_rel']:+.0f} % | {v['paper_tokens']:,} | {v['tokens']:,.0f} +- "
+                f"{v['tokens_sd']:,.0f} | {100 * v['tokens_rel']:+.0f} % | {stat} |"
+            )
         worst = max(max(abs(v["rounds_rel"]), abs(v["tokens_rel"])) for v in crit["per_strategy"].values())
-        L += ["", f"- Mean rounds and tokens within {100 * crit['tol']:.0f} % of Table VIII for every strategy: "
-              f"**{'yes' if crit['within_tol'] else 'no'}** (largest relative error {100 * worst:.0f} %).",
-              f"- Ranking by tokens (cheapest first): harness {' < '.join(crit['rank_tokens'])}, paper "
-              f"{' < '.join(crit['paper_rank_tokens'])}: **{'same' if crit['ranking_tokens_ok'] else 'different'}**.",
-              f"- Ranking by rounds (fewest first): harness {' < '.join(crit['rank_rounds'])}, paper "
-              f"{' < '.join(crit['paper_rank_rounds'])}: **{'same' if crit['ranking_rounds_ok'] else 'different'}**.",
-              f"- Adaptive switching round (first k with D(k) <= eta): harness mean {crit['switch_mean']:.2f}, paper "
-              f"{crit['switch_paper']} (within one round: **{'yes' if crit['switch_ok'] else 'no'}**)."]
+        L += [
+            "",
+            f"- Mean rounds and tokens within {100 * crit['tol']:.0f} % of Table VIII for every strategy: "
+            f"**{'yes' if crit['within_tol'] else 'no'}** (largest relative error {100 * worst:.0f} %).",
+            f"- Ranking by tokens (cheapest first): harness {' < '.join(crit['rank_tokens'])}, paper "
+            f"{' < '.join(crit['paper_rank_tokens'])}: **{'same' if crit['ranking_tokens_ok'] else 'different'}**.",
+            f"- Ranking by rounds (fewest first): harness {' < '.join(crit['rank_rounds'])}, paper "
+            f"{' < '.join(crit['paper_rank_rounds'])}: **{'same' if crit['ranking_rounds_ok'] else 'different'}**.",
+            f"- Adaptive switching round (first k with D(k) <= eta): harness mean {crit['switch_mean']:.2f}, paper "
+            f"{crit['switch_paper']} (within one round: **{'yes' if crit['switch_ok'] else 'no'}**).",
+        ]
         if crit["log_rate_mode1"] is not None and crit["log_rate_mode2"] is not None:
-            L.append(f"- Two-stage D curve: mean per-round rate of the adaptive runs "
-                     f"{math.exp(crit['log_rate_mode1']):.3f} in mode 1 (complete) vs "
-                     f"{math.exp(crit['log_rate_mode2']):.3f} in mode 2 (ring): "
-                     f"**{'steep then gentle' if crit['two_stage_ok'] else 'not two-stage'}**.")
+            L.append(
+                f"- Two-stage D curve: mean per-round rate of the adaptive runs "
+                f"{math.exp(crit['log_rate_mode1']):.3f} in mode 1 (complete) vs "
+                f"{math.exp(crit['log_rate_mode2']):.3f} in mode 2 (ring): "
+                f"**{'steep then gentle' if crit['two_stage_ok'] else 'not two-stage'}**."
+            )
     L += ["", "Figures: " + ", ".join(f"`{f}`" for f in files if f.endswith(".png")) + ".", ""]
     atomic_write_text(out / "report.md", "\n".join(L))
     return files + ["report.md"]
@@ -261,34 +303,52 @@ def write_paper_summary(root, models=("gpt", "gemini", "claude")) -> Path:
     rows = {m: json.loads((root / m / "fit.json").read_text()) for m in models if (root / m / "fit.json").exists()}
     if not rows:
         raise InputError(f"{root}: no <model>/fit.json to summarise")
-    L = ["# Deliberation surrogates calibrated to Table VIII (consensus paper, Sec. V-C)", "",
-         "Written by `mascot.calibrate.deliberation.reproduce_paper_fits`; each directory holds `params.toml` "
-         "(`SurrogateDeliberationBackend.from_params`), `fit.json`, `report.md`, `fit.png` and `dcurve.png`. "
-         "Estimates +- parametric-bootstrap sd.", "",
-         "| model | token scale | rate1 | slope1 | rate2 | slope2 | reply_chars1 | reply_chars2 | round_noise |",
-         "|---|---|---|---|---|---|---|---|---|"]
-    for m, r in rows.items():
+    L = [
+        "# Deliberation surrogates calibrated to Table VIII (consensus paper, Sec. V-C)",
+        "",
+        "Written by `mascot.calibrate.deliberation.reproduce_paper_fits`; each directory holds `params.toml` "
+        "(`SurrogateDeliberationBackend.from_params`), `fit.json`, `report.md`, `fit.png` and `dcurve.png`. "
+        "Estimates +- parametric-bootstrap sd.",
+        "",
+        "| model | token scale | rate1 | slope1 | rate2 | slope2 | reply_chars1 | reply_chars2 | round_noise |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows.values():
         e, sd = r["estimate"], r["sd"]
-        cells = [f"{_fmt(e[k])} +- {_fmt(sd[k])}" for k in ("rate1", "slope1", "rate2", "slope2", "reply_chars1",
-                                                          "reply_chars2", "round_noise")]
+        cells = [
+            f"{format_number(e[k])} +- {format_number(sd[k])}"
+            for k in ("rate1", "slope1", "rate2", "slope2", "reply_chars1", "reply_chars2", "round_noise")
+        ]
         L.append(f"| {r['source']['name']} | x{r['settings']['token_scale']:g} | " + " | ".join(cells) + " |")
-    L += ["", "Replayed through the real text harness (`run_deliberation`, "
-          "`SurrogateDeliberationBackend.from_params`), mean over the runs vs Table VIII:", "",
-          "| model | strategy | rounds (paper) | rounds (harness) | tokens (paper) | tokens (harness) |",
-          "|---|---|---|---|---|---|"]
-    for m, r in rows.items():
+    L += [
+        "",
+        "Replayed through the real text harness (`run_deliberation`, "
+        "`SurrogateDeliberationBackend.from_params`), mean over the runs vs Table VIII:",
+        "",
+        "| model | strategy | rounds (paper) | rounds (harness) | tokens (paper) | tokens (harness) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows.values():
         for s, v in r["criteria"]["per_strategy"].items():
-            L.append(f"| {r['source']['name']} | {s} | {v['paper_rounds']} | {v['rounds']:.1f} ({100 * v['rounds_rel']:+.0f} %) | "
-                     f"{v['paper_tokens']:,} | {v['tokens']:,.0f} ({100 * v['tokens_rel']:+.0f} %) |")
-    L += ["", "| model | all within 25 % | token ranking as paper | round ranking as paper | switch round (paper) | "
-          "mode-1 / mode-2 rate (adaptive) |", "|---|---|---|---|---|---|"]
-    for m, r in rows.items():
+            L.append(
+                f"| {r['source']['name']} | {s} | {v['paper_rounds']} | {v['rounds']:.1f} ({100 * v['rounds_rel']:+.0f} %) | "
+                f"{v['paper_tokens']:,} | {v['tokens']:,.0f} ({100 * v['tokens_rel']:+.0f} %) |"
+            )
+    L += [
+        "",
+        "| model | all within 25 % | token ranking as paper | round ranking as paper | switch round (paper) | "
+        "mode-1 / mode-2 rate (adaptive) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows.values():
         c = r["criteria"]
-        L.append(f"| {r['source']['name']} | {'yes' if c['within_tol'] else 'no'} | "
-                 f"{'yes' if c['ranking_tokens_ok'] else 'no'} ({' < '.join(c['rank_tokens'])}) | "
-                 f"{'yes' if c['ranking_rounds_ok'] else 'no'} ({' < '.join(c['rank_rounds'])}) | "
-                 f"{c['switch_mean']:.2f} ({c['switch_paper']}) | "
-                 f"{math.exp(c['log_rate_mode1']):.3f} / {math.exp(c['log_rate_mode2']):.3f} |")
+        L.append(
+            f"| {r['source']['name']} | {'yes' if c['within_tol'] else 'no'} | "
+            f"{'yes' if c['ranking_tokens_ok'] else 'no'} ({' < '.join(c['rank_tokens'])}) | "
+            f"{'yes' if c['ranking_rounds_ok'] else 'no'} ({' < '.join(c['rank_rounds'])}) | "
+            f"{c['switch_mean']:.2f} ({c['switch_paper']}) | "
+            f"{math.exp(c['log_rate_mode1']):.3f} / {math.exp(c['log_rate_mode2']):.3f} |"
+        )
     L.append("")
     atomic_write_text(root / "README.md", "\n".join(L))
     return root / "README.md"

@@ -34,8 +34,17 @@ from mascot.protocols.deliberation.prompts import initial_messages, round_messag
 from mascot.protocols.deliberation.surrogate import RateLawParams
 from mascot.theory.consensus import contraction_rate
 
-__all__ = ["SimSetup", "prompt_layout", "simulate_rate_law", "traces_from_rows", "moments_from_traces",
-           "FIELDS", "round_cost_numpy", "scalar_rate_model", "schedule_evaluator"]
+__all__ = [
+    "SimSetup",
+    "prompt_layout",
+    "simulate_rate_law",
+    "traces_from_rows",
+    "moments_from_traces",
+    "FIELDS",
+    "round_cost_numpy",
+    "scalar_rate_model",
+    "schedule_evaluator",
+]
 
 #: the fields of :class:`RateLawParams` the simulator reads from ``theta`` (missing ones from the setup's base)
 FIELDS = tuple(RateLawParams.__dataclass_fields__)
@@ -44,11 +53,11 @@ FIELDS = tuple(RateLawParams.__dataclass_fields__)
 class SimSetup(NamedTuple):
     """Everything fixed about a deliberation (from its :class:`DeliberationConfig`), as numpy arrays."""
 
-    W: np.ndarray           # (2, N, N) W1, W2
-    mode_rate: np.ndarray   # (2,) contraction rates of W1, W2 (Def. 6)
-    reads: np.ndarray       # (2, N, N) 1.0 where agent i's prompt holds j's previous reply (W[i, j] > 0)
-    prior: np.ndarray       # (N, d) role priors (0.5 where none)
-    sys_chars: np.ndarray   # (N,) characters of agent i's system prompt
+    W: np.ndarray  # (2, N, N) W1, W2
+    mode_rate: np.ndarray  # (2,) contraction rates of W1, W2 (Def. 6)
+    reads: np.ndarray  # (2, N, N) 1.0 where agent i's prompt holds j's previous reply (W[i, j] > 0)
+    prior: np.ndarray  # (N, d) role priors (0.5 where none)
+    sys_chars: np.ndarray  # (N,) characters of agent i's system prompt
     user_chars: np.ndarray  # (2, N) characters of agent i's round-k user message with empty reasoning, minus
     #                         the digits of k and k - 1
     init_chars: np.ndarray  # (2, N) characters of round 0's system and user messages
@@ -58,7 +67,7 @@ class SimSetup(NamedTuple):
     token_scale: float
     max_rounds: int
     charge_initial: bool
-    strategies: tuple       # strategy names, in STRATEGIES order
+    strategies: tuple  # strategy names, in STRATEGIES order
     x0: np.ndarray | None = None  # the config's fixed X0 (round 0 not asked), else None
 
 
@@ -66,8 +75,10 @@ def prompt_layout(cfg: DeliberationConfig) -> SimSetup:
     """Measure the harness's prompts for ``cfg`` (:func:`round_messages` with empty reasoning strings; the
     vectors print as fixed-width ``%.3f`` in [0, 1]) and collect the config's fixed quantities."""
     if cfg.budget_rule != "spent" or cfg.monitor.enabled:
-        raise InputError("the rate-law simulator models budget_rule = 'spent' without the monitor; got "
-                         f"budget_rule = {cfg.budget_rule!r}, monitor.enabled = {cfg.monitor.enabled}")
+        raise InputError(
+            "the rate-law simulator models budget_rule = 'spent' without the monitor; got "
+            f"budget_rule = {cfg.budget_rule!r}, monitor.enabled = {cfg.monitor.enabled}"
+        )
     if not cfg.shared_initial:
         raise InputError("the rate-law simulator models shared_initial = true (one round 0 per run)")
     roles = cfg.agent_roles()
@@ -78,8 +89,18 @@ def prompt_layout(cfg: DeliberationConfig) -> SimSetup:
     init = np.zeros((2, n))
     for i, role in enumerate(roles):
         for s in range(2):
-            inputs = [{"agent": j, "title": roles[j].title, "self": j == i, "vector": [0.5] * d, "reasoning": "",
-                       "weight": float(W[s, i, j])} for j in [i] + [j for j in range(n) if j != i] if W[s, i, j] > 0]
+            inputs = [
+                {
+                    "agent": j,
+                    "title": roles[j].title,
+                    "self": j == i,
+                    "vector": [0.5] * d,
+                    "reasoning": "",
+                    "weight": float(W[s, i, j]),
+                }
+                for j in [i] + [j for j in range(n) if j != i]
+                if W[s, i, j] > 0
+            ]
             msgs = round_messages(cfg, role, 3, inputs)
             sys_c[i] = len(msgs[0]["content"])
             user[s, i] = len(msgs[1]["content"]) - 2  # "Round 3." and "round 2:" hold one digit each
@@ -87,9 +108,23 @@ def prompt_layout(cfg: DeliberationConfig) -> SimSetup:
         init[:, i] = [len(im[0]["content"]), len(im[1]["content"])]
     prior = np.array([r.prior if r.prior is not None else [0.5] * d for r in roles], dtype=np.float64)
     lams = np.array([contraction_rate(W[0], "W1"), contraction_rate(W[1], "W2")])
-    return SimSetup(W, lams, (W > 0).astype(np.float64), prior, sys_c, user, init, float(cfg.eta), float(cfg.eps),
-                    float(cfg.b0), float(cfg.token_scale), int(cfg.max_rounds), bool(cfg.charge_initial),
-                    tuple(cfg.strategies), None if cfg.x0 is None else np.asarray(cfg.x0, dtype=np.float64))
+    return SimSetup(
+        W,
+        lams,
+        (W > 0).astype(np.float64),
+        prior,
+        sys_c,
+        user,
+        init,
+        float(cfg.eta),
+        float(cfg.eps),
+        float(cfg.b0),
+        float(cfg.token_scale),
+        int(cfg.max_rounds),
+        bool(cfg.charge_initial),
+        tuple(cfg.strategies),
+        None if cfg.x0 is None else np.asarray(cfg.x0, dtype=np.float64),
+    )
 
 
 def _digits(k):
@@ -116,8 +151,9 @@ def round_cost_numpy(setup: SimSetup, sigma: int, k: int, prev_lengths, cpt: flo
     return float(setup.token_scale * tok.sum())
 
 
-def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: RateLawParams | None = None,
-                      schedule=None):
+def simulate_rate_law(
+    theta: dict, key, setup: SimSetup, *, runs: int, base: RateLawParams | None = None, schedule=None
+):
     """Simulate ``runs`` runs of every strategy of ``setup`` (round 0 shared by the strategies of a run).
 
     ``theta``: ``{field of RateLawParams: scalar}`` (jax arrays allowed; fields not given come from ``base``).
@@ -147,8 +183,12 @@ def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: Rat
 
     prior = jnp.asarray(setup.prior, dt)
     if setup.x0 is None:
-        X0 = jnp.round(jnp.clip(0.5 + p["prior_scale"] * (prior - 0.5) + p["initial_spread"] * z0[..., :d], 0, 1)
-                       * 1000.0) / 1000.0
+        X0 = (
+            jnp.round(
+                jnp.clip(0.5 + p["prior_scale"] * (prior - 0.5) + p["initial_spread"] * z0[..., :d], 0, 1) * 1000.0
+            )
+            / 1000.0
+        )
         L0 = length(p["reply_chars1"], z0[..., d])
     else:  # the harness's round 0 with a given X0: reasoning "(given initial proposal)"
         X0 = jnp.broadcast_to(jnp.asarray(setup.x0, dt), (R, N, d))
@@ -179,8 +219,11 @@ def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: Rat
         mode2 = jnp.where(code == 0, adaptive2, code == 2)  # (S, R)
         Wk = jnp.where(mode2[..., None, None], W[1], W[0])
         rk = jnp.where(mode2[..., None, None], reads[1], reads[0])
-        lam = jnp.where(mode2, _rate(D, p["rate2"], p["slope2"], p["d_ref"], p["rate_min"], p["rate_max"]),
-                        _rate(D, p["rate1"], p["slope1"], p["d_ref"], p["rate_min"], p["rate_max"]))
+        lam = jnp.where(
+            mode2,
+            _rate(D, p["rate2"], p["slope2"], p["d_ref"], p["rate_min"], p["rate_max"]),
+            _rate(D, p["rate1"], p["slope1"], p["d_ref"], p["rate_min"], p["rate_max"]),
+        )
         lam = lam * jnp.exp(p["round_noise"] * xi)  # one draw per lane and round
         comp = (1.0 - lam) / (1.0 - jnp.where(mode2, mu[1], mu[0]))
         ci = comp[..., None] + p["compliance_noise"] * zc_k  # (S, R, N)
@@ -200,17 +243,26 @@ def simulate_rate_law(theta: dict, key, setup: SimSetup, *, runs: int, base: Rat
         b = jnp.where(running, bn, b)
         status = jnp.where(running, new_status, status).astype(jnp.int32)
         rounds = rounds + running.astype(jnp.int32)
-        rec = (jnp.where(running, Dn, jnp.nan), jnp.where(running, jnp.where(mode2, 2, 1), 0),
-               jnp.where(running, cost, jnp.nan))
+        rec = (
+            jnp.where(running, Dn, jnp.nan),
+            jnp.where(running, jnp.where(mode2, 2, 1), 0),
+            jnp.where(running, cost, jnp.nan),
+        )
         return (X, L, D, b, status, rounds), rec
 
     ks = jnp.arange(1, K + 1, dtype=jnp.int32)
     (X, L, D, b, status, rounds), (d_tr, s_tr, c_tr) = jax.lax.scan(step, carry, ks)
     D0 = _disagreement(jnp.broadcast_to(X0, (S, R, N, d)))
     d_all = jnp.concatenate([D0[None], d_tr], axis=0)  # (K + 1, S, R)
-    return {"D": jnp.moveaxis(d_all, 0, -1), "sigma": jnp.moveaxis(s_tr, 0, -1), "cost": jnp.moveaxis(c_tr, 0, -1),
-            "rounds": rounds, "tokens": setup.b0 - b, "status": jnp.where(status < 0, 2, status),
-            "d_final": D}
+    return {
+        "D": jnp.moveaxis(d_all, 0, -1),
+        "sigma": jnp.moveaxis(s_tr, 0, -1),
+        "cost": jnp.moveaxis(c_tr, 0, -1),
+        "rounds": rounds,
+        "tokens": setup.b0 - b,
+        "status": jnp.where(status < 0, 2, status),
+        "d_final": D,
+    }
 
 
 def traces_from_rows(rows: list[dict], strategies, max_rounds: int, b0: float) -> dict:
@@ -248,16 +300,26 @@ def traces_from_rows(rows: list[dict], strategies, max_rounds: int, b0: float) -
         ok[i, j] = True
         status[i, j] = codes.get(rs[-1]["status"], 3)
     d_final = np.array([[D[i, j, rounds[i, j]] for j in range(R)] for i in range(S)])
-    return {"D": D, "sigma": sig, "cost": cost, "rounds": rounds, "tokens": tokens, "status": status,
-            "d_final": d_final, "lane_ok": ok, "runs": runs}
+    return {
+        "D": D,
+        "sigma": sig,
+        "cost": cost,
+        "rounds": rounds,
+        "tokens": tokens,
+        "status": status,
+        "d_final": d_final,
+        "lane_ok": ok,
+        "runs": runs,
+    }
 
 
 def _wmean(x, w):
     return jnp.sum(jnp.where(w > 0, x, 0.0) * w) / jnp.maximum(jnp.sum(w), 1e-12)
 
 
-def moments_from_traces(tr: dict, strategies, *, eta: float, d_ref: float = 0.2, detail: bool = True,
-                        lane_weight=None) -> tuple[jax.Array, list[str]]:
+def moments_from_traces(
+    tr: dict, strategies, *, eta: float, d_ref: float = 0.2, detail: bool = True, lane_weight=None
+) -> tuple[jax.Array, list[str]]:
     """Summary statistics of traces (simulated or observed; jnp, differentiable where the traces are).
 
     Per strategy ``s``: ``rounds:s``, ``tokens:s`` (thousands), ``d0:s``, ``d_final:s``, ``expand:s`` (rounds with
@@ -281,8 +343,13 @@ def moments_from_traces(tr: dict, strategies, *, eta: float, d_ref: float = 0.2,
         wi = w[i]
         names += [f"rounds:{s}", f"tokens:{s}", f"d0:{s}", f"d_final:{s}", f"expand:{s}"]
         exp_count = jnp.sum(jnp.where(ran[i], (cur[i] > prev[i]).astype(D.dtype), 0.0), axis=-1)
-        vals += [_wmean(rounds[i], wi), _wmean(jnp.asarray(tr["tokens"])[i] / 1000.0, wi), _wmean(D[i, :, 0], wi),
-                 _wmean(jnp.asarray(tr["d_final"])[i], wi), _wmean(exp_count, wi)]
+        vals += [
+            _wmean(rounds[i], wi),
+            _wmean(jnp.asarray(tr["tokens"])[i] / 1000.0, wi),
+            _wmean(D[i, :, 0], wi),
+            _wmean(jnp.asarray(tr["d_final"])[i], wi),
+            _wmean(exp_count, wi),
+        ]
         if s == "adaptive":
             below = jnp.where(jnp.isfinite(D[i]), D[i] <= eta, False)
             first = jnp.argmax(below, axis=-1).astype(D.dtype)
@@ -329,8 +396,10 @@ def _fitted_deployment(path, strategies) -> tuple[dict, DeliberationConfig, floa
 
     info = read_params(path)
     if info["family"] != "rate_law":
-        raise InputError(f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
-                         f"deliberation writes one); got family {info['family']!r}")
+        raise InputError(
+            f"{path}: a D-dependent schedule needs a 'rate_law' parameter file (mascot calibrate "
+            f"deliberation writes one); got family {info['family']!r}"
+        )
     st = {k: v for k, v in info["settings"].items() if k in ("token_scale", "eta", "eps", "max_rounds")}
     st["max_rounds"] = max(int(st.get("max_rounds", 30)), 60)
     b0 = float(info["settings"].get("b0", DeliberationConfig.b0))
@@ -362,10 +431,19 @@ def scalar_rate_model(path, *, runs: int = 2000, seed: int = 0) -> dict:
         cv.append(float(cs.std() / cs.mean()))
     ld0 = np.log(D[0, :, 0])
     lr = math.log(p.d_ref)
-    return {"a": (math.log(p.rate1) - p.slope1 * lr, math.log(p.rate2) - p.slope2 * lr), "b": (p.slope1, p.slope2),
-            "rate_sd": (p.round_noise, p.round_noise), "cost": tuple(c), "cost_cv": float(np.mean(cv)),
-            "d0": float(np.exp(np.median(ld0))), "d0_sd": float(ld0.std()), "eps": float(cfg.eps), "b0": b0,
-            "eta": float(cfg.eta), "source": info["name"]}
+    return {
+        "a": (math.log(p.rate1) - p.slope1 * lr, math.log(p.rate2) - p.slope2 * lr),
+        "b": (p.slope1, p.slope2),
+        "rate_sd": (p.round_noise, p.round_noise),
+        "cost": tuple(c),
+        "cost_cv": float(np.mean(cv)),
+        "d0": float(np.exp(np.median(ld0))),
+        "d0_sd": float(ld0.std()),
+        "eps": float(cfg.eps),
+        "b0": b0,
+        "eta": float(cfg.eta),
+        "source": info["name"],
+    }
 
 
 def schedule_evaluator(path, centres, *, runs: int = 1000, seed: int = 0):

@@ -80,15 +80,27 @@ from __future__ import annotations
 import functools
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
 from mascot.errors import InputError
 
-__all__ = ["Param", "FitResult", "Coords", "LinearizedBootstrap", "box_coords", "fit_smm", "bootstrap", "gauss_newton",
-           "linearized_bootstrap", "to_unconstrained", "to_constrained"]
+__all__ = [
+    "Param",
+    "FitResult",
+    "Coords",
+    "LinearizedBootstrap",
+    "box_coords",
+    "fit_smm",
+    "bootstrap",
+    "gauss_newton",
+    "linearized_bootstrap",
+    "to_unconstrained",
+    "to_constrained",
+]
 
 
 @dataclass(frozen=True)
@@ -105,8 +117,10 @@ class Param:
             raise InputError(f"Param name must be a non-empty string; got {self.name!r}")
         lo, hi, init = float(self.lo), float(self.hi), float(self.init)
         if math.isnan(lo) or math.isnan(hi) or not math.isfinite(init):
-            raise InputError(f"Param {self.name!r}: lo, hi must not be NaN and init must be finite; "
-                             f"got lo={self.lo}, hi={self.hi}, init={self.init}")
+            raise InputError(
+                f"Param {self.name!r}: lo, hi must not be NaN and init must be finite; "
+                f"got lo={self.lo}, hi={self.hi}, init={self.init}"
+            )
         if not lo < init < hi:
             raise InputError(f"Param {self.name!r}: need lo < init < hi; got lo={lo}, init={init}, hi={hi}")
 
@@ -173,8 +187,10 @@ class Coords(NamedTuple):
 def box_coords(params: Sequence[Param]) -> Coords:
     """The box transforms (module docstring) as :class:`Coords`."""
     params = tuple(params)
-    return Coords(lambda values: to_unconstrained(params, values),
-                  lambda u: {p.name: _inv_np(p, u[i]) for i, p in enumerate(params)})
+    return Coords(
+        lambda values: to_unconstrained(params, values),
+        lambda u: {p.name: _inv_np(p, u[i]) for i, p in enumerate(params)},
+    )
 
 
 def to_unconstrained(params: Sequence[Param], values: dict[str, float] | None = None) -> np.ndarray:
@@ -204,8 +220,9 @@ def _check(params, target, weights, grad, steps, es_pairs, es_sigma, lr):
         weights = np.ones_like(target)
     weights = np.asarray(weights, dtype=np.float64)
     if weights.shape != target.shape or np.any(weights < 0) or not np.all(np.isfinite(weights)):
-        raise InputError(f"weights must be finite, >= 0 and of the target's shape {target.shape}; "
-                         f"got shape {weights.shape}")
+        raise InputError(
+            f"weights must be finite, >= 0 and of the target's shape {target.shape}; got shape {weights.shape}"
+        )
     if grad not in ("es", "pathwise"):
         raise InputError(f"grad must be 'es' or 'pathwise'; got {grad!r}")
     if int(steps) < 1:
@@ -215,10 +232,24 @@ def _check(params, target, weights, grad, steps, es_pairs, es_sigma, lr):
     return params, target, weights
 
 
-def fit_smm(simulate: Callable, params: Sequence[Param], target, *, weights=None, steps: int = 300,
-            lr: float = 0.05, grad: str = "es", es_sigma: float = 0.1, es_pairs: int = 16, seed: int = 0,
-            tol: float | None = None, progress: Callable | None = None, init: dict | None = None,
-            key=None, decay: float | None = None) -> FitResult:
+def fit_smm(
+    simulate: Callable,
+    params: Sequence[Param],
+    target,
+    *,
+    weights=None,
+    steps: int = 300,
+    lr: float = 0.05,
+    grad: str = "es",
+    es_sigma: float = 0.1,
+    es_pairs: int = 16,
+    seed: int = 0,
+    tol: float | None = None,
+    progress: Callable | None = None,
+    init: dict | None = None,
+    key=None,
+    decay: float | None = None,
+) -> FitResult:
     """Minimise ``sum(weights * (simulate(theta, key) - target)**2)`` over the boxed ``params``.
 
     ``simulate(theta, key)`` takes ``{name: scalar jax array}`` and a PRNG key and returns a 1-D array of
@@ -239,9 +270,17 @@ def fit_smm(simulate: Callable, params: Sequence[Param], target, *, weights=None
 
     if decay is not None and not 0 < decay <= 1:
         raise InputError(f"decay must be in (0, 1]; got {decay}")
-    opt, step = _build_step(simulate, tuple(params), grad, float(es_sigma), int(es_pairs), float(lr),
-                            jnp.dtype(dtype).name, int(target_j.shape[0]),
-                            None if decay is None else (int(steps), float(decay)))
+    opt, step = _build_step(
+        simulate,
+        tuple(params),
+        grad,
+        float(es_sigma),
+        int(es_pairs),
+        float(lr),
+        jnp.dtype(dtype).name,
+        int(target_j.shape[0]),
+        None if decay is None else (int(steps), float(decay)),
+    )
 
     u = jnp.asarray(to_unconstrained(params, init), dtype=dtype)
     state = opt.init(u)
@@ -278,11 +317,11 @@ def _build_step(simulate, params, grad, es_sigma, es_pairs, lr, dtype, n_m, deca
     n_p = len(params)
     if decay is None:
         opt = optax.adam(lr)
-        sig = (lambda count: es_sigma)
+        sig = lambda count: es_sigma
     else:
         sched = optax.cosine_decay_schedule(1.0, decay[0], alpha=decay[1])
         opt = optax.adam(lambda c: lr * sched(c))
-        sig = (lambda count: es_sigma * sched(count))
+        sig = lambda count: es_sigma * sched(count)
 
     def objective(u, target_j, weights_j, k_crn):
         m = jnp.asarray(simulate(to_constrained(params, u), k_crn))
@@ -296,6 +335,7 @@ def _build_step(simulate, params, grad, es_sigma, es_pairs, lr, dtype, n_m, deca
         def value_grad(u, k, t, w, kc, count):
             return vg(u, t, w, kc)
     else:
+
         def value_grad(u, k, t, w, kc, count):
             s_ = sig(count)
             eps = jax.random.normal(k, (es_pairs, n_p), dtype=dtype)
@@ -374,8 +414,18 @@ def _jacobian(at, u0, h, coords: Coords):
     return np.where(np.isfinite(G), G, 0.0)
 
 
-def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, target, weights, *, iters: int = 6,
-                 h=None, max_step: float = 2.0, coords: Coords | None = None) -> FitResult:
+def gauss_newton(
+    moments_at: Callable,
+    params: Sequence[Param],
+    start: dict,
+    target,
+    weights,
+    *,
+    iters: int = 6,
+    h=None,
+    max_step: float = 2.0,
+    coords: Coords | None = None,
+) -> FitResult:
     """Levenberg-Marquardt polish of ``start`` on ``sum_j w_j (moments_at(theta)_j - target_j)^2`` (module
     docstring). ``moments_at(theta) -> moments`` (numpy; a fixed key); NaN targets or moments count 0. Each
     iteration: ``G`` by central differences (step ``h`` in ``u``: a scalar or one per coordinate; default the
@@ -424,16 +474,26 @@ def gauss_newton(moments_at: Callable, params: Sequence[Param], start: dict, tar
 class LinearizedBootstrap(NamedTuple):
     """Result of :func:`linearized_bootstrap`."""
 
-    draws: np.ndarray      # (n, p) constrained parameter values, columns in ``names`` order
-    jacobian: np.ndarray   # (m, p) d moments / d u at the estimate
+    draws: np.ndarray  # (n, p) constrained parameter values, columns in ``names`` order
+    jacobian: np.ndarray  # (m, p) d moments / d u at the estimate
     names: list
     identified: np.ndarray  # (n, p) the same draws without the unidentified directions' spread
     sd_unclipped: np.ndarray  # (p,) s.d. of the identified draws before any clipping to the boxes
 
 
-def linearized_bootstrap(moments_at: Callable, params: Sequence[Param], estimate: dict, data_dev, sim_dev,
-                         weights, *, h=None, rcond: float = 1e-9, seed: int = 0,
-                         coords: Coords | None = None) -> LinearizedBootstrap:
+def linearized_bootstrap(
+    moments_at: Callable,
+    params: Sequence[Param],
+    estimate: dict,
+    data_dev,
+    sim_dev,
+    weights,
+    *,
+    h=None,
+    rcond: float = 1e-9,
+    seed: int = 0,
+    coords: Coords | None = None,
+) -> LinearizedBootstrap:
     """Bootstrap draws of the estimate through the objective's local linearization (module docstring).
 
     ``moments_at(theta) -> moment vector`` (numpy, fixed simulation key); ``data_dev`` (n, m): resampled

@@ -41,16 +41,40 @@ import numpy as np
 
 from mascot.errors import InputError
 
-__all__ = ["SimConfig", "ROLE_NAMES", "flat_params", "nest_params", "profile_names", "simulate_metrics",
-           "simulate_numpy", "simulate_trials", "step_blocks", "true_trajectories", "block_mean", "block_tags",
-           "METRICS", "TOPOS", "natural_coords"]
+__all__ = [
+    "SimConfig",
+    "ROLE_NAMES",
+    "flat_params",
+    "nest_params",
+    "profile_names",
+    "simulate_metrics",
+    "simulate_numpy",
+    "simulate_trials",
+    "step_blocks",
+    "true_trajectories",
+    "block_mean",
+    "block_tags",
+    "METRICS",
+    "TOPOS",
+    "natural_coords",
+]
 
 TOPOS = ("chain", "mesh", "star")  # Table 2's order
 METRICS = ("E_ceg", "R_cdr", "F_ps")
 ROLE_NAMES = ("chain", "star_leaf", "mesh_agent", "star_judge", "mesh_reviser")
 _AGENT_KEYS = ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary", "persist")
 _JUDGE_KEYS = ("p_copy", "p_recompute", "noise", "persist")
-_GLOBALS = ("sigma", "bias", "p_blunder", "blunder_scale", "rho_c", "parity_slip", "level_slip", "parse_fail", "persist")
+_GLOBALS = (
+    "sigma",
+    "bias",
+    "p_blunder",
+    "blunder_scale",
+    "rho_c",
+    "parity_slip",
+    "level_slip",
+    "parse_fail",
+    "persist",
+)
 
 
 class SimConfig(NamedTuple):
@@ -85,8 +109,9 @@ def nest_params(flat: dict, judge: str = "mean", base: dict | None = None) -> di
     d = {k: float(flat.get(k, base[k])) for k in _GLOBALS}
     d["judge"] = judge
     d["judge_noise"] = float(base.get("judge_noise", 0.25))
-    d["roles"] = {r: {k: float(flat.get(f"{r}.{k}", base["roles"][r][k])) for k in base["roles"][r]}
-                  for r in ROLE_NAMES}
+    d["roles"] = {
+        r: {k: float(flat.get(f"{r}.{k}", base["roles"][r][k])) for k in base["roles"][r]} for r in ROLE_NAMES
+    }
     return d
 
 
@@ -99,8 +124,12 @@ def true_trajectories(cfg: SimConfig):
     import jax
 
     with float64(), jax.ensure_compile_time_eval():  # a constant, also when called under jit
-        tr = rule_trajectory(np.array([float(v0), float(v0) + float(cfg.epsilon)]), np.array([p0, p0]),
-                             np.array([l0, l0]), steps=cfg.steps)
+        tr = rule_trajectory(
+            np.array([float(v0), float(v0) + float(cfg.epsilon)]),
+            np.array([p0, p0]),
+            np.array([l0, l0]),
+            steps=cfg.steps,
+        )
         return tuple(np.asarray(x) for x in tr)  # each (2 arms, T + 1)
 
 
@@ -156,11 +185,16 @@ def _plurality(v, p, lv, ok):
     """Plurality (Value, Parity, Level) tuple over the valid entries; ties to the lowest index."""
     import jax.numpy as jnp
 
-    same = (v[..., :, None] == v[..., None, :]) & (p[..., :, None] == p[..., None, :]) & (
-        lv[..., :, None] == lv[..., None, :]) & ok[..., :, None] & ok[..., None, :]
+    same = (
+        (v[..., :, None] == v[..., None, :])
+        & (p[..., :, None] == p[..., None, :])
+        & (lv[..., :, None] == lv[..., None, :])
+        & ok[..., :, None]
+        & ok[..., None, :]
+    )
     cnt = same.sum(-1)
     w = jnp.argmax(cnt, -1)[..., None]
-    pick = (lambda x: jnp.take_along_axis(x, w, -1)[..., 0])
+    pick = lambda x: jnp.take_along_axis(x, w, -1)[..., 0]
     return pick(v), pick(p), pick(lv)
 
 
@@ -280,29 +314,40 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
         oka = valid(ua)
         ur, keepr = draws(km2, (n, M), "mesh_reviser")
         zr = jnp.where(jnp.moveaxis(keepr, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
-        bc = (lambda x: jnp.broadcast_to(x[..., None, :], x.shape[:-1] + (M, M)))
-        rv, rp, rl = judge("mesh_reviser", mv[..., None], mp[..., None], ml[..., None], bc(rv1), bc(rp1), bc(rl1),
-                           bc(oka), ur, zr)
+        bc = lambda x: jnp.broadcast_to(x[..., None, :], x.shape[:-1] + (M, M))
+        rv, rp, rl = judge(
+            "mesh_reviser", mv[..., None], mp[..., None], ml[..., None], bc(rv1), bc(rp1), bc(rl1), bc(oka), ur, zr
+        )
         okr = valid(ur)
         wv, wp, wl = _plurality(rv, rp, rl, okr)
         anyr = okr.any(-1)
         nmv, nmp, nml = (jnp.where(anyr, x, y) for x, y in ((wv, mv), (wp, mp), (wl, ml)))
         dmesh = _pairwise(rv, okr)
         # abstentions, unperturbed arm: the share of each topology's requests this step
-        ab = ((~okc[0]).astype(f64), ((~okl[0]).sum(-1) + (~okj[0])).astype(f64) / (L + 1),
-              ((~oka[0]).sum(-1) + (~okr[0]).sum(-1)).astype(f64) / (2 * M))
+        ab = (
+            (~okc[0]).astype(f64),
+            ((~okl[0]).sum(-1) + (~okj[0])).astype(f64) / (L + 1),
+            ((~oka[0]).sum(-1) + (~okr[0]).sum(-1)).astype(f64) / (2 * M),
+        )
         out = (ncv, nsv, nmv, dchain, dstar, dmesh, ncp, nsp, nmp, ab)
         return ((ncv, ncp, ncl), (nsv, nsp, nsl), (nmv, nmp, nml)), out
 
     tv_t = jnp.asarray(tv_all.T[1:], f64)  # (T, 2)
     tv_t = jnp.broadcast_to(tv_t[:, :, None], (T, 2, n))
-    s0 = (jnp.broadcast_to(init_v[:, None], (2, n)), jnp.full((2, n), p0i, jnp.int32), jnp.full((2, n), int(l0), jnp.int32))
+    s0 = (
+        jnp.broadcast_to(init_v[:, None], (2, n)),
+        jnp.full((2, n), p0i, jnp.int32),
+        jnp.full((2, n), int(l0), jnp.int32),
+    )
     keys = jax.random.split(key, T)
     _, (vc, vs, vm, dc, ds, dm, pc, ps, pm, ab) = lax.scan(step, (s0, s0, s0), (keys, jnp.arange(T)))
     res = {}
     tp_t = jnp.asarray(tp_all[0, 1:])[:, None]  # (T, 1) true Parity, unperturbed arm
-    for name, vals, d, par, abst in (("chain", vc, dc, pc, ab[0]), ("star", vs, ds, ps, ab[1]),
-                                     ("mesh", vm, dm, pm, ab[2])):
+    for name, vals, d, par, abst in (
+        ("chain", vc, dc, pc, ab[0]),
+        ("star", vs, ds, ps, ab[1]),
+        ("mesh", vm, dm, pm, ab[2]),
+    ):
         e = jnp.abs(tv_t[:, 0] - vals[:, 0]).sum(0)  # (n,)
         f = jnp.abs(vals[-1, 1] - vals[-1, 0])
         dd = d[:, 0]  # (T, n) unperturbed arm
@@ -342,7 +387,11 @@ def profile_names(steps: int) -> list:
     unperturbed arm's requests that abstained (every attempt malformed)."""
     tags = [f"s{b[0] + 1}-{b[-1] + 1}" if len(b) > 1 else f"s{b[0] + 1}" for b in step_blocks(steps)]
     return [f"{q}.{g}" for q in ("log1p_err", "log1p_D", "log1p_gap") for g in tags] + [
-        "parity_miss", "log1p_E_ceg", "log1p_F_ps", "abstained"]
+        "parity_miss",
+        "log1p_E_ceg",
+        "log1p_F_ps",
+        "abstained",
+    ]
 
 
 def block_tags(steps: int) -> list:
@@ -357,14 +406,18 @@ def block_mean(x, xp):
     return xp.where(k > 0, xp.where(ok, x, 0.0).sum(0) / xp.maximum(k, 1), xp.nan)
 
 
-def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig(), profile: bool = False):
+_DEFAULT_SIM = SimConfig()  # (a frozen default, shared)
+
+
+def simulate_metrics(theta: dict, key, cfg: SimConfig = _DEFAULT_SIM, profile: bool = False):
     """Per-trial metrics: ``{topology: array (3, n_trials)}`` with rows E_ceg, R_cdr, F_ps (jax arrays).
     ``theta``: :func:`flat_params` keys (all of them). Call inside ``mascot.kernels.precision.float64()``."""
     from mascot.kernels.precision import x64_enabled
 
     if not x64_enabled():
-        raise RuntimeError("simulate_metrics needs 64-bit JAX: call it inside "
-                           "`with mascot.kernels.precision.float64():`")
+        raise RuntimeError(
+            "simulate_metrics needs 64-bit JAX: call it inside `with mascot.kernels.precision.float64():`"
+        )
     missing = sorted(set(_required()) - set(theta))
     if missing:
         raise InputError(f"theta lacks {', '.join(missing)}")
@@ -372,11 +425,14 @@ def simulate_metrics(theta: dict, key, cfg: SimConfig = SimConfig(), profile: bo
 
 
 def _required():
-    return list(_GLOBALS) + [f"{r}.{k}" for r in ROLE_NAMES[:3] for k in _AGENT_KEYS] + [
-        f"{r}.{k}" for r in ROLE_NAMES[3:] for k in _JUDGE_KEYS]
+    return (
+        list(_GLOBALS)
+        + [f"{r}.{k}" for r in ROLE_NAMES[:3] for k in _AGENT_KEYS]
+        + [f"{r}.{k}" for r in ROLE_NAMES[3:] for k in _JUDGE_KEYS]
+    )
 
 
-def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = SimConfig(), profile: bool = False) -> dict:
+def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = _DEFAULT_SIM, profile: bool = False) -> dict:
     """:func:`simulate_metrics` of a nested parameter dict (``SurrogateBackend.params()``), jitted, as numpy:
     ``{topology: {"E_ceg": array, "R_cdr": array, "F_ps": array}}`` (with ``profile``, also the
     :func:`profile_names` rows)."""
@@ -428,13 +484,24 @@ def natural_coords(params, base: dict):
 
     def fwd(values):
         sig = scale(values)
-        return np.array([math.log(float(values[p.name])) if _is_scale(p.name) else
-                         float(values[p.name]) / sig if p.name == "bias" else float(values[p.name])
-                         for p in params], np.float64)
+        return np.array(
+            [
+                math.log(float(values[p.name]))
+                if _is_scale(p.name)
+                else float(values[p.name]) / sig
+                if p.name == "bias"
+                else float(values[p.name])
+                for p in params
+            ],
+            np.float64,
+        )
 
     def inv(u, clip=clip):
-        out = {p.name: clip(p, math.exp(min(float(u[i]), 700.0)) if _is_scale(p.name) else u[i])
-               for i, p in enumerate(params) if p.name != "bias"}
+        out = {
+            p.name: clip(p, math.exp(min(float(u[i]), 700.0)) if _is_scale(p.name) else u[i])
+            for i, p in enumerate(params)
+            if p.name != "bias"
+        }
         if "bias" in names:
             p = params[names.index("bias")]
             out["bias"] = clip(p, float(u[names.index("bias")]) * scale(out))

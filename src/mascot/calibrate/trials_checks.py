@@ -17,8 +17,18 @@ from mascot.calibrate.trials_fit_report import fmt_num, in_range, json_clean, or
 __all__ = ["harness_check", "recovery", "split_half"]
 
 
-def split_half(run_dir, out, *, seed: int = 0, n_boot: int = 200, quick: bool = False, steps: int | None = None,
-               n_pred: int = 40, fit_names: tuple | None = None, **kw) -> dict:
+def split_half(
+    run_dir,
+    out,
+    *,
+    seed: int = 0,
+    n_boot: int = 200,
+    quick: bool = False,
+    steps: int | None = None,
+    n_pred: int = 40,
+    fit_names: tuple | None = None,
+    **kw,
+) -> dict:
     """Split a run's trials (per topology) into two random halves, calibrate on the first and predict the
     second: writes ``out/fit/`` (the calibration) and ``out/split_half.md`` / ``.json``. Returns a dict with
     per-moment held-out observed values, predictions and whether each lies in its 5-95% range."""
@@ -28,41 +38,90 @@ def split_half(run_dir, out, *, seed: int = 0, n_boot: int = 200, quick: bool = 
     rng = np.random.default_rng(seed)
     n = min(len(per[t]["E_ceg"]) for t in TOPOS)
     perm = rng.permutation(n)
-    a, b = np.sort(perm[: n // 2]), np.sort(perm[n // 2: 2 * (n // 2)])
+    a, b = np.sort(perm[: n // 2]), np.sort(perm[n // 2 : 2 * (n // 2)])
     half = {t: {m: np.asarray(x)[a] for m, x in per[t].items()} for t in TOPOS}
     held = {t: {m: np.asarray(x)[b] for m, x in per[t].items()} for t in TOPOS}
     out = Path(out)
-    s = calibrate_trials(run_dir, out / "fit", seed=seed, n_boot=n_boot, quick=quick, per_trial=half,
-                         name=f"{Path(str(run_dir)).name}-half-A", steps=steps, n_pred=n_pred, fit_names=fit_names,
-                         **kw)
+    s = calibrate_trials(
+        run_dir,
+        out / "fit",
+        seed=seed,
+        n_boot=n_boot,
+        quick=quick,
+        per_trial=half,
+        name=f"{Path(str(run_dir)).name}-half-A",
+        steps=steps,
+        n_pred=n_pred,
+        fit_names=fit_names,
+        **kw,
+    )
     obs = moments(held, s.get("profile_steps"))
     names = s["moment_names"]
     lo, hi, med = (np.array(s["predicted"][k], float) for k in ("lo", "hi", "median"))
-    rows = [{"moment": nm, "held_out": float(obs[i]), "predicted": float(med[i]), "lo": float(lo[i]),
-             "hi": float(hi[i]), "inside": in_range(obs[i], lo[i], hi[i])} for i, nm in enumerate(names)]
+    rows = [
+        {
+            "moment": nm,
+            "held_out": float(obs[i]),
+            "predicted": float(med[i]),
+            "lo": float(lo[i]),
+            "hi": float(hi[i]),
+            "inside": in_range(obs[i], lo[i], hi[i]),
+        }
+        for i, nm in enumerate(names)
+    ]
     k = sum(r["inside"] for r in rows)
     fails = [r["moment"] for r in rows if not r["inside"]]
-    lines = [f"# Split-half prediction: {info['source']}", "",
-             f"Trials 0..{n - 1} per topology split at random (seed {seed}) into halves of {len(a)}; the surrogate "
-             f"was calibrated on half A (`fit/`) and predicts half B's moments (median and 5-95% range of "
-             f"{s['n_pred']} simulated runs of {len(a)} trials, "
-             + ("each at one bootstrap draw of the fitted parameters: parameter and sampling uncertainty)."
-                if s.get("predicted_at_draws") else "at the estimate: sampling uncertainty only)."), "",
-             f"Held-out moments inside their predicted 5-95% range: {k} of {len(rows)}"
-             + (f"; outside: {', '.join(fails)}." if fails else "."), "",
-             "| moment | held-out (half B) | predicted | 5-95% | inside |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, {fmt_num(r['hi'])}] | "
-              f"{'yes' if r['inside'] else 'no'} |" for r in rows]
-    res = {"source": info["source"], "halves": [a.tolist(), b.tolist()], "rows": rows, "inside": k,
-           "n_moments": len(rows), "outside": fails, "fit": {"estimates": s["estimates"], "boot_sd": s["boot_sd"]}}
+    lines = [
+        f"# Split-half prediction: {info['source']}",
+        "",
+        f"Trials 0..{n - 1} per topology split at random (seed {seed}) into halves of {len(a)}; the surrogate "
+        f"was calibrated on half A (`fit/`) and predicts half B's moments (median and 5-95% range of "
+        f"{s['n_pred']} simulated runs of {len(a)} trials, "
+        + (
+            "each at one bootstrap draw of the fitted parameters: parameter and sampling uncertainty)."
+            if s.get("predicted_at_draws")
+            else "at the estimate: sampling uncertainty only)."
+        ),
+        "",
+        f"Held-out moments inside their predicted 5-95% range: {k} of {len(rows)}"
+        + (f"; outside: {', '.join(fails)}." if fails else "."),
+        "",
+        "| moment | held-out (half B) | predicted | 5-95% | inside |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, {fmt_num(r['hi'])}] | "
+        f"{'yes' if r['inside'] else 'no'} |"
+        for r in rows
+    ]
+    res = {
+        "source": info["source"],
+        "halves": [a.tolist(), b.tolist()],
+        "rows": rows,
+        "inside": k,
+        "n_moments": len(rows),
+        "outside": fails,
+        "fit": {"estimates": s["estimates"], "boot_sd": s["boot_sd"]},
+    }
     atomic_write_text(out / "split_half.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "split_half.json", json.dumps(json_clean(res), indent=1))
     return res
 
 
-def recovery(out, truth: dict, *, n_trials: int = 100, seed: int = 0, n_boot: int = 200, quick: bool = False,
-             k_sd: float = 3.0, steps: int | None = None, n_pred: int = 40, fit_names: tuple | None = None,
-             **kw) -> dict:
+def recovery(
+    out,
+    truth: dict,
+    *,
+    n_trials: int = 100,
+    seed: int = 0,
+    n_boot: int = 200,
+    quick: bool = False,
+    k_sd: float = 3.0,
+    steps: int | None = None,
+    n_pred: int = 40,
+    fit_names: tuple | None = None,
+    **kw,
+) -> dict:
     """Parameter recovery: run the real harness with ``SurrogateBackend(**truth)`` (``n_trials`` trials, seed
     ``seed + 1``) into ``out/run``, calibrate from that run directory into ``out/fit`` and say, per fitted
     parameter, whether the truth lies within ``k_sd`` bootstrap s.d. of the estimate (``out/recovery.md``)."""
@@ -73,9 +132,19 @@ def recovery(out, truth: dict, *, n_trials: int = 100, seed: int = 0, n_boot: in
     out = Path(out)
     backend = SurrogateBackend(seed=seed, **truth)
     run_trials(TrialConfig(n_trials=n_trials, seed=seed + 1, log_requests="none"), out / "run", backend)
-    s = calibrate_trials(out / "run", out / "fit", seed=seed, n_boot=n_boot, quick=quick, steps=steps,
-                         n_pred=n_pred, name="recovery", fit_names=fit_names,
-                         base=backend.params() if fit_names is not None else None, **kw)
+    s = calibrate_trials(
+        out / "run",
+        out / "fit",
+        seed=seed,
+        n_boot=n_boot,
+        quick=quick,
+        steps=steps,
+        n_pred=n_pred,
+        name="recovery",
+        fit_names=fit_names,
+        base=backend.params() if fit_names is not None else None,
+        **kw,
+    )
     tf = flat_params(backend.params())
     rows = []
     for k, v in s["estimates"].items():
@@ -83,19 +152,31 @@ def recovery(out, truth: dict, *, n_trials: int = 100, seed: int = 0, n_boot: in
         z = abs(v - tf[k]) / sd if sd > 0 else math.inf
         rows.append({"param": k, "truth": tf[k], "estimate": v, "boot_sd": sd, "z": z, "inside": bool(z <= k_sd)})
     k_in = sum(r["inside"] for r in rows)
-    lines = ["# Parameter recovery: harness run with known surrogate parameters -> calibration", "",
-             f"The real harness (`run_trials`, {n_trials} trials per topology, seed {seed + 1}) answered by "
-             f"`SurrogateBackend` with the parameters below; `mascot calibrate trials` on that run directory "
-             f"({s['iterations']} iterations, {s['n_boot']} linearized bootstrap draws over resampled trials"
-             + (", the parameters not listed fixed at their true values" if fit_names is not None else
-                ", the parameters not listed at hand-tuned-v1 in both") + "). Criterion: the "
-             f"truth within {k_sd:g} bootstrap s.d. of the estimate.", "",
-             f"Inside: {k_in} of {len(rows)} parameters"
-             + (f"; outside: {', '.join(r['param'] for r in rows if not r['inside'])}." if k_in < len(rows) else "."),
-             "", "| parameter | truth | estimate | bootstrap s.d. | |estimate - truth| / s.d. | inside |",
-             "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['param']} | {fmt_num(r['truth'], 4)} | {fmt_num(r['estimate'], 4)} | {fmt_num(r['boot_sd'], 4)} | "
-              f"{fmt_num(r['z'])} | {'yes' if r['inside'] else 'no'} |" for r in rows]
+    lines = [
+        "# Parameter recovery: harness run with known surrogate parameters -> calibration",
+        "",
+        f"The real harness (`run_trials`, {n_trials} trials per topology, seed {seed + 1}) answered by "
+        f"`SurrogateBackend` with the parameters below; `mascot calibrate trials` on that run directory "
+        f"({s['iterations']} iterations, {s['n_boot']} linearized bootstrap draws over resampled trials"
+        + (
+            ", the parameters not listed fixed at their true values"
+            if fit_names is not None
+            else ", the parameters not listed at hand-tuned-v1 in both"
+        )
+        + "). Criterion: the "
+        f"truth within {k_sd:g} bootstrap s.d. of the estimate.",
+        "",
+        f"Inside: {k_in} of {len(rows)} parameters"
+        + (f"; outside: {', '.join(r['param'] for r in rows if not r['inside'])}." if k_in < len(rows) else "."),
+        "",
+        "| parameter | truth | estimate | bootstrap s.d. | |estimate - truth| / s.d. | inside |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['param']} | {fmt_num(r['truth'], 4)} | {fmt_num(r['estimate'], 4)} | {fmt_num(r['boot_sd'], 4)} | "
+        f"{fmt_num(r['z'])} | {'yes' if r['inside'] else 'no'} |"
+        for r in rows
+    ]
     lines += ["", "The calibration's own report: [fit/report.md](fit/report.md).", ""]
     res = {"rows": rows, "inside": k_in, "n": len(rows), "k_sd": k_sd, "n_trials": n_trials, "wall_s": s["wall_s"]}
     atomic_write_text(out / "recovery.md", "\n".join(lines))
@@ -128,8 +209,10 @@ def harness_check(params_path, out, *, n_trials: int = 1000, seed: int = 1, bloc
     pred = spectral_predictions()
     tab = table2(met, pred).set_index("metric")
     n_blocks = n_trials // block
-    blocks = [table2(met[(met.trial >= b * block) & (met.trial < (b + 1) * block)], pred).set_index("metric")
-              for b in range(n_blocks)]
+    blocks = [
+        table2(met[(met.trial >= b * block) & (met.trial < (b + 1) * block)], pred).set_index("metric")
+        for b in range(n_blocks)
+    ]
     paper_h = {"E_ceg": (58.02, "<0.001"), "R_cdr": (188.68, "<0.001"), "F_ps": (29.03, "<0.001")}
     paper_rs = {"E_ceg": SR_TABLE2_RS["rho"], "R_cdr": SR_TABLE2_RS["delta"], "F_ps": SR_TABLE2_RS["kappa"]}
     rows, checks, per_block = [], {}, {}
@@ -143,44 +226,74 @@ def harness_check(params_path, out, *, n_trials: int = 1000, seed: int = 1, bloc
             z = (sm[t] - pm[t]) / se
             if m != "R_cdr":
                 checks[f"{m} {t} mean within 2 se"] = bool(abs(z) <= 2)
-            rows.append({"metric": m, "topology": t, "paper_mean": pm[t], "paper_sd": SR_TABLE2[m][t][1],
-                         "surrogate_mean": sm[t], "surrogate_sd": float(tab.loc[m, f"{t}_sd"]),
-                         "surrogate_se": float(tab.loc[m, f"{t}_sd"]) / math.sqrt(n_trials), "z": z,
-                         "within_2se": bool(abs(z) <= 2)})
+            rows.append(
+                {
+                    "metric": m,
+                    "topology": t,
+                    "paper_mean": pm[t],
+                    "paper_sd": SR_TABLE2[m][t][1],
+                    "surrogate_mean": sm[t],
+                    "surrogate_sd": float(tab.loc[m, f"{t}_sd"]),
+                    "surrogate_se": float(tab.loc[m, f"{t}_sd"]) / math.sqrt(n_trials),
+                    "z": z,
+                    "within_2se": bool(abs(z) <= 2),
+                }
+            )
         bo = [ordering({t: float(b.loc[m, f"{t}_mean"]) for t in TOPOS}) == ordering(pm) for b in blocks]
-        per_block[m] = {"ordering_share": [int(sum(bo)), len(bo)],
-                        "H": [float(b.loc[m, "H"]) for b in blocks], "p": [float(b.loc[m, "p"]) for b in blocks],
-                        "r_s": [float(b.loc[m, "r_s"]) for b in blocks],
-                        "paper_H": paper_h[m][0], "paper_p": paper_h[m][1], "paper_r_s": paper_rs[m],
-                        "paper_ordering": ordering(pm), "surrogate_ordering": ordering(sm)}
+        per_block[m] = {
+            "ordering_share": [int(sum(bo)), len(bo)],
+            "H": [float(b.loc[m, "H"]) for b in blocks],
+            "p": [float(b.loc[m, "p"]) for b in blocks],
+            "r_s": [float(b.loc[m, "r_s"]) for b in blocks],
+            "paper_H": paper_h[m][0],
+            "paper_p": paper_h[m][1],
+            "paper_r_s": paper_rs[m],
+            "paper_ordering": ordering(pm),
+            "surrogate_ordering": ordering(sm),
+        }
     passed = [k for k, v in checks.items() if v is True]
     failed = [k for k, v in checks.items() if v is False]
-    lines = ["# The Table 2 calibration through the real harness", "",
-             f"`run_trials` ({n_trials} trials per topology, run seed {seed}; the fit used seed 0) answered by "
-             f"`SurrogateBackend.from_params({str(params_path)!r}, seed={seed})`; metrics by "
-             "`mascot.analysis.trials_report` (the code that writes every Table 2). The checks use the means over "
-             f"all {n_trials} trials (the surrogate's expected values, their standard errors in the table); the "
-             f"paper-sized runs are the {n_blocks} consecutive blocks of {block} trials.", "",
-             f"Checks passed: {len(passed)} of {len(passed) + len(failed)}"
-             + (f"; failed: {', '.join(failed)}." if failed else "."), "",
-             "| metric | topology | paper mean ± sd | surrogate mean ± sd (se) | (surrogate - paper) / paper se | "
-             "within 2 se |", "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {r['metric']} | {r['topology']} | {fmt_num(r['paper_mean'])} ± {fmt_num(r['paper_sd'])} | "
-              f"{fmt_num(r['surrogate_mean'])} ± {fmt_num(r['surrogate_sd'])} ({fmt_num(r['surrogate_se'])}) | {fmt_num(r['z'])} | "
-              f"{'yes' if r['within_2se'] else 'no'}{' (not required)' if r['metric'] == 'R_cdr' else ''} |"
-              for r in rows]
-    lines += ["", f"| metric | paper ordering | surrogate ordering ({n_trials} trials) | same | paper-sized runs "
-              f"with the paper's ordering | H: paper, runs' median [range] | p: paper, runs' largest | "
-              "r_s: paper, runs' values |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = [
+        "# The Table 2 calibration through the real harness",
+        "",
+        f"`run_trials` ({n_trials} trials per topology, run seed {seed}; the fit used seed 0) answered by "
+        f"`SurrogateBackend.from_params({str(params_path)!r}, seed={seed})`; metrics by "
+        "`mascot.analysis.trials_report` (the code that writes every Table 2). The checks use the means over "
+        f"all {n_trials} trials (the surrogate's expected values, their standard errors in the table); the "
+        f"paper-sized runs are the {n_blocks} consecutive blocks of {block} trials.",
+        "",
+        f"Checks passed: {len(passed)} of {len(passed) + len(failed)}"
+        + (f"; failed: {', '.join(failed)}." if failed else "."),
+        "",
+        "| metric | topology | paper mean ± sd | surrogate mean ± sd (se) | (surrogate - paper) / paper se | "
+        "within 2 se |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['metric']} | {r['topology']} | {fmt_num(r['paper_mean'])} ± {fmt_num(r['paper_sd'])} | "
+        f"{fmt_num(r['surrogate_mean'])} ± {fmt_num(r['surrogate_sd'])} ({fmt_num(r['surrogate_se'])}) | {fmt_num(r['z'])} | "
+        f"{'yes' if r['within_2se'] else 'no'}{' (not required)' if r['metric'] == 'R_cdr' else ''} |"
+        for r in rows
+    ]
+    lines += [
+        "",
+        f"| metric | paper ordering | surrogate ordering ({n_trials} trials) | same | paper-sized runs "
+        f"with the paper's ordering | H: paper, runs' median [range] | p: paper, runs' largest | "
+        "r_s: paper, runs' values |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
     for m in METRICS:
         c = per_block[m]
         H, P, R = (np.array(c[k], float) for k in ("H", "p", "r_s"))
         vals, cnt = np.unique(np.round(R[np.isfinite(R)], 2), return_counts=True)
-        lines.append(f"| {m} | {c['paper_ordering']} | {c['surrogate_ordering']} | "
-                     f"{'yes' if checks[f'{m} ordering'] else 'no'} | {c['ordering_share'][0]} of {c['ordering_share'][1]} | "
-                     f"{c['paper_H']}; {fmt_num(np.nanmedian(H))} [{fmt_num(np.nanmin(H))}, {fmt_num(np.nanmax(H))}] | "
-                     f"{c['paper_p']}; {np.nanmax(P):.2g} | {c['paper_r_s']:+.2f}; "
-                     + ", ".join(f"{v:+.2f} x{k}" for v, k in zip(vals, cnt)) + " |")
+        lines.append(
+            f"| {m} | {c['paper_ordering']} | {c['surrogate_ordering']} | "
+            f"{'yes' if checks[f'{m} ordering'] else 'no'} | {c['ordering_share'][0]} of {c['ordering_share'][1]} | "
+            f"{c['paper_H']}; {fmt_num(np.nanmedian(H))} [{fmt_num(np.nanmin(H))}, {fmt_num(np.nanmax(H))}] | "
+            f"{c['paper_p']}; {np.nanmax(P):.2g} | {c['paper_r_s']:+.2f}; "
+            + ", ".join(f"{v:+.2f} x{k}" for v, k in zip(vals, cnt))
+            + " |"
+        )
     # how sure a 100-trial table can be of each ordering at all: the paper's own gaps in its standard errors
     gaps = []
     for m in ("E_ceg", "F_ps"):
@@ -188,10 +301,22 @@ def harness_check(params_path, out, *, n_trials: int = 1000, seed: int = 1, bloc
         for (a, ta), (b, tb) in zip(pm, pm[1:]):
             se = math.hypot(SR_TABLE2[m][ta][1], SR_TABLE2[m][tb][1]) / 10.0
             gaps.append(f"{m} {ta} - {tb}: {fmt_num(a - b)} ({fmt_num((a - b) / se)} se)")
-    lines += ["", "The paper's own gaps between neighbouring means, in standard errors of the difference (a gap "
-              "under 2 se is an ordering a repeat of the paper's experiment could reverse): " + "; ".join(gaps) + ".", ""]
-    res = {"rows": rows, "checks": checks, "paper_sized_runs": per_block, "passed": passed, "failed": failed,
-           "n_trials": n_trials, "block": block, "seed": seed}
+    lines += [
+        "",
+        "The paper's own gaps between neighbouring means, in standard errors of the difference (a gap "
+        "under 2 se is an ordering a repeat of the paper's experiment could reverse): " + "; ".join(gaps) + ".",
+        "",
+    ]
+    res = {
+        "rows": rows,
+        "checks": checks,
+        "paper_sized_runs": per_block,
+        "passed": passed,
+        "failed": failed,
+        "n_trials": n_trials,
+        "block": block,
+        "seed": seed,
+    }
     atomic_write_text(out / "harness_check.md", "\n".join(lines))
     atomic_write_text(out / "harness_check.json", json.dumps(json_clean(res), indent=1))
     return res

@@ -25,10 +25,17 @@ def figures(s: dict, stem: Path) -> list:
             i = names.index(f"{t}.{m}.mean")
             o, e = s["target"][i], s["se"][i]
             p, lo, hi = s["predicted"]["median"][i], s["predicted"]["lo"][i], s["predicted"]["hi"][i]
-            ax.errorbar([j - 0.1], [o], yerr=[[2 * e], [2 * e]], fmt="o", color="k",
-                        label="observed ± 2 se" if j == 0 else None)
-            ax.errorbar([j + 0.1], [p], yerr=[[p - lo], [hi - p]], fmt="s", color="#d62728",
-                        label="predicted (5-95%)" if j == 0 else None)
+            ax.errorbar(
+                [j - 0.1], [o], yerr=[[2 * e], [2 * e]], fmt="o", color="k", label="observed ± 2 se" if j == 0 else None
+            )
+            ax.errorbar(
+                [j + 0.1],
+                [p],
+                yerr=[[p - lo], [hi - p]],
+                fmt="s",
+                color="#d62728",
+                label="predicted (5-95%)" if j == 0 else None,
+            )
         # a moment not fitted: its topology marked with * (a footnote says why), not a label over the data
         ax.set_xticks(range(3), [t + (" *" if f"{t}.{m}.mean" in s["excluded"] else "") for t in TOPOS])
         ax.set_title(f"mean {m}")
@@ -37,8 +44,15 @@ def figures(s: dict, stem: Path) -> list:
     h, lab = axes[0].get_legend_handles_labels()
     fig.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 0.03), ncol=2, fontsize=9, frameon=False)
     if s["excluded"]:
-        fig.text(0.5, 0.005, "* not fitted" + (": a run's fit uses the log form of the raw E_ceg and F_ps"
-                                               if s["kind"] == "run" else ""), ha="center", va="bottom", fontsize=8)
+        fig.text(
+            0.5,
+            0.005,
+            "* not fitted"
+            + (": a run's fit uses the log form of the raw E_ceg and F_ps" if s["kind"] == "run" else ""),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
     figs = list(save_figure(fig, stem))
     if s.get("profile_steps"):
         figs += _profile_figure(s, stem.with_name("step_profile"))
@@ -67,8 +81,16 @@ def _profile_figure(s: dict, stem: Path) -> list:
             lo = np.array([s["predicted"]["lo"][i] for i in idx], float)
             hi = np.array([s["predicted"]["hi"][i] for i in idx], float)
             ax.errorbar(x - 0.02, o, yerr=2 * e, fmt="o", color=colours[t], label=f"{t} observed ± 2 se")
-            ax.errorbar(x + 0.02, p, yerr=[p - lo, hi - p], fmt="s--", mfc="none", color=colours[t], alpha=0.8,
-                        label=f"{t} predicted (5-95%)")
+            ax.errorbar(
+                x + 0.02,
+                p,
+                yerr=[p - lo, hi - p],
+                fmt="s--",
+                mfc="none",
+                color=colours[t],
+                alpha=0.8,
+                label=f"{t} predicted (5-95%)",
+            )
         ax.set_xticks(range(len(tags)), [("steps " if "-" in g else "step ") + g[1:] for g in tags])
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("mean over trials")

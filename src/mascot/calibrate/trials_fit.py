@@ -35,37 +35,78 @@ from pathlib import Path
 
 import numpy as np
 
-from mascot.errors import InputError
 from mascot.calibrate.fit import Param, fit_smm, gauss_newton
-from mascot.calibrate.trials import (METRICS, TOPOS, SimConfig, flat_params, natural_coords, nest_params,
-                                    simulate_metrics)
+from mascot.calibrate.trials import (
+    METRICS,
+    TOPOS,
+    SimConfig,
+    flat_params,
+    natural_coords,
+    nest_params,
+    simulate_metrics,
+)
 from mascot.calibrate.trials_fit_report import json_clean, r_cdr_bound, report_markdown
+from mascot.calibrate.trials_targets import (  # noqa: F401  (re-exported: part of this module's API)
+    STATS,
+    abstention_nodes,
+    moment_names,
+    moments,
+    moments_jax,
+    observed_from_paper,
+    observed_from_run,
+    profile_keys,
+    step_profile,
+)
+from mascot.errors import InputError
 
-__all__ = ["TOPOS", "METRICS", "FIT_PARAMS", "calibrate_trials", "observed_from_run", "observed_from_paper",
-           "moment_names", "moments", "profile_keys", "r_cdr_bound", "step_profile"]
+__all__ = [
+    "TOPOS",
+    "METRICS",
+    "FIT_PARAMS",
+    "calibrate_trials",
+    "observed_from_run",
+    "observed_from_paper",
+    "moment_names",
+    "moments",
+    "profile_keys",
+    "r_cdr_bound",
+    "step_profile",
+]
 
-STATS = ("mean", "sd")
 #: the fitted parameters (the rest stay at hand-tuned-v1), with boxes and starting values
 #: starting values: the estimates of the Table 2 fit's earlier stages (a numpy exploration of the stale-Parity model,
 #: then warm-started fits of 450-900 iterations), so that `mascot calibrate trials --paper-table2` starts where
 #: the committed fit did; the fit is local (ES gradients on a heavy-tailed simulator)
 FIT_PARAMS = (
-    Param("sigma", 1.0, 600.0, 5.495), Param("bias", -400.0, 400.0, -245.7),
-    Param("p_blunder", 0.0, 0.5, 0.2313), Param("blunder_scale", 1.0, 40.0, 3.146),
-    Param("persist", 0.0, 1.0, 0.5), Param("rho_c", 0.0, 1.0, 0.01726),
-    Param("chain.sigma_scale", 0.02, 5.0, 0.1004), Param("chain.p_keep_parity", 0.0, 1.0, 0.3102),
-    Param("chain.p_boundary", 0.0, 1.0, 0.4489), Param("chain.persist", 0.0, 1.0, 0.731),
-    Param("star_leaf.p_exact", 0.0, 1.0, 0.9919), Param("star_leaf.p_keep_parity", 0.0, 1.0, 0.96),
-    Param("star_leaf.p_boundary", 0.0, 1.0, 0.5453), Param("star_leaf.persist", 0.0, 1.0, 0.2674),
-    Param("star_judge.p_copy", 0.0, 1.0, 0.08733), Param("star_judge.noise", 0.01, 5.0, 0.06566),
-    Param("mesh_agent.p_exact", 0.0, 1.0, 0.9925), Param("mesh_agent.p_keep_parity", 0.0, 1.0, 0.924),
-    Param("mesh_agent.p_boundary", 0.0, 1.0, 0.1603), Param("mesh_agent.persist", 0.0, 1.0, 0.9899),
-    Param("mesh_reviser.p_copy", 0.0, 1.0, 0.1489), Param("mesh_reviser.noise", 0.01, 5.0, 0.07101),
+    Param("sigma", 1.0, 600.0, 5.495),
+    Param("bias", -400.0, 400.0, -245.7),
+    Param("p_blunder", 0.0, 0.5, 0.2313),
+    Param("blunder_scale", 1.0, 40.0, 3.146),
+    Param("persist", 0.0, 1.0, 0.5),
+    Param("rho_c", 0.0, 1.0, 0.01726),
+    Param("chain.sigma_scale", 0.02, 5.0, 0.1004),
+    Param("chain.p_keep_parity", 0.0, 1.0, 0.3102),
+    Param("chain.p_boundary", 0.0, 1.0, 0.4489),
+    Param("chain.persist", 0.0, 1.0, 0.731),
+    Param("star_leaf.p_exact", 0.0, 1.0, 0.9919),
+    Param("star_leaf.p_keep_parity", 0.0, 1.0, 0.96),
+    Param("star_leaf.p_boundary", 0.0, 1.0, 0.5453),
+    Param("star_leaf.persist", 0.0, 1.0, 0.2674),
+    Param("star_judge.p_copy", 0.0, 1.0, 0.08733),
+    Param("star_judge.noise", 0.01, 5.0, 0.06566),
+    Param("mesh_agent.p_exact", 0.0, 1.0, 0.9925),
+    Param("mesh_agent.p_keep_parity", 0.0, 1.0, 0.924),
+    Param("mesh_agent.p_boundary", 0.0, 1.0, 0.1603),
+    Param("mesh_agent.persist", 0.0, 1.0, 0.9899),
+    Param("mesh_reviser.p_copy", 0.0, 1.0, 0.1489),
+    Param("mesh_reviser.noise", 0.01, 5.0, 0.07101),
 )
 #: available to ``fit_names`` / ``--fit`` (not in the default fit): what a small model that echoes needs
 FIT_PARAMS = FIT_PARAMS + (
-    Param("chain.p_echo", 0.0, 1.0, 0.5), Param("star_leaf.p_echo", 0.0, 1.0, 0.5),
-    Param("mesh_agent.p_echo", 0.0, 1.0, 0.5), Param("parse_fail", 0.0, 0.99, 0.2),
+    Param("chain.p_echo", 0.0, 1.0, 0.5),
+    Param("star_leaf.p_echo", 0.0, 1.0, 0.5),
+    Param("mesh_agent.p_echo", 0.0, 1.0, 0.5),
+    Param("parse_fail", 0.0, 0.99, 0.2),
 )
 #: the floor on a run's bootstrap standard errors: SE_FLOOR_REL * |moment| + SE_FLOOR_ABS
 SE_FLOOR_REL, SE_FLOOR_ABS = 0.01, 0.01
@@ -84,256 +125,21 @@ def _tie(theta: dict, names) -> dict:
     return {**theta, **{f"{r}.persist": theta["persist"] for r in ROLE_NAMES if f"{r}.persist" not in names}}
 
 
-def profile_keys(topology: str, steps: int) -> list[str]:
-    """The step-profile rows used for ``topology`` (:func:`mascot.calibrate.trials.profile_names`; the
-    chain's ``D_t`` is its error, so its ``log1p_D`` rows are left out)."""
-    from mascot.calibrate.trials import profile_names
-
-    return [k for k in profile_names(steps) if not (topology == "chain" and k.startswith("log1p_D"))]
-
-
-def _profile_moments(topology: str, steps: int) -> list[tuple[str, str]]:
-    """(row, statistic) pairs of the step-profile moments: every row's mean across trials, and for the error at
-    step 1 (one reply's noise or slip, not yet amplified by the rule) also its s.d. across trials, which
-    separates the noise's scale from its tail (``p_blunder`` x ``blunder_scale``), and of ``log1p`` of E_ceg and
-    F_ps (which replace the raw metrics' means and s.d.s in a run's fit). Only there: the s.d. of a
-    row that is nearly constant but for rare outliers (the arms' gap, D_t at step 1 with exact leaves) has a
-    bootstrap se that is tiny when the sample holds no outlier, and such a moment would dominate the fit."""
-    out = []
-    for k in profile_keys(topology, steps):
-        out.append((k, "mean"))
-        if k in ("log1p_err.s1", "log1p_E_ceg", "log1p_F_ps"):
-            out.append((k, "sd"))
-    return out
-
-
-def moment_names(profile_steps: int | None = None) -> list[str]:
-    """The 18 Table 2 moments (mean and s.d. of E_ceg, R_cdr, F_ps per topology) and, with ``profile_steps``,
-    the step-profile means of a run of that many steps (:func:`profile_keys`)."""
-    out = [f"{t}.{m}.{s}" for t in TOPOS for m in METRICS for s in STATS]
-    if profile_steps:
-        out += [f"{t}.{k}.{st}" for t in TOPOS for k, st in _profile_moments(t, profile_steps)]
-    return out
-
-
-def moments(per_trial: dict, profile_steps: int | None = None) -> np.ndarray:
-    """The moments (numpy) named by :func:`moment_names` of ``{topology: {name: per-trial array}}`` (NaNs
-    left out)."""
-    out = []
-    for t in TOPOS:
-        for m in METRICS:
-            x = np.asarray(per_trial[t][m], float)
-            x = x[np.isfinite(x)]
-            out += [x.mean() if x.size else math.nan, x.std(ddof=1) if x.size > 1 else math.nan]
-    if profile_steps:
-        for t in TOPOS:
-            for k, st in _profile_moments(t, profile_steps):
-                x = np.asarray(per_trial[t][k], float)
-                x = x[np.isfinite(x)]
-                if st == "mean":
-                    out.append(x.mean() if x.size else math.nan)
-                else:
-                    out.append(x.std(ddof=1) if x.size > 1 else math.nan)
-    return np.asarray(out)
-
-
-def _moments_jax(sim: dict, profile_steps: int | None = None, block: int | None = None):
-    """:func:`moments` of simulated trials (jax). ``block``: the observed run's trial count; the simulated
-    trials are cut into runs of that size and every s.d. is the mean of the runs' sample s.d.s -- the
-    expectation of what the data's s.d. estimates (with heavy tails a sample s.d. of 80 trials is biased far
-    below the population's, and matching the population's biased the fitted noise scale)."""
-    import jax.numpy as jnp
-
-    from mascot.calibrate.trials import profile_names
-
-    def mean_sd(x):
-        n = x.shape[-1]
-        b = n if not block or block > n else int(block)
-        x = x[..., : (n // b) * b].reshape(-1, b)
-        ok = jnp.isfinite(x)
-        k = jnp.maximum(ok.sum(-1), 2)
-        mu = jnp.where(ok, x, 0.0).sum(-1) / k
-        var = jnp.where(ok, (x - mu[:, None]) ** 2, 0.0).sum(-1) / (k - 1)
-        return mu.mean(), jnp.sqrt(var + 1e-12).mean()
-
-    out = []
-    for t in TOPOS:
-        for i in range(3):
-            out += list(mean_sd(sim[t][i]))
-    if profile_steps:
-        names = profile_names(profile_steps)
-        for t in TOPOS:
-            for k, st in _profile_moments(t, profile_steps):
-                x = sim[t][3 + names.index(k)]
-                if st == "mean":
-                    ok = jnp.isfinite(x)
-                    out.append(jnp.where(ok, x, 0.0).sum() / jnp.maximum(ok.sum(), 1))
-                else:  # runs of the observed size, as above
-                    out.append(mean_sd(x)[1])
-    return jnp.stack(out)
-
-
-def abstention_nodes(df):
-    """Requests per ``trials.parquet`` row that can abstain (the first-round nodes, the star's judge, the
-    mesh's revisers; a retried request counts once), or ``None`` for a run without the ``n_abstained`` count.
-    ``ValueError`` when a row's ``n_abstained`` is negative or above that count (a damaged file)."""
-    if "n_abstained" not in df or "agent_values" not in df:
-        return None
-    nodes = (df.agent_values.map(len) + (df.topology == "star") +
-             (df.revised_values.map(len) if "revised_values" in df else 0))
-    ab = df.n_abstained.to_numpy(float)
-    bad = ~((ab >= 0) & (ab <= nodes.to_numpy(float)))
-    if bad.any():
-        i = int(np.flatnonzero(bad)[0])
-        raise InputError(f"n_abstained = {ab[i]:g} in row {i} ({df.topology.iloc[i]}, trial {df.trial.iloc[i]}, "
-                         f"step {df.step.iloc[i]}) is not between 0 and the row's {int(nodes.iloc[i])} requests (a "
-                         "retried request counted once; n_requests counts attempts)")
-    return nodes
-
-
-def step_profile(df, steps: int | None = None) -> dict:
-    """Per-trial step-profile rows (:func:`mascot.calibrate.trials.profile_names`) of a ``trials.parquet``
-    frame, computed as the simulator computes them: ``{topology: {name: array (n_trials,)}}``."""
-    from mascot.analysis.trials_report import arm_arrays
-    from mascot.calibrate.trials import block_mean, profile_names, step_blocks
-
-    T = int(df.step.max()) if steps is None else int(steps)
-    df = df.assign(parity_miss=(df.parity != df.parity_true).astype(float))
-    nodes = abstention_nodes(df)
-    if nodes is not None:
-        df = df.assign(abst_share=df.n_abstained / nodes.where(nodes > 0))
-    else:  # an older run without the counts: the moment is NaN (weight 0)
-        df = df.assign(abst_share=math.nan)
-    out = {}
-    for t in TOPOS:
-        n = int(df[df.topology == t].trial.max()) + 1
-        vt, v, d, pm, ab = (arm_arrays(df, t, c, n, T) for c in ("value_true", "value", "d_t", "parity_miss",
-                                                                   "abst_share"))
-        err = np.abs(vt[:, 0, 1:] - v[:, 0, 1:]).T  # (T, n)
-        gap = np.abs(v[:, 1, 1:] - v[:, 0, 1:]).T
-        rows = []
-        with np.errstate(invalid="ignore"):
-            for x in (err, d[:, 0, 1:].T, gap):
-                rows += [block_mean(np.log1p(x[b]), np) for b in step_blocks(T)]
-        rows.append(pm[:, 0, 1:].mean(1))
-        rows += [np.log1p(err.sum(0)), np.log1p(gap[-1]), ab[:, 0, 1:].mean(1)]
-        out[t] = dict(zip(profile_names(T), rows))
-    return out
-
-
-# ----------------------------------------------------------------------------- observed data
-def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
-    """Per-trial metrics of ``RUN_DIR/trials.parquet`` (as the trials report computes them), the simulator
-    settings from ``RUN_DIR/run.json`` and a description. ``ValueError`` with a clear message otherwise."""
-    import pandas as pd
-
-    from mascot.analysis.trials_report import trial_metrics
-
-    d = Path(run_dir)
-    if not d.is_dir():
-        raise InputError(f"run directory {str(d)!r} " + ("is a file, not a directory" if d.exists() else "does not exist"))
-    pq = d / "trials.parquet"
-    if not pq.is_file():
-        raise InputError(f"{str(d)!r} has no trials.parquet (not a finished `mascot trials` run)")
-    rj = d / "run.json"
-    if not rj.is_file():
-        raise InputError(f"{str(d)!r} has no run.json: the run's settings (epsilon, retries, initial state, judge) "
-                         "are unknown, and the simulator would silently assume the defaults")
-    try:
-        run = json.loads(rj.read_text())
-    except (OSError, ValueError) as e:
-        raise InputError(f"{str(rj)!r} is not readable JSON ({e})") from None
-    if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
-        raise InputError(f"{str(rj)!r} is not a `mascot trials` run record (expected a JSON object with a 'config')")
-    if run.get("complete") is False:
-        raise InputError(f"{str(d)!r} is not a finished run (run.json says complete: false: it stopped, or is "
-                         "being resumed); finish it with the same `mascot trials` command first")
-    cfg_d = run["config"]
-    lacking = [k for k in ("epsilon", "initial_state", "retries", "leaves", "mesh_agents") if k not in cfg_d]
-    if lacking:
-        raise InputError(f"{str(rj)!r}: config lacks {', '.join(lacking)}; the simulator would have to assume them")
-    d_of = (lambda x: x if isinstance(x, dict) else {})
-    backend = d_of(run.get("backend")).get("identity", d_of(run.get("identity")).get("backend", {})) or {}
-    if isinstance(backend, dict) and isinstance(backend.get("options"), dict):
-        backend = {**backend["options"], **{k: v for k, v in backend.items() if k != "options"}}
-    unsupported = [f"{k} = {cfg_d[k]!r}" for k, ok in (("mesh_tie", "first"), ("paired_seeds", True))
-                   if k in cfg_d and cfg_d[k] != ok]
-    if unsupported:
-        raise InputError(f"{str(d)!r} was run with {', '.join(unsupported)}; the calibration simulator models "
-                         "mesh_tie = 'first' and paired seeds (the defaults) only")
-    try:  # every page against its checksum (runs written before checksums: decoded only)
-        import pyarrow.parquet as pa_pq
-
-        df = pa_pq.ParquetFile(pq, page_checksum_verification=True).read().to_pandas()
-    except (OSError, ValueError) as e:
-        raise InputError(f"{str(pq)!r} is damaged ({str(e).splitlines()[0][:120]}); rerun the trials command to "
-                         "rebuild it from its step files") from None
-    missing = [t for t in TOPOS if t not in set(df.topology)]
-    if missing:
-        raise InputError(f"{str(pq)!r} lacks topologies {', '.join(missing)}; calibration needs chain, star and mesh")
-    floor = _num(rj, cfg_d, "d_floor", 1e-6)
-    if floor <= 0:
-        raise InputError(f"{str(rj)!r}: config.d_floor must be > 0; got {floor!r}")
-    met = trial_metrics(df, floor)
-    per = {t: {m: met.loc[met.topology == t, m].to_numpy(float) for m in METRICS} for t in TOPOS}
-    prof = step_profile(df)
-    for t in TOPOS:
-        per[t].update(prof[t])
-    sub = df[df.step > 0]
-    nodes = abstention_nodes(sub)
-    n_req = float(nodes.sum()) if nodes is not None else 0.0
-    # the share of requests (a retried request counts once) whose every attempt was malformed: what the
-    # simulator's parse_fail^(retries + 1) is (n_requests counts attempts)
-    abst = float(sub.n_abstained.sum()) / n_req if n_req > 0 else None
-    ist = cfg_d.get("initial_state", [50.0, "A", 3])
-    cfg = SimConfig(n_trials=int(min(len(per[t]["E_ceg"]) for t in TOPOS)), steps=int(df.step.max()),
-                    epsilon=_num(rj, cfg_d, "epsilon", 15.0), leaves=int(_num(rj, cfg_d, "leaves", 4, 1, True)),
-                    mesh_agents=int(_num(rj, cfg_d, "mesh_agents", 4, 2, True)),
-                    retries=int(_num(rj, cfg_d, "retries", 2, 0, True)),
-                    initial_state=_initial_state(rj, ist),
-                    judge=str(backend.get("judge", "mean")) if isinstance(backend, dict) else "mean",
-                    d_floor=floor)
-    if cfg.judge not in ("mean", "median", "vote"):
-        raise InputError(f"{str(rj)!r}: judge must be one of mean, median, vote; got {cfg.judge!r}")
-    return per, cfg, {"source": str(d), "kind": "run", "backend": backend, "abstained": abst}
-
-
-def _num(rj, cfg_d: dict, key: str, default, lo=None, integer=False) -> float:
-    """``cfg_d[key]`` as a finite number (an integer >= ``lo`` when ``integer``); ``ValueError`` naming the file
-    and the key otherwise."""
-    v = cfg_d.get(key, default)
-    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    if ok and integer:
-        ok = float(v).is_integer() and (lo is None or v >= lo)
-    if not ok:
-        want = f"an integer >= {lo}" if integer else "a finite number"
-        raise InputError(f"{str(rj)!r}: config.{key} must be {want}; got {v!r}")
-    return float(v)
-
-
-def _initial_state(rj, ist) -> tuple:
-    if not (isinstance(ist, (list, tuple)) and len(ist) == 3 and ist[1] in ("A", "B")
-            and isinstance(ist[0], (int, float)) and not isinstance(ist[0], bool) and math.isfinite(ist[0])
-            and isinstance(ist[2], int) and not isinstance(ist[2], bool) and 1 <= ist[2] <= 9):
-        raise InputError(f"{str(rj)!r}: config.initial_state must be [Value, 'A' or 'B', Level 1-9]; got {ist!r}")
-    return float(ist[0]), str(ist[1]), int(ist[2])
-
-
-def observed_from_paper():
-    """Table 2's means and s.d.s (100 trials) as a moment vector, its standard errors and settings."""
-    from mascot.papers import SR_TABLE2
-
-    m, se = [], []
-    for t in TOPOS:
-        for k in METRICS:
-            mu, sd = SR_TABLE2[k][t]
-            m += [mu, sd]
-            se += [sd / 10.0, sd / math.sqrt(2 * 99)]
-    return np.asarray(m), np.asarray(se), SimConfig(n_trials=100)
-
-
-def _fit(target, se, cfg: SimConfig, *, seed, steps, n_sim, init=None, weights_mask=None, lr=0.05,
-         params=FIT_PARAMS, base=None, profile_steps=None):
+def _fit(
+    target,
+    se,
+    cfg: SimConfig,
+    *,
+    seed,
+    steps,
+    n_sim,
+    init=None,
+    weights_mask=None,
+    lr=0.05,
+    params=FIT_PARAMS,
+    base=None,
+    profile_steps=None,
+):
     import jax
 
     from mascot.kernels.precision import float64
@@ -344,11 +150,29 @@ def _fit(target, se, cfg: SimConfig, *, seed, steps, n_sim, init=None, weights_m
     target = np.where(np.isfinite(target), target, 0.0)
     w = np.where(np.isfinite(target), w, 0.0)
     base = base or flat_params(nest_params({}, judge=cfg.judge))
-    simulate = _simulator(cfg._replace(n_trials=_whole_runs(n_sim, cfg.n_trials)), tuple(p.name for p in params),
-                          tuple(sorted(base.items())), profile_steps, cfg.n_trials)
+    simulate = _simulator(
+        cfg._replace(n_trials=_whole_runs(n_sim, cfg.n_trials)),
+        tuple(p.name for p in params),
+        tuple(sorted(base.items())),
+        profile_steps,
+        cfg.n_trials,
+    )
     with float64():
-        res = fit_smm(simulate, params, target, weights=w, steps=steps, lr=lr, grad="es", es_sigma=0.15,
-                      es_pairs=12, seed=seed, init=init, key=jax.random.PRNGKey(10_000 + seed), decay=0.05)
+        res = fit_smm(
+            simulate,
+            params,
+            target,
+            weights=w,
+            steps=steps,
+            lr=lr,
+            grad="es",
+            es_sigma=0.15,
+            es_pairs=12,
+            seed=seed,
+            init=init,
+            key=jax.random.PRNGKey(10_000 + seed),
+            decay=0.05,
+        )
     return res, w
 
 
@@ -365,7 +189,7 @@ def _simulator(scfg: SimConfig, names: tuple, base: tuple, profile_steps=None, b
 
     def simulate(theta, key):
         th = _tie({**{k: v for k, v in fixed.items() if k not in names}, **theta}, names)
-        return _moments_jax(simulate_metrics(th, key, scfg, profile=bool(profile_steps)), profile_steps, block)
+        return moments_jax(simulate_metrics(th, key, scfg, profile=bool(profile_steps)), profile_steps, block)
 
     return simulate
 
@@ -444,11 +268,26 @@ def _observed(source, per=None, profile=True):
     return target, se, cfg, info, per, (lambda rng: _boot_moments(per, rng, ps)), ps
 
 
-def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bool = False, n_pred: int = 40,
-                     steps: int | None = None, per_trial: dict | None = None, name: str | None = None,
-                     fit_names: tuple | None = None, base: dict | None = None, sd_weight: float = 1.0,
-                     n_starts: int = 1, init=None, n_sim: int | None = None, profile: bool = True,
-                     polish: int = 6) -> dict:
+def calibrate_trials(
+    source,
+    out,
+    *,
+    seed: int = 0,
+    n_boot: int = 200,
+    quick: bool = False,
+    n_pred: int = 40,
+    steps: int | None = None,
+    per_trial: dict | None = None,
+    name: str | None = None,
+    fit_names: tuple | None = None,
+    base: dict | None = None,
+    sd_weight: float = 1.0,
+    n_starts: int = 1,
+    init=None,
+    n_sim: int | None = None,
+    profile: bool = True,
+    polish: int = 6,
+) -> dict:
     """Fit the surrogate to ``source`` (a run directory, or ``None`` / ``"paper-table2"`` for the SR paper's
     Table 2) and write ``out/params.toml``, ``out/report.md``, ``out/fit.json`` and the observed-vs-predicted
     figure. ``quick``: fewer iterations and simulated trials (tests). ``fit_names``: fit only these of
@@ -478,7 +317,9 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
 
         init_nested = SurrogateBackend.from_params(init).params() if not isinstance(init, dict) else init
     # the parameters not fitted: from base, else from the init file, else hand-tuned-v1
-    base_nested = base if base is not None else init_nested if init_nested is not None else nest_params({}, judge=cfg.judge)
+    base_nested = (
+        base if base is not None else init_nested if init_nested is not None else nest_params({}, judge=cfg.judge)
+    )
     bflat = flat_params(base_nested)
     kw = {"params": fparams, "base": bflat, "profile_steps": psteps}
     mask = np.ones(target.size)
@@ -513,24 +354,35 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     if init is not None:
         f0 = flat_params(init_nested)
         # inside the box (1% from its edges), so that the optimiser can move a parameter the file has at an edge
-        start = {p.name: min(max(f0[p.name], p.lo + 0.01 * (p.hi - p.lo)), p.hi - 0.01 * (p.hi - p.lo))
-                 for p in fparams}
+        start = {
+            p.name: min(max(f0[p.name], p.lo + 0.01 * (p.hi - p.lo)), p.hi - 0.01 * (p.hi - p.lo)) for p in fparams
+        }
     # multi-start: the default start and n_starts - 1 random ones (uniform in each box, sigma/bias at their
     # defaults' scale), a short fit from each, then the rest of the iterations from the best
     n_starts = 1 if quick else int(n_starts)
     rs = np.random.default_rng([seed, 99])
-    starts = [start] + [{p.name: (p.lo + (p.hi - p.lo) * rs.uniform(0.1, 0.9)) if p.name not in ("sigma", "bias", "blunder_scale")
-                        else p.init for p in fparams} for _ in range(n_starts - 1)]
+    starts = [start] + [
+        {
+            p.name: (p.lo + (p.hi - p.lo) * rs.uniform(0.1, 0.9))
+            if p.name not in ("sigma", "bias", "blunder_scale")
+            else p.init
+            for p in fparams
+        }
+        for _ in range(n_starts - 1)
+    ]
     first = steps if n_starts == 1 else steps // 3
-    tries = [_fit(target, se, cfg, seed=seed, steps=first, n_sim=n_sim, weights_mask=mask, init=st, **kw)
-             for st in starts]
+    tries = [
+        _fit(target, se, cfg, seed=seed, steps=first, n_sim=n_sim, weights_mask=mask, init=st, **kw) for st in starts
+    ]
     res, w = min(tries, key=lambda r: r[0].loss)
     if n_starts > 1:
         hist0 = res.history
-        res, w = _fit(target, se, cfg, seed=seed, steps=steps - first, n_sim=n_sim, weights_mask=mask,
-                      init=res.params, **kw)
-        res = res._replace(history=np.concatenate([hist0, res.history]), iterations=steps,
-                           loss=min(res.loss, float(hist0.min())))
+        res, w = _fit(
+            target, se, cfg, seed=seed, steps=steps - first, n_sim=n_sim, weights_mask=mask, init=res.params, **kw
+        )
+        res = res._replace(
+            history=np.concatenate([hist0, res.history]), iterations=steps, loss=min(res.loss, float(hist0.min()))
+        )
     es_loss = res.loss
     # polish: Levenberg-Marquardt steps on a larger simulation (n_grad trials, one key), then the linearized
     # bootstrap on that same simulation
@@ -544,8 +396,16 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
         # moment would dominate the fit. Each moment's se is therefore the larger of the bootstrap's and the
         # model's (the s.d. over simulated runs of the observed size at the ES estimate)
         r_nest = nest_params(_tie(res.params, res.params), judge=cfg.judge, base=base_nested)
-        se_model = np.nanstd(np.array([moments(r, psteps) for r in _simulate_runs(
-            r_nest, cfg, 2 if quick else 200, seed + 555, profile=bool(psteps))]), axis=0, ddof=1)
+        se_model = np.nanstd(
+            np.array(
+                [
+                    moments(r, psteps)
+                    for r in _simulate_runs(r_nest, cfg, 2 if quick else 200, seed + 555, profile=bool(psteps))
+                ]
+            ),
+            axis=0,
+            ddof=1,
+        )
         se_fit = np.where(np.isfinite(se_model), np.maximum(se, se_model), se)
         inflate = se_fit / se
         w = np.where(np.isfinite(se_fit) & (se_fit > 0), 1.0 / np.maximum(se_fit, 1e-12) ** 2, 0.0) * mask
@@ -553,16 +413,31 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     coords = natural_coords(fparams, bflat)
     pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=2 if quick else int(polish), coords=coords)
     est = pol.params
-    boot_arr, bnames, ident, sd_raw = _uncertainty(est, target, w, lambda rng: target + inflate * (boot(rng) - target),
-                                                   moments_at, noise_at, fparams, n_boot=n_boot, seed=seed,
-                                                   coords=coords)
+    boot_arr, bnames, ident, sd_raw = _uncertainty(
+        est,
+        target,
+        w,
+        lambda rng: target + inflate * (boot(rng) - target),
+        moments_at,
+        noise_at,
+        fparams,
+        n_boot=n_boot,
+        seed=seed,
+        coords=coords,
+    )
     # the s.d.: the draws', or, where a box's edge truncates them (an estimate at the edge has about half its
     # draws clipped onto it), the s.d. they have before the clipping (on the second recovery sample p_blunder,
     # estimated at its edge 0.5: 0.087 clipped, 0.17 before, its truth 1.6 of the latter from the estimate)
-    sd = {k: float(max(np.std(boot_arr[:, i], ddof=1), np.nan_to_num(sd_raw[i]))) if len(boot_arr) > 1 else math.nan
-          for i, k in enumerate(bnames)}
-    ci = {k: [float(np.quantile(boot_arr[:, i], 0.05)), float(np.quantile(boot_arr[:, i], 0.95))]
-          if len(boot_arr) > 1 else [math.nan, math.nan] for i, k in enumerate(bnames)}
+    sd = {
+        k: float(max(np.std(boot_arr[:, i], ddof=1), np.nan_to_num(sd_raw[i]))) if len(boot_arr) > 1 else math.nan
+        for i, k in enumerate(bnames)
+    }
+    ci = {
+        k: [float(np.quantile(boot_arr[:, i], 0.05)), float(np.quantile(boot_arr[:, i], 0.95))]
+        if len(boot_arr) > 1
+        else [math.nan, math.nan]
+        for i, k in enumerate(bnames)
+    }
     nested = nest_params(_tie(est, est), judge=cfg.judge, base=base_nested)
     # predictions: n_pred simulated runs of the observed size, run r at the r-th bootstrap draw of the
     # parameters (parameter and sampling uncertainty together) without the unidentified directions' spread
@@ -572,8 +447,10 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     # E_ceg mean 2,094 fell outside the draws' 5-95% range, [740, 2,030])
     use_draws = len(ident) > 0 and info["kind"] == "run"
     if use_draws:
-        at_draws = [nest_params(_tie(d, d), judge=cfg.judge, base=base_nested)
-                    for d in (dict(zip(bnames, ident[r % len(ident)])) for r in range(n_pred))]
+        at_draws = [
+            nest_params(_tie(d, d), judge=cfg.judge, base=base_nested)
+            for d in (dict(zip(bnames, ident[r % len(ident)])) for r in range(n_pred))
+        ]
         runs = _simulate_runs(at_draws, cfg, n_pred, seed + 777, profile=bool(psteps))
     else:
         runs = _simulate_runs(nested, cfg, n_pred, seed + 777, profile=bool(psteps))
@@ -585,24 +462,51 @@ def calibrate_trials(source, out, *, seed: int = 0, n_boot: int = 200, quick: bo
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "params.toml").unlink(missing_ok=True)  # written last: a directory with params.toml is complete
-    comment = (f"state-tracking surrogate calibrated by `mascot calibrate trials` to {info['source']}\n"
-               f"fitted: {', '.join(p.name for p in fparams)}; "
-               f"others {'given' if base is not None else 'from ' + str(init) if init is not None else 'at hand-tuned-v1'}\n"
-               f"seed {seed}, {res.iterations} ES iterations + {pol.iterations} Levenberg-Marquardt steps, "
-               f"objective {pol.loss:.4g}")
+    comment = (
+        f"state-tracking surrogate calibrated by `mascot calibrate trials` to {info['source']}\n"
+        f"fitted: {', '.join(p.name for p in fparams)}; "
+        f"others {'given' if base is not None else 'from ' + str(init) if init is not None else 'at hand-tuned-v1'}\n"
+        f"seed {seed}, {res.iterations} ES iterations + {pol.iterations} Levenberg-Marquardt steps, "
+        f"objective {pol.loss:.4g}"
+    )
     pname = name or ("paper-table2" if info["kind"] == "paper" else Path(str(source)).name)
-    summary = {"source": info["source"], "kind": info["kind"], "estimates": est, "boot_sd": sd, "boot_ci": ci,
-               "n_boot": int(len(boot_arr)), "boot": boot_arr.tolist(), "predicted_at_draws": bool(use_draws),
-               "loss": pol.loss, "se_fit": se_fit.tolist(),
-               "iterations": res.iterations, "history": res.history.tolist(), "es_loss": es_loss,
-               "polish": {"n_sim": n_grad, "iterations": pol.iterations, "history": pol.history.tolist()}, "moment_names": names_m,
-               "target": target.tolist(), "se": se.tolist(), "weights": w.tolist(), "excluded": excluded,
-               "predicted": {k: v.tolist() for k, v in pred.items()}, "predicted_tests": pt,
-               "observed_tests": obs_tests, "n_trials": cfg.n_trials, "n_sim": n_sim, "n_pred": n_pred,
-               "d_floor": cfg.d_floor, "steps": cfg.steps, "profile_steps": psteps, "seed": seed, "quick": quick, "sd_weight": float(sd_weight),
-               "init": None if init is None or isinstance(init, dict) else str(init),
-               "abstained": info.get("abstained"), "parse_fail_fitted": "parse_fail" in est,
-               "abstained_model": float(nested["parse_fail"]) ** (cfg.retries + 1)}
+    summary = {
+        "source": info["source"],
+        "kind": info["kind"],
+        "estimates": est,
+        "boot_sd": sd,
+        "boot_ci": ci,
+        "n_boot": int(len(boot_arr)),
+        "boot": boot_arr.tolist(),
+        "predicted_at_draws": bool(use_draws),
+        "loss": pol.loss,
+        "se_fit": se_fit.tolist(),
+        "iterations": res.iterations,
+        "history": res.history.tolist(),
+        "es_loss": es_loss,
+        "polish": {"n_sim": n_grad, "iterations": pol.iterations, "history": pol.history.tolist()},
+        "moment_names": names_m,
+        "target": target.tolist(),
+        "se": se.tolist(),
+        "weights": w.tolist(),
+        "excluded": excluded,
+        "predicted": {k: v.tolist() for k, v in pred.items()},
+        "predicted_tests": pt,
+        "observed_tests": obs_tests,
+        "n_trials": cfg.n_trials,
+        "n_sim": n_sim,
+        "n_pred": n_pred,
+        "d_floor": cfg.d_floor,
+        "steps": cfg.steps,
+        "profile_steps": psteps,
+        "seed": seed,
+        "quick": quick,
+        "sd_weight": float(sd_weight),
+        "init": None if init is None or isinstance(init, dict) else str(init),
+        "abstained": info.get("abstained"),
+        "parse_fail_fitted": "parse_fail" in est,
+        "abstained_model": float(nested["parse_fail"]) ** (cfg.retries + 1),
+    }
     from mascot.calibrate.trials_figures import figures
 
     figs = figures(summary, out / "observed_vs_predicted")
@@ -622,8 +526,15 @@ def _large_sim(cfg: SimConfig, n_grad: int, seed: int, *, params, base, profile_
     from mascot.kernels.precision import float64
 
     names = tuple(p.name for p in params)
-    sim = jax.jit(_simulator(cfg._replace(n_trials=_whole_runs(n_grad, cfg.n_trials)), names,
-                             tuple(sorted(base.items())), profile_steps, cfg.n_trials))
+    sim = jax.jit(
+        _simulator(
+            cfg._replace(n_trials=_whole_runs(n_grad, cfg.n_trials)),
+            names,
+            tuple(sorted(base.items())),
+            profile_steps,
+            cfg.n_trials,
+        )
+    )
     gkey = jax.random.PRNGKey(30_000 + seed)
 
     def moments_at(theta):
@@ -632,7 +543,9 @@ def _large_sim(cfg: SimConfig, n_grad: int, seed: int, *, params, base, profile_
 
     def noise_at(theta, i):
         with float64():
-            return np.asarray(sim({k: float(theta[k]) for k in names}, jax.random.fold_in(jax.random.PRNGKey(20_000 + seed), i)))
+            return np.asarray(
+                sim({k: float(theta[k]) for k in names}, jax.random.fold_in(jax.random.PRNGKey(20_000 + seed), i))
+            )
 
     return moments_at, noise_at
 

@@ -64,8 +64,9 @@ def _given(v) -> bool:
     return v is not None and v is not False
 
 
-def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping | None = None, *,
-                     surrogate_params: bool = True) -> None:
+def add_backend_args(
+    parser: argparse.ArgumentParser, sampling_defaults: Mapping | None = None, *, surrogate_params: bool = True
+) -> None:
     """Add the backend and sampling flags to ``parser``.
 
     ``sampling_defaults``: the command's defaults for ``temperature``, ``top_p``, ``max_tokens`` and
@@ -79,44 +80,62 @@ def add_backend_args(parser: argparse.ArgumentParser, sampling_defaults: Mapping
         return f" (default {sd[key]})" if sd.get(key) is not None else " (default: the config's)"
 
     g = parser.add_argument_group("backend")
-    g.add_argument("--backend", default="surrogate", choices=BACKENDS,
-                   help="agent backend (default surrogate: the protocol's simulated agents, on CPU without a model)")
-    g.add_argument("--model", help=f"model: HF hub id or local directory (vllm; default {DEFAULT_VLLM_MODEL}), "
-                   "server model name (openai), local model directory (hf)")
-    g.add_argument("--temperature", type=float, default=sd.get("temperature"),
-                   help=_SAMPLING_HELP["temperature"] + dflt("temperature") + "; alias --temp")
+    g.add_argument(
+        "--backend",
+        default="surrogate",
+        choices=BACKENDS,
+        help="agent backend (default surrogate: the protocol's simulated agents, on CPU without a model)",
+    )
+    g.add_argument(
+        "--model",
+        help=f"model: HF hub id or local directory (vllm; default {DEFAULT_VLLM_MODEL}), "
+        "server model name (openai), local model directory (hf)",
+    )
+    g.add_argument(
+        "--temperature",
+        type=float,
+        default=sd.get("temperature"),
+        help=_SAMPLING_HELP["temperature"] + dflt("temperature") + "; alias --temp",
+    )
     g.add_argument("--temp", dest="temperature", type=float, default=sd.get("temperature"), help=argparse.SUPPRESS)
     g.add_argument("--top-p", type=float, default=sd.get("top_p"), help=_SAMPLING_HELP["top_p"] + dflt("top_p"))
-    g.add_argument("--max-tokens", type=int, default=sd.get("max_tokens"),
-                   help=_SAMPLING_HELP["max_tokens"] + dflt("max_tokens"))
+    g.add_argument(
+        "--max-tokens", type=int, default=sd.get("max_tokens"), help=_SAMPLING_HELP["max_tokens"] + dflt("max_tokens")
+    )
     g.add_argument("--seed", type=int, default=sd.get("seed"), help=_SAMPLING_HELP["seed"] + dflt("seed"))
 
     g = parser.add_argument_group("vllm")
     g.add_argument("--enforce-eager", action="store_true", default=None, help="disable CUDA graphs (faster start)")
-    g.add_argument("--gpu-memory-utilization", type=float,
-                   help="fraction of GPU memory vLLM may take (default 0.9)")
+    g.add_argument("--gpu-memory-utilization", type=float, help="fraction of GPU memory vLLM may take (default 0.9)")
     g.add_argument("--max-model-len", type=int, help="context length cap (default: the model's)")
     g.add_argument("--dtype", help="vllm/hf: weights dtype, e.g. auto, float32, float16, bfloat16 (default auto)")
 
     g = parser.add_argument_group("openai")
-    g.add_argument("--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vllm serve; "
-                   "the default)")
+    g.add_argument(
+        "--base-url", help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1 (vllm serve; the default)"
+    )
     g.add_argument("--api-key-env", help="environment variable holding the API key (default OPENAI_API_KEY)")
     g.add_argument("--concurrency", type=int, help="requests in flight (default 8)")
     g.add_argument("--timeout", dest="timeout_s", type=float, help="per-request timeout in seconds (default 120)")
     g.add_argument("--max-retries", type=int, help="HTTP retries per request (default 5)")
-    g.add_argument("--no-probe", action="store_true", default=None,
-                   help="do not probe the server before the first stage (the probe warns when the server ignores "
-                        "sampling or structured output; a few tiny requests)")
+    g.add_argument(
+        "--no-probe",
+        action="store_true",
+        default=None,
+        help="do not probe the server before the first stage (the probe warns when the server ignores "
+        "sampling or structured output; a few tiny requests)",
+    )
 
     g = parser.add_argument_group("hf")
     g.add_argument("--device", help="auto, cpu, cuda, cuda:1, ... (default auto)")
     g.add_argument("--batch-size", type=int, help="requests per generate call (default 16)")
     if surrogate_params:
         parser.add_argument_group("surrogate").add_argument(
-            "--surrogate-params", metavar="FILE",
+            "--surrogate-params",
+            metavar="FILE",
             help="surrogate parameter file (TOML; --backend surrogate only): replaces the config's surrogate options; "
-                 "the surrogate flags given override it")
+            "the surrogate flags given override it",
+        )
 
 
 def check_sampling_args(args) -> None:
@@ -133,8 +152,11 @@ def check_sampling_args(args) -> None:
 
 
 def _check_ranges(args) -> None:
-    for dest, flag in (("concurrency", "--concurrency"), ("batch_size", "--batch-size"),
-                       ("max_model_len", "--max-model-len")):
+    for dest, flag in (
+        ("concurrency", "--concurrency"),
+        ("batch_size", "--batch-size"),
+        ("max_model_len", "--max-model-len"),
+    ):
         v = getattr(args, dest, None)
         if v is not None and v < 1:
             raise InputError(f"{flag} must be >= 1; got {v}")
@@ -153,8 +175,9 @@ def _dest(flag: str) -> str:
     return flag.lstrip("-").replace("-", "_")
 
 
-def build_backend(args, surrogate_factory: Callable[[], object],
-                  surrogate_flags: Mapping[str, str] | None = None) -> tuple[object, dict | None]:
+def build_backend(
+    args, surrogate_factory: Callable[[], object], surrogate_flags: Mapping[str, str] | None = None
+) -> tuple[object, dict | None]:
     """``(backend or factory, identity spec)`` from the parsed flags of :func:`add_backend_args`.
 
     ``surrogate_factory()`` builds the protocol's surrogate (``--backend surrogate``, the default) from
@@ -201,12 +224,15 @@ def build_backend(args, surrogate_factory: Callable[[], object],
             msg = str(e)
             for param, flag in sur_flags.items():
                 if msg.startswith(param + " "):
-                    msg = flag + msg[len(param):]
+                    msg = flag + msg[len(param) :]
                     break
             raise InputError(msg) from None
         if params is not None:
-            backend = _surrogate_from_params(backend, params, {p: getattr(args, _dest(f)) for p, f in sur_flags.items()
-                                                               if getattr(args, _dest(f), None) is not None})
+            backend = _surrogate_from_params(
+                backend,
+                params,
+                {p: getattr(args, _dest(f)) for p, f in sur_flags.items() if getattr(args, _dest(f), None) is not None},
+            )
         return backend, None
 
     model = args.model or (DEFAULT_VLLM_MODEL if name == "vllm" else None)
@@ -241,8 +267,10 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         import importlib.util
 
         if importlib.util.find_spec("vllm") is None:  # refused before a run directory is written
-            raise InputError("--backend vllm needs vLLM, which is not installed here; on a GPU node: pip install -e "
-                             "\".[vllm]\" (or use --backend openai with a `vllm serve` endpoint)")
+            raise InputError(
+                "--backend vllm needs vLLM, which is not installed here; on a GPU node: pip install -e "
+                '".[vllm]" (or use --backend openai with a `vllm serve` endpoint)'
+            )
         options["structured_output"] = structured
         if getattr(args, "seed", None) is not None:
             options["seed"] = args.seed
@@ -252,9 +280,11 @@ def build_backend(args, surrogate_factory: Callable[[], object],
         key = check_options(**options)
         env = options.get("api_key_env")
         if env is not None and key is None:
-            raise InputError("the environment variable named by --api-key-env is not set (or empty); export it, or "
-                             "leave --api-key-env out for a server without a key (the name is not repeated here: "
-                             "a key pasted in its place must not reach a log)")
+            raise InputError(
+                "the environment variable named by --api-key-env is not set (or empty); export it, or "
+                "leave --api-key-env out for a server without a key (the name is not repeated here: "
+                "a key pasted in its place must not reach a log)"
+            )
     if name == "hf" and options.get("dtype") is not None:
         from mascot.backends.hf import DTYPES
 

@@ -35,9 +35,13 @@ def _fail(msg: str) -> int:
 def _common(p, n_boot_default: int, what: str = "refits") -> None:
     p.add_argument("--out", required=True, help="output directory (params.toml, report.md, figures)")
     p.add_argument("--seed", type=int, default=0, help="seed of the fit, the bootstrap and the predictions (default 0)")
-    p.add_argument("--n-boot", type=int, default=n_boot_default,
-                   help=f"bootstrap {what} for the uncertainty (default {n_boot_default}; at least 2, or 0 for none in trials; "
-                        "a few dozen give only rough 5-95%% ranges)")
+    p.add_argument(
+        "--n-boot",
+        type=int,
+        default=n_boot_default,
+        help=f"bootstrap {what} for the uncertainty (default {n_boot_default}; at least 2, or 0 for none in trials; "
+        "a few dozen give only rough 5-95%% ranges)",
+    )
     p.add_argument("--quick", action="store_true", help="fewer iterations and simulated trials (a smoke test)")
 
 
@@ -78,8 +82,7 @@ def cmd_calibrate_trials(args) -> int:
             SurrogateBackend.from_params(args.init)
         except ValueError as e:
             return _fail(f"--init: {e}")
-    from mascot.calibrate.trials_fit import calibrate_trials
-    from mascot.calibrate.trials_fit import observed_from_run
+    from mascot.calibrate.trials_fit import calibrate_trials, observed_from_run
 
     source = None
     if args.run_dir is not None:
@@ -92,8 +95,10 @@ def cmd_calibrate_trials(args) -> int:
         need = 4 if args.split_half else 2
         few = {t: len(v["E_ceg"]) for t, v in per.items() if len(v["E_ceg"]) < need}
         if few:
-            return _fail(f"{args.run_dir!r} has too few trials to calibrate ({', '.join(f'{t} {n}' for t, n in few.items())}): "
-                         f"s.d.s need at least 2 trials per topology{', in each half' if args.split_half else ''}")
+            return _fail(
+                f"{args.run_dir!r} has too few trials to calibrate ({', '.join(f'{t} {n}' for t, n in few.items())}): "
+                f"s.d.s need at least 2 trials per topology{', in each half' if args.split_half else ''}"
+            )
         source = args.run_dir
     out = Path(args.out)
     if source is not None:
@@ -111,41 +116,76 @@ def cmd_calibrate_trials(args) -> int:
 
     # one calibration per output directory at a time (a second one is refused, naming the first's pid)
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
-    kw = dict(seed=args.seed, n_boot=args.n_boot, quick=args.quick, steps=args.steps, n_sim=args.n_sim,
-              sd_weight=args.sd_weight, init=args.init, fit_names=fit_names, profile=args.moments != "table2")
+    kw = dict(
+        seed=args.seed,
+        n_boot=args.n_boot,
+        quick=args.quick,
+        steps=args.steps,
+        n_sim=args.n_sim,
+        sd_weight=args.sd_weight,
+        init=args.init,
+        fit_names=fit_names,
+        profile=args.moments != "table2",
+    )
     if args.split_half:
         from mascot.calibrate.trials_checks import split_half
 
         with _staged(out) as stage:
             r = split_half(args.run_dir, stage, **kw)
-        print(f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
-              f"{len(r['halves'][1])} (split_half.json lists them); held-out moments inside their predicted 5-95% "
-              f"range: {r['inside']} of {r['n_moments']}")
+        print(
+            f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
+            f"{len(r['halves'][1])} (split_half.json lists them); held-out moments inside their predicted 5-95% "
+            f"range: {r['inside']} of {r['n_moments']}"
+        )
         print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
         return 0
     with _staged(out) as stage:
         s = calibrate_trials(source, stage, **kw)
     width = max(len(k) for k in s["estimates"])
-    print(f"calibrated to {s['source']}: objective {s['loss']:.4g} ({s['iterations']} ES iterations, then "
-          f"{s['polish']['iterations']} Levenberg-Marquardt step{'s' if s['polish']['iterations'] != 1 else ''}), "
-          f"{s['wall_s']:.1f} s")
+    print(
+        f"calibrated to {s['source']}: objective {s['loss']:.4g} ({s['iterations']} ES iterations, then "
+        f"{s['polish']['iterations']} Levenberg-Marquardt step{'s' if s['polish']['iterations'] != 1 else ''}), "
+        f"{s['wall_s']:.1f} s"
+    )
     for k, v in s["estimates"].items():
         lo, hi = s["boot_ci"][k]
-        print(f"  {k.ljust(width)}  {v:10.4f}  " + (f"(bootstrap s.d. {s['boot_sd'][k]:.4f}, 5-95% [{lo:.4g}, {hi:.4g}])"
-                                                    if s["n_boot"] >= 2 else "(no bootstrap: --n-boot 0)"))
-    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, "
-          + ", ".join(s["figures"][::2]))
+        print(
+            f"  {k.ljust(width)}  {v:10.4f}  "
+            + (
+                f"(bootstrap s.d. {s['boot_sd'][k]:.4f}, 5-95% [{lo:.4g}, {hi:.4g}])"
+                if s["n_boot"] >= 2
+                else "(no bootstrap: --n-boot 0)"
+            )
+        )
+    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, " + ", ".join(s["figures"][::2]))
     return 0
 
 
 # what a calibration writes into --out (trials and deliberation; `fit/` is split-half's fit)
-_OUTPUTS = ("params.toml", "report.md", "fit.json", "observed_vs_predicted.png", "observed_vs_predicted.pdf",
-            "step_profile.png", "step_profile.pdf", "split_half.md", "split_half.json", "fit", "fit.png", "fit.pdf",
-            "dcurve.png", "dcurve.pdf", "rates.png", "rates.pdf")
+_OUTPUTS = (
+    "params.toml",
+    "report.md",
+    "fit.json",
+    "observed_vs_predicted.png",
+    "observed_vs_predicted.pdf",
+    "step_profile.png",
+    "step_profile.pdf",
+    "split_half.md",
+    "split_half.json",
+    "fit",
+    "fit.png",
+    "fit.pdf",
+    "dcurve.png",
+    "dcurve.pdf",
+    "rates.png",
+    "rates.pdf",
+)
 _STAGE = ".calibration-partial"
 
-_INTERRUPTED = (f"an interrupted calibration changes nothing in --out (what it wrote stays in --out/{_STAGE} until "
-                "the next run): rerun the same command to start it again")
+_INTERRUPTED = (
+    f"an interrupted calibration changes nothing in --out (what it wrote stays in --out/{_STAGE} until "
+    "the next run): rerun the same command to start it again"
+)
 
 
 @contextlib.contextmanager
@@ -198,8 +238,10 @@ def cmd_calibrate_deliberation(args) -> int:
     if _out_ok(args.out):
         return _fail(_out_ok(args.out))
     if args.run_dir is not None and not Path(args.run_dir).is_dir():
-        return _fail(f"run directory {args.run_dir!r} " + ("is a file, not a directory" if Path(args.run_dir).exists()
-                                                           else "does not exist"))
+        return _fail(
+            f"run directory {args.run_dir!r} "
+            + ("is a file, not a directory" if Path(args.run_dir).exists() else "does not exist")
+        )
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
     if not 0 <= args.seed < 2**31:
@@ -215,8 +257,9 @@ def cmd_calibrate_deliberation(args) -> int:
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
     try:
         with _staged(out) as stage:
-            s = calibrate_deliberation(args.run_dir, stage, paper_model=args.paper_table8, seed=args.seed,
-                                       n_boot=args.n_boot, quick=args.quick)
+            s = calibrate_deliberation(
+                args.run_dir, stage, paper_model=args.paper_table8, seed=args.seed, n_boot=args.n_boot, quick=args.quick
+            )
     except ValueError as e:
         if created and out.is_dir() and not any(p for p in out.iterdir() if p.name != ".calibrate.lock"):
             lock.release()
@@ -224,51 +267,96 @@ def cmd_calibrate_deliberation(args) -> int:
             out.rmdir()  # refused before anything was written: leave no empty directory behind
         return _fail(str(e))
     src = s["source"]
-    print(f"calibrated the deliberation surrogate to {src.get('name') or ', '.join(src.get('run_dirs', []))}: "
-          f"loss {s['loss']:.4g}, {s['wall_s']:.1f} s")
+    print(
+        f"calibrated the deliberation surrogate to {src.get('name') or ', '.join(src.get('run_dirs', []))}: "
+        f"loss {s['loss']:.4g}, {s['wall_s']:.1f} s"
+    )
     width = max(len(k) for k in s["estimate"])
     for k, v in s["estimate"].items():
-        print(f"  {k.ljust(width)}  {v:10.4f}  " + ("(not identified: no fitted moment depends on it)"
-                                                   if k in s.get("not_identified", ())
-                                                   else f"(bootstrap s.d. {s['sd'][k]:.4f})"))
+        print(
+            f"  {k.ljust(width)}  {v:10.4f}  "
+            + (
+                "(not identified: no fitted moment depends on it)"
+                if k in s.get("not_identified", ())
+                else f"(bootstrap s.d. {s['sd'][k]:.4f})"
+            )
+        )
     c = s.get("criteria")
     if c:
-        print(f"text harness replay: rounds and tokens within {100 * c['tol']:.0f} % of Table VIII: "
-              f"{'yes' if c['within_tol'] else 'no'}; ranking by tokens {' < '.join(c['rank_tokens'])} "
-              f"(paper {' < '.join(c['paper_rank_tokens'])})")
+        print(
+            f"text harness replay: rounds and tokens within {100 * c['tol']:.0f} % of Table VIII: "
+            f"{'yes' if c['within_tol'] else 'no'}; ranking by tokens {' < '.join(c['rank_tokens'])} "
+            f"(paper {' < '.join(c['paper_rank_tokens'])})"
+        )
     print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, fit.png, dcurve.png")
     return 0
 
 
 def add_parsers(sub) -> None:
-    c = sub.add_parser("calibrate", help="fit the surrogate agent models to runs or to the papers' tables",
-                       description=__doc__.split("\n\n")[0])
+    c = sub.add_parser(
+        "calibrate",
+        help="fit the surrogate agent models to runs or to the papers' tables",
+        description=__doc__.split("\n\n")[0],
+    )
     csub = c.add_subparsers(dest="calibrate_command", required=True)
-    t = csub.add_parser("trials", help="the state-tracking surrogate, to a run directory or the SR paper's Table 2",
-                        description=__doc__.split("\n\n")[2])
+    t = csub.add_parser(
+        "trials",
+        help="the state-tracking surrogate, to a run directory or the SR paper's Table 2",
+        description=__doc__.split("\n\n")[2],
+    )
     t.add_argument("run_dir", nargs="?", help="a `mascot trials` run directory (with trials.parquet)")
     t.add_argument("--paper-table2", action="store_true", help="fit to the SR paper's Table 2 instead")
-    t.add_argument("--steps", type=int, default=None,
-                   help="ES iterations (default 450; --quick 60); up to 6 Levenberg-Marquardt steps on 4,000 "
-                        "simulated trials follow (2 on a few hundred with --quick)")
-    t.add_argument("--n-sim", type=int, default=None,
-                   help="simulated trials per topology per evaluation (default max(200, observed trials))")
-    t.add_argument("--sd-weight", type=float, default=1.0,
-                   help="multiplies the weights of the s.d. moments (default 1: inverse variances)")
-    t.add_argument("--fit", default=None, metavar="NAME,NAME...",
-                   help="fit only these parameters (default: the standard set; e.g. chain.p_echo,star_leaf.p_echo,"
-                        "mesh_agent.p_echo,parse_fail for a small model that echoes its input)")
-    t.add_argument("--split-half", action="store_true",
-                   help="fit half of RUN_DIR's trials (at random, per --seed) and predict the other half")
-    t.add_argument("--moments", choices=["profile", "table2"], default=None,
-                   help="what to fit for a RUN_DIR: Table 2's 18 moments plus the run's step profile (how error, "
-                        "D_t and the arms' gap grow over the steps; default), or Table 2's 18 only")
-    t.add_argument("--init", default=None, metavar="PARAMS.toml",
-                   help="start from this parameter file (e.g. an earlier calibration) instead of the defaults")
+    t.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="ES iterations (default 450; --quick 60); up to 6 Levenberg-Marquardt steps on 4,000 "
+        "simulated trials follow (2 on a few hundred with --quick)",
+    )
+    t.add_argument(
+        "--n-sim",
+        type=int,
+        default=None,
+        help="simulated trials per topology per evaluation (default max(200, observed trials))",
+    )
+    t.add_argument(
+        "--sd-weight",
+        type=float,
+        default=1.0,
+        help="multiplies the weights of the s.d. moments (default 1: inverse variances)",
+    )
+    t.add_argument(
+        "--fit",
+        default=None,
+        metavar="NAME,NAME...",
+        help="fit only these parameters (default: the standard set; e.g. chain.p_echo,star_leaf.p_echo,"
+        "mesh_agent.p_echo,parse_fail for a small model that echoes its input)",
+    )
+    t.add_argument(
+        "--split-half",
+        action="store_true",
+        help="fit half of RUN_DIR's trials (at random, per --seed) and predict the other half",
+    )
+    t.add_argument(
+        "--moments",
+        choices=["profile", "table2"],
+        default=None,
+        help="what to fit for a RUN_DIR: Table 2's 18 moments plus the run's step profile (how error, "
+        "D_t and the arms' gap grow over the steps; default), or Table 2's 18 only",
+    )
+    t.add_argument(
+        "--init",
+        default=None,
+        metavar="PARAMS.toml",
+        help="start from this parameter file (e.g. an earlier calibration) instead of the defaults",
+    )
     _common(t, 200, "draws (linearized: one Gauss-Newton step each)")
     t.set_defaults(func=cmd_calibrate_trials, hard_interrupt=True, on_interrupt=_INTERRUPTED)
-    d = csub.add_parser("deliberation", help="the deliberation surrogate, to a run directory or Table VIII",
-                        description=__doc__.split("\n\n")[3])
+    d = csub.add_parser(
+        "deliberation",
+        help="the deliberation surrogate, to a run directory or Table VIII",
+        description=__doc__.split("\n\n")[3],
+    )
     d.add_argument("run_dir", nargs="?", help="a `mascot deliberate` run directory")
     d.add_argument("--paper-table8", choices=["gpt", "gemini", "claude"], help="fit to one model's Table VIII column")
     _common(d, 200)

@@ -91,20 +91,36 @@ def _settings_from_params(args, overrides: dict) -> None:
         if k in settings and overrides.get(k) is None and k not in in_config:
             overrides[k] = used[k] = settings[k]
     if used and not args.quiet:
-        print("using the settings the parameter file was fitted under: "
-              + ", ".join(f"{k} = {v:g}" for k, v in used.items()), file=sys.stderr)
+        print(
+            "using the settings the parameter file was fitted under: "
+            + ", ".join(f"{k} = {v:g}" for k, v in used.items()),
+            file=sys.stderr,
+        )
 
 
 def cmd_deliberate(args) -> int:
     from mascot.analysis.deliberation_report import write_report
     from mascot.protocols.deliberation import (
-        STRATEGIES, SurrogateDeliberationBackend, load_deliberation_config, run_deliberation,
+        STRATEGIES,
+        SurrogateDeliberationBackend,
+        load_deliberation_config,
+        run_deliberation,
     )
 
-    overrides = {"runs": args.runs, "max_rounds": args.max_rounds, "b0": args.b0, "eta": args.eta, "eps": args.eps,
-                 "budget_rule": args.budget_rule, "retries": args.retries, "seed": args.seed,
-                 "temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens,
-                 "monitor_enabled": True if args.monitor else None}
+    overrides = {
+        "runs": args.runs,
+        "max_rounds": args.max_rounds,
+        "b0": args.b0,
+        "eta": args.eta,
+        "eps": args.eps,
+        "budget_rule": args.budget_rule,
+        "retries": args.retries,
+        "seed": args.seed,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+        "monitor_enabled": True if args.monitor else None,
+    }
     if args.strategy and args.strategy != "all":
         overrides["strategies"] = [args.strategy]
     _check_counts(overrides)
@@ -127,18 +143,27 @@ def cmd_deliberate(args) -> int:
         for s in STRATEGIES:
             rows = [x for x in res.summaries if x["strategy"] == s]
             if rows:
-                obj[s] = [{"rounds": int(x["rounds"]), "tokens": _num(float(x["tokens"])), "d0": _num(float(x["d0"])),
-                           "d_final": _num(float(x["d_final"])), "status": x["status"],
-                           "d0_from_priors": bool(flags.get((s, x["run"]), {}).get("d0_from_priors", False)),
-                           "unanswered_rounds": int(flags.get((s, x["run"]), {}).get("unanswered_rounds", 0))}
-                          for x in sorted(rows, key=lambda x: x["run"])]
+                obj[s] = [
+                    {
+                        "rounds": int(x["rounds"]),
+                        "tokens": _num(float(x["tokens"])),
+                        "d0": _num(float(x["d0"])),
+                        "d_final": _num(float(x["d_final"])),
+                        "status": x["status"],
+                        "d0_from_priors": bool(flags.get((s, x["run"]), {}).get("d0_from_priors", False)),
+                        "unanswered_rounds": int(flags.get((s, x["run"]), {}).get("unanswered_rounds", 0)),
+                    }
+                    for x in sorted(rows, key=lambda x: x["run"])
+                ]
         print(json.dumps(obj, indent=2))
         return 0
     print(f"{out}: {len(res.summaries)} lanes ({res.rounds_run} lane-rounds run now, {res.requests} requests)")
     print(f"{'strategy':<10} {'run':>4} {'rounds':>6} {'tokens':>10} {'D(0)':>8} {'D_final':>8}  status")
     for x in res.summaries:
-        print(f"{x['strategy']:<10} {x['run']:>4} {x['rounds']:>6} {x['tokens']:>10,.0f} {x['d0']:>8.4f} "
-              f"{x['d_final']:>8.4f}  {x['status']}" + (f"  ({x['failures']} parse failures)" if x["failures"] else ""))
+        print(
+            f"{x['strategy']:<10} {x['run']:>4} {x['rounds']:>6} {x['tokens']:>10,.0f} {x['d0']:>8.4f} "
+            f"{x['d_final']:>8.4f}  {x['status']}" + (f"  ({x['failures']} parse failures)" if x["failures"] else "")
+        )
     if not args.no_report:
         print(f"report: {out}/table_viii.md, {out}/fig4.png, {out}/estimates.md, {out}/certificates.csv")
     return 0
@@ -147,23 +172,39 @@ def cmd_deliberate(args) -> int:
 def cmd_debate(args) -> int:
     from mascot.protocols.debate import SurrogateDebateBackend, load_debate_config, run_debate
 
-    overrides = {"runs": args.runs, "max_rounds": args.max_rounds, "final_rule": args.final_rule, "seed": args.seed,
-                 "temperature": args.temperature, "top_p": args.top_p, "max_tokens": args.max_tokens}
+    overrides = {
+        "runs": args.runs,
+        "max_rounds": args.max_rounds,
+        "final_rule": args.final_rule,
+        "seed": args.seed,
+        "temperature": args.temperature,
+        "top_p": args.top_p,
+        "max_tokens": args.max_tokens,
+    }
     _check_counts(overrides)
     cfg, sur = load_debate_config(args.config, overrides)
-    backend, spec = _backend(args, sur, ("persuasion", "malformed"), SurrogateDebateBackend,
-                             priors={a.name: a.prior_pass for a in cfg.agents})
+    backend, spec = _backend(
+        args,
+        sur,
+        ("persuasion", "malformed"),
+        SurrogateDebateBackend,
+        priors={a.name: a.prior_pass for a in cfg.agents},
+    )
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     if args.json:
-        objs = [{"rounds": o["rounds"], "consensus": o["consensus"], "decision": o["decision"], "tokens": o["tokens"]}
-                for o in res.outcomes]
+        objs = [
+            {"rounds": o["rounds"], "consensus": o["consensus"], "decision": o["decision"], "tokens": o["tokens"]}
+            for o in res.outcomes
+        ]
         print(json.dumps(objs[0] if len(objs) == 1 else objs, indent=2))
         return 0
     print(f"{out}: {len(res.outcomes)} debate(s), {res.requests} requests now")
     for o in res.outcomes:
-        print(f"  debate {o['run']}: {o['rounds']} round(s), consensus {o['consensus']}, decision {o['decision']}, "
-              f"{o['tokens']:,} tokens" + (f", {o['untagged']} untagged replies" if o["untagged"] else ""))
+        print(
+            f"  debate {o['run']}: {o['rounds']} round(s), consensus {o['consensus']}, decision {o['decision']}, "
+            f"{o['tokens']:,} tokens" + (f", {o['untagged']} untagged replies" if o["untagged"] else "")
+        )
     print(f"transcript: {out}/transcript.jsonl")
     return 0
 
@@ -171,22 +212,33 @@ def cmd_debate(args) -> int:
 def add_parsers(subparsers) -> None:
     """Add ``deliberate`` and ``debate`` to the main CLI's sub-parsers (each sets ``func``)."""
     d = subparsers.add_parser(
-        "deliberate", help="LLM consensus deliberation under a token budget (consensus paper, Sec. V-C)",
+        "deliberate",
+        help="LLM consensus deliberation under a token budget (consensus paper, Sec. V-C)",
         description="Role agents negotiate a design-preference vector under adaptive/complete/ring topologies, "
-                    "with the token budget charged by measured input tokens. Resumable; writes Table VIII, "
-                    "Fig. 4, per-mode estimates and certificates into the run directory.")
-    d.add_argument("config", nargs="?",
-                   help="TOML config (default: the paper's scenario, as configs/deliberation/paper.toml)")
-    d.add_argument("--strategy", default="all", choices=["adaptive", "complete", "ring", "all"],
-                   help="strategy to run (default all = the config's strategies)")
+        "with the token budget charged by measured input tokens. Resumable; writes Table VIII, "
+        "Fig. 4, per-mode estimates and certificates into the run directory.",
+    )
+    d.add_argument(
+        "config", nargs="?", help="TOML config (default: the paper's scenario, as configs/deliberation/paper.toml)"
+    )
+    d.add_argument(
+        "--strategy",
+        default="all",
+        choices=["adaptive", "complete", "ring", "all"],
+        help="strategy to run (default all = the config's strategies)",
+    )
     d.add_argument("--runs", type=int, help="repeated runs per strategy (batched together)")
     d.add_argument("--out", help="run directory (default runs/deliberate/NAME-BACKEND[-MODEL])")
     d.add_argument("--json", action="store_true", help="print a JSON summary (one object per strategy and run)")
-    d.add_argument("--monitor", action="store_true",
-                   help="stop a lane early when b_k < B*(D(k)) (predicted BudgetFail)")
-    d.add_argument("--budget-rule", choices=["spent", "predicted"],
-                   help="spent: BudgetFail when b < 0 (paper, default); predicted: also when the next round's "
-                        "predicted cost exceeds b")
+    d.add_argument(
+        "--monitor", action="store_true", help="stop a lane early when b_k < B*(D(k)) (predicted BudgetFail)"
+    )
+    d.add_argument(
+        "--budget-rule",
+        choices=["spent", "predicted"],
+        help="spent: BudgetFail when b < 0 (paper, default); predicted: also when the next round's "
+        "predicted cost exceeds b",
+    )
     d.add_argument("--b0", type=float, help="initial token budget (default 100000)")
     d.add_argument("--eta", type=float, help="switching threshold (default 0.2)")
     d.add_argument("--eps", type=float, help="consensus tolerance (default 0.05)")
@@ -201,15 +253,19 @@ def add_parsers(subparsers) -> None:
     d.set_defaults(func=cmd_deliberate)
 
     b = subparsers.add_parser(
-        "debate", help="iterative multi-agent debate with strict [DECISION: ...] tags (voting/debate article)",
+        "debate",
+        help="iterative multi-agent debate with strict [DECISION: ...] tags (voting/debate article)",
         description="Persona agents review a task, read each other's previous replies and update their decision "
-                    "until all agree (strict tags) or max_rounds; transcript in DIR/transcript.jsonl.")
-    b.add_argument("config", nargs="?",
-                   help="TOML config (default: the article's code review, as configs/debate/code_review.toml)")
+        "until all agree (strict tags) or max_rounds; transcript in DIR/transcript.jsonl.",
+    )
+    b.add_argument(
+        "config", nargs="?", help="TOML config (default: the article's code review, as configs/debate/code_review.toml)"
+    )
     b.add_argument("--max-rounds", type=int, help="round limit (default 3)")
     b.add_argument("--runs", type=int, help="repeated debates (batched together)")
-    b.add_argument("--final-rule", choices=["majority", "weighted"],
-                   help="decision rule at max_rounds without consensus")
+    b.add_argument(
+        "--final-rule", choices=["majority", "weighted"], help="decision rule at max_rounds without consensus"
+    )
     b.add_argument("--out", help="run directory (default runs/debate/NAME-BACKEND[-MODEL])")
     b.add_argument("--json", action="store_true", help="print rounds, consensus, decision, tokens as JSON")
     _backend_args(b)

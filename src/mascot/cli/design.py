@@ -33,13 +33,13 @@ threshold ``--paper-eta``; both evaluated exactly on the design sample and on an
 
 from __future__ import annotations
 
-import json
 import math
 import sys
 from pathlib import Path
 
+from mascot.cli.design_args import check_constraints, check_runs, dumps, out_dir
+from mascot.cli.design_schedule import cmd_design_schedule
 from mascot.errors import InputError
-from mascot.io import json_clean
 
 __all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design_policy", "cmd_design_schedule"]
 
@@ -53,7 +53,7 @@ def cmd_design_weights(args) -> int:
     graphs = graphs_from_args(args.topology, args.adjacency)
     if len(graphs) != 1:
         raise InputError("give exactly one --topology SPEC or --adjacency FILE")
-    (name, A), = graphs.items()
+    ((name, A),) = graphs.items()
     try:
         costs = load_adjacency(args.costs, what="cost") if args.costs else None
     except FileNotFoundError:
@@ -65,17 +65,29 @@ def cmd_design_weights(args) -> int:
     if costs is not None and not args.cost_weight:
         raise InputError("--costs needs --cost-weight MU > 0 (the objective lambda + MU * sum_e c_e w_e)")
     if A.shape[0] > 2048:
-        raise InputError(f"{name}: n = {A.shape[0]} agents; design weights handles up to 2048 (one dense "
-                         "eigendecomposition per step)")
+        raise InputError(
+            f"{name}: n = {A.shape[0]} agents; design weights handles up to 2048 (one dense "
+            "eigendecomposition per step)"
+        )
     if args.steps < 1:
         raise InputError(f"--steps must be >= 1; got {args.steps}")
     res = fastest_weights(A, costs=costs, cost_weight=args.cost_weight, steps_per_stage=args.steps, seed=args.seed)
     n = A.shape[0]
     metro = contraction_rate_sym(weights_matrix(n, res.edges, metropolis_edge_weights(n, res.edges)))
-    obj = {"graph": name, "n": n, "edges_count": int(len(res.edges)), "lambda": res.rate,
-           "metropolis_lambda": metro, "objective": res.objective, "cost_weight": args.cost_weight,
-           "weights": res.W.tolist(), "edges": res.edges.tolist(), "edge_weights": res.edge_weights.tolist(),
-           "steps": res.steps, "objective_per_stage": res.history.tolist()}
+    obj = {
+        "graph": name,
+        "n": n,
+        "edges_count": int(len(res.edges)),
+        "lambda": res.rate,
+        "metropolis_lambda": metro,
+        "objective": res.objective,
+        "cost_weight": args.cost_weight,
+        "weights": res.W.tolist(),
+        "edges": res.edges.tolist(),
+        "edge_weights": res.edge_weights.tolist(),
+        "steps": res.steps,
+        "objective_per_stage": res.history.tolist(),
+    }
 
     def rounds(lam):  # whole rounds to shrink D by 100x (lambda^K <= 1e-2)
         if lam >= 1 - 1e-12:
@@ -85,20 +97,26 @@ def cmd_design_weights(args) -> int:
     warnings = []
     if costs is not None and not np.array_equal(costs, costs.T):
         i, j = np.unravel_index(np.argmax(np.abs(costs - costs.T)), costs.shape)
-        warnings.append(f"--costs is not symmetric (c[{i},{j}] = {costs[i, j]:g}, c[{j},{i}] = {costs[j, i]:g}): each "
-                        "undirected edge {i, j} is charged max(c_ij, c_ji)")
+        warnings.append(
+            f"--costs is not symmetric (c[{i},{j}] = {costs[i, j]:g}, c[{j},{i}] = {costs[j, i]:g}): each "
+            "undirected edge {i, j} is charged max(c_ij, c_ji)"
+        )
     if res.rate >= 1 - 1e-9:
-        warnings.append("the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is the "
-                        "optimum of the stated objective; lower the cost weight.")
+        warnings.append(
+            "the designed W does not contract (lambda = 1): no consensus. With --cost-weight this is the "
+            "optimum of the stated objective; lower the cost weight."
+        )
     elif args.cost_weight and res.rate > 0.99:
-        warnings.append(f"the designed W barely contracts (lambda = {res.rate:.6f}, {rounds(res.rate)} rounds to shrink "
-                        "D by 100x): the cost term outweighs the rate at this --cost-weight; lower it for a usable "
-                        "design.")
+        warnings.append(
+            f"the designed W barely contracts (lambda = {res.rate:.6f}, {rounds(res.rate)} rounds to shrink "
+            "D by 100x): the cost term outweighs the rate at this --cost-weight; lower it for a usable "
+            "design."
+        )
     obj["warnings"] = warnings
     if args.out:
-        _write_outputs(_out_dir(args.out), obj, res)
+        _write_outputs(out_dir(args.out), obj, res)
     if args.json:
-        print(_dumps(obj))
+        print(dumps(obj))
         for w in warnings:  # (stdout holds the JSON object)
             print(f"mascot: warning: {w}", file=sys.stderr)
         return 0
@@ -119,11 +137,6 @@ def cmd_design_weights(args) -> int:
     if args.out:
         print(f"  wrote {args.out}/weights.csv, design_weights.json, design_weights.png/.pdf")
     return 0
-
-
-def _dumps(obj: dict, indent: int | None = None) -> str:
-    """Strict JSON of a design result (non-finite numbers as null: JSON has no NaN or Infinity)."""
-    return json.dumps(json_clean(obj), indent=indent)
 
 
 def _seed(text: str) -> int:
@@ -152,27 +165,58 @@ def cmd_design_budget(args) -> int:
     if not (args.noise >= 0 and np.isfinite(args.noise)):
         raise InputError(f"--noise must be a finite standard deviation >= 0; got {args.noise}")
     if not args.eta > args.eps:
-        raise InputError(f"--eta must be > --eps for the adaptive policy (with eta <= eps mode 2 is never used); "
-                         f"got --eta {args.eta:g}, --eps {args.eps:g}")
-    _check_runs(args.runs)
-    r = budget_risk(W1, W2, c1=args.c1, c2=args.c2, eta=args.eta, eps=args.eps, runs=args.runs, d=args.d,
-                    noise=args.noise, max_rounds=args.max_rounds, alpha=args.alpha, b0=args.b0, seed=args.seed)
-    obj = {"runs": int(r.tokens.size), "noise": args.noise, "alpha": r.alpha, "budget_for_alpha": r.budget_for_alpha,
-           "budget_ci95": list(r.budget_ci), "b0": r.b0, "p_fail": r.p_fail,
-           "p_fail_ci95": list(r.p_fail_ci) if r.p_fail_ci else None, "theorem1_b_star_median_d0": r.b_star_median,
-           "theorem1_b_star_max_d0": r.b_star_max, "no_consensus_fraction": r.never,
-           "d0_median": float(np.median(r.d0)), "d0_max": float(r.d0.max())}
+        raise InputError(
+            f"--eta must be > --eps for the adaptive policy (with eta <= eps mode 2 is never used); "
+            f"got --eta {args.eta:g}, --eps {args.eps:g}"
+        )
+    check_runs(args.runs)
+    r = budget_risk(
+        W1,
+        W2,
+        c1=args.c1,
+        c2=args.c2,
+        eta=args.eta,
+        eps=args.eps,
+        runs=args.runs,
+        d=args.d,
+        noise=args.noise,
+        max_rounds=args.max_rounds,
+        alpha=args.alpha,
+        b0=args.b0,
+        seed=args.seed,
+    )
+    obj = {
+        "runs": int(r.tokens.size),
+        "noise": args.noise,
+        "alpha": r.alpha,
+        "budget_for_alpha": r.budget_for_alpha,
+        "budget_ci95": list(r.budget_ci),
+        "b0": r.b0,
+        "p_fail": r.p_fail,
+        "p_fail_ci95": list(r.p_fail_ci) if r.p_fail_ci else None,
+        "theorem1_b_star_median_d0": r.b_star_median,
+        "theorem1_b_star_max_d0": r.b_star_max,
+        "no_consensus_fraction": r.never,
+        "d0_median": float(np.median(r.d0)),
+        "d0_max": float(r.d0.max()),
+    }
     if args.out:
-        _budget_outputs(_out_dir(args.out), obj, r)
+        _budget_outputs(out_dir(args.out), obj, r)
     if args.json:
-        print(_dumps(obj))
+        print(dumps(obj))
         return 0
-    print(f"Algorithm 1, {obj['runs']:,} simulated runs (X0 like Sec. V-A, noise {args.noise:g}; "
-          f"D0 median {obj['d0_median']:.4f}, max {obj['d0_max']:.4f})")
+    print(
+        f"Algorithm 1, {obj['runs']:,} simulated runs (X0 like Sec. V-A, noise {args.noise:g}; "
+        f"D0 median {obj['d0_median']:.4f}, max {obj['d0_max']:.4f})"
+    )
     if r.b0 is not None:
-        print(f"  P(BudgetFail | b0 = {r.b0:g}) = {r.p_fail:.4f}  (95% CI {r.p_fail_ci[0]:.4f} .. {r.p_fail_ci[1]:.4f})")
-    print(f"  budget for risk <= {r.alpha:g}: {r.budget_for_alpha:g} tokens  (95% CI {r.budget_ci[0]:g} .. "
-          f"{r.budget_ci[1]:g})")
+        print(
+            f"  P(BudgetFail | b0 = {r.b0:g}) = {r.p_fail:.4f}  (95% CI {r.p_fail_ci[0]:.4f} .. {r.p_fail_ci[1]:.4f})"
+        )
+    print(
+        f"  budget for risk <= {r.alpha:g}: {r.budget_for_alpha:g} tokens  (95% CI {r.budget_ci[0]:g} .. "
+        f"{r.budget_ci[1]:g})"
+    )
     print(f"  Theorem 1 worst case B*(D0): {r.b_star_median:g} at the median D0, {r.b_star_max:g} at the largest")
     if r.never:
         print(f"  {r.never:.2%} of runs did not reach D <= eps within {args.max_rounds} rounds (they fail any budget)")
@@ -185,7 +229,7 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text
 
-    atomic_write_text(out / "design_budget.json", _dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_budget.json", dumps(obj, indent=2) + "\n")
     t = np.sort(r.tokens[np.isfinite(r.tokens)])
     fig, ax = plt.subplots(figsize=(6, 3.8))
     if t.size:
@@ -202,20 +246,6 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     ax.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, out / "design_budget")
-
-
-def _out_dir(path) -> Path:
-    """``--out`` as a directory, created if needed; a clear error when it is a file."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {out} is a file, not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    return out
-
-
-def _check_runs(runs) -> None:
-    if not (100 <= runs <= 10_000_000):
-        raise InputError(f"--runs must be between 100 and 10^7; got {runs}")
 
 
 def _modes(args):
@@ -241,8 +271,8 @@ def cmd_design_policy(args) -> int:
         v = getattr(args, name)
         if not (v > 0 and np.isfinite(v)):
             raise InputError(f"--{name} must be a finite number > 0; got {v}")
-    _check_runs(args.runs)
-    _check_constraints(args, b0_min_open=False)
+    check_runs(args.runs)
+    check_constraints(args, b0_min_open=False)
     if args.d0 is not None and not (np.isfinite(args.d0) and args.d0 > args.eps):
         raise InputError(f"--d0 must be a finite disagreement > --eps = {args.eps}; got {args.d0}")
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -259,27 +289,48 @@ def cmd_design_policy(args) -> int:
     else:
         etas = np.round(np.geomspace(1.2 * args.eps, 0.6, 14), 4)
     etas = np.unique(np.append(etas, 0.1)) if args.eps < 0.1 else etas
-    fr = threshold_frontier(W1, W2, c1=args.c1, c2=args.c2, eps=args.eps, etas=etas, runs=args.runs, noise=args.noise,
-                            b0=args.b0, seed=args.seed, max_rounds=_POLICY_MAX_ROUNDS)
+    fr = threshold_frontier(
+        W1,
+        W2,
+        c1=args.c1,
+        c2=args.c2,
+        eps=args.eps,
+        etas=etas,
+        runs=args.runs,
+        noise=args.noise,
+        b0=args.b0,
+        seed=args.seed,
+        max_rounds=_POLICY_MAX_ROUNDS,
+    )
     ok = (fr.mean_rounds <= args.max_mean_rounds) & (fr.no_consensus == 0)  # every run reaches consensus
     if args.b0 is not None:
         ok &= fr.p_fail <= args.alpha
     best = fr[ok].sort_values(["mean_tokens", "eta"]).iloc[0] if ok.any() else None
     d0 = args.d0
     cert = certificate_best_eta(d0, args.eps, lam1, lam2, args.c1, args.c2) if d0 and d0 > args.eps else None
-    obj = {"lambda1": lam1, "lambda2": lam2, "frontier": fr.to_dict(orient="records"),
-           "best_eta": None if best is None else float(best.eta),
-           "constraints": {"alpha": args.alpha if args.b0 is not None else None, "b0": args.b0,
-                           "max_mean_rounds": args.max_mean_rounds},
-           "certificate": None if cert is None else {"d0": d0, "eta": cert.eta, "b_star": cert.b_star, "K1": cert.k1,
-                                                      "K2": cert.k2}}
+    obj = {
+        "lambda1": lam1,
+        "lambda2": lam2,
+        "frontier": fr.to_dict(orient="records"),
+        "best_eta": None if best is None else float(best.eta),
+        "constraints": {
+            "alpha": args.alpha if args.b0 is not None else None,
+            "b0": args.b0,
+            "max_mean_rounds": args.max_mean_rounds,
+        },
+        "certificate": None
+        if cert is None
+        else {"d0": d0, "eta": cert.eta, "b_star": cert.b_star, "K1": cert.k1, "K2": cert.k2},
+    }
     if args.out:
-        _policy_outputs(_out_dir(args.out), obj, fr, args)
+        _policy_outputs(out_dir(args.out), obj, fr, args)
     if args.json:
-        print(_dumps(obj))
+        print(dumps(obj))
         return 0 if best is not None else 1
-    print(f"lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f}, c1 = {args.c1:g}, c2 = {args.c2:g}, eps = {args.eps:g}; "
-          f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})")
+    print(
+        f"lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f}, c1 = {args.c1:g}, c2 = {args.c2:g}, eps = {args.eps:g}; "
+        f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})"
+    )
     cols = ["eta", "mean_tokens", "p95_tokens", "mean_rounds"] + (["p_fail"] if args.b0 is not None else [])
     print(fr[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
     if best is None:
@@ -288,14 +339,18 @@ def cmd_design_policy(args) -> int:
         why = f" (runs that never reach consensus within {_POLICY_MAX_ROUNDS} rounds: {shares})" if len(never) else ""
         print(f"no eta meets the constraints{why}")  # (exit status 1, as design schedule's)
     else:
-        print(f"cheapest eta meeting the constraints: {best.eta:g} ({best.mean_tokens:.1f} tokens on average, "
-              f"{best.mean_rounds:.2f} rounds)")
+        print(
+            f"cheapest eta meeting the constraints: {best.eta:g} ({best.mean_tokens:.1f} tokens on average, "
+            f"{best.mean_rounds:.2f} rounds)"
+        )
     paper = fr[np.isclose(fr.eta, 0.1)]
     if len(paper):
         print(f"the paper's eta = 0.1: {paper.mean_tokens.iloc[0]:.1f} tokens, {paper.mean_rounds.iloc[0]:.2f} rounds")
     if cert is not None:
-        print(f"certificate (Theorem 1, D0 = {d0:g}): min B* = {cert.b_star:g} at eta = {cert.eta:.4g} "
-              f"(K1 = {cert.k1}, K2 = {cert.k2})")
+        print(
+            f"certificate (Theorem 1, D0 = {d0:g}): min B* = {cert.b_star:g} at eta = {cert.eta:.4g} "
+            f"(K1 = {cert.k1}, K2 = {cert.k2})"
+        )
     return 0 if best is not None else 1
 
 
@@ -305,7 +360,7 @@ def _policy_outputs(out: Path, obj: dict, fr, args) -> None:
     from mascot.analysis.figures import plt, save_figure
     from mascot.io import atomic_write_text, write_csv
 
-    atomic_write_text(out / "design_policy.json", _dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_policy.json", dumps(obj, indent=2) + "\n")
     write_csv(fr, out / "frontier.csv", index=False, float_format="%.6g")
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
 
@@ -345,7 +400,7 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     from mascot.io import atomic_write_text, write_csv
 
     write_csv(pd.DataFrame(res.W), out / "weights.csv", index=False, header=False, float_format="%.10g")
-    atomic_write_text(out / "design_weights.json", _dumps(obj, indent=2) + "\n")
+    atomic_write_text(out / "design_weights.json", dumps(obj, indent=2) + "\n")
     fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
     im = a.imshow(res.W, cmap="viridis", vmin=0)
     a.set_title(f"designed W, lambda = {res.rate:.4f}")
@@ -364,226 +419,10 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     save_figure(fig, out / "design_weights")
 
 
-def _positive(args, *names) -> None:
-    for name in names:
-        v = getattr(args, name)
-        if not (v > 0 and math.isfinite(v)):
-            raise InputError(f"--{name.replace('_', '-')} must be a finite number > 0; got {v}")
-
-
-def cmd_design_schedule(args) -> int:
-    import numpy as np
-
-    from mascot.design.schedule import RateModel, design_schedule, draws, evaluate
-
-    src = None
-    if args.model:
-        if args.lambda1 is not None or args.lambda2 is not None:
-            raise InputError("give --model or --lambda1/--lambda2, not both")
-        from mascot.calibrate.deliberation_sim import scalar_rate_model
-
-        try:
-            src = scalar_rate_model(args.model, seed=args.seed)
-        except (OSError, ValueError) as e:
-            raise InputError(f"--model: {e}") from None
-        for k in ("eps", "d0", "b0"):
-            if getattr(args, k) is None:
-                setattr(args, k, src[k])
-        if args.d0_sd is None:
-            args.d0_sd = src["d0_sd"]
-    elif args.lambda1 is None or args.lambda2 is None or args.eps is None or args.d0 is None:
-        raise InputError("give --lambda1, --lambda2, --eps and --d0 (or --model FILE, a calibrated deliberation "
-                         "parameter file)")
-    if args.d0_sd is None:
-        args.d0_sd = 0.0
-    if src is None:
-        _positive(args, "lambda1", "lambda2")
-    _positive(args, "c1", "c2", "eps", "d0", "d_ref")
-    for name in ("slope1", "slope2", "rate_sd1", "rate_sd2", "cost_cv", "d0_sd"):
-        v = getattr(args, name)
-        if not math.isfinite(v) or (name != "slope1" and name != "slope2" and v < 0):
-            raise InputError(f"--{name.replace('_', '-')} must be a finite number{'' if 'slope' in name else ' >= 0'}; "
-                             f"got {v}")
-    _check_runs(args.runs)
-    if not args.d0 > args.eps:
-        raise InputError(f"--d0 must be > --eps = {args.eps}; got {args.d0}")
-    if args.paper_eta is None:  # the paper's threshold, where it is above this eps
-        args.paper_eta = 0.1 if args.eps < 0.1 else None
-    elif not (math.isfinite(args.paper_eta) and args.paper_eta > args.eps):
-        raise InputError(f"--paper-eta must be a finite threshold > --eps = {args.eps}; got {args.paper_eta}")
-    _check_constraints(args, b0_min_open=True)
-    if args.bins < 2 or args.steps < 1:
-        raise InputError(f"--bins must be >= 2 and --steps >= 1; got {args.bins}, {args.steps}")
-    if src is not None:
-        model = RateModel(a=src["a"], b=src["b"], rate_sd=src["rate_sd"], cost=src["cost"], cost_cv=src["cost_cv"])
-    else:
-        lr = math.log(args.d_ref)
-        model = RateModel(a=(math.log(args.lambda1) - args.slope1 * lr, math.log(args.lambda2) - args.slope2 * lr),
-                          b=(args.slope1, args.slope2), rate_sd=(args.rate_sd1, args.rate_sd2),
-                          cost=(args.c1, args.c2), cost_cv=args.cost_cv)
-    r = design_schedule(model, eps=args.eps, d0=args.d0, d0_sd=args.d0_sd, b0=args.b0, alpha=args.alpha,
-                        max_mean_rounds=args.max_mean_rounds, bins=args.bins, runs=args.runs, steps=args.steps,
-                        seed=args.seed)
-    paper = None
-    if args.paper_eta is not None and args.eps < args.paper_eta:
-        le = math.log(args.paper_eta)
-        from mascot.design.schedule import summarize
-
-        paper = {"eta": args.paper_eta, "design": summarize(evaluate(model, lambda x: x > le, args.eps,
-                                                                     draws(args.runs, 200, args.d0, args.d0_sd,
-                                                                           args.seed)), args.b0)}
-    obj = {"model": {"a": list(model.a), "b": list(model.b), "rate_sd": list(model.rate_sd), "cost": list(model.cost),
-                     "cost_cv": model.cost_cv, "from": args.model},
-           "feasible": r.feasible, "mode1_intervals": r.schedule.intervals(),
-           "schedule": {"log_d_lo": r.schedule.log_lo, "log_d_hi": r.schedule.log_hi, "theta": list(r.schedule.theta)},
-           "design": r.design, "holdout": r.holdout, "best_eta": r.best_eta, "threshold_design": r.threshold_design,
-           "threshold_holdout": r.threshold_holdout, "paper_eta": paper, "wall_s": r.wall_s,
-           "constraints": {"b0": args.b0, "alpha": args.alpha if args.b0 is not None else None,
-                           "max_mean_rounds": args.max_mean_rounds}}
-    if src is not None:
-        obj["text_level"] = _text_level_check(args, r)
-    if args.out:
-        _schedule_outputs(_out_dir(args.out), obj, r, model, args)
-    if args.json:
-        print(_dumps(obj))
-        return 0 if r.feasible else 1
-    if src is not None:
-        rate = ", ".join(f"lambda{s + 1}(D) = exp({model.a[s]:.3f} {model.b[s]:+.3f} log D) (log-rate sd "
-                         f"{model.rate_sd[s]:.3f}, {model.cost[s]:,.0f} tokens/round)" for s in (0, 1))
-        print(f"scalar model measured from {args.model} ({src['source']}; the surrogate's agents simulated): {rate}; "
-              f"eps = {args.eps:g}; D0 = {args.d0:.4g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
-    else:
-        print(f"rates lambda_s(D) = lambda_s (D / {args.d_ref:g})^slope_s: lambda1 = {args.lambda1:g} (slope "
-              f"{args.slope1:g}), lambda2 = {args.lambda2:g} (slope {args.slope2:g}); costs {args.c1:g} / "
-              f"{args.c2:g}; eps = {args.eps:g}; D0 = {args.d0:g}; {args.runs:,} runs; optimised in {r.wall_s:.1f} s")
-    if not r.feasible:
-        print("no schedule or threshold tried meets the constraints; the cheapest found is shown")
-    iv = ", ".join(f"[{a:.4g}, {b:.4g}]" if math.isfinite(b) else f"[{a:.4g}, inf)"
-                   for a, b in obj["mode1_intervals"]) or "none"
-    print(f"designed schedule: mode 1 for D in {iv}; mode 2 elsewhere above eps")
-    rows = [("designed schedule", r.design, r.holdout)]
-    if r.best_eta is not None:
-        rows.append((f"best threshold eta = {r.best_eta:.4g}", r.threshold_design, r.threshold_holdout))
-    if paper is not None:
-        rows.append((f"threshold eta = {paper['eta']:g}", paper["design"], None))
-    for name, d, h in rows:
-        extra = f", P(fail) {d['p_fail']:.3f}" if args.b0 is not None else ""
-        held = f" (independent sample: {h['mean_tokens']:.1f})" if h else ""
-        print(f"  {name}: {d['mean_tokens']:.1f} tokens{held}, {d['mean_rounds']:.2f} rounds{extra}")
-    if src is not None:
-        tl = obj["text_level"]
-        print(f"checked on the text-level agents ({tl['runs']:,} simulated runs of the calibrated surrogate, the "
-              f"scalar model's assumptions not made):")
-        for name, d in tl["rows"]:
-            print(f"  {name}: {d['mean_tokens']:.1f} tokens, {d['mean_rounds']:.2f} rounds, P(fail) {d['p_fail']:.3f}")
-        print(f"  cheapest meeting the constraints there: {tl['best']}")
-    return 0 if r.feasible else 1
-
-
-def _text_level_check(args, r) -> dict:
-    """The scalar design, the thresholds and every bin schedule on the same knots, evaluated on the calibrated
-    surrogate's text-level agents (:func:`mascot.calibrate.deliberation_sim.schedule_evaluator`)."""
-    import itertools
-
-    import numpy as np
-
-    from mascot.calibrate.deliberation_sim import schedule_evaluator
-
-    c = r.schedule.centres()
-    runs = int(min(args.runs, 1000))
-    ev = schedule_evaluator(args.model, c, runs=runs, seed=args.seed + 1)
-
-    def ok(d):
-        return (np.isfinite(d["mean_tokens"]) and d["mean_rounds"] <= args.max_mean_rounds
-                and (args.b0 is None or d["p_fail"] <= args.alpha))
-
-    rows = [("designed schedule (scalar model)", ev(np.asarray(r.schedule.theta)))]
-    if args.paper_eta is not None and args.paper_eta > args.eps:
-        rows.append((f"threshold eta = {args.paper_eta:g}", ev(c - math.log(args.paper_eta))))
-    thr = [(float(e), ev(c - math.log(e))) for e in np.geomspace(args.eps * 1.0001, math.exp(c[-1]), 30)]
-    feas = [t for t in thr if ok(t[1])]
-    if feas:
-        e, d = min(feas, key=lambda t: t[1]["mean_tokens"])
-        rows.append((f"best threshold there, eta = {e:.4g}", d))
-    best_bins = None
-    if len(c) <= 8:
-        for signs in itertools.product((-1.0, 1.0), repeat=len(c)):
-            d = ev(np.asarray(signs))
-            if ok(d) and (best_bins is None or d["mean_tokens"] < best_bins[1]["mean_tokens"]):
-                best_bins = (signs, d)
-        if best_bins is not None:
-            on = [f"{math.exp(x):.3g}" for x, sg in zip(c, best_bins[0]) if sg > 0]
-            rows.append((f"best of the 2^{len(c)} bin schedules (mode 1 at knots D = {', '.join(on) or 'none'})",
-                         best_bins[1]))
-    cands = [(n, d) for n, d in rows if ok(d)]
-    best = min(cands, key=lambda t: t[1]["mean_tokens"])[0] if cands else "none"
-    return {"runs": runs, "rows": rows, "thresholds": thr, "best": best}
-
-
-def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
-    import numpy as np
-
-    from mascot.analysis.figures import plt, save_figure
-    from mascot.io import atomic_write_text
-
-    atomic_write_text(out / "design_schedule.json", _dumps(obj, indent=2) + "\n")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 4.8))
-    d = np.geomspace(args.eps, math.exp(r.schedule.log_hi), 300)
-    for s, lab in ((0, "mode 1"), (1, "mode 2")):
-        a.plot(d, np.exp(model.a[s] + model.b[s] * np.log(d)), label=f"lambda_{s + 1}(D) ({lab})")
-    for lo, hi in obj["mode1_intervals"]:
-        a.axvspan(lo, min(hi, d[-1]), color="C0", alpha=0.12)
-    a.axhline(1.0, color="gray", lw=0.8)
-    if r.best_eta is not None:
-        a.axvline(r.best_eta, color="C3", ls="-.", label=f"best threshold {r.best_eta:.3g}")
-    a.set_xscale("log")
-    a.set_xlabel("disagreement D")
-    a.set_ylabel("per-round rate")
-    a.set_title("rates; shaded: designed schedule uses mode 1")
-    a.legend(fontsize=8)
-    etas = np.array([e for e, _ in r.thresholds])
-    tok = np.array([s["mean_tokens"] for _, s in r.thresholds])
-    ok = np.isfinite(tok)
-    b.plot(etas[ok], tok[ok], marker=".", label="single threshold eta (scalar model)")
-    b.axhline(r.design["mean_tokens"], color="C2", ls="--", label="designed schedule (scalar model)")
-    tl = obj.get("text_level")
-    if tl:
-        te = np.array([e for e, _ in tl["thresholds"]])
-        tt = np.array([d["mean_tokens"] for _, d in tl["thresholds"]])
-        b.plot(te[np.isfinite(tt)], tt[np.isfinite(tt)], marker="x", color="C1", label="single threshold (text-level agents)")
-        b.axhline(tl["rows"][0][1]["mean_tokens"], color="C4", ls=":", label="designed schedule (text-level agents)")
-    if obj["paper_eta"] is not None:
-        b.axvline(obj["paper_eta"]["eta"], color="gray", ls=":", label=f"eta = {obj['paper_eta']['eta']:g}")
-    from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
-
-    for axis in (a, b):
-        axis.set_xscale("log")
-        lo, hi = axis.get_xlim()
-        axis.xaxis.set_major_locator(FixedLocator([x for x in (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0) if lo <= x <= hi]))
-        axis.xaxis.set_minor_locator(NullLocator())
-        axis.xaxis.set_major_formatter(ScalarFormatter())
-    b.set_xlabel("threshold eta")
-    b.set_ylabel("mean tokens to consensus")
-    b.set_title("mean tokens: thresholds vs the designed schedule")
-    b.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
-    fig.tight_layout()
-    save_figure(fig, out / "design_schedule")
-
-
 def _constraint_args(p, b0_help: str) -> None:
     p.add_argument("--b0", type=float, help=b0_help)
     p.add_argument("--alpha", type=float, default=0.05, help="largest acceptable P(BudgetFail | b0) (default 0.05)")
     p.add_argument("--max-mean-rounds", type=float, default=math.inf, help="rounds limit (mean over runs)")
-
-
-def _check_constraints(args, b0_min_open: bool) -> None:
-    """--alpha in (0, 1), --max-mean-rounds > 0, --b0 finite (> 0, or >= 0 where a zero budget makes sense)."""
-    if not (0 < args.alpha < 1):
-        raise InputError(f"--alpha must be in (0, 1); got {args.alpha}")
-    if not args.max_mean_rounds > 0:
-        raise InputError(f"--max-mean-rounds must be > 0; got {args.max_mean_rounds}")
-    if args.b0 is not None and not (math.isfinite(args.b0) and (args.b0 > 0 if b0_min_open else args.b0 >= 0)):
-        raise InputError(f"--b0 must be a finite budget {'> 0' if b0_min_open else '>= 0'}; got {args.b0}")
 
 
 def _mode_args(p) -> None:
@@ -601,13 +440,20 @@ def _output_args(p, what: str) -> None:
 def add_parsers(sub) -> None:
     d = sub.add_parser("design", help="choose weights (and more) before spending tokens")
     dsub = d.add_subparsers(dest="design_command", required=True)
-    w = dsub.add_parser("weights", help="fastest-contraction symmetric doubly stochastic weights on a graph",
-                        description=__doc__.split("\n\n")[2] if __doc__ else None)
+    w = dsub.add_parser(
+        "weights",
+        help="fastest-contraction symmetric doubly stochastic weights on a graph",
+        description=__doc__.split("\n\n")[2] if __doc__ else None,
+    )
     w.add_argument("--topology", action="append", help="a topology spec as `mascot diagnose` takes it, e.g. ring:8")
     w.add_argument("--adjacency", action="append", help="an adjacency file (.npy, .csv, .json)")
     w.add_argument("--costs", help="per-edge token costs: an n x n matrix file (.npy, .csv, .json)")
-    w.add_argument("--cost-weight", type=float, default=0.0,
-                   help="objective lambda + MU * sum_e c_e w_e (default 0: the rate alone)")
+    w.add_argument(
+        "--cost-weight",
+        type=float,
+        default=0.0,
+        help="objective lambda + MU * sum_e c_e w_e (default 0: the rate alone)",
+    )
     w.add_argument("--steps", type=int, default=400, help="optimiser steps per smoothing stage (default 400)")
     w.add_argument("--seed", type=_seed, default=0, help="initial-point seed (default 0)")
     _output_args(w, "weights.csv, design_weights.json and a figure")
@@ -640,8 +486,11 @@ def add_parsers(sub) -> None:
     q.set_defaults(func=cmd_design_policy)
 
     s = dsub.add_parser("schedule", help="a D-dependent mode schedule for rates that depend on D (optax)")
-    s.add_argument("--model", help="a calibrated deliberation parameter file (mascot calibrate deliberation's "
-                   "params.toml): its agents are simulated and reduced to the scalar model (instead of the rate flags)")
+    s.add_argument(
+        "--model",
+        help="a calibrated deliberation parameter file (mascot calibrate deliberation's "
+        "params.toml): its agents are simulated and reduced to the scalar model (instead of the rate flags)",
+    )
     s.add_argument("--lambda1", type=float, help="mode-1 rate at D = --d-ref")
     s.add_argument("--lambda2", type=float, help="mode-2 rate at D = --d-ref")
     s.add_argument("--slope1", type=float, default=0.0, help="d log lambda1 / d log D (default 0: constant)")
@@ -656,8 +505,12 @@ def add_parsers(sub) -> None:
     s.add_argument("--d0", type=float, help="initial disagreement, median (with --model: simulated)")
     s.add_argument("--d0-sd", type=float, help="s.d. of log D0 (default 0; with --model: simulated)")
     _constraint_args(s, "budget for the risk constraint (with --model: the file's)")
-    s.add_argument("--paper-eta", type=float, default=None,
-                   help="a threshold to place beside the design (default 0.1, the paper's, where it is above --eps)")
+    s.add_argument(
+        "--paper-eta",
+        type=float,
+        default=None,
+        help="a threshold to place beside the design (default 0.1, the paper's, where it is above --eps)",
+    )
     s.add_argument("--bins", type=int, default=8, help="schedule knots in log D (default 8)")
     s.add_argument("--steps", type=int, default=300, help="optimiser steps (default 300)")
     s.add_argument("--runs", type=int, default=2000, help="simulated runs (default 2000)")

@@ -1,17 +1,17 @@
 """The ``mascot`` command.
 
-    mascot reproduce consensus [--out DIR]     recompute the consensus paper's simulation section
-    mascot reproduce all [--out DIR]           every reproduction mascot has (consensus, for now)
-    mascot certify --d0 ... --b0 ... [--json]  Theorem 1 / Def. 11 certificate calculator
-    mascot validate CONFIG                     check a sweep config; print points and memory per chunk
-    mascot run CONFIG [--shard I/N] [--out DIR]  run (or resume) a sweep
-    mascot status DIR                          progress of a run directory
-    mascot merge DIR [--out FILE.parquet]      check completeness and write one dataset
-    mascot slurm submit CONFIG --shards N      sbatch array + dependent merge job (--dry-run prints them);
-                                               a trials config: one requeue-safe trials job
-    mascot report consensus-sweep DATA [--out DIR]   figures and tables from a merged consensus sweep
-    mascot trials [--backend surrogate|vllm|openai|hf] [--topology all] --out DIR   SR paper's state-tracking
-                                               trials: Table 2, Figs 2-6, request logs; resumable
+mascot reproduce consensus [--out DIR]     recompute the consensus paper's simulation section
+mascot reproduce all [--out DIR]           every reproduction mascot has (consensus, for now)
+mascot certify --d0 ... --b0 ... [--json]  Theorem 1 / Def. 11 certificate calculator
+mascot validate CONFIG                     check a sweep config; print points and memory per chunk
+mascot run CONFIG [--shard I/N] [--out DIR]  run (or resume) a sweep
+mascot status DIR                          progress of a run directory
+mascot merge DIR [--out FILE.parquet]      check completeness and write one dataset
+mascot slurm submit CONFIG --shards N      sbatch array + dependent merge job (--dry-run prints them);
+                                           a trials config: one requeue-safe trials job
+mascot report consensus-sweep DATA [--out DIR]   figures and tables from a merged consensus sweep
+mascot trials [--backend surrogate|vllm|openai|hf] [--topology all] --out DIR   SR paper's state-tracking
+                                           trials: Table 2, Figs 2-6, request logs; resumable
 """
 
 from __future__ import annotations
@@ -42,14 +42,15 @@ def _sweep_and_report(cfg_path: Path, report, out: Path) -> None:
 
 
 def _cmd_reproduce(args) -> int:
-    from mascot.analysis import consensus_paper, spectra_paper
+    from mascot.studies import consensus_report as consensus_paper
+    from mascot.studies import spectra as spectra_paper
 
     if args.what == "consensus":
         consensus_paper.reproduce(Path(args.out or "results/consensus"))
     elif args.what == "spectra":
         spectra_paper.reproduce(Path(args.out or "results/spectra"))
     elif args.what == "deliberation":
-        from mascot.analysis.deliberation_report import reproduce as reproduce_deliberation
+        from mascot.studies.deliberation import reproduce as reproduce_deliberation
 
         reproduce_deliberation(Path(args.out or "results/deliberation"))
     else:  # all: both papers' closed-form sections, then the committed sweeps and their reports
@@ -62,12 +63,15 @@ def _cmd_reproduce(args) -> int:
         spectra_paper.reproduce(root / "spectra")
         _sweep_and_report(Path("configs/sweeps/consensus_scaling.toml"), consensus_report, root / "sweeps")
         _sweep_and_report(Path("configs/sweeps/spectra_families.toml"), spectra_report, root / "spectra")
-        _sweep_and_report_many([Path("configs/sweeps/noise_linear.toml"), Path("configs/sweeps/noise_rule.toml")],
-                               noise_report, root / "spectra")
+        _sweep_and_report_many(
+            [Path("configs/sweeps/noise_linear.toml"), Path("configs/sweeps/noise_rule.toml")],
+            noise_report,
+            root / "spectra",
+        )
         spectra_paper.write_readme(root / "spectra")  # again, now with the sweeps' findings
-        from mascot.analysis.deliberation_report import reproduce as reproduce_deliberation
-        from mascot.analysis.debate_report import reproduce as reproduce_debate
-        from mascot.analysis.trials_report import reproduce as reproduce_trials
+        from mascot.studies.debate import reproduce as reproduce_debate
+        from mascot.studies.deliberation import reproduce as reproduce_deliberation
+        from mascot.studies.trials import reproduce as reproduce_trials
 
         reproduce_deliberation(root / "deliberation")  # with the per-model token scaling and the Table VII mapping
         reproduce_trials(root / "trials")  # the SR paper's Table 2 and Figs 2-6, 100 surrogate trials
@@ -121,8 +125,10 @@ def _cmd_certify(args) -> int:
     W1 = _load_matrix(args.w1, "--w1") if args.w1 else None
     W2 = _load_matrix(args.w2, "--w2") if args.w2 else None
     if W1 is not None and W2 is not None and W1.shape != W2.shape:
-        raise InputError(f"--w1 is {W1.shape[0]} x {W1.shape[1]} but --w2 is {W2.shape[0]} x {W2.shape[1]}: both modes "
-                         "act on the same N agents (consensus paper, Def. 1)")
+        raise InputError(
+            f"--w1 is {W1.shape[0]} x {W1.shape[1]} but --w2 is {W2.shape[0]} x {W2.shape[1]}: both modes "
+            "act on the same N agents (consensus paper, Def. 1)"
+        )
     if W1 is not None:
         lam1 = contraction_rate(W1, name="W1 (--w1)")
     if W2 is not None:
@@ -134,26 +140,56 @@ def _cmd_certify(args) -> int:
     cert = theorem1(args.d0, args.eta, args.eps, lam1, lam2, args.c1, args.c2)
     cor = corollary1(args.d0, args.eta, args.eps, lam1, lam2, args.c1, args.c2)
     certified = cert.certifies(args.b0)
-    verdict = ("applies" if cor.condition else
-               ("does not apply: c1/c2 < log(lambda1)/log(lambda2)" if cor.applies else
-                "does not apply: needs lambda1 < lambda2"))
-    out = dict(d0=cert.d0, b0=args.b0, eta=cert.eta, eps=cert.eps, lambda1=lam1, lambda2=lam2, c1=cert.c1,
-               c2=cert.c2, K1=cert.K1, K2=cert.K2, K_star=cert.K_star, B_star=cert.B_star, certified=certified,
-               margin=cert.margin(args.b0), reason=cert.reason, K_cmpl=cor.K_cmpl, K_ring=cor.K_ring,
-               B_cmpl=cor.B_cmpl, B_ring=cor.B_ring, corollary_condition=cor.condition,
-               corollary=verdict, rounds_chain=cor.rounds_chain, cost_chain=cor.cost_chain)
+    verdict = (
+        "applies"
+        if cor.condition
+        else (
+            "does not apply: c1/c2 < log(lambda1)/log(lambda2)"
+            if cor.applies
+            else "does not apply: needs lambda1 < lambda2"
+        )
+    )
+    out = dict(
+        d0=cert.d0,
+        b0=args.b0,
+        eta=cert.eta,
+        eps=cert.eps,
+        lambda1=lam1,
+        lambda2=lam2,
+        c1=cert.c1,
+        c2=cert.c2,
+        K1=cert.K1,
+        K2=cert.K2,
+        K_star=cert.K_star,
+        B_star=cert.B_star,
+        certified=certified,
+        margin=cert.margin(args.b0),
+        reason=cert.reason,
+        K_cmpl=cor.K_cmpl,
+        K_ring=cor.K_ring,
+        B_cmpl=cor.B_cmpl,
+        B_ring=cor.B_ring,
+        corollary_condition=cor.condition,
+        corollary=verdict,
+        rounds_chain=cor.rounds_chain,
+        cost_chain=cor.cost_chain,
+    )
     if args.json:
         print(json.dumps({k: _json_safe(v) for k, v in out.items()}, indent=2))
         return 0
     yes = "YES" if certified else "NO"
     print(f"lambda1 = {lam1:.6g}   lambda2 = {lam2:.6g}   ({cert.reason})")
     print(f"K1 = {cert.K1}   K2 = {cert.K2}   K* = {cert.K_star}   B* = {cert.B_star:g}")
-    print(f"(D0 = {cert.d0:g}, b0 = {args.b0:g}) in the certificate region: {yes}   "
-          f"margin b0 - B* = {cert.margin(args.b0):g}")
+    print(
+        f"(D0 = {cert.d0:g}, b0 = {args.b0:g}) in the certificate region: {yes}   "
+        f"margin b0 - B* = {cert.margin(args.b0):g}"
+    )
     if certified:
         print(f"  => eps-consensus within {cert.K_star} rounds and {cert.B_star:g} tokens (Theorem 2)")
-    print(f"Corollary 1: {verdict}; K_cmpl = {cor.K_cmpl}, K_ring = {cor.K_ring}, "
-          f"B_cmpl = {cor.B_cmpl:g}, B_ring = {cor.B_ring:g}")
+    print(
+        f"Corollary 1: {verdict}; K_cmpl = {cor.K_cmpl}, K_ring = {cor.K_ring}, "
+        f"B_cmpl = {cor.B_cmpl:g}, B_ring = {cor.B_ring:g}"
+    )
     print(f"  K_cmpl <= K* <= K_ring: {cor.rounds_chain}   K_ring c2 <= B* <= K_cmpl c1: {cor.cost_chain}")
     return 0
 
@@ -169,8 +205,11 @@ def _cmd_validate(args) -> int:
     print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if mem > ram:
-        print(f"mascot: warning: a chunk needs more than this machine's {ram / 2**30:,.1f} GiB of memory; lower "
-              "experiment.chunk_size or the per-point sizes, or run it where there is more", file=sys.stderr)
+        print(
+            f"mascot: warning: a chunk needs more than this machine's {ram / 2**30:,.1f} GiB of memory; lower "
+            "experiment.chunk_size or the per-point sizes, or run it where there is more",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -181,8 +220,10 @@ def _cmd_run(args) -> int:
         raise InputError("--out must name a directory (it is empty)")
     cfg = load_config(args.config)
     s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet, workers=args.workers)
-    print(f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
-          f"{s.seconds:.1f} s; {s.chunks_skipped} already complete")
+    print(
+        f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
+        f"{s.seconds:.1f} s; {s.chunks_skipped} already complete"
+    )
     return 0
 
 
@@ -195,9 +236,11 @@ def _cmd_status(args) -> int:
         print(json.dumps(st, indent=2))
         return code
     print(f"{args.dir}: {st['name']} ({st['kind']}, hash {st['hash']})")
-    print(f"  chunks {st['chunks_done']}/{st['n_chunks']}  rows {st['rows']:,}  "
-          + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}")
-          + ("  (--quick: footers checked, data pages not verified)" if args.quick else ""))
+    print(
+        f"  chunks {st['chunks_done']}/{st['n_chunks']}  rows {st['rows']:,}  "
+        + ("complete" if st["complete"] else f"missing: {st['missing_chunks']}")
+        + ("  (--quick: footers checked, data pages not verified)" if args.quick else "")
+    )
     for path, why in st["bad_chunks"].items():
         print(f"  invalid (recomputed by the next `mascot run`): {path}: {why}")
     for path in st["foreign_files"]:
@@ -216,8 +259,17 @@ def _cmd_merge(args) -> int:
 def _cmd_slurm_submit(args) -> int:
     from mascot.cli import slurm
 
-    sub = slurm.submit(args.config, args.shards, dry_run=args.dry_run, out=args.out, partition=args.partition,
-                       time=args.time, gpus=args.gpus, cpus=args.cpus, mem=args.mem)
+    sub = slurm.submit(
+        args.config,
+        args.shards,
+        dry_run=args.dry_run,
+        out=args.out,
+        partition=args.partition,
+        time=args.time,
+        gpus=args.gpus,
+        cpus=args.cpus,
+        mem=args.mem,
+    )
     trials = sub.kind == "trials"
     if args.dry_run:
         if trials:
@@ -253,21 +305,29 @@ def _cmd_report(args) -> int:
         raise InputError(f"report {args.what} takes one merged dataset; got {len(args.data)}")
     for p in args.data:
         if not Path(p).is_file():
-            raise InputError(f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
-                             "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)")
+            raise InputError(
+                f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
+                "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)"
+            )
     out = args.out or _REPORT_OUT[args.what]
     bad = next((q for q in (Path(out), *Path(out).parents) if q.exists() and not q.is_dir()), None)
     if bad is not None:
         raise InputError(f"--out {out}: {bad} is a file; give a directory for the report's files")
     report(args.data if args.what == "noise-sweep" else args.data[0], out)
     if args.what != "consensus-sweep":  # (the consensus report names its files itself)
-        files = {"spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf",
-                 "noise-sweep": "noise_ratios.csv noise_claims.json fig_noise.png/.pdf"}[args.what]
+        files = {
+            "spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf",
+            "noise-sweep": "noise_ratios.csv noise_claims.json fig_noise.png/.pdf",
+        }[args.what]
         print(f"wrote {out}/: {files}")
     return 0
 
 
-_REPORT_OUT = {"consensus-sweep": "results/sweeps", "spectra-sweep": "results/spectra", "noise-sweep": "results/spectra"}
+_REPORT_OUT = {
+    "consensus-sweep": "results/sweeps",
+    "spectra-sweep": "results/spectra",
+    "noise-sweep": "results/spectra",
+}
 
 
 def _cmd_diagnose(args) -> int:
@@ -300,9 +360,15 @@ def _cmd_diagnose(args) -> int:
 
 
 # the trials surrogate's constructor parameters -> their flags
-_SURROGATE_FLAGS = {"sigma": "--sigma", "rho_c": "--rho-c", "parity_slip": "--parity-slip",
-                    "level_slip": "--level-slip", "parse_fail": "--parse-fail", "judge": "--judge",
-                    "judge_noise": "--judge-noise"}
+_SURROGATE_FLAGS = {
+    "sigma": "--sigma",
+    "rho_c": "--rho-c",
+    "parity_slip": "--parity-slip",
+    "level_slip": "--level-slip",
+    "parse_fail": "--parse-fail",
+    "judge": "--judge",
+    "judge_noise": "--judge-noise",
+}
 
 
 def _trials_backend(args):
@@ -323,13 +389,18 @@ def _cmd_trials(args) -> int:
     from mascot.analysis.trials_report import write_report
     from mascot.backends.base import Sampling
     from mascot.cli.backend_args import check_sampling_args
+    from mascot.protocols.state_tracking.baselines import run_baselines
     from mascot.protocols.state_tracking.harness import TOPOLOGIES, TrialConfig, run_trials
 
     topo = args.topology or ["all"]
     topologies = TOPOLOGIES if "all" in topo else tuple(topo)
     check_sampling_args(args)
-    for flag, v, lo in (("--n-trials", args.n_trials, 1), ("--steps", args.steps, 1), ("--retries", args.retries, 0),
-                        ("--n-boot", args.n_boot, 1)):
+    for flag, v, lo in (
+        ("--n-trials", args.n_trials, 1),
+        ("--steps", args.steps, 1),
+        ("--retries", args.retries, 0),
+        ("--n-boot", args.n_boot, 1),
+    ):
         if v is not None and v < lo:
             raise InputError(f"{flag} must be an integer >= {lo}; got {v}")
     if not math.isfinite(args.epsilon):
@@ -338,21 +409,34 @@ def _cmd_trials(args) -> int:
         raise InputError(f"--d-floor must be a finite number > 0; got {args.d_floor}")
     backend, spec, default_log = _trials_backend(args)
     n_trials = args.n_trials or (10_000 if args.backend == "surrogate" else 100)
-    cfg = TrialConfig(topologies=topologies, n_trials=n_trials, steps=args.steps, epsilon=args.epsilon,
-                      seed=args.seed, retries=args.retries, mesh_tie=args.mesh_tie, paired_seeds=not args.unpaired,
-                      structured_output=args.structured_output,
-                      sampling=Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens,
-                                        seed=args.seed),
-                      log_requests=args.log_requests or default_log, d_floor=args.d_floor,
-                      **({"initial_state": args.initial_state} if args.initial_state else {}))
+    cfg = TrialConfig(
+        topologies=topologies,
+        n_trials=n_trials,
+        steps=args.steps,
+        epsilon=args.epsilon,
+        seed=args.seed,
+        retries=args.retries,
+        mesh_tie=args.mesh_tie,
+        paired_seeds=not args.unpaired,
+        structured_output=args.structured_output,
+        sampling=Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed),
+        log_requests=args.log_requests or default_log,
+        d_floor=args.d_floor,
+        **({"initial_state": args.initial_state} if args.initial_state else {}),
+    )
     out = Path(args.out or f"runs/trials-{args.backend}")
     res = run_trials(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
-    print(f"{out}: {res.steps_run} steps run, {res.steps_skipped} already committed, {res.requests:,} requests "
-          f"in {res.wall_s:.1f} s")
+    print(
+        f"{out}: {res.steps_run} steps run, {res.steps_skipped} already committed, {res.requests:,} requests "
+        f"in {res.wall_s:.1f} s"
+    )
+    run_baselines(out)  # the echo and random agents through the same harness, beside the run (resumed)
     table2, _ = write_report(out, d_floor=cfg.d_floor, seed=cfg.seed, n_boot=args.n_boot, figures=not args.no_figures)
     print(table2.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
-    print(f"wrote {out}/table2.csv, table2.md, metrics.csv, stats.json, trials.parquet"
-          + ("" if args.no_figures else ", fig2..fig6 (.png/.pdf)"))
+    print(
+        f"wrote {out}/table2.csv, table2.md, metrics.csv, stats.json, trials.parquet"
+        + ("" if args.no_figures else ", fig2..fig6 (.png/.pdf)")
+    )
     _warn_carried(out)
     return 0
 
@@ -365,9 +449,12 @@ def _warn_carried(out: Path, limit: float = 0.5) -> None:
     carried = pd.read_parquet(out / "trials.parquet", columns=["step", "carried"])
     c = carried[carried.step > 0].carried
     if len(c) and c.mean() > limit:
-        print(f"mascot: warning: {c.mean():.0%} of the steps in {out} carried their input state forward (replies "
-              "that did not parse after the retries): the table measures that fallback, not the model; see "
-              "requests.jsonl (--log-requests failures) for the replies", file=sys.stderr)
+        print(
+            f"mascot: warning: {c.mean():.0%} of the steps in {out} carried their input state forward (replies "
+            "that did not parse after the retries): the table measures that fallback, not the model; see "
+            "requests.jsonl (--log-requests failures) for the replies",
+            file=sys.stderr,
+        )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -404,20 +491,30 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("config")
     r.add_argument("--shard", help="I/N: run the chunks c with c %% N == I (default: all)")
     r.add_argument("--out", help="run directory (default: [output] dir of the config, else runs/NAME)")
-    r.add_argument("--workers", type=int, default=3,
-                   help="chunks in flight at once (one computes while others build tables and write; default 3)")
+    r.add_argument(
+        "--workers",
+        type=int,
+        default=3,
+        help="chunks in flight at once (one computes while others build tables and write; default 3)",
+    )
     r.add_argument("--quiet", action="store_true", help="no progress output")
     r.set_defaults(func=_cmd_run)
 
-    st = sub.add_parser("status", help="progress of a run directory",
-                        description="Progress of a run directory. Exit status 0 when every planned chunk is "
-                                    "present and valid, 1 when chunks are missing or invalid (the next "
-                                    "`mascot run` computes them), 2 when DIR is not a run directory.")
+    st = sub.add_parser(
+        "status",
+        help="progress of a run directory",
+        description="Progress of a run directory. Exit status 0 when every planned chunk is "
+        "present and valid, 1 when chunks are missing or invalid (the next "
+        "`mascot run` computes them), 2 when DIR is not a run directory.",
+    )
     st.add_argument("dir")
     st.add_argument("--json", action="store_true")
-    st.add_argument("--quick", action="store_true",
-                    help="check chunk footers and metadata only, not every data page (faster on large runs; "
-                         "`mascot run` and `mascot merge` still verify everything)")
+    st.add_argument(
+        "--quick",
+        action="store_true",
+        help="check chunk footers and metadata only, not every data page (faster on large runs; "
+        "`mascot run` and `mascot merge` still verify everything)",
+    )
     st.set_defaults(func=_cmd_status)
 
     m = sub.add_parser("merge", help="check a run directory is complete and write one Parquet dataset")
@@ -427,15 +524,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     sl = sub.add_parser("slurm", help="run a sweep or the LLM trials on a Slurm cluster")
     slsub = sl.add_subparsers(dest="slurm_command", required=True)
-    ss = slsub.add_parser("submit", help="a sweep: an sbatch array (one task per shard) and a merge job; a trials "
-                          "config: one requeue-safe trials job")
+    ss = slsub.add_parser(
+        "submit",
+        help="a sweep: an sbatch array (one task per shard) and a merge job; a trials "
+        "config: one requeue-safe trials job",
+    )
     ss.add_argument("config", help="a sweep config ([experiment], [grid], ...) or a trials config ([trials])")
     ss.add_argument("--shards", type=int, help="sweeps: array size N (task i runs --shard i/N); required")
     ss.add_argument("--out", help="run directory (default: the config's [output] dir, else runs/NAME)")
     ss.add_argument("--partition")
     ss.add_argument("--time", default="04:00:00", help="per-task time limit (default 04:00:00)")
-    ss.add_argument("--gpus", type=int, help="GPUs per task (sweeps: default 0, > 0 uses the GPU template; "
-                    "trials: default 1 for vllm, else 0)")
+    ss.add_argument(
+        "--gpus",
+        type=int,
+        help="GPUs per task (sweeps: default 0, > 0 uses the GPU template; trials: default 1 for vllm, else 0)",
+    )
     ss.add_argument("--cpus", type=int, help="CPUs per task (default 2; vllm trials 8)")
     ss.add_argument("--mem", help="memory per task (default: sweeps estimated from the config; vllm trials 64G)")
     ss.add_argument("--dry-run", action="store_true", help="print the scripts, submit nothing")
@@ -444,11 +547,19 @@ def build_parser() -> argparse.ArgumentParser:
     ss.set_defaults(func=_cmd_slurm_submit)
 
     dg = sub.add_parser("diagnose", help="SR spectral triage of communication graphs (rho, Delta, kappa, rho~)")
-    dg.add_argument("--topology", action="append", metavar="SPEC",
-                    help="chain:N, star:LEAVES, mesh:N, ring:N, complete:N:A, malicious_star:LEAVES:ALPHA, "
-                         "or 'paper' (chain:12, star:4, mesh:4); repeat to compare")
-    dg.add_argument("--adjacency", action="append", metavar="FILE",
-                    help="weighted adjacency (.npy, .csv, .json; A[i, j] > 0: agent i reads agent j); repeatable")
+    dg.add_argument(
+        "--topology",
+        action="append",
+        metavar="SPEC",
+        help="chain:N, star:LEAVES, mesh:N, ring:N, complete:N:A, malicious_star:LEAVES:ALPHA, "
+        "or 'paper' (chain:12, star:4, mesh:4); repeat to compare",
+    )
+    dg.add_argument(
+        "--adjacency",
+        action="append",
+        metavar="FILE",
+        help="weighted adjacency (.npy, .csv, .json; A[i, j] > 0: agent i reads agent j); repeatable",
+    )
     dg.add_argument("--gamma", type=float, default=0.9, help="SR discount in [0, 1) (default 0.9)")
     dg.add_argument("--rho-c", type=float, default=0.0, help="shared-noise correlation for rho~_c (default 0)")
     dg.add_argument("--k-profile", help="aggregation counts k_i: one number for all agents or one per agent")
@@ -471,30 +582,51 @@ def build_parser() -> argparse.ArgumentParser:
     rp.add_argument("--out", help="output directory (default results/sweeps or results/spectra)")
     rp.set_defaults(func=_cmd_report)
 
-    tr = sub.add_parser("trials", help="the SR paper's 12-step state-tracking trials (chain/star/mesh) on an LLM "
-                        "backend: batched, logged, resumable; Table 2, Figs 2-6 and statistics",
-                        description="Run (or resume) the state-tracking trials of 'Predictive Maps of Multi-Agent "
-                        "Reasoning' (Sec. 4, Appendix C) and write Table 2, Figs 2-6, stats.json, trials.parquet, "
-                        "requests.jsonl and run.json to --out. Rerunning the same command resumes.")
-    tr.add_argument("--topology", action="append", choices=["chain", "star", "mesh", "all"],
-                    help="repeatable; default all")
+    tr = sub.add_parser(
+        "trials",
+        help="the SR paper's 12-step state-tracking trials (chain/star/mesh) on an LLM "
+        "backend: batched, logged, resumable; Table 2, Figs 2-6 and statistics",
+        description="Run (or resume) the state-tracking trials of 'Predictive Maps of Multi-Agent "
+        "Reasoning' (Sec. 4, Appendix C) and write Table 2, Figs 2-6, stats.json, trials.parquet, "
+        "requests.jsonl and run.json to --out. Rerunning the same command resumes.",
+    )
+    tr.add_argument(
+        "--topology", action="append", choices=["chain", "star", "mesh", "all"], help="repeatable; default all"
+    )
     tr.add_argument("--out", help="run directory (default runs/trials-BACKEND)")
     tr.add_argument("--n-trials", type=int, help="trials per topology (default 100; surrogate 10000)")
     tr.add_argument("--steps", type=int, default=12, help="rule applications per trial (default 12)")
     tr.add_argument("--epsilon", type=float, default=15.0, help="perturbation added to the initial Value (default 15)")
     from mascot.cli.trials_config import parse_initial_state
 
-    tr.add_argument("--initial-state", type=parse_initial_state, metavar="VALUE,PARITY,LEVEL",
-                    help="the task's initial state (default 50,A,3: mascot's choice, the SR paper gives none)")
-    tr.add_argument("--retries", type=int, default=2, help="re-asks after an unparsable or unanswered reply (default 2)")
-    tr.add_argument("--mesh-tie", choices=["first", "median"], default="first",
-                    help="mesh vote tie rule: tied tuple of the lowest agent index (default) or median Value")
-    tr.add_argument("--unpaired", action="store_true",
-                    help="independent seeds for the perturbed arm (default: the same seeds as the unperturbed arm)")
-    tr.add_argument("--log-requests", choices=["all", "failures", "none"],
-                    help="requests.jsonl content (default all; surrogate none)")
-    tr.add_argument("--structured-output", action="store_true",
-                    help="vllm/openai: constrain replies to the JSON schema")
+    tr.add_argument(
+        "--initial-state",
+        type=parse_initial_state,
+        metavar="VALUE,PARITY,LEVEL",
+        help="the task's initial state (default 50,A,3: mascot's choice, the SR paper gives none)",
+    )
+    tr.add_argument(
+        "--retries", type=int, default=2, help="re-asks after an unparsable or unanswered reply (default 2)"
+    )
+    tr.add_argument(
+        "--mesh-tie",
+        choices=["first", "median"],
+        default="first",
+        help="mesh vote tie rule: tied tuple of the lowest agent index (default) or median Value",
+    )
+    tr.add_argument(
+        "--unpaired",
+        action="store_true",
+        help="independent seeds for the perturbed arm (default: the same seeds as the unperturbed arm)",
+    )
+    tr.add_argument(
+        "--log-requests",
+        choices=["all", "failures", "none"],
+        help="requests.jsonl content (default all; surrogate none)",
+    )
+    tr.add_argument(
+        "--structured-output", action="store_true", help="vllm/openai: constrain replies to the JSON schema"
+    )
     tr.add_argument("--d-floor", type=float, default=1e-6, help="floor on D_t in R_cdr (default 1e-6)")
     tr.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs (default 2000)")
     tr.add_argument("--no-figures", action="store_true", help="skip Figs 2-6")
@@ -503,8 +635,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mascot.cli.backend_args import add_backend_args
 
     # --backend, --model, sampling (the SR paper's decoding, Sampling's defaults; run seed 0), vllm/openai/hf
-    add_backend_args(tr, {"temperature": Sampling.temperature, "top_p": Sampling.top_p,
-                          "max_tokens": Sampling.max_tokens, "seed": 0})
+    add_backend_args(
+        tr, {"temperature": Sampling.temperature, "top_p": Sampling.top_p, "max_tokens": Sampling.max_tokens, "seed": 0}
+    )
     g = tr.add_argument_group("surrogate (affine-noise agents; defaults in mascot.protocols.state_tracking.surrogate)")
     g.add_argument("--sigma", type=float, help="Value noise s.d. per agent (default 75)")
     g.add_argument("--rho-c", type=float, help="shared-noise correlation between agents of a step (default 0)")
@@ -512,10 +645,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--level-slip", type=float, help="probability of Level +-1 (default 0.1)")
     g.add_argument("--parse-fail", type=float, help="probability of a malformed reply (default 0.01)")
     g.add_argument("--judge", choices=["mean", "median", "vote"], help="judge/revision aggregation (default mean)")
-    g.add_argument("--judge-noise", type=float,
-                   help="judge/revision noise and slips relative to an agent (default 0.25)")
-    tr.add_argument("--config", help="a trials config (TOML [trials] table of these options; "
-                    "command-line options come after it, so they win)")
+    g.add_argument(
+        "--judge-noise", type=float, help="judge/revision noise and slips relative to an agent (default 0.25)"
+    )
+    tr.add_argument(
+        "--config",
+        help="a trials config (TOML [trials] table of these options; command-line options come after it, so they win)",
+    )
     tr.set_defaults(func=_cmd_trials)
     p.trials_parser = tr
     return p
@@ -581,16 +717,22 @@ def main(argv=None) -> int:
         print(f"mascot: error: {e}", file=sys.stderr)
         return exit_code(e)
     except KeyboardInterrupt:
-        print("mascot: interrupted; " + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same "
-                                                 "command to resume"), file=sys.stderr)
+        print(
+            "mascot: interrupted; "
+            + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same command to resume"),
+            file=sys.stderr,
+        )
         sys.stdout.flush()
         sys.stderr.flush()
         # exit now: worker threads may still be blocked on the network (the interpreter would join them at exit);
         # every record is written atomically and the run's lock was released while the interrupt unwound
         os._exit(130)
     except MemoryError as e:  # (numpy's "Unable to allocate 153. TiB ..." included)
-        print(f"mascot: error: out of memory: {e or 'an allocation failed'}; ask for less (smaller graphs, batches, "
-              "d, trajectories or experiment.chunk_size)", file=sys.stderr)
+        print(
+            f"mascot: error: out of memory: {e or 'an allocation failed'}; ask for less (smaller graphs, batches, "
+            "d, trajectories or experiment.chunk_size)",
+            file=sys.stderr,
+        )
         return 1
     except BrokenPipeError:  # stdout closed early (`mascot diagnose ... | head`): stop quietly, as shell tools do
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error when Python flushes)

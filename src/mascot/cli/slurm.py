@@ -52,25 +52,32 @@ def _sbatch_value(option: str, value) -> str:
     """``value`` for an ``#SBATCH`` line (not shell-parsed, so it cannot be quoted): a safe character set only."""
     text = str(value)
     if not _SBATCH_VALUE.fullmatch(text):
-        raise InputError(f"{option} {text!r} has characters an #SBATCH line cannot carry; use letters, digits "
-                         "and . _ : , + = @ % / -")
+        raise InputError(
+            f"{option} {text!r} has characters an #SBATCH line cannot carry; use letters, digits "
+            "and . _ : , + = @ % / -"
+        )
     return text
 
 
 def _log_dir(outp: Path) -> str:
     logs = str(outp / "slurm")
     if any(c.isspace() or not c.isprintable() for c in logs):
-        raise InputError(f"the run directory {outp} contains whitespace or control characters, which "
-                         "#SBATCH --output cannot carry")
+        raise InputError(
+            f"the run directory {outp} contains whitespace or control characters, which #SBATCH --output cannot carry"
+        )
     if "%" in logs or "\\" in logs:  # Slurm expands %j, %A, ... and backslash escapes in --output paths
-        raise InputError(f"the run directory {outp} contains '%' or a backslash, which Slurm would expand in "
-                         "#SBATCH --output (logs would go elsewhere); choose another --out")
+        raise InputError(
+            f"the run directory {outp} contains '%' or a backslash, which Slurm would expand in "
+            "#SBATCH --output (logs would go elsewhere); choose another --out"
+        )
     return logs
 
 
 def _sbatch_lines(partition, mem) -> dict:
-    return dict(partition_line=f"#SBATCH --partition={_sbatch_value('--partition', partition)}\n" if partition else "",
-                mem_line=f"#SBATCH --mem={_sbatch_value('--mem', mem)}\n")
+    return dict(
+        partition_line=f"#SBATCH --partition={_sbatch_value('--partition', partition)}\n" if partition else "",
+        mem_line=f"#SBATCH --mem={_sbatch_value('--mem', mem)}\n",
+    )
 
 
 def _template(name: str) -> Template:
@@ -84,8 +91,15 @@ def _trials_defaults(table: dict) -> tuple[int, int, str]:
     return (1, 8, "64G") if gpu else (0, 2, "8G")
 
 
-def render_trials(config: str, out: str | None = None, partition: str | None = None, time: str = "04:00:00",
-                  gpus: int | None = None, cpus: int | None = None, mem: str | None = None) -> Submission:
+def render_trials(
+    config: str,
+    out: str | None = None,
+    partition: str | None = None,
+    time: str = "04:00:00",
+    gpus: int | None = None,
+    cpus: int | None = None,
+    mem: str | None = None,
+) -> Submission:
     """The trials job script for a trials config (``mascot trials --config CONFIG``)."""
     from mascot.cli.trials_config import load_trials_config
 
@@ -100,24 +114,41 @@ def render_trials(config: str, out: str | None = None, partition: str | None = N
     logs = _log_dir(outp)
     q = shlex.quote
     job = re.sub(r"[^A-Za-z0-9._-]", "_", outp.name if "trials" in outp.name else f"trials-{outp.name}")
-    fields = dict(name=job, cpus=int(cpus), time=_sbatch_value("--time", time),
-                  logs=logs, workdir=q(str(Path.cwd())), python=q(sys.executable),
-                  config=q(str(Path(config).resolve())), out=q(str(outp)),
-                  gres_line=f"#SBATCH --gres=gpu:{int(gpus)}\n" if gpus else "", **_sbatch_lines(partition, mem))
+    fields = dict(
+        name=job,
+        cpus=int(cpus),
+        time=_sbatch_value("--time", time),
+        logs=logs,
+        workdir=q(str(Path.cwd())),
+        python=q(sys.executable),
+        config=q(str(Path(config).resolve())),
+        out=q(str(outp)),
+        gres_line=f"#SBATCH --gres=gpu:{int(gpus)}\n" if gpus else "",
+        **_sbatch_lines(partition, mem),
+    )
     script = _template("trials.sbatch").substitute(fields)
     return Submission(script, "", out=str(outp), merged=str(outp / "table2.csv"), kind="trials")
 
 
-def render(config: str, shards: int | None = None, out: str | None = None, partition: str | None = None,
-           time: str = "04:00:00", gpus: int | None = None, cpus: int | None = None, mem: str | None = None,
-           array_job: str = "<ARRAY_JOB_ID>") -> Submission:
+def render(
+    config: str,
+    shards: int | None = None,
+    out: str | None = None,
+    partition: str | None = None,
+    time: str = "04:00:00",
+    gpus: int | None = None,
+    cpus: int | None = None,
+    mem: str | None = None,
+    array_job: str = "<ARRAY_JOB_ID>",
+) -> Submission:
     """Job scripts for ``config``: a sweep's array + merge jobs, or a trials config's one job."""
     from mascot.cli.trials_config import is_trials_config
 
     if is_trials_config(config):
         if shards not in (None, 1):
-            raise InputError("a trials config runs as one job (every stage is one batched call over all trials); "
-                             "drop --shards")
+            raise InputError(
+                "a trials config runs as one job (every stage is one batched call over all trials); drop --shards"
+            )
         return render_trials(config, out, partition, time, gpus, cpus, mem)
     if shards is None:
         raise InputError("--shards is required for a sweep config (array size N; task i runs --shard i/N)")
@@ -136,12 +167,23 @@ def render(config: str, shards: int | None = None, out: str | None = None, parti
     if mem is None:  # working memory estimate of a chunk, with headroom for JAX and the interpreter
         mem = f"{max(2048, int(3 * estimate_chunk_bytes(cfg) / 2**20) + 1024)}M"
     q = shlex.quote
-    fields = dict(name=_sbatch_value("experiment.name", cfg.name), last=int(shards) - 1, shards=int(shards),
-                  cpus=int(cpus), time=_sbatch_value("--time", time), gpus=int(gpus),
-                  logs=logs, workdir=q(str(Path.cwd())), python=q(sys.executable),
-                  config=q(str(Path(config).resolve())), out=q(str(outp)), merged=q(str(merged)),
-                  array_job=array_job if array_job == "<ARRAY_JOB_ID>" else _sbatch_value("array job id", array_job),
-                  SLURM_ARRAY_TASK_ID="${SLURM_ARRAY_TASK_ID}", **_sbatch_lines(partition, mem))
+    fields = dict(
+        name=_sbatch_value("experiment.name", cfg.name),
+        last=int(shards) - 1,
+        shards=int(shards),
+        cpus=int(cpus),
+        time=_sbatch_value("--time", time),
+        gpus=int(gpus),
+        logs=logs,
+        workdir=q(str(Path.cwd())),
+        python=q(sys.executable),
+        config=q(str(Path(config).resolve())),
+        out=q(str(outp)),
+        merged=q(str(merged)),
+        array_job=array_job if array_job == "<ARRAY_JOB_ID>" else _sbatch_value("array job id", array_job),
+        SLURM_ARRAY_TASK_ID="${SLURM_ARRAY_TASK_ID}",
+        **_sbatch_lines(partition, mem),
+    )
     array = _template("gpu-array.sbatch" if gpus else "cpu-array.sbatch").substitute(fields)
     merge = _template("merge.sbatch").substitute(fields)
     return Submission(array, merge, out=str(outp), merged=str(merged))
@@ -150,8 +192,10 @@ def render(config: str, shards: int | None = None, out: str | None = None, parti
 def _sbatch(script: str, extra=()) -> str:
     exe = shutil.which("sbatch")
     if exe is None:
-        raise SlurmError("sbatch not found: Slurm is not installed here (try `--dry-run`, or "
-                           "slurm/local-cluster.sh to start a single-node cluster)")
+        raise SlurmError(
+            "sbatch not found: Slurm is not installed here (try `--dry-run`, or "
+            "slurm/local-cluster.sh to start a single-node cluster)"
+        )
     res = subprocess.run([exe, "--parsable", *extra], input=script, capture_output=True, text=True)
     if res.returncode != 0:
         raise SlurmError(f"sbatch failed ({res.returncode}): {res.stderr.strip()}")

@@ -43,8 +43,10 @@ def parse_initial_state(text: str) -> tuple:
         value = float(parts[0])
         level = int(parts[2])
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--initial-state must be VALUE,PARITY,LEVEL with a number VALUE and an "
-                                         f"integer LEVEL (e.g. 50,A,3); got {text!r}") from None
+        raise argparse.ArgumentTypeError(
+            f"--initial-state must be VALUE,PARITY,LEVEL with a number VALUE and an "
+            f"integer LEVEL (e.g. 50,A,3); got {text!r}"
+        ) from None
     try:
         validate_state({"Value": value, "Parity": parts[1], "Level": level})
     except ValueError as e:
@@ -103,13 +105,15 @@ def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
             continue
         if key == "initial_state" and isinstance(value, list):  # [50, "A", 3] -> "50,A,3"
             if len(value) != 3 or any(isinstance(v, (dict, list, bool)) for v in value):
-                raise InputError(f"{path}: 'initial_state' takes [VALUE, PARITY, LEVEL] or \"VALUE,PARITY,LEVEL\"; "
-                                 f"got {value!r}")
+                raise InputError(
+                    f"{path}: 'initial_state' takes [VALUE, PARITY, LEVEL] or \"VALUE,PARITY,LEVEL\"; got {value!r}"
+                )
             value = ",".join(str(v) for v in value)
         values = value if isinstance(value, list) and isinstance(action, argparse._AppendAction) else [value]
         for v in values:
             if isinstance(v, (dict, list)) or isinstance(v, bool):
-                raise InputError(f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}"
-                                 f"; got {v!r}")
+                raise InputError(
+                    f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}; got {v!r}"
+                )
             argv += [flag, str(v)]
     return argv

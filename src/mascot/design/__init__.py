@@ -3,6 +3,6 @@
 feasible parameterisation; checked against the SDP optimum). ``budget_risk``: P(BudgetFail) and the budget for a
 target risk by Monte Carlo of Algorithm 1, beside Theorem 1's worst case."""
 
-from mascot.design.weights import WeightsResult, contraction_rate_sym, fastest_weights, support_edges  # noqa: F401
 from mascot.design.budget import BudgetRisk, budget_risk  # noqa: F401
 from mascot.design.policy import CertificateChoice, certificate_best_eta, threshold_frontier  # noqa: F401
+from mascot.design.weights import WeightsResult, contraction_rate_sym, fastest_weights, support_edges  # noqa: F401

@@ -62,8 +62,9 @@ def token_need(X0, W1, W2, c1, c2, eta, eps, max_rounds: int, noise: float, seed
     never_binds = float(max_rounds) * max(float(c1), float(c2))
     with float64():
         key = jax.random.key(seed) if noise > 0 else None
-        res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, never_binds, max_rounds=max_rounds, noise=noise,
-                                 key=key, dtype="float64")
+        res = simulate_consensus(
+            X0, W1, W2, c1, c2, eta, eps, never_binds, max_rounds=max_rounds, noise=noise, key=key, dtype="float64"
+        )
     return np.where(res.status == 0, np.asarray(res.spent, dtype=np.float64), np.inf), res
 
 
@@ -86,9 +87,25 @@ def _quantile_ci(sorted_t: np.ndarray, q: float, z: float = 1.959963984540054) -
     return float(sorted_t[max(lo, 0)]), float(sorted_t[min(hi, n - 1)])
 
 
-def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: int = 100_000, d: int = 6,
-                x0_mean: float = 0.5, x0_spread: float = 0.15, noise: float = 0.0, max_rounds: int = 200,
-                alpha: float = 0.05, b0: float | None = None, seed: int = 0, X0=None) -> BudgetRisk:
+def budget_risk(
+    W1,
+    W2,
+    *,
+    c1: float,
+    c2: float,
+    eta: float,
+    eps: float,
+    runs: int = 100_000,
+    d: int = 6,
+    x0_mean: float = 0.5,
+    x0_spread: float = 0.15,
+    noise: float = 0.0,
+    max_rounds: int = 200,
+    alpha: float = 0.05,
+    b0: float | None = None,
+    seed: int = 0,
+    X0=None,
+) -> BudgetRisk:
     """Monte Carlo of the token need of Algorithm 1 (see the module docstring). ``X0`` (``(runs, N, d)``):
     use these initial beliefs instead of sampling them (e.g. priors elicited from real agents)."""
     from mascot.theory.consensus import contraction_rate, theorem1
@@ -123,6 +140,16 @@ def budget_risk(W1, W2, *, c1: float, c2: float, eta: float, eps: float, runs: i
     if b0 is not None:
         fails = int(np.sum(tokens > b0))
         p, ci = fails / srt.size, wilson(fails, srt.size)
-    return BudgetRisk(tokens=tokens, d0=d0, b0=b0, p_fail=p, p_fail_ci=ci, alpha=alpha, budget_for_alpha=budget,
-                      budget_ci=_quantile_ci(srt, 1 - alpha), b_star_median=bstar(np.median(d0)),
-                      b_star_max=bstar(d0.max()), never=float(np.mean(~np.isfinite(tokens))))
+    return BudgetRisk(
+        tokens=tokens,
+        d0=d0,
+        b0=b0,
+        p_fail=p,
+        p_fail_ci=ci,
+        alpha=alpha,
+        budget_for_alpha=budget,
+        budget_ci=_quantile_ci(srt, 1 - alpha),
+        b_star_median=bstar(np.median(d0)),
+        b_star_max=bstar(d0.max()),
+        never=float(np.mean(~np.isfinite(tokens))),
+    )

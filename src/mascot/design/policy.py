@@ -33,8 +33,9 @@ class CertificateChoice(NamedTuple):
     candidates: np.ndarray  # (m, 2): every breakpoint eta and its B*
 
 
-def certificate_best_eta(d0: float, eps: float, lambda1: float, lambda2: float, c1: float, c2: float,
-                         max_rounds: int = 10_000) -> CertificateChoice:
+def certificate_best_eta(
+    d0: float, eps: float, lambda1: float, lambda2: float, c1: float, c2: float, max_rounds: int = 10_000
+) -> CertificateChoice:
     """The eta in ``[eps, D0]`` minimising Theorem 1's B*(D0; eta), exactly (breakpoint enumeration).
 
     eta = eps is complete-only (K2 = 0), eta >= D0 ring-only (K1 = 0). Ties go to the largest eta (the
@@ -47,12 +48,12 @@ def certificate_best_eta(d0: float, eps: float, lambda1: float, lambda2: float, 
         raise InputError(f"both modes must contract (0 <= lambda < 1); got {lambda1!r}, {lambda2!r}")
     cands = {eps, d0}
     for k in range(1, max_rounds):
-        e = d0 * lambda1 ** k
+        e = d0 * lambda1**k
         if e <= eps or lambda1 == 0:
             break
         cands.add(e)
     for m in range(1, max_rounds):
-        e = eps / lambda2 ** m if lambda2 > 0 else math.inf
+        e = eps / lambda2**m if lambda2 > 0 else math.inf
         if e >= d0:
             break
         cands.add(e)
@@ -66,17 +67,32 @@ def certificate_best_eta(d0: float, eps: float, lambda1: float, lambda2: float, 
         rows.append((e, c.B_star, c.K1, c.K2))
     best = min(r[1] for r in rows)
     e, b, k1, k2 = max((r for r in rows if r[1] == best), key=lambda r: r[0])
-    return CertificateChoice(eta=e, b_star=b, k1=int(k1), k2=int(k2),
-                             candidates=np.array([(r[0], r[1]) for r in rows]))
+    return CertificateChoice(eta=e, b_star=b, k1=int(k1), k2=int(k2), candidates=np.array([(r[0], r[1]) for r in rows]))
 
 
-def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=None, runs: int = 2000, d: int = 6,
-                       x0_mean: float = 0.5, x0_spread: float = 0.15, noise: float = 0.0, b0: float | None = None,
-                       max_rounds: int = 200, seed: int = 0):
+def threshold_frontier(
+    W1,
+    W2,
+    *,
+    c1: float,
+    c2: float,
+    eps: float,
+    etas,
+    X0=None,
+    runs: int = 2000,
+    d: int = 6,
+    x0_mean: float = 0.5,
+    x0_spread: float = 0.15,
+    noise: float = 0.0,
+    b0: float | None = None,
+    max_rounds: int = 200,
+    seed: int = 0,
+):
     """Per eta: mean / p95 tokens, mean / max rounds and P(BudgetFail | b0) of Algorithm 1 (a pandas DataFrame).
 
     Every eta runs on the same initial beliefs (common random numbers), all in one kernel call."""
     import pandas as pd
+
     from mascot.design.budget import sample_x0, token_need, wilson
 
     etas = np.unique(np.asarray(etas, dtype=np.float64))
@@ -97,9 +113,14 @@ def threshold_frontier(W1, W2, *, c1: float, c2: float, eps: float, etas, X0=Non
         t = need[i]
         with np.errstate(invalid="ignore"):  # (both order statistics infinite: inf - inf; the quantile is inf)
             p95 = float(np.quantile(t, 0.95))
-        row = dict(eta=e, mean_tokens=float(np.mean(t)), p95_tokens=math.inf if math.isnan(p95) else p95,
-                   mean_rounds=float(np.mean(rounds[i])), max_rounds=int(rounds[i].max()),
-                   no_consensus=float(np.mean(~np.isfinite(t))))
+        row = dict(
+            eta=e,
+            mean_tokens=float(np.mean(t)),
+            p95_tokens=math.inf if math.isnan(p95) else p95,
+            mean_rounds=float(np.mean(rounds[i])),
+            max_rounds=int(rounds[i].max()),
+            no_consensus=float(np.mean(~np.isfinite(t))),
+        )
         if b0 is not None:
             k = int(np.sum(t > b0))
             lo, hi = wilson(k, R)

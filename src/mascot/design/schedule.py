@@ -44,8 +44,16 @@ import numpy as np
 
 from mascot.errors import InputError
 
-__all__ = ["RateModel", "Schedule", "ScheduleDesign", "design_schedule", "draws", "evaluate", "summarize",
-           "threshold_schedule"]
+__all__ = [
+    "RateModel",
+    "Schedule",
+    "ScheduleDesign",
+    "design_schedule",
+    "draws",
+    "evaluate",
+    "summarize",
+    "threshold_schedule",
+]
 
 
 @dataclass(frozen=True)
@@ -67,7 +75,7 @@ class RateModel:
             raise InputError("RateModel: rate_sd and cost_cv must be >= 0 and costs > 0")
 
     @classmethod
-    def constant(cls, lambda1: float, lambda2: float, c1: float, c2: float, **kw) -> "RateModel":
+    def constant(cls, lambda1: float, lambda2: float, c1: float, c2: float, **kw) -> RateModel:
         """The paper's constant-rate model (``b = 0``)."""
         if not (0 < lambda1 and 0 < lambda2):
             raise InputError(f"rates must be > 0; got {lambda1!r}, {lambda2!r}")
@@ -165,16 +173,22 @@ def summarize(o: Outcome, b0) -> dict:
     finite = np.isfinite(t)
     with np.errstate(invalid="ignore"):
         p95 = float(np.quantile(t, 0.95, method="higher"))
-    out = {"mean_tokens": float(np.mean(t)) if finite.all() else math.inf, "p95_tokens": p95, "mean_rounds": float(np.mean(o.rounds)),
-           "mean_mode1_rounds": float(np.mean(o.mode1_rounds)), "no_consensus": float(np.mean(~finite))}
+    out = {
+        "mean_tokens": float(np.mean(t)) if finite.all() else math.inf,
+        "p95_tokens": p95,
+        "mean_rounds": float(np.mean(o.rounds)),
+        "mean_mode1_rounds": float(np.mean(o.mode1_rounds)),
+        "no_consensus": float(np.mean(~finite)),
+    }
     if b0 is not None:
         out["p_fail"] = float(np.mean(t > b0))
     return out
 
 
 def _feasible(s: dict, b0, alpha, max_mean_rounds) -> bool:
-    return (math.isfinite(s["mean_tokens"]) and s["mean_rounds"] <= max_mean_rounds
-            and (b0 is None or s["p_fail"] <= alpha))
+    return (
+        math.isfinite(s["mean_tokens"]) and s["mean_rounds"] <= max_mean_rounds and (b0 is None or s["p_fail"] <= alpha)
+    )
 
 
 class ScheduleDesign(NamedTuple):
@@ -227,10 +241,24 @@ def _relaxed(model: RateModel, eps, b0, alpha, max_mean_rounds, k, log_lo, log_h
     return jax.jit(jax.value_and_grad(objective))
 
 
-def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0.0, b0: float | None = None,
-                    alpha: float = 0.05, max_mean_rounds: float = math.inf, bins: int = 8, d_hi: float | None = None,
-                    runs: int = 2000, max_rounds: int = 200, steps: int = 300, lr: float = 0.1, seed: int = 0,
-                    etas=None) -> ScheduleDesign:
+def design_schedule(
+    model: RateModel,
+    *,
+    eps: float,
+    d0: float,
+    d0_sd: float = 0.0,
+    b0: float | None = None,
+    alpha: float = 0.05,
+    max_mean_rounds: float = math.inf,
+    bins: int = 8,
+    d_hi: float | None = None,
+    runs: int = 2000,
+    max_rounds: int = 200,
+    steps: int = 300,
+    lr: float = 0.1,
+    seed: int = 0,
+    etas=None,
+) -> ScheduleDesign:
     """The cheapest schedule meeting ``P(T > b0) <= alpha`` and ``mean rounds <= max_mean_rounds`` (see the
     module docstring), beside the best threshold policy; both also evaluated on an independent sample."""
     import jax.numpy as jnp
@@ -255,7 +283,8 @@ def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0
         etas = np.geomspace(eps * 1.0001, d_hi, 40)
     tried, best_eta, best_s = [], None, None
     for eta in [float(e) for e in etas]:
-        s = summarize(evaluate(model, lambda x, le=math.log(eta): x > le, eps, dr), b0)
+        le = math.log(eta)
+        s = summarize(evaluate(model, lambda x, le=le: x > le, eps, dr), b0)
         tried.append((eta, s))
         if _feasible(s, b0, alpha, max_mean_rounds) and (best_s is None or s["mean_tokens"] < best_s["mean_tokens"]):
             best_eta, best_s = eta, s
@@ -279,14 +308,26 @@ def design_schedule(model: RateModel, *, eps: float, d0: float, d0_sd: float = 0
         if i % 10 == 9 or i == steps - 1:
             cand = Schedule(log_lo, log_hi, tuple(float(v) for v in np.asarray(theta)))
             s = summarize(evaluate(model, cand.mode1, eps, dr), b0)
-            if _feasible(s, b0, alpha, max_mean_rounds) and (best_hard is None
-                                                             or s["mean_tokens"] < best_hard["mean_tokens"]):
+            if _feasible(s, b0, alpha, max_mean_rounds) and (
+                best_hard is None or s["mean_tokens"] < best_hard["mean_tokens"]
+            ):
                 best_hard, best_theta = s, np.asarray(theta, dtype=np.float64)
     sched = Schedule(log_lo, log_hi, tuple(float(v) for v in best_theta))
     design = best_hard if best_hard is not None else summarize(evaluate(model, sched.mode1, eps, dr), b0)
     holdout = summarize(evaluate(model, sched.mode1, eps, hold), b0)
     th_hold = None
     if best_eta is not None:
-        th_hold = summarize(evaluate(model, lambda x, le=math.log(best_eta): x > le, eps, hold), b0)
-    return ScheduleDesign(sched, design, holdout, best_eta, best_s, th_hold, tried, np.asarray(hist),
-                          time.perf_counter() - t0, best_hard is not None)
+        le = math.log(best_eta)
+        th_hold = summarize(evaluate(model, lambda x, le=le: x > le, eps, hold), b0)
+    return ScheduleDesign(
+        sched,
+        design,
+        holdout,
+        best_eta,
+        best_s,
+        th_hold,
+        tried,
+        np.asarray(hist),
+        time.perf_counter() - t0,
+        best_hard is not None,
+    )

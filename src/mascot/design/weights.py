@@ -36,8 +36,14 @@ import numpy as np
 
 from mascot.errors import InputError
 
-__all__ = ["WeightsResult", "fastest_weights", "support_edges", "weights_matrix", "contraction_rate_sym",
-           "metropolis_edge_weights"]
+__all__ = [
+    "WeightsResult",
+    "fastest_weights",
+    "support_edges",
+    "weights_matrix",
+    "contraction_rate_sym",
+    "metropolis_edge_weights",
+]
 
 
 class WeightsResult(NamedTuple):
@@ -102,9 +108,17 @@ def _components(n: int, edges: np.ndarray) -> int:
     return len({find(a) for a in range(n)})
 
 
-def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(30.0, 100.0, 300.0, 1000.0, 3000.0),
-                    taus=(0.05, 0.02, 0.01, 0.003, 0.001), steps_per_stage: int = 400, learning_rate: float = 0.05,
-                    seed: int = 0) -> WeightsResult:
+def fastest_weights(
+    adjacency,
+    *,
+    costs=None,
+    cost_weight: float = 0.0,
+    betas=(30.0, 100.0, 300.0, 1000.0, 3000.0),
+    taus=(0.05, 0.02, 0.01, 0.003, 0.001),
+    steps_per_stage: int = 400,
+    learning_rate: float = 0.05,
+    seed: int = 0,
+) -> WeightsResult:
     """Symmetric doubly stochastic weights on ``adjacency``'s graph with the smallest contraction rate.
 
     Args:
@@ -127,8 +141,10 @@ def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(3
     edges = support_edges(adjacency)
     n = np.asarray(adjacency).shape[0]
     if len(edges) == 0 or _components(n, edges) > 1:
-        raise InputError("the graph is disconnected: every doubly stochastic W on it has lambda(W) = 1 "
-                         "(no consensus across components); connect it first")
+        raise InputError(
+            "the graph is disconnected: every doubly stochastic W on it has lambda(W) = 1 "
+            "(no consensus across components); connect it first"
+        )
     if len(betas) != len(taus) or not betas:
         raise InputError("betas and taus must be non-empty and of equal length (one stage per pair)")
     if not (cost_weight >= 0 and np.isfinite(cost_weight)):
@@ -204,5 +220,12 @@ def fastest_weights(adjacency, *, costs=None, cost_weight: float = 0.0, betas=(3
                         best, best_w = val, w
             history.append(best)
     W = weights_matrix(n, edges, best_w)
-    return WeightsResult(W=W, rate=contraction_rate_sym(W), edges=edges, edge_weights=np.asarray(best_w),
-                         objective=best, steps=steps, history=np.asarray(history))
+    return WeightsResult(
+        W=W,
+        rate=contraction_rate_sym(W),
+        edges=edges,
+        edge_weights=np.asarray(best_w),
+        objective=best,
+        steps=steps,
+        history=np.asarray(history),
+    )

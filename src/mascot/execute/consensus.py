@@ -43,8 +43,10 @@ from mascot.theory.consensus import validate_doubly_stochastic
 __all__ = ["simulate_consensus", "ConsensusResult"]
 
 _BLAS = None
-_NONFINITE = ("X0 contains NaN or inf, or values so large that D(0)^2 overflows in the working dtype "
-              "(rescale the beliefs, or use float64)")
+_NONFINITE = (
+    "X0 contains NaN or inf, or values so large that D(0)^2 overflows in the working dtype "
+    "(rescale the beliefs, or use float64)"
+)
 
 
 def _single_thread_blas():
@@ -89,10 +91,27 @@ def _batch_keys(key, B):
 
 
 # ----------------------------------------------------------------------------- public entry point
-def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64,
-                       noise: float = 0.0, key=None, trace: bool = False, *, dtype=None,
-                       method: str = "auto", return_x: bool = False,
-                       segment_rounds: int | None = None, chunk_size: int | None = None) -> ConsensusResult:
+def simulate_consensus(
+    X0,
+    W1,
+    W2,
+    c1,
+    c2,
+    eta,
+    eps,
+    b0,
+    strategy: str = "adaptive",
+    max_rounds: int = 64,
+    noise: float = 0.0,
+    key=None,
+    trace: bool = False,
+    *,
+    dtype=None,
+    method: str = "auto",
+    return_x: bool = False,
+    segment_rounds: int | None = None,
+    chunk_size: int | None = None,
+) -> ConsensusResult:
     """Run Algorithm 1 of the consensus paper on a batch of B trajectories.
 
     Implements ``X(k+1) = W_sigma_k X(k)`` (eq. 5), ``b(k+1) = b(k) - c_sigma_k`` (eq. 7) with
@@ -131,15 +150,17 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     if method not in ("auto", "modal", "matrix"):
         raise InputError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
     if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or not 0 <= max_rounds <= MAX_ROUNDS_LIMIT:
-        raise InputError(f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); "
-                         f"got {max_rounds!r}")
+        raise InputError(
+            f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); got {max_rounds!r}"
+        )
     max_rounds = int(max_rounds)
     dt = resolve_dtype(dtype)
     if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
         X0 = np.asarray(X0)
-    if jnp.issubdtype(X0.dtype, jnp.complexfloating) or not (jnp.issubdtype(X0.dtype, jnp.number)
-                                                               or X0.dtype == bool):
-        raise InputError(f"X0 must hold real numbers; got dtype {X0.dtype}")  # (complex: the imaginary part was dropped)
+    if jnp.issubdtype(X0.dtype, jnp.complexfloating) or not (jnp.issubdtype(X0.dtype, jnp.number) or X0.dtype == bool):
+        raise InputError(
+            f"X0 must hold real numbers; got dtype {X0.dtype}"
+        )  # (complex: the imaginary part was dropped)
     if not jnp.issubdtype(X0.dtype, jnp.floating):
         X0 = X0.astype(np.float64)
     if X0.ndim == 2:
@@ -160,12 +181,16 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     check_budget(b0a, (c1a, c2a), dt, integer_costs=True)
     res = float(jnp.finfo(dt).eps)
     if np.min(eps_a) < res:
-        raise InputError(f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "
-                         "that small are rounding noise for beliefs of order 1 (the modal and matrix paths would "
-                         "disagree); use a larger eps, float64, or rescale the beliefs")
+        raise InputError(
+            f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "
+            "that small are rounding noise for beliefs of order 1 (the modal and matrix paths would "
+            "disagree); use a larger eps, float64, or rescale the beliefs"
+        )
     if strategy == "adaptive" and not np.all(eta_a > eps_a):
-        raise InputError("eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
-                         "selected; use strategy='complete')")
+        raise InputError(
+            "eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
+            "selected; use strategy='complete')"
+        )
     noise = float(noise)
     if not (math.isfinite(noise) and noise >= 0):
         raise InputError(f"noise must be a finite standard deviation >= 0; got {noise}")
@@ -193,12 +218,32 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
     if shards is not None:  # each call runs one C-row chunk on every device
         consts = jax.device_put(consts, shards.replicated)
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
-    cfg = dict(strategy=strategy, max_rounds=max_rounds, trace=trace, noisy=noisy, return_x=return_x,
-               sigma=np.asarray(noise, dtype=dt), seg=seg, dt=dt, use_modal=use_modal, consts=consts,
-               U=U, lam1=lam1, lam2=lam2, shards=shards, tile=tile, platform=platform)
+    cfg = dict(
+        strategy=strategy,
+        max_rounds=max_rounds,
+        trace=trace,
+        noisy=noisy,
+        return_x=return_x,
+        sigma=np.asarray(noise, dtype=dt),
+        seg=seg,
+        dt=dt,
+        use_modal=use_modal,
+        consts=consts,
+        U=U,
+        lam1=lam1,
+        lam2=lam2,
+        shards=shards,
+        tile=tile,
+        platform=platform,
+    )
 
-    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
-               d0=np.zeros(B, dt))
+    out = dict(
+        rounds=np.zeros(B, np.int32),
+        b=np.zeros(B, dt),
+        d=np.zeros(B, dt),
+        status=np.zeros(B, np.int32),
+        d0=np.zeros(B, dt),
+    )
     if return_x:
         out["x"] = np.zeros((B, N, d), dt)
     if trace:
@@ -228,8 +273,14 @@ def simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adapti
                 out[k][lo:hi] = v[src]
 
     spent = np.asarray(b0a, dtype=dt) - out["b"]
-    result = ConsensusResult(rounds=out["rounds"], spent=spent, d_final=out["d"], status=out["status"],
-                             d0=out["d0"], method="modal" if use_modal else "matrix")
+    result = ConsensusResult(
+        rounds=out["rounds"],
+        spent=spent,
+        d_final=out["d"],
+        status=out["status"],
+        d0=out["d0"],
+        method="modal" if use_modal else "matrix",
+    )
     if trace:
         result = result._replace(d_trace=out["d_trace"], b_trace=out["b_trace"], sigma_trace=out["sigma_trace"])
     if return_x:
@@ -256,7 +307,7 @@ def _aligned(a: np.ndarray) -> np.ndarray:
         return a
     buf = np.empty(a.nbytes + 64, np.uint8)
     off = -buf.ctypes.data % 64
-    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    out = buf[off : off + a.nbytes].view(a.dtype).reshape(a.shape)
     if a.nbytes < 1 << 20 or a.shape[0] < 2:
         np.copyto(out, a)
     else:
@@ -286,8 +337,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     # on a CPU a device-resident X0 larger than a chunk is read in place (its sliced copies landed in fresh
     # pages and cost as much as the rollout); the kernel is then compiled for X0's whole shape, once per
     # (B, C). Accelerators slice (a copy at memory speed) and keep one compiled shape per C.
-    in_place = (shards is None and isinstance(X0, jax.Array) and X0.dtype == dt and B > C
-                and cfg["platform"] == "cpu")
+    in_place = shards is None and isinstance(X0, jax.Array) and X0.dtype == dt and B > C and cfg["platform"] == "cpu"
 
     def dispatch(lo):
         if in_place:  # the kernel reads rows start:start + C of the device-resident X0 where they are (a sliced
@@ -295,7 +345,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             # its predecessor, instead of padding
             start, hi = min(lo, B - C), min(lo + C, B)
             src = slice(lo - start, hi - start)
-            p = {key: np.asarray(v if np.ndim(v) == 0 else v[start:start + C], dtype=dt) for key, v in params.items()}
+            p = {key: np.asarray(v if np.ndim(v) == 0 else v[start : start + C], dtype=dt) for key, v in params.items()}
             res = kc.modal_rollout(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
             return lo, hi, src, _fetch(res)
         rows, hi, src = _layout(lo, B, C, shards)
@@ -317,8 +367,12 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             res = kc.modal_rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
         else:  # every device runs the one-device rollout on its C rows
             X, p = shards.put(X), {key: shards.put(v) for key, v in p.items()}
-            rollout = shards.local(_rollout_local, (P("batch"),) + (P(),) * 4 + ({k: _spec(v) for k, v in p.items()},),
-                                   P("batch"), **static)
+            rollout = shards.local(
+                _rollout_local,
+                (P("batch"),) + (P(),) * 4 + ({k: _spec(v) for k, v in p.items()},),
+                P("batch"),
+                **static,
+            )
             res = rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p)
         return lo, hi, src, _fetch(res)
 
@@ -340,8 +394,9 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
         for key in ("rounds", "b", "d", "status", "d0"):
             out[key][lo:hi] = host[key][src]
         if cfg["return_x"]:  # x_final is rebuilt on the host in float64 from X0 and the round counts
-            out["x"][lo:hi] = kc.modal_reconstruct(np.asarray(X0[lo:hi]), cfg["U"], cfg["lam1"], cfg["lam2"],
-                                                 host["m1"][src], host["m2"][src])
+            out["x"][lo:hi] = kc.modal_reconstruct(
+                np.asarray(X0[lo:hi]), cfg["U"], cfg["lam1"], cfg["lam2"], host["m1"][src], host["m2"][src]
+            )
 
     inflight = []
     for lo in starts:
@@ -383,8 +438,12 @@ def _setup(w1_bytes, w2_bytes, n, method, dtype_name, noisy):
         # 256; padding other sizes further (e.g. 99 -> 112, 19 -> 32) measured slower, so it stops here
         Ud = np.concatenate([U, np.zeros((n, 1))], axis=1)
         S = np.concatenate([S, np.zeros((1, S.shape[1]))], axis=0)
-    consts = dict(U=jnp.asarray(Ud, dt), S=None if S is None else jnp.asarray(S, dt),
-                  lam1=jnp.asarray(glam1, dt), lam2=jnp.asarray(glam2, dt))
+    consts = dict(
+        U=jnp.asarray(Ud, dt),
+        S=None if S is None else jnp.asarray(S, dt),
+        lam1=jnp.asarray(glam1, dt),
+        lam2=jnp.asarray(glam2, dt),
+    )
     return U, lam1, lam2, consts
 
 
@@ -467,21 +526,33 @@ def _run_chunk(X0, params, keys, cfg):
         X0j, lane_keys = shards.put(X0j), shards.put(lane_keys)
         p = {k: shards.put(v) for k, v in p.items()}
     if use_modal:
-        carry, d0 = kernel(kc.modal_init, (P("batch"), P(), P()), (carry_specs, P("batch")), noisy=noisy,
-                           tile=cfg["tile"])(X0j, consts["U"], consts["S"])
+        carry, d0 = kernel(
+            kc.modal_init, (P("batch"), P(), P()), (carry_specs, P("batch")), noisy=noisy, tile=cfg["tile"]
+        )(X0j, consts["U"], consts["S"])
     else:
         carry, d0 = kernel(kc.matrix_init, (P("batch"),), (carry_specs, P("batch")))(X0j)
     p_specs = {k: _spec(v) for k, v in p.items()}
-    lane_specs = dict(c1=p_specs["c1"], c2=p_specs["c2"], eta=p_specs["eta"], eps=p_specs["eps"],
-                      **{k: P("batch") for k in ("b", "rounds", "keys", "d", "status", "active")})
-    lanes, finite = kernel(kc.make_lanes if shards is None else _lanes_local, (P("batch"), p_specs, P("batch")),
-                           (lane_specs, P("batch")), max_rounds=max_rounds)(d0, p, lane_keys)
+    lane_specs = dict(
+        c1=p_specs["c1"],
+        c2=p_specs["c2"],
+        eta=p_specs["eta"],
+        eps=p_specs["eps"],
+        **{k: P("batch") for k in ("b", "rounds", "keys", "d", "status", "active")},
+    )
+    lanes, finite = kernel(
+        kc.make_lanes if shards is None else _lanes_local,
+        (P("batch"), p_specs, P("batch")),
+        (lane_specs, P("batch")),
+        max_rounds=max_rounds,
+    )(d0, p, lane_keys)
     if not bool(np.all(np.asarray(finite))):  # a NaN/inf in X0 always reaches D(0)
         raise InputError(_NONFINITE)
     if trace:  # traces are indexed by round: run in one segment, no compaction
-        traces = dict(d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
-                      b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),
-                      s=jnp.zeros((B, max_rounds), jnp.int32))
+        traces = dict(
+            d=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(d0),
+            b=jnp.full((B, max_rounds + 1), jnp.nan, dt).at[:, 0].set(lanes["b"]),
+            s=jnp.zeros((B, max_rounds), jnp.int32),
+        )
         if shards is not None:
             traces = shards.put_tree(traces, dict(d=0, b=0, s=0))
     else:
@@ -496,8 +567,13 @@ def _run_chunk(X0, params, keys, cfg):
     gather = kernel(_gather_local, (carry_specs, P("batch")), carry_specs, axes=carry_axes)
     gather_lanes = kernel(kc.gather_lanes, (lane_specs, P("batch")), lane_specs)
 
-    out = dict(rounds=np.zeros(B, np.int32), b=np.zeros(B, dt), d=np.zeros(B, dt), status=np.zeros(B, np.int32),
-               d0=np.asarray(d0))
+    out = dict(
+        rounds=np.zeros(B, np.int32),
+        b=np.zeros(B, dt),
+        d=np.zeros(B, dt),
+        status=np.zeros(B, np.int32),
+        d0=np.asarray(d0),
+    )
     if return_x:
         out["x"] = np.zeros((B, N, d), dt)
     lane_ids = np.arange(B)
@@ -519,8 +595,14 @@ def _run_chunk(X0, params, keys, cfg):
         if noisy:
             Y, mean = (np.asarray(c, dtype=np.float64)[finished] for c in carry)
         else:  # signed eigenvalue powers applied to the initial modal coordinates
-            return kc.modal_reconstruct(np.asarray(X0)[lane_ids[finished]], Um, lam1, lam2,
-                                      np.asarray(carry[1])[finished], np.asarray(carry[2])[finished])
+            return kc.modal_reconstruct(
+                np.asarray(X0)[lane_ids[finished]],
+                Um,
+                lam1,
+                lam2,
+                np.asarray(carry[1])[finished],
+                np.asarray(carry[2])[finished],
+            )
         return mean[:, None, :] + np.einsum("nm,bmd->bnd", Um, Y)
 
     valid = np.ones(B, bool)
@@ -529,8 +611,7 @@ def _run_chunk(X0, params, keys, cfg):
     seg = cfg["seg"]
     while offset < max_rounds:
         n_steps = min(seg, max_rounds - offset)
-        carry, lanes, traces = segment(carry, lanes, traces, *mats, cfg["sigma"], jnp.int32(n_steps),
-                                       jnp.int32(offset))
+        carry, lanes, traces = segment(carry, lanes, traces, *mats, cfg["sigma"], jnp.int32(n_steps), jnp.int32(offset))
         offset += n_steps
         active = np.asarray(lanes["active"])
         finished = valid & ~active

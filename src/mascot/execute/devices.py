@@ -30,16 +30,17 @@ def spec(a, axis=0):
 _LOCAL = {}  # (kernel, static args, mesh, specs) -> jitted shard_map of the kernel
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _resharder(sharding):
     return jax.jit(lambda a: a, out_shardings=sharding)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _taker(sharding, dtype):
     def take(X, idx):
         X = jnp.take(X, idx, axis=0)
         return X if dtype is None else X.astype(dtype)
+
     return jax.jit(take, out_shardings=sharding)
 
 
@@ -68,7 +69,8 @@ class Shards:
         """Rows ``rows`` of the jax.Array ``X`` (cast to ``dtype``), split over the devices: one compiled
         gather on the device(s) holding ``X``, no host round trip."""
         return _taker(NamedSharding(self.mesh, P("batch")), None if dtype is None else jnp.dtype(dtype))(
-            X, np.asarray(rows))
+            X, np.asarray(rows)
+        )
 
     def put_tree(self, tree, axes):
         return jax.tree_util.tree_map(lambda a, ax: self.put(a, ax), tree, axes)
@@ -79,8 +81,11 @@ class Shards:
         f = _LOCAL.get(key)
         if f is None:
             # check_vma=False: the kernels' loops start from constants (zeros) that vary per device later
-            f = _LOCAL[key] = jax.jit(jax.shard_map(partial(fn, **static), mesh=self.mesh, in_specs=in_specs,
-                                                    out_specs=out_specs, check_vma=False))
+            f = _LOCAL[key] = jax.jit(
+                jax.shard_map(
+                    partial(fn, **static), mesh=self.mesh, in_specs=in_specs, out_specs=out_specs, check_vma=False
+                )
+            )
         return f
 
     def rows(self, lo, B, C):

@@ -27,6 +27,7 @@ __all__ = ["affine_noise_error", "rule_noise_error"]
 
 _CHUNK_ELEMS = 1 << 24  # output values (E_ceg and trace) of one chunk
 
+
 def _as_key(key):
     if isinstance(key, (int, np.integer)):
         return jax.random.key(int(key))
@@ -49,8 +50,7 @@ def _points(params: dict, point_ids):
     for name, v in params.items():
         nd = np.ndim(v)
         if nd > 1:
-            raise InputError(f"{name} must be a scalar or a 1-D array (one value per point); got shape "
-                             f"{np.shape(v)}")
+            raise InputError(f"{name} must be a scalar or a 1-D array (one value per point); got shape {np.shape(v)}")
         if nd == 1:
             lengths.add(np.shape(v)[0])
     if len(lengths) > 1:
@@ -67,8 +67,7 @@ def _points(params: dict, point_ids):
         ids = np.asarray(point_ids)
         if ids.ndim == 0:
             ids = ids[None]
-        if ids.shape != (P,) or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) or \
-                np.any(ids >= 2**32):
+        if ids.shape != (P,) or not np.issubdtype(ids.dtype, np.integer) or np.any(ids < 0) or np.any(ids >= 2**32):
             raise InputError(f"point_ids must be {P} integers in [0, 2^32) (one per point); got {point_ids!r}")
     return out, P, scalar, ids.astype(np.uint32)
 
@@ -149,8 +148,7 @@ def _run_chunks(run, arrays: dict, ids, key, P, per_point_elems, chunk_points):
 def _run_sharded(run, arrays, ids, key, P, C, devs):
     """Chunks of ``C`` points (a multiple of the device count), each one call split over all ``devs``."""
     sh = Shards(devs)
-    f = sh.local(_apply, (PS("batch"), PS("batch")), PS("batch"), func=run.func,
-                 kw=tuple(sorted(run.keywords.items())))
+    f = sh.local(_apply, (PS("batch"), PS("batch")), PS("batch"), func=run.func, kw=tuple(sorted(run.keywords.items())))
     results = []
     for lo in range(0, P, C):
         hi = min(lo + C, P)
@@ -162,9 +160,23 @@ def _run_sharded(run, arrays, ids, key, P, C, devs):
 
 
 # ----------------------------------------------------------------------------- linear model, public
-def affine_noise_error(key, k, rho_c, sigma, T, L=1.0, *, trials: int, aggregate: str = "mean",
-                       max_k: int | None = None, max_T: int | None = None, dtype=None, trace: bool = False,
-                       point_ids=None, chunk_points: int | None = None):
+def affine_noise_error(
+    key,
+    k,
+    rho_c,
+    sigma,
+    T,
+    L=1.0,
+    *,
+    trials: int,
+    aggregate: str = "mean",
+    max_k: int | None = None,
+    max_T: int | None = None,
+    dtype=None,
+    trace: bool = False,
+    point_ids=None,
+    chunk_points: int | None = None,
+):
     """Monte Carlo ``E_ceg = sum_{t=1..T} |e_t|`` of the affine-noise model over ``P`` parameter points.
 
     The model of Sec. 3.5 of the predictive-maps paper: ``e_t = agg_i (L e_{t-1} + b_t + xi_t^(i))``, with
@@ -204,10 +216,14 @@ def affine_noise_error(key, k, rho_c, sigma, T, L=1.0, *, trials: int, aggregate
     arrays, P, scalar, ids = _points(p, point_ids)
     max_k = _maximum("max_k", max_k, arrays["k"])
     max_T = _maximum("max_T", max_T, arrays["T"])
-    arrays = dict(k=arrays["k"].astype(np.int32), T=arrays["T"].astype(np.int32),
-                  rho_c=arrays["rho_c"].astype(dt), sigma=arrays["sigma"].astype(dt), L=arrays["L"].astype(dt))
-    run = partial(kn.affine_chunk, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace,
-                  dtype=dt)
+    arrays = dict(
+        k=arrays["k"].astype(np.int32),
+        T=arrays["T"].astype(np.int32),
+        rho_c=arrays["rho_c"].astype(dt),
+        sigma=arrays["sigma"].astype(dt),
+        L=arrays["L"].astype(dt),
+    )
+    run = partial(kn.affine_chunk, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace, dtype=dt)
     return _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, scalar)
 
 
@@ -228,15 +244,34 @@ def _rule_state0(value0, parity0, level0):
     obj = np.asarray(parity0, dtype=object)
     par = np.array([code(x) for x in obj.ravel().tolist()], dtype=np.int64).reshape(obj.shape)
     lv = np.asarray(level0)
-    if lv.dtype == bool or lv.dtype.kind not in "iuf" or not np.all(lv == np.round(lv)) or \
-            not np.all((lv >= 1) & (lv <= 9)):
+    if (
+        lv.dtype == bool
+        or lv.dtype.kind not in "iuf"
+        or not np.all(lv == np.round(lv))
+        or not np.all((lv >= 1) & (lv <= 9))
+    ):
         raise InputError(f"level0 must be an integer in 1..9; got {level0!r}")
     return v, par, lv.astype(np.int64)
 
 
-def rule_noise_error(key, *, k, rho_c, sigma, T, trials: int, value0=50.0, parity0=0, level0=3,
-                     aggregate: str = "mean", max_k: int | None = None, max_T: int | None = None,
-                     trace: bool = False, point_ids=None, chunk_points: int | None = None):
+def rule_noise_error(
+    key,
+    *,
+    k,
+    rho_c,
+    sigma,
+    T,
+    trials: int,
+    value0=50.0,
+    parity0=0,
+    level0=3,
+    aggregate: str = "mean",
+    max_k: int | None = None,
+    max_T: int | None = None,
+    trace: bool = False,
+    point_ids=None,
+    chunk_points: int | None = None,
+):
     """Monte Carlo ``E_ceg`` of the affine-noise model applied to the (nonlinear) state-tracking rule.
 
     The noise model of Sec. 3.5 of the predictive-maps paper (shared bias ``b_t ~ N(0, rho_c sigma^2)``,
@@ -261,17 +296,24 @@ def rule_noise_error(key, *, k, rho_c, sigma, T, trials: int, value0=50.0, parit
         raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
     trials = _positive_int("trials", trials)
     if not x64_enabled():
-        raise RuntimeError("rule_noise_error needs 64-bit JAX (the state-tracking rule is exact int64/float64 "
-                           "arithmetic; jax_enable_x64): run inside `with mascot.kernels.precision.float64():`")
+        raise RuntimeError(
+            "rule_noise_error needs 64-bit JAX (the state-tracking rule is exact int64/float64 "
+            "arithmetic; jax_enable_x64): run inside `with mascot.kernels.precision.float64():`"
+        )
     key = _as_key(key)
     p = validate_noise_params(k=k, rho_c=rho_c, sigma=sigma, T=T)
     v0, p0, l0 = _rule_state0(value0, parity0, level0)
     arrays, P, scalar, ids = _points(dict(p, value0=v0, parity0=p0, level0=l0), point_ids)
     max_k = _maximum("max_k", max_k, arrays["k"])
     max_T = _maximum("max_T", max_T, arrays["T"])
-    arrays = dict(k=arrays["k"].astype(np.int32), T=arrays["T"].astype(np.int32),
-                  rho_c=arrays["rho_c"].astype(np.float64), sigma=arrays["sigma"].astype(np.float64),
-                  value0=arrays["value0"].astype(np.float64), parity0=arrays["parity0"].astype(np.int32),
-                  level0=arrays["level0"].astype(np.int32))
+    arrays = dict(
+        k=arrays["k"].astype(np.int32),
+        T=arrays["T"].astype(np.int32),
+        rho_c=arrays["rho_c"].astype(np.float64),
+        sigma=arrays["sigma"].astype(np.float64),
+        value0=arrays["value0"].astype(np.float64),
+        parity0=arrays["parity0"].astype(np.int32),
+        level0=arrays["level0"].astype(np.int32),
+    )
     run = partial(kn.rule_chunk, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace)
     return _run_points(run, arrays, ids, key, P, trials, max_T, trace, chunk_points, scalar)

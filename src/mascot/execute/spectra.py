@@ -27,8 +27,18 @@ def default_threads() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=None, family="auto",
-               solver: str = "auto", chunk_size: int | None = None, threads: int | None = None) -> SRSpectra:
+def sr_spectra(
+    A,
+    gamma,
+    *,
+    method: str = "auto",
+    normalize: bool = True,
+    dtype=None,
+    family="auto",
+    solver: str = "auto",
+    chunk_size: int | None = None,
+    threads: int | None = None,
+) -> SRSpectra:
     """rho(M), Delta(M) and kappa(M) of ``M = (I - gamma P)^-1`` for every (graph, gamma) pair (SR paper,
     Sec. 3.1-3.2, eq. 1), without forming M.
 

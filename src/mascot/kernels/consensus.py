@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,9 +40,25 @@ import numpy as np
 from mascot import stable
 from mascot.kernels import switching
 
-__all__ = ["ConsensusResult", "common_eigenbasis", "noise_draws", "STRATEGIES", "modal_init", "matrix_init",
-           "make_lanes", "modal_segment", "matrix_segment", "modal_rollout", "modal_reconstruct", "gather",
-           "gather_lanes", "bucket_size", "SMALL_N", "MODAL_PAD", "MIN_BUCKET"]
+__all__ = [
+    "ConsensusResult",
+    "common_eigenbasis",
+    "noise_draws",
+    "STRATEGIES",
+    "modal_init",
+    "matrix_init",
+    "make_lanes",
+    "modal_segment",
+    "matrix_segment",
+    "modal_rollout",
+    "modal_reconstruct",
+    "gather",
+    "gather_lanes",
+    "bucket_size",
+    "SMALL_N",
+    "MODAL_PAD",
+    "MIN_BUCKET",
+]
 
 STRATEGIES = switching.STRATEGIES
 # Full float32 (or float64) matrix products everywhere: XLA's default on GPUs multiplies float32 in TF32
@@ -53,10 +69,13 @@ _HIGHEST = jax.lax.Precision.HIGHEST
 
 def _mm(a, b):
     return jnp.matmul(a, b, precision=_HIGHEST)
+
+
 MIN_BUCKET = 512
 SMALL_N = 12
 KRON_MAX_D = 16  # widest beliefs the small-N kron projection takes
 MODAL_PAD = 16  # N - 1 modal columns become N when N is a multiple of this (no-noise modal path)
+
 
 class ConsensusResult(NamedTuple):
     """Per-trajectory outcome of Algorithm 1 (all arrays have leading dimension B).
@@ -72,11 +91,11 @@ class ConsensusResult(NamedTuple):
     spent: np.ndarray
     d_final: np.ndarray
     status: np.ndarray
-    d_trace: Optional[np.ndarray] = None
-    b_trace: Optional[np.ndarray] = None
-    sigma_trace: Optional[np.ndarray] = None
-    x_final: Optional[np.ndarray] = None
-    d0: Optional[np.ndarray] = None
+    d_trace: np.ndarray | None = None
+    b_trace: np.ndarray | None = None
+    sigma_trace: np.ndarray | None = None
+    x_final: np.ndarray | None = None
+    d0: np.ndarray | None = None
     method: str = ""
 
 
@@ -139,8 +158,11 @@ def _clusters(lam1, tol, lam2=None):
     out, start = [], 0
     while start < lam1.size:
         stop = start + 1
-        while stop < lam1.size and abs(lam1[stop] - lam1[start]) <= tol and (
-                lam2 is None or abs(lam2[stop] - lam2[start]) <= tol):
+        while (
+            stop < lam1.size
+            and abs(lam1[stop] - lam1[start]) <= tol
+            and (lam2 is None or abs(lam2[stop] - lam2[start]) <= tol)
+        ):
             stop += 1
         out.append((start, stop))
         start = stop
@@ -216,8 +238,9 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
 
     def body(state):
         it, carry, ln, tr = state
-        rule = switching.SwitchState(d=ln["d"], b=ln["b"], rounds=ln["rounds"], status=ln["status"],
-                                     active=ln["active"])
+        rule = switching.SwitchState(
+            d=ln["d"], b=ln["b"], rounds=ln["rounds"], status=ln["status"], active=ln["active"]
+        )
         rule, dec = switching.decide(rule, eta, c1, c2, strategy)
         carry, d_new = advance(carry, dec.mode1, dec.step, rule.rounds)
         rule = switching.commit(rule, dec, d_new, eps, max_rounds)
@@ -229,7 +252,8 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
                 d=jax.lax.dynamic_update_index_in_dim(tr["d"], jnp.where(step, d, nan), col + 1, 1),
                 b=jax.lax.dynamic_update_index_in_dim(tr["b"], jnp.where(step, b, nan), col + 1, 1),
                 s=jax.lax.dynamic_update_index_in_dim(
-                    tr["s"], jnp.where(step, jnp.where(mode1, 1, 2), 0).astype(tr["s"].dtype), col, 1),
+                    tr["s"], jnp.where(step, jnp.where(mode1, 1, 2), 0).astype(tr["s"].dtype), col, 1
+                ),
             )
         ln = dict(ln, d=rule.d, b=rule.b, rounds=rule.rounds, status=rule.status, active=rule.active)
         return it + 1, carry, ln, tr
@@ -239,10 +263,12 @@ def _segment(advance, carry, lanes, traces, n_steps, offset, *, strategy, max_ro
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds", "trace", "n_agents", "noisy"))
-def modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, strategy, max_rounds,
-                   trace, n_agents, noisy):
+def modal_segment(
+    carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, strategy, max_rounds, trace, n_agents, noisy
+):
     inv_n = jnp.asarray(1.0 / n_agents, lam1.dtype)
     if noisy:
+
         def advance(carry, mode1, step, rounds):
             Y, mean = carry  # (B, N-1, d) modal coordinates on 1-perp, (B, d) mean belief
             lam = jnp.where(mode1[:, None], lam1, lam2)
@@ -267,13 +293,14 @@ def modal_segment(carry, lanes, traces, lam1, lam2, sigma, n_steps, offset, *, s
             m1 = m1 + (step & mode1).astype(m1.dtype)
             m2 = m2 + (step & ~mode1).astype(m2.dtype)
             return (energy_new, m1, m2), d_new
-    return _segment(advance, carry, lanes, traces, n_steps, offset, strategy=strategy,
-                    max_rounds=max_rounds, trace=trace)
+
+    return _segment(
+        advance, carry, lanes, traces, n_steps, offset, strategy=strategy, max_rounds=max_rounds, trace=trace
+    )
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds", "trace", "noisy"))
-def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, strategy, max_rounds,
-                    trace, noisy):
+def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, strategy, max_rounds, trace, noisy):
     n = W1.shape[0]
     inv_n = jnp.asarray(1.0 / n, W1.dtype)
     W12 = jnp.concatenate([W1, W2], axis=0)
@@ -290,11 +317,14 @@ def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, stra
             # W1 or W2 alone when every stepping lane uses the same mode; the stacked (2N, N)
             # product only in rounds where lanes are split between modes
             only1, only2 = jnp.all(mode1 | ~step), jnp.all(~mode1 | ~step)
-            X_new = jax.lax.switch(jnp.where(only1, 0, jnp.where(only2, 1, 2)), [
-                lambda: _mm(W1, flat).reshape(n, d, B),
-                lambda: _mm(W2, flat).reshape(n, d, B),
-                lambda: jnp.where(mode1[None, None, :], *_mm(W12, flat).reshape(2, n, d, B)),
-            ])
+            X_new = jax.lax.switch(
+                jnp.where(only1, 0, jnp.where(only2, 1, 2)),
+                [
+                    lambda: _mm(W1, flat).reshape(n, d, B),
+                    lambda: _mm(W2, flat).reshape(n, d, B),
+                    lambda: jnp.where(mode1[None, None, :], *_mm(W12, flat).reshape(2, n, d, B)),
+                ],
+            )
         else:
             X_new = _mm(W1 if strategy == "mode1" else W2, flat).reshape(n, d, B)
         if noisy:
@@ -305,8 +335,9 @@ def matrix_segment(carry, lanes, traces, W1, W2, sigma, n_steps, offset, *, stra
         d_new = jnp.sqrt(jnp.sum((X_new * X_new).reshape(n * d, B), axis=0) * inv_n)
         return (jnp.where(step[None, None, :], X_new, Xc), m), d_new
 
-    return _segment(advance, carry, lanes, traces, n_steps, offset, strategy=strategy,
-                    max_rounds=max_rounds, trace=trace)
+    return _segment(
+        advance, carry, lanes, traces, n_steps, offset, strategy=strategy, max_rounds=max_rounds, trace=trace
+    )
 
 
 def _grouped_energies(X0, U, S):
@@ -335,6 +366,7 @@ def modal_init(X0, U, S, start=0, *, noisy, tile=None, rows=None):
     if rows is not None:
         B = rows
     if not noisy and n > SMALL_N and tile is not None and B >= 2 * tile:
+
         def body(i, acc):  # the last tile ends at row B (overlapping its predecessor): every product has
             lo = jnp.minimum(i * tile, B - tile)  # `tile` rows (XLA:CPU's products of a few rows sum in
             x = jax.lax.dynamic_slice_in_dim(X0, start + lo, tile, 0)  # another order: other last bits)
@@ -381,8 +413,18 @@ def matrix_init(X0):
 def make_lanes(d0, params, keys, *, max_rounds):
     """Per-trajectory loop state; shared (0-d) parameters stay 0-d. Also: is every D(0) finite?"""
     rule = switching.init(d0, params["b0"], params["eps"], max_rounds)
-    lanes = dict(c1=params["c1"], c2=params["c2"], eta=params["eta"], eps=params["eps"], b=rule.b,
-                 rounds=rule.rounds, keys=keys, d=rule.d, status=rule.status, active=rule.active)
+    lanes = dict(
+        c1=params["c1"],
+        c2=params["c2"],
+        eta=params["eta"],
+        eps=params["eps"],
+        b=rule.b,
+        rounds=rule.rounds,
+        keys=keys,
+        d=rule.d,
+        status=rule.status,
+        active=rule.active,
+    )
     return lanes, jnp.all(jnp.isfinite(d0))
 
 
@@ -395,12 +437,32 @@ def modal_rollout(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds
     B = B if rows is None else rows
     carry, d0 = modal_init(X0, U, S, start, noisy=False, tile=tile, rows=rows)
     lanes, finite = make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
-    carry, lanes, _ = modal_segment(carry, lanes, {}, lam1, lam2, jnp.zeros((), X0.dtype), jnp.int32(max_rounds),
-                                     jnp.int32(0), strategy=strategy, max_rounds=max_rounds, trace=False,
-                                     n_agents=n, noisy=False)
+    carry, lanes, _ = modal_segment(
+        carry,
+        lanes,
+        {},
+        lam1,
+        lam2,
+        jnp.zeros((), X0.dtype),
+        jnp.int32(max_rounds),
+        jnp.int32(0),
+        strategy=strategy,
+        max_rounds=max_rounds,
+        trace=False,
+        n_agents=n,
+        noisy=False,
+    )
     # status as int8 (0, 1, 2): fewer bytes for the host to fetch
-    return dict(rounds=lanes["rounds"], b=lanes["b"], d=lanes["d"], status=lanes["status"].astype(jnp.int8),
-                d0=d0, m1=carry[1], m2=carry[2], finite=finite)
+    return dict(
+        rounds=lanes["rounds"],
+        b=lanes["b"],
+        d=lanes["d"],
+        status=lanes["status"].astype(jnp.int8),
+        d0=d0,
+        m1=carry[1],
+        m2=carry[2],
+        finite=finite,
+    )
 
 
 def modal_reconstruct(X0, U, lam1, lam2, m1, m2):

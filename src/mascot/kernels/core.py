@@ -102,8 +102,9 @@ class Rollout(NamedTuple):
     sigma_trace: Any = None
 
 
-def rollout(x0, modes: Modes, policy: Policy, *, max_rounds: int = 64, noise=0.0, key=None,
-            trace: bool = False) -> Rollout:
+def rollout(
+    x0, modes: Modes, policy: Policy, *, max_rounds: int = 64, noise=0.0, key=None, trace: bool = False
+) -> Rollout:
     """Algorithm 1 of the consensus paper for one trajectory, as a pure function (jit, vmap, grad-free).
 
     Args:
@@ -131,8 +132,16 @@ def rollout(x0, modes: Modes, policy: Policy, *, max_rounds: int = 64, noise=0.0
         raise InputError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
     if key is None and _nonzero(noise):
         raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
-    return _rollout(x0, modes, policy, noise, key, max_rounds=max_rounds, trace=bool(trace),
-                    strategy=switching.canonical_strategy(policy.strategy))
+    return _rollout(
+        x0,
+        modes,
+        policy,
+        noise,
+        key,
+        max_rounds=max_rounds,
+        trace=bool(trace),
+        strategy=switching.canonical_strategy(policy.strategy),
+    )
 
 
 def _nonzero(v) -> bool:
@@ -183,15 +192,22 @@ def _rollout(x0, modes, policy, noise, key, *, max_rounds, trace, strategy):
         k = rule.rounds
         new = switching.commit(rule, dec, d_new, eps, max_rounds)
         if trace:
-            tr = dict(d=jnp.where(dec.step, tr["d"].at[k + 1].set(new.d), tr["d"]),
-                      b=jnp.where(dec.step, tr["b"].at[k + 1].set(new.b), tr["b"]),
-                      s=jnp.where(dec.step, tr["s"].at[k].set(jnp.where(dec.mode1, 1, 2)), tr["s"]))
+            tr = dict(
+                d=jnp.where(dec.step, tr["d"].at[k + 1].set(new.d), tr["d"]),
+                b=jnp.where(dec.step, tr["b"].at[k + 1].set(new.b), tr["b"]),
+                s=jnp.where(dec.step, tr["s"].at[k].set(jnp.where(dec.mode1, 1, 2)), tr["s"]),
+            )
         return new, jnp.where(dec.step, x_new, xc), jnp.where(dec.step, m_new, m), tr
 
     rule, xc, m, traces = jax.lax.while_loop(lambda s: s[0].active, body, (rule, xc, m, traces))
-    out = Rollout(rounds=rule.rounds, tokens=b0 - rule.b, d0=d0, d_final=rule.d,
-                  status=rule.status.astype(jnp.int32), x_final=xc + m)
+    out = Rollout(
+        rounds=rule.rounds,
+        tokens=b0 - rule.b,
+        d0=d0,
+        d_final=rule.d,
+        status=rule.status.astype(jnp.int32),
+        x_final=xc + m,
+    )
     if trace:
         out = out._replace(d_trace=traces["d"], b_trace=traces["b"], sigma_trace=traces["s"])
     return out
-

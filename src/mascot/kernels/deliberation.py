@@ -50,7 +50,7 @@ uses the same draws. (Not ``jax.random``: threefry inside the round loop took 6-
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -58,14 +58,21 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels.precision import check_budget, x64_enabled
-
 from mascot.papers import DELIBERATION_STRATEGIES
 from mascot.theory.consensus import ceil_rounds, contraction_rate, validate_doubly_stochastic
 
 __all__ = [
-    "STRATEGIES", "STATUS_NAMES", "DeliberationResult", "simulate_deliberation", "round_draws",
-    "initial_beliefs", "certificate_budget_jax", "neighbor_degrees", "expected_round_cost",
-    "monitor_estimates", "CLAUDE_CALIBRATION",
+    "STRATEGIES",
+    "STATUS_NAMES",
+    "DeliberationResult",
+    "simulate_deliberation",
+    "round_draws",
+    "initial_beliefs",
+    "certificate_budget_jax",
+    "neighbor_degrees",
+    "expected_round_cost",
+    "monitor_estimates",
+    "CLAUDE_CALIBRATION",
 ]
 
 STRATEGIES = tuple(DELIBERATION_STRATEGIES)  # ("adaptive", "complete", "ring"): the index is the traced code
@@ -99,7 +106,7 @@ class DeliberationResult(NamedTuple):
     b_trace: np.ndarray
     sigma_trace: np.ndarray
     cost_trace: np.ndarray
-    x_final: Optional[np.ndarray] = None
+    x_final: np.ndarray | None = None
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -139,7 +146,7 @@ def round_draws(seed, run, k, n: int, d: int, dtype=jnp.float64):
     m = n * d + n
     u = _uniforms(seed, run, k, 2 * m, dtype)
     z = jnp.sqrt(-2.0 * jnp.log(u[:, :m])) * jnp.cos(2.0 * jnp.pi * u[:, m:])
-    return z[:, : n * d].reshape(-1, n, d), z[:, n * d:]
+    return z[:, : n * d].reshape(-1, n, d), z[:, n * d :]
 
 
 def initial_beliefs(seed: int, runs: int, prior, spread: float = 0.05, dtype=jnp.float64):
@@ -210,29 +217,64 @@ def monitor_estimates(sum_log, n_obs, sum_cost, prior_lam, prior_cost, n0):
 
 # ----------------------------------------------------------------------------- the kernel
 class _Carry(NamedTuple):
-    X: jax.Array        # (B, N, d)
-    b: jax.Array        # (B,)
-    rounds: jax.Array   # (B,) int32
-    status: jax.Array   # (B,) int32, -1 running
+    X: jax.Array  # (B, N, d)
+    b: jax.Array  # (B,)
+    rounds: jax.Array  # (B,) int32
+    status: jax.Array  # (B,) int32, -1 running
     sum_log: jax.Array  # (B, 2)
-    n_obs: jax.Array    # (B, 2)
+    n_obs: jax.Array  # (B, 2)
     sum_cost: jax.Array  # (B, 2)
     mon_round: jax.Array  # (B,) int32
     mon_bstar: jax.Array  # (B,)
 
 
 @partial(jax.jit, static_argnames=("max_rounds", "clip", "ceil"))
-def _rollout(X0, b0, seed, run_ids, W1, W2, deg1, deg2, eta, eps, noise, expand, d_expand, cost_base, cost_per_nb,
-             cost_noise, prior_lam, prior_cost, n0, strategy, predicted, monitor_stop, warmup, *, max_rounds,
-             clip, ceil):
+def _rollout(
+    X0,
+    b0,
+    seed,
+    run_ids,
+    W1,
+    W2,
+    deg1,
+    deg2,
+    eta,
+    eps,
+    noise,
+    expand,
+    d_expand,
+    cost_base,
+    cost_per_nb,
+    cost_noise,
+    prior_lam,
+    prior_cost,
+    n0,
+    strategy,
+    predicted,
+    monitor_stop,
+    warmup,
+    *,
+    max_rounds,
+    clip,
+    ceil,
+):
     # strategy (0 adaptive, 1 complete, 2 ring), predicted, monitor_stop and warmup are traced, so one
     # compilation serves every strategy and rule for a given shape
     B, N, d = X0.shape
     dt = X0.dtype
     tiny = jnp.asarray(jnp.finfo(dt).tiny, dt)
     zeros2 = jnp.zeros((B, 2), dt)
-    carry = _Carry(X0, b0, jnp.zeros(B, jnp.int32), jnp.full(B, -1, jnp.int32), zeros2, zeros2, zeros2,
-                   jnp.full(B, -1, jnp.int32), jnp.full(B, jnp.nan, dt))
+    carry = _Carry(
+        X0,
+        b0,
+        jnp.zeros(B, jnp.int32),
+        jnp.full(B, -1, jnp.int32),
+        zeros2,
+        zeros2,
+        zeros2,
+        jnp.full(B, -1, jnp.int32),
+        jnp.full(B, jnp.nan, dt),
+    )
     base_nb = jnp.stack([cost_base + cost_per_nb * deg1, cost_base + cost_per_nb * deg2])  # (2, N)
 
     def step(c: _Carry, k):
@@ -245,8 +287,9 @@ def _rollout(X0, b0, seed, run_ids, W1, W2, deg1, deg2, eta, eps, noise, expand,
         sig2 = jnp.where(strategy == 0, D <= eta, strategy == 2)  # True -> mode 2
         # monitor: running estimates, B*_hat(D_k) for the strategy, flag if b_k < B*_hat
         lam_hat, c_hat = monitor_estimates(c.sum_log, c.n_obs, c.sum_cost, prior_lam, prior_cost, n0)
-        bstar = certificate_budget_jax(D, eta, eps, lam_hat[:, 0], lam_hat[:, 1], c_hat[:, 0], c_hat[:, 1],
-                                       strategy, ceil=ceil)
+        bstar = certificate_budget_jax(
+            D, eta, eps, lam_hat[:, 0], lam_hat[:, 1], c_hat[:, 0], c_hat[:, 1], strategy, ceil=ceil
+        )
         flag = running & (k >= warmup) & (c.b < bstar)
         first = flag & (c.mon_round < 0)
         mon_round = jnp.where(first, k, c.mon_round)
@@ -262,7 +305,11 @@ def _rollout(X0, b0, seed, run_ids, W1, W2, deg1, deg2, eta, eps, noise, expand,
         a = jnp.where(sig2, expand[1], expand[0])
         s = jnp.clip(1.0 - D / d_expand, 0.0, 1.0)
         PX = c.X - c.X.mean(axis=1, keepdims=True)
-        Xn = jnp.einsum("bij,bjd->bid", W, c.X, precision=jax.lax.Precision.HIGHEST) + (a * s)[:, None, None] * PX + noise * z
+        Xn = (
+            jnp.einsum("bij,bjd->bid", W, c.X, precision=jax.lax.Precision.HIGHEST)
+            + (a * s)[:, None, None] * PX
+            + noise * z
+        )
         if clip:
             Xn = jnp.clip(Xn, 0.0, 1.0)
         per_agent = jnp.where(sig2[:, None], base_nb[1][None], base_nb[0][None]) * (1.0 + cost_noise * zc)
@@ -281,8 +328,12 @@ def _rollout(X0, b0, seed, run_ids, W1, W2, deg1, deg2, eta, eps, noise, expand,
         sum_cost = c.sum_cost + jnp.where(m, cost[:, None], 0.0)
         rec_sig = jnp.where(running, jnp.where(sig2, 2, 1), 0).astype(jnp.int32)
         rec_cost = jnp.where(running, cost, jnp.nan)
-        return _Carry(X, b, rounds, status, sum_log, n_obs, sum_cost, mon_round, mon_bstar), \
-            (rec_d, rec_b, rec_sig, rec_cost)
+        return _Carry(X, b, rounds, status, sum_log, n_obs, sum_cost, mon_round, mon_bstar), (
+            rec_d,
+            rec_b,
+            rec_sig,
+            rec_cost,
+        )
 
     c, (d_tr, b_tr, sig_tr, cost_tr) = jax.lax.scan(step, carry, jnp.arange(max_rounds, dtype=jnp.int32))
     D = _disagreement(c.X)
@@ -298,14 +349,36 @@ def _as_rate(name, v):
     return v
 
 
-def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy: str = "adaptive",
-                          eta: float = 0.2, eps: float = 0.05, b0=100_000.0, max_rounds: int = 40,
-                          noise: float = 0.0, expand=(0.0, 0.0), d_expand: float = 0.1,
-                          cost_base: float = 98.6, cost_per_neighbor: float = 576.6, cost_noise: float = 0.0,
-                          budget_rule: str = "spent", monitor_stop: bool = False, warmup: int = 2,
-                          n0: float = 1.0, prior_lambda=None, prior_cost=None, monitor_ceil: bool = True,
-                          clip: bool = True, run_offset: int = 0,
-                          dtype="float64", return_x: bool = False) -> DeliberationResult:
+def simulate_deliberation(
+    seed,
+    X0,
+    W1,
+    W2,
+    *,
+    runs: int | None = None,
+    strategy: str = "adaptive",
+    eta: float = 0.2,
+    eps: float = 0.05,
+    b0=100_000.0,
+    max_rounds: int = 40,
+    noise: float = 0.0,
+    expand=(0.0, 0.0),
+    d_expand: float = 0.1,
+    cost_base: float = 98.6,
+    cost_per_neighbor: float = 576.6,
+    cost_noise: float = 0.0,
+    budget_rule: str = "spent",
+    monitor_stop: bool = False,
+    warmup: int = 2,
+    n0: float = 1.0,
+    prior_lambda=None,
+    prior_cost=None,
+    monitor_ceil: bool = True,
+    clip: bool = True,
+    run_offset: int = 0,
+    dtype="float64",
+    return_x: bool = False,
+) -> DeliberationResult:
     """Run ``runs`` surrogate deliberations (see the module docstring for the model and the rules).
 
     Args:
@@ -328,8 +401,13 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
         raise InputError(f"max_rounds must be an integer >= 1; got {max_rounds!r}")
     if int(warmup) != warmup or warmup < 0:
         raise InputError(f"warmup must be an integer >= 0; got {warmup!r}")
-    for name, v in (("noise", noise), ("cost_noise", cost_noise), ("n0", n0), ("cost_base", cost_base),
-                    ("cost_per_neighbor", cost_per_neighbor)):
+    for name, v in (
+        ("noise", noise),
+        ("cost_noise", cost_noise),
+        ("n0", n0),
+        ("cost_base", cost_base),
+        ("cost_per_neighbor", cost_per_neighbor),
+    ):
         if not (float(v) >= 0):
             raise InputError(f"{name} must be >= 0; got {v!r}")
     if not (0 < eps) or not (0 < eta):
@@ -337,8 +415,10 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
     if dtype not in ("float64", "float32"):
         raise InputError(f"dtype must be 'float64' or 'float32'; got {dtype!r}")
     if dtype == "float64" and not x64_enabled():
-        raise InputError("dtype='float64' needs jax_enable_x64: run inside "
-                         "`with mascot.kernels.precision.float64():`, or use dtype='float32'")
+        raise InputError(
+            "dtype='float64' needs jax_enable_x64: run inside "
+            "`with mascot.kernels.precision.float64():`, or use dtype='float32'"
+        )
     W1 = validate_doubly_stochastic(W1, "W1")
     W2 = validate_doubly_stochastic(W2, "W2")
     X0 = np.asarray(X0, dtype=np.float64)
@@ -355,8 +435,10 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
         prior_lambda = (contraction_rate(W1, "W1"), contraction_rate(W2, "W2"))
     prior_lambda = tuple(_as_rate("prior_lambda", v) for v in prior_lambda)
     if prior_cost is None:
-        prior_cost = (expected_round_cost(W1, cost_base, cost_per_neighbor),
-                      expected_round_cost(W2, cost_base, cost_per_neighbor))
+        prior_cost = (
+            expected_round_cost(W1, cost_base, cost_per_neighbor),
+            expected_round_cost(W2, cost_base, cost_per_neighbor),
+        )
     prior_cost = tuple(_as_rate("prior_cost", v) for v in prior_cost)
     dt = jnp.float64 if dtype == "float64" else jnp.float32
     f = lambda v: jnp.asarray(v, dt)  # noqa: E731
@@ -366,12 +448,33 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
         raise InputError(f"seed must be an integer in [0, 2^32); got {seed!r}")
     run_ids = jnp.arange(B, dtype=jnp.uint32) + jnp.uint32(int(run_offset))
     c, status, D, d_tr, b_tr, sig_tr, cost_tr = _rollout(
-        f(X0), f(b0), jnp.uint32(int(seed)), run_ids, f(W1), f(W2), f(neighbor_degrees(W1)),
-        f(neighbor_degrees(W2)), f(eta), f(eps),
-        f(noise), f(np.asarray(expand, dtype=np.float64)), f(d_expand), f(cost_base), f(cost_per_neighbor),
-        f(cost_noise), f(np.asarray(prior_lambda)), f(np.asarray(prior_cost)), f(n0),
-        jnp.int32(STRATEGIES.index(strategy)), jnp.bool_(budget_rule == "predicted"), jnp.bool_(monitor_stop),
-        jnp.int32(warmup), max_rounds=int(max_rounds), clip=bool(clip), ceil=bool(monitor_ceil))
+        f(X0),
+        f(b0),
+        jnp.uint32(int(seed)),
+        run_ids,
+        f(W1),
+        f(W2),
+        f(neighbor_degrees(W1)),
+        f(neighbor_degrees(W2)),
+        f(eta),
+        f(eps),
+        f(noise),
+        f(np.asarray(expand, dtype=np.float64)),
+        f(d_expand),
+        f(cost_base),
+        f(cost_per_neighbor),
+        f(cost_noise),
+        f(np.asarray(prior_lambda)),
+        f(np.asarray(prior_cost)),
+        f(n0),
+        jnp.int32(STRATEGIES.index(strategy)),
+        jnp.bool_(budget_rule == "predicted"),
+        jnp.bool_(monitor_stop),
+        jnp.int32(warmup),
+        max_rounds=int(max_rounds),
+        clip=bool(clip),
+        ceil=bool(monitor_ceil),
+    )
     rounds = np.asarray(c.rounds)
     d_tr = np.asarray(d_tr, dtype=np.float64)
     b_tr = np.asarray(b_tr, dtype=np.float64)
@@ -385,7 +488,16 @@ def simulate_deliberation(seed, X0, W1, W2, *, runs: int | None = None, strategy
     b_tr[idx, rounds] = b_fin
     d0 = np.asarray(_disagreement(f(X0)), dtype=np.float64)
     return DeliberationResult(
-        rounds=rounds, spent=b0 - b_fin, d0=d0, d_final=d_final, status=np.asarray(status),
-        monitor_round=np.asarray(c.mon_round), monitor_bstar=np.asarray(c.mon_bstar, dtype=np.float64),
-        d_trace=d_tr, b_trace=b_tr, sigma_trace=np.asarray(sig_tr), cost_trace=np.asarray(cost_tr, dtype=np.float64),
-        x_final=np.asarray(c.X) if return_x else None)
+        rounds=rounds,
+        spent=b0 - b_fin,
+        d0=d0,
+        d_final=d_final,
+        status=np.asarray(status),
+        monitor_round=np.asarray(c.mon_round),
+        monitor_bstar=np.asarray(c.mon_bstar, dtype=np.float64),
+        d_trace=d_tr,
+        b_trace=b_tr,
+        sigma_trace=np.asarray(sig_tr),
+        cost_trace=np.asarray(cost_tr, dtype=np.float64),
+        x_final=np.asarray(c.X) if return_x else None,
+    )

@@ -29,7 +29,6 @@ only the ``(max_k + 1, trials)`` draws of one step of one point are live at a ti
 
 from __future__ import annotations
 
-import math
 from functools import partial
 
 import jax
@@ -48,7 +47,8 @@ _UNROLLED_MAX = 16  # sorting networks up to this (padded) size are unrolled com
 def _step_noise(step_key, trials, max_k, dt):
     """Standard normal draws of one step: the shared ``(trials,)`` bias and ``(max_k, trials)`` agents."""
     z = jax.vmap(lambda i: jax.random.normal(jax.random.fold_in(step_key, i), (trials,), dt))(
-        jnp.arange(max_k + 1, dtype=jnp.uint32))
+        jnp.arange(max_k + 1, dtype=jnp.uint32)
+    )
     return z[0], z[1:]
 
 
@@ -150,8 +150,21 @@ def _aggregated_noise(step_key, k, s_bias, s_ind, *, trials, max_k, aggregate, d
 
 
 # ----------------------------------------------------------------------------- linear model, one point
-def affine_noise_point(key, k, rho_c, sigma, T, L, *, trials: int, max_k: int, max_T: int,
-                       aggregate: str = "mean", trace: bool = False, dtype=None):
+def affine_noise_point(
+    key,
+    k,
+    rho_c,
+    sigma,
+    T,
+    L,
+    *,
+    trials: int,
+    max_k: int,
+    max_T: int,
+    aggregate: str = "mean",
+    trace: bool = False,
+    dtype=None,
+):
     """``E_ceg`` of ``trials`` runs of the affine-noise model at one parameter point (pure JAX).
 
     ``e_t = L e_{t-1} + agg_i eta_t^(i)`` for ``t = 1..T``, ``e_0 = 0`` (Sec. 3.5 of the predictive-maps
@@ -171,8 +184,9 @@ def affine_noise_point(key, k, rho_c, sigma, T, L, *, trials: int, max_k: int, m
 
     def run(carry, t):
         e, ceg = carry
-        eta = _aggregated_noise(jax.random.fold_in(key, t), k, s_bias, s_ind, trials=trials, max_k=max_k,
-                                aggregate=aggregate, dt=dt)
+        eta = _aggregated_noise(
+            jax.random.fold_in(key, t), k, s_bias, s_ind, trials=trials, max_k=max_k, aggregate=aggregate, dt=dt
+        )
         e = L * e + eta
         err = jnp.abs(e)
         return (e, ceg + err), (err if trace else None)
@@ -192,14 +206,29 @@ def affine_noise_point(key, k, rho_c, sigma, T, L, *, trials: int, max_k: int, m
 
 @partial(jax.jit, static_argnames=("trials", "max_k", "max_T", "aggregate", "trace", "dtype"))
 def affine_chunk(keys, k, rho_c, sigma, T, L, *, trials, max_k, max_T, aggregate, trace, dtype):
-    fn = partial(affine_noise_point, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate,
-                 trace=trace, dtype=dtype)
+    fn = partial(
+        affine_noise_point, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace, dtype=dtype
+    )
     return jax.lax.map(lambda a: fn(*a), (keys, k, rho_c, sigma, T, L))  # see _run_chunks
 
 
 # ----------------------------------------------------------------------------- nonlinear rule, one point
-def rule_noise_point(key, k, rho_c, sigma, T, value0, parity0, level0, *, trials: int, max_k: int,
-                     max_T: int, aggregate: str = "mean", trace: bool = False):
+def rule_noise_point(
+    key,
+    k,
+    rho_c,
+    sigma,
+    T,
+    value0,
+    parity0,
+    level0,
+    *,
+    trials: int,
+    max_k: int,
+    max_T: int,
+    aggregate: str = "mean",
+    trace: bool = False,
+):
     """``E_ceg`` of ``trials`` noisy runs of the state-tracking rule at one parameter point (pure JAX).
 
     The true state ``x*_t = rule(x*_{t-1})`` starts at ``(value0, parity0, level0)``; the estimate starts
@@ -225,8 +254,9 @@ def rule_noise_point(key, k, rho_c, sigma, T, value0, parity0, level0, *, trials
         true, est, ceg = carry
         true = tuple(rule_step(*true))
         v, p, lv = rule_step(*est)
-        eta = _aggregated_noise(jax.random.fold_in(key, t), k, s_bias, s_ind, trials=trials, max_k=max_k,
-                                aggregate=aggregate, dt=dt)
+        eta = _aggregated_noise(
+            jax.random.fold_in(key, t), k, s_bias, s_ind, trials=trials, max_k=max_k, aggregate=aggregate, dt=dt
+        )
         est = (v + eta, p, lv)
         err = jnp.abs(est[0] - true[0])
         return (true, est, ceg + err), (err if trace else None)
@@ -246,5 +276,3 @@ def rule_noise_point(key, k, rho_c, sigma, T, value0, parity0, level0, *, trials
 def rule_chunk(keys, k, rho_c, sigma, T, value0, parity0, level0, *, trials, max_k, max_T, aggregate, trace):
     fn = partial(rule_noise_point, trials=trials, max_k=max_k, max_T=max_T, aggregate=aggregate, trace=trace)
     return jax.lax.map(lambda a: fn(*a), (keys, k, rho_c, sigma, T, value0, parity0, level0))
-
-

@@ -22,7 +22,7 @@ __all__ = ["float64", "x64_enabled", "resolve_dtype", "check_budget", "check_noi
 def _context(enabled: bool):
     if hasattr(jax, "enable_x64"):  # jax >= 0.6
         return jax.enable_x64(enabled)
-    from jax.experimental import enable_x64, disable_x64  # older jax
+    from jax.experimental import disable_x64, enable_x64  # older jax
 
     return enable_x64() if enabled else disable_x64()
 
@@ -56,8 +56,10 @@ def resolve_dtype(dtype=None):
     if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):
         raise InputError(f"dtype must be float32 or float64; got {dtype!r}")
     if dt == jnp.float64 and not x64_enabled():
-        raise InputError("dtype='float64' needs 64-bit JAX (jax_enable_x64): run inside "
-                         "`with mascot.kernels.precision.float64():` (or enable jax_enable_x64 at start-up)")
+        raise InputError(
+            "dtype='float64' needs 64-bit JAX (jax_enable_x64): run inside "
+            "`with mascot.kernels.precision.float64():` (or enable jax_enable_x64 at start-up)"
+        )
     return dt
 
 
@@ -92,21 +94,27 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_co
 
     b = max(largest(b0), 0.0)
     if b > exact:
-        raise InputError(f"b0 = {b:.10g} is above 2^{exact.bit_length() - 1} = {exact:,}, the largest budget {name} "
-                         f"keeps exactly (deductions would be rounded or lost); "
-                         + (fix if name == "float32" else "scale the budget and costs down"))
+        raise InputError(
+            f"b0 = {b:.10g} is above 2^{exact.bit_length() - 1} = {exact:,}, the largest budget {name} "
+            f"keeps exactly (deductions would be rounded or lost); "
+            + (fix if name == "float32" else "scale the budget and costs down")
+        )
     c = min((smallest(x) for x in costs), default=math.inf)
     if b > 0 and c < b / exact:
-        raise InputError(f"a round cost of {c:.6g} is below b0 / 2^{exact.bit_length() - 1} = {b / exact:.6g}: "
-                         f"{name} would lose part or all of each deduction from b0 = {b:.10g}; "
-                         + (fix if name == "float32" else "scale the budget down"))
+        raise InputError(
+            f"a round cost of {c:.6g} is below b0 / 2^{exact.bit_length() - 1} = {b / exact:.6g}: "
+            f"{name} would lose part or all of each deduction from b0 = {b:.10g}; "
+            + (fix if name == "float32" else "scale the budget down")
+        )
     if integer_costs and name == "float32":
         for x in costs:
             if not (float(x).is_integer() if isinstance(x, (int, float)) else bool(np.all(np.mod(x, 1) == 0))):
                 frac = x if isinstance(x, (int, float)) else np.asarray(x)[np.mod(x, 1) != 0].flat[0]
-                raise InputError(f"a round cost of {float(frac):.6g} tokens is not a whole number: float32 keeps "
-                                 f"budgets exactly only for whole-token costs (each deduction of a fraction is "
-                                 f"rounded); round the costs, or {fix}")
+                raise InputError(
+                    f"a round cost of {float(frac):.6g} tokens is not a whole number: float32 keeps "
+                    f"budgets exactly only for whole-token costs (each deduction of a fraction is "
+                    f"rounded); round the costs, or {fix}"
+                )
 
 
 def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str = "pass dtype='float64'") -> None:
@@ -118,6 +126,8 @@ def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str =
         return
     spread = 10.0 * noise * math.sqrt(max(int(max_rounds), 1))
     if spread * spread * n * d > _MAX[name] / 4:
-        raise InputError(f"noise = {noise:g} overflows {name}: after {max_rounds} rounds the beliefs' squared spread "
-                         f"summed over {n} x {d} entries exceeds its largest number; use a smaller noise"
-                         + (f", or {fix}" if name == "float32" else ""))
+        raise InputError(
+            f"noise = {noise:g} overflows {name}: after {max_rounds} rounds the beliefs' squared spread "
+            f"summed over {n} x {d} entries exceeds its largest number; use a smaller noise"
+            + (f", or {fix}" if name == "float32" else "")
+        )

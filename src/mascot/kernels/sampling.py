@@ -27,7 +27,6 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels.precision import x64_enabled
-
 from mascot.seeds import stream_words
 
 __all__ = ["truncated_normal_from_words", "truncated_normal_streams"]
@@ -39,14 +38,15 @@ def _transform(words, a, b, lo, hi, dtype, loc=0.0, scale=1.0):
         # top 23 bits -> [1, 2) by the exponent trick, minus 1: uniform on the 2^-23 grid of [0, 1)
         u = jax.lax.bitcast_convert_type((words >> 9) | jnp.uint32(0x3F800000), jnp.float32) - 1.0
     else:
-        u = (words >> 11).astype(jnp.float64) * (2.0 ** -53)
+        u = (words >> 11).astype(jnp.float64) * (2.0**-53)
     z = math.sqrt(2.0) * jax.lax.erf_inv(a + u * (b - a))
     z = jnp.clip(z, lo, hi)  # erfinv(a) may round past lo, and u -> 1 past hi
     return jnp.clip(loc + scale * z, loc + scale * lo, loc + scale * hi)
 
 
-def truncated_normal_from_words(words, lo: float, hi: float, dtype="float32", loc: float = 0.0,
-                                scale: float = 1.0) -> jax.Array:
+def truncated_normal_from_words(
+    words, lo: float, hi: float, dtype="float32", loc: float = 0.0, scale: float = 1.0
+) -> jax.Array:
     """``loc + scale * Z``, Z a standard normal truncated to ``[lo, hi]`` (``lo < 0 < hi`` for full
     precision), from raw words: uint32 for float32 (23-bit uniforms), uint64 for float64 (53-bit
     uniforms; needs ``jax_enable_x64``)."""
@@ -65,8 +65,9 @@ def truncated_normal_from_words(words, lo: float, hi: float, dtype="float32", lo
     return _transform(jnp.asarray(words), cast(a), cast(b), cast(lo), cast(hi), dtype, cast(loc), cast(scale))
 
 
-def truncated_normal_streams(seed: int, keys, shape: tuple, mean: float, spread: float, lower: float = 0.0,
-                             upper: float = 1.0, dtype="float32") -> jax.Array:
+def truncated_normal_streams(
+    seed: int, keys, shape: tuple, mean: float, spread: float, lower: float = 0.0, upper: float = 1.0, dtype="float32"
+) -> jax.Array:
     """``mean + spread * Z`` with Z a standard normal truncated so the result lies in ``[lower, upper]``,
     one block of ``shape`` per stream key (C order): ``(len(keys) * shape[0], *shape[1:])``."""
     if not (spread > 0 and math.isfinite(spread)):

@@ -38,7 +38,7 @@ Time-varying operators (A.5): :func:`gat_transition` (attention-weighted P(t) wi
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import NamedTuple
 
 import jax
@@ -132,7 +132,7 @@ def _chunks(m, per_pair_bytes, chunk_size):
     return chunk_size, range(0, m, chunk_size)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _blas_controller(_key):
     return ThreadpoolController()
 
@@ -171,8 +171,19 @@ def _use_host(solver, n):
     return solver == "host"
 
 
-def sr_spectra(A, gamma, *, method: str = "auto", normalize: bool = True, dtype=None, chunk_size: int | None = None,
-               family="auto", solver: str = "auto", host_map=None, host_workers: int = 1):
+def sr_spectra(
+    A,
+    gamma,
+    *,
+    method: str = "auto",
+    normalize: bool = True,
+    dtype=None,
+    chunk_size: int | None = None,
+    family="auto",
+    solver: str = "auto",
+    host_map=None,
+    host_workers: int = 1,
+):
     """The kernel of :func:`mascot.sr_spectra` (see there for the arguments, the result and the routes), with
     the host LAPACK tasks run through ``host_map`` (default: the builtin ``map``, serially) by
     ``host_workers`` at once; :func:`mascot.execute.spectra.sr_spectra` passes a thread pool.
@@ -215,9 +226,11 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
     g = check_gamma(gamma)
     if dt == jnp.float32 and np.any(g > F32_GAMMA_MAX):
         bad = g[g > F32_GAMMA_MAX].ravel()[:3]
-        raise InputError(f"gamma = {bad.tolist()} is within 2^-12 of 1: float32 holds 1 - gamma only to about 3e-8 "
-                         f"(rho = 1/(1 - gamma) off by up to {2.0**-25 / (1 - float(bad.max())):.1%}; at 0.99999997 it "
-                         "came out 50% low), use dtype='float64'")
+        raise InputError(
+            f"gamma = {bad.tolist()} is within 2^-12 of 1: float32 holds 1 - gamma only to about 3e-8 "
+            f"(rho = 1/(1 - gamma) off by up to {2.0**-25 / (1 - float(bad.max())):.1%}; at 0.99999997 it "
+            "came out 50% low), use dtype='float64'"
+        )
     try:
         out_shape = np.broadcast_shapes(batch, g.shape)
     except ValueError:
@@ -252,14 +265,21 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
         if chain.any():  # depends on (n, gamma) only: once per distinct gamma
             u, inv = np.unique(gs[chain], return_inverse=True)
             k_chain[chain] = np.asarray(chain_kappa(n, _pad(u, _bucket(u.size))))[inv]
-        r = closed_form_spectra(_pad(codes[gi], size), n, _pad(params[gi, 0], size), _pad(params[gi, 1], size),
-                                _pad(gs, size), _pad(k_chain, size))
+        r = closed_form_spectra(
+            _pad(codes[gi], size),
+            n,
+            _pad(params[gi, 0], size),
+            _pad(params[gi, 1], size),
+            _pad(gs, size),
+            _pad(k_chain, size),
+        )
         for o, x in zip(out, r):
             o[sel] = np.asarray(x)[: sel.size]
 
     if (proute < 0).any():
         Xeig = (_f32_range(flatA) if normalize and dt == jnp.float32 else flatA if normalize else flatP).astype(
-            dt, copy=False)
+            dt, copy=False
+        )
         Pd = flatP.astype(dt, copy=False)
         with _one_blas_thread(host):
             _solve(out, route, proute, normal, Xeig, Pd, idx, gflat, host, host_map, workers, dt, chunk_size)
@@ -310,17 +330,34 @@ def _solve(out, route, proute, normal, X, P, idx, gflat, host, host_map, workers
             for s in starts:
                 part = ps[s : s + size]
                 pad = size if ps.size > size else _bucket(part.size)
-                dev.append((part, "finish", _finish(mu, jnp.asarray(_pad(loc[idx[part]], pad)),
-                                                    jnp.asarray(_pad(gflat[part].astype(dt), pad)),
-                                                    jnp.ones(pad, dt), jnp.asarray(_pad(normal[idx[part]], pad)))))
+                dev.append(
+                    (
+                        part,
+                        "finish",
+                        _finish(
+                            mu,
+                            jnp.asarray(_pad(loc[idx[part]], pad)),
+                            jnp.asarray(_pad(gflat[part].astype(dt), pad)),
+                            jnp.ones(pad, dt),
+                            jnp.asarray(_pad(normal[idx[part]], pad)),
+                        ),
+                    )
+                )
         if svd_pairs.size:
             Pj = jnp.asarray(P, dtype=dt)
             size, starts = _chunks(svd_pairs.size, 3 * n * n * item, chunk_size)
             for s in starts:
                 part = svd_pairs[s : s + size]
                 pad = size if svd_pairs.size > size else _bucket(part.size)
-                dev.append((part, "svd", _svd_kappa(Pj, jnp.asarray(_pad(idx[part], pad)),
-                                                    jnp.asarray(_pad(gflat[part].astype(dt), pad)))))
+                dev.append(
+                    (
+                        part,
+                        "svd",
+                        _svd_kappa(
+                            Pj, jnp.asarray(_pad(idx[part], pad)), jnp.asarray(_pad(gflat[part].astype(dt), pad))
+                        ),
+                    )
+                )
     tasks, parts = [], []
     for c in (_EIGH, _EIG):
         if c == _EIGH and not host:
@@ -366,8 +403,11 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
     if method == "auto":
         raise InputError("inside jax.jit, sr_spectra needs method='eigh' (symmetric A) or method='eig'")
     A = jnp.asarray(A)
-    dt = jnp.dtype(dtype) if dtype is not None else (A.dtype if jnp.issubdtype(A.dtype, jnp.floating)
-                                                     else _default_dtype())
+    dt = (
+        jnp.dtype(dtype)
+        if dtype is not None
+        else (A.dtype if jnp.issubdtype(A.dtype, jnp.floating) else _default_dtype())
+    )
     A = A.astype(dt)
     g = jnp.asarray(gamma).astype(dt)
     batch, n = A.shape[:-2], A.shape[-1]
@@ -392,12 +432,16 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
         kappa = lp.callback_svd_kappa(P, jnp.asarray(idx), gf)
     else:
         size, _ = _chunks(idx.size, 3 * n * n * jnp.dtype(dt).itemsize, chunk_size)
-        kappa = jax.lax.map(lambda ig: _svd_kappa(P, ig[0][None], ig[1][None])[0], (jnp.asarray(idx), gf),
-                            batch_size=min(size, idx.size))
+        kappa = jax.lax.map(
+            lambda ig: _svd_kappa(P, ig[0][None], ig[1][None])[0],
+            (jnp.asarray(idx), gf),
+            batch_size=min(size, idx.size),
+        )
     rho, delta, kappa = _finish(mu, jnp.asarray(idx), gf, kappa, jnp.zeros(idx.size, bool))
     rho, delta, kappa = (x.reshape(out_shape) for x in (rho, delta, kappa))
-    return SRSpectra(rho, delta, kappa, method, np.broadcast_to(np.array(method), out_shape),
-                     "host" if host else "device")
+    return SRSpectra(
+        rho, delta, kappa, method, np.broadcast_to(np.array(method), out_shape), "host" if host else "device"
+    )
 
 
 # ----------------------------------------------------------------------------- time-varying operators (A.5)

@@ -118,8 +118,11 @@ def detect_families(P, families=FAMILIES):
     if "star" in families:
         test("star", _near(row0, 1.0 / (n - 1)) & _near(col0, 1.0), lambda: _star_template(n))
     if "ring" in families and n >= 4:
-        test("ring", _near(sup, 0.5) & (np.abs(P[:, -1, 0] - 0.5) <= _TOL),
-             lambda: 0.5 * (np.eye(n, k=1) + np.eye(n, k=-1) + np.eye(n, k=n - 1) + np.eye(n, k=1 - n)))
+        test(
+            "ring",
+            _near(sup, 0.5) & (np.abs(P[:, -1, 0] - 0.5) <= _TOL),
+            lambda: 0.5 * (np.eye(n, k=1) + np.eye(n, k=-1) + np.eye(n, k=n - 1) + np.eye(n, k=1 - n)),
+        )
     return codes, params
 
 
@@ -144,8 +147,9 @@ def _chain_sigma2(n, g, j, sign_left, iters):
 @partial(jax.jit, static_argnames=("iters",))
 def _chain_kappa(n, g, iters):
     s2_min = _chain_sigma2(n, g, jnp.ones_like(g), jnp.ones_like(g), iters)
-    s2_max = _chain_sigma2(n, g, n * jnp.ones_like(g), jnp.where(jnp.mod(n, 2) == 1, 1.0, -1.0) * jnp.ones_like(g),
-                           iters)
+    s2_max = _chain_sigma2(
+        n, g, n * jnp.ones_like(g), jnp.where(jnp.mod(n, 2) == 1, 1.0, -1.0) * jnp.ones_like(g), iters
+    )
     return jnp.sqrt(s2_max / s2_min)
 
 
@@ -200,5 +204,11 @@ def closed_form_spectra(code, n, mu1, mu2, gamma, k_chain=None):
     g = jnp.asarray(gamma, dt)
     if k_chain is None:
         k_chain = chain_kappa(n, g)
-    return _closed(jnp.asarray(code, jnp.int32), jnp.asarray(n, dt), jnp.asarray(mu1, dt), jnp.asarray(mu2, dt), g,
-                   jnp.asarray(k_chain, dt))
+    return _closed(
+        jnp.asarray(code, jnp.int32),
+        jnp.asarray(n, dt),
+        jnp.asarray(mu1, dt),
+        jnp.asarray(mu2, dt),
+        g,
+        jnp.asarray(k_chain, dt),
+    )

@@ -23,9 +23,24 @@ import numpy as np
 
 from mascot.kernels.spectra_closed import detect_families
 
-__all__ = ["TASK_BYTES", "MIN_TASK_BYTES", "PREP_MIN_TASK_BYTES", "sym_form", "task_prepare", "finish",
-           "task_eigvalsh", "task_eigvals", "task_eigvalsh_finish", "task_eigvals_finish", "task_svd_kappa", "plan",
-           "run_tasks", "callback_eigvalsh", "callback_eigvals", "callback_svd_kappa"]
+__all__ = [
+    "TASK_BYTES",
+    "MIN_TASK_BYTES",
+    "PREP_MIN_TASK_BYTES",
+    "sym_form",
+    "task_prepare",
+    "finish",
+    "task_eigvalsh",
+    "task_eigvals",
+    "task_eigvalsh_finish",
+    "task_eigvals_finish",
+    "task_svd_kappa",
+    "plan",
+    "run_tasks",
+    "callback_eigvalsh",
+    "callback_eigvals",
+    "callback_svd_kappa",
+]
 
 TASK_BYTES = 2 << 20  # matrices per task: a few MB, so a task's work stays in cache
 MIN_TASK_BYTES = 32 << 10  # LAPACK on 32 KB of matrices (16 of 16 x 16) is about 0.2 ms
@@ -190,19 +205,18 @@ def run_tasks(tasks, mapper=map):
 def callback_eigvalsh(A):
     """Traceable eigenvalues of P = D^-1 A for symmetric A (..., n, n): LAPACK syevd without vectors."""
     out = jax.ShapeDtypeStruct(A.shape[:-1], A.dtype)
-    return jax.pure_callback(lambda a: task_eigvalsh(np.asarray(a)).astype(a.dtype), out, A,
-                             vmap_method="expand_dims")
+    return jax.pure_callback(lambda a: task_eigvalsh(np.asarray(a)).astype(a.dtype), out, A, vmap_method="expand_dims")
 
 
 def callback_eigvals(P):
     """Traceable eigenvalues of general P (..., n, n) (complex): LAPACK geev without vectors, on the host."""
     out = jax.ShapeDtypeStruct(P.shape[:-1], jnp.result_type(P.dtype, jnp.complex64))
-    return jax.pure_callback(lambda p: task_eigvals(np.asarray(p)).astype(out.dtype), out, P,
-                             vmap_method="expand_dims")
+    return jax.pure_callback(lambda p: task_eigvals(np.asarray(p)).astype(out.dtype), out, P, vmap_method="expand_dims")
 
 
 def callback_svd_kappa(P, idx, gam):
     """Traceable kappa(I - gam P[idx]) for pairs (idx, gam), P (G, n, n): LAPACK gesdd without vectors."""
     out = jax.ShapeDtypeStruct(idx.shape, P.dtype)
-    return jax.pure_callback(lambda p, i, g: task_svd_kappa(np.asarray(p), np.asarray(i), np.asarray(g))
-                             .astype(p.dtype), out, P, idx, gam)
+    return jax.pure_callback(
+        lambda p, i, g: task_svd_kappa(np.asarray(p), np.asarray(i), np.asarray(g)).astype(p.dtype), out, P, idx, gam
+    )

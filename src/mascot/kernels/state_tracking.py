@@ -89,7 +89,7 @@ def _require_x64() -> None:
     if not jax.config.read("jax_enable_x64"):
         raise RuntimeError(
             "mascot.kernels.state_tracking needs 64-bit JAX (int64 exact arithmetic and float64 "
-            "values): enable it with jax.config.update(\"jax_enable_x64\", True) or the environment "
+            'values): enable it with jax.config.update("jax_enable_x64", True) or the environment '
             "variable JAX_ENABLE_X64=1 before calling rule_step / rule_trajectory."
         )
 
@@ -141,8 +141,10 @@ def arrays_to_states(value, parity, level) -> list[dict]:
     parity = np.asarray(parity).ravel()
     level = np.asarray(level).ravel()
     int_to_parity(parity)  # raises ValueError on a code other than 0/1 (e.g. -1 of a poisoned element)
-    return [{"Value": v, "Parity": _PARITY_LETTERS[p], "Level": lv}
-            for v, p, lv in zip(value.tolist(), parity.tolist(), level.tolist())]
+    return [
+        {"Value": v, "Parity": _PARITY_LETTERS[p], "Level": lv}
+        for v, p, lv in zip(value.tolist(), parity.tolist(), level.tolist())
+    ]
 
 
 def _hundredths_to_float64(q: jax.Array) -> jax.Array:
@@ -179,8 +181,13 @@ def _step(value: jax.Array, parity: jax.Array, level: jax.Array, misread: bool =
     """Rules 1-3 (Predictive Maps of Multi-Agent Reasoning, Appendix C) in exact int64 arithmetic.
     ``misread``: Rule 2's boundary cases go to the middle branch (a decimal portion of exactly 0.5 read as
     "< 0.5", exactly 0.0 as "> 0.0"), so ``V_new = round(V_raw - 0.5, 2)`` there; Parity and Level follow."""
-    valid = (jnp.isfinite(value) & (jnp.abs(value) <= MAX_ABS_VALUE)
-             & ((parity == PARITY_A) | (parity == PARITY_B)) & (level >= 1) & (level <= 9))
+    valid = (
+        jnp.isfinite(value)
+        & (jnp.abs(value) <= MAX_ABS_VALUE)
+        & ((parity == PARITY_A) | (parity == PARITY_B))
+        & (level >= 1)
+        & (level <= 9)
+    )
     safe_value = jnp.where(valid, value, 0.0)
     u = jnp.rint(safe_value * float(_MICRO)).astype(jnp.int64)  # Value in units of 1e-6
     lv = level.astype(jnp.int64)
@@ -191,8 +198,9 @@ def _step(value: jax.Array, parity: jax.Array, level: jax.Array, misread: bool =
     if misread:
         target = jnp.where(frac > _ONE // 2, raw + (3 * _ONE) // 2, raw - _ONE // 2)
     else:
-        target = jnp.where(frac >= _ONE // 2, raw + (3 * _ONE) // 2,
-                           jnp.where(frac > 0, raw - _ONE // 2, (raw * 11) // 10))
+        target = jnp.where(
+            frac >= _ONE // 2, raw + (3 * _ONE) // 2, jnp.where(frac > 0, raw - _ONE // 2, (raw * 11) // 10)
+        )
     q = target // _HUNDREDTH  # floor
     rem = target - q * _HUNDREDTH  # in [0, 1e6)
     half = _HUNDREDTH // 2
@@ -258,8 +266,7 @@ def _trajectory(value, parity, level, steps):
 
     init = RuleState(value, parity, level)
     _, path = lax.scan(body, init, None, length=steps)  # leading step axis, length `steps`
-    return RuleState(*(jnp.moveaxis(jnp.concatenate([x0[None], xs], axis=0), 0, -1)
-                       for x0, xs in zip(init, path)))
+    return RuleState(*(jnp.moveaxis(jnp.concatenate([x0[None], xs], axis=0), 0, -1) for x0, xs in zip(init, path)))
 
 
 def rule_trajectory(value0, parity0, level0, steps: int = 12) -> RuleState:

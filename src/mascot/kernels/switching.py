@@ -30,8 +30,17 @@ import numpy as np
 
 from mascot.status import STRATEGIES, STRATEGY_ALIASES, Status, canonical_strategy
 
-__all__ = ["STRATEGIES", "STRATEGY_ALIASES", "canonical_strategy", "SwitchState", "Decision", "init", "choose_mode",
-           "decide", "commit"]
+__all__ = [
+    "STRATEGIES",
+    "STRATEGY_ALIASES",
+    "canonical_strategy",
+    "SwitchState",
+    "Decision",
+    "init",
+    "choose_mode",
+    "decide",
+    "commit",
+]
 
 
 def _xp(*values):

@@ -27,6 +27,6 @@ def json_object_spans(text: str) -> list[str]:
         elif c == "}" and depth > 0:
             depth -= 1
             if depth == 0:
-                spans.append(text[start: i + 1])
+                spans.append(text[start : i + 1])
         i += 1
     return spans

@@ -8,13 +8,14 @@ from __future__ import annotations
 import json
 import os
 import weakref
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, NamedTuple
+from typing import NamedTuple
 
 from mascot.errors import InputError
 from mascot.io import DirLock, canonical, lock_dir, remove_stale_temps, utc_now  # noqa: F401 (utc_now re-exported)
 
-_HELD: "weakref.WeakValueDictionary[str, DirLock]" = weakref.WeakValueDictionary()
+_HELD: weakref.WeakValueDictionary[str, DirLock] = weakref.WeakValueDictionary()
 
 
 def lock_run_dir(out) -> DirLock:
@@ -75,8 +76,18 @@ def resolve_backend(backend, backend_spec: dict | None, spec_of: Callable) -> tu
     return None, backend_spec if backend_spec is not None else spec_of(backend)
 
 
-def open_run_dir(out: Path, *, kind: str, identity: dict, label: str, orphan: str | None, fresh: dict,
-                 n_diffs: int = 6, check_kind: bool = True, results: str | None = None) -> dict:
+def open_run_dir(
+    out: Path,
+    *,
+    kind: str,
+    identity: dict,
+    label: str,
+    orphan: str | None,
+    fresh: dict,
+    n_diffs: int = 6,
+    check_kind: bool = True,
+    results: str | None = None,
+) -> dict:
     """Create ``out`` and return its ``run.json`` metadata: the stored one when the identity matches, else
     ``fresh`` for a new directory. Raises ``ValueError`` for a directory of another kind, another identity
     (naming up to ``n_diffs`` differences), or results without ``run.json`` (``orphan``: the message). A
@@ -97,8 +108,10 @@ def open_run_dir(out: Path, *, kind: str, identity: dict, label: str, orphan: st
             return fresh
         if meta.get("identity") != identity:
             diffs = identity_diff(meta.get("identity", {}), identity)
-            raise InputError(f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
-                             "use another --out, or delete the directory to start over")
+            raise InputError(
+                f"{out} holds {label} with different parameters ({'; '.join(diffs[:n_diffs])}); "
+                "use another --out, or delete the directory to start over"
+            )
         return meta
     if orphan is not None:
         raise InputError(orphan)
@@ -122,9 +135,20 @@ class RunStart(NamedTuple):
     meta: dict
 
 
-def begin_run(out: Path, *, kind: str, label: str, config_identity: dict, backend, backend_spec: dict | None,
-              spec_of: Callable, results: str, fresh_extra: Callable | None = None, n_diffs: int = 6,
-              check_kind: bool = True) -> RunStart:
+def begin_run(
+    out: Path,
+    *,
+    kind: str,
+    label: str,
+    config_identity: dict,
+    backend,
+    backend_spec: dict | None,
+    spec_of: Callable,
+    results: str,
+    fresh_extra: Callable | None = None,
+    n_diffs: int = 6,
+    check_kind: bool = True,
+) -> RunStart:
     """What every LLM protocol does first: lock ``out``, resolve the backend (or factory) and its spec, build
     the run identity ``{"config", "backend"}`` and open (or resume) the directory (:func:`open_run_dir`);
     ``results`` names the records whose presence without ``run.json`` makes the directory an orphan;
@@ -134,6 +158,15 @@ def begin_run(out: Path, *, kind: str, label: str, config_identity: dict, backen
     identity = canonical({"config": config_identity, "backend": backend_spec})
     extra = fresh_extra(identity) if fresh_extra is not None else {}
     fresh = {"kind": kind, "identity": identity, **extra, "created": utc_now(), "sessions": []}
-    meta = open_run_dir(out, kind=kind, identity=identity, label=label, orphan=orphan_message(out, results),
-                        fresh=fresh, n_diffs=n_diffs, check_kind=check_kind, results=results)
+    meta = open_run_dir(
+        out,
+        kind=kind,
+        identity=identity,
+        label=label,
+        orphan=orphan_message(out, results),
+        fresh=fresh,
+        n_diffs=n_diffs,
+        check_kind=check_kind,
+        results=results,
+    )
     return RunStart(lock, factory, backend_spec, identity, meta)

@@ -54,8 +54,7 @@ def _debate_rounds(path: Path) -> dict[int, list[dict]]:
     return rounds
 
 
-def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int = 100,
-                     progress: bool = False) -> dict:
+def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int = 100, progress: bool = False) -> dict:
     """The voting/debate article's examples, for ``mascot reproduce all``:
 
     * its debate (the code-review snippet, its three reviewers, ``max_rounds = 3``) with mascot's harness
@@ -69,7 +68,11 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
     Writes ``README.md``, ``summary.json``, ``debates.csv`` (one row per surrogate debate) and
     ``example_transcript.md`` into ``out``; run directories under ``runs_dir``. Reruns resume."""
     from mascot.protocols.debate import (
-        SurrogateDebateBackend, load_debate_config, majority_vote, run_debate, weighted_vote,
+        SurrogateDebateBackend,
+        load_debate_config,
+        majority_vote,
+        run_debate,
+        weighted_vote,
     )
 
     out, runs_dir = Path(out), Path(runs_dir)
@@ -96,21 +99,31 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
     first = next((r["round"] for r in mock_rounds if r["article_consensus"]), None)
     article_result = (first, True) if first is not None else (mock_cfg.max_rounds, False)
     summary = {
-        "scenario": {"task": cfg.task, "agents": [a.name for a in cfg.agents], "max_rounds": cfg.max_rounds,
-                     "final_rule": cfg.final_rule, "ask_confidence": cfg.ask_confidence,
-                     "priors_pass": {a.name: a.prior_pass for a in cfg.agents}, "surrogate": be.options()},
-        "surrogate": {"debates": n, "consensus": int(deb.consensus.sum()),
-                      "rounds": {int(k): int(v) for k, v in deb.rounds.value_counts().sort_index().items()},
-                      "decisions": {str(k): int(v) for k, v in deb.decision.value_counts().items()},
-                      "consensus_decisions": {str(k): int(v) for k, v in cons.decision.value_counts().items()},
-                      "untagged_replies": int(deb.untagged.sum()),
-                      "tokens_mean": float(deb.tokens.mean()),
-                      "weighted_equals_majority_final": int((deb.weighted_final == deb.majority_final).sum()),
-                      "article_check_differs_round1": int(sum(bool(rounds[r][0]["article_consensus"])
-                                                              != bool(rounds[r][0]["consensus"]) for r in deb.run)),
-                      "example": res.outcomes[0]},
-        "article_mock": mock.outcomes[0] | {"decisions_by_round": [r["decisions"] for r in mock_rounds],
-                                            "article_result": list(article_result)},
+        "scenario": {
+            "task": cfg.task,
+            "agents": [a.name for a in cfg.agents],
+            "max_rounds": cfg.max_rounds,
+            "final_rule": cfg.final_rule,
+            "ask_confidence": cfg.ask_confidence,
+            "priors_pass": {a.name: a.prior_pass for a in cfg.agents},
+            "surrogate": be.options(),
+        },
+        "surrogate": {
+            "debates": n,
+            "consensus": int(deb.consensus.sum()),
+            "rounds": {int(k): int(v) for k, v in deb.rounds.value_counts().sort_index().items()},
+            "decisions": {str(k): int(v) for k, v in deb.decision.value_counts().items()},
+            "consensus_decisions": {str(k): int(v) for k, v in cons.decision.value_counts().items()},
+            "untagged_replies": int(deb.untagged.sum()),
+            "tokens_mean": float(deb.tokens.mean()),
+            "weighted_equals_majority_final": int((deb.weighted_final == deb.majority_final).sum()),
+            "article_check_differs_round1": int(
+                sum(bool(rounds[r][0]["article_consensus"]) != bool(rounds[r][0]["consensus"]) for r in deb.run)
+            ),
+            "example": res.outcomes[0],
+        },
+        "article_mock": mock.outcomes[0]
+        | {"decisions_by_round": [r["decisions"] for r in mock_rounds], "article_result": list(article_result)},
         "weighted_vote_example": {"ballots": [list(b) for b in WEIGHTED_VOTE_EXAMPLE], **wv.to_dict()},
         "majority_vote_example": mv.to_dict(),
     }
@@ -118,19 +131,22 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
 
     from mascot.io import read_jsonl
 
-    replies = [r for r in read_jsonl(runs_dir / "surrogate" / "transcript.jsonl")
-               if r.get("type") == "reply" and r["run"] == 0]
-    tl = ["# Debate #0 of the surrogate run (the article's code review, max 3 rounds)", "",
-          f"Task: `{cfg.task}`", ""]
+    replies = [
+        r for r in read_jsonl(runs_dir / "surrogate" / "transcript.jsonl") if r.get("type") == "reply" and r["run"] == 0
+    ]
+    tl = ["# Debate #0 of the surrogate run (the article's code review, max 3 rounds)", "", f"Task: `{cfg.task}`", ""]
     for rl in rounds[0]:
         tl += [f"## Round {rl['round']}", "", "| agent | decision | confidence | reply |", "|---|---|---|---|"]
         for r in sorted((x for x in replies if x["round"] == rl["round"]), key=lambda x: x["agent_index"]):
-            tl.append(f"| {r['agent']} | {r['decision']} | {r['confidence'] or '-'} | "
-                      f"{r['reply'].replace('|', '/')} |")
-        tl += ["", f"Consensus: {rl['consensus']}; majority {rl['majority']['outcome']} "
-                   f"({rl['majority']['pass_votes']} PASS / {rl['majority']['fail_votes']} FAIL); weighted score "
-                   f"{rl['weighted']['score']:+.2f} -> {rl['weighted']['outcome']}; status {rl['status'] or 'continue'}"
-                   + (f"; decision **{rl['decision']}**" if rl["decision"] else ""), ""]
+            tl.append(f"| {r['agent']} | {r['decision']} | {r['confidence'] or '-'} | {r['reply'].replace('|', '/')} |")
+        tl += [
+            "",
+            f"Consensus: {rl['consensus']}; majority {rl['majority']['outcome']} "
+            f"({rl['majority']['pass_votes']} PASS / {rl['majority']['fail_votes']} FAIL); weighted score "
+            f"{rl['weighted']['score']:+.2f} -> {rl['weighted']['outcome']}; status {rl['status'] or 'continue'}"
+            + (f"; decision **{rl['decision']}**" if rl["decision"] else ""),
+            "",
+        ]
     atomic_write_text(out / "example_transcript.md", "\n".join(tl))
 
     ex, am = res.outcomes[0], summary["article_mock"]
@@ -138,9 +154,9 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
     lines = [
         "# The voting/debate article's examples",
         "",
-        "Written by `mascot reproduce all` (`mascot.analysis.debate_report.reproduce`); every number "
-        "below is computed. Source: \"Multi-Agent Consensus: Architecting Voting & Debate Topologies in LLM "
-        f"Swarms\". Run directories: `{runs_dir}/` (not committed).",
+        "Written by `mascot reproduce all` (`mascot.studies.debate.reproduce`); every number "
+        'below is computed. Source: "Multi-Agent Consensus: Architecting Voting & Debate Topologies in LLM '
+        f'Swarms". Run directories: `{runs_dir}/` (not committed).',
         "",
         "## Weighted confidence vote",
         "",
@@ -178,8 +194,10 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
         f"**{ex['decision']}**, {ex['tokens']:,} tokens.",
         f"* All {n}: consensus in {s['consensus']} ({100 * s['consensus'] / n:.0f}%); rounds "
         + ", ".join(f"{k}: {v}" for k, v in s["rounds"].items())
-        + "; decisions " + ", ".join(f"{k} {v}" for k, v in s["decisions"].items())
-        + " (consensus decisions " + (", ".join(f"{k} {v}" for k, v in s["consensus_decisions"].items()) or "none")
+        + "; decisions "
+        + ", ".join(f"{k} {v}" for k, v in s["decisions"].items())
+        + " (consensus decisions "
+        + (", ".join(f"{k} {v}" for k, v in s["consensus_decisions"].items()) or "none")
         + f"); {s['untagged_replies']} untagged replies; {s['tokens_mean']:,.0f} tokens per debate on average.",
         f"* The final round's weighted vote equals its majority vote in {s['weighted_equals_majority_final']} of "
         f"{n} debates. The article's substring check (`check_consensus`) and mascot's strict one disagree after "

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.io import atomic_write_text, write_csv
 from mascot.analysis.figures import save_figure
-from mascot.analysis.spectra_errata import eq8_at_mu0, errata_lines, ranks_rs, sqrt_sum_bounds  # noqa: F401
+from mascot.io import atomic_write_text, write_csv
 from mascot.papers import SR_QUOTES, SR_TABLE1, SR_TABLE2, SR_TABLE2_RS
+from mascot.studies.spectra_errata import eq8_at_mu0, errata_lines, ranks_rs, sqrt_sum_bounds  # noqa: F401
 
 __all__ = ["reproduce", "write_readme", "sqrt_sum_bounds", "eq8_at_mu0", "TABLE1_PAPER", "TABLE2_PAPER"]
 
@@ -56,11 +56,23 @@ def table1(out: Path) -> pd.DataFrame:
         rows.append(dict(topology=topo, rho=float(k.rho), delta=float(k.delta), kappa=float(k.kappa)))
         p = TABLE1_PAPER[topo]
         full.append(
-            dict(topology=topo, graph=f"{builder}:{size}", method=str(getattr(k, "method", "")),
-                 rho=float(k.rho), delta=float(k.delta), kappa=float(k.kappa),
-                 rho_reference=ref.rho, delta_reference=ref.delta, kappa_reference=ref.kappa,
-                 rho_closed_form=cf.rho, delta_closed_form=cf.delta, kappa_closed_form=cf.kappa,
-                 rho_paper=p[0], delta_paper=p[1], kappa_paper=p[2])
+            dict(
+                topology=topo,
+                graph=f"{builder}:{size}",
+                method=str(getattr(k, "method", "")),
+                rho=float(k.rho),
+                delta=float(k.delta),
+                kappa=float(k.kappa),
+                rho_reference=ref.rho,
+                delta_reference=ref.delta,
+                kappa_reference=ref.kappa,
+                rho_closed_form=cf.rho,
+                delta_closed_form=cf.delta,
+                kappa_closed_form=cf.kappa,
+                rho_paper=p[0],
+                delta_paper=p[1],
+                kappa_paper=p[2],
+            )
         )
     df = pd.DataFrame(rows)
     write_csv(df, out / "table1.csv", index=False, float_format="%.2f")
@@ -90,10 +102,22 @@ def malicious_leaf(out: Path) -> pd.DataFrame:
             worst = float(malicious_leaf_bound(g, l))
             bound0 = float(malicious_leaf_bound(g, l, 0.0))
             for i, a in enumerate(alphas):
-                recs.append(dict(leaves=l, alpha=a, gamma=g, mu2=mu2[i], kappa=kappa[i, j],
-                                 kappa_benign=kappa[0, j], bound=bound[i], bound_worst=worst, bound_mu0=bound0,
-                                 rho=float(np.asarray(s.rho)[i, j]), delta=float(np.asarray(s.delta)[i, j]),
-                                 kappa_capped_g09=capped if g == 0.9 else np.nan))
+                recs.append(
+                    dict(
+                        leaves=l,
+                        alpha=a,
+                        gamma=g,
+                        mu2=mu2[i],
+                        kappa=kappa[i, j],
+                        kappa_benign=kappa[0, j],
+                        bound=bound[i],
+                        bound_worst=worst,
+                        bound_mu0=bound0,
+                        rho=float(np.asarray(s.rho)[i, j]),
+                        delta=float(np.asarray(s.delta)[i, j]),
+                        kappa_capped_g09=capped if g == 0.9 else np.nan,
+                    )
+                )
     df = pd.DataFrame(recs)
     df["bound_over_kappa"] = df["bound"] / df["kappa"]
     write_csv(df, out / "malicious_leaf.csv", index=False, float_format="%.8g")
@@ -111,11 +135,18 @@ def _malicious_leaf_figure(df: pd.DataFrame, out: Path) -> None:
         d = sub[sub.leaves == l]
         ax[0].plot(d.alpha, d.kappa, color=c, lw=1.8)
         ax[0].plot(d.alpha, d.bound, color=c, ls="--", lw=1.2)
-    ax[0].set(xscale="log", yscale="log", xlabel="alpha (malicious leaf weight)", ylabel="kappa(M)",
-              title="Attacked star, gamma = 0.9")
+    ax[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="alpha (malicious leaf weight)",
+        ylabel="kappa(M)",
+        title="Attacked star, gamma = 0.9",
+    )
     handles = [Line2D([], [], color=c, lw=2, label=f"l = {l} leaves") for l, c in _LEAF_COLORS.items()]
-    handles += [Line2D([], [], color="0.3", lw=1.8, label="actual kappa(M)"),
-                Line2D([], [], color="0.3", lw=1.2, ls="--", label="eq. 8 bound")]
+    handles += [
+        Line2D([], [], color="0.3", lw=1.8, label="actual kappa(M)"),
+        Line2D([], [], color="0.3", lw=1.2, ls="--", label="eq. 8 bound"),
+    ]
     # outside the axes, so that no curve is covered
     ax[0].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     gammas = sorted(df.gamma.unique())
@@ -127,8 +158,11 @@ def _malicious_leaf_figure(df: pd.DataFrame, out: Path) -> None:
     ls = sorted(df.leaves.unique())
     ax[1].set_xticks(ls, labels=[str(int(v)) for v in ls])
     ax[1].minorticks_off()
-    ax[1].set(xlabel="leaves l", ylabel=f"bound / actual kappa at alpha = {df.alpha.max():.0e}",
-              title="How loose eq. 8 is (1 = tight)")
+    ax[1].set(
+        xlabel="leaves l",
+        ylabel=f"bound / actual kappa at alpha = {df.alpha.max():.0e}",
+        title="How loose eq. 8 is (1 = tight)",
+    )
     ax[1].axhline(1, color="k", lw=0.8)
     ax[1].set_ylim(bottom=0)
     ax[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
@@ -154,8 +188,13 @@ def drift_gains(out: Path) -> pd.DataFrame:
                 k = default_k_profile(A)
             else:
                 k = np.full(A.shape[0], 1.0 if topo == "chain" else 4.0)
-            rec = dict(profile=profile, topology=topo, rho=rho, aggregation_factor=float(np.mean(1 / np.sqrt(k))),
-                       rho_tilde=float(drift_corrected_gain(rho, k)))
+            rec = dict(
+                profile=profile,
+                topology=topo,
+                rho=rho,
+                aggregation_factor=float(np.mean(1 / np.sqrt(k))),
+                rho_tilde=float(drift_corrected_gain(rho, k)),
+            )
             for rc in (0.06, 0.0922, 0.3):
                 rec[f"rho_tilde_c_{rc:g}"] = float(bias_aware_gain(rho, k, rc))
             rec["E_ceg_table2"] = TABLE2_PAPER["E_ceg"][topo][0]
@@ -175,10 +214,15 @@ def drift_gains(out: Path) -> pd.DataFrame:
         r = m1 / m2
         se = r * np.sqrt((s1 / m1) ** 2 / 100 + (s2 / m2) ** 2 / 100)  # delta method, n = 100 each
         rc = float(infer_rho_c(r, 4))
-        ratios[other] = dict(ratio=r, ci95=[r - 1.96 * se, r + 1.96 * se], rho_c_inferred=rc,
-                             rho_c_ci95=[float(infer_rho_c(min(r + 1.96 * se, 2.0), 4)),
-                                         float(infer_rho_c(r - 1.96 * se, 4))])
-    summary = dict(spearman_vs_E_ceg=stats, chain_over_aggregate=ratios, predicted_ratio_iid_k4=float(ceg_ratio(4, 0.0)))
+        ratios[other] = dict(
+            ratio=r,
+            ci95=[r - 1.96 * se, r + 1.96 * se],
+            rho_c_inferred=rc,
+            rho_c_ci95=[float(infer_rho_c(min(r + 1.96 * se, 2.0), 4)), float(infer_rho_c(r - 1.96 * se, 4))],
+        )
+    summary = dict(
+        spearman_vs_E_ceg=stats, chain_over_aggregate=ratios, predicted_ratio_iid_k4=float(ceg_ratio(4, 0.0))
+    )
     atomic_write_text(out / "drift_gains.json", json.dumps(summary, indent=2) + "\n")
     return df
 
@@ -231,10 +275,17 @@ def time_varying(out: Path) -> pd.DataFrame:
         infinite = _kappa(eye - GAMMA * P)  # kappa((I - gamma P(t))^-1): the infinite-horizon SR of P(t)
         averaged = float(_kappa(eye - GAMMA * P.mean(0)))
         for t in range(H):
-            rows.append(dict(beta=beta, t=t, kappa_instantaneous=float(inst[t]),
-                             kappa_time_averaged=averaged, kappa_worst_case=float(inst.max()),
-                             kappa_infinite_horizon=float(infinite[t]),
-                             weight_on_unreliable_leaf=float(P[t, 0, 1])))
+            rows.append(
+                dict(
+                    beta=beta,
+                    t=t,
+                    kappa_instantaneous=float(inst[t]),
+                    kappa_time_averaged=averaged,
+                    kappa_worst_case=float(inst.max()),
+                    kappa_infinite_horizon=float(infinite[t]),
+                    weight_on_unreliable_leaf=float(P[t, 0, 1]),
+                )
+            )
     df = pd.DataFrame(rows)
     write_csv(df, out / "time_varying.csv", index=False, float_format="%.6g")
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.6))
@@ -245,8 +296,11 @@ def time_varying(out: Path) -> pd.DataFrame:
         ax[0].axhline(d.kappa_time_averaged.iloc[0], color=c, ls="--", lw=1)
         ax[1].plot(d.t, d.weight_on_unreliable_leaf, "-", marker=m, color=c, label=f"beta = {beta:g}")
     ax[0].set(xlabel="step t", ylabel="kappa", title=f"A.5 on star(4), gamma = {GAMMA:g}, horizon H = {H}")
-    ax[1].set(xlabel="step t", ylabel="judge's weight on leaf 1",
-              title=f"Leaf 1's noise variance grows {sigma2[0, 1]:g} -> {sigma2[-1, 1]:g}")
+    ax[1].set(
+        xlabel="step t",
+        ylabel="judge's weight on leaf 1",
+        title=f"Leaf 1's noise variance grows {sigma2[0, 1]:g} -> {sigma2[-1, 1]:g}",
+    )
     ax[1].set_ylim(-0.02, 1.25 * df.weight_on_unreliable_leaf.max())  # headroom: the legend covers no point
     ax[1].legend(fontsize=8, loc="upper center", ncol=3)
     b0 = df[df.beta == 0.0]
@@ -257,18 +311,28 @@ def time_varying(out: Path) -> pd.DataFrame:
     from matplotlib.lines import Line2D
 
     h0, _ = ax[0].get_legend_handles_labels()
-    h0 += [Line2D([], [], color="0.3", ls=":", lw=1, label="kappa((I - gamma P(t))^-1)"),
-           Line2D([], [], color="0.3", ls="--", lw=1, label="kappa((I - gamma Pbar)^-1)")]
+    h0 += [
+        Line2D([], [], color="0.3", ls=":", lw=1, label="kappa((I - gamma P(t))^-1)"),
+        Line2D([], [], color="0.3", ls="--", lw=1, label="kappa((I - gamma Pbar)^-1)"),
+    ]
     ax[0].legend(handles=h0, fontsize=7.5, loc="lower left")
-    fig.text(0.01, -0.02, textwrap.fill(
-        f"Finite horizon: M(t) = I + gamma P(t) M(t+1) with M({H}) = I is the SR series cut after {H} - t + 1 terms, so "
-        f"kappa(M(t)) (markers) is not the SR's kappa. At beta = 0 it spans {b0.kappa_instantaneous.min():.2f}-"
-        f"{b0.kappa_instantaneous.max():.2f} over t, while the infinite-horizon kappa((I - gamma P(t))^-1) (dotted) "
-        f"spans {b0.kappa_infinite_horizon.min():.2f}-{b0.kappa_infinite_horizon.max():.2f}; the largest gap is at t = "
-        f"{int(tg.t)} ({tg.kappa_instantaneous:.2f} vs {tg.kappa_infinite_horizon:.2f}). The zig-zag comes from the "
-        f"bipartite star and the cut. Dashed: kappa of (I - gamma Pbar)^-1, Pbar the time average of P(t) "
-        f"({b0.kappa_time_averaged.iloc[0]:.2f} at beta = 0).", 160),
-        fontsize=7.5, ha="left", va="top")
+    fig.text(
+        0.01,
+        -0.02,
+        textwrap.fill(
+            f"Finite horizon: M(t) = I + gamma P(t) M(t+1) with M({H}) = I is the SR series cut after {H} - t + 1 terms, so "
+            f"kappa(M(t)) (markers) is not the SR's kappa. At beta = 0 it spans {b0.kappa_instantaneous.min():.2f}-"
+            f"{b0.kappa_instantaneous.max():.2f} over t, while the infinite-horizon kappa((I - gamma P(t))^-1) (dotted) "
+            f"spans {b0.kappa_infinite_horizon.min():.2f}-{b0.kappa_infinite_horizon.max():.2f}; the largest gap is at t = "
+            f"{int(tg.t)} ({tg.kappa_instantaneous:.2f} vs {tg.kappa_infinite_horizon:.2f}). The zig-zag comes from the "
+            f"bipartite star and the cut. Dashed: kappa of (I - gamma Pbar)^-1, Pbar the time average of P(t) "
+            f"({b0.kappa_time_averaged.iloc[0]:.2f} at beta = 0).",
+            160,
+        ),
+        fontsize=7.5,
+        ha="left",
+        va="top",
+    )
     save_figure(fig, out / "fig_time_varying")
     plt.close(fig)
     return df
@@ -297,6 +361,7 @@ def _reproduce(out) -> dict:
 # Errata computations (closed forms evaluated here, not typed)
 # --------------------------------------------------------------------------------------------------
 
+
 def _branch_points(state0: dict, T: int) -> dict:
     """Where the noiseless state-tracking trajectory from ``state0`` sits exactly on Rule 2's branch point
     (decimal part of V_raw exactly 0.5), and what picking the other branch at the first such step whose input
@@ -322,34 +387,56 @@ def _branch_points(state0: dict, T: int) -> dict:
     dn = dict(s_in, Value=float(s_in["Value"]) - 1e-6)
     a, b = explain(up), explain(dn)
     va, vb = [], []
-    for t in range(t0, T + 1):
+    for _ in range(t0, T + 1):
         up, dn = apply_rules(up), apply_rules(dn)
         va.append(up["Value"])
         vb.append(dn["Value"])
     diff = np.abs(np.array(va) - np.array(vb))
-    res.update(step=t0, v_raw=float(e.v_raw), branches=(a.branch, b.branch), jump=float(abs(a.v_new - b.v_new)),
-               final_gap=float(diff[-1]), max_gap=float(diff.max()), sum_gap=float(diff.sum()))
+    res.update(
+        step=t0,
+        v_raw=float(e.v_raw),
+        branches=(a.branch, b.branch),
+        jump=float(abs(a.v_new - b.v_new)),
+        final_gap=float(diff[-1]),
+        max_gap=float(diff.max()),
+        sum_gap=float(diff.sum()),
+    )
     return res
 
 
 def _readme_lines(out: Path, t1, ml, tv) -> list[str]:
-    md = ["# SR paper: spectral diagnostics and affine-noise claims, recomputed", "",
-          "Written by `mascot reproduce spectra` (Table 1, A.5, A.6, eqs. 4-6) and the sweep reports of "
-          "`mascot reproduce all` (configs/sweeps/spectra_families.toml, noise_linear.toml, noise_rule.toml). "
-          "Paper-vs-computed differences: [errata.md](errata.md). Every number here is read from the files "
-          "named in each heading.", "",
-          "## Table 1 (gamma = 0.9): `table1.csv`", "", "| topology | rho | Delta | kappa |", "|---|---|---|---|"]
+    md = [
+        "# SR paper: spectral diagnostics and affine-noise claims, recomputed",
+        "",
+        "Written by `mascot reproduce spectra` (Table 1, A.5, A.6, eqs. 4-6) and the sweep reports of "
+        "`mascot reproduce all` (configs/sweeps/spectra_families.toml, noise_linear.toml, noise_rule.toml). "
+        "Paper-vs-computed differences: [errata.md](errata.md). Every number here is read from the files "
+        "named in each heading.",
+        "",
+        "## Table 1 (gamma = 0.9): `table1.csv`",
+        "",
+        "| topology | rho | Delta | kappa |",
+        "|---|---|---|---|",
+    ]
     for _, r in t1.iterrows():
         md.append(f"| {r.topology} | {r.rho:.2f} | {r.delta:.2f} | {r.kappa:.2f} |")
     viol = int((ml.bound < ml.kappa).sum())
     strong = ml[ml.alpha == ml.alpha.max()]
     a4 = ml[(ml.leaves == 4) & np.isclose(ml.gamma, 0.9)]
-    md += ["", "## Malicious leaf (A.6): `malicious_leaf.csv`, `fig_malicious_leaf.png`", "",
-           (f"The bound holds at all {len(ml)} (leaves, alpha, gamma) settings" if viol == 0 else
-            f"The bound FAILS at {viol} of {len(ml)} (leaves, alpha, gamma) settings")
-           + f" and is {strong.bound_over_kappa.min():.1f}-{strong.bound_over_kappa.max():.1f}x the actual kappa at the "
-           f"strongest attack (alpha = {ml.alpha.max():.0e}); the attacked star's kappa rises by at most "
-           f"{float((a4.kappa / a4.kappa_benign).max()):.2f}x over alpha at l = 4, gamma = 0.9.", ""]
+    md += [
+        "",
+        "## Malicious leaf (A.6): `malicious_leaf.csv`, `fig_malicious_leaf.png`",
+        "",
+        (
+            f"The bound holds at all {len(ml)} (leaves, alpha, gamma) settings"
+            if viol == 0
+            else f"The bound FAILS at {viol} of {len(ml)} (leaves, alpha, gamma) settings"
+        )
+        + f" and is {strong.bound_over_kappa.min():.1f}-{strong.bound_over_kappa.max():.1f}x the actual kappa at the "
+        f"strongest attack (alpha = {ml.alpha.max():.0e}); the attacked star's kappa rises by at most "
+        f"{float((a4.kappa / a4.kappa_benign).max()):.2f}x over alpha at l = 4, gamma = 0.9.",
+        "",
+    ]
     # time-varying
     w = lambda b: tv[(tv.beta == b)].sort_values("t")  # noqa: E731
     betas = sorted(tv.beta.unique())
@@ -360,21 +447,31 @@ def _readme_lines(out: Path, t1, ml, tv) -> list[str]:
     d = np.diff(lo.kappa_instantaneous.to_numpy())
     gap = (lo.kappa_instantaneous - lo.kappa_infinite_horizon).abs()
     alternating = bool(len(d) > 1 and np.all(np.sign(d[1:]) == -np.sign(d[:-1])))
-    md += ["## Time-varying operator (A.5): `time_varying.csv`, `fig_time_varying.png`", "",
-           f"GAT attention on the 4-leaf star with leaf 1's noise variance growing over {tl + 1} steps: at step {tl} "
-           f"the judge's weight on that leaf is {lo.weight_on_unreliable_leaf.iloc[-1]:.3f} at beta = {betas[0]:g} and "
-           f"{hi.weight_on_unreliable_leaf.iloc[-1]:.4f} at beta = {betas[-1]:g} "
-           + ("(reliability weighting moves the weight off the bad leaf)" if moved else
-              "(reliability weighting does NOT move the weight off the bad leaf)")
-           + f"; the worst-case kappa is {lo.kappa_worst_case.iloc[0]:.2f} vs {hi.kappa_worst_case.iloc[0]:.2f} "
-           f"({100 * dk:.2f}% apart). Finite-horizon caveat: A.5's recursion M(t) = I + gamma P(t) M(t+1) ends at "
-           f"M({tl + 1}) = I, so M(t) is the SR series cut after {tl + 1} - t + 1 terms: at beta = {betas[0]:g}, "
-           f"kappa(M(t)) spans {lo.kappa_instantaneous.min():.2f}-{lo.kappa_instantaneous.max():.2f} over t while the "
-           f"infinite-horizon kappa((I - gamma P(t))^-1) spans {lo.kappa_infinite_horizon.min():.2f}-"
-           f"{lo.kappa_infinite_horizon.max():.2f} (largest gap {gap.max():.2f} at t = {int(lo.t.iloc[int(gap.values.argmax())])}). "
-           + ("kappa(M(t)) alternates up and down with t (the star is bipartite, so odd and even truncations differ). "
-              if alternating else "")
-           + f"Dashed in the figure: kappa of the time-averaged P ({lo.kappa_time_averaged.iloc[0]:.2f} at beta = {betas[0]:g}).", ""]
+    md += [
+        "## Time-varying operator (A.5): `time_varying.csv`, `fig_time_varying.png`",
+        "",
+        f"GAT attention on the 4-leaf star with leaf 1's noise variance growing over {tl + 1} steps: at step {tl} "
+        f"the judge's weight on that leaf is {lo.weight_on_unreliable_leaf.iloc[-1]:.3f} at beta = {betas[0]:g} and "
+        f"{hi.weight_on_unreliable_leaf.iloc[-1]:.4f} at beta = {betas[-1]:g} "
+        + (
+            "(reliability weighting moves the weight off the bad leaf)"
+            if moved
+            else "(reliability weighting does NOT move the weight off the bad leaf)"
+        )
+        + f"; the worst-case kappa is {lo.kappa_worst_case.iloc[0]:.2f} vs {hi.kappa_worst_case.iloc[0]:.2f} "
+        f"({100 * dk:.2f}% apart). Finite-horizon caveat: A.5's recursion M(t) = I + gamma P(t) M(t+1) ends at "
+        f"M({tl + 1}) = I, so M(t) is the SR series cut after {tl + 1} - t + 1 terms: at beta = {betas[0]:g}, "
+        f"kappa(M(t)) spans {lo.kappa_instantaneous.min():.2f}-{lo.kappa_instantaneous.max():.2f} over t while the "
+        f"infinite-horizon kappa((I - gamma P(t))^-1) spans {lo.kappa_infinite_horizon.min():.2f}-"
+        f"{lo.kappa_infinite_horizon.max():.2f} (largest gap {gap.max():.2f} at t = {int(lo.t.iloc[int(gap.values.argmax())])}). "
+        + (
+            "kappa(M(t)) alternates up and down with t (the star is bipartite, so odd and even truncations differ). "
+            if alternating
+            else ""
+        )
+        + f"Dashed in the figure: kappa of the time-averaged P ({lo.kappa_time_averaged.iloc[0]:.2f} at beta = {betas[0]:g}).",
+        "",
+    ]
     md += _sweep_lines(out)
     md += _noise_lines(out)
     return md
@@ -394,16 +491,23 @@ def _sweep_lines(out: Path) -> list[str]:
         d = g9[(g9.family == fam) & (g9.n == n)]
         return float(d.kappa_median.iloc[0]) if len(d) else float("nan")
 
-    lines = ["## Spectra sweep: `sweep_summary.csv`, `fig_sweep_gamma.png`, `fig_sweep_size.png`", "",
-             f"{s.groupby(['graph_family', 'n']).ngroups} graph settings x {s.gamma.nunique()} gammas "
-             f"({int(s.graphs.sum())} (graph, gamma) diagnostics). At gamma = {g:g}:", ""]
+    lines = [
+        "## Spectra sweep: `sweep_summary.csv`, `fig_sweep_gamma.png`, `fig_sweep_size.png`",
+        "",
+        f"{s.groupby(['graph_family', 'n']).ngroups} graph settings x {s.gamma.nunique()} gammas "
+        f"({int(s.graphs.sum())} (graph, gamma) diagnostics). At gamma = {g:g}:",
+        "",
+    ]
     sat = (1 + g) / (1 - g)
     st = g9[g9.family == "star"].sort_values("n")
     if len(st) >= 2:
         sl = np.polyfit(np.log(st.n - 1), np.log(st.kappa_median), 1)[0]
         others = g9[g9.family != "star"]
-        same_n = [(int(n), k) for n, k in zip(st.n, st.kappa_median)
-                  if len(others[others.n == n]) and k > others[others.n == n].kappa_median.max()]
+        same_n = [
+            (int(n), k)
+            for n, k in zip(st.n, st.kappa_median)
+            if len(others[others.n == n]) and k > others[others.n == n].kappa_median.max()
+        ]
         shared = [int(n) for n in st.n if len(others[others.n == n])]
         top = others.loc[others.kappa_median.idxmax()]
         above = [int(n) for n, k in zip(st.n, st.kappa_median) if k > top.kappa_median]
@@ -412,8 +516,9 @@ def _sweep_lines(out: Path) -> list[str]:
             f"{st.kappa_median.iloc[-1]:.1f} at {int(st.n.iloc[-1]) - 1}); at the sizes it shares with other families "
             f"(n = {', '.join(map(str, shared)) or 'none'}) it has the largest kappa at "
             f"{len(same_n)} of {len(shared)}; the largest kappa of any other setting is {top.kappa_median:.1f} "
-            f"({top.graph_family}, n = {int(top.n)}), " + (f"exceeded by the star from n = {min(above)} on;" if above else
-                                                          "above every star;"))
+            f"({top.graph_family}, n = {int(top.n)}), "
+            + (f"exceeded by the star from n = {min(above)} on;" if above else "above every star;")
+        )
     ch = g9[g9.family == "chain"].sort_values("n")
     if len(ch):
         flat = bool((ch.rho_median == 1).all() and (ch.delta_median == 0).all())
@@ -421,19 +526,25 @@ def _sweep_lines(out: Path) -> list[str]:
         lines.append(
             f"- chain: kappa rises from {ch.kappa_median.iloc[0]:.2f} (n = {int(ch.n.iloc[0])}) to "
             f"{ch.kappa_median.iloc[-1]:.2f} (n = {int(ch.n.iloc[-1])}), {100 * gap:.2f}% from (1 + gamma)/(1 - gamma) = "
-            f"{sat:.0f}; " + ("rho = 1 and Delta = 0 at every n;" if flat else "rho and Delta are NOT (1, 0) at every n;"))
+            f"{sat:.0f}; "
+            + ("rho = 1 and Delta = 0 at every n;" if flat else "rho and Delta are NOT (1, 0) at every n;")
+        )
     me = g9[g9.family == "mesh"].sort_values("n")
     if len(me):
         dec = bool((np.diff(me.kappa_median) < 0).all())
-        lines.append(f"- mesh: kappa {'falls monotonically' if dec else 'does not fall monotonically'} from "
-                     f"{me.kappa_median.iloc[0]:.2f} (n = {int(me.n.iloc[0])}) to {me.kappa_median.iloc[-1]:.2f} "
-                     f"(n = {int(me.n.iloc[-1])}); 1/(1 - gamma) = {1 / (1 - g):.0f};")
+        lines.append(
+            f"- mesh: kappa {'falls monotonically' if dec else 'does not fall monotonically'} from "
+            f"{me.kappa_median.iloc[0]:.2f} (n = {int(me.n.iloc[0])}) to {me.kappa_median.iloc[-1]:.2f} "
+            f"(n = {int(me.n.iloc[-1])}); 1/(1 - gamma) = {1 / (1 - g):.0f};"
+        )
     ri = g9[(g9.family == "ring") & (g9.n % 2 == 0)]
     if len(ri):
         lo_, hi_ = f"{ri.kappa_median.min():.2f}", f"{ri.kappa_median.max():.2f}"
-        lines.append(f"- ring (even n = {int(ri.n.min())}..{int(ri.n.max())}): kappa "
-                     + (f"{lo_} at every even n" if lo_ == hi_ else f"{lo_}-{hi_}")
-                     + f", against (1 + gamma)/(1 - gamma) = {sat:.2f};")
+        lines.append(
+            f"- ring (even n = {int(ri.n.min())}..{int(ri.n.max())}): kappa "
+            + (f"{lo_} at every even n" if lo_ == hi_ else f"{lo_}-{hi_}")
+            + f", against (1 + gamma)/(1 - gamma) = {sat:.2f};"
+        )
     rw = g9[g9.family.isin(["random_regular", "watts_strogatz"])].kappa_median
     if len(rw):
         lines.append(f"- random regular and Watts-Strogatz graphs: median kappa {rw.min():.1f}-{rw.max():.1f};")
@@ -442,11 +553,16 @@ def _sweep_lines(out: Path) -> list[str]:
         iso = er[er.isolated_mean > 0]
         zero = iso[iso.delta_q10 < 1e-9]
         clean = er[er.isolated_mean == 0]
-        lines.append(f"- Erdos-Renyi: {len(iso)} of {len(er)} settings have isolated agents on average; in "
-                     f"{len(zero)} of them at least 10% of graphs have Delta = 0 (a repeated unit eigenvalue: "
-                     "more than one closed class, so no consensus)"
-                     + (f"; without isolated agents the smallest 10%-quantile of Delta is {clean.delta_q10.min():.2f}."
-                        if len(clean) else "."))
+        lines.append(
+            f"- Erdos-Renyi: {len(iso)} of {len(er)} settings have isolated agents on average; in "
+            f"{len(zero)} of them at least 10% of graphs have Delta = 0 (a repeated unit eigenvalue: "
+            "more than one closed class, so no consensus)"
+            + (
+                f"; without isolated agents the smallest 10%-quantile of Delta is {clean.delta_q10.min():.2f}."
+                if len(clean)
+                else "."
+            )
+        )
     lines.append("")
     return lines
 
@@ -464,37 +580,59 @@ def _noise_lines(out: Path) -> list[str]:
         n, zmax = lin["points"], lin["max_abs_z"]
         p_max = float(1 - (1 - 2 * norm.sf(zmax)) ** n)  # P(max of n |N(0,1)| >= zmax)
         tr = c.get("trials", {})
-        trials = (f" ({tr.get('min')} trials per point)" if tr.get("min") == tr.get("max") else
-                  f" ({tr.get('min')}-{tr.get('max')} trials per point)") if tr else ""
-        md.append(f"- eq. 3, linear model, mean aggregation: Monte Carlo{trials} against the exact Gaussian formula "
-                  f"at {n} points: max |z| = {zmax:.2f}, share |z| < 3 = {100 * lin['share_abs_z_below_3']:.1f}%; the "
-                  f"chance that the largest of {n} independent |N(0, 1)| reaches {zmax:.2f} is {p_max:.2f}, "
-                  + ("so the deviations are consistent with sampling noise." if p_max >= 0.01 else
-                     "so the Monte Carlo and the formula DISAGREE beyond sampling noise."))
+        trials = (
+            (
+                f" ({tr.get('min')} trials per point)"
+                if tr.get("min") == tr.get("max")
+                else f" ({tr.get('min')}-{tr.get('max')} trials per point)"
+            )
+            if tr
+            else ""
+        )
+        md.append(
+            f"- eq. 3, linear model, mean aggregation: Monte Carlo{trials} against the exact Gaussian formula "
+            f"at {n} points: max |z| = {zmax:.2f}, share |z| < 3 = {100 * lin['share_abs_z_below_3']:.1f}%; the "
+            f"chance that the largest of {n} independent |N(0, 1)| reaches {zmax:.2f} is {p_max:.2f}, "
+            + (
+                "so the deviations are consistent with sampling noise."
+                if p_max >= 0.01
+                else "so the Monte Carlo and the formula DISAGREE beyond sampling noise."
+            )
+        )
         sT, sTt = c.get("slope_in_T_at_L1", {}), c.get("slope_in_T_theory_at_L1", {})
         sk = c.get("slope_in_k_at_L1_rho0", {})
         if sT:
-            md.append("- log-log slope of E_ceg in T (T >= 12, L = 1, by k): Monte Carlo "
-                      + ", ".join(f"{v:.3f}" for v in sT.values())
-                      + ("; the exact formula over the same T " + ", ".join(f"{v:.3f}" for v in sTt.values()) if sTt else "")
-                      + " (eq. 3's exponent 3/2 is the large-T limit).")
+            md.append(
+                "- log-log slope of E_ceg in T (T >= 12, L = 1, by k): Monte Carlo "
+                + ", ".join(f"{v:.3f}" for v in sT.values())
+                + ("; the exact formula over the same T " + ", ".join(f"{v:.3f}" for v in sTt.values()) if sTt else "")
+                + " (eq. 3's exponent 3/2 is the large-T limit)."
+            )
         if sk:
             dev = max(abs(v + 0.5) for v in sk.values())
-            md.append("- slope in k (by T): " + ", ".join(f"{v:.3f}" for v in sk.values())
-                      + f", within {dev:.3f} of eq. 3's -1/2.")
+            md.append(
+                "- slope in k (by T): "
+                + ", ".join(f"{v:.3f}" for v in sk.values())
+                + f", within {dev:.3f} of eq. 3's -1/2."
+            )
     eq5 = c.get("eq5_ratio_linear_mean_L1")
     if eq5:
-        md.append(f"- eq. 5, chain/aggregate ratio sqrt(k / (1 + (k - 1) rho_c)): inside the 95% CI at "
-                  f"{100 * eq5['share_formula_in_95ci']:.0f}% of {eq5['points']} (k, rho_c, T) settings "
-                  f"(95% expected if the formula is exact), max relative deviation {100 * eq5['max_abs_rel_dev']:.1f}%.")
+        md.append(
+            f"- eq. 5, chain/aggregate ratio sqrt(k / (1 + (k - 1) rho_c)): inside the 95% CI at "
+            f"{100 * eq5['share_formula_in_95ci']:.0f}% of {eq5['points']} (k, rho_c, T) settings "
+            f"(95% expected if the formula is exact), max relative deviation {100 * eq5['max_abs_rel_dev']:.1f}%."
+        )
     med = c.get("median_ratio_over_mean_formula_rho0")
     if med:
         ks, vs = [int(k) for k in med], list(med.values())
         trend = ranks_rs(ks, vs) if len(ks) > 2 else 0.0
-        md.append("- median aggregation: ratio / sqrt(k) at rho_c = 0 is " + ", ".join(f"{v:.2f} (k = {k})" for k, v in zip(ks, vs))
-                  + f" (Spearman with k {trend:+.2f}"
-                  + ("; the median loses efficiency as k grows" if trend < 0 else "")
-                  + f"; the large-k Gaussian limit is sqrt(2/pi) = {np.sqrt(2 / np.pi):.2f}).")
+        md.append(
+            "- median aggregation: ratio / sqrt(k) at rho_c = 0 is "
+            + ", ".join(f"{v:.2f} (k = {k})" for k, v in zip(ks, vs))
+            + f" (Spearman with k {trend:+.2f}"
+            + ("; the median loses efficiency as k grows" if trend < 0 else "")
+            + f"; the large-k Gaussian limit is sqrt(2/pi) = {np.sqrt(2 / np.pi):.2f})."
+        )
     if "rho_c_from_ratio_1.77_k4" in c:
         md.append(f"- rho_c from the paper's chain/star 1.77: {c['rho_c_from_ratio_1.77_k4']:.3f} (errata 1).")
     md += _rule_lines(out, c)
@@ -522,33 +660,53 @@ def _rule_lines(out: Path, c: dict) -> list[str]:
     lines.append(
         f"- **where the sqrt(k) law breaks: the state-tracking rule** (noise on the Value of the Appendix C rule, "
         f"mean aggregation, rho_c = 0, {len(r)} (k, T, sigma) settings). At k = 4, T = {int(r['T'].max())} the "
-        "chain/aggregate ratio is " + ", ".join(f"{v:.2f} (sigma {s:g})" for s, v in zip(kT.sigma, kT.ratio))
+        "chain/aggregate ratio is "
+        + ", ".join(f"{v:.2f} (sigma {s:g})" for s, v in zip(kT.sigma, kT.ratio))
         + " where eq. 5 predicts 2. "
-        + (f"At sigma <= {max(flat):g} aggregation gains at most {by_s[by_s.index <= max(flat)].max():.2f}x at any k and T "
-           f"(sqrt(k) predicts {np.sqrt(r.k.min()):.2f}-{np.sqrt(r.k.max()):.2f}x)"
-           if flat and min(flat) == float(r.sigma.min()) else "Aggregation gains at least 1.1x somewhere at every sigma")
-        + (f"; in {len(below)} settings the ratio is significantly below 1 (the aggregate does worse than one agent)"
-           if len(below) else "") + ". "
+        + (
+            f"At sigma <= {max(flat):g} aggregation gains at most {by_s[by_s.index <= max(flat)].max():.2f}x at any k and T "
+            f"(sqrt(k) predicts {np.sqrt(r.k.min()):.2f}-{np.sqrt(r.k.max()):.2f}x)"
+            if flat and min(flat) == float(r.sigma.min())
+            else "Aggregation gains at least 1.1x somewhere at every sigma"
+        )
+        + (
+            f"; in {len(below)} settings the ratio is significantly below 1 (the aggregate does worse than one agent)"
+            if len(below)
+            else ""
+        )
+        + ". "
         f"The formula is inside the 95% CI at {len(inside)} of {len(r)} settings"
-        + (" (" + ", ".join(f"k = {int(x.k)}, T = {int(x['T'])}, sigma = {x.sigma:g}" for _, x in inside.iterrows()) + ")"
-           if 0 < len(inside) <= 5 else "")
+        + (
+            " ("
+            + ", ".join(f"k = {int(x.k)}, T = {int(x['T'])}, sigma = {x.sigma:g}" for _, x in inside.iterrows())
+            + ")"
+            if 0 < len(inside) <= 5
+            else ""
+        )
         + f"; the ratio comes closest to sqrt(k) at k = {int(best.k)}, T = {int(best['T'])}, sigma = {best.sigma:g} "
-        f"({best.ratio:.2f} vs {best.ratio_theory_k:.2f}).")
+        f"({best.ratio:.2f} vs {best.ratio_theory_k:.2f})."
+    )
     if s0:
         state0 = {"Value": float(s0["value0"]), "Parity": str(s0["parity0"]), "Level": int(s0["level0"])}
         bp = _branch_points(state0, int(r["T"].max()))
-        text = (f"- The initial state (Value {state0['Value']:g}, Parity {state0['Parity']}, Level {state0['Level']}) is "
-                "mascot's choice: the SR paper does not give one. ")
+        text = (
+            f"- The initial state (Value {state0['Value']:g}, Parity {state0['Parity']}, Level {state0['Level']}) is "
+            "mascot's choice: the SR paper does not give one. "
+        )
         if bp["steps"]:
-            text += (f"From it, the noiseless trajectory lands exactly on Rule 2's branch point (decimal part of V_raw "
-                     f"exactly 0.5) at step(s) {', '.join(map(str, bp['steps']))} of {bp['T']}. ")
+            text += (
+                f"From it, the noiseless trajectory lands exactly on Rule 2's branch point (decimal part of V_raw "
+                f"exactly 0.5) at step(s) {', '.join(map(str, bp['steps']))} of {bp['T']}. "
+            )
         if "step" in bp:
-            text += (f"At step {bp['step']} (V_raw = {bp['v_raw']:g}, the first such step whose input carries noise) the "
-                     f"noise's sign picks the {bp['branches'][0]} or the {bp['branches'][1]} branch, V_new values "
-                     f"{bp['jump']:.2f} apart for any noise too small to change V_raw's integer part, so averaging k "
-                     f"agents cannot shrink the jump, only change how often it happens; followed without "
-                     f"further noise, the two branches end {bp['final_gap']:.2f} apart at step {bp['T']} (largest gap "
-                     f"{bp['max_gap']:.2f}, summed |gap| {bp['sum_gap']:.1f}).")
+            text += (
+                f"At step {bp['step']} (V_raw = {bp['v_raw']:g}, the first such step whose input carries noise) the "
+                f"noise's sign picks the {bp['branches'][0]} or the {bp['branches'][1]} branch, V_new values "
+                f"{bp['jump']:.2f} apart for any noise too small to change V_raw's integer part, so averaging k "
+                f"agents cannot shrink the jump, only change how often it happens; followed without "
+                f"further noise, the two branches end {bp['final_gap']:.2f} apart at step {bp['T']} (largest gap "
+                f"{bp['max_gap']:.2f}, summed |gap| {bp['sum_gap']:.1f})."
+            )
         lines.append(text)
     if c.get("rule_diverged_runs"):
         lines.append(f"- {c['rule_diverged_runs']} rule runs diverged.")

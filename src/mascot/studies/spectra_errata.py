@@ -1,13 +1,15 @@
 """The SR paper's errata, generated from computed checks (every sentence states what the data say):
 Table 1, the affine-noise claims, Table 2's Spearman coefficients, eq. 8 and the malicious-leaf bound,
-A.3's sum bound and the time-varying operator. Used by :mod:`mascot.analysis.spectra_paper`."""
+A.3's sum bound and the time-varying operator. Used by :mod:`mascot.studies.spectra`."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
 
-from mascot.papers import SR_QUOTES as PAPER_QUOTES, SR_TABLE1 as TABLE1_PAPER, SR_TABLE2 as TABLE2_PAPER
+from mascot.papers import SR_QUOTES as PAPER_QUOTES
+from mascot.papers import SR_TABLE1 as TABLE1_PAPER
+from mascot.papers import SR_TABLE2 as TABLE2_PAPER
 from mascot.papers import SR_TABLE2_RS as TABLE2_RS_PAPER
 
 __all__ = ["sqrt_sum_bounds", "eq8_at_mu0", "ranks_rs", "errata_lines"]
@@ -51,10 +53,15 @@ def sqrt_sum_bounds(T_max: int = 10_000, T_task: int = PAPER_QUOTES["T_task"]) -
         integral_violations=int((S > integral).sum()),
         lower_violations=int((S < lower).sum()),
         min_trapezoid_slack=float((trapezoid - S).min()),
-        sup_S_over_T32=float(ratio.max()), argsup_T=int(T[ratio.argmax()]),
+        sup_S_over_T32=float(ratio.max()),
+        argsup_T=int(T[ratio.argmax()]),
         S_over_paper_at_Tmax=float(S[-1] / paper[-1]),
-        T_task=int(T_task), S_task=float(S[i]), paper_task=float(paper[i]), trapezoid_task=float(trapezoid[i]),
-        integral_task=float(integral[i]), S_over_paper_task=float(S[i] / paper[i]),
+        T_task=int(T_task),
+        S_task=float(S[i]),
+        paper_task=float(paper[i]),
+        trapezoid_task=float(trapezoid[i]),
+        integral_task=float(integral[i]),
+        S_over_paper_task=float(S[i] / paper[i]),
         S_over_T32_task=float(ratio[i]),
     )
 
@@ -63,14 +70,19 @@ def eq8_at_mu0(gamma: float = GAMMA, leaves: int = 4) -> dict:
     """Eq. 8 at mu = 0 (what influence capping enforces) and at the worst case, for one (gamma, l)."""
     from mascot.theory.spectra import closed_form_diagnostics, malicious_leaf_bound
 
-    return dict(gamma=gamma, leaves=leaves, bound_mu0=float(malicious_leaf_bound(gamma, leaves, 0.0)),
-                bound_worst=float(malicious_leaf_bound(gamma, leaves)),
-                kappa_benign=float(closed_form_diagnostics("star", leaves, gamma).kappa))
+    return dict(
+        gamma=gamma,
+        leaves=leaves,
+        bound_mu0=float(malicious_leaf_bound(gamma, leaves, 0.0)),
+        bound_worst=float(malicious_leaf_bound(gamma, leaves)),
+        kappa_benign=float(closed_form_diagnostics("star", leaves, gamma).kappa),
+    )
 
 
 # --------------------------------------------------------------------------------------------------
 # Report text: every sentence is formatted from data; conclusions branch on computed checks
 # --------------------------------------------------------------------------------------------------
+
 
 def ranks_rs(x, y) -> float:
     from scipy.stats import spearmanr
@@ -85,75 +97,114 @@ def _agree(a, b, tol):
 def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFrame, a3: dict, e8: dict) -> list[str]:
     from mascot.theory.noise import ceg_ratio, infer_rho_c
 
-    err = ["# Errata and checks: SR paper (\"Predictive Maps of Multi-Agent Reasoning\")", "",
-           "Written by `mascot reproduce spectra` from the files in this directory. Values attributed to the "
-           "paper are quoted from it; every other number is computed, and every conclusion below is printed "
-           "from a computed check (it reads differently when the check fails).", ""]
+    err = [
+        '# Errata and checks: SR paper ("Predictive Maps of Multi-Agent Reasoning")',
+        "",
+        "Written by `mascot reproduce spectra` from the files in this directory. Values attributed to the "
+        "paper are quoted from it; every other number is computed, and every conclusion below is printed "
+        "from a computed check (it reads differently when the check fails).",
+        "",
+    ]
     # ---- Table 1
     cols = ("rho", "delta", "kappa")
     printed = np.array([[r[f"{c}_paper"] for c in cols] for _, r in t1.iterrows()])
     ours = np.array([[r[c] for c in cols] for _, r in t1.iterrows()])
     same = int((np.round(ours, 2) == np.round(printed, 2)).sum())
-    err += [f"## Table 1: {same} of {printed.size} printed entries reproduced to 2 decimals", "",
-            "| topology | rho | Delta | kappa | paper |", "|---|---|---|---|---|"]
+    err += [
+        f"## Table 1: {same} of {printed.size} printed entries reproduced to 2 decimals",
+        "",
+        "| topology | rho | Delta | kappa | paper |",
+        "|---|---|---|---|---|",
+    ]
     for _, r in t1.iterrows():
-        err.append(f"| {r.topology} ({r.graph}) | {r.rho:.4f} | {r.delta:.4f} | {r.kappa:.4f} | "
-                   f"{r.rho_paper:.2f} / {r.delta_paper:.2f} / {r.kappa_paper:.2f} |")
+        err.append(
+            f"| {r.topology} ({r.graph}) | {r.rho:.4f} | {r.delta:.4f} | {r.kappa:.4f} | "
+            f"{r.rho_paper:.2f} / {r.delta_paper:.2f} / {r.kappa_paper:.2f} |"
+        )
     dev_ref = max(float(np.abs(t1[c] - t1[f"{c}_reference"]).max()) for c in cols)
     dev_cf = max(float(np.abs(t1[c] - t1[f"{c}_closed_form"]).max()) for c in cols)
     verdict = "agree" if max(dev_ref, dev_cf) <= 1e-9 else "do NOT agree"
-    err += ["", f"Kernel vs dense float64 reference (eigvals/svd of M): max |difference| {dev_ref:.1e}; kernel vs "
-            f"the closed forms of A.1: {dev_cf:.1e}. At the 1e-9 tolerance the three {verdict}.", ""]
+    err += [
+        "",
+        f"Kernel vs dense float64 reference (eigvals/svd of M): max |difference| {dev_ref:.1e}; kernel vs "
+        f"the closed forms of A.1: {dev_cf:.1e}. At the 1e-9 tolerance the three {verdict}.",
+        "",
+    ]
     # ---- 1. rho_c
     star_r, mesh_r = dg["chain_over_aggregate"]["star"], dg["chain_over_aggregate"]["mesh"]
     q = PAPER_QUOTES["rho_c_upper"]
     rc_star, rc_mesh = float(infer_rho_c(1.77, 4)), float(infer_rho_c(1.69, 4))
-    head = (f"gives {rc_star:.2f}, not <= {q:g}" if rc_star > q else f"gives {rc_star:.3f}, consistent with <= {q:g}")
+    head = f"gives {rc_star:.2f}, not <= {q:g}" if rc_star > q else f"gives {rc_star:.3f}, consistent with <= {q:g}"
     iid = float(ceg_ratio(4, 0.0))
     inside = [n for n, r in (("chain/star", star_r), ("chain/mesh", mesh_r)) if r["ci95"][0] <= iid <= r["ci95"][1]]
-    err += [f"## 1. The rho_c inversion (A.4) {head}", "",
-            f"Eq. 5 inverted, rho_c = (k / r^2 - 1) / (k - 1) with k = 4: the paper's chain/star ratio r = 1.77 gives "
-            f"rho_c = {rc_star:.4f}, chain/mesh 1.69 gives {rc_mesh:.4f}; the paper's rho_c <~ {q:g} needs "
-            f"r = {float(np.sqrt(4 / (1 + 3 * q))):.3f}. From Table 2's own spread (n = 100 per arm, delta "
-            f"method) the chain/star ratio is {star_r['ratio']:.3f} (95% CI {star_r['ci95'][0]:.2f}-{star_r['ci95'][1]:.2f}), "
-            f"so rho_c lies in [{star_r['rho_c_ci95'][0]:.2f}, {star_r['rho_c_ci95'][1]:.2f}]; chain/mesh "
-            f"{mesh_r['ratio']:.3f} gives [{mesh_r['rho_c_ci95'][0]:.2f}, {mesh_r['rho_c_ci95'][1]:.2f}]. "
-            + (f"The i.i.d. prediction {iid:.0f} is inside both CIs, as the paper says." if len(inside) == 2 else
-               f"The i.i.d. prediction {iid:.0f} is inside the CI of {', '.join(inside) or 'neither ratio'} only; the paper "
-               "(A.3) calls both ratios \"within sampling variance of the predicted 2\"."), ""]
+    err += [
+        f"## 1. The rho_c inversion (A.4) {head}",
+        "",
+        f"Eq. 5 inverted, rho_c = (k / r^2 - 1) / (k - 1) with k = 4: the paper's chain/star ratio r = 1.77 gives "
+        f"rho_c = {rc_star:.4f}, chain/mesh 1.69 gives {rc_mesh:.4f}; the paper's rho_c <~ {q:g} needs "
+        f"r = {float(np.sqrt(4 / (1 + 3 * q))):.3f}. From Table 2's own spread (n = 100 per arm, delta "
+        f"method) the chain/star ratio is {star_r['ratio']:.3f} (95% CI {star_r['ci95'][0]:.2f}-{star_r['ci95'][1]:.2f}), "
+        f"so rho_c lies in [{star_r['rho_c_ci95'][0]:.2f}, {star_r['rho_c_ci95'][1]:.2f}]; chain/mesh "
+        f"{mesh_r['ratio']:.3f} gives [{mesh_r['rho_c_ci95'][0]:.2f}, {mesh_r['rho_c_ci95'][1]:.2f}]. "
+        + (
+            f"The i.i.d. prediction {iid:.0f} is inside both CIs, as the paper says."
+            if len(inside) == 2
+            else f"The i.i.d. prediction {iid:.0f} is inside the CI of {', '.join(inside) or 'neither ratio'} only; the paper "
+            '(A.3) calls both ratios "within sampling variance of the predicted 2".'
+        ),
+        "",
+    ]
     # ---- 2. rho~
     default = gains[gains.profile == "inputs per agent"].set_index("topology")
     paper_k = gains[gains.profile != "inputs per agent"].set_index("topology")
-    top = {p: str(d.rho_tilde.idxmax()) if d.rho_tilde.nunique() > 1 else "none (all equal)"
-           for p, d in (("inputs", default), ("k = 4", paper_k))}
+    top = {
+        p: str(d.rho_tilde.idxmax()) if d.rho_tilde.nunique() > 1 else "none (all equal)"
+        for p, d in (("inputs", default), ("k = 4", paper_k))
+    }
     chain_top = all(v == "chain" for v in top.values())
-    err += [f"## 2. Eq. 4's rho~ {'ranks the chain highest' if chain_top else 'does not rank the chain highest'}", "",
-            "Sec. 5.3 says rho~ = rho(M) mean_i 1/sqrt(k_i) rank-orders chain > star ~ mesh like E_ceg. With "
-            f"Table 1's rho (chain {default.loc['chain', 'rho']:g}, star {default.loc['star', 'rho']:g}, mesh "
-            f"{default.loc['mesh', 'rho']:g}) the largest rho~ belongs to: {top['inputs']} (k_i = inputs), "
-            f"{top['k = 4']} (paper's k = 4).", "",
-            "| topology | rho | mean 1/sqrt(k_i) (k_i = inputs) | rho~ | mean 1/sqrt(k_i) (paper's k = 4) | rho~ | E_ceg (Table 2) |",
-            "|---|---|---|---|---|---|---|"]
+    err += [
+        f"## 2. Eq. 4's rho~ {'ranks the chain highest' if chain_top else 'does not rank the chain highest'}",
+        "",
+        "Sec. 5.3 says rho~ = rho(M) mean_i 1/sqrt(k_i) rank-orders chain > star ~ mesh like E_ceg. With "
+        f"Table 1's rho (chain {default.loc['chain', 'rho']:g}, star {default.loc['star', 'rho']:g}, mesh "
+        f"{default.loc['mesh', 'rho']:g}) the largest rho~ belongs to: {top['inputs']} (k_i = inputs), "
+        f"{top['k = 4']} (paper's k = 4).",
+        "",
+        "| topology | rho | mean 1/sqrt(k_i) (k_i = inputs) | rho~ | mean 1/sqrt(k_i) (paper's k = 4) | rho~ | E_ceg (Table 2) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for t in ("chain", "star", "mesh"):
-        err.append(f"| {t} | {default.loc[t, 'rho']:.0f} | {default.loc[t, 'aggregation_factor']:.3f} | "
-                   f"{default.loc[t, 'rho_tilde']:.3f} | {paper_k.loc[t, 'aggregation_factor']:.3f} | "
-                   f"{paper_k.loc[t, 'rho_tilde']:.3f} | {default.loc[t, 'E_ceg_table2']:.2f} |")
+        err.append(
+            f"| {t} | {default.loc[t, 'rho']:.0f} | {default.loc[t, 'aggregation_factor']:.3f} | "
+            f"{default.loc[t, 'rho_tilde']:.3f} | {paper_k.loc[t, 'aggregation_factor']:.3f} | "
+            f"{paper_k.loc[t, 'rho_tilde']:.3f} | {default.loc[t, 'E_ceg_table2']:.2f} |"
+        )
     sp = dg["spearman_vs_E_ceg"]
     s_in, s_k4 = sp["inputs per agent"], sp["paper k = 4 at every agent"]
     better = s_k4["aggregation_factor"] > max(s_in["rho_tilde"], s_k4["rho_tilde"])
-    err += ["", f"Spearman against E_ceg: rho~ {s_in['rho_tilde']:+.2f} (inputs) / {s_k4['rho_tilde']:+.2f} (k = 4); "
-            f"the aggregation factor alone {s_k4['aggregation_factor']:+.2f} (k = 4). "
-            + ("The drift ordering lives in the aggregation factor (the sqrt(k) law), not in rho~ as defined. "
-               if better else "rho~ tracks E_ceg at least as well as the aggregation factor alone. ")
-            + "`mascot diagnose` prints both.", ""]
+    err += [
+        "",
+        f"Spearman against E_ceg: rho~ {s_in['rho_tilde']:+.2f} (inputs) / {s_k4['rho_tilde']:+.2f} (k = 4); "
+        f"the aggregation factor alone {s_k4['aggregation_factor']:+.2f} (k = 4). "
+        + (
+            "The drift ordering lives in the aggregation factor (the sqrt(k) law), not in rho~ as defined. "
+            if better
+            else "rho~ tracks E_ceg at least as well as the aggregation factor alone. "
+        )
+        + "`mascot diagnose` prints both.",
+        "",
+    ]
     # ---- 3. Table 2's r_s
     by = t1.set_index("topology")
     order = ["chain", "star", "mesh"]
     e_ceg = [TABLE2_PAPER["E_ceg"][t][0] for t in order]
     speed = [-TABLE2_PAPER["R_cdr"][t][0] for t in order]  # consensus speed: the more negative R_cdr, the faster
     f_ps = [TABLE2_PAPER["F_ps"][t][0] for t in order]
-    rs = {"rho": ranks_rs(by.loc[order, "rho"], e_ceg), "delta": ranks_rs(by.loc[order, "delta"], speed),
-          "kappa": ranks_rs(by.loc[order, "kappa"], f_ps)}
+    rs = {
+        "rho": ranks_rs(by.loc[order, "rho"], e_ceg),
+        "delta": ranks_rs(by.loc[order, "delta"], speed),
+        "kappa": ranks_rs(by.loc[order, "kappa"], f_ps),
+    }
     rho_vals = by.loc[order, "rho"].round(9).tolist()
     tied = [t for t, v in zip(order, rho_vals) if rho_vals.count(v) > 1]
     breaks = {}
@@ -164,15 +215,25 @@ def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFra
             breaks[first] = ranks_rs(v, e_ceg)
     ok = {k: round(v, 2) == TABLE2_RS_PAPER[k] for k, v in rs.items()}
     bad = [k for k, v in ok.items() if not v]
-    err += [f"## 3. Table 2's r_s: {3 - len(bad)} of 3 reproduce from Table 1 and Table 2's means", "",
-            "Spearman with average ranks for ties (scipy), Table 1's diagnostics against Table 2's means "
-            "(consensus as speed, -R_cdr):", "", "| diagnostic vs metric | r_s computed | r_s paper |", "|---|---|---|"]
+    err += [
+        f"## 3. Table 2's r_s: {3 - len(bad)} of 3 reproduce from Table 1 and Table 2's means",
+        "",
+        "Spearman with average ranks for ties (scipy), Table 1's diagnostics against Table 2's means "
+        "(consensus as speed, -R_cdr):",
+        "",
+        "| diagnostic vs metric | r_s computed | r_s paper |",
+        "|---|---|---|",
+    ]
     for k, lab in (("rho", "rho vs E_ceg"), ("delta", "Delta vs -R_cdr"), ("kappa", "kappa vs F_ps")):
         err.append(f"| {lab} | {rs[k]:+.3f} | {TABLE2_RS_PAPER[k]:+.2f} |")
     if tied and not ok["rho"]:
-        err += ["", f"rho ties {' and '.join(tied)} at {rho_vals[order.index(tied[0])]:g}; the paper's "
-                f"{TABLE2_RS_PAPER['rho']:+.2f} needs a tie-break: ranking "
-                + " or ".join(f"{t} above the other gives {v:+.2f}" for t, v in breaks.items()) + "."]
+        err += [
+            "",
+            f"rho ties {' and '.join(tied)} at {rho_vals[order.index(tied[0])]:g}; the paper's "
+            f"{TABLE2_RS_PAPER['rho']:+.2f} needs a tie-break: ranking "
+            + " or ".join(f"{t} above the other gives {v:+.2f}" for t, v in breaks.items())
+            + ".",
+        ]
     err.append("")
     # ---- 4. malicious leaf
     a4 = ml[(ml.leaves == 4) & np.isclose(ml.gamma, 0.9)].sort_values("alpha")
@@ -187,68 +248,106 @@ def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFra
     cap = ml[np.isclose(ml.gamma, 0.9)].groupby("leaves")[["kappa_capped_g09", "kappa_benign"]].first()
     cap_dev = float((cap.kappa_capped_g09 / cap.kappa_benign - 1).abs().max())
     last = a4.iloc[-1]
-    err += [f"## 4. The malicious-leaf bound (eq. 8): {len(ml) - viol} of {len(ml)} settings satisfy it", "",
-            f"At gamma = 0.9, l = 4: worst-case bound {last.bound_worst:.2f} (the paper: {PAPER_QUOTES['eq8_worst']:g}); "
-            f"the attacked star's actual kappa reaches {last.kappa:.2f} at alpha = {last.alpha:.0e}, at most "
-            f"{reach:.2f}x the benign {last.kappa_benign:.2f} over alpha (the paper reads the bound's "
-            f"{last.bound_worst / last.kappa_benign:.2f}x, printed {PAPER_QUOTES['eq8_factor']:g}, as the attack's reach). "
-            f"Bound / actual at alpha = {last.alpha:.0e}, gamma = 0.9: "
-            + ", ".join(f"l = {int(r.leaves)}: {r.bound_over_kappa:.2f}" for _, r in g9.iterrows()) + ". "
-            f"Fitted over l = {int(g9.leaves.min())}..{int(g9.leaves.max())}, the actual worst-case kappa grows like "
-            f"l^{sl:.2f} and the bound like l^{sl_b:.2f} (the paper: Theta(l^(3/2)))"
-            + (", so the bound overstates how the attack scales. " if sl < sl_b else ". ")
-            + ("Every (alpha, l, gamma) in `malicious_leaf.csv` satisfies the bound. " if viol == 0 else
-               f"{viol} (alpha, l, gamma) settings in `malicious_leaf.csv` VIOLATE the bound. ")
-            + (f"rho and Delta do not move with alpha (max change {max(d_rho, d_del):.1e}), as A.6 says. "
-               if max(d_rho, d_del) <= 1e-9 else
-               f"rho or Delta move with alpha by up to {max(d_rho, d_del):.2e}, unlike A.6's claim. ")
-            + (f"Capping the judge's shares at 1/l restores the benign kappa (max relative difference {cap_dev:.1e} over l)."
-               if cap_dev <= 1e-9 else
-               f"Capping the judge's shares at 1/l leaves kappa up to {100 * cap_dev:.2f}% away from the benign value."), ""]
+    err += [
+        f"## 4. The malicious-leaf bound (eq. 8): {len(ml) - viol} of {len(ml)} settings satisfy it",
+        "",
+        f"At gamma = 0.9, l = 4: worst-case bound {last.bound_worst:.2f} (the paper: {PAPER_QUOTES['eq8_worst']:g}); "
+        f"the attacked star's actual kappa reaches {last.kappa:.2f} at alpha = {last.alpha:.0e}, at most "
+        f"{reach:.2f}x the benign {last.kappa_benign:.2f} over alpha (the paper reads the bound's "
+        f"{last.bound_worst / last.kappa_benign:.2f}x, printed {PAPER_QUOTES['eq8_factor']:g}, as the attack's reach). "
+        f"Bound / actual at alpha = {last.alpha:.0e}, gamma = 0.9: "
+        + ", ".join(f"l = {int(r.leaves)}: {r.bound_over_kappa:.2f}" for _, r in g9.iterrows())
+        + ". "
+        f"Fitted over l = {int(g9.leaves.min())}..{int(g9.leaves.max())}, the actual worst-case kappa grows like "
+        f"l^{sl:.2f} and the bound like l^{sl_b:.2f} (the paper: Theta(l^(3/2)))"
+        + (", so the bound overstates how the attack scales. " if sl < sl_b else ". ")
+        + (
+            "Every (alpha, l, gamma) in `malicious_leaf.csv` satisfies the bound. "
+            if viol == 0
+            else f"{viol} (alpha, l, gamma) settings in `malicious_leaf.csv` VIOLATE the bound. "
+        )
+        + (
+            f"rho and Delta do not move with alpha (max change {max(d_rho, d_del):.1e}), as A.6 says. "
+            if max(d_rho, d_del) <= 1e-9
+            else f"rho or Delta move with alpha by up to {max(d_rho, d_del):.2e}, unlike A.6's claim. "
+        )
+        + (
+            f"Capping the judge's shares at 1/l restores the benign kappa (max relative difference {cap_dev:.1e} over l)."
+            if cap_dev <= 1e-9
+            else f"Capping the judge's shares at 1/l leaves kappa up to {100 * cap_dev:.2f}% away from the benign value."
+        ),
+        "",
+    ]
     # ---- 5. A.3
     holds = a3["trapezoid_violations"] == 0 and a3["integral_violations"] == 0
-    err += [f"## 5. A.3: sum_(t<=T) sqrt(t) <= (2/3) T^(3/2) is false "
-            + (f"at every T = 1..{a3['T_max']}" if a3["paper_violations"] == a3["T_max"] else
-               f"at {a3['paper_violations']} of T = 1..{a3['T_max']}"), "",
-            "The paper (A.3, chain): \"E[E_ceg^chain] = sum_t E|e_t| <= C sigma sum_(t=1)^T sqrt(t) <= (2/3) C sigma "
-            "T^(3/2)\". "
-            f"At the task's T = {a3['T_task']}: sum sqrt(t) = {a3['S_task']:.2f} > (2/3) T^(3/2) = {a3['paper_task']:.2f} "
-            f"(ratio {a3['S_over_paper_task']:.4f}). Checked for T = 1..{a3['T_max']}, the inequality fails at "
-            f"{a3['paper_violations']} values of T; it fails for every T >= 1 by a midpoint (Jensen) argument "
-            "(`mascot.analysis.spectra_paper.sqrt_sum_bounds`).", "",
-            "Correct bound (trapezoid rule on the concave sqrt): sum_(t=1)^T sqrt(t) <= (2/3) T^(3/2) + sqrt(T)/2, "
-            f"and the cruder sum <= (2/3)((T+1)^(3/2) - 1); at T = {a3['T_task']} these give "
-            f"{a3['trapezoid_task']:.2f} and {a3['integral_task']:.2f}. "
-            + (f"Both hold at every T = 1..{a3['T_max']} (smallest slack of the trapezoid bound {a3['min_trapezoid_slack']:.3f}). "
-               if holds else "One of them FAILS numerically (see the test). ")
-            + f"Hence sum sqrt(t) <= c T^(3/2) with c = sup_T sum/T^(3/2) = {a3['sup_S_over_T32']:.4f} "
-            f"(attained at T = {a3['argsup_T']}) instead of 2/3, and the ratio to (2/3) T^(3/2) is "
-            f"{a3['S_over_paper_at_Tmax']:.5f} at T = {a3['T_max']}: "
-            + ("the T^(3/2) conclusion (eq. 3) survives up to the constant: (2/3) C becomes "
-               f"{a3['sup_S_over_T32']:.2f} C for all T, or (2/3) C (1 + 3/(4T)) from the trapezoid bound; at T = "
-               f"{a3['T_task']} the exact sum is {a3['S_over_paper_task']:.3f}x the paper's value. The chain/aggregate "
-               "ratio sqrt(k) is unaffected: the chain and aggregated bounds carry the same factor."
-               if a3["sup_S_over_T32"] < 1.5 and holds else "the T^(3/2) rate is not established by this check."), ""]
+    err += [
+        "## 5. A.3: sum_(t<=T) sqrt(t) <= (2/3) T^(3/2) is false "
+        + (
+            f"at every T = 1..{a3['T_max']}"
+            if a3["paper_violations"] == a3["T_max"]
+            else f"at {a3['paper_violations']} of T = 1..{a3['T_max']}"
+        ),
+        "",
+        'The paper (A.3, chain): "E[E_ceg^chain] = sum_t E|e_t| <= C sigma sum_(t=1)^T sqrt(t) <= (2/3) C sigma '
+        'T^(3/2)". '
+        f"At the task's T = {a3['T_task']}: sum sqrt(t) = {a3['S_task']:.2f} > (2/3) T^(3/2) = {a3['paper_task']:.2f} "
+        f"(ratio {a3['S_over_paper_task']:.4f}). Checked for T = 1..{a3['T_max']}, the inequality fails at "
+        f"{a3['paper_violations']} values of T; it fails for every T >= 1 by a midpoint (Jensen) argument "
+        "(`mascot.studies.spectra.sqrt_sum_bounds`).",
+        "",
+        "Correct bound (trapezoid rule on the concave sqrt): sum_(t=1)^T sqrt(t) <= (2/3) T^(3/2) + sqrt(T)/2, "
+        f"and the cruder sum <= (2/3)((T+1)^(3/2) - 1); at T = {a3['T_task']} these give "
+        f"{a3['trapezoid_task']:.2f} and {a3['integral_task']:.2f}. "
+        + (
+            f"Both hold at every T = 1..{a3['T_max']} (smallest slack of the trapezoid bound {a3['min_trapezoid_slack']:.3f}). "
+            if holds
+            else "One of them FAILS numerically (see the test). "
+        )
+        + f"Hence sum sqrt(t) <= c T^(3/2) with c = sup_T sum/T^(3/2) = {a3['sup_S_over_T32']:.4f} "
+        f"(attained at T = {a3['argsup_T']}) instead of 2/3, and the ratio to (2/3) T^(3/2) is "
+        f"{a3['S_over_paper_at_Tmax']:.5f} at T = {a3['T_max']}: "
+        + (
+            "the T^(3/2) conclusion (eq. 3) survives up to the constant: (2/3) C becomes "
+            f"{a3['sup_S_over_T32']:.2f} C for all T, or (2/3) C (1 + 3/(4T)) from the trapezoid bound; at T = "
+            f"{a3['T_task']} the exact sum is {a3['S_over_paper_task']:.3f}x the paper's value. The chain/aggregate "
+            "ratio sqrt(k) is unaffected: the chain and aggregated bounds carry the same factor."
+            if a3["sup_S_over_T32"] < 1.5 and holds
+            else "the T^(3/2) rate is not established by this check."
+        ),
+        "",
+    ]
     # ---- 6. eq. 8 at mu = 0
     b0, bw, kb = e8["bound_mu0"], e8["bound_worst"], e8["kappa_benign"]
     min0 = float((ml.bound_mu0 / ml.kappa_benign).min())
-    err += [f"## 6. A.6: eq. 8 at mu = 0 gives {b0:.2f}, {'not' if b0 > kb * (1 + 1e-9) else 'at most'} the benign "
-            f"kappa {kb:.2f}", "",
-            "The paper (A.6): \"Capping individual agent influence at w = W/l enforces mu = 0 structurally and "
-            "recovers the benign condition number as a hard upper bound.\" Eq. 8 with mu = 0 at gamma = "
-            f"{e8['gamma']:g}, l = {e8['leaves']}: [3 + gamma^2 (l + 1/l)]^(3/2) / (1 - gamma^2) = {b0:.2f}, "
-            f"{b0 / kb:.2f}x the benign kappa {kb:.2f} (Table 1: {TABLE1_PAPER['star'][2]:.2f}). "
-            + (f"So capping gives eq. 8's hard upper bound {b0:.2f}, not {kb:.2f}: the bound cannot certify the "
-               f"benign value, even with no attack (mu^2 = {float(ml[ml.alpha == ml.alpha.min()].mu2.abs().max()):.1e} at "
-               f"alpha = {ml.alpha.min():g}, the benign star). "
-               if b0 > kb * (1 + 1e-9) else "So eq. 8 at mu = 0 does certify the benign value. ")
-            + (f"Over every (l, gamma) in `malicious_leaf.csv`, eq. 8 at mu = 0 is at least {min0:.2f}x the benign kappa. "
-               if min0 > 1 else "")
-            + (f"What capping does achieve is exact, and it is computed, not bounded: the capped star's kappa equals the "
-               f"benign one (errata 4, max relative difference {cap_dev:.1e}). " if cap_dev <= 1e-9 else "")
-            + f"Of the paper's \"factor of {PAPER_QUOTES['eq8_factor']:g}\" (bound {bw:.2f} over benign kappa {kb:.2f} = "
-            f"{bw / kb:.2f}), {b0 / kb:.2f}x is the bound's slack at mu = 0; the bound itself rises only "
-            f"{bw / b0:.2f}x from mu = 0 to the worst case, and the actual kappa {reach:.2f}x.", ""]
+    err += [
+        f"## 6. A.6: eq. 8 at mu = 0 gives {b0:.2f}, {'not' if b0 > kb * (1 + 1e-9) else 'at most'} the benign "
+        f"kappa {kb:.2f}",
+        "",
+        'The paper (A.6): "Capping individual agent influence at w = W/l enforces mu = 0 structurally and '
+        'recovers the benign condition number as a hard upper bound." Eq. 8 with mu = 0 at gamma = '
+        f"{e8['gamma']:g}, l = {e8['leaves']}: [3 + gamma^2 (l + 1/l)]^(3/2) / (1 - gamma^2) = {b0:.2f}, "
+        f"{b0 / kb:.2f}x the benign kappa {kb:.2f} (Table 1: {TABLE1_PAPER['star'][2]:.2f}). "
+        + (
+            f"So capping gives eq. 8's hard upper bound {b0:.2f}, not {kb:.2f}: the bound cannot certify the "
+            f"benign value, even with no attack (mu^2 = {float(ml[ml.alpha == ml.alpha.min()].mu2.abs().max()):.1e} at "
+            f"alpha = {ml.alpha.min():g}, the benign star). "
+            if b0 > kb * (1 + 1e-9)
+            else "So eq. 8 at mu = 0 does certify the benign value. "
+        )
+        + (
+            f"Over every (l, gamma) in `malicious_leaf.csv`, eq. 8 at mu = 0 is at least {min0:.2f}x the benign kappa. "
+            if min0 > 1
+            else ""
+        )
+        + (
+            f"What capping does achieve is exact, and it is computed, not bounded: the capped star's kappa equals the "
+            f"benign one (errata 4, max relative difference {cap_dev:.1e}). "
+            if cap_dev <= 1e-9
+            else ""
+        )
+        + f'Of the paper\'s "factor of {PAPER_QUOTES["eq8_factor"]:g}" (bound {bw:.2f} over benign kappa {kb:.2f} = '
+        f"{bw / kb:.2f}), {b0 / kb:.2f}x is the bound's slack at mu = 0; the bound itself rises only "
+        f"{bw / b0:.2f}x from mu = 0 to the worst case, and the actual kappa {reach:.2f}x.",
+        "",
+    ]
     return err
-
-

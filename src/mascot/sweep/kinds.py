@@ -28,8 +28,9 @@ import functools
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -213,10 +214,12 @@ CONSENSUS_PARAMS = {
     "b0": Param(float, 2000.0, lambda v: v >= 0 and math.isfinite(v), "b0 >= 0", "initial budget"),
     "c1": Param(float, None, lambda v: v > 0 and math.isfinite(v), "c1 > 0", "mode-1 cost (default: model)"),
     "c2": Param(float, None, lambda v: v > 0 and math.isfinite(v), "c2 > 0", "mode-2 cost (default: model)"),
-    "tokens_complete": Param(float, 30.0, lambda v: v > 0 and math.isfinite(v), "tokens_complete > 0",
-                             "tokens per message, K_N"),
-    "tokens_ring": Param(float, 10.0, lambda v: v > 0 and math.isfinite(v), "tokens_ring > 0",
-                         "tokens per message, C_N"),
+    "tokens_complete": Param(
+        float, 30.0, lambda v: v > 0 and math.isfinite(v), "tokens_complete > 0", "tokens per message, K_N"
+    ),
+    "tokens_ring": Param(
+        float, 10.0, lambda v: v > 0 and math.isfinite(v), "tokens_ring > 0", "tokens per message, C_N"
+    ),
     "self_weight_complete": Param(float, 0.4, lambda v: 0 <= v <= 1, "0 <= w <= 1"),
     "self_weight_ring": Param(float, 0.6, lambda v: 0 <= v <= 1, "0 <= w <= 1"),
     "x0_mean": Param(float, 0.5, lambda v: 0 < v < 1, "0 < x0_mean < 1"),
@@ -251,8 +254,10 @@ def _consensus_dtype_check(p, dtype):
     check_budget(p["b0"], (p["c1"], p["c2"]), dtype, fix='set experiment.dtype = "float64"', integer_costs=True)
     check_noise(p["noise"], p["max_rounds"], p["n"], p["d"], dtype, fix='set experiment.dtype = "float64"')
     if p["eps"] < _EPS[dtype]:
-        raise InputError(f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
-                         + (' or experiment.dtype = "float64"' if dtype == "float32" else ""))
+        raise InputError(
+            f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
+            + (' or experiment.dtype = "float64"' if dtype == "float32" else "")
+        )
 
 
 _X0_STREAM = 0x5830  # "X0": first element of the X0 stream key, apart from per-point keys (p,)
@@ -306,16 +311,27 @@ def _noise_keys(key_seed, ids, T):
     return nk.reshape(-1)
 
 
-def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str,
-                        cache: DeviceCache | None = None) -> pa.Table:
+def _consensus_evaluate(
+    points: list[dict], indices: np.ndarray, key_seed: int, dtype: str, cache: DeviceCache | None = None
+) -> pa.Table:
     from mascot.execute import simulate_consensus
     from mascot.theory import theorem1_batch
 
     indices = np.asarray(indices)
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
-        g = (p["n"], p["d"], p["strategy"], p["max_rounds"], p["self_weight_complete"], p["self_weight_ring"],
-             p["noise"], p["x0_mean"], p["x0_spread"], p["trajectories"])
+        g = (
+            p["n"],
+            p["d"],
+            p["strategy"],
+            p["max_rounds"],
+            p["self_weight_complete"],
+            p["self_weight_ring"],
+            p["noise"],
+            p["x0_mean"],
+            p["x0_spread"],
+            p["trajectories"],
+        )
         groups.setdefault(g, []).append(i)
     parts: dict[str, list[np.ndarray]] = {}
     for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), members in groups.items():
@@ -326,32 +342,67 @@ def _consensus_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, 
         # fold_in(point key, 2**31 + t), the keys built on the device
         X0 = _group_x0(cache, key_seed, T, n, d, float(mean), float(spread), dtype, len(members))
         col = lambda k, members=members, T=T: np.repeat(  # noqa: E731
-            np.array([points[i][k] for i in members], dtype=np.float64), T)
+            np.array([points[i][k] for i in members], dtype=np.float64), T
+        )
         eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
         nkeys = None
         if noise > 0:
             nkeys = _noise_keys(key_seed, indices[np.asarray(members)].astype(np.uint32), T=T)
-        res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=_STRATEGY[strategy],
-                                 max_rounds=max_rounds, noise=noise, key=nkeys, dtype=dtype)
+        res = simulate_consensus(
+            X0,
+            W1,
+            W2,
+            c1,
+            c2,
+            eta,
+            eps,
+            b0,
+            strategy=_STRATEGY[strategy],
+            max_rounds=max_rounds,
+            noise=noise,
+            key=nkeys,
+            dtype=dtype,
+        )
         d0 = res.d0  # kernel outputs keep the sweep's dtype (float32 values stored as float64 add bytes, not precision)
         # certificates with per-point parameters as (points, 1) columns: one log per point, not per row
-        pp = {k: np.array([points[i][k] for i in members], dtype=np.float64)[:, None]
-              for k in ("eta", "eps", "c1", "c2")}
-        k1, k2, bstar = (a.ravel() for a in theorem1_batch(d0.astype(np.float64).reshape(len(members), T), pp["eta"],
-                                                           pp["eps"], lam1, lam2, pp["c1"], pp["c2"]))
+        pp = {
+            k: np.array([points[i][k] for i in members], dtype=np.float64)[:, None] for k in ("eta", "eps", "c1", "c2")
+        }
+        k1, k2, bstar = (
+            a.ravel()
+            for a in theorem1_batch(
+                d0.astype(np.float64).reshape(len(members), T), pp["eta"], pp["eps"], lam1, lam2, pp["c1"], pp["c2"]
+            )
+        )
         m = rows.size
         full = lambda v, t, m=m: np.full(m, v, dtype=t)  # noqa: E731
         cols = {
-            "point": indices[rows].astype(np.int64), "trajectory": traj, "n": full(n, np.int32),
-            "d": full(d, np.int32), "strategy": full(_STRATEGY_NAMES.index(strategy), np.int8),
-            "eta": eta, "eps": eps, "b0": b0, "c1": c1, "c2": c2, "self_weight_complete": full(a1, np.float64),
-            "self_weight_ring": full(a2, np.float64), "x0_mean": full(mean, np.float64),
-            "x0_spread": full(spread, np.float64), "noise": full(noise, np.float64),
-            "max_rounds": full(max_rounds, np.int32), "lambda1": full(lam1, np.float64),
-            "lambda2": full(lam2, np.float64), "d0": d0,
-            "rounds": res.rounds.astype(np.int32), "tokens": res.spent,
-            "d_final": res.d_final, "status": res.status.astype(np.int8),
-            "K_star": k1 + k2, "B_star": bstar, "certified": b0 >= bstar,
+            "point": indices[rows].astype(np.int64),
+            "trajectory": traj,
+            "n": full(n, np.int32),
+            "d": full(d, np.int32),
+            "strategy": full(_STRATEGY_NAMES.index(strategy), np.int8),
+            "eta": eta,
+            "eps": eps,
+            "b0": b0,
+            "c1": c1,
+            "c2": c2,
+            "self_weight_complete": full(a1, np.float64),
+            "self_weight_ring": full(a2, np.float64),
+            "x0_mean": full(mean, np.float64),
+            "x0_spread": full(spread, np.float64),
+            "noise": full(noise, np.float64),
+            "max_rounds": full(max_rounds, np.int32),
+            "lambda1": full(lam1, np.float64),
+            "lambda2": full(lam2, np.float64),
+            "d0": d0,
+            "rounds": res.rounds.astype(np.int32),
+            "tokens": res.spent,
+            "d_final": res.d_final,
+            "status": res.status.astype(np.int8),
+            "K_star": k1 + k2,
+            "B_star": bstar,
+            "certified": b0 >= bstar,
         }
         for k, v in cols.items():
             parts.setdefault(k, []).append(v)
@@ -371,8 +422,17 @@ def _consensus_bytes(p) -> int:
 
 
 # ----------------------------------------------------------------------------- spectra
-_FAMILIES = ("chain", "star", "mesh", "ring", "complete", "malicious_star", "erdos_renyi", "watts_strogatz",
-             "random_regular")
+_FAMILIES = (
+    "chain",
+    "star",
+    "mesh",
+    "ring",
+    "complete",
+    "malicious_star",
+    "erdos_renyi",
+    "watts_strogatz",
+    "random_regular",
+)
 _RANDOM_FAMILIES = ("erdos_renyi", "watts_strogatz", "random_regular")
 
 SPECTRA_PARAMS = {
@@ -401,8 +461,13 @@ def _spectra_extra(p):
 def _graph_key(p) -> tuple:
     """Everything that defines a point's graphs (not gamma): equal keys share the same graph samples."""
     fam = p["family"]
-    extra = {"erdos_renyi": ("p",), "watts_strogatz": ("degree", "beta"), "random_regular": ("degree",),
-             "malicious_star": ("alpha",), "complete": ("a",)}.get(fam, ())
+    extra = {
+        "erdos_renyi": ("p",),
+        "watts_strogatz": ("degree", "beta"),
+        "random_regular": ("degree",),
+        "malicious_star": ("alpha",),
+        "complete": ("a",),
+    }.get(fam, ())
     count = p["graphs"] if fam in _RANDOM_FAMILIES else 1
     return (fam, p["n"], count) + tuple((k, p[k]) for k in extra)
 
@@ -435,8 +500,10 @@ def _spectra_dtype_check(p, dtype):
     from mascot.kernels.spectra import F32_GAMMA_MAX
 
     if dtype == "float32" and p["gamma"] > F32_GAMMA_MAX:
-        raise InputError(f"gamma = {p['gamma']!r} is within 2^-12 of 1, closer than float32 resolves 1 - gamma "
-                         'well; use experiment.dtype = "float64"')
+        raise InputError(
+            f"gamma = {p['gamma']!r} is within 2^-12 of 1, closer than float32 resolves 1 - gamma "
+            'well; use experiment.dtype = "float64"'
+        )
 
 
 def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
@@ -452,18 +519,23 @@ def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dt
         s = sr_spectra(A[:, None], gam, dtype=dtype)  # (G, members)
         G, M = A.shape[0], len(members)
         deg = (A > 0).sum(-1)
-        frames.append(pd.DataFrame({
-            "point": np.tile(np.asarray(indices)[members], G).astype(np.int64),
-            "graph": np.repeat(np.arange(G), M).astype(np.int32),
-            "family": gkey[0], "n": np.int32(gkey[1]),
-            "gamma": np.tile(gam, G),
-            **{k: np.tile([points[i][k] for i in members], G) for k in ("p", "degree", "beta", "alpha", "a")},
-            "method": s.method,
-            "isolated": np.repeat((deg == 0).sum(-1), M).astype(np.int32),
-            "rho": np.asarray(s.rho, dtype=np.float64).ravel(),
-            "delta": np.asarray(s.delta, dtype=np.float64).ravel(),
-            "kappa": np.asarray(s.kappa, dtype=np.float64).ravel(),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "point": np.tile(np.asarray(indices)[members], G).astype(np.int64),
+                    "graph": np.repeat(np.arange(G), M).astype(np.int32),
+                    "family": gkey[0],
+                    "n": np.int32(gkey[1]),
+                    "gamma": np.tile(gam, G),
+                    **{k: np.tile([points[i][k] for i in members], G) for k in ("p", "degree", "beta", "alpha", "a")},
+                    "method": s.method,
+                    "isolated": np.repeat((deg == 0).sum(-1), M).astype(np.int32),
+                    "rho": np.asarray(s.rho, dtype=np.float64).ravel(),
+                    "delta": np.asarray(s.delta, dtype=np.float64).ravel(),
+                    "kappa": np.asarray(s.kappa, dtype=np.float64).ravel(),
+                }
+            )
+        )
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values(["point", "graph"], kind="stable").reset_index(drop=True)
 
@@ -475,15 +547,25 @@ def _spectra_bytes(p) -> int:
 
 # ----------------------------------------------------------------------------- affine noise
 NOISE_PARAMS = {
-    "model": Param(str, "linear", lambda v: v in ("linear", "rule"), "one of linear, rule",
-                   "linear: e_t = L e_{t-1} + noise; rule: noise on the state-tracking rule's Value"),
+    "model": Param(
+        str,
+        "linear",
+        lambda v: v in ("linear", "rule"),
+        "one of linear, rule",
+        "linear: e_t = L e_{t-1} + noise; rule: noise on the state-tracking rule's Value",
+    ),
     "k": Param(int, 1, lambda v: 1 <= v <= 256, "1 <= k <= 256", "agents aggregated per step"),
     "rho_c": Param(float, 0.0, lambda v: 0 <= v <= 1, "0 <= rho_c <= 1", "shared-bias fraction of the noise"),
     "sigma": Param(float, 1.0, lambda v: v >= 0 and math.isfinite(v), "sigma >= 0", "per-agent noise s.d."),
     "T": Param(int, 12, lambda v: 1 <= v <= 10_000, "1 <= T <= 10000", "steps"),
     "L": Param(float, 1.0, lambda v: math.isfinite(v), "finite", "per-step gain (linear model)"),
-    "trials": Param(int, 10_000, lambda v: 2 <= v <= 10**7, "2 <= trials <= 1e7 (a standard error needs 2)",
-                    "Monte Carlo runs per point"),
+    "trials": Param(
+        int,
+        10_000,
+        lambda v: 2 <= v <= 10**7,
+        "2 <= trials <= 1e7 (a standard error needs 2)",
+        "Monte Carlo runs per point",
+    ),
     "aggregate": Param(str, "mean", lambda v: v in ("mean", "median"), "mean or median"),
     "value0": Param(float, 50.0, lambda v: abs(v) <= 1e9, "|value0| <= 1e9", "rule model: initial Value"),
     "parity0": Param(str, "A", lambda v: v in ("A", "B"), "A or B", "rule model: initial Parity"),
@@ -493,8 +575,10 @@ NOISE_PARAMS = {
 
 def _noise_dtype_check(p, dtype):
     if p["model"] == "rule" and dtype != "float64":
-        raise InputError('model = "rule" needs experiment.dtype = "float64" (the state-tracking rule runs in exact '
-                         "int64/float64 arithmetic)")
+        raise InputError(
+            'model = "rule" needs experiment.dtype = "float64" (the state-tracking rule runs in exact '
+            "int64/float64 arithmetic)"
+        )
 
 
 def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
@@ -510,13 +594,25 @@ def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtyp
         ids = np.asarray(indices)[members]
         k, rc, sg, T, L = col("k"), col("rho_c"), col("sigma"), col("T"), col("L")
         if model == "linear":
-            ceg = affine_noise_error(key_seed, k, rc, sg, T, L, trials=trials, aggregate=agg, point_ids=ids,
-                                     dtype=dtype, chunk_points=4)
+            ceg = affine_noise_error(
+                key_seed, k, rc, sg, T, L, trials=trials, aggregate=agg, point_ids=ids, dtype=dtype, chunk_points=4
+            )
             theory = expected_ceg(sg, k, rc, T, L) if agg == "mean" else np.full(len(members), np.nan)
         else:
-            ceg = rule_noise_error(key_seed, k=k, rho_c=rc, sigma=sg, T=T, trials=trials, aggregate=agg,
-                                   value0=col("value0"), parity0=np.where(col("parity0") == "A", 0, 1),
-                                   level0=col("level0"), point_ids=ids, chunk_points=4)
+            ceg = rule_noise_error(
+                key_seed,
+                k=k,
+                rho_c=rc,
+                sigma=sg,
+                T=T,
+                trials=trials,
+                aggregate=agg,
+                value0=col("value0"),
+                parity0=np.where(col("parity0") == "A", 0, 1),
+                level0=col("level0"),
+                point_ids=ids,
+                chunk_points=4,
+            )
             theory = np.full(len(members), np.nan)
         ceg = np.asarray(ceg, dtype=np.float64).reshape(len(members), trials)
         finite = np.isfinite(ceg)
@@ -524,17 +620,33 @@ def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtyp
             mean = np.nanmean(np.where(finite, ceg, np.nan), axis=1)
             sd = np.nanstd(np.where(finite, ceg, np.nan), axis=1, ddof=1)
         m = finite.sum(1)
-        frames.append(pd.DataFrame({
-            "point": ids.astype(np.int64), "model": model, "aggregate": agg, "k": k.astype(np.int32),
-            "rho_c": rc, "sigma": sg, "T": T.astype(np.int32), "L": L, "trials": np.int32(trials),
-            "value0": col("value0"), "parity0": col("parity0"), "level0": col("level0").astype(np.int32),
-            "ceg_mean": mean, "ceg_sd": sd, "ceg_se": sd / np.sqrt(np.maximum(m, 1)),
-            "ceg_median": np.nanmedian(np.where(finite, ceg, np.nan), axis=1),
-            "ceg_q05": np.nanquantile(np.where(finite, ceg, np.nan), 0.05, axis=1),
-            "ceg_q95": np.nanquantile(np.where(finite, ceg, np.nan), 0.95, axis=1),
-            "diverged": (trials - m).astype(np.int32),
-            "ceg_theory": theory, "ratio_theory_k": ceg_ratio(k, rc),
-        }))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "point": ids.astype(np.int64),
+                    "model": model,
+                    "aggregate": agg,
+                    "k": k.astype(np.int32),
+                    "rho_c": rc,
+                    "sigma": sg,
+                    "T": T.astype(np.int32),
+                    "L": L,
+                    "trials": np.int32(trials),
+                    "value0": col("value0"),
+                    "parity0": col("parity0"),
+                    "level0": col("level0").astype(np.int32),
+                    "ceg_mean": mean,
+                    "ceg_sd": sd,
+                    "ceg_se": sd / np.sqrt(np.maximum(m, 1)),
+                    "ceg_median": np.nanmedian(np.where(finite, ceg, np.nan), axis=1),
+                    "ceg_q05": np.nanquantile(np.where(finite, ceg, np.nan), 0.05, axis=1),
+                    "ceg_q95": np.nanquantile(np.where(finite, ceg, np.nan), 0.95, axis=1),
+                    "diverged": (trials - m).astype(np.int32),
+                    "ceg_theory": theory,
+                    "ratio_theory_k": ceg_ratio(k, rc),
+                }
+            )
+        )
     df = pd.concat(frames, ignore_index=True)
     return df.sort_values("point", kind="stable").reset_index(drop=True)
 
@@ -545,15 +657,40 @@ def _noise_bytes(p) -> int:
 
 KINDS = {
     # version 2: X0 from named PCG64 streams shared across points (common random numbers)
-    "consensus": Kind("consensus", CONSENSUS_PARAMS, _consensus_evaluate, _consensus_bytes, _consensus_extra,
-                      _consensus_costs, version=2,
-                      derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"},
-                      unused_when={"tokens_complete": "c1", "tokens_ring": "c2"}, device_cache=True,
-                      required=True, dtype_check=_consensus_dtype_check),
+    "consensus": Kind(
+        "consensus",
+        CONSENSUS_PARAMS,
+        _consensus_evaluate,
+        _consensus_bytes,
+        _consensus_extra,
+        _consensus_costs,
+        version=2,
+        derived_from={"c1": "n and tokens_complete", "c2": "n and tokens_ring"},
+        unused_when={"tokens_complete": "c1", "tokens_ring": "c2"},
+        device_cache=True,
+        required=True,
+        dtype_check=_consensus_dtype_check,
+    ),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)
-    "spectra": Kind("spectra", SPECTRA_PARAMS, _spectra_evaluate, _spectra_bytes, _spectra_extra,
-                    row_key=("point", "graph"), max_workers=1, version=2, dtype_check=_spectra_dtype_check),
-    "affine_noise": Kind("affine_noise", NOISE_PARAMS, _noise_evaluate, _noise_bytes, row_key=("point",),
-                         max_workers=1, dtype_check=_noise_dtype_check),
+    "spectra": Kind(
+        "spectra",
+        SPECTRA_PARAMS,
+        _spectra_evaluate,
+        _spectra_bytes,
+        _spectra_extra,
+        row_key=("point", "graph"),
+        max_workers=1,
+        version=2,
+        dtype_check=_spectra_dtype_check,
+    ),
+    "affine_noise": Kind(
+        "affine_noise",
+        NOISE_PARAMS,
+        _noise_evaluate,
+        _noise_bytes,
+        row_key=("point",),
+        max_workers=1,
+        dtype_check=_noise_dtype_check,
+    ),
 }

@@ -163,8 +163,10 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
     if w.ndim != 1 or w.size < 1:
         raise InputError(f"{name}: first row must be a 1-D vector; got shape {w.shape}")
     if np.any(w < -1e-9) or abs(w.sum() - 1.0) > 1e-9:
-        raise InputError(f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1 "
-                         f"(within 1e-9); its first row sums to {w.sum():.12g}, smallest entry {w.min():.3g}")
+        raise InputError(
+            f"{name}: a circulant is doubly stochastic iff its first row is >= 0 and sums to 1 "
+            f"(within 1e-9); its first row sums to {w.sum():.12g}, smallest entry {w.min():.3g}"
+        )
     return _circulant_rate(w)
 
 
@@ -328,8 +330,15 @@ def corollary1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Corollary:
         log_ratio = math.nan
     condition = bool(applies and math.isfinite(log_ratio) and cert.c1 / cert.c2 >= log_ratio)
     return Corollary(
-        K_cmpl=k_c, K_ring=k_r, B_cmpl=b_c, B_ring=b_r, K_star=cert.K_star, B_star=cert.B_star,
-        applies=applies, condition=condition, log_ratio=log_ratio,
+        K_cmpl=k_c,
+        K_ring=k_r,
+        B_cmpl=b_c,
+        B_ring=b_r,
+        K_star=cert.K_star,
+        B_star=cert.B_star,
+        applies=applies,
+        condition=condition,
+        log_ratio=log_ratio,
         rounds_chain=bool(k_c <= cert.K_star <= k_r),
         cost_chain=bool(b_r <= cert.B_star <= b_c),
     )
@@ -348,8 +357,9 @@ class Algorithm1Result(NamedTuple):
     x_final: np.ndarray
 
 
-def algorithm1(X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64,
-               noise=None) -> Algorithm1Result:
+def algorithm1(
+    X0, W1, W2, c1, c2, eta, eps, b0, strategy: str = "adaptive", max_rounds: int = 64, noise=None
+) -> Algorithm1Result:
     """Algorithm 1 (Norm-Threshold Adaptive Consensus) as a plain Python loop in float64.
 
     At each round ``k``: stop with consensus if ``D(k) <= eps``; stop with ``max_rounds`` if ``k`` rounds
@@ -414,8 +424,9 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
 
     phase1 = d0 > eta_eff
     k1 = np.broadcast_to(np.where(phase1, rounds(d0, eta_eff, l1), 0.0), shape)
-    k2 = np.broadcast_to(np.where(d0 <= eps, 0.0, np.where(phase1, rounds(eta_eff, eps, l2), rounds(d0, eps, l2))),
-                         shape)
+    k2 = np.broadcast_to(
+        np.where(d0 <= eps, 0.0, np.where(phase1, rounds(eta_eff, eps, l2), rounds(d0, eps, l2))), shape
+    )
     with np.errstate(invalid="ignore"):
         b = np.where(np.isinf(k1) | np.isinf(k2), np.inf, k1 * c1 + k2 * c2)
     k1, k2 = np.array(k1), np.array(k2)  # writable copies, like the inputs' broadcast shape

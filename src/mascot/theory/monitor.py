@@ -26,8 +26,15 @@ from mascot.errors import InputError
 from mascot.papers import DELIBERATION_STRATEGIES
 from mascot.theory.consensus import theorem1
 
-__all__ = ["STRATEGIES", "STRATEGY_MODE", "strategy_eta", "strategy_modes", "strategy_budget", "MonitorCheck",
-           "BudgetMonitor"]
+__all__ = [
+    "STRATEGIES",
+    "STRATEGY_MODE",
+    "strategy_eta",
+    "strategy_modes",
+    "strategy_budget",
+    "MonitorCheck",
+    "BudgetMonitor",
+]
 
 #: Strategy -> the mode it fixes (mode 1 = complete, mode 2 = ring); ``None``: switches (Def. 8).
 STRATEGY_MODE: dict[str, int | None] = dict(DELIBERATION_STRATEGIES)
@@ -68,8 +75,9 @@ def _rtr_frac(start, target, lam):
     return max(math.log(target / start) / math.log(lam), 0.0)
 
 
-def strategy_budget(strategy: str, D: float, eta: float, eps: float, lam1: float, lam2: float, c1: float, c2: float,
-                    ceil: bool = True) -> float:
+def strategy_budget(
+    strategy: str, D: float, eta: float, eps: float, lam1: float, lam2: float, c1: float, c2: float, ceil: bool = True
+) -> float:
     """``B*(D)`` for a strategy from :func:`mascot.theory.theorem1` (``ceil=True``).
 
     adaptive: Theorem 1 as is; complete: ``eta := eps`` (mode 2 is never selected, as the paper does for
@@ -102,9 +110,14 @@ class MonitorCheck(NamedTuple):
     flag: bool  # not certified and k >= warmup
 
     def to_dict(self) -> dict:
-        return {"k": self.k, "lambda_hat": list(self.lambda_hat), "c_hat": list(self.c_hat),
-                "B_star": None if math.isinf(self.B_star) else self.B_star, "certified": self.certified,
-                "flag": self.flag}
+        return {
+            "k": self.k,
+            "lambda_hat": list(self.lambda_hat),
+            "c_hat": list(self.c_hat),
+            "B_star": None if math.isinf(self.B_star) else self.B_star,
+            "certified": self.certified,
+            "flag": self.flag,
+        }
 
 
 class BudgetMonitor:
@@ -115,8 +128,16 @@ class BudgetMonitor:
     Identical to the estimator of :func:`mascot.kernels.deliberation.simulate_deliberation`.
     """
 
-    def __init__(self, strategy: str, eta: float, eps: float, prior_lambda: tuple[float, float], n0: float = 1.0,
-                 warmup: int = 2, ceil: bool = True):
+    def __init__(
+        self,
+        strategy: str,
+        eta: float,
+        eps: float,
+        prior_lambda: tuple[float, float],
+        n0: float = 1.0,
+        warmup: int = 2,
+        ceil: bool = True,
+    ):
         self.strategy, self.eta, self.eps = strategy, float(eta), float(eps)
         self.prior_lambda = tuple(float(x) for x in prior_lambda)
         self.n0, self.warmup, self.ceil = float(n0), int(warmup), bool(ceil)
@@ -148,5 +169,6 @@ class BudgetMonitor:
         lam, cost = self.estimates(prior_cost)
         bstar = strategy_budget(self.strategy, D, self.eta, self.eps, lam[0], lam[1], cost[0], cost[1], self.ceil)
         certified = bool(b >= bstar)
-        return MonitorCheck(int(k), float(D), float(b), lam, cost, bstar, certified,
-                            bool(not certified and k >= self.warmup))
+        return MonitorCheck(
+            int(k), float(D), float(b), lam, cost, bstar, certified, bool(not certified and k >= self.warmup)
+        )

@@ -151,8 +151,9 @@ def expected_ceg(sigma, k, rho_c, T, L=1.0):
     p = validate_noise_params(sigma=sigma, k=k, rho_c=rho_c, T=T, L=L)
     s = np.sqrt(aggregated_variance(p["sigma"], p["k"], p["rho_c"]))
     s, T_, L_ = np.broadcast_arrays(np.asarray(s, dtype=np.float64), p["T"], p["L"])
-    out = np.array([_ceg_one(float(a), int(b), float(c)) for a, b, c in zip(s.ravel(), T_.ravel(), L_.ravel())],
-                   dtype=np.float64).reshape(s.shape)
+    out = np.array(
+        [_ceg_one(float(a), int(b), float(c)) for a, b, c in zip(s.ravel(), T_.ravel(), L_.ravel())], dtype=np.float64
+    ).reshape(s.shape)
     return _scalar_or_array(out)
 
 
@@ -203,8 +204,9 @@ def infer_rho_c(ratio, k):
     if kk is None:
         raise InputError(f"k must be a single integer >= 2; got {k!r}")
     if kk < 2:
-        raise InputError("k must be >= 2: with k = 1 the chain/aggregate ratio is 1 for every rho_c, so "
-                         "rho_c cannot be inferred")
+        raise InputError(
+            "k must be >= 2: with k = 1 the chain/aggregate ratio is 1 for every rho_c, so rho_c cannot be inferred"
+        )
     r = _finite("ratio", ratio)
     if not np.all(r > 0.0):
         raise InputError(f"ratio must lie in (0, sqrt(k)] = (0, {math.sqrt(kk):.6g}]; got {ratio!r}")

@@ -79,7 +79,7 @@ RULES_TEXT = (
     'If V_new >= 70: P_new = "B"\n'
     "RULE 3 - Compute L_new using BOTH V_new from Rule 2 AND P_new from Rule 2:\n"
     "Apply EXCEPT logic carefully:\n"
-    "Apply L_new = Level + 2 (max 9) in ALL of the following cases EXCEPT when P_new is \"B\" and "
+    'Apply L_new = Level + 2 (max 9) in ALL of the following cases EXCEPT when P_new is "B" and '
     "V_new is between 60 and 90 inclusive, in which case apply L_new = Level - 1 (min 1) instead.\n"
     "The remaining cases are:\n"
     "If Level >= 4 and V_new < 60: L_new = Level - 1 (minimum value is 1)\n"
@@ -93,9 +93,7 @@ BASE_PROMPT = (
     "[STRICT INSTRUCTION] You are a JSON-only processor. Use the 'Reasoning' field to calculate the "
     "new state before providing the final values.\n"
     'STATE SCHEMA: {"Reasoning": "Step-by-step math", "Value": <float>, "Parity": "<A or B>", '
-    '"Level": <integer>}\n'
-    + RULES_TEXT
-    + "\nFINAL OUTPUT FORMAT:\n"
+    '"Level": <integer>}\n' + RULES_TEXT + "\nFINAL OUTPUT FORMAT:\n"
     '- {"Reasoning": "step-by-step math", "Value": <float>, "Parity": "<A or B>", '
     '"Level": <integer>}'
 )

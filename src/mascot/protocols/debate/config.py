@@ -8,9 +8,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mascot.errors import InputError
 from mascot import papers
 from mascot.backends.base import Sampling
+from mascot.errors import InputError
 from mascot.io import read_toml
 
 __all__ = ["DebateAgent", "ARTICLE_TASK", "ARTICLE_AGENTS", "DebateConfig", "load_debate_config"]
@@ -87,15 +87,17 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
             raw.setdefault("sampling", {})[k] = v
         else:
             raw[k] = v
-    kw: dict[str, Any] = {k: raw[k] for k in ("name", "task", "max_rounds", "runs", "final_rule", "ask_confidence",
-                                              "seed") if k in raw}
+    kw: dict[str, Any] = {
+        k: raw[k] for k in ("name", "task", "max_rounds", "runs", "final_rule", "ask_confidence", "seed") if k in raw
+    }
     if "agents" in raw:
         agents = []
         for i, a in enumerate(raw["agents"]):
             extra = sorted(set(a) - {"name", "description", "prior_pass"})
             if extra or "name" not in a or "description" not in a:
-                raise InputError(f"{where}: agents[{i}] needs name and description (and optional prior_pass); "
-                                 f"unknown: {extra}")
+                raise InputError(
+                    f"{where}: agents[{i}] needs name and description (and optional prior_pass); unknown: {extra}"
+                )
             agents.append(DebateAgent(str(a["name"]), str(a["description"]), float(a.get("prior_pass", 0.5))))
         kw["agents"] = tuple(agents)
     if "sampling" in raw:

@@ -25,23 +25,30 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from decimal import Decimal
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
-from mascot.errors import BackendError, InputError
+from mascot import log
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
+from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
 from mascot.protocols.debate.prompts import debate_system_prompt, debate_user_prompt
 from mascot.protocols.debate.surrogate import SurrogateDebateBackend
 from mascot.protocols.debate.voting import (
-    Ballot, agreed_decision, article_consensus, article_decision, majority_vote, parse_decision, weighted_vote,
+    Ballot,
+    agreed_decision,
+    article_consensus,
+    article_decision,
+    majority_vote,
+    parse_decision,
+    weighted_vote,
 )
 from mascot.protocols.rundir import begin_run, surrogate_aware_spec
 from mascot.seeds import seed64
-from mascot import log
 
 _log = log.get_logger(__name__)
 
@@ -95,8 +102,15 @@ def _generate(b, reqs):
     return resps
 
 
-def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None = None, progress: bool = True,
-               command: Sequence[str] | None = None) -> DebateRun:
+def run_debate(
+    config: DebateConfig,
+    out,
+    backend,
+    *,
+    backend_spec: dict | None = None,
+    progress: bool = True,
+    command: Sequence[str] | None = None,
+) -> DebateRun:
     """Run (or resume) ``config.runs`` debates in ``out`` (see the module docstring).
 
     ``backend``: a backend or a zero-argument factory (then pass ``backend_spec``), called only if rounds remain.
@@ -104,8 +118,16 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
     if not isinstance(config, DebateConfig):
         raise InputError("config must be a DebateConfig")
     out = Path(out)
-    start = begin_run(out, kind="mascot-debate", label="a debate", config_identity=config.identity(),
-                      backend=backend, backend_spec=backend_spec, spec_of=_spec_of, results="transcript.jsonl")
+    start = begin_run(
+        out,
+        kind="mascot-debate",
+        label="a debate",
+        config_identity=config.identity(),
+        backend=backend,
+        backend_spec=backend_spec,
+        spec_of=_spec_of,
+        results="transcript.jsonl",
+    )
     factory, meta = start.factory, start.meta
     run_json = out / "run.json"
     session_id = len(meta["sessions"])
@@ -133,8 +155,11 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
             attach_progress(b, say)  # requests done/total inside a round (hf, openai)
             # provenance, as trials and deliberate record it: describe() holds the openai probe's findings
             # (sampling / structured output honoured or ignored by the server)
-            session["backend"] = {"name": getattr(b, "name", type(b).__name__), "model": getattr(b, "model", None),
-                                  "describe": b.describe() if hasattr(b, "describe") else None}
+            session["backend"] = {
+                "name": getattr(b, "name", type(b).__name__),
+                "model": getattr(b, "model", None),
+                "describe": b.describe() if hasattr(b, "describe") else None,
+            }
         reqs, owners = [], []
         for run, st in runs.items():
             if done(st):
@@ -145,12 +170,24 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
                 others = None if prev is None else [(agents[j].name, prev[j]["reply"]) for j in range(n) if j != i]
                 system = debate_system_prompt(a, config.ask_confidence)
                 user = debate_user_prompt(config.task, others)
-                m = {"kind": "debate", "run": run, "round": rnd, "agent": a.name, "agent_index": i,
-                     "prior_pass": a.prior_pass, "ask_confidence": config.ask_confidence,
-                     "previous": None if prev is None else prev[i]["decision"],
-                     "others": [] if prev is None else [prev[j]["decision"] for j in range(n) if j != i]}
-                reqs.append(Request(messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-                                    sampling=replace(config.sampling, seed=seed64(config.seed, run, rnd, i)), meta=m))
+                m = {
+                    "kind": "debate",
+                    "run": run,
+                    "round": rnd,
+                    "agent": a.name,
+                    "agent_index": i,
+                    "prior_pass": a.prior_pass,
+                    "ask_confidence": config.ask_confidence,
+                    "previous": None if prev is None else prev[i]["decision"],
+                    "others": [] if prev is None else [prev[j]["decision"] for j in range(n) if j != i],
+                }
+                reqs.append(
+                    Request(
+                        messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                        sampling=replace(config.sampling, seed=seed64(config.seed, run, rnd, i)),
+                        meta=m,
+                    )
+                )
                 owners.append((run, rnd, i))
         resps = _generate(b, reqs)
         n_requests += len(reqs)
@@ -166,26 +203,42 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
             raise BackendFailure(
                 f"{endpoint(b)}: {len(errors)} of {len(reqs)} requests of round {owners[0][1]} got no answer after "
                 f"{REASK + 1} tries; first error: {str(errors[0])[:300]}. The round was not committed; rerun the same "
-                "command to resume from it")
+                "command to resume from it"
+            )
         by_run: dict[int, list[dict]] = {}
         for req, resp, (run, rnd, i) in zip(reqs, resps, owners):
             text = "" if resp.error else (resp.text or "")
             bal = parse_decision(text)
-            by_run.setdefault(run, []).append({
-                "type": "reply", "session": session_id, "time": utc_now(), "run": run, "round": rnd,
-                "agent": agents[i].name, "agent_index": i, "seed": req.sampling.seed,
-                "system": req.messages[0]["content"], "user": req.messages[1]["content"], "reply": text,
-                "decision": bal.decision,
-                "confidence": None if bal.confidence is None else str(bal.confidence),
-                "ballot_reason": bal.reason, "article_decision": article_decision(text),
-                "prompt_tokens": int(resp.prompt_tokens or 0), "completion_tokens": int(resp.completion_tokens or 0),
-                "finish_reason": resp.finish_reason, "error": resp.error})
+            by_run.setdefault(run, []).append(
+                {
+                    "type": "reply",
+                    "session": session_id,
+                    "time": utc_now(),
+                    "run": run,
+                    "round": rnd,
+                    "agent": agents[i].name,
+                    "agent_index": i,
+                    "seed": req.sampling.seed,
+                    "system": req.messages[0]["content"],
+                    "user": req.messages[1]["content"],
+                    "reply": text,
+                    "decision": bal.decision,
+                    "confidence": None if bal.confidence is None else str(bal.confidence),
+                    "ballot_reason": bal.reason,
+                    "article_decision": article_decision(text),
+                    "prompt_tokens": int(resp.prompt_tokens or 0),
+                    "completion_tokens": int(resp.completion_tokens or 0),
+                    "finish_reason": resp.finish_reason,
+                    "error": resp.error,
+                }
+            )
         lines = []
         for run, reps in by_run.items():
             st = runs[run]
             rnd = reps[0]["round"]
-            ballots = [Ballot(r["decision"], None if r["confidence"] is None else Decimal(r["confidence"]), "")
-                       for r in reps]
+            ballots = [
+                Ballot(r["decision"], None if r["confidence"] is None else Decimal(r["confidence"]), "") for r in reps
+            ]
             agreed = agreed_decision(ballots)
             maj, wv = majority_vote(ballots), weighted_vote(ballots)
             status = "consensus" if agreed else ("max_rounds" if rnd >= config.max_rounds else None)
@@ -193,30 +246,52 @@ def run_debate(config: DebateConfig, out, backend, *, backend_spec: dict | None 
             decision = agreed if agreed else (None if status is None else final.outcome)
             ptok = sum(r["prompt_tokens"] for r in reps)
             ctok = sum(r["completion_tokens"] for r in reps)
-            rl = {"type": "round", "session": session_id, "run": run, "round": rnd,
-                  "decisions": [r["decision"] for r in reps], "untagged": sum(r["decision"] == "NONE" for r in reps),
-                  "consensus": agreed is not None, "article_consensus": article_consensus([r["reply"] for r in reps]),
-                  "majority": maj.to_dict(), "weighted": wv.to_dict(), "prompt_tokens": ptok, "completion_tokens": ctok,
-                  "status": status, "decision": decision}
+            rl = {
+                "type": "round",
+                "session": session_id,
+                "run": run,
+                "round": rnd,
+                "decisions": [r["decision"] for r in reps],
+                "untagged": sum(r["decision"] == "NONE" for r in reps),
+                "consensus": agreed is not None,
+                "article_consensus": article_consensus([r["reply"] for r in reps]),
+                "majority": maj.to_dict(),
+                "weighted": wv.to_dict(),
+                "prompt_tokens": ptok,
+                "completion_tokens": ctok,
+                "status": status,
+                "decision": decision,
+            }
             lines += reps + [rl]
             st["rounds"].append(rl)
             st["replies"].append(reps)
         append_jsonl(path, lines)
         rnds = sorted({ln["round"] for ln in lines if ln["type"] == "round"})
-        say(f"round {','.join(map(str, rnds))}: " + "; ".join(
-            f"#{ln['run']} {'/'.join(ln['decisions'])}"
-            + (f" -> {ln['status']}: {ln['decision']}" if ln["status"] else "")
-            for ln in lines if ln["type"] == "round")[:400])
+        say(
+            f"round {','.join(map(str, rnds))}: "
+            + "; ".join(
+                f"#{ln['run']} {'/'.join(ln['decisions'])}"
+                + (f" -> {ln['status']}: {ln['decision']}" if ln["status"] else "")
+                for ln in lines
+                if ln["type"] == "round"
+            )[:400]
+        )
     outcomes = []
     for run, st in sorted(runs.items()):
         last = st["rounds"][-1]
-        outcomes.append({"run": run, "rounds": last["round"], "consensus": bool(last["consensus"]),
-                         "decision": last["decision"], "tokens": int(sum(r["prompt_tokens"] + r["completion_tokens"]
-                                                                          for r in st["rounds"])),
-                         "prompt_tokens": int(sum(r["prompt_tokens"] for r in st["rounds"])),
-                         "completion_tokens": int(sum(r["completion_tokens"] for r in st["rounds"])),
-                         "untagged": int(sum(r["untagged"] for r in st["rounds"])),
-                         "article_consensus_rounds": [r["round"] for r in st["rounds"] if r["article_consensus"]]})
+        outcomes.append(
+            {
+                "run": run,
+                "rounds": last["round"],
+                "consensus": bool(last["consensus"]),
+                "decision": last["decision"],
+                "tokens": int(sum(r["prompt_tokens"] + r["completion_tokens"] for r in st["rounds"])),
+                "prompt_tokens": int(sum(r["prompt_tokens"] for r in st["rounds"])),
+                "completion_tokens": int(sum(r["completion_tokens"] for r in st["rounds"])),
+                "untagged": int(sum(r["untagged"] for r in st["rounds"])),
+                "article_consensus_rounds": [r["round"] for r in st["rounds"] if r["article_consensus"]],
+            }
+        )
     wall = time.perf_counter() - t_start
     session.update(finished=utc_now(), wall_s=round(wall, 3), requests=n_requests)
     meta["complete"] = True

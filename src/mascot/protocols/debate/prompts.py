@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from mascot.protocols.debate.config import DebateAgent
 
@@ -11,10 +11,12 @@ __all__ = ["debate_system_prompt", "debate_user_prompt"]
 
 
 def debate_system_prompt(agent: DebateAgent, ask_confidence: bool = True) -> str:
-    s = (f"Role: {agent.name}. Description: {agent.description}. "
-         "Always prefix your output with [DECISION: PASS] or [DECISION: FAIL].")
+    s = (
+        f"Role: {agent.name}. Description: {agent.description}. "
+        "Always prefix your output with [DECISION: PASS] or [DECISION: FAIL]."
+    )
     if ask_confidence:
-        s += (" Right after the decision tag, give your confidence as [CONFIDENCE: x] with x between 0.0 and 1.0.")
+        s += " Right after the decision tag, give your confidence as [CONFIDENCE: x] with x between 0.0 and 1.0."
     return s
 
 
@@ -27,4 +29,3 @@ def debate_user_prompt(task: str, other_opinions: Sequence[tuple[str, str]] | No
             user += f"- {name} wrote: {op}\n"
         user += "\nCritique the other opinions, re-evaluate the task, and output your updated decision and reasoning."
     return user
-

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from mascot.errors import InputError
 from mascot.backends.base import Request, Response
+from mascot.errors import InputError
 from mascot.protocols.debate.voting import DECISIONS
 from mascot.protocols.deliberation.surrogate import count_tokens
 from mascot.seeds import request_rng
@@ -11,12 +11,16 @@ from mascot.seeds import request_rng
 __all__ = ["SurrogateDebateBackend"]
 
 _REASONS = {
-    "PASS": ["Reason: the function is short and the evaluation path is fast.",
-             "Reason: execution time is optimal for simple arithmetic expressions.",
-             "Reason: the code is readable and does what its name says."],
-    "FAIL": ["Reason: the code uses an unsafe eval() execution block on caller input.",
-             "Reason: unhandled exception risks in input parsing.",
-             "Reason: eval() allows arbitrary code execution; use a safe expression parser."],
+    "PASS": [
+        "Reason: the function is short and the evaluation path is fast.",
+        "Reason: execution time is optimal for simple arithmetic expressions.",
+        "Reason: the code is readable and does what its name says.",
+    ],
+    "FAIL": [
+        "Reason: the code uses an unsafe eval() execution block on caller input.",
+        "Reason: unhandled exception risks in input parsing.",
+        "Reason: eval() allows arbitrary code execution; use a safe expression parser.",
+    ],
 }
 
 
@@ -36,11 +40,22 @@ class SurrogateDebateBackend:
 
     name = "surrogate"
 
-    def __init__(self, priors: dict[str, float] | None = None, persuasion: float = 0.5, malformed: float = 0.05,
-                 seed: int = 0, confidence_low: float = 0.5, confidence_high: float = 1.0,
-                 model: str = "surrogate-debate"):
-        for nm, v in (("persuasion", persuasion), ("malformed", malformed), ("confidence_low", confidence_low),
-                      ("confidence_high", confidence_high)):
+    def __init__(
+        self,
+        priors: dict[str, float] | None = None,
+        persuasion: float = 0.5,
+        malformed: float = 0.05,
+        seed: int = 0,
+        confidence_low: float = 0.5,
+        confidence_high: float = 1.0,
+        model: str = "surrogate-debate",
+    ):
+        for nm, v in (
+            ("persuasion", persuasion),
+            ("malformed", malformed),
+            ("confidence_low", confidence_low),
+            ("confidence_high", confidence_high),
+        ):
             if not (0 <= float(v) <= 1):
                 raise InputError(f"surrogate.{nm} must be in [0, 1]; got {v!r}")
         if confidence_low > confidence_high:
@@ -52,8 +67,14 @@ class SurrogateDebateBackend:
         self.model = model
 
     def options(self) -> dict:
-        return {"priors": self.priors, "persuasion": self.persuasion, "malformed": self.malformed, "seed": self.seed,
-                "confidence_low": self.confidence_low, "confidence_high": self.confidence_high}
+        return {
+            "priors": self.priors,
+            "persuasion": self.persuasion,
+            "malformed": self.malformed,
+            "seed": self.seed,
+            "confidence_low": self.confidence_low,
+            "confidence_high": self.confidence_high,
+        }
 
     def describe(self) -> dict:
         return {"backend": self.name, "model": self.model, **self.options()}
@@ -64,8 +85,9 @@ class SurrogateDebateBackend:
             meta = req.meta or {}
             ptok = sum(count_tokens(m.get("content", "")) + 4 for m in req.messages)
             if meta.get("kind") != "debate":
-                out.append(Response("", ptok, 0,
-                                    error="surrogate debate backend: request has no meta['kind'] == 'debate'"))
+                out.append(
+                    Response("", ptok, 0, error="surrogate debate backend: request has no meta['kind'] == 'debate'")
+                )
                 continue
             rng = request_rng(self.seed, req.sampling.seed, req.messages)
             u_prior, u_pers, u_bad, u_conf = rng.random(4)

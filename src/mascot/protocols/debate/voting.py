@@ -39,14 +39,23 @@ what :func:`parse_decision` enforces; :func:`article_consensus` keeps the articl
 from __future__ import annotations
 
 import math
-import re
 import numbers
+import re
+from collections.abc import Sequence
 from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, Context, Decimal, InvalidOperation
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 __all__ = [
-    "DECISIONS", "OUTCOMES", "Ballot", "parse_decision", "article_decision", "article_consensus", "VoteResult",
-    "majority_vote", "weighted_vote", "agreed_decision",
+    "DECISIONS",
+    "OUTCOMES",
+    "Ballot",
+    "parse_decision",
+    "article_decision",
+    "article_consensus",
+    "VoteResult",
+    "majority_vote",
+    "weighted_vote",
+    "agreed_decision",
 ]
 
 DECISIONS = ("PASS", "FAIL")

@@ -16,9 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from mascot.errors import InputError
 from mascot import papers
 from mascot.backends.base import Sampling
+from mascot.errors import InputError
 from mascot.graphs import complete_weights, ring_weights
 from mascot.io import read_toml
 from mascot.status import Status
@@ -26,8 +26,19 @@ from mascot.theory.consensus import validate_doubly_stochastic
 from mascot.theory.monitor import STRATEGIES, STRATEGY_MODE
 
 __all__ = [
-    "STRATEGIES", "STRATEGY_MODE", "STATUSES", "Role", "Axis", "PAPER_ROLES", "PAPER_AXES", "PAPER_TASK",
-    "MonitorConfig", "DeliberationConfig", "load_deliberation_config", "check_int", "check_float",
+    "STRATEGIES",
+    "STRATEGY_MODE",
+    "STATUSES",
+    "Role",
+    "Axis",
+    "PAPER_ROLES",
+    "PAPER_AXES",
+    "PAPER_TASK",
+    "MonitorConfig",
+    "DeliberationConfig",
+    "load_deliberation_config",
+    "check_int",
+    "check_float",
 ]
 
 #: How a lane can end, as written to ``rounds.jsonl`` (the labels of :class:`mascot.status.Status`).
@@ -139,20 +150,24 @@ class DeliberationConfig:
             raise InputError("axes must list at least one axis")
         for r in self.roles:
             if r.prior is not None and len(r.prior) != len(self.axes):
-                raise InputError(f"role {r.name!r}: prior has {len(r.prior)} entries but there are "
-                                 f"{len(self.axes)} axes")
+                raise InputError(
+                    f"role {r.name!r}: prior has {len(r.prior)} entries but there are {len(self.axes)} axes"
+                )
             if r.prior is not None and not all(0 <= float(v) <= 1 for v in r.prior):
                 raise InputError(f"role {r.name!r}: prior entries must be in [0, 1]")
         if not self.strategies or any(s not in STRATEGIES for s in self.strategies):
-            raise InputError(f"strategies must be a non-empty subset of {', '.join(STRATEGIES)}; "
-                             f"got {self.strategies!r}")
+            raise InputError(
+                f"strategies must be a non-empty subset of {', '.join(STRATEGIES)}; got {self.strategies!r}"
+            )
         if len(set(self.strategies)) != len(self.strategies):
             raise InputError(f"strategies has duplicates: {self.strategies!r}")
         check_float("eta", self.eta, lo=0, lo_open=True)
         check_float("eps", self.eps, lo=0, lo_open=True)
         if self.eta < self.eps:
-            raise InputError(f"eta = {self.eta} < eps = {self.eps}: the adaptive strategy would never switch to mode 2 "
-                             "before consensus (Algorithm 1 needs eta >= eps)")
+            raise InputError(
+                f"eta = {self.eta} < eps = {self.eps}: the adaptive strategy would never switch to mode 2 "
+                "before consensus (Algorithm 1 needs eta >= eps)"
+            )
         check_float("b0", self.b0, lo=0, lo_open=True)
         check_int("max_rounds", self.max_rounds, 1)
         check_int("retries", self.retries, 0)
@@ -220,9 +235,31 @@ class DeliberationConfig:
         return json.loads(json.dumps(d, default=list))
 
 
-_TOP_KEYS = {"name", "task", "roles", "axes", "n_agents", "weights", "strategies", "eta", "eps", "b0", "max_rounds",
-             "budget_rule", "retries", "runs", "seed", "charge_initial", "shared_initial", "token_scale",
-             "structured_output", "x0", "sampling", "monitor", "surrogate"}
+_TOP_KEYS = {
+    "name",
+    "task",
+    "roles",
+    "axes",
+    "n_agents",
+    "weights",
+    "strategies",
+    "eta",
+    "eps",
+    "b0",
+    "max_rounds",
+    "budget_rule",
+    "retries",
+    "runs",
+    "seed",
+    "charge_initial",
+    "shared_initial",
+    "token_scale",
+    "structured_output",
+    "x0",
+    "sampling",
+    "monitor",
+    "surrogate",
+}
 _SURROGATE_KEYS = {"noise", "compliance", "initial_spread", "malformed", "reasoning_words", "seed", "fenced"}
 
 
@@ -258,8 +295,23 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
         else:
             raise InputError(f"unknown override {k!r}; known: {', '.join(sorted(_TOP_KEYS))}")
     kw: dict[str, Any] = {}
-    for k in ("name", "task", "n_agents", "eta", "eps", "b0", "max_rounds", "budget_rule", "retries", "runs", "seed",
-              "charge_initial", "shared_initial", "token_scale", "structured_output"):
+    for k in (
+        "name",
+        "task",
+        "n_agents",
+        "eta",
+        "eps",
+        "b0",
+        "max_rounds",
+        "budget_rule",
+        "retries",
+        "runs",
+        "seed",
+        "charge_initial",
+        "shared_initial",
+        "token_scale",
+        "structured_output",
+    ):
         if k in raw:
             kw[k] = raw[k]
     if "strategies" in raw:
@@ -274,8 +326,15 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
             if "name" not in r or "prompt" not in r:
                 raise InputError(f"{where}: roles[{i}] needs at least 'name' and 'prompt'")
             prior = r.get("prior")
-            roles.append(Role(str(r["name"]), str(r.get("title", r["name"])), str(r.get("bias", "")), str(r["prompt"]),
-                              None if prior is None else tuple(float(x) for x in prior)))
+            roles.append(
+                Role(
+                    str(r["name"]),
+                    str(r.get("title", r["name"])),
+                    str(r.get("bias", "")),
+                    str(r["prompt"]),
+                    None if prior is None else tuple(float(x) for x in prior),
+                )
+            )
         kw["roles"] = tuple(roles)
     if "axes" in raw:
         axes = []

@@ -56,19 +56,25 @@ from __future__ import annotations
 import json
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from mascot.errors import BackendError, InputError
+from mascot import log
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
+from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, json_default, jsonl_line, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.parsing import VectorParse, parse_vector
 from mascot.protocols.deliberation.prompts import (
-    initial_messages, json_schema, prompt_chars, retry_messages, round_messages,
+    initial_messages,
+    json_schema,
+    prompt_chars,
+    retry_messages,
+    round_messages,
 )
 from mascot.protocols.deliberation.records import lane_summaries
 from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
@@ -77,7 +83,6 @@ from mascot.seeds import seed64
 from mascot.status import Status
 from mascot.theory.consensus import contraction_rate, disagreement
 from mascot.theory.monitor import BudgetMonitor
-from mascot import log
 
 _log = log.get_logger(__name__)
 
@@ -130,8 +135,10 @@ class _Harness:
         self.W = cfg.weights()
         self.lams = (contraction_rate(self.W[0], "W1"), contraction_rate(self.W[1], "W2"))
         m = cfg.monitor
-        self.prior_lambda = (m.prior_lambda1 if m.prior_lambda1 is not None else self.lams[0],
-                             m.prior_lambda2 if m.prior_lambda2 is not None else self.lams[1])
+        self.prior_lambda = (
+            m.prior_lambda1 if m.prior_lambda1 is not None else self.lams[0],
+            m.prior_lambda2 if m.prior_lambda2 is not None else self.lams[1],
+        )
         if not all(p > 0 for p in self.prior_lambda):  # e.g. lambda = 0 for a complete graph with equal weights
             self.prior_lambda = tuple(max(p, 1e-6) for p in self.prior_lambda)
         self.backend = None
@@ -150,9 +157,16 @@ class _Harness:
 
     def new_lanes(self) -> list[_Lane]:
         c = self.cfg
-        return [_Lane(s, STRATEGIES.index(s), r,
-                      BudgetMonitor(s, c.eta, c.eps, self.prior_lambda, c.monitor.n0, c.monitor.warmup, c.monitor.ceil))
-                for s in c.strategies for r in range(c.runs)]
+        return [
+            _Lane(
+                s,
+                STRATEGIES.index(s),
+                r,
+                BudgetMonitor(s, c.eta, c.eps, self.prior_lambda, c.monitor.n0, c.monitor.warmup, c.monitor.ceil),
+            )
+            for s in c.strategies
+            for r in range(c.runs)
+        ]
 
     # -- restore from rounds.jsonl ---------------------------------------------------------------
     def restore(self, lanes: list[_Lane], rows: list[dict]) -> None:
@@ -186,8 +200,10 @@ class _Harness:
         attempts, prompt_chars, reasons (one per failed attempt).
         """
         cfg = self.cfg
-        results = [{"parse": None, "prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "prompt_chars": 0,
-                    "reasons": []} for _ in slots]
+        results = [
+            {"parse": None, "prompt_tokens": 0, "completion_tokens": 0, "attempts": 0, "prompt_chars": 0, "reasons": []}
+            for _ in slots
+        ]
         pending = list(range(len(slots)))
         # attempt numbers (seeds, retry prompts) count the model's answers only: a request the backend did not
         # answer is asked again the same way, so a transient error leaves the results unchanged
@@ -198,12 +214,18 @@ class _Harness:
             for i in pending:
                 s = slots[i]
                 attempt = answered[i]
-                msgs = (s["messages"] if attempt == 0
-                        else retry_messages(s["messages"], results[i]["reasons"][-1], cfg.d))
+                msgs = (
+                    s["messages"] if attempt == 0 else retry_messages(s["messages"], results[i]["reasons"][-1], cfg.d)
+                )
                 seed = seed64(cfg.seed, *s["seed"], attempt)
-                reqs.append(Request(messages=msgs, sampling=replace(cfg.sampling, seed=seed),
-                                    json_schema=json_schema(cfg.d) if cfg.structured_output else None,
-                                    meta={**s["meta"], "attempt": attempt}))
+                reqs.append(
+                    Request(
+                        messages=msgs,
+                        sampling=replace(cfg.sampling, seed=seed),
+                        json_schema=json_schema(cfg.d) if cfg.structured_output else None,
+                        meta={**s["meta"], "attempt": attempt},
+                    )
+                )
             t0 = time.perf_counter()
             resps = self.backend.generate(reqs)
             self.call_s += time.perf_counter() - t0
@@ -213,8 +235,11 @@ class _Harness:
             log, still = [], []
             for i, req, resp in zip(pending, reqs, resps):
                 r = results[i]
-                p = (VectorParse(None, "", f"backend_error: {resp.error}") if resp.error
-                     else parse_vector(resp.text, cfg.d))
+                p = (
+                    VectorParse(None, "", f"backend_error: {resp.error}")
+                    if resp.error
+                    else parse_vector(resp.text, cfg.d)
+                )
                 r["parse"] = p
                 if resp.error:  # no answer: not an attempt of the model's (requests.jsonl keeps the error)
                     errs_in_row[i] += 1
@@ -232,23 +257,36 @@ class _Harness:
                         if answered[i] <= cfg.retries:
                             still.append(i)
                 meta = req.meta
-                log.append({"session": self.session, "time": utc_now(), "strategy": meta.get("strategy"),
-                            "run": meta["run"], "round": meta["round"], "agent": meta["agent"],
-                            "attempt": meta["attempt"],
-                            "seed": req.sampling.seed, "messages": req.messages,
-                            "response": resp.to_dict() if hasattr(resp, "to_dict") else asdict(resp),
-                            "parse": {"ok": p.ok, "reason": p.reason, "clipped": p.clipped}})
+                log.append(
+                    {
+                        "session": self.session,
+                        "time": utc_now(),
+                        "strategy": meta.get("strategy"),
+                        "run": meta["run"],
+                        "round": meta["round"],
+                        "agent": meta["agent"],
+                        "attempt": meta["attempt"],
+                        "seed": req.sampling.seed,
+                        "messages": req.messages,
+                        "response": resp.to_dict() if hasattr(resp, "to_dict") else asdict(resp),
+                        "parse": {"ok": p.ok, "reason": p.reason, "clipped": p.clipped},
+                    }
+                )
             append_jsonl(self.out / "requests.jsonl", log)
             pending = still
-        failed = [i for i, r in enumerate(results) if r["parse"] is not None and not r["parse"].ok
-                  and r["parse"].reason.startswith("backend_error: ")]
+        failed = [
+            i
+            for i, r in enumerate(results)
+            if r["parse"] is not None and not r["parse"].ok and r["parse"].reason.startswith("backend_error: ")
+        ]
         if failed:
             meta = slots[failed[0]]["meta"]
             raise BackendFailure(
                 f"{endpoint(self.backend)}: {len(failed)} of {len(slots)} requests of round {meta['round']} got no "
                 f"answer after {cfg.retries + 1} tries in a row; first error: "
-                f"{results[failed[0]]['parse'].reason[len('backend_error: '):][:300]}. The round was not committed; "
-                "rerun the same command to resume from it")
+                f"{results[failed[0]]['parse'].reason[len('backend_error: ') :][:300]}. The round was not committed; "
+                "rerun the same command to resume from it"
+            )
         return results
 
     def _apply_results(self, ln: _Lane, k: int, res: list[dict], prev: list[list[float]]) -> tuple[list, dict]:
@@ -260,24 +298,45 @@ class _Harness:
             ok = p is not None and p.ok
             if not ok:
                 fails += 1
-            replies.append({"vector": p.vector if ok else list(prev[i]),
-                            "reasoning": p.reasoning if ok else (ln.replies[i]["reasoning"] if ln.replies else ""),
-                            "ok": ok, "carried": not ok, "attempts": r["attempts"], "reasons": r["reasons"],
-                            "clipped": p.clipped if ok else 0})
+            replies.append(
+                {
+                    "vector": p.vector if ok else list(prev[i]),
+                    "reasoning": p.reasoning if ok else (ln.replies[i]["reasoning"] if ln.replies else ""),
+                    "ok": ok,
+                    "carried": not ok,
+                    "attempts": r["attempts"],
+                    "reasons": r["reasons"],
+                    "clipped": p.clipped if ok else 0,
+                }
+            )
             ptoks.append(r["prompt_tokens"])
             ctoks.append(r["completion_tokens"])
             raw += r["prompt_tokens"]
             chars += r["prompt_chars"]
-        return replies, {"prompt_tokens": ptoks, "completion_tokens": ctoks, "failures": fails,
-                         "parse_errors": sum(len(r["reasons"]) for r in res),
-                         "prompt_tokens_raw": raw, "prompt_chars": chars}
+        return replies, {
+            "prompt_tokens": ptoks,
+            "completion_tokens": ctoks,
+            "failures": fails,
+            "parse_errors": sum(len(r["reasons"]) for r in res),
+            "prompt_tokens_raw": raw,
+            "prompt_chars": chars,
+        }
 
     # -- decisions after a round -------------------------------------------------------------------
     def _inputs(self, ln: _Lane, i: int, W: np.ndarray) -> list[dict]:
         order = [i] + [j for j in range(self.cfg.n) if j != i]
-        return [{"agent": j, "title": self.roles[j].title, "self": j == i, "vector": ln.replies[j]["vector"],
-                 "reasoning": ln.replies[j]["reasoning"], "weight": float(W[i, j])}
-                for j in order if W[i, j] > 0]
+        return [
+            {
+                "agent": j,
+                "title": self.roles[j].title,
+                "self": j == i,
+                "vector": ln.replies[j]["vector"],
+                "reasoning": ln.replies[j]["reasoning"],
+                "weight": float(W[i, j]),
+            }
+            for j in order
+            if W[i, j] > 0
+        ]
 
     def _round_slots(self, ln: _Lane, sigma: int) -> list[dict]:
         W = self.W[sigma - 1]
@@ -285,12 +344,27 @@ class _Harness:
         slots = []
         for i, role in enumerate(self.roles):
             inputs = self._inputs(ln, i, W)
-            slots.append({"messages": round_messages(self.cfg, role, k, inputs),
-                          "seed": (ln.sidx, ln.run, k, i),
-                          "meta": {"kind": "deliberation", "strategy": ln.strategy, "run": ln.run, "round": k,
-                                   "agent": i, "role": role.name, "title": role.title, "sigma": sigma,
-                                   "d": self.cfg.d, "prior": self.fallback[i], "inputs": inputs,
-                                   "D": ln.D, "mode_rate": self.lams[sigma - 1]}})
+            slots.append(
+                {
+                    "messages": round_messages(self.cfg, role, k, inputs),
+                    "seed": (ln.sidx, ln.run, k, i),
+                    "meta": {
+                        "kind": "deliberation",
+                        "strategy": ln.strategy,
+                        "run": ln.run,
+                        "round": k,
+                        "agent": i,
+                        "role": role.name,
+                        "title": role.title,
+                        "sigma": sigma,
+                        "d": self.cfg.d,
+                        "prior": self.fallback[i],
+                        "inputs": inputs,
+                        "D": ln.D,
+                        "mode_rate": self.lams[sigma - 1],
+                    },
+                }
+            )
         return slots
 
     def _sigma(self, ln: _Lane) -> int:
@@ -308,22 +382,38 @@ class _Harness:
             return {"status": _MAX_ROUNDS, "status_reason": f"{cfg.max_rounds} rounds without consensus"}
         sigma = self._sigma(ln)
         tpc = ln.tokens_per_char()
-        pred = tuple(cfg.token_scale * tpc * sum(prompt_chars(s["messages"]) for s in self._round_slots(ln, m))
-                     for m in (1, 2))
+        pred = tuple(
+            cfg.token_scale * tpc * sum(prompt_chars(s["messages"]) for s in self._round_slots(ln, m)) for m in (1, 2)
+        )
         chk = ln.monitor.check(ln.k, ln.D, ln.b, pred)
         fields = {"next_sigma": sigma, "predicted_cost": list(pred), "monitor": chk.to_dict()}
         if cfg.monitor.enabled and chk.flag:
-            fields.update(status=_PREDICTED_BUDGET_FAIL,
-                          status_reason=f"monitor: b = {ln.b:.0f} < B*(D) = {chk.B_star:.0f}")
+            fields.update(
+                status=_PREDICTED_BUDGET_FAIL, status_reason=f"monitor: b = {ln.b:.0f} < B*(D) = {chk.B_star:.0f}"
+            )
         elif cfg.budget_rule == "predicted" and pred[sigma - 1] > ln.b:
-            fields.update(status=_BUDGET_FAIL,
-                          status_reason=f"predicted cost {pred[sigma - 1]:.0f} of the next round > b = {ln.b:.0f}")
+            fields.update(
+                status=_BUDGET_FAIL,
+                status_reason=f"predicted cost {pred[sigma - 1]:.0f} of the next round > b = {ln.b:.0f}",
+            )
         return fields
 
     def _row(self, ln: _Lane, sigma, cost, replies, extra) -> dict:
-        row = {"strategy": ln.strategy, "run": ln.run, "round": ln.k, "sigma": sigma, "D": ln.D, "b": ln.b,
-               "cost": cost, "X": ln.X.tolist(), "replies": replies, "time": utc_now(), "session": self.session,
-               "status": None, **extra}
+        row = {
+            "strategy": ln.strategy,
+            "run": ln.run,
+            "round": ln.k,
+            "sigma": sigma,
+            "D": ln.D,
+            "b": ln.b,
+            "cost": cost,
+            "X": ln.X.tolist(),
+            "replies": replies,
+            "time": utc_now(),
+            "session": self.session,
+            "status": None,
+            **extra,
+        }
         return row
 
     # -- the two kinds of round ----------------------------------------------------------------------
@@ -336,11 +426,31 @@ class _Harness:
         if cfg.x0 is not None:
             X0 = np.asarray(cfg.x0, dtype=np.float64)
             for ln in todo:
-                replies = [{"vector": list(map(float, X0[i])), "reasoning": "(given initial proposal)", "ok": True,
-                            "carried": False, "attempts": 0, "reasons": [], "clipped": 0} for i in range(cfg.n)]
-                row = self._finish_round0(ln, replies, {"prompt_tokens": [0] * cfg.n, "completion_tokens": [0] * cfg.n,
-                                                        "failures": 0, "parse_errors": 0, "prompt_tokens_raw": 0,
-                                                        "prompt_chars": 0}, 0.0)
+                replies = [
+                    {
+                        "vector": list(map(float, X0[i])),
+                        "reasoning": "(given initial proposal)",
+                        "ok": True,
+                        "carried": False,
+                        "attempts": 0,
+                        "reasons": [],
+                        "clipped": 0,
+                    }
+                    for i in range(cfg.n)
+                ]
+                row = self._finish_round0(
+                    ln,
+                    replies,
+                    {
+                        "prompt_tokens": [0] * cfg.n,
+                        "completion_tokens": [0] * cfg.n,
+                        "failures": 0,
+                        "parse_errors": 0,
+                        "prompt_tokens_raw": 0,
+                        "prompt_chars": 0,
+                    },
+                    0.0,
+                )
                 rows.append(row)
             return rows
         groups: dict[tuple, list[_Lane]] = {}
@@ -351,16 +461,29 @@ class _Harness:
         for key, lns in groups.items():
             sidx = 255 if cfg.shared_initial else lns[0].sidx
             for i, role in enumerate(self.roles):
-                slots.append({"messages": initial_messages(cfg, role), "seed": (sidx, lns[0].run, 0, i),
-                              "meta": {"kind": "deliberation",
-                                       "strategy": None if cfg.shared_initial else lns[0].strategy,
-                                       "run": lns[0].run, "round": 0, "agent": i, "role": role.name,
-                                       "title": role.title, "sigma": None, "d": cfg.d, "prior": self.fallback[i],
-                                       "inputs": []}})
+                slots.append(
+                    {
+                        "messages": initial_messages(cfg, role),
+                        "seed": (sidx, lns[0].run, 0, i),
+                        "meta": {
+                            "kind": "deliberation",
+                            "strategy": None if cfg.shared_initial else lns[0].strategy,
+                            "run": lns[0].run,
+                            "round": 0,
+                            "agent": i,
+                            "role": role.name,
+                            "title": role.title,
+                            "sigma": None,
+                            "d": cfg.d,
+                            "prior": self.fallback[i],
+                            "inputs": [],
+                        },
+                    }
+                )
             owners.append((key, lns))
         res = self.ask(slots)
-        for g, (key, lns) in enumerate(owners):
-            part = res[g * cfg.n:(g + 1) * cfg.n]
+        for g, (_key, lns) in enumerate(owners):
+            part = res[g * cfg.n : (g + 1) * cfg.n]
             for ln in lns:
                 replies, stats = self._apply_results(ln, 0, part, self.fallback)
                 cost = cfg.token_scale * stats["prompt_tokens_raw"] if cfg.charge_initial else 0.0
@@ -398,7 +521,7 @@ class _Harness:
         n = self.cfg.n
         for g, (ln, sigma) in enumerate(owners):
             prev = [r["vector"] for r in ln.replies]
-            replies, stats = self._apply_results(ln, ln.k + 1, res[g * n:(g + 1) * n], prev)
+            replies, stats = self._apply_results(ln, ln.k + 1, res[g * n : (g + 1) * n], prev)
             cost = self.cfg.token_scale * stats["prompt_tokens_raw"]
             X = np.array([r["vector"] for r in replies], dtype=np.float64)
             D = float(disagreement(X))
@@ -409,7 +532,6 @@ class _Harness:
         return rows
 
 
-
 def _drop_uncommitted_requests(path: Path, rounds: list[dict]) -> None:
     """Keep only the request records of committed lane-rounds: a round that failed (or was killed) logged
     requests that its rerun logs again, which would count its tokens and parse failures twice."""
@@ -418,14 +540,25 @@ def _drop_uncommitted_requests(path: Path, rounds: list[dict]) -> None:
     done = {(r.get("strategy"), r.get("run"), r.get("round")) for r in rounds}
     shared = {(r.get("run"), r.get("round")) for r in rounds}  # round 0's proposals serve every strategy
     recs = read_jsonl(path, repair=True)
-    keep = [r for r in recs if (r.get("strategy"), r.get("run"), r.get("round")) in done
-            or (r.get("strategy") is None and (r.get("run"), r.get("round")) in shared)]
+    keep = [
+        r
+        for r in recs
+        if (r.get("strategy"), r.get("run"), r.get("round")) in done
+        or (r.get("strategy") is None and (r.get("run"), r.get("round")) in shared)
+    ]
     if len(keep) != len(recs):
         atomic_write_text(path, "".join(jsonl_line(r) for r in keep))
 
 
-def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: dict | None = None,
-                     progress: bool = True, command: Sequence[str] | None = None) -> DeliberationRun:
+def run_deliberation(
+    config: DeliberationConfig,
+    out,
+    backend,
+    *,
+    backend_spec: dict | None = None,
+    progress: bool = True,
+    command: Sequence[str] | None = None,
+) -> DeliberationRun:
     """Run (or resume) the deliberation of ``config`` in directory ``out``; see the module docstring.
 
     ``backend``: a backend or a zero-argument factory (called only when rounds remain; pass ``backend_spec``
@@ -436,8 +569,16 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     if not isinstance(config, DeliberationConfig):
         raise InputError("config must be a DeliberationConfig")
     out = Path(out)
-    start = begin_run(out, kind="mascot-deliberation", label="a deliberation run", config_identity=config.identity(),
-                      backend=backend, backend_spec=backend_spec, spec_of=_spec_of, results="rounds.jsonl")
+    start = begin_run(
+        out,
+        kind="mascot-deliberation",
+        label="a deliberation run",
+        config_identity=config.identity(),
+        backend=backend,
+        backend_spec=backend_spec,
+        spec_of=_spec_of,
+        results="rounds.jsonl",
+    )
     factory, meta = start.factory, start.meta
     run_json = out / "run.json"
     h = _Harness(config, out, progress)
@@ -447,8 +588,7 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
     h.restore(lanes, rows)
     _drop_uncommitted_requests(out / "requests.jsonl", rows)
     done_before = sum(max(ln.k, -1) + 1 for ln in lanes)
-    session = {"started": utc_now(), "command": list(command) if command else None,
-               "rounds_done_before": done_before}
+    session = {"started": utc_now(), "command": list(command) if command else None, "rounds_done_before": done_before}
     meta["sessions"].append(session)
     meta["complete"] = False
     atomic_write_text(run_json, json.dumps(meta, indent=2, default=json_default) + "\n")
@@ -471,15 +611,25 @@ def run_deliberation(config: DeliberationConfig, out, backend, *, backend_spec: 
             append_jsonl(out / "rounds.jsonl", new)
             rounds_run += len(new)
             ks = sorted({r["round"] for r in new})
-            msg = "; ".join(f"{r['strategy']}#{r['run']} k={r['round']} D={r['D']:.4f} b={r['b']:.0f}"
-                            + (f" -> {r['status']}" if r.get("status") else "") for r in new[:6])
-            h.say(f"round {','.join(map(str, ks))} ({len(new)} lanes, {time.perf_counter() - t0:.1f} s): {msg}"
-                  + (" ..." if len(new) > 6 else ""))
+            msg = "; ".join(
+                f"{r['strategy']}#{r['run']} k={r['round']} D={r['D']:.4f} b={r['b']:.0f}"
+                + (f" -> {r['status']}" if r.get("status") else "")
+                for r in new[:6]
+            )
+            h.say(
+                f"round {','.join(map(str, ks))} ({len(new)} lanes, {time.perf_counter() - t0:.1f} s): {msg}"
+                + (" ..." if len(new) > 6 else "")
+            )
     wall = time.perf_counter() - t_start
     all_rows = read_jsonl(out / "rounds.jsonl")
     summaries = lane_summaries(all_rows, config.b0)
-    session.update(finished=utc_now(), wall_s=round(wall, 3), requests=h.n_requests, lane_rounds_run=rounds_run,
-                   backend_call_s=round(h.call_s, 3))
+    session.update(
+        finished=utc_now(),
+        wall_s=round(wall, 3),
+        requests=h.n_requests,
+        lane_rounds_run=rounds_run,
+        backend_call_s=round(h.call_s, 3),
+    )
     meta["complete"] = True
     meta["summary"] = summaries
     atomic_write_text(run_json, json.dumps(meta, indent=2, default=json_default) + "\n")

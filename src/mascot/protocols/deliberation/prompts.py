@@ -32,9 +32,14 @@ def system_prompt(cfg: DeliberationConfig, role: Role) -> str:
 
 
 def initial_messages(cfg: DeliberationConfig, role: Role) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system_prompt(cfg, role)},
-            {"role": "user", "content": f"Round 0. As the {role.title}, state your initial position on the "
-                                        "project. Reply with the JSON object only."}]
+    return [
+        {"role": "system", "content": system_prompt(cfg, role)},
+        {
+            "role": "user",
+            "content": f"Round 0. As the {role.title}, state your initial position on the "
+            "project. Reply with the JSON object only.",
+        },
+    ]
 
 
 def round_messages(cfg: DeliberationConfig, role: Role, k: int, inputs: list[dict]) -> list[dict[str, str]]:
@@ -44,16 +49,19 @@ def round_messages(cfg: DeliberationConfig, role: Role, k: int, inputs: list[dic
     for x in inputs:
         who = "Your own previous proposal" if x["self"] else x["title"]
         reasoning = json.dumps(x.get("reasoning") or "", ensure_ascii=False)
-        lines.append(f"- {who} (influence weight {x['weight']:.2f}): vector {_fmt_vec(x['vector'])}; "
-                     f"reasoning: {reasoning}")
+        lines.append(
+            f"- {who} (influence weight {x['weight']:.2f}): vector {_fmt_vec(x['vector'])}; reasoning: {reasoning}"
+        )
     lines.append("\nUpdate your design-preference vector. Reply with the JSON object only.")
     return [{"role": "system", "content": system_prompt(cfg, role)}, {"role": "user", "content": "\n".join(lines)}]
 
 
 def retry_messages(messages: list[dict], reason: str, d: int) -> list[dict]:
     """``messages`` with a note naming why the previous reply could not be used (one retry attempt)."""
-    note = (f"\n\n(Your previous reply could not be used: {reason}. Reply with only the JSON object "
-            f'{{"vector": [{d} numbers between 0 and 1], "reasoning": "..."}}.)')
+    note = (
+        f"\n\n(Your previous reply could not be used: {reason}. Reply with only the JSON object "
+        f'{{"vector": [{d} numbers between 0 and 1], "reasoning": "..."}}.)'
+    )
     out = [dict(m) for m in messages]
     out[-1]["content"] += note
     return out
@@ -61,11 +69,19 @@ def retry_messages(messages: list[dict], reason: str, d: int) -> list[dict]:
 
 def json_schema(d: int) -> dict:
     """The JSON schema of a reply with a ``d``-vector (for backends with structured output)."""
-    return {"type": "object",
-            "properties": {"vector": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 1},
-                                      "minItems": d, "maxItems": d},
-                           "reasoning": {"type": "string"}},
-            "required": ["vector", "reasoning"]}
+    return {
+        "type": "object",
+        "properties": {
+            "vector": {
+                "type": "array",
+                "items": {"type": "number", "minimum": 0, "maximum": 1},
+                "minItems": d,
+                "maxItems": d,
+            },
+            "reasoning": {"type": "string"},
+        },
+        "required": ["vector", "reasoning"],
+    }
 
 
 def prompt_chars(messages) -> int:

@@ -19,8 +19,7 @@ from mascot.io import read_jsonl
 from mascot.theory.consensus import in_certificate_region, rounds_to_reach, theorem1
 from mascot.theory.monitor import STRATEGIES, strategy_eta, strategy_modes
 
-__all__ = ["read_rounds", "group_lanes", "lane_summaries", "mode_statistics", "posthoc_certificates",
-           "claude_example"]
+__all__ = ["read_rounds", "group_lanes", "lane_summaries", "mode_statistics", "posthoc_certificates", "claude_example"]
 
 
 def read_rounds(out) -> list[dict]:
@@ -45,11 +44,21 @@ def lane_summaries(rows: list[dict], b0: float | None = None) -> list[dict]:
     for (s, run), rs in group_lanes(rows).items():
         first, last = rs[0], rs[-1]
         start_b = b0 if b0 is not None else first["b"] + first.get("cost", 0.0)
-        out.append({"strategy": s, "run": run, "rounds": last["round"], "tokens": float(start_b - last["b"]),
-                    "d0": first["D"], "d_final": last["D"], "status": last.get("status"),
-                    "b_final": last["b"], "failures": sum(r.get("failures", 0) for r in rs),
-                    "parse_errors": sum(r.get("parse_errors", 0) for r in rs),
-                    "completion_tokens": int(sum(sum(r.get("completion_tokens", [])) for r in rs))})
+        out.append(
+            {
+                "strategy": s,
+                "run": run,
+                "rounds": last["round"],
+                "tokens": float(start_b - last["b"]),
+                "d0": first["D"],
+                "d_final": last["D"],
+                "status": last.get("status"),
+                "b_final": last["b"],
+                "failures": sum(r.get("failures", 0) for r in rs),
+                "parse_errors": sum(r.get("parse_errors", 0) for r in rs),
+                "completion_tokens": int(sum(sum(r.get("completion_tokens", [])) for r in rs)),
+            }
+        )
     order = {s: i for i, s in enumerate(STRATEGIES)}
     return sorted(out, key=lambda x: (order.get(x["strategy"], 9), x["run"]))
 
@@ -74,11 +83,21 @@ def mode_statistics(rows: list[dict], by_strategy: bool = True) -> list[dict]:
     for (s, m), a in sorted(acc.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
         r = np.asarray(a["rates"])
         c = np.asarray(a["costs"])
-        out.append({"strategy": s, "mode": m, "n": int(r.size), "rate_mean": float(r.mean()),
-                    "rate_geomean": float(np.exp(np.mean(np.log(np.maximum(r, 1e-300))))),
-                    "rate_std": float(r.std(ddof=1)) if r.size > 1 else 0.0, "rate_min": float(r.min()),
-                    "rate_max": float(r.max()), "share_expanding": float(np.mean(r > 1)),
-                    "cost_mean": float(c.mean()), "cost_std": float(c.std(ddof=1)) if c.size > 1 else 0.0})
+        out.append(
+            {
+                "strategy": s,
+                "mode": m,
+                "n": int(r.size),
+                "rate_mean": float(r.mean()),
+                "rate_geomean": float(np.exp(np.mean(np.log(np.maximum(r, 1e-300))))),
+                "rate_std": float(r.std(ddof=1)) if r.size > 1 else 0.0,
+                "rate_min": float(r.min()),
+                "rate_max": float(r.max()),
+                "share_expanding": float(np.mean(r > 1)),
+                "cost_mean": float(c.mean()),
+                "cost_std": float(c.std(ddof=1)) if c.size > 1 else 0.0,
+            }
+        )
     return out
 
 
@@ -104,8 +123,17 @@ def posthoc_certificates(rows: list[dict], eta: float, eps: float, b0: float) ->
             elif m in pooled:
                 lam[m - 1], cost[m - 1], src[m - 1] = pooled[m]["rate_mean"], pooled[m]["cost_mean"], "pooled"
         needed = strategy_modes(s)
-        rec = {"strategy": s, "run": run, "d0": rs[0]["D"], "lambda1": lam[0], "lambda2": lam[1], "c1": cost[0],
-               "c2": cost[1], "source": src, "status": rs[-1].get("status")}
+        rec = {
+            "strategy": s,
+            "run": run,
+            "d0": rs[0]["D"],
+            "lambda1": lam[0],
+            "lambda2": lam[1],
+            "c1": cost[0],
+            "c2": cost[1],
+            "source": src,
+            "status": rs[-1].get("status"),
+        }
         if any(math.isnan(lam[m - 1]) for m in needed):
             rec.update(B_star=None, K_star=None, certified=None, theorem2_holds=None)
         else:
@@ -115,9 +143,12 @@ def posthoc_certificates(rows: list[dict], eta: float, eps: float, b0: float) ->
             cert = theorem1(rs[0]["D"], e, eps, L[0], L[1], C[0], C[1])
             certified = cert.certifies(b0)
             reached = rs[-1].get("status") == "consensus"
-            rec.update(B_star=None if math.isinf(cert.B_star) else cert.B_star,
-                       K_star=None if math.isinf(cert.K_star) else cert.K_star, certified=certified,
-                       theorem2_holds=(not certified) or reached)
+            rec.update(
+                B_star=None if math.isinf(cert.B_star) else cert.B_star,
+                K_star=None if math.isinf(cert.K_star) else cert.K_star,
+                certified=certified,
+                theorem2_holds=(not certified) or reached,
+            )
         out.append(rec)
     return out
 
@@ -126,9 +157,14 @@ _CLAUDE = papers.TABLE_VIII[("Claude Opus-4.8", "complete")]
 _CLAUDE_EST = papers.CLAUDE_COMPLETE_ESTIMATES
 
 
-def claude_example(d0: float = _CLAUDE["d0"], lambda1: float = _CLAUDE_EST["lambda1"], c1: float = _CLAUDE_EST["c1"],
-                   eta: float = _CLAUDE_EST["eta"], eps: float = _CLAUDE_EST["eps"],
-                   b0: float = papers.DELIBERATION_SETTINGS["b0"]) -> dict:
+def claude_example(
+    d0: float = _CLAUDE["d0"],
+    lambda1: float = _CLAUDE_EST["lambda1"],
+    c1: float = _CLAUDE_EST["c1"],
+    eta: float = _CLAUDE_EST["eta"],
+    eps: float = _CLAUDE_EST["eps"],
+    b0: float = papers.DELIBERATION_SETTINGS["b0"],
+) -> dict:
     """Recompute the paper's post-hoc certificate of the Claude complete-only deployment (Sec. V-C).
 
     ``D(0) = 0.6864`` (Table VIII), ``lambda1 ~ 0.7574``, ``c1 ~ 12025``, ``eta = eps = 0.05`` (mode 2 is
@@ -140,12 +176,27 @@ def claude_example(d0: float = _CLAUDE["d0"], lambda1: float = _CLAUDE_EST["lamb
     k1_exact = math.log(eta / d0) / math.log(lambda1)
     implied_rate = (t["d_final"] / t["d0"]) ** (1 / t["rounds"])
     return {
-        "d0": d0, "lambda1": lambda1, "c1": c1, "eta": eta, "eps": eps, "b0": b0,
-        "K1_exact": k1_exact, "K1": cert.K1, "K2": cert.K2, "K_star": cert.K_star, "B_star": cert.B_star,
+        "d0": d0,
+        "lambda1": lambda1,
+        "c1": c1,
+        "eta": eta,
+        "eps": eps,
+        "b0": b0,
+        "K1_exact": k1_exact,
+        "K1": cert.K1,
+        "K2": cert.K2,
+        "K_star": cert.K_star,
+        "B_star": cert.B_star,
         "in_certificate_region": in_certificate_region(d0, b0, eta, eps, lambda1, lambda1, c1, c1),
-        "margin": cert.margin(b0), "reason": cert.reason,
+        "margin": cert.margin(b0),
+        "reason": cert.reason,
         "bound_D9": lambda1 ** t["rounds"] * d0,
-        "table_viii": {"rounds": t["rounds"], "tokens": t["tokens"], "d_final": t["d_final"],
-                       "implied_rate": implied_rate, "implied_c1": t["tokens"] / t["rounds"]},
+        "table_viii": {
+            "rounds": t["rounds"],
+            "tokens": t["tokens"],
+            "d_final": t["d_final"],
+            "implied_rate": implied_rate,
+            "implied_c1": t["tokens"] / t["rounds"],
+        },
         "rounds_at_implied_rate": rounds_to_reach(d0, eps, implied_rate),
     }

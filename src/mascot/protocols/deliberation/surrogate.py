@@ -21,15 +21,24 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from mascot.errors import InputError
 from mascot import stable
 from mascot.backends.base import Request, Response
+from mascot.errors import InputError
 from mascot.io import atomic_write_text, read_toml
 from mascot.protocols.deliberation.config import check_float, check_int
 from mascot.seeds import crc32, request_rng
 
-__all__ = ["count_tokens", "SurrogateDeliberationBackend", "RateLawParams", "LEGACY_PARAMS", "PARAM_SETS",
-           "read_params", "write_params", "rate_law", "compliance_for_rate"]
+__all__ = [
+    "count_tokens",
+    "SurrogateDeliberationBackend",
+    "RateLawParams",
+    "LEGACY_PARAMS",
+    "PARAM_SETS",
+    "read_params",
+    "write_params",
+    "rate_law",
+    "compliance_for_rate",
+]
 
 
 def count_tokens(text: str) -> int:
@@ -45,8 +54,14 @@ def _tokens(text: str, chars_per_token: float) -> int:
 
 
 #: The legacy (hand-tuned) surrogate's options: ``SurrogateDeliberationBackend()`` and ``family = "legacy"``.
-LEGACY_PARAMS = {"noise": 0.005, "compliance": 0.5, "initial_spread": 0.05, "malformed": 0.02,
-                 "reasoning_words": 60, "fenced": 0.2}
+LEGACY_PARAMS = {
+    "noise": 0.005,
+    "compliance": 0.5,
+    "initial_spread": 0.05,
+    "malformed": 0.02,
+    "reasoning_words": 60,
+    "fenced": 0.2,
+}
 
 # name -> (lo, hi, lo_open, default, meaning)
 _RATE_LAW_SPEC = {
@@ -62,8 +77,13 @@ _RATE_LAW_SPEC = {
     "noise": (0.0, 1.0, False, 0.0, "sd of the additive belief noise per entry and round"),
     "prior_scale": (0.0, 5.0, False, 1.0, "round 0: x = 0.5 + prior_scale (prior - 0.5) + initial_spread z"),
     "initial_spread": (0.0, 1.0, False, 0.05, "sd of the round-0 belief noise per entry"),
-    "reply_chars1": (0.0, 1e5, False, 300.0, "mean reasoning length (characters) of a reply in a mode-1 round "
-                                              "and in round 0"),
+    "reply_chars1": (
+        0.0,
+        1e5,
+        False,
+        300.0,
+        "mean reasoning length (characters) of a reply in a mode-1 round and in round 0",
+    ),
     "reply_chars2": (0.0, 1e5, False, 300.0, "mean reasoning length (characters) of a reply in a mode-2 round"),
     "verbosity": (0.0, 3.0, False, 0.0, "sd of log reply length (lognormal, mean kept)"),
     "chars_per_token": (0.0, 100.0, True, 4.0, "tokens = ceil(characters / chars_per_token) per message"),
@@ -116,8 +136,9 @@ class RateLawParams:
 
     def __post_init__(self):
         for k, (lo, hi, lo_open, _, _) in _RATE_LAW_SPEC.items():
-            object.__setattr__(self, k, check_float(f"surrogate params: {k}", getattr(self, k), lo=lo, hi=hi,
-                                                    lo_open=lo_open))
+            object.__setattr__(
+                self, k, check_float(f"surrogate params: {k}", getattr(self, k), lo=lo, hi=hi, lo_open=lo_open)
+            )
         if self.rate_min >= self.rate_max:
             raise InputError(f"surrogate params: rate_min must be < rate_max; got {self.rate_min} >= {self.rate_max}")
 
@@ -171,8 +192,17 @@ def _fmt_toml(v) -> str:
     raise InputError(f"cannot write {type(v).__name__} to TOML")
 
 
-def write_params(path, params, *, name: str, description: str = "", settings: dict | None = None,
-                 uncertainty: dict | None = None, fit: dict | None = None, comments: dict | None = None) -> None:
+def write_params(
+    path,
+    params,
+    *,
+    name: str,
+    description: str = "",
+    settings: dict | None = None,
+    uncertainty: dict | None = None,
+    fit: dict | None = None,
+    comments: dict | None = None,
+) -> None:
     """Write a parameter file (atomically) that :meth:`SurrogateDeliberationBackend.from_params` reads.
 
     ``params``: a :class:`RateLawParams` (family ``rate_law``) or a dict of the legacy options (family
@@ -185,9 +215,13 @@ def write_params(path, params, *, name: str, description: str = "", settings: di
         family, values = "rate_law", params.to_dict()
     else:
         family, values = "legacy", _legacy_options(dict(params), "params")
-    lines = ["# mascot surrogate parameters for the deliberation agents (consensus paper, Sec. V-C).",
-             "# Read by SurrogateDeliberationBackend.from_params(FILE) / mascot deliberate --surrogate-params FILE.",
-             'kind = "deliberation"', f"family = {_fmt_toml(family)}", f"name = {_fmt_toml(name)}"]
+    lines = [
+        "# mascot surrogate parameters for the deliberation agents (consensus paper, Sec. V-C).",
+        "# Read by SurrogateDeliberationBackend.from_params(FILE) / mascot deliberate --surrogate-params FILE.",
+        'kind = "deliberation"',
+        f"family = {_fmt_toml(family)}",
+        f"name = {_fmt_toml(name)}",
+    ]
     if description:
         lines.append(f"description = {_fmt_toml(description)}")
     lines += ["", "[params]"]
@@ -195,8 +229,11 @@ def write_params(path, params, *, name: str, description: str = "", settings: di
         if comments and k in comments:
             lines.append(f"# {comments[k]}")
         lines.append(f"{k} = {_fmt_toml(v)}")
-    for title, table, allowed in (("settings", settings, _SETTINGS), ("uncertainty", uncertainty, set(values)),
-                                  ("fit", fit, None)):
+    for title, table, allowed in (
+        ("settings", settings, _SETTINGS),
+        ("uncertainty", uncertainty, set(values)),
+        ("fit", fit, None),
+    ):
         if table:
             if allowed is not None:
                 bad = sorted(set(table) - allowed)
@@ -209,8 +246,9 @@ def write_params(path, params, *, name: str, description: str = "", settings: di
 def _legacy_options(d: dict, where: str) -> dict:
     bad = sorted(set(d) - set(LEGACY_PARAMS))
     if bad:
-        raise InputError(f"{where}: unknown key(s) {', '.join(bad)} for family 'legacy'; "
-                         f"known: {', '.join(sorted(LEGACY_PARAMS))}")
+        raise InputError(
+            f"{where}: unknown key(s) {', '.join(bad)} for family 'legacy'; known: {', '.join(sorted(LEGACY_PARAMS))}"
+        )
     out = {**LEGACY_PARAMS, **d}
     for k in ("noise", "initial_spread"):
         out[k] = check_float(f"{where}.{k}", out[k], lo=0)
@@ -233,14 +271,15 @@ def read_params(path) -> dict:
         raw = read_toml(path)
         where = str(path)
     if raw.get("kind") != "deliberation":
-        raise InputError(f"{where}: kind must be \"deliberation\" (a deliberation surrogate parameter file); "
-                         f"got {raw.get('kind')!r}")
+        raise InputError(
+            f'{where}: kind must be "deliberation" (a deliberation surrogate parameter file); got {raw.get("kind")!r}'
+        )
     bad = sorted(set(raw) - _TOP)
     if bad:
         raise InputError(f"{where}: unknown key(s) {', '.join(bad)}; known: {', '.join(sorted(_TOP))}")
     fam = raw.get("family")
     if fam not in ("legacy", "rate_law"):
-        raise InputError(f"{where}: family must be \"legacy\" or \"rate_law\"; got {fam!r}")
+        raise InputError(f'{where}: family must be "legacy" or "rate_law"; got {fam!r}')
     p = raw.get("params", {})
     if not isinstance(p, dict):
         raise InputError(f"{where}: [params] must be a table")
@@ -249,8 +288,10 @@ def read_params(path) -> dict:
     else:
         bad = sorted(set(p) - set(_RATE_LAW_SPEC))
         if bad:
-            raise InputError(f"{where}: params: unknown key(s) {', '.join(bad)} for family 'rate_law'; "
-                             f"known: {', '.join(_RATE_LAW_SPEC)}")
+            raise InputError(
+                f"{where}: params: unknown key(s) {', '.join(bad)} for family 'rate_law'; "
+                f"known: {', '.join(_RATE_LAW_SPEC)}"
+            )
         try:
             params = RateLawParams(**p)
         except ValueError as e:
@@ -258,13 +299,21 @@ def read_params(path) -> dict:
     settings = raw.get("settings", {})
     if not isinstance(settings, dict) or set(settings) - _SETTINGS:
         raise InputError(f"{where}: [settings] may hold only {', '.join(sorted(_SETTINGS))}")
-    return {"family": fam, "name": str(raw.get("name", "")), "params": params, "settings": settings,
-            "uncertainty": dict(raw.get("uncertainty", {})), "fit": dict(raw.get("fit", {}))}
+    return {
+        "family": fam,
+        "name": str(raw.get("name", "")),
+        "params": params,
+        "settings": settings,
+        "uncertainty": dict(raw.get("uncertainty", {})),
+        "fit": dict(raw.get("fit", {})),
+    }
 
 
 # ----------------------------------------------------------------------------- the backend
-_WORDS = ("the plan must ship on time stay secure and remain affordable so I weigh the proposals of the team "
-          "against my priorities and move toward a shared design for the launch ")
+_WORDS = (
+    "the plan must ship on time stay secure and remain affordable so I weigh the proposals of the team "
+    "against my priorities and move toward a shared design for the launch "
+)
 
 
 class SurrogateDeliberationBackend:
@@ -294,9 +343,18 @@ class SurrogateDeliberationBackend:
 
     name = "surrogate"
 
-    def __init__(self, noise: float = 0.005, compliance: float = 0.5, initial_spread: float = 0.05,
-                 malformed: float = 0.02, reasoning_words: int = 60, fenced: float = 0.2, seed: int = 0,
-                 model: str = "surrogate-deliberation", params: RateLawParams | None = None):
+    def __init__(
+        self,
+        noise: float = 0.005,
+        compliance: float = 0.5,
+        initial_spread: float = 0.05,
+        malformed: float = 0.02,
+        reasoning_words: int = 60,
+        fenced: float = 0.2,
+        seed: int = 0,
+        model: str = "surrogate-deliberation",
+        params: RateLawParams | None = None,
+    ):
         self.noise = check_float("surrogate.noise", noise, lo=0)
         self.compliance = check_float("surrogate.compliance", compliance, lo=0, hi=1)
         self.initial_spread = check_float("surrogate.initial_spread", initial_spread, lo=0)
@@ -310,7 +368,7 @@ class SurrogateDeliberationBackend:
         self.params = params
 
     @classmethod
-    def from_params(cls, path, **overrides) -> "SurrogateDeliberationBackend":
+    def from_params(cls, path, **overrides) -> SurrogateDeliberationBackend:
         """The backend of a parameter file written by :func:`write_params` (or a name of :data:`PARAM_SETS`:
         ``"legacy"`` is ``SurrogateDeliberationBackend()``). ``overrides``: ``seed``, ``model`` (the name the
         run records show) or any parameter of the file's family; unknown keys raise ``ValueError``."""
@@ -322,25 +380,34 @@ class SurrogateDeliberationBackend:
             return cls(**opts, seed=seed, **({"model": model} if model else {}))
         bad = sorted(set(overrides) - set(_RATE_LAW_SPEC))
         if bad:
-            raise InputError(f"from_params: unknown override(s) {', '.join(bad)}; known: seed, model, "
-                             f"{', '.join(_RATE_LAW_SPEC)}")
+            raise InputError(
+                f"from_params: unknown override(s) {', '.join(bad)}; known: seed, model, {', '.join(_RATE_LAW_SPEC)}"
+            )
         params = RateLawParams(**{**spec["params"].to_dict(), **overrides})
         return cls(seed=seed, model=model or f"surrogate-deliberation-{spec['name'] or 'rate_law'}", params=params)
 
     def options(self) -> dict:
         if self.params is not None:
             return {"family": "rate_law", **self.params.to_dict(), "seed": self.seed}
-        return {"noise": self.noise, "compliance": self.compliance, "initial_spread": self.initial_spread,
-                "malformed": self.malformed, "reasoning_words": self.reasoning_words, "fenced": self.fenced,
-                "seed": self.seed}
+        return {
+            "noise": self.noise,
+            "compliance": self.compliance,
+            "initial_spread": self.initial_spread,
+            "malformed": self.malformed,
+            "reasoning_words": self.reasoning_words,
+            "fenced": self.fenced,
+            "seed": self.seed,
+        }
 
     def describe(self) -> dict:
         return {"backend": self.name, "model": self.model, **self.options()}
 
     def _reasoning(self, meta: dict, rng) -> str:
         title = meta.get("title", "agent")
-        words = (f"As the {title} I move toward the weighted proposals of the team while keeping my priorities; "
-                 "the plan must ship on time, stay secure and remain affordable for the launch").split()
+        words = (
+            f"As the {title} I move toward the weighted proposals of the team while keeping my priorities; "
+            "the plan must ship on time, stay secure and remain affordable for the launch"
+        ).split()
         out = []
         while len(out) < self.reasoning_words:
             out.extend(words)
@@ -361,8 +428,10 @@ class SurrogateDeliberationBackend:
         if inputs:
             missing = [k for k in ("D", "sigma", "mode_rate") if meta.get(k) is None]
             if missing:
-                return None, (f"surrogate deliberation backend (rate_law): request meta lacks {', '.join(missing)} "
-                              "(run it through mascot's run_deliberation)")
+                return None, (
+                    f"surrogate deliberation backend (rate_law): request meta lacks {', '.join(missing)} "
+                    "(run it through mascot's run_deliberation)"
+                )
             sigma = int(meta["sigma"])
             w = np.array([x["weight"] for x in inputs], dtype=np.float64)
             V = np.array([x["vector"] for x in inputs], dtype=np.float64)
@@ -371,8 +440,15 @@ class SurrogateDeliberationBackend:
             rate, slope = (p.rate1, p.slope1) if sigma == 1 else (p.rate2, p.slope2)
             lam = float(rate_law(float(meta["D"]), rate, slope, p.d_ref, p.rate_min, p.rate_max))
             if p.round_noise > 0:  # one draw per lane and round, the same for every agent of the round
-                xi = np.random.default_rng([self.seed, crc32(str(meta.get("strategy"))), int(meta.get("run", 0)),
-                                            int(meta.get("round", 0)), 0x5EED]).standard_normal()
+                xi = np.random.default_rng(
+                    [
+                        self.seed,
+                        crc32(str(meta.get("strategy"))),
+                        int(meta.get("run", 0)),
+                        int(meta.get("round", 0)),
+                        0x5EED,
+                    ]
+                ).standard_normal()
                 lam *= math.exp(p.round_noise * xi)
             c = float(compliance_for_rate(lam, float(meta["mode_rate"]))) + p.compliance_noise * zc
             x = own + c * (m - own) + p.noise * z
@@ -382,7 +458,7 @@ class SurrogateDeliberationBackend:
             pr = np.full(d, 0.5) if prior is None else np.asarray(prior, dtype=np.float64)
             x = 0.5 + p.prior_scale * (pr - 0.5) + p.initial_spread * z
             mean_len = p.reply_chars1
-        n = max(0, int(np.round(mean_len * math.exp(p.verbosity * zl - 0.5 * p.verbosity ** 2))))
+        n = max(0, int(np.round(mean_len * math.exp(p.verbosity * zl - 0.5 * p.verbosity**2))))
         return np.round(np.clip(x, 0.0, 1.0), 3), self._reasoning_chars(meta, n)
 
     def generate(self, requests: list[Request]) -> list[Response]:
@@ -396,8 +472,15 @@ class SurrogateDeliberationBackend:
             meta = req.meta or {}
             ptok = sum(_tokens(m.get("content", ""), cpt) + 4 for m in req.messages)
             if meta.get("kind") != "deliberation":
-                out.append(Response("", ptok, 0, error="surrogate deliberation backend: request has no "
-                                    "meta['kind'] == 'deliberation'", latency_s=0.0))
+                out.append(
+                    Response(
+                        "",
+                        ptok,
+                        0,
+                        error="surrogate deliberation backend: request has no meta['kind'] == 'deliberation'",
+                        latency_s=0.0,
+                    )
+                )
                 continue
             rng = request_rng(self.seed, req.sampling.seed, req.messages)
             d = int(meta["d"])
@@ -434,6 +517,7 @@ class SurrogateDeliberationBackend:
                 text = f"Here is my updated proposal.\n```json\n{body}\n```"
             else:
                 text = body
-            out.append(Response(text, ptok, _tokens(text, cpt), finish_reason="stop",
-                                latency_s=time.perf_counter() - t0))
+            out.append(
+                Response(text, ptok, _tokens(text, cpt), finish_reason="stop", latency_s=time.perf_counter() - t0)
+            )
         return out

@@ -11,8 +11,14 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
-    "TOPOLOGIES": "harness", "TrialConfig": "harness", "TrialsResult": "harness", "derive_seeds": "harness",
-    "run_trials": "harness", "BackendFailure": "harness", "plurality_vote": "aggregation", "pairwise_disagreement": "aggregation",
+    "TOPOLOGIES": "harness",
+    "TrialConfig": "harness",
+    "TrialsResult": "harness",
+    "derive_seeds": "harness",
+    "run_trials": "harness",
+    "BackendFailure": "harness",
+    "plurality_vote": "aggregation",
+    "pairwise_disagreement": "aggregation",
     "SurrogateBackend": "surrogate",
 }
 

@@ -23,18 +23,31 @@ whitespace-separated words (the surrogate's stand-in for a tokenizer).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
-from mascot.errors import InputError
 from mascot.backends.base import Request, Response
+from mascot.errors import InputError
 from mascot.protocols.state_tracking.prompts import read_prompt
 from mascot.seeds import hash64, uniforms
 
-__all__ = ["BASELINES", "EchoBackend", "RandomBackend", "state_reply"]
+__all__ = [
+    "BASELINES",
+    "BASELINE_NAMES",
+    "EchoBackend",
+    "RandomBackend",
+    "baseline_config",
+    "baseline_dirs",
+    "make_baseline",
+    "random_value_range",
+    "run_baselines",
+    "state_reply",
+]
 
 _RANDOM_TAG = 0x52414E44  # "RAND": separates the random agent's stream from the surrogate's
 
@@ -80,11 +93,25 @@ class _Trivial:
         out = []
         for r, text, err in zip(requests, texts, errors):
             if err is not None:
-                out.append(Response(text="", prompt_tokens=_prompt_words(r), completion_tokens=0, finish_reason=None,
-                                    error=f"{self.name}: the messages are not a state-tracking prompt: {err}"))
+                out.append(
+                    Response(
+                        text="",
+                        prompt_tokens=_prompt_words(r),
+                        completion_tokens=0,
+                        finish_reason=None,
+                        error=f"{self.name}: the messages are not a state-tracking prompt: {err}",
+                    )
+                )
             else:
-                out.append(Response(text=text, prompt_tokens=_prompt_words(r), completion_tokens=_words(text),
-                                    finish_reason="stop", latency_s=None))
+                out.append(
+                    Response(
+                        text=text,
+                        prompt_tokens=_prompt_words(r),
+                        completion_tokens=_words(text),
+                        finish_reason="stop",
+                        latency_s=None,
+                    )
+                )
         return out
 
     def describe(self) -> dict:
@@ -130,16 +157,25 @@ class RandomBackend(_Trivial):
         self.seed = int(seed)
 
     def identity(self) -> dict:
-        return {"backend": self.name, "model": self.model, "value_low": self.value_low,
-                "value_high": self.value_high, "seed": self.seed, "token_count": "whitespace-separated words"}
+        return {
+            "backend": self.name,
+            "model": self.model,
+            "value_low": self.value_low,
+            "value_high": self.value_high,
+            "seed": self.seed,
+            "token_count": "whitespace-separated words",
+        }
 
     def states(self, request_seeds: Sequence[int]) -> list[dict]:
         """The states the agent answers for these request seeds (64-bit), one per seed."""
         n = len(request_seeds)
         if n == 0:
             return []
-        key = hash64(np.full(n, self.seed, dtype=np.uint64), np.full(n, _RANDOM_TAG, dtype=np.uint64),
-                     np.asarray(request_seeds, dtype=np.uint64))
+        key = hash64(
+            np.full(n, self.seed, dtype=np.uint64),
+            np.full(n, _RANDOM_TAG, dtype=np.uint64),
+            np.asarray(request_seeds, dtype=np.uint64),
+        )
         u = uniforms(key, 3)
         value = np.round(self.value_low + (self.value_high - self.value_low) * u[:, 0], 2)
         value = np.clip(value, self.value_low, self.value_high)
@@ -160,3 +196,74 @@ class RandomBackend(_Trivial):
 
 #: name -> class of the trivial baselines run beside a trials report
 BASELINES = {"echo": EchoBackend, "random": RandomBackend}
+
+
+# ----------------------------------------------------------------------------- running them beside a run
+BASELINE_NAMES = ("echo", "random")
+
+
+def baseline_config(config: dict):
+    """The :class:`~mascot.protocols.state_tracking.harness.TrialConfig` of a run (``run.json``'s
+    ``config``) with its requests unlogged: what the baselines run."""
+    from mascot.backends.base import Sampling
+    from mascot.protocols.state_tracking.harness import TrialConfig
+
+    names = {f.name for f in dataclasses.fields(TrialConfig)}
+    kw = {k: v for k, v in config.items() if k in names}
+    if isinstance(kw.get("sampling"), dict):
+        kw["sampling"] = Sampling(**kw["sampling"])
+    if "topologies" in kw:
+        kw["topologies"] = tuple(kw["topologies"])
+    if "initial_state" in kw:
+        kw["initial_state"] = tuple(kw["initial_state"])
+    kw["log_requests"] = "none"
+    return TrialConfig(**kw)
+
+
+def random_value_range(cfg) -> tuple[float, float]:
+    """``(min, max)`` of the reference Values x*_t, t = 0..T, of both arms of ``cfg`` (exact rule,
+    :func:`mascot.theory.state_tracking.trajectory`): the random agent's Value range."""
+    from mascot.theory.state_tracking import perturb, trajectory
+
+    init = cfg.initial
+    vals = [s["Value"] for s in trajectory(init, cfg.steps) + trajectory(perturb(init, cfg.epsilon), cfg.steps)]
+    return float(min(vals)), float(max(vals))
+
+
+def make_baseline(name: str, cfg):
+    if name == "echo":
+        return EchoBackend()
+    if name == "random":
+        lo, hi = random_value_range(cfg)
+        return RandomBackend(value_low=lo, value_high=hi, seed=cfg.seed)
+    raise InputError(f"unknown baseline {name!r}; choose from {', '.join(BASELINE_NAMES)}")
+
+
+def run_baselines(run_dir, config: dict | None = None, names=BASELINE_NAMES) -> dict[str, Path]:
+    """Run (or resume) the baselines ``names`` with the run's ``config`` (default: ``run_dir/run.json``'s) into
+    ``run_dir/baselines/<name>``; returns their directories."""
+    from mascot.protocols.state_tracking.harness import run_trials
+
+    if config is None:
+        config = json.loads((Path(run_dir) / "run.json").read_text())["config"]
+    cfg = baseline_config(config)
+    out = {}
+    for name in names:
+        d = Path(run_dir) / "baselines" / name
+        run_trials(cfg, d, make_baseline(name, cfg), progress=False)
+        out[name] = d
+    return out
+
+
+def baseline_dirs(run_dir, names=BASELINE_NAMES) -> dict[str, Path]:
+    """The baselines already run beside ``run_dir`` (``run_dir/baselines/<name>`` with a complete run), by name."""
+    out = {}
+    for name in names:
+        d = Path(run_dir) / "baselines" / name
+        try:
+            complete = json.loads((d / "run.json").read_text()).get("complete")
+        except (OSError, ValueError):
+            complete = False
+        if complete and (d / "trials.parquet").exists():
+            out[name] = d
+    return out

@@ -59,23 +59,32 @@ import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from mascot.errors import BackendError, InputError
+from mascot import log
 from mascot.backends import run_spec
-from mascot.backends.base import Backend, BackendFailure, Request, Sampling, attach_progress, endpoint
+from mascot.backends.base import Backend, BackendFailure, Request, attach_progress, endpoint
+from mascot.errors import BackendError, InputError
 from mascot.io import atomic_path, atomic_write_text
 from mascot.protocols.rundir import begin_run, utc_now
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disagreement, plurality_vote
+from mascot.protocols.state_tracking.config import (  # noqa: F401  (re-exported)
+    LOG_MODES,
+    RECORDS_VERSION,
+    ROLES,
+    TOPOLOGIES,
+    TOPOLOGY_IDS,
+    TrialConfig,
+    TrialsResult,
+    derive_seeds,
+)
 from mascot.protocols.state_tracking.parsing import ParseResult, parse_state
 from mascot.seeds import hash64, uniforms  # noqa: F401  (re-exported: part of this module's API)
-from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, perturb, trajectory, validate_state
-from mascot import log
+from mascot.theory.state_tracking import perturb, trajectory
 
 _log = log.get_logger(__name__)
 
@@ -92,112 +101,6 @@ __all__ = [
     "run_trials",
     "uniforms",
 ]
-
-TOPOLOGIES = ("chain", "star", "mesh")
-RECORDS_VERSION = 2  # 2: n_backend_errors apart from n_failed_attempts; unanswered steps are never committed
-TOPOLOGY_IDS = {"chain": 0, "star": 1, "mesh": 2}
-ROLES = ("agent", "judge", "revision")
-LOG_MODES = ("all", "failures", "none")
-
-
-def derive_seeds(run_seed, topology_ids, trials, arms, step, roles, agents, attempt) -> np.ndarray:
-    """64-bit request seeds from (run seed, topology, trial, arm, step, role, agent, attempt) (broadcast)."""
-    return hash64(run_seed, 0x7472_6961_6C73, topology_ids, trials, arms, step, roles, agents, attempt)
-
-
-# ----------------------------------------------------------------------------- configuration
-def _int(name, x, lo):
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo:
-        raise InputError(f"{name} must be an integer >= {lo}; got {x!r}")
-    return int(x)
-
-
-@dataclass(frozen=True)
-class TrialConfig:
-    """What a trial run computes (everything except ``log_requests`` and ``d_floor`` is its identity)."""
-
-    topologies: tuple[str, ...] = TOPOLOGIES
-    n_trials: int = 100
-    steps: int = 12
-    epsilon: float = EPSILON
-    seed: int = 0
-    retries: int = 2
-    leaves: int = 4
-    mesh_agents: int = 4
-    mesh_tie: str = "first"
-    paired_seeds: bool = True
-    structured_output: bool = False
-    initial_state: tuple = (DEFAULT_STATE["Value"], DEFAULT_STATE["Parity"], DEFAULT_STATE["Level"])
-    sampling: Sampling = field(default_factory=Sampling)
-    log_requests: str = "all"
-    d_floor: float = 1e-6
-
-    def __post_init__(self):
-        topo = self.topologies
-        if isinstance(topo, str):
-            topo = (topo,)
-        topo = tuple(topo)
-        if not topo:
-            raise InputError(f"topologies must name at least one of {', '.join(TOPOLOGIES)}")
-        for t in topo:
-            if t not in TOPOLOGIES:
-                raise InputError(f"unknown topology {t!r}; choose from {', '.join(TOPOLOGIES)}")
-        # canonical order, no duplicates
-        object.__setattr__(self, "topologies", tuple(t for t in TOPOLOGIES if t in topo))
-        _int("n_trials", self.n_trials, 1)
-        _int("steps", self.steps, 1)
-        _int("seed", self.seed, 0)
-        _int("retries", self.retries, 0)
-        _int("leaves", self.leaves, 1)
-        _int("mesh_agents", self.mesh_agents, 1)
-        eps = self.epsilon
-        if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps):
-            raise InputError(f"epsilon must be a finite number; got {self.epsilon!r}")
-        if self.mesh_tie not in MESH_TIES:
-            raise InputError(f"mesh_tie must be one of {', '.join(MESH_TIES)}; got {self.mesh_tie!r}")
-        if self.log_requests not in LOG_MODES:
-            raise InputError(f"log_requests must be one of {', '.join(LOG_MODES)}; got {self.log_requests!r}")
-        if not (isinstance(self.d_floor, (int, float)) and self.d_floor > 0 and math.isfinite(self.d_floor)):
-            raise InputError(f"d_floor must be a finite number > 0; got {self.d_floor!r}")
-        if not isinstance(self.sampling, Sampling):
-            raise InputError("sampling must be a mascot.backends.base.Sampling")
-        st = self.initial_state
-        if isinstance(st, dict):
-            st = (st.get("Value"), st.get("Parity"), st.get("Level"))
-        try:
-            v, p, lv = st
-        except (TypeError, ValueError):
-            raise InputError(f"initial_state must be (Value, Parity, Level); got {self.initial_state!r}") from None
-        validate_state({"Value": v, "Parity": p, "Level": lv})
-        object.__setattr__(self, "initial_state", (float(v), p, int(lv)))
-
-    @property
-    def initial(self) -> dict:
-        v, p, lv = self.initial_state
-        return {"Value": v, "Parity": p, "Level": lv}
-
-    def identity(self) -> dict:
-        d = dataclasses.asdict(self)
-        d.pop("log_requests")
-        d.pop("d_floor")
-        d["topologies"] = list(self.topologies)
-        d["initial_state"] = list(self.initial_state)
-        d["records_version"] = RECORDS_VERSION  # the step files' schema: an older directory is refused, not mixed
-        return d
-
-    def to_dict(self) -> dict:
-        d = self.identity()
-        d["log_requests"] = self.log_requests
-        d["d_floor"] = self.d_floor
-        return d
-
-
-class TrialsResult(NamedTuple):
-    out: Path
-    steps_run: int
-    steps_skipped: int
-    requests: int
-    wall_s: float
 
 
 # ----------------------------------------------------------------------------- file helpers
@@ -237,16 +140,32 @@ def _schema():
     if _PA_SCHEMA is None:
         import pyarrow as pa
 
-        _PA_SCHEMA = pa.schema([
-            ("topology", pa.string()), ("trial", pa.int32()), ("perturbed", pa.bool_()), ("step", pa.int16()),
-            ("value_true", pa.float64()), ("parity_true", pa.string()), ("level_true", pa.int8()),
-            ("value", pa.float64()), ("parity", pa.string()), ("level", pa.int8()),
-            ("carried", pa.bool_()), ("agent_values", pa.list_(pa.float64())),
-            ("revised_values", pa.list_(pa.float64())), ("d_t", pa.float64()),
-            ("vote_count", pa.int8()), ("vote_tied", pa.int8()),
-            ("n_requests", pa.int32()), ("n_failed_attempts", pa.int32()), ("n_abstained", pa.int16()),
-            ("prompt_tokens", pa.int64()), ("completion_tokens", pa.int64()), ("n_backend_errors", pa.int32()),
-        ])
+        _PA_SCHEMA = pa.schema(
+            [
+                ("topology", pa.string()),
+                ("trial", pa.int32()),
+                ("perturbed", pa.bool_()),
+                ("step", pa.int16()),
+                ("value_true", pa.float64()),
+                ("parity_true", pa.string()),
+                ("level_true", pa.int8()),
+                ("value", pa.float64()),
+                ("parity", pa.string()),
+                ("level", pa.int8()),
+                ("carried", pa.bool_()),
+                ("agent_values", pa.list_(pa.float64())),
+                ("revised_values", pa.list_(pa.float64())),
+                ("d_t", pa.float64()),
+                ("vote_count", pa.int8()),
+                ("vote_tied", pa.int8()),
+                ("n_requests", pa.int32()),
+                ("n_failed_attempts", pa.int32()),
+                ("n_abstained", pa.int16()),
+                ("prompt_tokens", pa.int64()),
+                ("completion_tokens", pa.int64()),
+                ("n_backend_errors", pa.int32()),
+            ]
+        )
     return _PA_SCHEMA
 
 
@@ -300,8 +219,7 @@ class _Runner:
             self._log_count += 1
 
     # -------------------------------------------------------------- one stage with retries
-    def _stage(self, step: int, name: str, su: np.ndarray, role: np.ndarray, agent: np.ndarray,
-               msgs: list) -> _Stage:
+    def _stage(self, step: int, name: str, su: np.ndarray, role: np.ndarray, agent: np.ndarray, msgs: list) -> _Stage:
         cfg = self.cfg
         n = len(su)
         states: list = [None] * n
@@ -323,15 +241,25 @@ class _Runner:
         while len(pending):
             u = su[pending]
             att = answered[pending]
-            seeds = derive_seeds(cfg.seed, self.tid[u], self.trial[u], self.seed_arm[u], step, role[pending],
-                                 agent[pending], att).tolist()
+            seeds = derive_seeds(
+                cfg.seed, self.tid[u], self.trial[u], self.seed_arm[u], step, role[pending], agent[pending], att
+            ).tolist()
             reqs = []
             for j, i in enumerate(pending.tolist()):
                 ui = int(su[i])
                 r = int(role[i])
-                meta = {"role": ROLES[r], "topology": self.topo[ui], "trial": int(self.trial[ui]),
-                        "perturbed": bool(self.arm[ui]), "seed_arm": int(self.seed_arm[ui]), "step": step,
-                        "agent": int(agent[i]), "attempt": int(att[j]), "stage": name, "seed64": seeds[j]}
+                meta = {
+                    "role": ROLES[r],
+                    "topology": self.topo[ui],
+                    "trial": int(self.trial[ui]),
+                    "perturbed": bool(self.arm[ui]),
+                    "seed_arm": int(self.seed_arm[ui]),
+                    "step": step,
+                    "agent": int(agent[i]),
+                    "attempt": int(att[j]),
+                    "stage": name,
+                    "seed64": seeds[j],
+                }
                 schema = None
                 if cfg.structured_output:
                     schema = prompts.AGENT_SCHEMA if r == 0 else prompts.FINAL_SCHEMA
@@ -342,9 +270,11 @@ class _Runner:
             dt = time.perf_counter() - t0
             self.call_s += dt
             if not isinstance(resps, list) or len(resps) != len(reqs):
-                raise BackendError(f"backend {getattr(self.backend, 'name', '?')} returned "
-                                   f"{len(resps) if hasattr(resps, '__len__') else resps!r} responses for "
-                                   f"{len(reqs)} requests")
+                raise BackendError(
+                    f"backend {getattr(self.backend, 'name', '?')} returned "
+                    f"{len(resps) if hasattr(resps, '__len__') else resps!r} responses for "
+                    f"{len(reqs)} requests"
+                )
             self.n_requests += len(reqs)
             still, parsed = [], []
             for j, (i, resp) in enumerate(zip(pending.tolist(), resps)):
@@ -374,21 +304,40 @@ class _Runner:
                             still.append(i)
                 if log_mode == "all" or (log_mode == "failures" and pr.state is None):
                     meta = reqs[j].meta
-                    self._log_record({
-                        "topology": meta["topology"], "trial": meta["trial"], "perturbed": meta["perturbed"],
-                        "step": step, "stage": name, "role": meta["role"], "agent": meta["agent"],
-                        "attempt": meta["attempt"], "seed": reqs[j].sampling.seed, "messages": reqs[j].messages,
-                        "text": resp.text, "finish_reason": resp.finish_reason, "error": resp.error,
-                        "prompt_tokens": resp.prompt_tokens, "completion_tokens": resp.completion_tokens,
-                        "latency_s": resp.latency_s, "call_s": round(dt, 6), "call_size": len(reqs),
-                        "parse_ok": pr.state is not None, "reason": pr.reason, "method": pr.method,
-                        "state": pr.state})
+                    self._log_record(
+                        {
+                            "topology": meta["topology"],
+                            "trial": meta["trial"],
+                            "perturbed": meta["perturbed"],
+                            "step": step,
+                            "stage": name,
+                            "role": meta["role"],
+                            "agent": meta["agent"],
+                            "attempt": meta["attempt"],
+                            "seed": reqs[j].sampling.seed,
+                            "messages": reqs[j].messages,
+                            "text": resp.text,
+                            "finish_reason": resp.finish_reason,
+                            "error": resp.error,
+                            "prompt_tokens": resp.prompt_tokens,
+                            "completion_tokens": resp.completion_tokens,
+                            "latency_s": resp.latency_s,
+                            "call_s": round(dt, 6),
+                            "call_size": len(reqs),
+                            "parse_ok": pr.state is not None,
+                            "reason": pr.reason,
+                            "method": pr.method,
+                            "state": pr.state,
+                        }
+                    )
             # this call's outcomes, the last try's included (they counted only the requests asked again)
             errs = sum(1 for r in resps if r.error)
             unparsed = sum(1 for r, ok in zip(resps, parsed) if not r.error and not ok)
-            self._say(f"step {step}/{cfg.steps} {name}{f' retry {call}' if call else ''}: "
-                      f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.2f} req/s), "
-                      f"{unparsed} unparsed, {errs} backend errors")
+            self._say(
+                f"step {step}/{cfg.steps} {name}{f' retry {call}' if call else ''}: "
+                f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.2f} req/s), "
+                f"{unparsed} unparsed, {errs} backend errors"
+            )
             pending = np.array(still, dtype=np.int64)
             call += 1
         if unanswered:
@@ -396,7 +345,8 @@ class _Runner:
             raise BackendFailure(
                 f"{endpoint(self.backend)}: {len(unanswered)} of {n} requests of step {step} ({name}) got no answer "
                 f"after {cfg.retries + 1} tries in a row; first error: {first[:300]}. Step {step} was not committed; "
-                f"rerun the same command to resume from it")
+                f"rerun the same command to resume from it"
+            )
         return _Stage(states, n_req, n_fail, ptok, ctok, n_err)
 
     # -------------------------------------------------------------- one step
@@ -513,12 +463,30 @@ class _Runner:
             arm = int(self.arm[u])
             s = self.initial_arms[arm]
             truth = self.truth[arm][0]
-            vals = dict(topology=self.topo[u], trial=int(self.trial[u]), perturbed=bool(arm), step=0,
-                        value_true=truth["Value"], parity_true=truth["Parity"], level_true=truth["Level"],
-                        value=s["Value"], parity=s["Parity"], level=s["Level"], carried=False, agent_values=[],
-                        revised_values=[], d_t=math.nan, vote_count=0, vote_tied=0, n_requests=0,
-                        n_failed_attempts=0, n_abstained=0, prompt_tokens=0, completion_tokens=0,
-                        n_backend_errors=0)
+            vals = dict(
+                topology=self.topo[u],
+                trial=int(self.trial[u]),
+                perturbed=bool(arm),
+                step=0,
+                value_true=truth["Value"],
+                parity_true=truth["Parity"],
+                level_true=truth["Level"],
+                value=s["Value"],
+                parity=s["Parity"],
+                level=s["Level"],
+                carried=False,
+                agent_values=[],
+                revised_values=[],
+                d_t=math.nan,
+                vote_count=0,
+                vote_tied=0,
+                n_requests=0,
+                n_failed_attempts=0,
+                n_abstained=0,
+                prompt_tokens=0,
+                completion_tokens=0,
+                n_backend_errors=0,
+            )
             for k, v in vals.items():
                 cols[k].append(v)
         return cols
@@ -564,11 +532,14 @@ class _Runner:
             try:  # every page against its checksum: a damaged step is recomputed, with the steps after it
                 steps = set(_read_part(self.part_path(k + 1)).column("step").to_pylist())  # (all columns verified)
                 if steps != {k + 1}:  # e.g. another step's file copied over it (its checksums are valid)
-                    raise InputError(f"{self.part_path(k + 1)} is damaged: it holds step(s) {sorted(steps)[:3]}, "
-                                     f"not step {k + 1}")
+                    raise InputError(
+                        f"{self.part_path(k + 1)} is damaged: it holds step(s) {sorted(steps)[:3]}, not step {k + 1}"
+                    )
             except ValueError as e:
-                self._say(f"removing {self.part_path(k + 1).name}: damaged ({str(e).split(' is damaged: ', 1)[-1]}), so "
-                          f"steps {k + 1}.. will be recomputed")
+                self._say(
+                    f"removing {self.part_path(k + 1).name}: damaged ({str(e).split(' is damaged: ', 1)[-1]}), so "
+                    f"steps {k + 1}.. will be recomputed"
+                )
                 self.part_path(k + 1).unlink()
                 break
             k += 1
@@ -585,11 +556,16 @@ class _Runner:
     def restore(self, k: int) -> None:
         t = _read_part(self.part_path(k), columns=["topology", "trial", "perturbed", "value", "parity", "level"])
         d = t.to_pydict()
-        if len(d["value"]) != self.U or d["topology"] != self.topo or d["trial"] != self.trial.tolist() or \
-                d["perturbed"] != [bool(a) for a in self.arm]:
+        if (
+            len(d["value"]) != self.U
+            or d["topology"] != self.topo
+            or d["trial"] != self.trial.tolist()
+            or d["perturbed"] != [bool(a) for a in self.arm]
+        ):
             raise InputError(f"{self.part_path(k)} does not match this run's trials (corrupt run directory?)")
-        self.cur = [{"Value": float(v), "Parity": p, "Level": int(lv)}
-                    for v, p, lv in zip(d["value"], d["parity"], d["level"])]
+        self.cur = [
+            {"Value": float(v), "Parity": p, "Level": int(lv)} for v, p, lv in zip(d["value"], d["parity"], d["level"])
+        ]
 
     def finalize(self) -> None:
         import pyarrow as pa
@@ -599,8 +575,15 @@ class _Runner:
         parts = [pa.Table.from_pydict(self.initial_rows(), schema=_schema())]
         parts += [_read_part(self.part_path(s)).cast(_schema()) for s in range(1, self.cfg.steps + 1)]
         table = pa.concat_tables(parts)
-        order = pc.sort_indices(table, sort_keys=[("topology", "ascending"), ("trial", "ascending"),
-                                                          ("perturbed", "ascending"), ("step", "ascending")])
+        order = pc.sort_indices(
+            table,
+            sort_keys=[
+                ("topology", "ascending"),
+                ("trial", "ascending"),
+                ("perturbed", "ascending"),
+                ("step", "ascending"),
+            ],
+        )
         table = table.take(order)
         with atomic_path(self.out / "trials.parquet") as tmp:
             pq.write_table(table, tmp, write_page_checksum=True)  # readers (calibrate trials) verify them
@@ -638,8 +621,11 @@ def _spec_of(backend) -> dict:
         desc = backend.describe()
     except Exception as e:  # pragma: no cover
         desc = {"describe_error": str(e)}
-    return {"name": getattr(backend, "name", type(backend).__name__), "model": getattr(backend, "model", None),
-            "describe": desc}
+    return {
+        "name": getattr(backend, "name", type(backend).__name__),
+        "model": getattr(backend, "model", None),
+        "describe": desc,
+    }
 
 
 def _identity_spec(backend) -> dict:
@@ -653,9 +639,15 @@ def _identity_spec(backend) -> dict:
     return run_spec(ident)
 
 
-def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend], *,
-               backend_spec: dict | None = None, progress: bool = True,
-               command: Sequence[str] | None = None) -> TrialsResult:
+def run_trials(
+    config: TrialConfig,
+    out,
+    backend: Backend | Callable[[], Backend],
+    *,
+    backend_spec: dict | None = None,
+    progress: bool = True,
+    command: Sequence[str] | None = None,
+) -> TrialsResult:
     """Run (or resume) the trials of ``config`` into ``out``: ``run.json``, ``trials.parquet`` and
     ``requests.jsonl`` (records only; the report is :func:`mascot.analysis.trials_report.write_report`).
 
@@ -669,19 +661,35 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
     if not isinstance(config, TrialConfig):
         raise InputError("config must be a TrialConfig")
     out = Path(out)
-    start = begin_run(out, kind="mascot-trials", label="a run", config_identity=config.identity(), backend=backend,
-                      backend_spec=backend_spec, spec_of=_identity_spec, results="steps", n_diffs=8,
-                      check_kind=False, fresh_extra=lambda ident: {"identity_hash": hashlib.sha256(
-                          json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]})
+    start = begin_run(
+        out,
+        kind="mascot-trials",
+        label="a run",
+        config_identity=config.identity(),
+        backend=backend,
+        backend_spec=backend_spec,
+        spec_of=_identity_spec,
+        results="steps",
+        n_diffs=8,
+        check_kind=False,
+        fresh_extra=lambda ident: {
+            "identity_hash": hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+        },
+    )
     factory, meta = start.factory, start.meta
     run_json = out / "run.json"
     meta["config"] = config.to_dict()
     runner = _Runner(config, out, progress)
     runner.steps_dir.mkdir(exist_ok=True)
     done = runner.done_steps()
-    session = {"started": _now(), "command": list(command) if command is not None else None,
-               "steps_done_before": done, "versions": _versions(), "log_requests": config.log_requests,
-               "host": os.uname().nodename if hasattr(os, "uname") else None}
+    session = {
+        "started": _now(),
+        "command": list(command) if command is not None else None,
+        "steps_done_before": done,
+        "versions": _versions(),
+        "log_requests": config.log_requests,
+        "host": os.uname().nodename if hasattr(os, "uname") else None,
+    }
     for key in ("SLURM_JOB_ID", "SLURM_RESTART_COUNT"):
         if key in os.environ:
             session[key.lower()] = os.environ[key]
@@ -714,17 +722,24 @@ def run_trials(config: TrialConfig, out, backend: Backend | Callable[[], Backend
             steps_run += 1
             dt = time.perf_counter() - t0
             left = (config.steps - step) * (time.perf_counter() - t_start) / steps_run
-            runner._say(f"step {step}/{config.steps} committed: {runner.n_requests - n0} requests in {dt:.1f} s "
-                        f"({(runner.n_requests - n0) / max(dt, 1e-9):,.2f} req/s); about {left:.0f} s left")
+            runner._say(
+                f"step {step}/{config.steps} committed: {runner.n_requests - n0} requests in {dt:.1f} s "
+                f"({(runner.n_requests - n0) / max(dt, 1e-9):,.2f} req/s); about {left:.0f} s left"
+            )
             meta["steps_done"] = step
             session["steps_done"] = step
             session["requests"] = runner.n_requests
             atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
     runner.finalize()
     wall = time.perf_counter() - t_start
-    session.update(finished=_now(), wall_s=round(wall, 3), steps_run=steps_run, requests=runner.n_requests,
-                   backend_call_s=round(runner.call_s, 3),
-                   requests_per_s=round(runner.n_requests / runner.call_s, 1) if runner.call_s > 0 else None)
+    session.update(
+        finished=_now(),
+        wall_s=round(wall, 3),
+        steps_run=steps_run,
+        requests=runner.n_requests,
+        backend_call_s=round(runner.call_s, 3),
+        requests_per_s=round(runner.n_requests / runner.call_s, 1) if runner.call_s > 0 else None,
+    )
     meta["complete"] = True
     meta["steps_done"] = config.steps
     atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")

@@ -49,14 +49,14 @@ MAX_ABS_VALUE = 1e9
 
 #: Failure codes (the part of ``reason`` before the colon).
 REASON_CODES = (
-    "empty",          # no text (or only whitespace)
-    "no_json",        # no JSON object anywhere in the reply
-    "bad_json",       # something that looks like an object but is not valid JSON even after repairs
-    "not_object",     # valid JSON that is not an object (a list, a number, ...)
+    "empty",  # no text (or only whitespace)
+    "no_json",  # no JSON object anywhere in the reply
+    "bad_json",  # something that looks like an object but is not valid JSON even after repairs
+    "not_object",  # valid JSON that is not an object (a list, a number, ...)
     "missing_field",  # an object without Value, Parity or Level
-    "bad_value",      # Value not a finite number within range
-    "bad_parity",     # Parity not "A"/"B"
-    "bad_level",      # Level not an integer in 1..9
+    "bad_value",  # Value not a finite number within range
+    "bad_parity",  # Parity not "A"/"B"
+    "bad_level",  # Level not an integer in 1..9
     "backend_error",  # the backend reported an error for this request (set by the harness)
 )
 
@@ -90,8 +90,13 @@ def validate_state_object(obj: Any) -> tuple[dict | None, str]:
     """Check a parsed object and return ``(state, "ok")`` or ``(None, "<code>: <detail>")``."""
     if type(obj) is dict:  # fast path: exact keys and types
         v, p, lv = obj.get("Value"), obj.get("Parity"), obj.get("Level")
-        if ((type(v) is float or type(v) is int) and -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE  # False for NaN
-                and (p == "A" or p == "B") and type(lv) is int and 1 <= lv <= 9):
+        if (
+            (type(v) is float or type(v) is int)
+            and -MAX_ABS_VALUE <= v <= MAX_ABS_VALUE  # False for NaN
+            and (p == "A" or p == "B")
+            and type(lv) is int
+            and 1 <= lv <= 9
+        ):
             return {"Value": float(v), "Parity": p, "Level": lv}, "ok"
     if not isinstance(obj, dict):
         return None, f"not_object: got {type(obj).__name__}"
@@ -158,14 +163,14 @@ def _repair(s: str) -> str:
             j = i + 1
             while j < n and s[j] != '"':
                 j += 2 if s[j] == "\\" else 1
-            out.append(s[i: j + 1])
+            out.append(s[i : j + 1])
             i = j + 1
         elif c == "'":  # single-quoted string -> double-quoted
             j = i + 1
             buf = ['"']
             while j < n and s[j] != "'":
                 if s[j] == "\\" and j + 1 < n:
-                    buf.append(s[j + 1] if s[j + 1] == "'" else s[j: j + 2])
+                    buf.append(s[j + 1] if s[j + 1] == "'" else s[j : j + 2])
                     j += 2
                     continue
                 buf.append('\\"' if s[j] == '"' else s[j])
@@ -209,7 +214,8 @@ def _find_state_object(obj):
         if not keys & {"value", "parity", "level"}:
             for v in obj.values():
                 if isinstance(v, dict) and {"value", "parity", "level"} <= {
-                        k.strip().lower() for k in v if isinstance(k, str)}:
+                    k.strip().lower() for k in v if isinstance(k, str)
+                }:
                     return v
     return obj
 
@@ -261,7 +267,7 @@ def parse_state(text: str | None) -> ParseResult:
     candidates += [("scan", s) for s in json_object_spans(text)]
     a, b = text.find("{"), text.rfind("}")
     if 0 <= a < b:
-        candidates.append(("scan", text[a: b + 1]))
+        candidates.append(("scan", text[a : b + 1]))
     unique: dict[str, str] = {}
     for method, cand in candidates:  # keep the first label of a repeated candidate (fence before scan)
         unique.setdefault(cand, method)

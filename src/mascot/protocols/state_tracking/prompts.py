@@ -71,8 +71,7 @@ JUDGE_TEMPLATE = (
     "{judge_state}\n"
     "Review the proposals critically and calculate your own response if you feel there are errors in the "
     "responses.\n"
-    "Respond with ONLY a valid JSON object. No explanation, no extra text.\n"
-    + _FORMAT
+    "Respond with ONLY a valid JSON object. No explanation, no extra text.\n" + _FORMAT
 )
 
 #: Mesh revision prompt (Appendix C), verbatim with line breaks and braces restored; fill with
@@ -88,8 +87,7 @@ REVISION_TEMPLATE = (
     "{first_pass}\n"
     "Review the proposals critically and calculate your own response if you feel there are errors in the "
     "responses.\n"
-    "Respond with ONLY a valid JSON object. No explanation, no extra text.\n"
-    + _FORMAT
+    "Respond with ONLY a valid JSON object. No explanation, no extra text.\n" + _FORMAT
 )
 
 _STATE_PROPS = {
@@ -127,13 +125,21 @@ def _plain(s: Mapping) -> bool:
 def state_json(state: Mapping) -> str:
     """``json.dumps`` of the state's three fields, one line (the agent's user message body)."""
     if _plain(state):  # fast path, byte-identical to json.dumps (tested)
-        return '{"Value": %r, "Parity": "%s", "Level": %d}' % (state["Value"], state["Parity"], state["Level"])
+        return '{"Value": %r, "Parity": "%s", "Level": %d}' % (state["Value"], state["Parity"], state["Level"])  # noqa: UP031  (%-formats match json.dumps's output byte for byte, and are faster)
     return json.dumps(_state(state))
 
 
 def _indented_state(s: Mapping, pad: str) -> str:
-    return '%s{\n%s  "Value": %r,\n%s  "Parity": "%s",\n%s  "Level": %d\n%s}' % (
-        pad, pad, s["Value"], pad, s["Parity"], pad, s["Level"], pad)
+    return '%s{\n%s  "Value": %r,\n%s  "Parity": "%s",\n%s  "Level": %d\n%s}' % (  # noqa: UP031  (%-formats match json.dumps's output byte for byte, and are faster)
+        pad,
+        pad,
+        s["Value"],
+        pad,
+        s["Parity"],
+        pad,
+        s["Level"],
+        pad,
+    )
 
 
 def dumps_indent2(obj) -> str:
@@ -156,21 +162,24 @@ def agent_messages(state: Mapping) -> list[dict[str, str]]:
 
 def judge_prompt(proposals: Sequence[Mapping], judge_state: Mapping, rules_text: str = RULES_TEXT) -> str:
     """The star judge prompt with ``n_leaf_agents = len(proposals)``."""
-    return (JUDGE_TEMPLATE
-            .replace("{n_leaf_agents}", str(len(proposals)))
-            .replace("{rules_text}", rules_text)
-            .replace("{proposals}", dumps_indent2(proposals))
-            .replace("{judge_state}", dumps_indent2(judge_state)))
+    return (
+        JUDGE_TEMPLATE.replace("{n_leaf_agents}", str(len(proposals)))
+        .replace("{rules_text}", rules_text)
+        .replace("{proposals}", dumps_indent2(proposals))
+        .replace("{judge_state}", dumps_indent2(judge_state))
+    )
 
 
-def revision_prompt(first_pass: Sequence[Mapping], j_state: Mapping, n_agents: int,
-                    rules_text: str = RULES_TEXT) -> str:
+def revision_prompt(
+    first_pass: Sequence[Mapping], j_state: Mapping, n_agents: int, rules_text: str = RULES_TEXT
+) -> str:
     """The mesh revision prompt; ``n_agents`` is the number of first-round agents (the paper's n_agents)."""
-    return (REVISION_TEMPLATE
-            .replace("{n_others}", str(int(n_agents) - 1))
-            .replace("{rules_text}", rules_text)
-            .replace("{j_state}", dumps_indent2(j_state))
-            .replace("{first_pass}", dumps_indent2(first_pass)))
+    return (
+        REVISION_TEMPLATE.replace("{n_others}", str(int(n_agents) - 1))
+        .replace("{rules_text}", rules_text)
+        .replace("{j_state}", dumps_indent2(j_state))
+        .replace("{first_pass}", dumps_indent2(first_pass))
+    )
 
 
 def judge_messages(proposals: Sequence[Mapping], judge_state: Mapping) -> list[dict[str, str]]:
@@ -223,7 +232,7 @@ def _tail_blocks(content: str, pieces: list[str]) -> tuple[str, str]:
     i2 = content.rfind(pieces[2], 0, i3) if i3 >= 0 else -1
     if i2 < 0:
         raise InputError("prompt headers not found")
-    return content[i2 + len(pieces[2]): i3], content[i3 + len(pieces[3]): end]
+    return content[i2 + len(pieces[2]) : i3], content[i3 + len(pieces[3]) : end]
 
 
 def read_prompt(messages: Sequence[Mapping]) -> Prompt:
@@ -236,7 +245,7 @@ def read_prompt(messages: Sequence[Mapping]) -> Prompt:
     if not isinstance(content, str):
         raise InputError("the user message has no text content")
     if content.startswith(STATE_PREFIX):
-        return Prompt("agent", _as_state(json.loads(content[len(STATE_PREFIX):])), [])
+        return Prompt("agent", _as_state(json.loads(content[len(STATE_PREFIX) :])), [])
     if content.startswith(_JUDGE[0]):
         shown, state = _tail_blocks(content, _JUDGE)
         role = "judge"

@@ -95,11 +95,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from mascot.errors import InputError
+from mascot import stable
 from mascot.backends.base import Request, Response
+from mascot.errors import InputError
 from mascot.protocols.state_tracking.aggregation import plurality_vote
 from mascot.protocols.state_tracking.prompts import Prompt, read_prompt
-from mascot import stable
 from mascot.seeds import hash64, uniforms
 
 __all__ = ["SurrogateBackend", "JUDGES", "PARAM_SETS", "ROLE_PARAMS", "params_toml", "split_words"]
@@ -111,17 +111,45 @@ _MALFORMED_KINDS = 4
 #: topology roles and their parameters (agents: reply mixture and noise scale; judges: copy/recompute/noise)
 _AGENT_PARAMS = ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary", "persist")
 _JUDGE_PARAMS = ("p_copy", "p_recompute", "noise", "persist")
-ROLE_PARAMS = {"chain": _AGENT_PARAMS, "star_leaf": _AGENT_PARAMS, "mesh_agent": _AGENT_PARAMS,
-               "star_judge": _JUDGE_PARAMS, "mesh_reviser": _JUDGE_PARAMS}
+ROLE_PARAMS = {
+    "chain": _AGENT_PARAMS,
+    "star_leaf": _AGENT_PARAMS,
+    "mesh_agent": _AGENT_PARAMS,
+    "star_judge": _JUDGE_PARAMS,
+    "mesh_reviser": _JUDGE_PARAMS,
+}
 _AGENT_ROLE = {"chain": "chain", "star": "star_leaf", "mesh": "mesh_agent"}
 _ROLE_IDS = {r: i for i, r in enumerate(ROLE_PARAMS)}
-_GLOBAL_KEYS = ("sigma", "bias", "p_blunder", "blunder_scale", "rho_c", "parity_slip", "level_slip", "parse_fail",
-                "judge", "judge_noise", "persist")
+_GLOBAL_KEYS = (
+    "sigma",
+    "bias",
+    "p_blunder",
+    "blunder_scale",
+    "rho_c",
+    "parity_slip",
+    "level_slip",
+    "parse_fail",
+    "judge",
+    "judge_noise",
+    "persist",
+)
 #: named parameter sets; "hand-tuned-v1" is the original hand tuning (every committed result uses it)
-PARAM_SETS = {"hand-tuned-v1": {"sigma": 75.0, "rho_c": 0.0, "parity_slip": 0.05, "level_slip": 0.1,
-                                "parse_fail": 0.01, "judge": "mean", "judge_noise": 0.25, "persist": 1.0, "bias": 0.0,
-                                "p_blunder": 0.0, "blunder_scale": 1.0,
-                                "roles": {}}}
+PARAM_SETS = {
+    "hand-tuned-v1": {
+        "sigma": 75.0,
+        "rho_c": 0.0,
+        "parity_slip": 0.05,
+        "level_slip": 0.1,
+        "parse_fail": 0.01,
+        "judge": "mean",
+        "judge_noise": 0.25,
+        "persist": 1.0,
+        "bias": 0.0,
+        "p_blunder": 0.0,
+        "blunder_scale": 1.0,
+        "roles": {},
+    }
+}
 _TAG_EXTRA, _TAG_FRESH = 0x4D49_5854, 0x4652_4553  # streams of the mixture/copy/persist draws, fresh draws
 
 
@@ -140,7 +168,6 @@ def _bucket(n: int) -> int:
     return max(256, 1 << (max(n, 1) - 1).bit_length())
 
 
-
 def _box_muller(u1, u2) -> np.ndarray:
     """Standard normals from uniforms in [0, 1) (Box-Muller, the cosine branch), with the C library's log1p
     and cos: the same draws on every processor (numpy's own SIMD versions differ on AVX-512)."""
@@ -152,15 +179,31 @@ class SurrogateBackend:
 
     name = "surrogate"
 
-    def __init__(self, sigma: float = 75.0, rho_c: float = 0.0, parity_slip: float = 0.05,
-                 level_slip: float = 0.1, parse_fail: float = 0.01, judge: str = "mean",
-                 judge_noise: float = 0.25, seed: int = 0, model: str = "affine-noise", persist: float = 1.0,
-                 roles: dict | None = None, params_name: str | None = None, bias: float = 0.0,
-                 p_blunder: float = 0.0, blunder_scale: float = 1.0):
+    def __init__(
+        self,
+        sigma: float = 75.0,
+        rho_c: float = 0.0,
+        parity_slip: float = 0.05,
+        level_slip: float = 0.1,
+        parse_fail: float = 0.01,
+        judge: str = "mean",
+        judge_noise: float = 0.25,
+        seed: int = 0,
+        model: str = "affine-noise",
+        persist: float = 1.0,
+        roles: dict | None = None,
+        params_name: str | None = None,
+        bias: float = 0.0,
+        p_blunder: float = 0.0,
+        blunder_scale: float = 1.0,
+    ):
         if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not (math.isfinite(sigma) and sigma >= 0):
             raise InputError(f"sigma must be a finite number >= 0; got {sigma!r}")
-        if isinstance(judge_noise, bool) or not isinstance(judge_noise, (int, float)) or not (
-                math.isfinite(judge_noise) and judge_noise >= 0):
+        if (
+            isinstance(judge_noise, bool)
+            or not isinstance(judge_noise, (int, float))
+            or not (math.isfinite(judge_noise) and judge_noise >= 0)
+        ):
             raise InputError(f"judge_noise must be a finite number >= 0; got {judge_noise!r}")
         if judge not in JUDGES:
             raise InputError(f"judge must be one of {', '.join(JUDGES)}; got {judge!r}")
@@ -180,8 +223,11 @@ class SurrogateBackend:
             raise InputError(f"bias must be a finite number; got {bias!r}")
         self.bias = float(bias)
         self.p_blunder = _check_prob("p_blunder", p_blunder)
-        if isinstance(blunder_scale, bool) or not isinstance(blunder_scale, (int, float)) or not (
-                math.isfinite(blunder_scale) and blunder_scale >= 0):
+        if (
+            isinstance(blunder_scale, bool)
+            or not isinstance(blunder_scale, (int, float))
+            or not (math.isfinite(blunder_scale) and blunder_scale >= 0)
+        ):
             raise InputError(f"blunder_scale must be a finite number >= 0; got {blunder_scale!r}")
         self.blunder_scale = float(blunder_scale)
         self.roles = _check_roles(roles or {}, self.judge_noise, self.persist)
@@ -190,7 +236,7 @@ class SurrogateBackend:
 
     # ------------------------------------------------------------------ parameter files
     @classmethod
-    def from_params(cls, path, **overrides) -> "SurrogateBackend":
+    def from_params(cls, path, **overrides) -> SurrogateBackend:
         """A backend from a TOML parameter file (``kind = "state-tracking"``, see :func:`params_toml`) or the
         name of a built-in set (:data:`PARAM_SETS`); ``overrides`` (e.g. ``seed=3``) replace file values."""
         import tomllib
@@ -202,8 +248,10 @@ class SurrogateBackend:
         else:
             p = Path(path)
             if not p.is_file():
-                raise InputError(f"surrogate parameter file {str(p)!r} does not exist (or name one of the sets "
-                                 f"{', '.join(PARAM_SETS)})")
+                raise InputError(
+                    f"surrogate parameter file {str(p)!r} does not exist (or name one of the sets "
+                    f"{', '.join(PARAM_SETS)})"
+                )
             try:
                 d = tomllib.loads(p.read_text())
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
@@ -214,8 +262,10 @@ class SurrogateBackend:
             d.pop("kind")
             unknown = sorted(set(d) - set(_GLOBAL_KEYS) - {"roles"})
             if unknown:
-                raise InputError(f"{str(p)!r}: unknown key(s) {', '.join(unknown)}; accepted: kind, name, "
-                                 f"{', '.join(_GLOBAL_KEYS)}, [roles.<role>]")
+                raise InputError(
+                    f"{str(p)!r}: unknown key(s) {', '.join(unknown)}; accepted: kind, name, "
+                    f"{', '.join(_GLOBAL_KEYS)}, [roles.<role>]"
+                )
             if not isinstance(d.get("roles", {}), dict):
                 raise InputError(f"{str(p)!r}: 'roles' must be a table of [roles.<role>] tables")
         kw = {**d, **overrides}
@@ -227,25 +277,48 @@ class SurrogateBackend:
 
     def params(self) -> dict:
         """The parameters as a plain dict (the content of :func:`params_toml`)."""
-        return {"sigma": self.sigma, "bias": self.bias, "p_blunder": self.p_blunder,
-                "blunder_scale": self.blunder_scale, "rho_c": self.rho_c, "parity_slip": self.parity_slip,
-                "level_slip": self.level_slip, "parse_fail": self.parse_fail, "judge": self.judge,
-                "judge_noise": self.judge_noise, "persist": self.persist,
-                "roles": {r: dict(v) for r, v in self.roles.items()}}
+        return {
+            "sigma": self.sigma,
+            "bias": self.bias,
+            "p_blunder": self.p_blunder,
+            "blunder_scale": self.blunder_scale,
+            "rho_c": self.rho_c,
+            "parity_slip": self.parity_slip,
+            "level_slip": self.level_slip,
+            "parse_fail": self.parse_fail,
+            "judge": self.judge,
+            "judge_noise": self.judge_noise,
+            "persist": self.persist,
+            "roles": {r: dict(v) for r, v in self.roles.items()},
+        }
 
     def _extended(self) -> bool:
         """Whether any parameter of the richer model is away from its hand-tuned-v1 value."""
-        return (self.persist != 1.0 or self.bias != 0.0 or self.p_blunder != 0.0 or self.blunder_scale != 1.0
-                or self.roles != _check_roles({}, self.judge_noise, self.persist))
+        return (
+            self.persist != 1.0
+            or self.bias != 0.0
+            or self.p_blunder != 0.0
+            or self.blunder_scale != 1.0
+            or self.roles != _check_roles({}, self.judge_noise, self.persist)
+        )
 
     # ------------------------------------------------------------------ interface
     def identity(self) -> dict:
         """Everything that changes the replies: the noise model, the judge, the seed, the token count (the
         richer model's parameters only when they differ from hand-tuned-v1, so old identities still match)."""
-        d = {"backend": self.name, "model": self.model, "sigma": self.sigma, "rho_c": self.rho_c,
-             "parity_slip": self.parity_slip, "level_slip": self.level_slip, "parse_fail": self.parse_fail,
-             "judge": self.judge, "judge_noise": self.judge_noise, "seed": self.seed,
-             "token_count": "whitespace-separated words"}
+        d = {
+            "backend": self.name,
+            "model": self.model,
+            "sigma": self.sigma,
+            "rho_c": self.rho_c,
+            "parity_slip": self.parity_slip,
+            "level_slip": self.level_slip,
+            "parse_fail": self.parse_fail,
+            "judge": self.judge,
+            "judge_noise": self.judge_noise,
+            "seed": self.seed,
+            "token_count": "whitespace-separated words",
+        }
         if self._extended():
             d["persist"] = self.persist
             d["bias"] = self.bias
@@ -259,13 +332,33 @@ class SurrogateBackend:
 
         from mascot import __version__
 
-        return {"name": self.name, "model": self.model, "sigma": self.sigma, "rho_c": self.rho_c,
-                "parity_slip": self.parity_slip, "level_slip": self.level_slip, "parse_fail": self.parse_fail,
-                "judge": self.judge, "judge_noise": self.judge_noise, "seed": self.seed,
-                "token_count": "whitespace-separated words", "mascot": __version__, "jax": jax.__version__,
-                **({"persist": self.persist, "bias": self.bias, "p_blunder": self.p_blunder,
-                    "blunder_scale": self.blunder_scale, "roles": {r: dict(v) for r, v in self.roles.items()},
-                    "params_name": self.params_name} if self._extended() else {})}
+        return {
+            "name": self.name,
+            "model": self.model,
+            "sigma": self.sigma,
+            "rho_c": self.rho_c,
+            "parity_slip": self.parity_slip,
+            "level_slip": self.level_slip,
+            "parse_fail": self.parse_fail,
+            "judge": self.judge,
+            "judge_noise": self.judge_noise,
+            "seed": self.seed,
+            "token_count": "whitespace-separated words",
+            "mascot": __version__,
+            "jax": jax.__version__,
+            **(
+                {
+                    "persist": self.persist,
+                    "bias": self.bias,
+                    "p_blunder": self.p_blunder,
+                    "blunder_scale": self.blunder_scale,
+                    "roles": {r: dict(v) for r, v in self.roles.items()},
+                    "params_name": self.params_name,
+                }
+                if self._extended()
+                else {}
+            ),
+        }
 
     def generate(self, requests: Sequence[Request]) -> list[Response]:
         n = len(requests)
@@ -277,9 +370,14 @@ class SurrogateBackend:
         for i, r in enumerate(requests):
             task = self._read(r.messages, read)
             if isinstance(task, str):
-                out[i] = Response(text="", prompt_tokens=self._prompt_tokens(r), completion_tokens=0,
-                                  finish_reason=None, error="surrogate: the messages are not a state-tracking "
-                                  f"prompt (agent, judge or revision; see prompts.py): {task}")
+                out[i] = Response(
+                    text="",
+                    prompt_tokens=self._prompt_tokens(r),
+                    completion_tokens=0,
+                    finish_reason=None,
+                    error="surrogate: the messages are not a state-tracking "
+                    f"prompt (agent, judge or revision; see prompts.py): {task}",
+                )
                 continue
             m = r.meta or {}
             idx.append(i)
@@ -287,19 +385,38 @@ class SurrogateBackend:
             roles.append(_ROLES.index(task.role))
             proposals.append(task.proposals)
             topo = m.get("topology", "")
-            shared_ids.append((_TOPOLOGY_IDS.get(topo, 3 + zlib.crc32(str(topo).encode())),
-                               int(m.get("trial", 0)), int(m.get("seed_arm", 0)), int(m.get("step", 0))))
+            shared_ids.append(
+                (
+                    _TOPOLOGY_IDS.get(topo, 3 + zlib.crc32(str(topo).encode())),
+                    int(m.get("trial", 0)),
+                    int(m.get("seed_arm", 0)),
+                    int(m.get("step", 0)),
+                )
+            )
             s64 = m.get("seed64", r.sampling.seed)
             seeds.append(int(s64) if s64 is not None else i)
-            role5.append(_ROLE_IDS[_AGENT_ROLE.get(topo, "chain") if task.role == "agent" else
-                                   "star_judge" if task.role == "judge" else "mesh_reviser"])
+            role5.append(
+                _ROLE_IDS[
+                    _AGENT_ROLE.get(topo, "chain")
+                    if task.role == "agent"
+                    else "star_judge"
+                    if task.role == "judge"
+                    else "mesh_reviser"
+                ]
+            )
             pert.append(bool(m.get("perturbed", False)))
         if idx:
-            texts = self._replies(states, np.array(roles), proposals, shared_ids, seeds, np.array(role5),
-                                  np.array(pert, dtype=bool))
+            texts = self._replies(
+                states, np.array(roles), proposals, shared_ids, seeds, np.array(role5), np.array(pert, dtype=bool)
+            )
             for i, text in zip(idx, texts):
-                out[i] = Response(text=text, prompt_tokens=self._prompt_tokens(requests[i]),
-                                  completion_tokens=split_words(text), finish_reason="stop", latency_s=None)
+                out[i] = Response(
+                    text=text,
+                    prompt_tokens=self._prompt_tokens(requests[i]),
+                    completion_tokens=split_words(text),
+                    finish_reason="stop",
+                    latency_s=None,
+                )
         return out  # type: ignore[return-value]
 
     # ------------------------------------------------------------------ internals
@@ -342,8 +459,9 @@ class SurrogateBackend:
         m = _bucket(n)
         pad = m - n
         with float64():  # the exact rule kernel needs int64/float64: enabled for this thread, for this call
-            tv, tp, tl = rule_step(np.pad(value, (0, pad)), np.pad(parity, (0, pad)),
-                                   np.pad(level, (0, pad), constant_values=1))
+            tv, tp, tl = rule_step(
+                np.pad(value, (0, pad)), np.pad(parity, (0, pad)), np.pad(level, (0, pad), constant_values=1)
+            )
             tv, tp, tl = (np.asarray(x)[:n] for x in (tv, tp, tl))
         base_v, base_p, base_l = tv.copy(), tp.copy(), tl.copy()
         # judges and revisions: aggregate the proposals they were shown
@@ -376,16 +494,23 @@ class SurrogateBackend:
         u = uniforms(key, 7)  # (n, 7)
         z_own = _box_muller(u[:, 0], u[:, 1])
         sid = np.array(shared_ids, dtype=np.uint64)
-        skey = hash64(np.full(n, self.seed, dtype=np.uint64), np.full(n, 0x5348415245, dtype=np.uint64),
-                      sid[:, 0], sid[:, 1], sid[:, 2], sid[:, 3])
+        skey = hash64(
+            np.full(n, self.seed, dtype=np.uint64),
+            np.full(n, 0x5348415245, dtype=np.uint64),
+            sid[:, 0],
+            sid[:, 1],
+            sid[:, 2],
+            sid[:, 3],
+        )
         us = uniforms(skey, 2)
         z_sh = _box_muller(us[:, 0], us[:, 1])
         scale = np.where(roles == 0, 1.0, self.judge_noise)
         clean = np.zeros(n, dtype=bool)  # exact / echo / copy / recompute replies: no noise, no slips
         mult = keep_p = None
         if self._extended() and role5 is not None:
-            u, z_own, z_sh, scale, clean, mult, keep_p, computed = self._extend(key, skey, u, z_own, z_sh, roles, role5, pert, proposals,
-                                                        states, tv, tp, tl, base_v, base_p, base_l)
+            u, z_own, z_sh, scale, clean, mult, keep_p, computed = self._extend(
+                key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl, base_v, base_p, base_l
+            )
         noise = scale * self.sigma * (math.sqrt(self.rho_c) * z_sh + math.sqrt(1.0 - self.rho_c) * z_own)
         if mult is not None:
             noise = noise * mult
@@ -410,11 +535,13 @@ class SurrogateBackend:
             lv = int(out_l[j])
             if roles[j] == 0:
                 st = states[j]
-                text = ('{"Reasoning": "surrogate: tau({\\"Value\\": %s, \\"Parity\\": \\"%s\\", \\"Level\\": %s}) '
-                        '+ noise", "Value": %s, "Parity": "%s", "Level": %d}'
-                        % (st["Value"], st["Parity"], st["Level"], vs, p, lv))
+                text = (
+                    '{"Reasoning": "surrogate: tau({\\"Value\\": %s, \\"Parity\\": \\"%s\\", \\"Level\\": %s}) '  # noqa: UP031  (%-formats match json.dumps's output byte for byte, and are faster)
+                    '+ noise", "Value": %s, "Parity": "%s", "Level": %d}'
+                    % (st["Value"], st["Parity"], st["Level"], vs, p, lv)
+                )
             else:
-                text = '{"Value": %s, "Parity": "%s", "Level": %d}' % (vs, p, lv)
+                text = '{"Value": %s, "Parity": "%s", "Level": %d}' % (vs, p, lv)  # noqa: UP031  (%-formats match json.dumps's output byte for byte, and are faster)
             if fail[j]:
                 k = kind[j]
                 if k == 0:
@@ -422,14 +549,15 @@ class SurrogateBackend:
                 elif k == 1:
                     text = "I applied the rules step by step, but I am not certain of the final state."
                 elif k == 2:
-                    text = text.replace('"Level": %d}' % lv, '"Level": %d}' % (lv + 9))
+                    text = text.replace('"Level": %d}' % lv, '"Level": %d}' % (lv + 9))  # noqa: UP031  (%-formats match json.dumps's output byte for byte, and are faster)
                 else:
-                    text = text.replace('"Parity": "%s"' % p, '"Parity": "C"')
+                    text = text.replace(f'"Parity": "{p}"', '"Parity": "C"')
             texts.append(text)
         return texts
 
-    def _extend(self, key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl,
-                base_v, base_p, base_l):
+    def _extend(
+        self, key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl, base_v, base_p, base_l
+    ):
         """The richer model (module docstring): persistence, reply mixtures, judge copy/recompute, stale
         Parity. Updates ``base_*`` in place; returns ``(u, z_own, z_sh, scale, clean, noise multiplier,
         P(keep the input's Parity) per request, whether it is an agent reply that computed the rule)``."""
@@ -465,8 +593,12 @@ class SurrogateBackend:
             pars = np.array([0 if st["Parity"] == "A" else 1 for st in states], dtype=np.int32)
             levs = np.array([int(st["Level"]) for st in states], dtype=np.int32)
             with float64():
-                mv, mp, ml = (np.asarray(x)[:n] for x in rule_step_misread(
-                    np.pad(vals, (0, m - n)), np.pad(pars, (0, m - n)), np.pad(levs, (0, m - n), constant_values=1)))
+                mv, mp, ml = (
+                    np.asarray(x)[:n]
+                    for x in rule_step_misread(
+                        np.pad(vals, (0, m - n)), np.pad(pars, (0, m - n)), np.pad(levs, (0, m - n), constant_values=1)
+                    )
+                )
             tv, tp, tl = np.where(mis, mv, tv), np.where(mis, mp, tp), np.where(mis, ml, tl)
             noisy_mis = mis & ~clean
             base_v[noisy_mis], base_p[noisy_mis], base_l[noisy_mis] = mv[noisy_mis], mp[noisy_mis], ml[noisy_mis]
@@ -474,7 +606,11 @@ class SurrogateBackend:
             if is_agent[j]:
                 if second[j]:  # echo the input state
                     st = states[j]
-                    base_v[j], base_p[j], base_l[j] = float(st["Value"]), 0 if st["Parity"] == "A" else 1, int(st["Level"])
+                    base_v[j], base_p[j], base_l[j] = (
+                        float(st["Value"]),
+                        0 if st["Parity"] == "A" else 1,
+                        int(st["Level"]),
+                    )
                 else:  # exact rule
                     base_v[j], base_p[j], base_l[j] = tv[j], tp[j], tl[j]
                 continue
@@ -523,20 +659,27 @@ def _check_roles(roles: dict, judge_noise: float, persist: float = 1.0) -> dict:
     return out
 
 
-_COMMENTS = {"sigma": "s.d. of the Value noise of a noisy agent reply",
-             "bias": "mean of that noise (a systematic drift; scaled per role like sigma)",
-             "p_blunder": "P(a noisy reply's noise s.d. is multiplied by blunder_scale)",
-             "blunder_scale": "that multiplier (heavy tails)", "rho_c": "share of that variance common "
-             "to a step's replies (A.4)", "parity_slip": "P(Parity flipped) in a noisy reply",
-             "level_slip": "P(Level moved by +-1) in a noisy reply", "parse_fail": "P(malformed reply)",
-             "judge": "how judges / revisers aggregate: mean, median or vote",
-             "judge_noise": "judges' noise scale (default of roles.*.noise)",
-             "persist": "P(a perturbed-arm request reuses its paired draws)",
-             "p_exact": "P(reply = the exact rule)", "p_echo": "P(reply = the input state)",
-             "sigma_scale": "noise scale of this role", "p_copy": "P(copy one shown proposal)",
-             "p_recompute": "P(recompute the rule exactly)", "noise": "noise scale when aggregating",
-             "p_keep_parity": "P(an exact or noisy reply keeps the input's Parity)",
-             "p_boundary": "P(an exact or noisy reply misreads Rule 2's boundary cases)"}
+_COMMENTS = {
+    "sigma": "s.d. of the Value noise of a noisy agent reply",
+    "bias": "mean of that noise (a systematic drift; scaled per role like sigma)",
+    "p_blunder": "P(a noisy reply's noise s.d. is multiplied by blunder_scale)",
+    "blunder_scale": "that multiplier (heavy tails)",
+    "rho_c": "share of that variance common to a step's replies (A.4)",
+    "parity_slip": "P(Parity flipped) in a noisy reply",
+    "level_slip": "P(Level moved by +-1) in a noisy reply",
+    "parse_fail": "P(malformed reply)",
+    "judge": "how judges / revisers aggregate: mean, median or vote",
+    "judge_noise": "judges' noise scale (default of roles.*.noise)",
+    "persist": "P(a perturbed-arm request reuses its paired draws)",
+    "p_exact": "P(reply = the exact rule)",
+    "p_echo": "P(reply = the input state)",
+    "sigma_scale": "noise scale of this role",
+    "p_copy": "P(copy one shown proposal)",
+    "p_recompute": "P(recompute the rule exactly)",
+    "noise": "noise scale when aggregating",
+    "p_keep_parity": "P(an exact or noisy reply keeps the input's Parity)",
+    "p_boundary": "P(an exact or noisy reply misreads Rule 2's boundary cases)",
+}
 _ROLE_COMMENTS = {"persist": "P(this role's perturbed-arm request reuses its paired draws)"}
 
 
@@ -555,6 +698,7 @@ def params_toml(params: dict, name: str = "custom", comment: str = "") -> str:
         lines.append(f"{k} = {val(full[k])}".ljust(28) + f"  # {_COMMENTS[k]}")
     for r, keys in ROLE_PARAMS.items():
         lines += ["", f"[roles.{r}]"]
-        lines += [f"{k} = {val(full['roles'][r][k])}".ljust(28) + f"  # {_ROLE_COMMENTS.get(k, _COMMENTS[k])}"
-                  for k in keys]
+        lines += [
+            f"{k} = {val(full['roles'][r][k])}".ljust(28) + f"  # {_ROLE_COMMENTS.get(k, _COMMENTS[k])}" for k in keys
+        ]
     return "\n".join(lines) + "\n"
