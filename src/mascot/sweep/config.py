@@ -78,6 +78,7 @@ class SweepConfig:
     text: str
     hash: str = field(default="")
     path: str | None = None
+    count: int | None = None  # the number of points, when the axes were not built (parse_config(values=False))
 
     @property
     def key_seed(self) -> int:
@@ -87,6 +88,8 @@ class SweepConfig:
 
     @property
     def n_points(self) -> int:
+        if self.count is not None:
+            return self.count
         return math.prod(len(v) for _, v in self.axes) if self.axes else 1
 
     @property
@@ -99,6 +102,8 @@ class SweepConfig:
 
     def points(self, start: int = 0, stop: int | None = None) -> list[dict[str, Any]]:
         """Parameter dicts of grid points ``start..stop-1`` (fixed parameters included)."""
+        if self.count is not None and not self.axes:
+            raise InputError("this config was read without its grid values (parse_config(values=False))")
         return [dict(self.fixed, **p) for p in expand_grid(self.axes, start, stop)]
 
 
@@ -120,8 +125,12 @@ def _axis_count(name: str, spec, where: str) -> int:
     if len(spec) != 1:
         raise ConfigError(f"{where}.{name} needs exactly one of {', '.join(_AXIS_FORMS)}")
     form, args = next(iter(spec.items()))
-    if not (isinstance(args, list) and len(args) == 3 and all(isinstance(a, (int, float)) for a in args)
-            and not any(isinstance(a, bool) for a in args)):
+    if not (
+        isinstance(args, list)
+        and len(args) == 3
+        and all(isinstance(a, (int, float)) for a in args)
+        and not any(isinstance(a, bool) for a in args)
+    ):
         raise ConfigError(f"{where}.{name}.{form} must be a list of three numbers")
     if not all(math.isfinite(a) for a in args):
         raise ConfigError(f"{where}.{name}.{form} needs finite numbers; got {args}")
@@ -177,8 +186,9 @@ def _random_axis(table: dict, seed: int, dtype: str = "float64") -> tuple[tuple[
     for name, spec in sorted(table.items()):
         where = f"grid.random.{name}"
         if not isinstance(spec, dict) or len(spec) != 1:
-            raise ConfigError(f"{where} must be one of {{ uniform = [a, b] }}, {{ loguniform = [a, b] }}, "
-                              "{ choice = [...] }")
+            raise ConfigError(
+                f"{where} must be one of {{ uniform = [a, b] }}, {{ loguniform = [a, b] }}, {{ choice = [...] }}"
+            )
         _check_keys(spec, _RANDOM_FORMS, where)
         form, args = next(iter(spec.items()))
         if form == "choice":
@@ -193,8 +203,6 @@ def _random_axis(table: dict, seed: int, dtype: str = "float64") -> tuple[tuple[
                 raise ConfigError(f"{where}.{form} needs finite low and high; got [{lo}, {hi}]")
             if not lo < hi:
                 raise ConfigError(f"{where}.{form} needs low < high")
-            if not math.isfinite(hi - lo):
-                raise ConfigError(f"{where}.{form}: high - low = {hi} - ({lo}) is beyond the largest float")
             if form == "uniform":  # u from the 53-bit words, then exact arithmetic: the same draws everywhere
                 col = values.uniform(args[0], args[1], rng.random(count))
             else:
@@ -205,8 +213,10 @@ def _random_axis(table: dict, seed: int, dtype: str = "float64") -> tuple[tuple[
         columns.append(col)
     points = list(zip(*columns))
     if len({_key(t, dtype) for t in points}) < len(points):  # e.g. count = 5 with one choice: five identical points
-        raise ConfigError(f"grid.random draws the same parameters more than once (count = {count} over "
-                          f"{', '.join(names)}); lower count, or add choices or a continuous parameter")
+        raise ConfigError(
+            f"grid.random draws the same parameters more than once (count = {count} over "
+            f"{', '.join(names)}); lower count, or add choices or a continuous parameter"
+        )
     return tuple(names), points
 
 
@@ -233,10 +243,11 @@ def _strides(sizes):
     return list(reversed(strides))
 
 
-def parse_config(text: str, path: str | None = None, check_points: bool = True) -> SweepConfig:
+def parse_config(text: str, path: str | None = None, check_points: bool = True, values: bool = True) -> SweepConfig:
     """Parse and validate a config from TOML text (see the module docstring for the schema).
     ``check_points=False``: skip the per-point checks (for a run directory's own config.toml, which was checked
-    when the run started)."""
+    when the run started). ``values=False`` (with ``check_points=False``): identity and size only, no grid values
+    computed (``mascot status`` and ``merge``: a 10^6-value random axis took 20 s to draw again)."""
     from mascot.sweep.kinds import KINDS
 
     try:
@@ -268,8 +279,10 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
         raise ConfigError(f"experiment.max_points must be >= 1; got {exp['max_points']}")
     run_name = exp.get("name", kind)
     if not _NAME.fullmatch(run_name):
-        raise ConfigError(f"experiment.name must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or "
-                          f"digit (it names runs/NAME and Slurm jobs); got {run_name!r}")
+        raise ConfigError(
+            f"experiment.name must be 1-128 letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit (it names runs/NAME and Slurm jobs); got {run_name!r}"
+        )
 
     fixed = raw.get("fixed", {})
     if not isinstance(fixed, dict):
@@ -287,16 +300,39 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
     # the grid's size from the axes alone, before anything is expanded (a 10^12-point grid is refused at once)
     limit = exp.get("max_points", MAX_POINTS)
     counts = {f"grid.{name}": _axis_count(name, s, "grid") for name, s in grid.items()}
-    counts.update({f"grid.zip.{g}": max((len(v) for v in t.values() if isinstance(v, list)), default=1)
-                   for g, t in zips.items() if isinstance(t, dict)})
+    counts.update(
+        {
+            f"grid.zip.{g}": max((len(v) for v in t.values() if isinstance(v, list)), default=1)
+            for g, t in zips.items()
+            if isinstance(t, dict)
+        }
+    )
     if isinstance(rand, dict) and isinstance(rand.get("count"), int):
         counts["grid.random"] = rand["count"]
     total = math.prod(counts.values())
     if total > limit:
         big = lambda v: f"{v:,}" if v < 10**18 else f"~10^{len(str(v)) - 1}"  # noqa: E731
         sizes = ", ".join(f"{k}[{big(v)}]" for k, v in counts.items() if v > 1)
-        raise ConfigError(f"the grid has {big(total)} points ({sizes}), over experiment.max_points = {limit:,}; "
-                          "shrink the grid, or raise experiment.max_points if you mean it")
+        raise ConfigError(
+            f"the grid has {big(total)} points ({sizes}), over experiment.max_points = {limit:,}; "
+            "shrink the grid, or raise experiment.max_points if you mean it"
+        )
+    if not values and not check_points:
+        cfg = SweepConfig(
+            kind=kind,
+            name=run_name,
+            seed=seed,
+            dtype=dtype,
+            chunk_size=chunk,
+            fixed=dict(fixed),
+            axes=[],
+            output_dir=None,
+            text=text,
+            path=path,
+            count=total,
+        )
+        cfg.hash = experiment_hash(kind, seed, dtype, fixed, raw.get("grid", {}), spec)
+        return cfg
     for name, s in grid.items():
         _check_keys({name: 0}, spec.params, "[grid]")
         axes.append(((name,), [(v,) for v in _axis_values(name, s, "grid")]))
@@ -325,14 +361,24 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
 
     out = raw.get("output", {})
     if not isinstance(out, dict):
-        raise ConfigError(f"[output] must be a table, e.g. [output] then dir = \"runs/NAME\"; got {out!r}")
+        raise ConfigError(f'[output] must be a table, e.g. [output] then dir = "runs/NAME"; got {out!r}')
     _check_keys(out, _OUTPUT_KEYS, "[output]")
     if "dir" in out and not (isinstance(out["dir"], str) and out["dir"].strip()):
         raise ConfigError(f"output.dir must be a non-empty string (a directory path); got {out['dir']!r}")
     if dtype == "float32":
         _check_float32(fixed, axes)
-    cfg = SweepConfig(kind=kind, name=run_name, seed=seed, dtype=dtype, chunk_size=chunk,
-                      fixed=dict(fixed), axes=axes, output_dir=out.get("dir"), text=text, path=path)
+    cfg = SweepConfig(
+        kind=kind,
+        name=run_name,
+        seed=seed,
+        dtype=dtype,
+        chunk_size=chunk,
+        fixed=dict(fixed),
+        axes=axes,
+        output_dir=out.get("dir"),
+        text=text,
+        path=path,
+    )
     if cfg.n_points == 0:
         raise ConfigError("the grid is empty (an axis has no values)")
     cfg.hash = experiment_hash(kind, seed, dtype, fixed, raw.get("grid", {}), spec)
@@ -344,16 +390,18 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True) 
 IDENTITY = 2  # how experiment hashes are made; 1 (mascot 0.1) hashed grid values computed on the processor
 
 
-def _canon(v, ptype=None):
-    """A written value in canonical form: an integer written for a float parameter is that float (``100`` and
-    ``100.0`` are one experiment), floats by their shortest repr (exact and the same on every machine)."""
+def _canon(v):
+    """A written value in canonical form: a number as its exact decimal value (``100``, ``100.0``, ``1e2`` and
+    ``1_000e-1`` are one number), tagged apart from strings; lists element by element, tables by sorted key."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return ["num", str(values.written(v).normalize())]
     if isinstance(v, list):
-        return [_canon(x, ptype) for x in v]
+        return [_canon(x) for x in v]
     if isinstance(v, dict):
-        return {k: _canon(x) for k, x in sorted(v.items())}
-    if ptype is float and isinstance(v, int) and not isinstance(v, bool):
-        return float(v)
-    return v
+        return [[k, _canon(x)] for k, x in sorted(v.items())]
+    return repr(v)
 
 
 def experiment_hash(kind: str, seed: int, dtype: str, fixed: dict, grid: dict, spec) -> str:
@@ -362,24 +410,29 @@ def experiment_hash(kind: str, seed: int, dtype: str, fixed: dict, grid: dict, s
     It covers what determines results, taken from the config *as written*, never from values computed on this
     processor (``logspace = [1e2, 1e6, 9]`` itself, not the nine values): the kind and its results version
     (bumped when a kind's rows change for the same config, so an old run directory is never resumed with rows
-    computed differently), seed, dtype, fixed parameters, and the grid's axes in their written order (the order
-    decides which point has which index, hence which seed); not chunk_size, output dir or comments.
+    computed differently), seed, dtype, the fixed parameters, and the grid's axes in the order they are built
+    (which decides which point has which index, hence which seed): the plain axes as written, then the zip
+    groups, then the random table. Numbers count by their exact value (``100`` and ``100.0`` are one
+    experiment), a scalar axis is a one-value list, and the order of keys inside ``[fixed]``, a zip group or
+    the random table does not matter. Not covered: chunk_size, the output dir, comments, names of zip groups.
     """
-    ptype = lambda k: spec.params[k].type if k in spec.params else None  # noqa: E731
-    axes = []
-    for name, s in grid.items():
-        if name == "zip":
-            axes.append(["zip", [[g, [[k, _canon(v, ptype(k))] for k, v in t.items()]] for g, t in s.items()]])
-        elif name == "random":
-            axes.append(["random", _canon(s)])
-        else:
-            axes.append([name, _canon(s, ptype(name))])
-    ident = dict(identity=IDENTITY, kind=kind, kind_version=spec.version, seed=seed, dtype=dtype,
-                 fixed={k: _canon(v, ptype(k)) for k, v in sorted(fixed.items())}, grid=axes)
+
+    def axis(s):
+        return _canon(s if isinstance(s, (list, dict)) else [s])
+
+    axes = [[name, axis(s)] for name, s in grid.items() if name not in ("zip", "random")]
+    zips = grid.get("zip", {})
+    if isinstance(zips, dict):
+        axes += [["zip", _canon(t)] for t in zips.values()]
+    if "random" in grid:
+        axes.append(["random", _canon(grid["random"])])
+    ident = dict(
+        identity=IDENTITY, kind=kind, kind_version=spec.version, seed=seed, dtype=dtype, fixed=_canon(fixed), grid=axes
+    )
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:16]
 
 
-_F32_MAX = float(np.finfo(np.float32).max)  # (a value beyond it is refused by the float32 checks, by name)
+_F32_TINY = float(np.finfo(np.float32).smallest_subnormal)
 
 
 def _key(t: tuple, dtype: str = "float64") -> tuple:
@@ -398,10 +451,15 @@ def _no_repeats(where: str, values: list[tuple], dtype: str = "float64") -> None
         if k in seen:
             shown = t[0] if len(t) == 1 else t
             first = values[seen[k]][0] if len(t) == 1 else values[seen[k]]
-            what = f"{shown!r} twice" if _key(values[seen[k]]) == _key(t) else \
-                f"{first!r} and {shown!r}, one value in {dtype},"
-            raise ConfigError(f"{where} lists {what} (entries {seen[k]} and {i}): those grid points would "
-                              "repeat each other; list each value once (for more samples raise trajectories/trials)")
+            what = (
+                f"{shown!r} twice"
+                if _key(values[seen[k]]) == _key(t)
+                else f"{first!r} and {shown!r}, one value in {dtype},"
+            )
+            raise ConfigError(
+                f"{where} lists {what} (entries {seen[k]} and {i}): those grid points would "
+                "repeat each other; list each value once (for more samples raise trajectories/trials)"
+            )
         seen[k] = i
 
 
@@ -424,6 +482,7 @@ def _validate_points(cfg: SweepConfig, spec, names) -> None:
     dtype checks. Any failure is reported by running :func:`_check_point` on the first failing point, so
     messages do not depend on the path (measured at 990,000 consensus points: 19.1 s -> 6.8 s).
     """
+
     def report(i: int) -> None:
         p = cfg.points(i, i + 1)[0]
         try:
@@ -473,20 +532,32 @@ def _validate_points(cfg: SweepConfig, spec, names) -> None:
 
 
 def _check_float32(fixed: dict, axes) -> None:
-    """Refuse numbers a float32 sweep cannot hold (they would become inf and give rows of inf)."""
+    """Refuse numbers a float32 sweep cannot hold: beyond its largest value (rows of inf) or so small they
+    become 0 (``x0_spread = 1e-46`` passed validate and failed the run)."""
     where = [(f"fixed.{k}", v) for k, v in fixed.items()]
     where += [(f"grid.{n}", t[j]) for names, values in axes for t in values for j, n in enumerate(names)]
     for key, v in where:
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and abs(v) > _F32_MAX:
-            raise ConfigError(f"{key} = {v!r} does not fit in float32 (max {_F32_MAX:.4g}): the sweep would compute "
-                              'with inf; use a smaller value, or experiment.dtype = "float64"')
+        if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)):
+            continue
+        if abs(v) > _F32_MAX:
+            raise ConfigError(
+                f"{key} = {v!r} does not fit in float32 (max {_F32_MAX:.4g}): the sweep would compute "
+                'with inf; use a smaller value, or experiment.dtype = "float64"'
+            )
+        if v != 0 and np.float32(v) == 0:
+            raise ConfigError(
+                f"{key} = {v!r} is 0 in float32 (smallest {_F32_TINY:.3g}): the sweep would compute with 0; "
+                'use a larger value, or experiment.dtype = "float64"'
+            )
 
 
 def _check_derived_float32(full: dict, given: dict, spec) -> None:
     for k, v in full.items():
         if k not in given and isinstance(v, float) and math.isfinite(v) and abs(v) > _F32_MAX:
-            raise InputError(f"{k} = {v:.4g}, computed from {spec.derived_from.get(k, 'other parameters')}, does not "
-                             'fit in float32; use smaller values, or experiment.dtype = "float64"')
+            raise InputError(
+                f"{k} = {v:.4g}, computed from {spec.derived_from.get(k, 'other parameters')}, does not "
+                'fit in float32; use smaller values, or experiment.dtype = "float64"'
+            )
 
 
 def _short(p, names):

@@ -18,12 +18,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from mascot import log
 from mascot.errors import InputError
 from mascot.kernels.precision import float64
 from mascot.sweep.config import SweepConfig
 from mascot.sweep.kinds import KINDS, DeviceCache
 from mascot.sweep.store import RunDir, provenance, write_table_atomic
-from mascot import log
 
 _log = log.get_logger(__name__)
 
@@ -77,8 +77,10 @@ class _Progress:
         rate = self.done / max(now - self.t0, 1e-9)
         eta = (self.total - self.done) / rate if rate > 0 else math.inf
         eta_s = str(_dt.timedelta(seconds=int(eta))) if math.isfinite(eta) else "?"
-        line = (f"[{self.label}] {self.done}/{self.total} points ({100 * self.done / max(self.total, 1):.0f}%) "
-                f"{rate:,.1f} points/s  ETA {eta_s}  {chunk_msg}")
+        line = (
+            f"[{self.label}] {self.done}/{self.total} points ({100 * self.done / max(self.total, 1):.0f}%) "
+            f"{rate:,.1f} points/s  ETA {eta_s}  {chunk_msg}"
+        )
         self.line = line
         log.progress(_log, line, transient=self.tty)  # on a terminal the next line replaces it
 
@@ -87,8 +89,7 @@ class _Progress:
             log.progress(_log, self.line, replaces=True)  # the last line stays
 
 
-def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True,
-              workers: int = 3) -> RunSummary:
+def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = True, workers: int = 3) -> RunSummary:
     """Run (or resume) the chunks of ``cfg`` owned by ``shard`` into ``out_dir``.
 
     ``workers`` chunks are in flight at once, each evaluated and then written by its own thread: while
@@ -99,10 +100,14 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
         raise InputError(f"workers must be an integer >= 1; got {workers!r}")
     if shard[0] >= cfg.n_chunks:
-        raise InputError(f"shard {shard[0]}/{shard[1]} owns no chunks: this sweep has {cfg.n_chunks} chunk(s) "
-                         f"(chunk c belongs to shard c mod {shard[1]}); use at most {cfg.n_chunks} shards")
+        raise InputError(
+            f"shard {shard[0]}/{shard[1]} owns no chunks: this sweep has {cfg.n_chunks} chunk(s) "
+            f"(chunk c belongs to shard c mod {shard[1]}); use at most {cfg.n_chunks} shards"
+        )
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
     run = RunDir(out_dir)
+    if (run.path / "plan.json").is_file():
+        run.plan()  # a plan of an older mascot, or a damaged one, is refused before any lock file is made
     locks = run.acquire(shard)  # held until the chunks are written: the same shard twice is refused
     try:
         return _run_locked(cfg, run, shard, progress, workers)
@@ -142,9 +147,15 @@ def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
     finally:
         pool.shutdown(wait=True)
     bar.close()
-    return RunSummary(out=str(run.path), shard=shard, chunks_total=len(mine), chunks_run=len(todo),
-                      chunks_skipped=len(mine) - len(todo), points_run=sum(npts(c) for c in todo),
-                      seconds=time.perf_counter() - t0)
+    return RunSummary(
+        out=str(run.path),
+        shard=shard,
+        chunks_total=len(mine),
+        chunks_run=len(todo),
+        chunks_skipped=len(mine) - len(todo),
+        points_run=sum(npts(c) for c in todo),
+        seconds=time.perf_counter() - t0,
+    )
 
 
 def _cache_bytes() -> int:
@@ -172,7 +183,7 @@ def _run_chunk(cfg, kind, c, run, prov, shard, cache=None) -> int:
     i, n = shard
     start = c * cfg.chunk_size
     stop = min(start + cfg.chunk_size, cfg.n_points)
-    began = _dt.datetime.now(_dt.timezone.utc).isoformat()
+    began = _dt.datetime.now(_dt.UTC).isoformat()
     points = [kind.complete(p) for p in cfg.points(start, stop)]  # validated when the config was parsed
     indices = np.arange(start, stop)
     if len(points) < cfg.chunk_size and cfg.n_chunks > 1:
@@ -188,7 +199,15 @@ def _run_chunk(cfg, kind, c, run, prov, shard, cache=None) -> int:
     if len(indices) > stop - start:  # drop the padding's repeated rows
         keep = ~table.select(list(kind.row_key)).to_pandas().duplicated().to_numpy()
         table = table.filter(pa.array(keep))
-    meta = dict(prov, config=cfg.text, config_hash=cfg.hash, chunk=c, shard=f"{i}/{n}", points=[start, stop],
-                start=began, end=_dt.datetime.now(_dt.timezone.utc).isoformat())
+    meta = dict(
+        prov,
+        config=cfg.text,
+        config_hash=cfg.hash,
+        chunk=c,
+        shard=f"{i}/{n}",
+        points=[start, stop],
+        start=began,
+        end=_dt.datetime.now(_dt.UTC).isoformat(),
+    )
     write_table_atomic(table, run.chunk_path(c), meta, required=table.column_names if kind.required else ())
     return c

@@ -32,10 +32,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from mascot.errors import InputError, MissingChunksError, NotFoundError, RunDirError
-from mascot.io import (DirectoryLocked, DirLock, atomic_path, atomic_write_text, lock_dir, read_text_file,
-                       remove_stale_temps)
-from mascot.sweep.config import IDENTITY
+from mascot.io import (
+    DirectoryLocked,
+    DirLock,
+    atomic_path,
+    atomic_write_text,
+    lock_dir,
+    read_text_file,
+    remove_stale_temps,
+)
 from mascot.log import get_logger
+from mascot.sweep.config import IDENTITY
 
 _log = get_logger(__name__)
 
@@ -94,8 +101,14 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
             keys = [k for k in ("point", *ROW_SUBKEYS) if k in table.column_names]
             # page checksums (CRC32 of every data page): a chunk damaged on disk fails verification when it
             # is scanned or merged, and is redone, instead of merging wrong numbers
-            pq.write_table(table, f, compression="lz4", use_dictionary=False, write_statistics=keys or False,
-                           write_page_checksum=True)
+            pq.write_table(
+                table,
+                f,
+                compression="lz4",
+                use_dictionary=False,
+                write_statistics=keys or False,
+                write_page_checksum=True,
+            )
     except OSError as e:  # disk full, quota, permissions: one line naming the file (nothing partial is left)
         raise OSError(e.errno, f"cannot write {path}: {os.strerror(e.errno) if e.errno else e}") from None
 
@@ -123,8 +136,15 @@ def _ours_before_plan(p: Path, config_text: str) -> bool:
 
 def _plan_of(cfg) -> dict:
     """plan.json of a run of ``cfg``: what identifies the run and how its points split into chunks."""
-    return dict(identity=IDENTITY, hash=cfg.hash, kind=cfg.kind, name=cfg.name, n_points=cfg.n_points,
-                chunk_size=cfg.chunk_size, n_chunks=cfg.n_chunks)
+    return dict(
+        identity=IDENTITY,
+        hash=cfg.hash,
+        kind=cfg.kind,
+        name=cfg.name,
+        n_points=cfg.n_points,
+        chunk_size=cfg.chunk_size,
+        n_chunks=cfg.n_chunks,
+    )
 
 
 def _fingerprint(schema: pa.Schema) -> list[str]:
@@ -150,8 +170,12 @@ def provenance() -> dict:
 
     import mascot
 
-    return dict(mascot_version=mascot.__version__, git_commit=_git_commit(), jax_version=jax.__version__,
-                devices=[str(d) for d in jax.devices()])
+    return dict(
+        mascot_version=mascot.__version__,
+        git_commit=_git_commit(),
+        jax_version=jax.__version__,
+        devices=[str(d) for d in jax.devices()],
+    )
 
 
 class RunDir:
@@ -202,12 +226,16 @@ class RunDir:
         pf = self.path / "plan.json"
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
             # (another shard of this run may write plan.json meanwhile: it is checked below like any plan)
-            other = [p.name for p in self.path.iterdir() if p.name != "plan.json" and not _ours_before_plan(p, cfg.text)]
+            other = [
+                p.name for p in self.path.iterdir() if p.name != "plan.json" and not _ours_before_plan(p, cfg.text)
+            ]
             if other and not pf.exists():  # (a runner started beside this one may have just published its plan
                 # and config.toml: then its plan is checked below and this run refused as a different run)
-                raise RunDirError(f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
-                                 f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
-                                 "give a new or empty directory")
+                raise RunDirError(
+                    f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
+                    f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
+                    "give a new or empty directory"
+                )
         self.chunks.mkdir(parents=True, exist_ok=True)
         if not pf.exists():
             try:  # published only if no other runner's plan got there first (runners started together)
@@ -219,15 +247,18 @@ class RunDir:
                 return
         old = self._read_plan(pf)
         if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
-            raise RunDirError(f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
-                             f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
-                             "cannot be trusted: use another --out")
+            raise RunDirError(
+                f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
+                f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
+                "cannot be trusted: use another --out"
+            )
         if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
             raise RunDirError(
                 f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
                 f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
                 f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
-                f"differ). Use another --out directory.")
+                f"differ). Use another --out directory."
+            )
         if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
             atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
         self._check_config(old)  # plan.json and config.toml agree (a hand-edited kind or name), as status checks
@@ -237,23 +268,38 @@ class RunDir:
         try:
             plan = json.loads(pf.read_bytes())
         except (ValueError, OSError) as e:
-            raise RunDirError(f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out "
-                             "or delete it") from None
+            raise RunDirError(
+                f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out or delete it"
+            ) from None
         counts = ("n_points", "chunk_size", "n_chunks")
-        ok = isinstance(plan, dict) and isinstance(plan.get("hash"), str) and all(
-            type(plan.get(k)) is int and plan[k] >= 1 for k in counts)
+        ok = (
+            isinstance(plan, dict)
+            and isinstance(plan.get("hash"), str)
+            and all(type(plan.get(k)) is int and plan[k] >= 1 for k in counts)
+        )
         if not ok:
-            raise RunDirError(f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
-                             "another --out or delete the directory")
+            raise RunDirError(
+                f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
+                "another --out or delete the directory"
+            )
+        if isinstance(plan.get("identity"), int) and plan["identity"] > IDENTITY:
+            raise RunDirError(
+                f"{pf} was written by a newer mascot (run identity {plan['identity']}; this version makes "
+                f"identity {IDENTITY}): use that version for it, or run the config again into a new --out"
+            )
         if plan.get("identity") != IDENTITY:
-            raise RunDirError(f"{pf} was written by mascot 0.1, whose experiment hashes (so every seed) came from grid "
-                             "values computed on the processor; this version seeds from the config as written and "
-                             "would draw different numbers, so it does not resume, check or merge that directory: "
-                             "run the config again into a new --out (mascot 0.1 still reads the old one)")
+            raise RunDirError(
+                f"{pf} was written by mascot 0.1, whose experiment hashes (so every seed) came from grid "
+                "values computed on the processor; this version seeds from the config as written and "
+                "would draw different numbers, so it does not resume, check or merge that directory: "
+                "run the config again into a new --out (mascot 0.1 still reads the old one)"
+            )
         if plan["n_chunks"] != -(-plan["n_points"] // plan["chunk_size"]):
-            raise RunDirError(f"{pf} is corrupt: n_chunks = {plan['n_chunks']} but {plan['n_points']} points in chunks "
-                             f"of {plan['chunk_size']} make {-(-plan['n_points'] // plan['chunk_size'])}; use another "
-                             "--out or delete the directory")
+            raise RunDirError(
+                f"{pf} is corrupt: n_chunks = {plan['n_chunks']} but {plan['n_points']} points in chunks "
+                f"of {plan['chunk_size']} make {-(-plan['n_points'] // plan['chunk_size'])}; use another "
+                "--out or delete the directory"
+            )
         return plan
 
     def _check_config(self, plan: dict) -> str:
@@ -263,18 +309,21 @@ class RunDir:
 
         f, pf = self.path / "config.toml", self.path / "plan.json"
         if not f.exists():
-            raise RunDirError(f"{f} is missing; rerun `mascot run CONFIG --out {self.path}` with the run's config "
-                             "to restore it")
+            raise RunDirError(
+                f"{f} is missing; rerun `mascot run CONFIG --out {self.path}` with the run's config to restore it"
+            )
         text = read_text_file(f, "run directory's config.toml")
         try:
-            cfg = parse_config(text, str(f), check_points=False)
+            cfg = parse_config(text, str(f), check_points=False, values=False)
         except ConfigError as e:
             raise RunDirError(f"{f} is not a valid config ({e}); the run directory cannot be trusted") from None
         mine = _plan_of(cfg)
         if any(plan.get(k) != v for k, v in mine.items()):
             diff = ", ".join(f"{k} {plan.get(k)} there, {v} in the config" for k, v in mine.items() if plan.get(k) != v)
-            raise RunDirError(f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
-                             "config again into a new --out")
+            raise RunDirError(
+                f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
+                "config again into a new --out"
+            )
         return text
 
     def plan(self) -> dict:
@@ -312,10 +361,20 @@ class RunDir:
         start = c * plan["chunk_size"]
         want = [start, min(start + plan["chunk_size"], plan["n_points"])]
         if meta.get("config_hash") != plan["hash"]:
-            return f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)", None, 0
+            return (
+                f"experiment hash {meta.get('config_hash')} is not this run's {plan['hash']} (another config)",
+                None,
+                0,
+            )
         if meta.get("chunk") != c or meta.get("points") != want:
-            return (f"holds chunk {meta.get('chunk')} (points {meta.get('points')}), not chunk {c} (points {want}): "
-                    "a copied or renamed file"), None, 0
+            return (
+                (
+                    f"holds chunk {meta.get('chunk')} (points {meta.get('points')}), not chunk {c} (points {want}): "
+                    "a copied or renamed file"
+                ),
+                None,
+                0,
+            )
         if md.num_rows < 1:
             return "no rows", None, 0
         table = None
@@ -336,8 +395,9 @@ class RunDir:
             return "damaged footer (the columns read back are not the columns written)", None, 0
         return None, table, rows
 
-    def scan(self, only=None, tables: dict | None = None, data: bool = True, rows: dict | None = None
-             ) -> tuple[set[int], dict[Path, str], list[Path]]:
+    def scan(
+        self, only=None, tables: dict | None = None, data: bool = True, rows: dict | None = None
+    ) -> tuple[set[int], dict[Path, str], list[Path]]:
         """``(complete chunk indices, {bad chunk file: why}, foreign files in chunks/)`` against the plan;
         ``only``: check only these chunk indices (a shard's), data included; ``tables``: a dict that receives
         each complete chunk's verified table (so a merge reads every chunk once), ``rows`` its row count;
@@ -388,23 +448,38 @@ class RunDir:
         done, bad, foreign = self.scan(data=not quick, rows=counts)
         rows = sum(counts.values())
         missing = [c for c in range(plan["n_chunks"]) if c not in done]
-        return dict(plan, chunks_done=len(done), rows=rows, missing=len(missing), verified="footers" if quick else "data",
-                    missing_chunks=_ranges(missing), complete=not missing,
-                    bad_chunks={str(p): why for p, why in bad.items()}, foreign_files=[str(p) for p in foreign])
+        return dict(
+            plan,
+            chunks_done=len(done),
+            rows=rows,
+            missing=len(missing),
+            verified="footers" if quick else "data",
+            missing_chunks=_ranges(missing),
+            complete=not missing,
+            bad_chunks={str(p): why for p, why in bad.items()},
+            foreign_files=[str(p) for p in foreign],
+        )
 
     def _check_merge_out(self, out: Path) -> None:
         ro, rd = out.resolve(), self.path.resolve()
         if out.exists() and out.is_dir():
-            eg = out / "merged.parquet" if not (ro == rd / "chunks" or ro.is_relative_to(rd / "chunks")) \
+            eg = (
+                out / "merged.parquet"
+                if not (ro == rd / "chunks" or ro.is_relative_to(rd / "chunks"))
                 else self.path / "merged.parquet"
+            )
             raise InputError(f"--out {out} is a directory; give the merged file's path (e.g. {eg})")
         if any(p.exists() and not p.is_dir() for p in out.parents):
-            raise InputError(f"--out {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a "
-                             "file, not a directory")
+            raise InputError(
+                f"--out {out}: {next(p for p in out.parents if p.exists() and not p.is_dir())} is a "
+                "file, not a directory"
+            )
         own = ro.parent == rd and (ro.name in _OWN_FILES or ro.name.endswith((".lock", ".tmp")))
         if ro.is_relative_to(rd / "chunks") or own:
-            raise InputError(f"--out {out} would overwrite the run directory's own files; write the merged dataset "
-                             f"to {self.path / 'merged.parquet'} or outside {self.path}")
+            raise InputError(
+                f"--out {out} would overwrite the run directory's own files; write the merged dataset "
+                f"to {self.path / 'merged.parquet'} or outside {self.path}"
+            )
         if out.exists():  # replace an earlier merged dataset, never another file
             try:  # a merged dataset's metadata holds its plan and chunk list (a chunk's holds its own index)
                 meta = json.loads((pq.read_metadata(out).metadata or {}).get(META_KEY, b"null"))
@@ -412,8 +487,9 @@ class RunDir:
             except (OSError, ValueError, pa.ArrowException):
                 ours = False
             if not ours:
-                raise InputError(f"--out {out} exists and is not a merged mascot dataset; remove it or give another "
-                                 "path")
+                raise InputError(
+                    f"--out {out} exists and is not a merged mascot dataset; remove it or give another path"
+                )
 
     def merge(self, out=None) -> Path:
         """Check completeness and write one Parquet file sorted by (point, ...)."""
@@ -442,8 +518,10 @@ class RunDir:
         missing = [c for c in range(n) if c not in done]
         if missing:
             why = "".join(f"; invalid {p}: {w}" for p, w in list(bad.items())[:5])
-            raise MissingChunksError(f"{len(missing)} of {n} chunks missing: {_ranges(missing)}{why} "
-                                     "(run `mascot run` again to compute them)")
+            raise MissingChunksError(
+                f"{len(missing)} of {n} chunks missing: {_ranges(missing)}{why} "
+                "(run `mascot run` again to compute them)"
+            )
         tables = [read.pop(c) for c in range(n)]  # read and verified once, by the scan
         meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
         # every field nullable before concatenating (chunks written before a kind's columns became required
@@ -453,8 +531,11 @@ class RunDir:
         keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in table.column_names]
         table = table.sort_by(keys)
         out.parent.mkdir(parents=True, exist_ok=True)
-        merged_meta = dict(plan=plan, config=config,
-                           chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
-                           **provenance())
+        merged_meta = dict(
+            plan=plan,
+            config=config,
+            chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
+            **provenance(),
+        )
         write_table_atomic(table, out, merged_meta, required=required)
         return out

@@ -6,7 +6,7 @@ and ``exp`` go through SIMD code whose last bits differ between vector extension
 value is the double nearest to the exact value of the formula applied to the *decimal* numbers the user
 wrote (``0.1`` means one tenth, as in ``range``):
 
-* ``range = [a, b, c]``: ``a + i c`` for ``a + i c < b`` (``> b`` for a negative step), exact decimals;
+* ``range = [a, b, c]``: ``a + i c`` for ``a + i c < b`` (``> b`` for a negative step), exact rationals;
 * ``linspace = [a, b, n]``: ``a + (b - a) i / (n - 1)``, exact rationals;
 * ``logspace = [a, b, n]``: ``a (b / a)^(i / (n - 1))``, decimal ``ln``/``exp`` (correctly rounded by the
   decimal module, integer arithmetic only) at a working precision raised until the double is certain;
@@ -35,18 +35,19 @@ def written(x) -> Decimal:
 
 
 def range_count(a, b, c) -> int:
-    """The number of values of ``range = [a, b, c]``, counted in decimal as written (in binary floating point
-    ``[0.1, 0.4, 0.1]`` gave four values, the stop among them)."""
-    return max(0, math.ceil((written(b) - written(a)) / written(c)))
+    """The number of values of ``range = [a, b, c]``, counted exactly from the decimals as written (in binary
+    floating point ``[0.1, 0.4, 0.1]`` gave four values, the stop among them)."""
+    fa, fb, fc = (Fraction(written(x)) for x in (a, b, c))
+    return max(0, math.ceil((fb - fa) / fc))
 
 
 def range_values(a, b, c) -> list:
-    """``a, a + c, ...`` before ``b``: ints when all three are ints, else correctly rounded doubles."""
-    start, step = written(a), written(c)
-    vals = [start + i * step for i in range(range_count(a, b, c))]
+    """``a, a + c, ...`` before ``b``: ints when all three are ints, else the doubles nearest to the exact values."""
+    fa, fc = Fraction(written(a)), Fraction(written(c))
+    vals = [fa + i * fc for i in range(range_count(a, b, c))]
     if all(isinstance(x, int) for x in (a, b, c)):
         return [int(v) for v in vals]
-    return [float(v) for v in vals]  # float(Decimal) rounds correctly (exact decimal, one rounding)
+    return [float(v) for v in vals]  # float(Fraction): one correct rounding
 
 
 def linspace(a, b, n: int) -> list[float]:
@@ -72,9 +73,33 @@ def _geometric(base: Decimal, top: Decimal, t) -> float:
             lo, hi = float(v - err), float(v + err)
         if lo == hi:
             return lo
+        if prec >= 192 and t.denominator <= _EXACT_MAX_Q:  # within 10^-190 of a boundary: maybe exactly on one
+            return _decide_exactly(base, top, t, lo, hi)
         prec *= 2  # within the bound of a rounding boundary: look closer
-        if prec > 4000:  # on a tie between two doubles, which a geometric value of decimals never is
+        if prec > 4000:  # (a value this close to a boundary with a huge denominator of t: not met in practice)
             return float(v)
+
+
+_EXACT_MAX_Q = 4096  # the largest denominator of t whose q-th powers are formed to settle a near-tie exactly
+
+
+def _decide_exactly(base: Decimal, top: Decimal, t: Fraction, lo: float, hi: float) -> float:
+    """The nearest of the adjacent doubles ``lo < hi`` to ``v = base (top/base)^t``, ties to even, by exact rational
+    arithmetic: with ``t = p/q``, ``v^q = base^(q-p) top^p`` is rational, and the midpoint ``m`` of ``lo`` and ``hi``
+    compares with ``v`` as ``m^q`` with ``v^q`` (integer endpoints can put ``v`` exactly on a midpoint)."""
+    if lo > hi:
+        lo, hi = hi, lo
+    p, q = t.numerator, t.denominator
+    fb, ft = Fraction(base), Fraction(top)
+    target = fb ** (q - p) * ft**p
+    m = (Fraction(lo) + Fraction(hi)) / 2
+    mq = m**q
+    if mq < target:
+        return hi
+    if mq > target:
+        return lo
+    mant, _ = math.frexp(lo)
+    return lo if int(mant * 2**53) % 2 == 0 else hi  # an exact tie: the one with an even significand
 
 
 def logspace(a, b, n: int) -> list[float]:
