@@ -1,6 +1,14 @@
 import os
 
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# JAX's persistent compilation cache, fresh for this session (nothing depends on a cache left by another run):
+# the suite's subprocesses and the kernels it compiles again in new closures read back what was compiled once
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _SESSION_CACHE = tempfile.mkdtemp(prefix="mascot-test-jax-cache-")
+else:
+    _SESSION_CACHE = None
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 import numpy as np  # noqa: E402
@@ -11,6 +19,13 @@ from slurm_cluster import slurm_cluster  # noqa: E402,F401  (a session fixture)
 # The suite runs in JAX's default precision (float32): a test that needs 64-bit types asks for them with
 # the ``x64`` marker (``pytestmark = pytest.mark.x64`` for a whole module), which runs it inside
 # ``mascot.kernels.precision.float64()`` -- the thread-local context library code uses, never the global switch.
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _SESSION_CACHE is not None:
+        import shutil
+
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 def pytest_configure(config):

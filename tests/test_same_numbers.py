@@ -421,3 +421,12 @@ def test_exact_sums_are_correctly_rounded():
     assert abs(stable.fsd(x[0]) - math.sqrt(float(sum(d * d for d in dev)) / 999)) <= 4e-16 * stable.fsd(x[0])
     assert math.isnan(stable.fmean([])) and math.isnan(stable.fsd([1.0]))
     assert stable.fsum_rows(np.zeros((3, 0))).tolist() == [0.0, 0.0, 0.0]
+
+
+def test_uniform_draws_over_the_whole_double_range_are_exact():
+    """uniform = [-1.7e308, 1.7e308] was refused ("high - low is beyond the largest float"): drawn in exact
+    rationals, every draw is finite and inside the bounds."""
+    u = np.random.default_rng(0).random(100)
+    got = V.uniform(-1.7e308, 1.7e308, u)
+    assert all(math.isfinite(x) and -1.7e308 <= x <= 1.7e308 for x in got)
+    assert got == [float(Fraction(-17, 10) * 10**308 + Fraction(34, 10) * 10**308 * Fraction(float(x))) for x in u]

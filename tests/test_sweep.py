@@ -113,10 +113,6 @@ def test_hash_ignores_chunk_size_and_comments():
             ("[grid.zip.costs]", "[grid.random]\ncount = 3\nd = { choice = [2, 3] }\n[grid.zip.costs]"),
             "grid.random draws the same parameters more than once",
         ),
-        (
-            ("[grid.zip.costs]", "[grid.random]\ncount = 3\neta = { uniform = [-1.7e308, 1.7e308] }\n[grid.zip.costs]"),
-            "beyond the largest float",
-        ),
         # found by the next outside tester: values one in float32 (the sweep's dtype) repeat points too
         (
             ("max_rounds = 40", "max_rounds = 40\n[grid.zip.e]\neps = [0.04, 0.040000000001]"),
@@ -389,7 +385,7 @@ def test_consensus_sweep_report_when_a_fixed_policy_never_succeeds(tmp_path):
     'did not dominate'. A policy that never succeeds never finishes: adaptive dominates it."""
     from mascot.analysis.consensus_sweep import report
 
-    df = _three_strategy_sweep(tmp_path, "nc", "max_rounds = 200", "b0 = [1000]")
+    df = _three_strategy_sweep(tmp_path, "nc", "max_rounds = 200", "b0 = [1100]")
     succ = df.groupby("strategy").status.apply(lambda x: (x == 0).mean())
     assert succ["complete"] == 0 and succ["adaptive"] == 1 and succ["ring"] == 1  # the case itself
     res = report(df, tmp_path / "rep", log=lambda *_: None)

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mascot.errors import InputError
+from mascot.kernels.core import disagreement
 from mascot.kernels.deliberation import round_draws
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.prompts import initial_messages, round_messages
@@ -131,11 +132,6 @@ def _digits(k):
     return 1 + (k >= 10).astype(k.dtype) + (k >= 100).astype(k.dtype)
 
 
-def _disagreement(X):
-    c = X - X.mean(axis=-2, keepdims=True)
-    return jnp.sqrt(jnp.sum(c * c, axis=(-2, -1)) / X.shape[-2])
-
-
 def _rate(D, rate, slope, d_ref, lo, hi):
     return jnp.clip(rate * jnp.exp(slope * jnp.log(jnp.maximum(D, 1e-12) / d_ref)), lo, hi)
 
@@ -195,7 +191,7 @@ def simulate_rate_law(
         L0 = jnp.full((R, N), float(len("(given initial proposal)")), dt)
     X = jnp.broadcast_to(X0, (S, R, N, d))
     L = jnp.broadcast_to(L0, (S, R, N))
-    D = _disagreement(X)
+    D = disagreement(X)
     W = jnp.asarray(setup.W, dt)
     reads = jnp.asarray(setup.reads, dt)
     mu = jnp.asarray(setup.mode_rate, dt)
@@ -234,7 +230,7 @@ def simulate_rate_law(
         chars = jnp.where(mode2[..., None], user[1], user[0]) + dig + jnp.einsum("srij,srj->sri", rk, L)
         cost = setup.token_scale * (sysc + jnp.sum(jnp.ceil(chars / cpt) + 4.0, axis=-1))
         Ln = length(jnp.where(mode2, p["reply_chars2"], p["reply_chars1"])[..., None], zl_k)
-        Dn = _disagreement(Xn)
+        Dn = disagreement(Xn)
         bn = b - cost
         new_status = jnp.where(bn < 0, 1, jnp.where(Dn <= setup.eps, 0, jnp.where(k >= K, 2, -1)))
         X = jnp.where(running[..., None, None], Xn, X)
@@ -252,7 +248,7 @@ def simulate_rate_law(
 
     ks = jnp.arange(1, K + 1, dtype=jnp.int32)
     (X, L, D, b, status, rounds), (d_tr, s_tr, c_tr) = jax.lax.scan(step, carry, ks)
-    D0 = _disagreement(jnp.broadcast_to(X0, (S, R, N, d)))
+    D0 = disagreement(jnp.broadcast_to(X0, (S, R, N, d)))
     d_all = jnp.concatenate([D0[None], d_tr], axis=0)  # (K + 1, S, R)
     return {
         "D": jnp.moveaxis(d_all, 0, -1),

@@ -37,7 +37,7 @@ import jax.numpy as jnp
 from mascot.errors import InputError
 from mascot.kernels import switching
 
-__all__ = ["Modes", "Policy", "Rollout", "rollout"]
+__all__ = ["Modes", "Policy", "Rollout", "disagreement", "rollout"]
 
 _HIGHEST = jax.lax.Precision.HIGHEST
 
@@ -142,6 +142,14 @@ def rollout(
         trace=bool(trace),
         strategy=switching.canonical_strategy(policy.strategy),
     )
+
+
+def disagreement(X):
+    """``D(X) = ||X - 1 xbar^T||_F / sqrt(N)`` (the consensus paper's eq. 4) of beliefs ``X`` of shape
+    ``(..., N, d)``, in JAX (a leading batch gives ``(...)``); :func:`mascot.disagreement` is the float64 numpy
+    reference."""
+    c = X - X.mean(axis=-2, keepdims=True)
+    return jnp.sqrt(jnp.sum(c * c, axis=(-2, -1)) / X.shape[-2])
 
 
 def _nonzero(v) -> bool:

@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from mascot.errors import InputError
+from mascot.kernels.core import disagreement
 from mascot.kernels.precision import check_budget, x64_enabled
 from mascot.papers import DELIBERATION_STRATEGIES
 from mascot.theory.consensus import ceil_rounds, contraction_rate, validate_doubly_stochastic
@@ -156,11 +157,6 @@ def initial_beliefs(seed: int, runs: int, prior, spread: float = 0.05, dtype=jnp
     n, d = prior.shape
     z, _ = round_draws(seed, jnp.arange(int(runs)), 0xFFFFFFFF, n, d, dtype)
     return jnp.clip(prior[None] + spread * z, 0.0, 1.0)
-
-
-def _disagreement(X):
-    c = X - X.mean(axis=-2, keepdims=True)
-    return jnp.sqrt(jnp.sum(c * c, axis=(-2, -1)) / X.shape[-2])
 
 
 def _rounds_to_reach(start, target, lam, ceil: bool = True):
@@ -278,7 +274,7 @@ def _rollout(
     base_nb = jnp.stack([cost_base + cost_per_nb * deg1, cost_base + cost_per_nb * deg2])  # (2, N)
 
     def step(c: _Carry, k):
-        D = _disagreement(c.X)
+        D = disagreement(c.X)
         running = c.status < 0
         rec_d = jnp.where(running, D, jnp.nan)
         rec_b = jnp.where(running, c.b, jnp.nan)
@@ -314,7 +310,7 @@ def _rollout(
             Xn = jnp.clip(Xn, 0.0, 1.0)
         per_agent = jnp.where(sig2[:, None], base_nb[1][None], base_nb[0][None]) * (1.0 + cost_noise * zc)
         cost = jnp.sum(jnp.maximum(per_agent, 0.0), axis=1)
-        Dn = _disagreement(Xn)
+        Dn = disagreement(Xn)
         bn = c.b - cost
         X = jnp.where(running[:, None, None], Xn, c.X)
         b = jnp.where(running, bn, c.b)
@@ -336,7 +332,7 @@ def _rollout(
         )
 
     c, (d_tr, b_tr, sig_tr, cost_tr) = jax.lax.scan(step, carry, jnp.arange(max_rounds, dtype=jnp.int32))
-    D = _disagreement(c.X)
+    D = disagreement(c.X)
     running = c.status < 0
     status = jnp.where(running, jnp.where(D <= eps, 0, 2), c.status)
     return c, status, D, d_tr.T, b_tr.T, sig_tr.T, cost_tr.T
@@ -486,7 +482,7 @@ def simulate_deliberation(
     idx = np.arange(B)
     d_tr[idx, rounds] = d_final
     b_tr[idx, rounds] = b_fin
-    d0 = np.asarray(_disagreement(f(X0)), dtype=np.float64)
+    d0 = np.asarray(disagreement(f(X0)), dtype=np.float64)
     return DeliberationResult(
         rounds=rounds,
         spent=b0 - b_fin,
