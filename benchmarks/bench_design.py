@@ -37,7 +37,7 @@ def graphs(quick: bool):
     gs = [
         ("path", 8, path(8)),
         ("cycle", 9, cycle(9)),
-        ("star", 7, star(6)),
+        ("star", 7, star(7)),
         ("grid 4x4", 16, grid(4, 4)),
         ("ER p=0.2 seed 1", 20, connected_er(20, 0.2, 1)),
     ]
@@ -45,7 +45,7 @@ def graphs(quick: bool):
         gs += [
             ("path", 32, path(32)),
             ("cycle", 32, cycle(32)),
-            ("star", 31, star(30)),
+            ("star", 31, star(31)),
             ("grid 8x8", 64, grid(8, 8)),
             ("ER p=0.1 seed 2", 64, connected_er(64, 0.1, 2)),
             ("ER p=0.1 seed 3", 64, connected_er(64, 0.1, 3)),

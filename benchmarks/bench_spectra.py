@@ -22,7 +22,7 @@ the best method for each graph's structure (the "closed" family mixes structures
 each structure group with its own method). Families: "undirected" Erdos-Renyi G(n, p), p = min(1, 3 ln n / n) (eigh + SVD), "directed"
 random weights U(0, 1) on ~30% of the off-diagonal entries (eig + SVD), "regular" random d-regular graphs,
 d = 4 (n = 16), 8 (n = 64), 16 (n = 256) (eigh, P symmetric: kappa from the eigenvalues, no SVD), and
-"closed": the SR paper's families with closed forms, cycling chain(n), star(n - 1), mesh(n), ring(n) and
+"closed": the SR paper's families with closed forms, cycling chain(n), star(n), mesh(n), ring(n) and
 complete_self(n, a) with a ~ U(0.05, 0.95) (chain: directed + SVD; star: eigh + SVD; the rest: eigh).
 G = 2048 (n = 16), 512 (n = 64), 16 (n = 256); --quick: G / 8 (at least 5) and 3 repetitions instead of
 5. Agreement (kappa and rho to 1e-8 relative, Delta to 1e-8 rho) is asserted before timing.
@@ -75,7 +75,7 @@ def make_graphs(family, n, G, rng):
         a = rng.uniform(0.05, 0.95, size=G)
         build = [
             lambda i: chain(n),
-            lambda i: star(n - 1),
+            lambda i: star(n),
             lambda i: mesh(n),
             lambda i: ring(n),
             lambda i: complete_self(n, a[i]),

@@ -29,13 +29,13 @@ def test_builders_shapes_and_zero_row_rule():
     P = tp.row_normalize(tp.chain(12))
     assert P.shape == (12, 12) and np.all(P[-1] == 0) and np.all(np.diag(P, 1) == 1)
     assert np.allclose(np.linalg.matrix_power(P, 12), 0) and not np.allclose(np.linalg.matrix_power(P, 11), 0)
-    S = tp.row_normalize(tp.star(4))
+    S = tp.row_normalize(tp.star(5))
     assert np.allclose(S[0], [0, 0.25, 0.25, 0.25, 0.25]) and np.allclose(S[1:, 0], 1)
     assert np.allclose(tp.row_normalize(tp.mesh(4)).sum(1), 1) and np.all(np.diag(tp.mesh(4)) == 0)
     R = tp.ring(6)
     assert np.all(R.sum(1) == 2) and np.allclose(R, R.T)
     assert np.all(tp.ring(6, directed=True).sum(1) == 1)
-    Ma = tp.row_normalize(tp.malicious_star(4, 10.0))
+    Ma = tp.row_normalize(tp.malicious_star(5, 10.0))
     assert np.isclose(Ma[0, 1], 10 / 13) and np.isclose(Ma[0, 2], 1 / 13)
     assert np.allclose(tp.complete_self(5, 0.4), tp.complete_weights(5, 0.4))
 
@@ -56,12 +56,50 @@ def test_random_families(rng):
 
 
 def test_from_spec():
-    assert np.array_equal(tp.from_spec("star:4"), tp.star(4))
-    assert np.array_equal(tp.from_spec("malicious_star:4:10"), tp.malicious_star(4, 10))
+    # one vocabulary: N is the number of agents in every spec, as in the sweeps' n
+    assert np.array_equal(tp.from_spec("star:5"), tp.star(5)) and tp.star(5).shape == (5, 5)
+    assert tp.star(5)[0].sum() == 4  # a centre and 4 leaves, the SR paper's star
+    assert np.array_equal(tp.from_spec("malicious_star:5:10"), tp.malicious_star(5, 10))
+    assert np.array_equal(tp.from_spec("complete:5:0.4"), tp.complete_weights(5, 0.4))
+    # every random family of the sweeps, seeded; SEED defaults to 0 and is part of the graph's name
+    assert np.array_equal(tp.from_spec("erdos_renyi:8:0.5:3"), tp.erdos_renyi(8, 0.5, count=1, seed=3)[0])
+    assert np.array_equal(tp.from_spec("erdos_renyi:8:0.5"), tp.erdos_renyi(8, 0.5, count=1, seed=0)[0])
+    assert np.array_equal(tp.from_spec("watts_strogatz:8:4:0.1:7"), tp.watts_strogatz(8, 4, 0.1, count=1, seed=7)[0])
+    assert np.array_equal(tp.from_spec("random_regular:8:3:2"), tp.random_regular(8, 3, count=1, seed=2)[0])
+    assert tp.canonical_spec("erdos_renyi:08:.5") == "erdos_renyi:8:0.5:0" == tp.canonical_spec("erdos_renyi:8:0.5:0")
+    assert tp.canonical_spec("watts_strogatz:8:4:0.1:7") == "watts_strogatz:8:4:0.1:7"
     with pytest.raises(ValueError, match="unknown topology 'tree'"):
         tp.from_spec("tree:3")
-    with pytest.raises(ValueError, match="takes 1 argument"):
-        tp.from_spec("star")
+    for bad, msg in [
+        ("star", "must be written star:N"),
+        ("star:5:1", "must be written star:N"),
+        ("watts_strogatz:8:4", r"watts_strogatz:N:K:BETA\[:SEED\]"),
+        ("ring:5.5", "bad numbers"),
+        ("erdos_renyi:8:nan", "non-finite"),
+        ("erdos_renyi:8:0.5:-1", "SEED must be >= 0"),
+        ("watts_strogatz:8:3:0.1", "k must be an even integer"),
+        ("star:1", "n must be an integer >= 2"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            tp.from_spec(bad)
+
+
+def test_spectra_sweep_and_diagnose_name_the_same_graphs(tmp_path, capsys):
+    """A family and n in a sweep and FAMILY:N on the command line are one graph (n = agents in both)."""
+    from mascot.sweep.kinds import _build_graphs
+
+    for fam, n, extra, spec in [
+        ("star", 8, (), "star:8"),
+        ("malicious_star", 6, (("alpha", 10.0),), "malicious_star:6:10"),
+        ("complete", 5, (("a", 0.4),), "complete:5:0.4"),
+        ("ring", 7, (), "ring:7"),
+    ]:
+        assert np.array_equal(_build_graphs((fam, n, 1, *extra), 0)[0], tp.from_spec(spec)), spec
+    assert main(["diagnose", "--topology", "watts_strogatz:8:4:0.1:3", "--topology", "star:8", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert [r["n"] for r in rows] == [8, 8]
+    ref = _ref(tp.row_normalize(tp.watts_strogatz(8, 4, 0.1, count=1, seed=3)[0]), 0.9)
+    np.testing.assert_allclose([rows[0]["rho"], rows[0]["delta"], rows[0]["kappa"]], ref, rtol=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -83,9 +121,9 @@ def test_bad_adjacency(bad, match):
 @pytest.mark.parametrize("gamma", [-0.1, 1.0, 1.5, np.nan])
 def test_bad_gamma(gamma):
     with pytest.raises(ValueError, match=r"gamma must be in \[0, 1\)"):
-        sr_spectra(tp.star(4), gamma)
+        sr_spectra(tp.star(5), gamma)
     with pytest.raises(ValueError, match="gamma"):
-        th.sr_diagnostics(tp.row_normalize(tp.star(4)), gamma)
+        th.sr_diagnostics(tp.row_normalize(tp.star(5)), gamma)
 
 
 def test_not_stochastic_is_named():
@@ -97,7 +135,7 @@ def test_not_stochastic_is_named():
 def test_table1_values():
     for topo, A, expect in [
         ("chain", tp.chain(12), (1.00, 0.00, 9.95)),
-        ("star", tp.star(4), (10.00, 9.00, 28.61)),
+        ("star", tp.star(5), (10.00, 9.00, 28.61)),
         ("mesh", tp.mesh(4), (10.00, 9.23, 13.00)),
     ]:
         s = sr_spectra(A, 0.9)
@@ -116,7 +154,7 @@ def test_closed_forms_match_kernel_and_reference(n, gamma):
 
 
 def test_p_eigenvalues_closed_form():
-    star_mu = np.sort(np.linalg.eigvals(tp.row_normalize(tp.star(6))).real)
+    star_mu = np.sort(np.linalg.eigvals(tp.row_normalize(tp.star(7))).real)
     np.testing.assert_allclose(star_mu, [-1, 0, 0, 0, 0, 0, 1], atol=1e-12)
     mesh_mu = np.sort(np.linalg.eigvalsh(tp.row_normalize(tp.mesh(5))))
     np.testing.assert_allclose(mesh_mu, [-0.25] * 4 + [1], atol=1e-12)
@@ -176,19 +214,19 @@ def test_malicious_leaf_bound_and_spectrum():
         assert th.malicious_leaf_mu2(1.0, l) == pytest.approx(0.0, abs=1e-15)
         assert th.malicious_leaf_mu2(1e9, l) == pytest.approx(1 - 1 / l, rel=1e-6)
         for alpha in (1.0, 7.0, 1e3):
-            P = tp.row_normalize(tp.malicious_star(l, alpha))
+            P = tp.row_normalize(tp.malicious_star(l + 1, alpha))
             mu = np.sort(np.linalg.eigvals(P).real)
             np.testing.assert_allclose(mu[[0, -1]], [-1, 1], atol=1e-10)  # rho and Delta unaffected
             np.testing.assert_allclose(mu[1:-1], 0, atol=1e-6)
             for g in (0.5, 0.9, 0.99):
-                kappa = float(sr_spectra(tp.malicious_star(l, alpha), g).kappa)
+                kappa = float(sr_spectra(tp.malicious_star(l + 1, alpha), g).kappa)
                 assert kappa <= float(th.malicious_leaf_bound(g, l, th.malicious_leaf_mu2(alpha, l)))
 
 
 def test_cap_influence():
-    P = tp.row_normalize(tp.malicious_star(4, 50.0))
+    P = tp.row_normalize(tp.malicious_star(5, 50.0))
     C = th.cap_influence(P, 0.25)
-    np.testing.assert_allclose(C, tp.row_normalize(tp.star(4)), atol=1e-12)  # mu = 0 restored
+    np.testing.assert_allclose(C, tp.row_normalize(tp.star(5)), atol=1e-12)  # mu = 0 restored
     np.testing.assert_allclose(th.sr_diagnostics(C, 0.9).kappa, 28.609783764226698, rtol=1e-10)
     P = np.array([[0.7, 0.2, 0.1, 0.0], [0.25] * 4, [0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
     c = th.cap_influence(P, 0.4)
@@ -209,13 +247,13 @@ def test_time_varying_recursion_and_kappa(rng):
     assert float(tv.worst_case) == pytest.approx(max(np.linalg.cond(m) for m in M))
     assert float(tv.time_averaged) == pytest.approx(np.linalg.cond(np.eye(n) - 0.8 * P_seq.mean(0)))
     # a constant P over a long horizon tends to the stationary SR
-    P = tp.row_normalize(tp.star(4))
+    P = tp.row_normalize(tp.star(5))
     Ml = np.asarray(time_varying_sr(np.broadcast_to(P, (400, 5, 5)), 0.9))[0]
     np.testing.assert_allclose(Ml, th.successor_representation(P, 0.9), rtol=1e-10)
 
 
 def test_gat_transition_rows_and_reliability(rng):
-    A = tp.star(4)
+    A = tp.star(5)
     h = rng.normal(size=(3, 5, 4))
     W, a = rng.normal(size=(4, 4)), rng.normal(size=8)
     P = np.asarray(gat_transition(h, A, W, a))
@@ -236,7 +274,7 @@ def test_gat_transition_rows_and_reliability(rng):
 
 # ----------------------------------------------------------------------------- CLI
 def test_diagnose_cli_json(capsys):
-    assert main(["diagnose", "--topology", "star:4", "--gamma", "0.9", "--rho-c", "0.05", "--json"]) == 0
+    assert main(["diagnose", "--topology", "star:5", "--gamma", "0.9", "--rho-c", "0.05", "--json"]) == 0
     obj = json.loads(capsys.readouterr().out)
     assert {"rho", "delta", "kappa", "rho_tilde", "rho_tilde_c"} <= set(obj)
     assert obj["kappa"] == pytest.approx(28.6098, abs=1e-4)
@@ -264,23 +302,23 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
         == 0
     )
     rows = json.loads(capsys.readouterr().out)
-    assert [r["name"] for r in rows] == ["chain:12", "star:4", "mesh:4", "g.npy", "g.csv"]
+    assert [r["name"] for r in rows] == ["chain:12", "star:5", "mesh:4", "g.npy", "g.csv"]
     assert rows[3]["kappa"] == pytest.approx(rows[2]["kappa"])
     assert rows[4]["rho"] == pytest.approx(1.0) and rows[4]["delta"] == pytest.approx(0.0)
     assert main(["diagnose", "--topology", "paper"]) == 0
     text = capsys.readouterr().out
-    assert "robustness (kappa, best first):   chain:12 < mesh:4 < star:4" in text
-    assert main(["diagnose", "--topology", "star:4", "--gamma", "1.0"]) == 2
+    assert "robustness (kappa, best first):   chain:12 < mesh:4 < star:5" in text
+    assert main(["diagnose", "--topology", "star:5", "--gamma", "1.0"]) == 2
     assert "gamma must be in [0, 1)" in capsys.readouterr().err
     assert main(["diagnose", "--adjacency", str(tmp_path / "missing.csv")]) == 2
     # found by an outside tester: the same graph under two names was ranked strictly better than itself, and a
     # repeated graph vanished silently
     assert main(["diagnose", "--topology", "paper", "--adjacency", str(tmp_path / "g.npy")]) == 0
     text = capsys.readouterr().out
-    assert "robustness (kappa, best first):   chain:12 < mesh:4 = g.npy < star:4" in text
+    assert "robustness (kappa, best first):   chain:12 < mesh:4 = g.npy < star:5" in text
     capsys.readouterr()
     for argv in (
-        ["--topology", "star:4", "--topology", "star:4"],
+        ["--topology", "star:5", "--topology", "star:5"],
         ["--topology", "ring:5", "--topology", "ring:05"],
         ["--topology", "complete:5:0.4", "--topology", "complete:5:.40"],
         ["--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / ".." / tmp_path.name / "g.npy")],
@@ -288,7 +326,7 @@ def test_diagnose_cli_compare_and_adjacency_file(tmp_path, capsys):
         assert main(["diagnose", *argv]) == 2
         assert "given twice" in capsys.readouterr().err
     (tmp_path / "b").mkdir()
-    np.save(tmp_path / "b" / "g.npy", tp.star(3))
+    np.save(tmp_path / "b" / "g.npy", tp.star(4))
     assert (
         main(
             ["diagnose", "--adjacency", str(tmp_path / "g.npy"), "--adjacency", str(tmp_path / "b" / "g.npy"), "--json"]
@@ -356,7 +394,7 @@ def _stack(s):
 def _family_graphs(n):
     out = [
         ("chain", tp.chain(n)),
-        ("star", tp.star(n - 1)),
+        ("star", tp.star(n)),
         ("mesh", tp.mesh(n)),
         ("complete", tp.complete_self(n, 0.37)),
         ("complete", np.ones((n, n))),
@@ -373,15 +411,14 @@ def test_closed_forms_detected_and_exact(n):
     s = sr_spectra(A[:, None], GAMMAS)
     got = [m for m in s.methods[:, 0]]
     want = [f"closed:{f}" for f, _ in fams]
-    if n == 2:  # star(1) is mesh(2): either closed form is exact
+    if n == 2:  # star(2) is mesh(2): either closed form is exact
         want[1] = "closed:mesh"
     assert got == want
     np.testing.assert_allclose(_stack(s), _refs(A, GAMMAS), rtol=1e-9, atol=1e-12)
     # the theory module's closed forms agree with the kernel's
     for (f, _a), row in zip(fams, _stack(s)):
         if f in ("chain", "star", "mesh", "ring") and not (f == "star" and n == 2):
-            size = n - 1 if f == "star" else n
-            ref = np.array([th.closed_form_diagnostics(f, size, g) for g in GAMMAS])
+            ref = np.array([th.closed_form_diagnostics(f, n, g) for g in GAMMAS])
             np.testing.assert_allclose(row, ref, rtol=1e-9, atol=1e-12)
 
 
@@ -397,7 +434,7 @@ def test_closed_forms_survive_row_scaling_and_normalize_false(rng):
 
 
 def _near_misses(n, rng):
-    star_w = tp.star(n - 1)
+    star_w = tp.star(n)
     star_w[0, 1] = 1 + 1e-9  # the malicious star with alpha = 1 + 1e-9
     chain_back = tp.chain(n)
     chain_back[-1, 0] = 1e-300  # a tiny edge closes the cycle: P is a permutation, no longer nilpotent
@@ -429,7 +466,7 @@ def test_closed_form_near_misses_go_to_the_solvers(n, rng):
 
 
 def test_family_hint_and_off():
-    A = np.stack([tp.star(5), tp.mesh(6), tp.chain(6)])
+    A = np.stack([tp.star(6), tp.mesh(6), tp.chain(6)])
     only_star = sr_spectra(A[:, None], GAMMAS, family="star")
     assert list(only_star.methods[:, 0]) == ["closed:star", "eigh", "eig"]
     both = sr_spectra(A[:, None], GAMMAS, family=("chain", "mesh"))
@@ -447,7 +484,7 @@ def test_structural_method_label_is_unchanged():
     """`method` keeps the eigenvalue path of the structure (results record it); `methods` names the route."""
     for A, method, route in [
         (tp.chain(12), "eig", "closed:chain"),
-        (tp.star(4), "eigh", "closed:star"),
+        (tp.star(5), "eigh", "closed:star"),
         (tp.mesh(4), "eigh", "closed:mesh"),
     ]:
         s = sr_spectra(A, 0.9)
@@ -481,7 +518,7 @@ def test_host_callback_path_equals_pure_device_path(rng, dtype, rtol):
             tp.erdos_renyi(20, 0.3, 5, seed=rng),
             (rng.random((3, 20, 20)) < 0.3) * rng.random((3, 20, 20)),
             tp.random_regular(20, 6, 2, seed=rng),
-            tp.star(19)[None],
+            tp.star(20)[None],
             tp.chain(20)[None],
         ]
     )
@@ -557,7 +594,7 @@ def test_closed_form_spectra_direct_and_float32():
     mu = {"mesh": (1.0, -1.0 / 6), "complete": (1.0, 0.4 - 0.6 / 6)}
     mu1 = np.array([mu.get(f, (0, 0))[0] for f in ("chain", "star", "mesh", "ring", "complete")])
     mu2 = np.array([mu.get(f, (0, 0))[1] for f in ("chain", "star", "mesh", "ring", "complete")])
-    A = [tp.chain(7), tp.star(6), tp.mesh(7), tp.ring(7), tp.complete_self(7, 0.4)]
+    A = [tp.chain(7), tp.star(7), tp.mesh(7), tp.ring(7), tp.complete_self(7, 0.4)]
     for g in (0.5, 0.95):
         r = np.stack([np.asarray(x) for x in closed_form_spectra(codes, n, mu1, mu2, np.full(5, g))], -1)
         np.testing.assert_allclose(r, [_ref(tp.row_normalize(a), g) for a in A], rtol=1e-12)
@@ -577,7 +614,7 @@ def test_degenerate_graphs(rng):
         np.zeros((5, 5)),
         np.eye(4),
         np.pad(tp.ring(5), ((0, 2), (0, 2))),
-        np.pad(tp.star(3), ((0, 1), (0, 1))),
+        np.pad(tp.star(4), ((0, 1), (0, 1))),
     ]
     for A in cases:
         s = sr_spectra(A, GAMMAS)

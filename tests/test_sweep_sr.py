@@ -73,7 +73,7 @@ def test_spectra_kind_matches_reference_and_is_chunk_invariant(tmp_path):
     star = a[(a.family == "star") & (a.gamma == 0.9)].iloc[0]
     assert round(star.kappa, 2) == 28.61 and round(star.delta, 2) == 9.0
     ms = a[(a.family == "malicious_star") & (a.gamma == 0.5)].iloc[0]
-    ref = sr_diagnostics(tp.row_normalize(tp.malicious_star(4, 10.0)), 0.5)
+    ref = sr_diagnostics(tp.row_normalize(tp.malicious_star(5, 10.0)), 0.5)
     assert ms.kappa == pytest.approx(ref.kappa, rel=1e-10)
     # random families: the same graphs at both gammas (seeded by the graph parameters, not gamma)
     er = a[a.family == "erdos_renyi"]

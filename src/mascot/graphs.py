@@ -27,8 +27,12 @@ __all__ = [
     "erdos_renyi",
     "watts_strogatz",
     "random_regular",
+    "build",
     "from_spec",
     "canonical_spec",
+    "FAMILIES",
+    "RANDOM_FAMILIES",
+    "SPEC_SYNTAX",
 ]
 
 
@@ -129,27 +133,28 @@ def chain(n: int) -> np.ndarray:
     return np.eye(int(n), k=1)
 
 
-def star(leaves: int) -> np.ndarray:
-    """One centre (index 0) and ``leaves`` leaves; the centre reads every leaf, every leaf the centre.
+def star(n: int) -> np.ndarray:
+    """``n`` agents: one centre (index 0) and ``n - 1`` leaves; the centre reads every leaf, every leaf the centre.
 
-    P has eigenvalues {1, 0 (leaves - 1 times), -1} (SR paper, A.1).
+    P has eigenvalues {1, 0 (n - 2 times), -1} (SR paper, A.1; its star has 4 leaves, ``star(5)``).
     """
-    _check_n(leaves, 1, "leaves")
-    n = int(leaves) + 1
+    _check_n(n, 2, "n")
+    n = int(n)
     A = np.zeros((n, n))
     A[0, 1:] = 1.0
     A[1:, 0] = 1.0
     return A
 
 
-def malicious_star(leaves: int, alpha: float) -> np.ndarray:
-    """SR paper, A.6: the star whose leaf 1 has weight ``alpha >= 1`` in the centre's aggregation.
+def malicious_star(n: int, alpha: float) -> np.ndarray:
+    """SR paper, A.6: the star of ``n`` agents (``l = n - 1`` leaves) whose leaf 1 has weight ``alpha > 0`` in
+    the centre's aggregation.
 
-    After row normalisation ``P_01 = alpha / (alpha + leaves - 1)`` and ``P_0j = 1 / (alpha + leaves - 1)``.
+    After row normalisation ``P_01 = alpha / (alpha + l - 1)`` and ``P_0j = 1 / (alpha + l - 1)``.
     """
     if not (np.isfinite(alpha) and alpha > 0):
         raise InputError(f"alpha must be a positive finite weight; got {alpha!r}")
-    A = star(leaves)
+    A = star(n)
     A[0, 1] = float(alpha)
     return A
 
@@ -272,39 +277,97 @@ def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 1
     return out
 
 
-_NAMED = {
-    "chain": (chain, 1),
-    "star": (star, 1),
-    "mesh": (mesh, 1),
-    "ring": (ring, 1),
-    "complete": (complete_self, 2),
-    "malicious_star": (malicious_star, 2),
+# ----------------------------------------------------------------------------- one vocabulary
+# Every family by name, with ``n`` = the number of agents first and then its parameters, as the CLI's specs
+# (``star:8``, ``erdos_renyi:8:0.5:SEED``) and the sweeps' ``family`` axis name them.
+_FAMILY_PARAMS = {
+    "chain": (),
+    "star": (),
+    "mesh": (),
+    "ring": (),
+    "complete": (("a", float),),
+    "malicious_star": (("alpha", float),),
+    "erdos_renyi": (("p", float),),
+    "watts_strogatz": (("k", int), ("beta", float)),
+    "random_regular": (("d", int),),
 }
+RANDOM_FAMILIES = ("erdos_renyi", "watts_strogatz", "random_regular")
+FAMILIES = tuple(_FAMILY_PARAMS)
+SPEC_SYNTAX = (
+    "chain:N, star:N, mesh:N, ring:N, complete:N:A, malicious_star:N:ALPHA, erdos_renyi:N:P[:SEED], "
+    "watts_strogatz:N:K:BETA[:SEED], random_regular:N:D[:SEED] (N = agents; SEED defaults to 0)"
+)
+
+
+def build(family: str, n: int, *params, seed=0) -> np.ndarray:
+    """One adjacency ``(n, n)`` of ``family`` with ``n`` agents and the family's parameters in order.
+
+    ``build("star", 8)`` is a centre and 7 leaves; ``build("watts_strogatz", 8, 4, 0.1, seed=3)`` one seeded
+    Watts-Strogatz graph. ``seed`` (an int or a ``numpy.random.Generator``) matters for the random families
+    only. The parameters of each family are in :data:`SPEC_SYNTAX`.
+    """
+    if family not in _FAMILY_PARAMS:
+        raise InputError(f"unknown topology {family!r}; known: {', '.join(FAMILIES)}")
+    want = _FAMILY_PARAMS[family]
+    if len(params) != len(want):
+        names = ", ".join(k for k, _ in want) or "none"
+        raise InputError(f"topology {family!r} takes {len(want)} parameter(s) after n ({names}); got {len(params)}")
+    if family == "complete":
+        return complete_self(n, *params)
+    if family == "malicious_star":
+        return malicious_star(n, *params)
+    if family in RANDOM_FAMILIES:
+        return {"erdos_renyi": erdos_renyi, "watts_strogatz": watts_strogatz, "random_regular": random_regular}[family](
+            n, *params, count=1, seed=seed
+        )[0]
+    return {"chain": chain, "star": star, "mesh": mesh, "ring": ring}[family](n)
 
 
 def from_spec(spec: str) -> np.ndarray:
-    """Adjacency from a short spec: ``chain:12``, ``star:4``, ``mesh:4``, ``ring:8``, ``complete:5:0.4``,
-    ``malicious_star:4:10`` (leaves, alpha). Used by ``mascot diagnose --topology``.
+    """Adjacency from a short spec, ``FAMILY:N[:PARAM...][:SEED]`` with ``N`` the number of agents.
+
+    ``chain:12``, ``star:5`` (a centre and 4 leaves), ``mesh:4``, ``ring:8``, ``complete:5:0.4`` (self-weight),
+    ``malicious_star:5:10`` (alpha), ``erdos_renyi:8:0.5:SEED``, ``watts_strogatz:8:4:0.1:SEED``,
+    ``random_regular:8:3:SEED`` (SEED optional, default 0). The CLI's ``--topology`` (diagnose, design) takes
+    these.
     """
-    fn, vals = _parse_spec(spec)
-    return fn(*vals)
+    family, n, params, seed = _parse_spec(spec)
+    return build(family, n, *params, seed=seed)
 
 
 def canonical_spec(spec: str) -> str:
-    """The spec with its numbers written one way (``ring:05`` and ``ring:5`` are one graph)."""
-    _, vals = _parse_spec(spec)
-    return ":".join([spec.strip().split(":")[0], str(vals[0]), *map(repr, vals[1:])])
+    """The spec with its numbers written one way (``ring:05`` and ``ring:5`` are one graph; a random family
+    always shows its seed)."""
+    family, n, params, seed = _parse_spec(spec)
+    tail = [str(seed)] if family in RANDOM_FAMILIES else []
+    return ":".join([family, str(n), *map(repr, params), *tail])
 
 
 def _parse_spec(spec: str):
-    name, *args = spec.strip().split(":")
-    if name not in _NAMED:
-        raise InputError(f"unknown topology {name!r} in {spec!r}; known: {', '.join(_NAMED)}")
-    fn, nargs = _NAMED[name]
-    if len(args) != nargs:
-        raise InputError(f"topology {name!r} takes {nargs} argument(s) after ':' ; got {spec!r}")
+    family, *args = str(spec).strip().split(":")
+    if family not in _FAMILY_PARAMS:
+        raise InputError(f"unknown topology {family!r} in {spec!r}; known: {SPEC_SYNTAX}")
+    want = _FAMILY_PARAMS[family]
+    n_args = 1 + len(want)
+    ok = len(args) in ((n_args, n_args + 1) if family in RANDOM_FAMILIES else (n_args,))
+    if not ok:
+        form = ":".join([family, "N", *(k.upper() for k, _ in want)]) + ("[:SEED]" if family in RANDOM_FAMILIES else "")
+        raise InputError(f"topology {spec!r} must be written {form} (N = agents)")
     try:
-        vals = [int(args[0])] + [float(a) for a in args[1:]]
+        n = _int_arg(args[0])
+        params = [typ(a) if typ is float else _int_arg(a) for (_, typ), a in zip(want, args[1:])]
+        seed = _int_arg(args[n_args]) if len(args) > n_args else 0
     except ValueError:
         raise InputError(f"bad numbers in topology spec {spec!r}") from None
-    return fn, vals
+    if any(isinstance(v, float) and not np.isfinite(v) for v in params):
+        raise InputError(f"topology spec {spec!r} has a non-finite number")
+    if seed < 0:
+        raise InputError(f"topology spec {spec!r}: SEED must be >= 0")
+    return family, n, params, seed
+
+
+def _int_arg(text: str) -> int:
+    text = text.strip()
+    if not text.lstrip("+-").isdigit():
+        raise ValueError(text)
+    return int(text)

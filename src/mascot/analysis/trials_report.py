@@ -11,7 +11,7 @@ paired perturbed arm.
 ``table2.csv`` has the columns ``metric,chain_mean,chain_sd,mesh_mean,mesh_sd,star_mean,star_sd,H,p,r_s``
 (s.d. with ddof = 1; trials with an undefined metric are left out). ``H, p``: Kruskal-Wallis over the
 per-trial values of the topologies run. ``r_s``: Spearman over the topology means against the SR
-spectra of Table 1 (:func:`mascot.kernels.spectra.sr_spectra` on chain(steps), star(leaves),
+spectra of Table 1 (:func:`mascot.kernels.spectra.sr_spectra` on chain(steps), star(leaves + 1),
 mesh(mesh_agents), gamma = 0.9), with the paper's sign conventions: ``E_ceg`` against rho (a positive
 r_s would mean "higher rho, more error"; the paper finds the inversion, -1), ``R_cdr`` against Delta
 with R_cdr negated (a larger gap predicts faster consensus, i.e. a more negative R_cdr; the paper's
@@ -134,7 +134,7 @@ def trial_metrics(df: pd.DataFrame, d_floor: float = st.D_FLOOR) -> pd.DataFrame
 
 
 def spectral_predictions(steps: int = 12, leaves: int = 4, mesh_agents: int = 4, gamma: float = GAMMA) -> dict:
-    """rho, Delta, kappa of M = (I - gamma P)^-1 for chain(steps), star(leaves), mesh(mesh_agents), in
+    """rho, Delta, kappa of M = (I - gamma P)^-1 for chain(steps), star(leaves + 1), mesh(mesh_agents), in
     float64 (64-bit JAX enabled for this call and thread only)."""
     from mascot import graphs as topology
     from mascot.execute.spectra import sr_spectra
@@ -144,7 +144,7 @@ def spectral_predictions(steps: int = 12, leaves: int = 4, mesh_agents: int = 4,
     with float64():
         for name, A in (
             ("chain", topology.chain(max(int(steps), 2))),
-            ("star", topology.star(int(leaves))),
+            ("star", topology.star(int(leaves) + 1)),
             ("mesh", topology.mesh(max(int(mesh_agents), 2))),
         ):
             s = sr_spectra(A, gamma, dtype="float64")

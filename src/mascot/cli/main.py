@@ -337,7 +337,7 @@ def _cmd_diagnose(args) -> int:
 
     specs = []
     for t in args.topology or []:
-        specs += ["chain:12", "star:4", "mesh:4"] if t == "paper" else [t]
+        specs += ["chain:12", "star:5", "mesh:4"] if t == "paper" else [t]
     graphs = graphs_from_args(specs, args.adjacency)
     kp = None
     if args.k_profile:
@@ -553,13 +553,14 @@ def build_parser() -> argparse.ArgumentParser:
     ss.add_argument("--wait-timeout", type=float, default=3600.0)
     ss.set_defaults(func=_cmd_slurm_submit)
 
+    from mascot.graphs import SPEC_SYNTAX
+
     dg = sub.add_parser("diagnose", help="SR spectral triage of communication graphs (rho, Delta, kappa, rho~)")
     dg.add_argument(
         "--topology",
         action="append",
         metavar="SPEC",
-        help="chain:N, star:LEAVES, mesh:N, ring:N, complete:N:A, malicious_star:LEAVES:ALPHA, "
-        "or 'paper' (chain:12, star:4, mesh:4); repeat to compare",
+        help=f"{SPEC_SYNTAX}, or 'paper' (chain:12, star:5, mesh:4); repeat to compare",
     )
     dg.add_argument(
         "--adjacency",

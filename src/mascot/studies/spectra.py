@@ -26,7 +26,7 @@ __all__ = ["reproduce", "write_readme", "sqrt_sum_bounds", "eq8_at_mu0", "TABLE1
 
 # the SR paper's printed values (mascot.papers), under the names this module has always exported
 TABLE1_PAPER, TABLE2_PAPER, TABLE2_RS_PAPER, PAPER_QUOTES = SR_TABLE1, SR_TABLE2, SR_TABLE2_RS, SR_QUOTES
-TABLE1_GRAPHS = {"chain": ("chain", 12), "star": ("star", 4), "mesh": ("mesh", 4)}
+TABLE1_GRAPHS = {"chain": ("chain", 12), "star": ("star", 5), "mesh": ("mesh", 4)}
 GAMMA = 0.9
 
 
@@ -92,7 +92,7 @@ def malicious_leaf(out: Path) -> pd.DataFrame:
     gammas = np.array([0.5, 0.7, 0.9, 0.95, 0.99])
     recs = []
     for l in (2, 3, 4, 8, 16, 32, 64):
-        A = np.stack([malicious_star(l, a) for a in alphas])
+        A = np.stack([malicious_star(l + 1, a) for a in alphas])
         s = _sr_spectra(A[:, None], gammas)  # (alpha, gamma)
         kappa = np.asarray(s.kappa)
         mu2 = malicious_leaf_mu2(alphas, l)
@@ -257,7 +257,7 @@ def time_varying(out: Path) -> pd.DataFrame:
     from mascot.theory.spectra import time_varying_sr
 
     H, f = 12, 4
-    A = star(4)
+    A = star(5)
     n = A.shape[0]
     key = jax.random.key(7)
     k1, k2, k3 = jax.random.split(key, 3)
@@ -295,7 +295,7 @@ def time_varying(out: Path) -> pd.DataFrame:
         ax[0].plot(d.t, d.kappa_infinite_horizon, ":", color=c, lw=1)
         ax[0].axhline(d.kappa_time_averaged.iloc[0], color=c, ls="--", lw=1)
         ax[1].plot(d.t, d.weight_on_unreliable_leaf, "-", marker=m, color=c, label=f"beta = {beta:g}")
-    ax[0].set(xlabel="step t", ylabel="kappa", title=f"A.5 on star(4), gamma = {GAMMA:g}, horizon H = {H}")
+    ax[0].set(xlabel="step t", ylabel="kappa", title=f"A.5 on star:5 (4 leaves), gamma = {GAMMA:g}, horizon H = {H}")
     ax[1].set(
         xlabel="step t",
         ylabel="judge's weight on leaf 1",

@@ -75,7 +75,7 @@ def eq8_at_mu0(gamma: float = GAMMA, leaves: int = 4) -> dict:
         leaves=leaves,
         bound_mu0=float(malicious_leaf_bound(gamma, leaves, 0.0)),
         bound_worst=float(malicious_leaf_bound(gamma, leaves)),
-        kappa_benign=float(closed_form_diagnostics("star", leaves, gamma).kappa),
+        kappa_benign=float(closed_form_diagnostics("star", leaves + 1, gamma).kappa),
     )
 
 

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from mascot import graphs as _graphs
 from mascot.errors import InputError
 from mascot.kernels.precision import check_budget, check_noise
 
@@ -422,18 +423,9 @@ def _consensus_bytes(p) -> int:
 
 
 # ----------------------------------------------------------------------------- spectra
-_FAMILIES = (
-    "chain",
-    "star",
-    "mesh",
-    "ring",
-    "complete",
-    "malicious_star",
-    "erdos_renyi",
-    "watts_strogatz",
-    "random_regular",
-)
-_RANDOM_FAMILIES = ("erdos_renyi", "watts_strogatz", "random_regular")
+# the one topology vocabulary (mascot.graphs); its order enters the random families' seeds, so it only grows at the end
+_FAMILIES = _graphs.FAMILIES
+_RANDOM_FAMILIES = _graphs.RANDOM_FAMILIES
 
 SPECTRA_PARAMS = {
     "family": Param(str, "star", lambda v: v in _FAMILIES, "one of " + ", ".join(_FAMILIES), "graph family"),
@@ -487,13 +479,7 @@ def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
         if fam == "watts_strogatz":
             return tp.watts_strogatz(n, kw["degree"], kw["beta"], count, rng)
         return tp.random_regular(n, kw["degree"], count, rng)
-    if fam == "star":
-        return tp.star(n - 1)[None]
-    if fam == "malicious_star":
-        return tp.malicious_star(n - 1, kw["alpha"])[None]
-    if fam == "complete":
-        return tp.complete_self(n, kw["a"])[None]
-    return getattr(tp, fam)(n)[None]
+    return tp.build(fam, n, *kw.values())[None]
 
 
 def _spectra_dtype_check(p, dtype):

@@ -98,7 +98,7 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
     """Eigenvalues of M for the families of the SR paper's Appendix A.1, generalised to any size.
 
     ``chain`` (n agents): P nilpotent, every eigenvalue of M is 1.
-    ``star`` (n = leaves): P has {1, 0 x (n-1), -1}, so M has {1/(1-g), 1 x (n-1), 1/(1+g)}.
+    ``star`` (n agents, n - 1 leaves): P has {1, 0 x (n-2), -1}, so M has {1/(1-g), 1 x (n-2), 1/(1+g)}.
     ``mesh`` (n agents): P has {1, -1/(n-1) x (n-1)}.
     ``ring`` (n agents, undirected): P has cos(2 pi j / n).
     ``complete`` (n agents, self-weight a): P has {1, a - (1-a)/(n-1) x (n-1)}.
@@ -107,7 +107,7 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
     if topology == "chain":
         mu = np.zeros(n)
     elif topology == "star":
-        mu = np.concatenate([[1.0], np.zeros(n - 1), [-1.0]])
+        mu = np.concatenate([[1.0], np.zeros(n - 2), [-1.0]])
     elif topology == "mesh":
         mu = np.concatenate([[1.0], np.full(n - 1, -1.0 / (n - 1))])
     elif topology == "ring":
