@@ -445,7 +445,11 @@ def add_parsers(sub) -> None:
         help="fastest-contraction symmetric doubly stochastic weights on a graph",
         description=__doc__.split("\n\n")[2] if __doc__ else None,
     )
-    w.add_argument("--topology", action="append", help="a topology spec as `mascot diagnose` takes it, e.g. ring:8 or watts_strogatz:8:4:0.1:SEED (N = agents)")
+    w.add_argument(
+        "--topology",
+        action="append",
+        help="a topology spec as `mascot diagnose` takes it, e.g. ring:8 or watts_strogatz:8:4:0.1:SEED (N = agents)",
+    )
     w.add_argument("--adjacency", action="append", help="an adjacency file (.npy, .csv, .json)")
     w.add_argument("--costs", help="per-edge token costs: an n x n matrix file (.npy, .csv, .json)")
     w.add_argument(
