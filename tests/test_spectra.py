@@ -651,3 +651,30 @@ def test_float32_spectra_of_weights_float32_cannot_hold(scale):
         got = sr_spectra(A, 0.9, dtype="float32", family=None)
     for k in ("rho", "delta", "kappa"):
         np.testing.assert_allclose(float(getattr(got, k)), float(getattr(ref, k)), rtol=2e-6)
+
+
+def test_eq8_scaling_erratum_from_an_independent_computation():
+    """Spectra erratum 4: eq. 8's local exponent tends to 3/2 and the attack's effect stays bounded, recomputed
+    here with eq. 8 written out and the SVD of M for the attacked and benign stars built by hand."""
+    from mascot.studies.spectra_errata import eq8_scaling
+
+    g = 0.9
+
+    def bound(l):  # eq. 8 at the worst case mu^2 = 1 - 1/l
+        return (3 + g**2 * (l + 1 / l + 1 - 1 / l)) ** 1.5 / (1 - g**2)
+
+    def kappa(l, alpha):
+        P = np.zeros((l + 1, l + 1))
+        P[1:, 0] = 1.0
+        P[0, 1:] = 1.0 / (alpha + l - 1)
+        P[0, 1] = alpha / (alpha + l - 1)
+        s = np.linalg.svd(np.linalg.inv(np.eye(l + 1) - g * P), compute_uv=False)
+        return s[0] / s[-1]
+
+    sc = eq8_scaling(g)
+    for (a, b), v in sc["local"].items():
+        assert v == pytest.approx(np.log(bound(b) / bound(a)) / np.log(b / a), rel=1e-12)
+    assert [round(v, 2) for v in sc["local"].values()] == [0.57, 1.36, 1.48]
+    for l, v in sc["reach"].items():
+        assert v == pytest.approx(kappa(l, 1e12) / kappa(l, 1.0), rel=1e-8)
+    assert round(sc["reach"][4], 2) == 1.23 and round(sc["reach"][512], 2) == 1.34

@@ -541,7 +541,9 @@ def _invariance_row(runs, rings, lam1, lam2) -> str:
     return (
         f'| 14 | Forward invariance of Omega_cert (Sec. IV, Thm. 2 proof; Sec. V-B "confirming forward invariance") '
         f"under Def. 11 as written | (X_k, b_k) in Omega_cert stays in it | ring {ring}, rescaled X0: at k = 1, "
-        f"D = {d1:.4f}, b1 = {b1:.0f} = literal B*(D(1)) (in the region); one mode-2 round gives D(2) = {d2:.4f}, "
+        f"D = {d1:.4f}; take the smallest budget the literal region admits there, b1 = literal B*(D(1)) = {b1:.0f} "
+        f"(a run that reaches it: b0 = b1 + c1 = {b1 + c1:.0f}, not the paper's b0 = {P['b0']:.0f}, whose b1 = "
+        f"{P['b0'] - c1:.0f} stays in the region longer); one mode-2 round gives D(2) = {d2:.4f}, "
         f"b2 = {b2:.0f}, literal B*(D(2)) = {lit2:.0f}: {'outside' if b2 < lit2 else 'inside'} the region. "
         f"mascot: B*(D(1)) = {m1:.0f}, B*(D(2)) = {m2:.0f} | In mode 2 (D <= eta) the literal B*(D) = "
         f"ceil(log(eta/D)/log lambda1) c1 + ceil(log(eps/eta)/log lambda2) c2 keeps its second term fixed at "
