@@ -507,19 +507,68 @@ def _errata(x0s, runs, th, facts) -> str:
             for o in recon
         )
         + f" | On the printed X0 every D is {d_printed / P['D0']:.4f} times its rescaled value; {'no order reproduces any printed row there' if printed_best == 0 else f'the most printed rows any order reproduces there is {printed_best} of 8'}. The orders whose rounds and tokens (not D) match all four rows of Table VI on the printed X0: {_names(counts_only['printed'])}; on the rescaled X0: {_names(counts_only['rescaled'])}. Both X0s stay within Theorem 1's K* = {th['K_star']}, B* = {th['B_star']:.0f}. |",
-        '| 10 | Sec. V-B, adaptive narrative | "then three gentler Mode-2 steps to D = 0.0254 — 3 rounds total" | 1 mode-1 round + 2 mode-2 rounds = 3 rounds | Three rounds in all, two of them in mode 2 (Table V itself shows two ring rounds). |',
-        f'| 11 | Tight-budget run | "triggering BudgetFail at k = 2"; rounds "—" | BudgetFail detected at k = 1 (b1 = 50 < c2 = 100) before round 2; 1 round executed, {r6(text, "rescaled", "tight")[1]:.0f} tokens, D = {r6(text, "rescaled", "tight")[2]:.4f} | Algorithm 1 checks b_k < c_sigma_k before round k+1; the check that fails is at k = 1. The kernel reports rounds = 1 and status BudgetFail. |',
-        '| 12 | Corollary 1 as stated | "if lambda1 < lambda2 then K_cmpl <= K* <= K_ring" | holds for the paper\'s numbers (2 <= 5 <= 8), but fails in general | The ceilings in K1 and K2 can add a round: D0 = 1, eta = 0.9, eps = 0.8, lambda1 = 0.5, lambda2 = 0.6 gives K1 = K2 = 1, K* = 2 > K_ring = 1. `mascot.theory.corollary1` evaluates both chains instead of assuming them (`rounds_chain`, `cost_chain`); tests cover the counterexample. |',
-        "| 13 | Def. 11 for D < eta | B*(D) = ceil(log(eta/D)/log lambda1) c1 + K2 c2 | mode-1 term clamped at 0 | For D < eta the ceiling is negative (e.g. -2 for D = eta·lambda1^2.5), which lowers B*(D) below what the remaining ring phase needs and certifies budgets that are too small. mascot uses K1 = 0 there (and the tighter K2 = ceil(log(eps/D)/log lambda2)). |",
+        _computed_rows_10_to_13(runs, text, r6, lam1),
         _invariance_row(runs, rings, lam1, lam2),
         f"| 15 | Sec. V-A bound D(3) <= lambda1 lambda2^2 D(0) | {P['d3_bound']:.4f} | {d3_bound:.4f} | {'Agrees' if same_4dp(d3_bound, P['d3_bound']) else 'Differs'}. |",
         f"| 16 | Corollary 1 numbers | K_cmpl = 2, K_ring = 8, B_cmpl = 1200, B_ring = 800, log ratio ≈ 4.29 | K_cmpl = {th['K_cmpl']}, K_ring = {th['K_ring']}, B_cmpl = {th['B_cmpl']:.0f}, B_ring = {th['B_ring']:.0f}, log ratio = {th['log_ratio']:.3f} | {'Agree' if (th['K_cmpl'], th['K_ring'], th['B_cmpl'], th['B_ring'], round(th['log_ratio'], 2)) == (2, 8, 1200, 800, 4.29) else 'Differ'}. |",
         f"| 17 | Table VI complete-only and tight | 2 rounds, 1200, 0.0188; tight: 600 tokens, 0.0752 | {r6(text, 'rescaled', 'complete-only')[0]} rounds, {r6(text, 'rescaled', 'complete-only')[1]:.0f}, {r6(text, 'rescaled', 'complete-only')[2]:.4f}; tight: {r6(text, 'rescaled', 'tight')[1]:.0f} tokens, {r6(text, 'rescaled', 'tight')[2]:.4f} (rescaled X0, every ring order) | Agree on the rescaled X0 (complete rounds scale D by exactly 0.25, whatever the ring). |",
-        '| 18 | Sec. V-C, Gemini | "9 rounds under complete-only vs. 15 under the adaptive strategy" | Table VIII: 14 adaptive rounds | Text and table disagree; Table VIII says 14. |',
+        _row_18(),
         f"| 19 | Sec. V-C, Claude complete-only certificate | K* = K1 ≈ 10, B* ≈ 120,250 | K1 = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).K1}, B* = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).B_star:,.0f} | Agrees (eta = eps, so mode 2 is never used: K1 = ceil(log(0.05/0.6864)/log 0.7574) = ceil({math.log(0.05 / 0.6864) / math.log(0.7574):.2f}) = 10). |",
         "",
     ]
     return "\n".join(lines)
+
+
+def _computed_rows_10_to_13(runs, text, r6, lam1) -> str:
+    """Errata rows 10-13, every number in the computed column computed here."""
+    P = PAPER
+    r = runs[text, "rescaled"]["adaptive"]
+    k = int(r.rounds[0])
+    modes = [int(m) for m in np.asarray(r.sigma_trace)[0, :k]]
+    n1, n2 = sum(m == 1 for m in modes), sum(m == 2 for m in modes)
+    t = runs[text, "rescaled"]["tight"]
+    tk, tb1 = int(t.rounds[0]), float(np.asarray(t.b_trace)[0, 1])
+    t_status = STATUS_NAMES[int(t.status[0])]
+    # Corollary 1's chain K_cmpl <= K* <= K_ring broken by the ceilings (a counterexample, computed)
+    ce = dict(d0=1.0, eta=0.9, eps=0.8, lambda1=0.5, lambda2=0.6, c1=1.0, c2=1.0)
+    th_ce, co_ce = theorem1(**ce), corollary1(**ce)
+    co_paper = corollary1(P["D0"], P["eta"], P["eps"], lam1, P["lambda2"], P["c1"], P["c2"])
+    k1_lit = math.ceil(math.log(P["eta"] / (P["eta"] * lam1**2.5)) / math.log(lam1))
+    return "\n".join(
+        [
+            f'| 10 | Sec. V-B, adaptive narrative | "then three gentler Mode-2 steps to D = 0.0254 — 3 rounds total" | '
+            f"{n1} mode-1 round{'s' * (n1 != 1)} + {n2} mode-2 rounds = {k} rounds (the kernel's mode trace, ring "
+            f"{text}, rescaled X0) | {'Three' if k == 3 else k} rounds in all, {n2} of them in mode 2, not three "
+            f"mode-2 steps. |",
+            f'| 11 | Tight-budget run | "triggering BudgetFail at k = 2"; rounds "—" | {t_status} detected at k = {tk} '
+            f"(b{tk} = {tb1:.0f} < c2 = {P['c2']:.0f}) before round {tk + 1}; {tk} round{'s' * (tk != 1)} executed, "
+            f"{r6(text, 'rescaled', 'tight')[1]:.0f} tokens, D = {r6(text, 'rescaled', 'tight')[2]:.4f} | Algorithm 1 "
+            f"checks b_k < c_sigma_k before round k+1; the check that fails is at k = {tk}. |",
+            f'| 12 | Corollary 1 as stated | "if lambda1 < lambda2 then K_cmpl <= K* <= K_ring" | '
+            f"{'holds' if co_paper.rounds_chain else 'fails'} for the paper's numbers ({co_paper.K_cmpl} <= "
+            f"{co_paper.K_star} <= {co_paper.K_ring}), {'fails' if not co_ce.rounds_chain else 'holds'} in the "
+            f"counterexample | The ceilings in K1 and K2 can add a round: D0 = 1, eta = 0.9, eps = 0.8, lambda1 = 0.5, "
+            f"lambda2 = 0.6 gives K1 = {th_ce.K1}, K2 = {th_ce.K2}, K* = {th_ce.K_star}, K_ring = {co_ce.K_ring}. "
+            f"`mascot.theory.corollary1` evaluates both chains instead of assuming them (`rounds_chain`, "
+            f"`cost_chain`). |",
+            f"| 13 | Def. 11 for D < eta | B*(D) = ceil(log(eta/D)/log lambda1) c1 + K2 c2 | mode-1 term "
+            f"ceil(log(eta/D)/log lambda1) = {k1_lit} at D = eta·lambda1^2.5 (lambda1 = {lam1:g}) | A negative "
+            f"mode-1 term lowers B*(D) below what the remaining ring phase needs and certifies budgets that are too "
+            f"small. mascot uses K1 = 0 there (and the tighter K2 = ceil(log(eps/D)/log lambda2)). |",
+        ]
+    )
+
+
+def _row_18() -> str:
+    """Erratum 18: the text's Gemini numbers against Table VIII (both read from the paper)."""
+    t8 = papers.TABLE_VIII
+    a, c = t8["Gemini 2.5-Flash", "adaptive"]["rounds"], t8["Gemini 2.5-Flash", "complete"]["rounds"]
+    agree = (c, a) == (9, 15)
+    return (
+        f'| 18 | Sec. V-C, Gemini | "9 rounds under complete-only vs. 15 under the adaptive strategy" | read from '
+        f"Table VIII: {c} complete-only, {a} adaptive rounds | "
+        + ("Agree. |" if agree else f"Text and table disagree; Table VIII says {a} adaptive rounds. |")
+    )
 
 
 def _invariance_row(runs, rings, lam1, lam2) -> str:
