@@ -21,8 +21,16 @@ from slurm_cluster import slurm_cluster  # noqa: E402,F401  (a session fixture)
 # ``mascot.kernels.precision.float64()`` -- the thread-local context library code uses, never the global switch.
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: one worker per core this process may use, at most 4 (each holds JAX, and some a model), none
+    on one core."""
+    n = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return min(n, 4) if n >= 2 else 0
+
+
 def pytest_sessionfinish(session, exitstatus):
-    if _SESSION_CACHE is not None:
+    # the controller made the cache (its workers inherit the directory through the environment) and removes it
+    if _SESSION_CACHE is not None and not hasattr(session.config, "workerinput"):
         import shutil
 
         shutil.rmtree(_SESSION_CACHE, ignore_errors=True)

@@ -1,6 +1,7 @@
 """Refusals found by an outside tester: each is checked to leave nothing behind and to name what is wrong."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -422,3 +423,33 @@ def test_a_rerun_replaces_an_earlier_calibration_only_when_it_has_finished(tmp_p
         "notes.txt": "mine",
     }
     assert not (out / "fit").exists() and not (out / _STAGE).exists()
+
+
+def test_the_command_line_keeps_compiled_programs_per_processor_and_can_be_told_not_to(tmp_path):
+    """The CLI's persistent JAX cache: under $MASCOT_CACHE_DIR/jax/<processor kind>/, read back by the next
+    command with the same output; --no-compile-cache and MASCOT_COMPILE_CACHE=0 write none."""
+    from mascot.cli.main import _machine_tag
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
+    env.update(MASCOT_CACHE_DIR=str(tmp_path / "c"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    cmd = [sys.executable, "-m", "mascot", "design", "weights", "--topology", "ring:5", "--json"]
+
+    def run(*extra, **more):
+        r = subprocess.run([*cmd, *extra], env={**env, **more}, capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    first = run()
+    where = tmp_path / "c" / "jax" / _machine_tag()
+    entries = sorted(p.name for p in where.iterdir())
+    assert entries, "nothing was cached"
+    assert run() == first and sorted(p.name for p in where.iterdir()) == entries  # read back, nothing new
+    for other, extra, more in (("d", ("--no-compile-cache",), {}), ("e", (), {"MASCOT_COMPILE_CACHE": "0"})):
+        r = subprocess.run(
+            [*cmd[:3], *extra, *cmd[3:]],  # a global option: before the command
+            env={**env, "MASCOT_CACHE_DIR": str(tmp_path / other), **more},
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        )
+        assert r.returncode == 0 and r.stdout == first and not (tmp_path / other).exists(), r.stderr

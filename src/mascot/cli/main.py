@@ -706,7 +706,25 @@ def compile_cache_dir() -> Path:
         os.environ.get("MASCOT_CACHE_DIR")
         or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mascot"
     )
-    return Path(root) / "jax"
+    return Path(root) / "jax" / _machine_tag()
+
+
+def _machine_tag() -> str:
+    """One cache per kind of processor: XLA compiles for the host's vector extensions, so a program compiled on
+    an AVX-512 node must not be read back on another node of a cluster that shares the home directory (it could
+    crash there, or give that node another machine's last bits)."""
+    import hashlib
+    import platform
+
+    flags = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line for line in f if line.startswith(("flags", "Features"))), "")
+    except OSError:
+        pass
+    words = " ".join(sorted(flags.split(":", 1)[-1].split()))
+    key = "|".join([platform.machine(), platform.processor(), words])
+    return f"{platform.machine() or 'cpu'}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
 
 def _compile_cache(on: bool) -> None:
