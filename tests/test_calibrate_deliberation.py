@@ -363,3 +363,39 @@ def test_an_interrupted_calibration_leaves_no_params_toml(tmp_path, monkeypatch)
     with pytest.raises(KeyboardInterrupt):
         cd.calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=5, n_boot=2, seed=1)
     assert not (tmp_path / "fit" / "params.toml").exists()
+
+
+def test_holdout_never_sees_the_adaptive_column_and_reports_what_it_predicts(tmp_path, monkeypatch):
+    """Out of sample (Table VIII): the fit uses the complete-only and ring-only columns only -- an adaptive column
+    changed to other numbers gives the same estimate and predictions -- and the report's observed values are
+    Table VIII's, its coverage the count of values inside their intervals."""
+    from mascot.calibrate import deliberation_targets as dt
+    from mascot.calibrate.deliberation_holdout import holdout_table8, write_holdout
+
+    kw = dict(steps=4, sim_runs=4, n_boot=20, gn_iters=1, seed=3)
+    a = holdout_table8("gpt", **kw)
+    name, switch = "GPT-5.4-Mini", dt.PAPER_MODELS["gpt"]["switch"]
+    want = dict(papers.TABLE_VIII[(name, "adaptive")])
+    t8 = dict(papers.TABLE_VIII)
+    t8[(name, "adaptive")] = {"rounds": 30, "tokens": 500_000, "d0": 0.9, "d_final": 0.3}
+    monkeypatch.setattr(dt.papers, "TABLE_VIII", t8)
+    monkeypatch.setitem(dt.PAPER_MODELS["gpt"], "switch", 17)
+    b = holdout_table8("gpt", **kw)
+    assert a["estimate"] == b["estimate"] and [r["predicted"] for r in a["rows"]] == [r["predicted"] for r in b["rows"]]
+    assert not any(n.endswith(":adaptive") or n == "switch" for n in a["held_in"])
+    got = {r["moment"]: r["observed"] for r in a["rows"]}
+    assert got == {
+        "rounds:adaptive": want["rounds"],
+        "tokens:adaptive": want["tokens"] / 1000.0,
+        "d_final:adaptive": want["d_final"],
+        "switch": switch,
+        "d0:adaptive": want["d0"],
+        "expand:adaptive": 0,
+    }
+    other = {r["moment"]: r["observed"] for r in b["rows"]}
+    assert [other[k] for k in ("rounds:adaptive", "tokens:adaptive", "d0:adaptive", "switch")] == [30, 500.0, 0.9, 17]
+    for r in a["rows"] + b["rows"]:
+        assert r["lo"] <= r["hi"] and r["inside"] == (r["lo"] <= r["observed"] <= r["hi"])
+    text = write_holdout([a, b], tmp_path).read_text()
+    inside = sum(r["inside"] for r in a["rows"] + b["rows"])
+    assert f"Coverage: {inside} of 12 held-out values" in text and "| GPT-5.4-Mini | rounds:adaptive | 9 |" in text

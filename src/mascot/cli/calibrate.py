@@ -235,6 +235,12 @@ def _out_ok(out) -> str | None:
 def cmd_calibrate_deliberation(args) -> int:
     if (args.run_dir is None) == (args.paper_table8 is None):
         return _fail("give exactly one source: RUN_DIR or --paper-table8 gpt|gemini|claude")
+    if args.hold_out and args.paper_table8 is None:
+        return _fail("--hold-out needs --paper-table8 (for a run directory, fit on half of the runs instead)")
+    if args.paper_table8 == "all" and not args.hold_out:
+        return _fail("--paper-table8 all needs --hold-out adaptive (a full fit takes one model at a time)")
+    if args.hold_out:
+        return _holdout(args)
     if _out_ok(args.out):
         return _fail(_out_ok(args.out))
     if args.run_dir is not None and not Path(args.run_dir).is_dir():
@@ -289,6 +295,47 @@ def cmd_calibrate_deliberation(args) -> int:
             f"(paper {' < '.join(c['paper_rank_tokens'])})"
         )
     print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, fit.png, dcurve.png")
+    return 0
+
+
+def _holdout(args) -> int:
+    if _out_ok(args.out):
+        return _fail(_out_ok(args.out))
+    if not 0 <= args.seed < 2**31:
+        return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
+    import logging
+
+    from mascot.calibrate.deliberation_holdout import holdout_table8, write_holdout
+    from mascot.io import lock_dir
+    from mascot.log import progress
+
+    n_boot = args.n_boot
+    if n_boot < 20:
+        return _fail(f"--n-boot must be >= 20 for a 95% predictive interval; got {args.n_boot}")
+    models = ["gpt", "gemini", "claude"] if args.paper_table8 == "all" else [args.paper_table8]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
+    results = [
+        holdout_table8(
+            m,
+            seed=args.seed,
+            n_boot=n_boot,
+            quick=args.quick,
+            progress=lambda msg: progress(logging.getLogger("mascot.calibrate"), msg),
+        )
+        for m in models
+    ]
+    path = write_holdout(results, out)
+    for r in results:
+        for row in r["rows"]:
+            print(
+                f"{r['name']:<18} {row['moment']:<17} Table VIII {row['observed']:>10.4g}  predicted "
+                f"{row['predicted']:>10.4g}  95% [{row['lo']:.4g}, {row['hi']:.4g}]  "
+                f"{'inside' if row['inside'] else 'OUTSIDE'}"
+            )
+    inside, n = sum(r["inside"] for r in results), sum(r["n"] for r in results)
+    print(f"coverage: {inside} of {n} held-out values inside their 95% intervals; wrote {path}, holdout.json")
     return 0
 
 
@@ -358,6 +405,16 @@ def add_parsers(sub) -> None:
         description=__doc__.split("\n\n")[3],
     )
     d.add_argument("run_dir", nargs="?", help="a `mascot deliberate` run directory")
-    d.add_argument("--paper-table8", choices=["gpt", "gemini", "claude"], help="fit to one model's Table VIII column")
+    d.add_argument(
+        "--paper-table8",
+        choices=["gpt", "gemini", "claude", "all"],
+        help="fit to one model's Table VIII column ('all': every model, with --hold-out only)",
+    )
+    d.add_argument(
+        "--hold-out",
+        choices=["adaptive"],
+        help="out of sample: fit the complete-only and ring-only columns of --paper-table8 and predict the "
+        "adaptive column with 95%% predictive intervals (writes holdout.md, holdout.json)",
+    )
     _common(d, 200)
     d.set_defaults(func=cmd_calibrate_deliberation, hard_interrupt=True, on_interrupt=_INTERRUPTED)
