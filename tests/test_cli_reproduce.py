@@ -455,3 +455,26 @@ def test_console_entry_point():
     )
     js = json.loads(out.stdout)
     assert js["K_star"] == 0 and js["certified"] is True
+
+
+def test_the_chance_of_a_coincidental_ring_match_from_the_printed_digits():
+    """Errata row 7: the window of the slow-eigenspace share f that Table V/VI's printed digits allow, recomputed
+    here from the ring's two eigenvalues written out, and the chance that one of 12 orders lands in it."""
+    from mascot.studies.consensus import TABLE_IV, order_name, ring_from_order, ring_orders
+    from mascot.studies.consensus_report import _slow_fraction, coincidence_chance
+
+    ls, lf = 0.6 + 0.4 * np.cos(2 * np.pi / 5), 0.6 + 0.4 * np.cos(4 * np.pi / 5)
+
+    def f_of(r2, p):  # r2 = f ls^(2p) + (1 - f) lf^(2p)
+        return (r2 - lf ** (2 * p)) / (ls ** (2 * p) - lf ** (2 * p))
+
+    h = 5e-5
+    rows = [(0.0381, 0.0752, 1), (0.0254, 0.0752, 2), (0.0274, 0.3009, 6)]
+    lo = max(f_of(((a - h) / (b + h)) ** 2, p) for a, b, p in rows)
+    hi = min(f_of(((a + h) / (b - h)) ** 2, p) for a, b, p in rows)
+    f_all = {order_name(o): _slow_fraction(TABLE_IV, ring_from_order(o)) for o in ring_orders(5)}
+    c = coincidence_chance(f_all)
+    assert c["lo"] == pytest.approx(lo, rel=1e-12) and c["hi"] == pytest.approx(hi, rel=1e-12)
+    p = (hi - lo) / (max(f_all.values()) - min(f_all.values()))
+    assert c["p_any"] == pytest.approx(1 - (1 - p) ** 12, rel=1e-12) and round(100 * c["p_any"], 1) == 8.5
+    assert [o for o, v in f_all.items() if lo <= v <= hi] == ["a1-a2-a5-a4-a3"]

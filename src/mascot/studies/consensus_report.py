@@ -361,6 +361,40 @@ def _slow_fraction_from_ring_ratio(ratio_sq: float, power: int) -> float:
     return (ratio_sq - b) / (a - b)
 
 
+def coincidence_chance(f_all: dict) -> dict:
+    """How likely a ring order matches Tables V/VI by coincidence.
+
+    The ring phase depends on the order only through f, the share of X0's disagreement energy in the ring's
+    slow eigenspace. Each printed D (4 decimals, so +-0.00005) bounds f; the three ring-phase numbers together
+    allow the window ``[lo, hi]``. Were the 12 orders' f spread uniformly over the range they span, one order
+    would land in the window with chance ``p = (hi - lo) / range`` and at least one of 12 with ``1 - (1 - p)^12``.
+    """
+    half = 0.5e-4
+
+    def window(after, before, power):
+        lo = _slow_fraction_from_ring_ratio(((after - half) / (before + half)) ** 2, power)
+        hi = _slow_fraction_from_ring_ratio(((after + half) / (before - half)) ** 2, power)
+        return lo, hi
+
+    ws = [window(0.0381, 0.0752, 1), window(0.0254, 0.0752, 2), window(0.0274, 0.3009, 6)]
+    lo, hi = max(w[0] for w in ws), min(w[1] for w in ws)
+    span = max(f_all.values()) - min(f_all.values())
+    p = max(hi - lo, 0.0) / span
+    return dict(lo=lo, hi=hi, span=span, p_one=p, p_any=1 - (1 - p) ** len(f_all), n=len(f_all))
+
+
+def _coincidence_sentence(f_all: dict) -> str:
+    c = coincidence_chance(f_all)
+    inside = [o for o, v in f_all.items() if c["lo"] <= v <= c["hi"]]
+    return (
+        f"Chance of a coincidental match: the printed digits allow f in [{c['lo']:.4f}, {c['hi']:.4f}] (width "
+        f"{c['hi'] - c['lo']:.4f}); were the {c['n']} orders' f spread uniformly over the {c['span']:.3f} they span, "
+        f"one order would fall inside with chance {100 * c['p_one']:.2f}% and at least one of {c['n']} with "
+        f"{100 * c['p_any']:.1f}%, so a match alone is modest evidence that the paper used that order "
+        f"(orders inside: {', '.join(inside) or 'none'})."
+    )
+
+
 def _slow_fraction(X0: np.ndarray, W2: np.ndarray) -> float:
     """Share of X0's disagreement energy in the slow eigenspace of the ring ``W2`` (from its modal basis)."""
     lam, V = np.linalg.eigh(W2)
@@ -494,7 +528,9 @@ def _errata(x0s, runs, th, facts) -> str:
         + ", ".join(f"{k}: f = {v:.3f}" for k, v in f_from.items())
         + f"; the printed X0 has f = {f_text:.3f} on the text's ring"
         + "".join(f" and f = {f_all[o]:.3f} on {o}" for o in recon)
-        + f" (f over all 12 orders: {min(f_all.values()):.3f} to {max(f_all.values()):.3f}). {scale_sent} |",
+        + f" (f over all 12 orders: {min(f_all.values()):.3f} to {max(f_all.values()):.3f}). {scale_sent} "
+        + _coincidence_sentence(f_all)
+        + " |",
         f"| 8 | Table VI ring-only | 6 rounds, 600 tokens, D = 0.0274 | text's ring: rescaled {r6(text, 'rescaled', 'ring-only')[0]} rounds, {r6(text, 'rescaled', 'ring-only')[1]:.0f} tokens, D = {r6(text, 'rescaled', 'ring-only')[2]:.4f}; printed {r6(text, 'printed', 'ring-only')[0]} rounds, {r6(text, 'printed', 'ring-only')[1]:.0f} tokens, D = {r6(text, 'printed', 'ring-only')[2]:.4f}"
         + "".join(
             f"; {o}: rescaled {r6(o, 'rescaled', 'ring-only')[0]} rounds, {r6(o, 'rescaled', 'ring-only')[1]:.0f} tokens, D = {r6(o, 'rescaled', 'ring-only')[2]:.4f}; printed {r6(o, 'printed', 'ring-only')[0]} rounds, {r6(o, 'printed', 'ring-only')[1]:.0f} tokens, D = {r6(o, 'printed', 'ring-only')[2]:.4f}"
