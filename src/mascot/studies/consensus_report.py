@@ -262,7 +262,7 @@ def _figures(runs, rings, out: Path):
     paths = []
     npan = len(rings)
     # (a) disagreement
-    fig, axes = plt.subplots(1, npan, figsize=(5.2 * npan, 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, npan, figsize=(5.2 * npan, 5.0), sharey=True, squeeze=False)
     for ax, (ring, src) in zip(axes[0], rings):
         for name in ("adaptive", "complete-only", "ring-only"):
             r = runs[ring, "rescaled"][name]
@@ -302,7 +302,8 @@ def _figures(runs, rings, out: Path):
         ax.yaxis.set_minor_formatter(plt.NullFormatter())
         ax.set_xlabel("round k")
         ax.set_title(f"ring {ring}\n{src}", fontsize=10)
-        ax.legend(fontsize=7.5, loc="upper right", bbox_to_anchor=(1.0, 0.9))
+        # below the axes: inside, it covered the eta label and the ring-only curve
+        ax.legend(fontsize=7.5, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
         ax.grid(alpha=0.3, which="both")
     axes[0, 0].set_ylabel("disagreement D(k)")
     fig.suptitle(
@@ -311,7 +312,7 @@ def _figures(runs, rings, out: Path):
     fig.tight_layout()
     paths += save_figure(fig, out / "fig3a_disagreement")
     # (b) budget
-    fig, axes = plt.subplots(1, npan, figsize=(5.2 * npan, 4.2), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(1, npan, figsize=(5.2 * npan, 5.2), sharey=True, squeeze=False)
     for ax, (ring, src) in zip(axes[0], rings):
         for name in ("adaptive", "complete-only", "ring-only", "tight"):
             r = runs[ring, "rescaled"][name]
@@ -336,10 +337,11 @@ def _figures(runs, rings, out: Path):
                 )
         ax.plot(*zip(*pb_pts), "kx", ms=8, mew=1.5, ls="none", label="paper (Table V; b0 - tokens of Table VI)")
         ax.axhline(0, color="k", lw=1)
-        ax.set_ylim(-100, 3100)
+        b_max = max(float(runs[ring, "rescaled"][n].b_trace[0, 0]) for n in ("adaptive", "tight"))
+        ax.set_ylim(-100, 1.08 * b_max)  # the data's range (it went to 3,000 with data at most 2,000)
         ax.set_xlabel("round k")
         ax.set_title(f"ring {ring}\n{src}", fontsize=10)
-        ax.legend(fontsize=7, loc="upper right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
         ax.grid(alpha=0.3)
     axes[0, 0].set_ylabel("remaining budget b_k (tokens)")
     fig.suptitle("Fig. 3(b): budget dynamics, rescaled X0 (D(0) = 0.3009)", fontsize=10)

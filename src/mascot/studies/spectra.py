@@ -131,10 +131,32 @@ def _malicious_leaf_figure(df: pd.DataFrame, out: Path) -> None:
 
     fig, ax = plt.subplots(1, 2, figsize=(12, 4.6))
     sub = df[np.isclose(df.gamma, 0.9)]
+    leaf_markers = dict(zip(_LEAF_COLORS, ("o", "s", "^", "D", "v")))
     for l, c in _LEAF_COLORS.items():
         d = sub[sub.leaves == l]
-        ax[0].plot(d.alpha, d.kappa, color=c, lw=1.8)
-        ax[0].plot(d.alpha, d.bound, color=c, ls="--", lw=1.2)
+        mk = dict(marker=leaf_markers[l], markevery=8, ms=5)
+        ax[0].plot(d.alpha, d.kappa, color=c, lw=1.8, **mk)
+        ax[0].plot(d.alpha, d.bound, color=c, ls="--", lw=1.2, mfc="white", **mk)
+    # the paper's two numbers for l = 4 (Table 1's benign kappa, eq. 8's worst case), where they belong
+    a_lo, a_hi = float(sub.alpha.min()), float(sub.alpha.max())
+    ax[0].plot([a_lo], [TABLE1_PAPER["star"][2]], "k*", ms=11, ls="none", zorder=5)
+    ax[0].plot([a_hi], [PAPER_QUOTES["eq8_worst"]], "k*", ms=11, ls="none", zorder=5)
+    ax[0].annotate(
+        f"paper: benign {TABLE1_PAPER['star'][2]:g}",
+        (a_lo, TABLE1_PAPER["star"][2]),
+        xytext=(9, 4),
+        textcoords="offset points",
+        fontsize=7.5,
+        bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0),
+    )
+    ax[0].annotate(
+        f"paper: bound {PAPER_QUOTES['eq8_worst']:g}",
+        (a_hi, PAPER_QUOTES["eq8_worst"]),
+        xytext=(-70, 6),
+        textcoords="offset points",
+        fontsize=7.5,
+        bbox=dict(fc="white", ec="none", alpha=0.85, pad=1.0),
+    )
     ax[0].set(
         xscale="log",
         yscale="log",
@@ -142,10 +164,14 @@ def _malicious_leaf_figure(df: pd.DataFrame, out: Path) -> None:
         ylabel="kappa(M)",
         title="Attacked star, gamma = 0.9",
     )
-    handles = [Line2D([], [], color=c, lw=2, label=f"l = {l} leaves") for l, c in _LEAF_COLORS.items()]
+    handles = [
+        Line2D([], [], color=c, lw=2, marker=leaf_markers[l], ms=5, label=f"l = {l} leaves")
+        for l, c in _LEAF_COLORS.items()
+    ]
     handles += [
         Line2D([], [], color="0.3", lw=1.8, label="actual kappa(M)"),
-        Line2D([], [], color="0.3", lw=1.2, ls="--", label="eq. 8 bound"),
+        Line2D([], [], color="0.3", lw=1.2, ls="--", marker="o", mfc="white", ms=5, label="eq. 8 bound (open)"),
+        Line2D([], [], color="k", marker="*", ms=10, ls="none", label="paper, l = 4 (Table 1, A.6)"),
     ]
     # outside the axes, so that no curve is covered
     ax[0].legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
