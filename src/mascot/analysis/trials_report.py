@@ -474,8 +474,10 @@ def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=N
         pick = np.sort(rng.choice(y.shape[0], min(max_lines, y.shape[0]), replace=False))
         segs = [np.column_stack([steps, y[i]]) for i in pick]
         segs = [sg[np.isfinite(sg[:, 1])] for sg in segs]
+        # trials in grey underneath; the band and the median on top, in colour (a band drawn under 100 coloured
+        # lines of its own colour could not be seen)
         ax.add_collection(
-            LineCollection([sg for sg in segs if len(sg) > 1], colors=COLORS[t], alpha=0.12, linewidths=0.8)
+            LineCollection([sg for sg in segs if len(sg) > 1], colors="0.55", alpha=0.18, linewidths=0.7, zorder=1)
         )
         with np.errstate(all="ignore"):
             import warnings
@@ -484,8 +486,10 @@ def _stepwise_figure(series: dict, ylabel, title, path, seed, log=False, floor=N
                 warnings.simplefilter("ignore", RuntimeWarning)
                 med = np.nanmedian(y, axis=0)
                 q1, q3 = np.nanquantile(y, [0.25, 0.75], axis=0)
-        ax.fill_between(steps, q1, q3, color=COLORS[t], alpha=0.25, lw=0, label="interquartile range")
-        ax.plot(steps, med, color="k", lw=2.2, label="median")
+        ax.fill_between(steps, q1, q3, color=COLORS[t], alpha=0.45, lw=0, label="interquartile range", zorder=3)
+        ax.plot(steps, q1, color=COLORS[t], lw=1.2, zorder=3)
+        ax.plot(steps, q3, color=COLORS[t], lw=1.2, zorder=3)
+        ax.plot(steps, med, color="k", lw=2.2, label="median", zorder=4)
         ax.set_title(f"{t} ({y.shape[0]} trials; {len(pick)} shown)", fontsize=10, loc="left")
         ax.set_ylabel(ylabel)
         if log:
@@ -564,7 +568,7 @@ def _figures(
     paths += _stepwise_figure(
         cum,
         "cumulative error",
-        "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| (thin: trials; band: IQR; black: median)" + sn,
+        "Stepwise cumulative error sum_{s<=t} |x*_s - x^_s| (grey: trials; band: IQR; black: median)" + sn,
         out / "fig5_stepwise_cumulative_error",
         seed,
     )
