@@ -154,9 +154,23 @@ def _fmt(name: str, v: float) -> str:
         return "nan"
     if name.startswith("tokens"):
         return f"{v * 1000:,.0f}"  # the targets hold tokens in thousands
-    if name.startswith(("rounds", "switch")):
+    if name.startswith(("rounds", "switch", "expand")):
         return f"{v:.1f}" if v != round(v) else f"{v:.0f}"
     return f"{v:.4f}"
+
+
+def _rel(row: dict) -> str:
+    p = abs(row["predicted"])
+    return f"{(row['hi'] - row['lo']) / p:.2f}" if p > 0 and math.isfinite(row["hi"] - row["lo"]) else "-"
+
+
+def _widths(results: list[dict], moment: str) -> list[float]:
+    return [
+        (row["hi"] - row["lo"]) / abs(row["predicted"])
+        for r in results
+        for row in r["rows"]
+        if row["moment"] == moment and row["predicted"] != 0
+    ]
 
 
 def holdout_markdown(results: list[dict]) -> str:
@@ -179,17 +193,26 @@ def holdout_markdown(results: list[dict]) -> str:
             "failed prediction."
             if n < 20
             else ""
+        )
+        + (
+            f" The intervals are wide (adaptive rounds: width {min(_widths(results, 'rounds:adaptive')):.1f} to "
+            f"{max(_widths(results, 'rounds:adaptive')):.1f} times the prediction; tokens "
+            f"{min(_widths(results, 'tokens:adaptive')):.1f} to {max(_widths(results, 'tokens:adaptive')):.1f}): "
+            "one printed run varies that much under the fitted model, so a value inside says the model is not "
+            "contradicted, not that it predicts precisely."
+            if _widths(results, "rounds:adaptive") and _widths(results, "tokens:adaptive")
+            else ""
         ),
         "",
-        "| model | moment | Table VIII | predicted | 95% interval | inside |",
-        "|---|---|---:|---:|---|---|",
+        "| model | moment | Table VIII | predicted | 95% interval | interval width / predicted | inside |",
+        "|---|---|---:|---:|---|---:|---|",
     ]
     for r in results:
         for row in r["rows"]:
             m = row["moment"]
             lines.append(
                 f"| {r['name']} | {m} | {_fmt(m, row['observed'])} | {_fmt(m, row['predicted'])} | "
-                f"{_fmt(m, row['lo'])} - {_fmt(m, row['hi'])} | {'yes' if row['inside'] else '**no**'} |"
+                f"{_fmt(m, row['lo'])} - {_fmt(m, row['hi'])} | {_rel(row)} | {'yes' if row['inside'] else '**no**'} |"
             )
     lines += ["", "What the held-in columns do not identify (kept at the starting values, not in the intervals):", ""]
     for r in results:
