@@ -453,3 +453,13 @@ def test_the_command_line_keeps_compiled_programs_per_processor_and_can_be_told_
             cwd=ROOT,
         )
         assert r.returncode == 0 and r.stdout == first and not (tmp_path / other).exists(), r.stderr
+
+
+def test_a_deeply_nested_config_is_refused_naming_the_file(tmp_path):
+    """Found by the sweep probe: a = [[[...]]] 10^5 levels deep printed 'maximum recursion depth exceeded'."""
+    deep = tmp_path / "deep.toml"
+    d = 100_000
+    deep.write_text('[experiment]\nkind = "consensus"\n[grid]\nn = ' + "[" * d + "5" + "]" * d + "\n")
+    r = mascot("validate", deep)
+    assert r.returncode == 2 and f"{deep}: arrays or tables nested too deeply to read" in r.stderr, r.stderr
+    assert "recursion" not in r.stderr and "Traceback" not in r.stderr

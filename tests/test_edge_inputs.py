@@ -221,3 +221,17 @@ def test_round_counts_across_300_orders_of_magnitude():
     assert (float(k1), float(k2)) == (c.K1, c.K2)
     # D0 -> eps straight (Corollary 1's K_cmpl): 1e-300 / 1e30 underflows to 0
     assert rounds_to_reach(1e30, 1e-300, 0.25) == math.ceil(330 * math.log(10) / math.log(4))  # 548.1 -> 549
+
+
+@pytest.mark.parametrize("shape", [(0, 2), (3, 0), (4, 0, 2)])
+def test_disagreement_of_no_agents_or_no_dimensions_is_an_error_not_nan(shape):
+    """Found by the sweep probe: mascot.disagreement(np.zeros((0, 2))) gave nan with numpy warnings."""
+    import warnings
+
+    import mascot
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no RuntimeWarning on the way to the error
+        with pytest.raises(ValueError, match="at least one agent and one belief dimension"):
+            mascot.disagreement(np.zeros(shape))
+    assert mascot.disagreement([[0.0, 0.0], [3.0, 4.0]]) == pytest.approx(2.5)  # sqrt(2 (1.5^2 + 2^2) / 2)

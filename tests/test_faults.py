@@ -110,7 +110,8 @@ def test_config_name_escaping_runs_dir_is_refused(tmp_path):
 @pytest.mark.parametrize("gpus", [0, 1])
 def test_hostile_paths_are_quoted_in_array_and_merge_scripts(tmp_path, gpus):
     cfg = write(tmp_path, sweep_text())
-    out = tmp_path / f"r$(touch${{IFS}}PWNED);touch`PWNED`'\"{gpus}"  # no whitespace: #SBATCH --output
+    # no whitespace or quotes: #SBATCH --output cannot carry them (refused, tested below)
+    out = tmp_path / f"r$(touch${{IFS}}PWNED);touch`PWNED`&|<>{gpus}"
     sub = render(str(cfg), shards=2, out=str(out), gpus=gpus)
     for script in (sub.array_script, sub.merge_script):
         _assert_no_injected_line(script)
@@ -120,7 +121,7 @@ def test_hostile_paths_are_quoted_in_array_and_merge_scripts(tmp_path, gpus):
 
 def test_trials_script_quotes_hostile_out(tmp_path):
     cfg = write(tmp_path, '[trials]\nbackend = "surrogate"\nn_trials = 2\nsteps = 2\n', "trials.toml")
-    out = tmp_path / "t$(touch${IFS}PWNED);touch`PWNED`'"
+    out = tmp_path / "t$(touch${IFS}PWNED);touch`PWNED`&|<>"
     sub = render(str(cfg), out=str(out))
     _assert_no_injected_line(sub.array_script)
     exec_line = next(ln for ln in sub.array_script.splitlines() if ln.startswith("exec "))
@@ -139,6 +140,16 @@ def test_out_with_newline_is_refused_for_sbatch(tmp_path):
     cfg = write(tmp_path, sweep_text())
     with pytest.raises(ValueError, match="whitespace or control"):
         render(str(cfg), shards=2, out=str(tmp_path / "r\ntouch PWNED"))
+
+
+@pytest.mark.parametrize("quote", ['"', "'"])
+def test_out_with_a_quote_is_refused_before_anything_is_written(tmp_path, capsys, quote):
+    """Found by the sweep probe: a '"' in the run directory passed --dry-run and then failed inside sbatch
+    ('Unmatched "'), leaving an empty OUT/slurm/. It is refused first, like whitespace and '%'."""
+    cfg = write(tmp_path, sweep_text())
+    out = tmp_path / f"r{quote}x"
+    assert main(["slurm", "submit", str(cfg), "--shards", "2", "--dry-run", "--out", str(out)]) == 2
+    assert "contains a quote" in _err_line(capsys) and not out.exists()
 
 
 # ----------------------------------------------------------------------------- 3. concurrent runs
@@ -270,6 +281,31 @@ def test_lock_file_symlink_is_refused(tmp_path):
     with pytest.raises(ValueError, match="symlink"):
         lock_dir(d)
     assert not (tmp_path / "elsewhere").exists()
+
+
+@pytest.mark.parametrize("component", ["chunks", "plan.json", "config.toml"])
+def test_a_linked_run_directory_component_is_refused_by_run_status_and_merge(run_dir, tmp_path, capsys, component):
+    """Found by the sweep probe: a chunks/ directory replaced by a link sent every chunk of a rerun outside the run
+    directory (exit 0). A linked component is refused by run, status and merge; nothing is written through it."""
+    elsewhere = tmp_path / "elsewhere"
+    src = run_dir / component
+    if src.is_dir():
+        shutil.copytree(src, elsewhere)
+        shutil.rmtree(src)
+        for f in elsewhere.iterdir():  # the rerun would have to recompute them there
+            f.unlink()
+    else:
+        shutil.copy(src, elsewhere)
+        src.unlink()
+    src.symlink_to(elsewhere)
+    before = sorted(p.name for p in elsewhere.iterdir()) if elsewhere.is_dir() else elsewhere.read_bytes()
+    cfg = write(tmp_path, sweep_text())
+    for argv in (["run", str(cfg), "--out", str(run_dir)], ["status", str(run_dir)], ["merge", str(run_dir)]):
+        assert main(argv) == 2, argv
+        err = _err_line(capsys)
+        assert f"{src} is a symbolic link" in err and "use another --out" in err, err
+    after = sorted(p.name for p in elsewhere.iterdir()) if elsewhere.is_dir() else elsewhere.read_bytes()
+    assert after == before and not (run_dir / "merged.parquet").exists()
 
 
 def test_stale_temps_of_killed_writers_are_removed_when_a_run_dir_opens(run_dir, tmp_path):

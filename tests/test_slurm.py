@@ -111,7 +111,7 @@ def test_every_template_renders_valid_bash_with_quoted_values(config, trials_con
     quoted argument (no config value or option can add a line to a script; see tests/test_faults.py)."""
     import shlex
 
-    out = tmp_path / "r$(id);`id`'x"
+    out = tmp_path / "r$(id);`id`&|x"  # (quotes are refused: #SBATCH lines cannot carry them)
     sub = render(str(config), 2, out=str(out), gpus=gpus)
     trials = render(str(trials_config), out=str(out))
     for script in (sub.array_script, sub.merge_script, trials.array_script):

@@ -138,6 +138,8 @@ def read_toml(path) -> dict:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: invalid TOML: {e}") from None
+    except RecursionError:
+        raise InputError(f"{path}: invalid TOML: arrays or tables nested too deeply to read") from None
 
 
 def utc_now() -> str:

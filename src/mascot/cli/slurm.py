@@ -65,6 +65,11 @@ def _log_dir(outp: Path) -> str:
         raise InputError(
             f"the run directory {outp} contains whitespace or control characters, which #SBATCH --output cannot carry"
         )
+    if '"' in logs or "'" in logs:  # sbatch parses quotes in #SBATCH lines ('Unmatched "' at submission)
+        raise InputError(
+            f"the run directory {outp} contains a quote, which an #SBATCH --output line cannot carry (sbatch "
+            "would refuse the script); choose another --out"
+        )
     if "%" in logs or "\\" in logs:  # Slurm expands %j, %A, ... and backslash escapes in --output paths
         raise InputError(
             f"the run directory {outp} contains '%' or a backslash, which Slurm would expand in "

@@ -254,6 +254,8 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"not valid TOML: {e}") from None
+    except RecursionError:
+        raise ConfigError("arrays or tables nested too deeply to read") from None
     _check_keys(raw, _SECTIONS, "the config (top level)")
     exp = raw.get("experiment")
     if not isinstance(exp, dict):

@@ -188,12 +188,30 @@ class RunDir:
     def chunk_path(self, c: int) -> Path:
         return self.chunks / f"chunk-{c:06d}.parquet"
 
+    def refuse_links(self) -> None:
+        """Refuse a run directory whose own components are symbolic links: ``chunks/`` (a link sent every chunk
+        outside the run directory), ``plan.json``, ``config.toml``, the locks and ``merged.parquet``. The run
+        directory itself may be a link: the user chose where it lives."""
+        if not self.path.is_dir():
+            return
+        names = ["chunks", "plan.json", "config.toml", "merged.parquet", ".mascot.lock"]
+        names += [p.name for p in self.path.glob(".mascot-shard-*.lock")]
+        for name in names:
+            p = self.path / name
+            if p.is_symlink():
+                kind = "directory" if name == "chunks" else "file"
+                raise RunDirError(
+                    f"{p} is a symbolic link (to {os.readlink(p)}); mascot writes only inside the run directory: "
+                    f"make it a real {kind}, or use another --out"
+                )
+
     # -- locks --------------------------------------------------------------------------------
     def acquire(self, shard=(0, 1), wait_s: float = 30.0) -> list[DirLock]:
         """Locks for running ``shard`` (``(I, N)``) here; keep them referenced while running (see the
         module docstring). Raises ``DirectoryLocked`` naming the holder when this shard is already running."""
         if self.path.exists() and not self.path.is_dir():
             raise InputError(f"--out {self.path} is a file, not a run directory; give a directory")
+        self.refuse_links()
         deadline = time.monotonic() + wait_s
         try:
             shared = lock_dir(self.path, what="sweep run directory")  # alone: clean up, then share
@@ -223,6 +241,7 @@ class RunDir:
         plan = _plan_of(cfg)
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"--out {self.path} is a file, not a run directory; give a directory")
+        self.refuse_links()
         pf = self.path / "plan.json"
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
             # (another shard of this run may write plan.json meanwhile: it is checked below like any plan)
@@ -332,6 +351,7 @@ class RunDir:
         pf = self.path / "plan.json"
         if not self.path.exists():
             raise NotFoundError(f"{self.path} does not exist (give the run directory `mascot run --out` wrote)")
+        self.refuse_links()
         if not pf.exists():
             raise NotFoundError(f"{self.path} is not a mascot run directory (no plan.json)")
         return self._read_plan(pf)

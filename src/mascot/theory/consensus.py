@@ -80,6 +80,8 @@ def disagreement(X) -> np.ndarray | float:
     X = np.asarray(X, dtype=np.float64)
     if X.ndim < 2:
         raise InputError(f"X must have shape (..., N, d); got shape {X.shape}")
+    if X.shape[-2] < 1 or X.shape[-1] < 1:
+        raise InputError(f"X needs at least one agent and one belief dimension; got shape {X.shape}")
     n = X.shape[-2]
     centred = X - X.mean(axis=-2, keepdims=True)
     d = np.sqrt(np.sum(centred * centred, axis=(-2, -1)) / n)

@@ -256,6 +256,8 @@ class SurrogateBackend:
                 d = tomllib.loads(p.read_text())
             except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
                 raise InputError(f"surrogate parameter file {str(p)!r} is not valid TOML: {e}") from None
+            except RecursionError:
+                raise InputError(f"surrogate parameter file {str(p)!r}: nested too deeply to read") from None
             if d.get("kind") != "state-tracking":
                 raise InputError(f"{str(p)!r}: key 'kind' must be \"state-tracking\"; got {d.get('kind')!r}")
             name = d.pop("name", p.stem)
