@@ -19,6 +19,7 @@ Where the environment demands Slurm (``MASCOT_REQUIRE_SLURM=1``, set by ``.ci/ru
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -66,7 +67,10 @@ def _decide() -> tuple[Cluster | None, str]:
         )
     if os.geteuid() != 0:
         return None, "no Slurm controller answers, and starting the local single-node cluster needs root"
-    base = Path(tempfile.mkdtemp(prefix="mascot-slurm-test-"))
+    # slurm.conf cannot carry a path with whitespace or quotes: where TMPDIR has them, the cluster lives in /tmp
+    tmp = tempfile.gettempdir()
+    safe = not re.search(r"[\s\"'%\\]", tmp) or not os.access("/tmp", os.W_OK)
+    base = Path(tempfile.mkdtemp(prefix="mascot-slurm-test-", dir=None if safe else "/tmp"))
     env = dict(
         os.environ,
         MASCOT_SLURM_BASE=str(base),

@@ -453,6 +453,12 @@ def test_the_command_line_keeps_compiled_programs_per_processor_and_can_be_told_
             cwd=ROOT,
         )
         assert r.returncode == 0 and r.stdout == first and not (tmp_path / other).exists(), r.stderr
+    # found by an outside tester: HOME=/nonexistent made a cache there; an unwritable one warned on every compile
+    base = {k: v for k, v in env.items() if k not in ("MASCOT_CACHE_DIR", "XDG_CACHE_HOME")}
+    for home in (tmp_path / "no-such-home", "/proc/no-home"):
+        r = subprocess.run(cmd, env={**base, "HOME": str(home)}, capture_output=True, text=True, cwd=ROOT)
+        assert r.returncode == 0 and r.stdout == first and "Warning" not in r.stderr, r.stderr
+        assert not os.path.exists(home)
 
 
 def test_a_deeply_nested_config_is_refused_naming_the_file(tmp_path):

@@ -1,7 +1,12 @@
 """Slurm submission: rendered scripts, and a real 4-shard array + merge job on a live cluster."""
 
+import os
+import re
+import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -38,6 +43,22 @@ seed = 5
 no_figures = true
 n_boot = 50
 """
+
+
+@pytest.fixture
+def tmp_path(tmp_path):
+    """A directory an #SBATCH --output line can carry: pytest's own, or, where TMPDIR holds whitespace, a quote,
+    '%' or a backslash (which `mascot slurm submit` refuses, as it must: found by an outside tester with
+    TMPDIR="/tmp/t m p"), a fresh one under /tmp."""
+    if not re.search(r"[\s\"'%\\]", str(tmp_path)):
+        yield tmp_path
+        return
+    base = next((b for b in ("/tmp", "/var/tmp") if os.path.isdir(b) and os.access(b, os.W_OK)), None)
+    if base is None:
+        pytest.skip(f"pytest's temporary directory {tmp_path} cannot be an #SBATCH path and there is no /tmp")
+    d = Path(tempfile.mkdtemp(prefix="mascot-slurm-test-", dir=base))
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 @pytest.fixture

@@ -733,7 +733,17 @@ def _compile_cache(on: bool) -> None:
     ``MASCOT_COMPILE_CACHE=0``; a ``JAX_COMPILATION_CACHE_DIR`` already set is kept. Results do not depend on it."""
     if not on or os.environ.get("MASCOT_COMPILE_CACHE", "1") == "0" or os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return
-    path = str(compile_cache_dir())
+    explicit = os.environ.get("MASCOT_CACHE_DIR") or os.environ.get("XDG_CACHE_HOME")
+    if not explicit and not Path.home().is_dir():
+        return  # no home directory (a service account, HOME=/nonexistent): no cache, and none created there
+    try:  # a cache directory that cannot be written is no cache (JAX would warn on every compile)
+        path = compile_cache_dir()
+        path.mkdir(parents=True, exist_ok=True)
+        if not os.access(path, os.W_OK | os.X_OK):
+            return
+    except OSError:
+        return
+    path = str(path)
     if "jax" in sys.modules:  # main() called from a program that already imported JAX: its config, not the env
         import jax
 

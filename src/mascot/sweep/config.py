@@ -455,8 +455,8 @@ def _no_repeats(where: str, values: list[tuple], dtype: str = "float64") -> None
             first = values[seen[k]][0] if len(t) == 1 else values[seen[k]]
             what = (
                 f"{shown!r} twice"
-                if _key(values[seen[k]]) == _key(t)
-                else f"{first!r} and {shown!r}, one value in {dtype},"
+                if values[seen[k]] == t  # (5 and 5.0 are one value as written)
+                else f"{first!r} and {shown!r}, one value in {dtype},"  # distinct as written, not as the kernels see them
             )
             raise ConfigError(
                 f"{where} lists {what} (entries {seen[k]} and {i}): those grid points would "

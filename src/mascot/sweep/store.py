@@ -178,6 +178,14 @@ def provenance() -> dict:
     )
 
 
+#: a merged file's row groups hold about this many bytes of chunks (a few chunks, or one large one)
+_ROW_GROUP_BYTES = 128 << 20
+
+
+class _ChunkLost(Exception):
+    """A chunk that passed the footer scan failed its data verification during a merge."""
+
+
 class RunDir:
     """A sweep's output directory."""
 
@@ -530,11 +538,66 @@ class RunDir:
                 lock.release()
 
     def _merge(self, out: Path, plan: dict, config: str) -> Path:
-        read: dict[int, pa.Table] = {}
-        done, bad, foreign = self.scan(tables=read)
+        """Stream the chunks into ``out`` in point order, one verified chunk in memory at a time (plus a row group
+        being filled): memory is bounded by the chunk size, never by the run's rows."""
+        done, bad, foreign = self.scan(data=False)  # footers: completeness, schemas and metadata, no data
         for p in foreign:
             _log.warning(f"ignoring {p}: not a chunk of this run")
         n = plan["n_chunks"]
+        self._refuse_missing(done, bad, n)
+        footers = [pq.read_metadata(self.chunk_path(c)) for c in range(n)]
+        meta = [json.loads(md.metadata[META_KEY]) for md in footers]
+        schemas = [md.schema.to_arrow_schema() for md in footers]
+        # every field nullable except those required in every chunk (chunks written before a kind's columns
+        # became required still merge)
+        required = set.intersection(*({f.name for f in sc if not f.nullable} for sc in schemas))
+        fields = [f.with_nullable(f.name not in required) for f in schemas[0]]
+        merged_meta = dict(
+            plan=plan,
+            config=config,
+            chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
+            **provenance(),
+        )
+        schema = pa.schema(fields)
+        merged_meta.update(rows=sum(md.num_rows for md in footers), columns=_fingerprint(schema))
+        schema = schema.with_metadata({META_KEY: json.dumps(merged_meta)})
+        keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in schema.names]
+        out.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            with atomic_path(out) as tmp:
+                with pq.ParquetWriter(
+                    tmp,
+                    schema,
+                    compression="lz4",
+                    use_dictionary=False,
+                    write_statistics=[k for k, _ in keys],
+                    write_page_checksum=True,
+                ) as writer:
+                    buf, size = [], 0
+                    for c in range(n):
+                        why, table, _ = self._read_chunk(c, plan)  # every data page verified
+                        if why is not None:
+                            raise _ChunkLost(f"chunk {c} ({self.chunk_path(c)}): {why}")
+                        for name in required:
+                            if table.column(name).null_count:
+                                raise InputError(f"{self.chunk_path(c)}: column {name!r} must not hold nulls")
+                        # chunks cover disjoint, increasing point ranges: sorting each one (a stable sort)
+                        # gives the order of sorting them all
+                        table = table.sort_by(keys).replace_schema_metadata(None)
+                        buf.append(pa.Table.from_arrays(table.columns, schema=schema))
+                        size += table.nbytes
+                        if size >= _ROW_GROUP_BYTES or c == n - 1:
+                            writer.write_table(pa.concat_tables(buf), row_group_size=1 << 62)
+                            buf, size = [], 0
+        except _ChunkLost as lost:  # damaged since the footer scan: name every unusable chunk, as a full scan does
+            done, bad, _ = self.scan()
+            self._refuse_missing(done, bad, n)
+            raise MissingChunksError(f"{lost} (run `mascot run` again to compute it)") from None
+        except OSError as e:  # disk full, quota, permissions: one line naming the file (nothing partial is left)
+            raise OSError(e.errno, f"cannot write {out}: {os.strerror(e.errno) if e.errno else e}") from None
+        return out
+
+    def _refuse_missing(self, done: set, bad: dict, n: int) -> None:
         missing = [c for c in range(n) if c not in done]
         if missing:
             why = "".join(f"; invalid {p}: {w}" for p, w in list(bad.items())[:5])
@@ -542,20 +605,3 @@ class RunDir:
                 f"{len(missing)} of {n} chunks missing: {_ranges(missing)}{why} "
                 "(run `mascot run` again to compute them)"
             )
-        tables = [read.pop(c) for c in range(n)]  # read and verified once, by the scan
-        meta = [json.loads((t.schema.metadata or {}).get(META_KEY, b"{}")) for t in tables]
-        # every field nullable before concatenating (chunks written before a kind's columns became required
-        # still merge); the merged file's required columns are those required in every chunk
-        required = set.intersection(*({f.name for f in t.schema if not f.nullable} for t in tables))
-        table = pa.concat_tables([_nullability(t.replace_schema_metadata(None)) for t in tables])
-        keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in table.column_names]
-        table = table.sort_by(keys)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        merged_meta = dict(
-            plan=plan,
-            config=config,
-            chunks=[{k: m.get(k) for k in ("chunk", "shard", "start", "end", "devices")} for m in meta],
-            **provenance(),
-        )
-        write_table_atomic(table, out, merged_meta, required=required)
-        return out
