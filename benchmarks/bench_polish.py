@@ -38,7 +38,8 @@ def main(argv=None) -> int:
     import numpy as np
     import optax
 
-    from mascot.calibrate.deliberation import _BOX, PAPER_FITTED, PAPER_FIXED, _Moments, paper_config, paper_target
+    from mascot.calibrate.deliberation import PAPER_FITTED, PAPER_FIXED, paper_config, paper_target
+    from mascot.calibrate.deliberation_fit import BOX, Moments
     from mascot.calibrate.deliberation_sim import prompt_layout
     from mascot.calibrate.fit import Coords, gauss_newton
 
@@ -48,10 +49,10 @@ def main(argv=None) -> int:
         setup = prompt_layout(paper_config(model))
         target, names, weights = paper_target(model, setup.strategies)
         fitted = list(PAPER_FITTED)
-        big = _Moments(setup, PAPER_FIXED, fitted, names, detail=False, runs=256)
+        big = Moments(setup, PAPER_FIXED, fitted, names, detail=False, runs=256)
         seed = int(fit["seed"]) + 101
-        lo = np.array([_BOX[k][0] for k in fitted])
-        hi = np.array([_BOX[k][1] for k in fitted])
+        lo = np.array([BOX[k][0] for k in fitted])
+        hi = np.array([BOX[k][1] for k in fitted])
         width = hi - lo
         x0 = np.array([fit["estimate_es"][k] for k in fitted])
         count = {"n": 0}
@@ -88,8 +89,8 @@ def main(argv=None) -> int:
         )
         out["gauss_newton"] = {"loss": r.loss, "evals": count["n"], "wall_s": time.perf_counter() - t}
 
-        # the deliberation fit's own polish (mascot.calibrate.deliberation._gauss_newton: damped steps 1, 1/2, 1/4)
-        from mascot.calibrate.deliberation import _gauss_newton
+        # the deliberation fit's own polish (mascot.calibrate.deliberation.gauss_newton_polish: damped steps 1, 1/2, 1/4)
+        from mascot.calibrate.deliberation_fit import gauss_newton_polish
 
         class _Counted:
             def __call__(self, pts, s):
@@ -98,7 +99,7 @@ def main(argv=None) -> int:
 
         count["n"] = 0
         t = time.perf_counter()
-        _, l_d, _ = _gauss_newton(_Counted(), fitted, x0.copy(), target, weights, seed, iters=iters)
+        _, l_d, _ = gauss_newton_polish(_Counted(), fitted, x0.copy(), target, weights, seed, iters=iters)
         out["gauss_newton_damped"] = {"loss": l_d, "evals": count["n"], "wall_s": time.perf_counter() - t}
 
         def fd_grad(x):

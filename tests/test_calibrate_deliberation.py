@@ -300,19 +300,19 @@ def test_schedule_evaluator_threshold_matches_the_simulator_and_the_harness_repl
 def test_gauss_newton_step_leaves_a_parameter_no_moment_depends_on_at_zero():
     """A zero Jacobian column (a parameter the runs cannot identify) made H singular ('Singular matrix' after
     36 s of fitting, found by an outside test); the step solves the identified block and gives it 0."""
-    from mascot.calibrate.deliberation import _ridge_solve
+    from mascot.calibrate.deliberation_fit import ridge_solve
 
     rng = np.random.default_rng(0)
     G = rng.normal(size=(7, 3))
     G[:, 1] = 0.0  # parameter 1 moves no moment
     H = G.T @ G
     rhs = rng.normal(size=3)
-    step = _ridge_solve(H, rhs)
+    step = ridge_solve(H, rhs)
     keep = [0, 2]
     ref = np.linalg.solve(H[np.ix_(keep, keep)] + 1e-6 * np.diag(np.diag(H)[keep]), rhs[keep])
     assert step[1] == 0.0 and np.allclose(step[keep], ref, rtol=1e-12)
     # a matrix right-hand side (the bootstrap's A = (G'WG)^-1 G'W) too
-    A = _ridge_solve(H, G.T)
+    A = ridge_solve(H, G.T)
     assert A.shape == (3, 7) and not A[1].any()
 
 

@@ -428,7 +428,7 @@ def test_a_rerun_replaces_an_earlier_calibration_only_when_it_has_finished(tmp_p
 def test_the_command_line_keeps_compiled_programs_per_processor_and_can_be_told_not_to(tmp_path):
     """The CLI's persistent JAX cache: under $MASCOT_CACHE_DIR/jax/<processor kind>/, read back by the next
     command with the same output; --no-compile-cache and MASCOT_COMPILE_CACHE=0 write none."""
-    from mascot.cli.main import _machine_tag
+    from mascot.cli.compile_cache import machine_tag
 
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env.update(MASCOT_CACHE_DIR=str(tmp_path / "c"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
@@ -440,7 +440,7 @@ def test_the_command_line_keeps_compiled_programs_per_processor_and_can_be_told_
         return r.stdout
 
     first = run()
-    where = tmp_path / "c" / "jax" / _machine_tag()
+    where = tmp_path / "c" / "jax" / machine_tag()
     entries = sorted(p.name for p in where.iterdir())
     assert entries, "nothing was cached"
     assert run() == first and sorted(p.name for p in where.iterdir()) == entries  # read back, nothing new

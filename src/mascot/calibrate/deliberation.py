@@ -43,6 +43,16 @@ from pathlib import Path
 import numpy as np
 
 from mascot import papers
+from mascot.calibrate.deliberation_fit import (  # noqa: F401  (initial_guess, fit_params: part of this API)
+    BOX,
+    Moments,
+    clip_box,
+    fit_params,
+    gauss_newton_polish,
+    initial_guess,
+    predict,
+    ridge_solve,
+)
 from mascot.calibrate.deliberation_targets import (  # noqa: F401  (re-exported: part of this module's API)
     PAPER_FITTED,
     PAPER_FIXED,
@@ -76,263 +86,6 @@ __all__ = [
     "harness_check",
     "reproduce_paper_fits",
 ]
-
-
-_BOX = {
-    "rate1": (0.2, 1.3),
-    "slope1": (-1.5, 1.5),
-    "rate2": (0.2, 1.3),
-    "slope2": (-1.5, 1.5),
-    "reply_chars1": (0.0, 12000.0),
-    "reply_chars2": (0.0, 12000.0),
-    "prior_scale": (0.3, 2.0),
-    "compliance_noise": (0.0, 0.8),
-    "round_noise": (0.0, 1.0),
-    "initial_spread": (0.0, 0.4),
-    "verbosity": (0.0, 1.5),
-}
-
-
-# ----------------------------------------------------------------------------- fitting
-def initial_guess(setup, target: np.ndarray, names: list[str], base: RateLawParams) -> dict:
-    """Starting values from closed forms: rates from the per-strategy mean contraction
-    ``(D_final / D(0))^(1 / rounds)`` (or the regression intercepts), reply lengths by inverting the round-cost
-    formula, ``prior_scale`` from D(0)."""
-    t = dict(zip(names, target))
-    g = {}
-    for m, s in ((1, "complete"), (2, "ring")):
-        if f"alpha:{m}" in t:
-            g[f"rate{m}"] = math.exp(t[f"alpha:{m}"])
-            g[f"slope{m}"] = t[f"beta:{m}"]
-        elif f"rounds:{s}" in t and t[f"rounds:{s}"] > 0:
-            g[f"rate{m}"] = (t[f"d_final:{s}"] / t[f"d0:{s}"]) ** (1.0 / t[f"rounds:{s}"])
-            g[f"slope{m}"] = 0.0
-        cost = t.get(f"cost:{m}")
-        if cost is None and f"rounds:{s}" in t:
-            cost = t[f"tokens:{s}"] / t[f"rounds:{s}"]
-        if cost is not None:
-            raw = cost * 1000.0 / setup.token_scale
-            fixed = np.sum(np.ceil(setup.sys_chars / 4) + 8.5 + (setup.user_chars[m - 1] + 2) / 4)
-            g[f"reply_chars{m}"] = max(10.0, (raw - fixed) / (setup.reads[m - 1].sum() / 4.0))
-    # paper-like data: two points of each rate law -- the adaptive run's mode-1 phase (D(0) -> eta in `switch`
-    # rounds) and mode-2 phase (eta -> D_final) against the single-mode runs' mean rates, each placed at the
-    # geometric middle of the D range it covers
-    if "alpha:1" not in t and "switch" in t and {"rounds:adaptive", "rounds:complete", "rounds:ring"} <= set(t):
-        eta, sw, ra = setup.eta, t["switch"], t["rounds:adaptive"]
-        pts = {
-            1: ((eta / t["d0:adaptive"]) ** (1 / max(sw, 1)), math.sqrt(t["d0:adaptive"] * eta), "complete"),
-            2: ((t["d_final:adaptive"] / eta) ** (1 / max(ra - sw, 1)), math.sqrt(eta * t["d_final:adaptive"]), "ring"),
-        }
-        for m, (lam_a, d_a, s) in pts.items():
-            lam_s = (t[f"d_final:{s}"] / t[f"d0:{s}"]) ** (1.0 / t[f"rounds:{s}"])
-            d_s = math.sqrt(t[f"d_final:{s}"] * t[f"d0:{s}"])
-            if abs(math.log(d_a / d_s)) > 0.05:
-                slope = min(max(math.log(lam_a / lam_s) / math.log(d_a / d_s), -1.0), 1.0)
-                g[f"slope{m}"] = slope
-                g[f"rate{m}"] = lam_s * (base.d_ref / d_s) ** slope
-    d0 = np.mean([v for k, v in t.items() if k.startswith("d0:")])
-    prior = setup.prior - setup.prior.mean(axis=0)
-    dp = math.sqrt(np.sum(prior**2) / prior.shape[0])
-    n, d = setup.prior.shape
-    g["prior_scale"] = math.sqrt(max(d0**2 - base.initial_spread**2 * d * (n - 1) / n, 1e-4)) / dp
-    for k in ("rate1", "rate2"):
-        g[k] = min(max(g.get(k, 0.8), 0.3), 1.2)
-    for m in (1, 2):  # keep lambda(0.85) <= 0.95 at the start: a rate law that expands at D(0) never converges
-        g[f"slope{m}"] = min(
-            max(g.get(f"slope{m}", 0.0), -1.2), 1.2, math.log(0.95 / g[f"rate{m}"]) / math.log(0.85 / base.d_ref)
-        )
-    g["prior_scale"] = min(max(g["prior_scale"], 0.4), 1.9)
-    g["compliance_noise"] = 0.1
-    g["round_noise"] = 0.1
-    g["initial_spread"] = max(base.initial_spread, 0.01)
-    g["verbosity"] = max(base.verbosity, 0.05)
-    return g
-
-
-def fit_params(
-    setup,
-    base: RateLawParams,
-    fitted,
-    target,
-    names,
-    weights,
-    *,
-    detail: bool,
-    runs: int,
-    steps: int,
-    seed: int,
-    init: dict | None = None,
-    crn_seed: int | None = None,
-):
-    """One SMM fit (two Adam stages with ES gradients, 32 antithetic pairs: ``lr`` 0.01, ``es_sigma`` 0.05 for
-    ``steps`` steps, then 0.004 and 0.03 for ``steps // 2`` from the best point) -> ``(params dict, FitResult
-    of the better stage, loss history)``. The loss is :func:`fit_smm`'s on moments whose error is capped at
-    +-3 scales (``tanh``)."""
-    import jax
-
-    from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
-    from mascot.calibrate.fit import Param, fit_smm
-
-    all_names = moments_from_traces(
-        simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
-        setup.strategies,
-        eta=setup.eta,
-        d_ref=base.d_ref,
-        detail=detail,
-    )[1]
-    idx = np.array([all_names.index(n) for n in names])
-
-    t_j = np.asarray(target, dtype=np.float64)
-    cap = 3.0 / np.sqrt(np.maximum(np.asarray(weights, dtype=np.float64), 1e-12))
-
-    def simulate(theta, key):
-        tr = simulate_rate_law(theta, key, setup, runs=runs, base=base)
-        m = moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[0][idx]
-        # robust loss: each moment's error is capped at +-3 scales (quadratic near the target, bounded where
-        # parameters make lanes stop converging, which would otherwise dominate the ES gradient)
-        return t_j + cap * jax.numpy.tanh((m - t_j) / cap)
-
-    start = dict(init or {})
-    ps = []
-    for k in fitted:
-        lo, hi = _BOX[k]
-        v = min(max(float(start.get(k, getattr(base, k))), lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo))
-        ps.append(Param(k, lo, hi, v))
-    key = jax.random.PRNGKey(seed if crn_seed is None else crn_seed)
-    r1 = fit_smm(
-        simulate,
-        ps,
-        target,
-        weights=weights,
-        steps=steps,
-        lr=0.01,
-        grad="es",
-        es_sigma=0.05,
-        es_pairs=32,
-        seed=seed,
-        key=key,
-    )
-    r2 = fit_smm(
-        simulate,
-        ps,
-        target,
-        weights=weights,
-        steps=max(steps // 2, 1),
-        lr=0.004,
-        grad="es",
-        es_sigma=0.03,
-        es_pairs=32,
-        seed=seed + 1,
-        key=key,
-        init=r1.params,
-    )
-    best = r2 if r2.loss <= r1.loss else r1
-    return best.params, best, np.concatenate([r1.history, r2.history])
-
-
-class _Moments:
-    """Simulated moments ``names`` at a batch of parameter points, one jitted call (vmap over points)."""
-
-    def __init__(self, setup, base, fitted, names, *, detail: bool, runs: int):
-        import jax
-
-        from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
-
-        all_names = moments_from_traces(
-            simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
-            setup.strategies,
-            eta=setup.eta,
-            d_ref=base.d_ref,
-            detail=detail,
-        )[1]
-        idx = np.array([all_names.index(n) for n in names])
-        self.fitted = list(fitted)
-
-        def one(theta, key):
-            tr = simulate_rate_law(theta, key, setup, runs=runs, base=base)
-            return moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[0][idx]
-
-        self._f = jax.jit(jax.vmap(one, in_axes=(0, None)))
-
-    def __call__(self, points: np.ndarray, seed: int) -> np.ndarray:
-        """``points`` ``(B, p)`` in the order of ``fitted`` -> moments ``(B, m)`` (numpy float64)."""
-        import jax
-        import jax.numpy as jnp
-
-        th = {k: jnp.asarray(points[:, i]) for i, k in enumerate(self.fitted)}
-        return np.asarray(self._f(th, jax.random.PRNGKey(seed)), dtype=np.float64)
-
-
-def _clip_box(fitted, x: np.ndarray) -> np.ndarray:
-    lo = np.array([_BOX[k][0] for k in fitted])
-    hi = np.array([_BOX[k][1] for k in fitted])
-    return np.clip(x, lo, hi)
-
-
-def _jacobian(mom: _Moments, fitted, x: np.ndarray, seed: int) -> np.ndarray:
-    """Central differences of the simulated moments (common random numbers), steps 3 % of ``max(|x|, 5 % of the
-    box)``, clipped to the box."""
-    width = np.array([_BOX[k][1] - _BOX[k][0] for k in fitted])
-    h = 0.03 * np.maximum(np.abs(x), 0.05 * width)
-    pts = []
-    for i in range(len(x)):
-        for sgn in (1.0, -1.0):
-            y = x.copy()
-            y[i] += sgn * h[i]
-            pts.append(_clip_box(fitted, y))
-    pts = np.asarray(pts)
-    m = mom(pts, seed)
-    i = np.arange(len(x))
-    step = pts[2 * i, i] - pts[2 * i + 1, i]
-    return ((m[0::2] - m[1::2]) / step[:, None]).T  # (moments, params)
-
-
-def _ridge_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``(H + 1e-6 diag H)^-1 rhs`` (a scale-free ridge) on the parameters that move some moment (``diag H >
-    0``); a parameter that moves none (not identified by these data: a zero column of the Jacobian, which
-    made the matrix singular) gets 0."""
-    d = np.diag(H)
-    ok = d > 1e-12 * max(float(d.max(initial=0.0)), 1e-300)
-    out = np.zeros((H.shape[0],) + rhs.shape[1:])
-    if ok.any():
-        out[ok] = np.linalg.solve(H[np.ix_(ok, ok)] + 1e-6 * np.diag(d[ok]), rhs[ok])
-    return out
-
-
-def _gauss_newton(mom: _Moments, fitted, x0: np.ndarray, target, weights, seed: int, iters: int = 3):
-    """Polish ``x0`` with damped Gauss-Newton steps on ``sum w (m(x) - t)^2`` (the simulated moments at a fixed
-    key); a step is kept only if it lowers the loss. Returns ``(x, loss, G)`` with ``G`` the Jacobian at x."""
-
-    def loss(x):
-        return float(np.sum(weights * (mom(x[None], seed)[0] - target) ** 2))
-
-    x, cur = x0.copy(), loss(x0)
-    G = _jacobian(mom, fitted, x, seed)
-    for _ in range(iters):
-        r = target - mom(x[None], seed)[0]
-        H = G.T @ (weights[:, None] * G)
-        step = _ridge_solve(H, G.T @ (weights * r))
-        for damp in (1.0, 0.5, 0.25):
-            y = _clip_box(fitted, x + damp * step)
-            ly = loss(y)
-            if ly < cur:
-                x, cur = y, ly
-                break
-        else:
-            break
-        G = _jacobian(mom, fitted, x, seed)
-    return x, cur, G
-
-
-def _predict(setup, base, params: dict, *, detail: bool, runs: int, seed: int):
-    """Moments (all names) and traces of the fitted model from a fresh simulation (a key not used in the fit)."""
-    import jax
-
-    from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
-
-    tr = simulate_rate_law(params, jax.random.PRNGKey(seed + 7919), setup, runs=runs, base=base)
-    m, names = moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)
-    return dict(zip(names, np.asarray(m, dtype=np.float64).tolist())), {k: np.asarray(v) for k, v in tr.items()}
 
 
 def _merge_traces(parts: list[dict]) -> dict:
@@ -458,9 +211,9 @@ def calibrate_deliberation(
     )
     es_wall = time.perf_counter() - t_es
     # Gauss-Newton polish on 256 simulated runs per strategy (common random numbers), and the Jacobian G there
-    big = _Moments(setup, base, fitted, names, detail=detail, runs=256)
+    big = Moments(setup, base, fitted, names, detail=detail, runs=256)
     x_fit = np.array([est[k] for k in fitted])
-    x_hat, loss_gn, G = _gauss_newton(big, fitted, x_fit, target, weights, seed + 101, iters=int(gn_iters))
+    x_hat, loss_gn, G = gauss_newton_polish(big, fitted, x_fit, target, weights, seed + 101, iters=int(gn_iters))
     est = {k: float(v) for k, v in zip(fitted, x_hat)}
     fit_wall = time.perf_counter() - t0
     say(
@@ -474,17 +227,17 @@ def calibrate_deliberation(
     # s_b the model's moments simulated with the fit's run count and the replicate's own key (simulation noise)
     t1 = time.perf_counter()
     H = G.T @ (weights[:, None] * G)
-    A = _ridge_solve(H, G.T * weights[None, :])
+    A = ridge_solve(H, G.T * weights[None, :])
     lost = [k for k, h in zip(fitted, np.diag(H)) if not h > 1e-12 * max(float(np.diag(H).max(initial=0.0)), 1e-300)]
     if lost:
         say(
             f"warning: {', '.join(lost)} changes none of the fitted moments: not identified by these data (kept at "
             "its fitted value, uncertainty reported as NaN)"
         )
-    small = _Moments(setup, base, fitted, names, detail=detail, runs=runs)
+    small = Moments(setup, base, fitted, names, detail=detail, runs=runs)
     s_ref = big(x_hat[None], seed + 202)[0]
     if paper_model is not None:
-        one = _Moments(setup, base, fitted, names, detail=False, runs=1)
+        one = Moments(setup, base, fitted, names, detail=False, runs=1)
 
         def data_moments(b: int) -> np.ndarray:  # a synthetic Table VIII column: one run per strategy
             return one(x_hat[None], b)[0]
@@ -509,14 +262,14 @@ def calibrate_deliberation(
     def refit(b: int) -> dict:
         dm = data_moments(b) - m_ref
         ds = small(x_hat[None], (b % 2**31) + 1)[0] - s_ref
-        xb = _clip_box(fitted, x_hat + A @ (dm - ds))
+        xb = clip_box(fitted, x_hat + A @ (dm - ds))
         return dict(zip(fitted, xb.tolist()))
 
     boot, bnames = bootstrap(refit, n_boot, seed=seed)
     boot_wall = time.perf_counter() - t1
     sd = boot.std(axis=0, ddof=1)
     unc = {k: math.nan if k in lost else float(sd[bnames.index(k)]) for k in fitted}
-    pred, tr_pred = _predict(setup, base, est, detail=detail, runs=256, seed=seed)
+    pred, tr_pred = predict(setup, base, est, detail=detail, runs=256, seed=seed)
     result = {
         "source": source,
         "settings": {

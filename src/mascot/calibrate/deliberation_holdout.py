@@ -21,19 +21,15 @@ from pathlib import Path
 
 import numpy as np
 
-from mascot.calibrate.deliberation import (
-    PAPER_FITTED,
-    PAPER_FIXED,
-    PAPER_MODELS,
-    _clip_box,
-    _gauss_newton,
-    _Moments,
-    _ridge_solve,
+from mascot.calibrate.deliberation_fit import (
+    Moments,
+    clip_box,
     fit_params,
+    gauss_newton_polish,
     initial_guess,
-    paper_config,
-    paper_target,
+    ridge_solve,
 )
+from mascot.calibrate.deliberation_targets import PAPER_FITTED, PAPER_FIXED, PAPER_MODELS, paper_config, paper_target
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_default
 
@@ -88,28 +84,28 @@ def holdout_table8(
     est, res, _ = fit_params(
         setup, base, fitted, target, names, weights, detail=False, runs=runs, steps=steps, seed=seed, init=guess
     )
-    big = _Moments(setup, base, fitted, names, detail=False, runs=256)
+    big = Moments(setup, base, fitted, names, detail=False, runs=256)
     x_fit = np.array([est[k] for k in fitted])
-    x_hat, loss, G = _gauss_newton(big, fitted, x_fit, target, weights, seed + 101, iters=int(gn_iters))
+    x_hat, loss, G = gauss_newton_polish(big, fitted, x_fit, target, weights, seed + 101, iters=int(gn_iters))
     H = G.T @ (weights[:, None] * G)
-    A = _ridge_solve(H, G.T * weights[None, :])
+    A = ridge_solve(H, G.T * weights[None, :])
     d = np.diag(H)
     lost = [k for k, h in zip(fitted, d) if not h > 1e-12 * max(float(d.max(initial=0.0)), 1e-300)]
 
     # the predictive distribution of one printed adaptive run
     say(f"{model}: {n_boot} predictive draws of the adaptive column")
-    one = _Moments(setup, base, fitted, names, detail=False, runs=1)
-    small = _Moments(setup, base, fitted, names, detail=False, runs=runs)
-    adaptive_one = _Moments(setup, base, fitted, held, detail=False, runs=1)
+    one = Moments(setup, base, fitted, names, detail=False, runs=1)
+    small = Moments(setup, base, fitted, names, detail=False, runs=runs)
+    adaptive_one = Moments(setup, base, fitted, held, detail=False, runs=1)
     s_ref = big(x_hat[None], seed + 202)[0]
     draws = np.empty((n_boot, len(held)))
     for b in range(n_boot):
         bs = int(np.random.SeedSequence([seed, b, 31]).generate_state(1)[0] % 2**31)
         dm = one(x_hat[None], bs)[0] - s_ref  # a synthetic held-in column from the fitted model
         ds = small(x_hat[None], bs + 1)[0] - s_ref  # the fit's own simulation noise
-        xb = _clip_box(fitted, x_hat + A @ (dm - ds))
+        xb = clip_box(fitted, x_hat + A @ (dm - ds))
         draws[b] = adaptive_one(xb[None], bs + 2)[0]
-    point = _Moments(setup, base, fitted, held, detail=False, runs=256)(x_hat[None], seed + 303)[0]
+    point = Moments(setup, base, fitted, held, detail=False, runs=256)(x_hat[None], seed + 303)[0]
     rows = []
     for j, n in enumerate(held):
         col = draws[:, j]
