@@ -478,3 +478,18 @@ def test_the_chance_of_a_coincidental_ring_match_from_the_printed_digits():
     p = (hi - lo) / (max(f_all.values()) - min(f_all.values()))
     assert c["p_any"] == pytest.approx(1 - (1 - p) ** 12, rel=1e-12) and round(100 * c["p_any"], 1) == 8.5
     assert [o for o, v in f_all.items() if lo <= v <= hi] == ["a1-a2-a5-a4-a3"]
+
+
+def test_pareto_front_and_the_dominance_errata(repro):
+    """Errata 20-21: Table VI's three strategies are all non-dominated (hand-checked: adaptive is neither fastest
+    nor cheapest); Table VIII's Gemini and Claude columns contradict 'more efficient than both'."""
+    from mascot.studies.consensus_report import pareto_front
+
+    assert pareto_front({"a": (3, 800), "c": (2, 1200), "r": (6, 600)}) == ["a", "c", "r"]
+    assert pareto_front({"a": (2, 500), "b": (3, 600), "c": (2, 700)}) == ["a"]
+    assert pareto_front({"a": (2, 500), "b": (2, 500)}) == ["a", "b"]  # equal points dominate neither
+    text = (repro / "errata.md").read_text()
+    row20 = next(ln for ln in text.splitlines() if ln.startswith("| 20 |"))
+    assert "not dominated: adaptive, complete-only, ring-only" in row20 and "False on Table VI" in row20
+    row21 = next(ln for ln in text.splitlines() if ln.startswith("| 21 |"))
+    assert "Gemini 2.5-Flash: adaptive 14 rounds" in row21 and "GPT" not in row21.split("read from")[1]

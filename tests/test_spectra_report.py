@@ -195,3 +195,27 @@ def test_figures_written(report_dir):
     b0 = tv[tv.beta == 0]
     assert (b0.kappa_instantaneous - b0.kappa_infinite_horizon).abs().max() > 1.0
     assert np.isfinite(tv.kappa_infinite_horizon).all()
+
+
+def test_new_errata_star_periodic_and_mesh_rcdr_sd_from_independent_arithmetic():
+    """Spectra errata 7-8: the star's P (centre + 4 leaves) has eigenvalues +1 and -1 (bipartite: period 2, its
+    powers alternate); Table 2's mesh R_cdr s.d. needs a D ratio of 10^192.9 (arithmetic written out here)."""
+    import math
+
+    import numpy as np
+
+    from mascot.studies.spectra_errata import rcdr_sd_needs, star_periodicity
+
+    st = star_periodicity()
+    assert st["star"]["unit_eigenvalues"] == [-1.0, 1.0] and st["star"]["irreducible"]
+    assert (
+        st["star"]["step1"] == pytest.approx(1.0)
+        and st["star"]["step2"] < 1e-12
+        and st["mesh"]["unit_eigenvalues"] == [1.0]
+    )
+    P = np.zeros((5, 5))
+    P[0, 1:], P[1:, 0] = 0.25, 1.0  # hand-built star
+    assert np.allclose(np.linalg.matrix_power(P, 3), P) and not np.allclose(np.linalg.matrix_power(P, 2), P)
+    need = rcdr_sd_needs(42.25, -1.66)
+    assert need["digits"] == pytest.approx(11 * (42.25 * math.sqrt(0.99) - 1.66) / math.log(10), rel=1e-12)
+    assert round(need["digits"], 1) == 192.9 and rcdr_sd_needs(0.08, 0.27)["digits"] == 0.0

@@ -4,6 +4,8 @@ A.3's sum bound and the time-varying operator. Used by :mod:`mascot.studies.spec
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
@@ -142,6 +144,82 @@ def ranks_rs(x, y) -> float:
 
 def _agree(a, b, tol):
     return bool(np.all(np.abs(np.asarray(a, float) - np.asarray(b, float)) <= tol))
+
+
+def star_periodicity(n: int = 5) -> dict:
+    """The SR paper's star P (row-normalised, n agents): its eigenvalues of modulus 1, whether it is
+    irreducible, and how far P^k is from P^(k+1) and from P^(k+2) at k = 50 (an ergodic chain's powers converge)."""
+    from mascot.graphs import mesh, row_normalize, star
+
+    out = {}
+    for name, A in (("star", star(n)), ("mesh", mesh(4))):
+        P = row_normalize(A)
+        lam = np.linalg.eigvals(P)
+        unit = sorted(round(float(x.real), 12) + 0.0 for x in lam if abs(abs(x) - 1) < 1e-9)
+        reach = np.linalg.matrix_power(np.eye(len(P)) + P, len(P) - 1)
+        Pk = np.linalg.matrix_power(P, 50)
+        out[name] = dict(
+            unit_eigenvalues=unit,
+            irreducible=bool((reach > 0).all()),
+            step1=float(np.abs(Pk @ P - Pk).max()),
+            step2=float(np.abs(Pk @ P @ P - Pk).max()),
+        )
+    return out
+
+
+def rcdr_sd_needs(sd: float, mean: float, n: int = 100, steps: int = 12) -> dict:
+    """What a printed R_cdr s.d. needs under A.2's definition. R_cdr telescopes to log(D_T / D_1) / (T - 1), and
+    among ``n`` trials with s.d. ``sd`` one deviates from the mean by at least sd sqrt((n - 1) / n), so some
+    trial has |log(D_T / D_1)| >= (T - 1) (sd sqrt((n - 1)/n) - |mean|): its D changed by 10^digits."""
+    dev = sd * math.sqrt((n - 1) / n)
+    log_ratio = (steps - 1) * max(dev - abs(mean), 0.0)
+    return dict(min_abs_rcdr=max(dev - abs(mean), 0.0), min_log_ratio=log_ratio, digits=log_ratio / math.log(10))
+
+
+def _periodic_star_lines() -> list[str]:
+    st = star_periodicity()
+    s, m = st["star"], st["mesh"]
+    periodic = len(s["unit_eigenvalues"]) > 1
+    return [
+        f"## 7. Sec. 5.1 calls the star ergodic; its P is {'periodic' if periodic else 'aperiodic'}",
+        "",
+        'The paper (Sec. 5.1): "the star and mesh, both ergodic under row-stochastic normalization, saturate '
+        "rho(M) = (1-gamma)^-1\". The star's P has eigenvalues of modulus 1: "
+        + ", ".join(f"{v:g}" for v in s["unit_eigenvalues"])
+        + f" ({'irreducible' if s['irreducible'] else 'reducible'}); "
+        + (
+            "an irreducible chain with -1 in its spectrum is periodic with period 2, not ergodic: its powers "
+            f"do not converge (max |P^51 - P^50| = {s['step1']:.3g}, while max |P^52 - P^50| = {s['step2']:.1e}). "
+            if periodic
+            else "it is aperiodic. "
+        )
+        + f"The mesh (4 agents) has only {', '.join(f'{v:g}' for v in m['unit_eigenvalues'])} on the unit circle "
+        f"(max |P^51 - P^50| = {m['step1']:.1e}): ergodic. Table 1's rho = 10 needs only the eigenvalue 1, so the "
+        "numbers stand; the word does not, and with it any reading of the star's P^k as mixing to a consensus.",
+        "",
+    ]
+
+
+def _mesh_rcdr_sd_lines() -> list[str]:
+    mean, sd = TABLE2_PAPER["R_cdr"]["mesh"]
+    need = rcdr_sd_needs(sd, mean)
+    others = {
+        t: rcdr_sd_needs(TABLE2_PAPER["R_cdr"][t][1], TABLE2_PAPER["R_cdr"][t][0])["digits"] for t in ("chain", "star")
+    }
+    return [
+        f"## 8. Table 2's mesh R_cdr s.d. {sd:g} needs a disagreement that moved by 10^{need['digits']:.0f}",
+        "",
+        f"A.2 defines R_cdr = mean_t log(D_(t+1) / D_t), which telescopes to log(D_T / D_1) / (T - 1). Among the "
+        f"paper's 100 mesh trials with mean {mean:g} and s.d. {sd:g}, one deviates from the mean by at least "
+        f"{sd:g} x sqrt(99/100), so has |R_cdr| >= {need['min_abs_rcdr']:.2f}, i.e. |log(D_12 / D_1)| >= "
+        f"{need['min_log_ratio']:.1f}: its disagreement changed by a factor of at least 10^{need['digits']:.0f} over 11 "
+        "steps. With D_1 at most 10^4 (the task's Values are tens to thousands), that needs D_12 <= "
+        f"10^-{need['digits'] - 4:.0f}: D reached 0 and was floored that low, and the paper states no floor; so the "
+        "printed s.d. measures how "
+        "zero disagreements were handled, not consensus dynamics. The same bound for the chain and the star asks "
+        "for factors of " + ", ".join(f"10^{v:.1f} ({t})" for t, v in others.items()) + ", which their Values allow.",
+        "",
+    ]
 
 
 def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFrame, a3: dict, e8: dict) -> list[str]:
@@ -398,4 +476,5 @@ def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFra
         f"{bw / b0:.2f}x from mu = 0 to the worst case, and the actual kappa {reach:.2f}x.",
         "",
     ]
+    err += _periodic_star_lines() + _mesh_rcdr_sd_lines()
     return err
