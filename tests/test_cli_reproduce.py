@@ -461,7 +461,8 @@ def test_the_chance_of_a_coincidental_ring_match_from_the_printed_digits():
     """Errata row 7: the window of the slow-eigenspace share f that Table V/VI's printed digits allow, recomputed
     here from the ring's two eigenvalues written out, and the chance that one of 12 orders lands in it."""
     from mascot.studies.consensus import TABLE_IV, order_name, ring_from_order, ring_orders
-    from mascot.studies.consensus_report import _slow_fraction, coincidence_chance
+    from mascot.studies.consensus_errata import coincidence_chance
+    from mascot.studies.consensus_report import _slow_fraction
 
     ls, lf = 0.6 + 0.4 * np.cos(2 * np.pi / 5), 0.6 + 0.4 * np.cos(4 * np.pi / 5)
 
@@ -483,7 +484,7 @@ def test_the_chance_of_a_coincidental_ring_match_from_the_printed_digits():
 def test_pareto_front_and_the_dominance_errata(repro):
     """Errata 20-21: Table VI's three strategies are all non-dominated (hand-checked: adaptive is neither fastest
     nor cheapest); Table VIII's Gemini and Claude columns contradict 'more efficient than both'."""
-    from mascot.studies.consensus_report import pareto_front
+    from mascot.studies.consensus_errata import pareto_front
 
     assert pareto_front({"a": (3, 800), "c": (2, 1200), "r": (6, 600)}) == ["a", "c", "r"]
     assert pareto_front({"a": (2, 500), "b": (3, 600), "c": (2, 700)}) == ["a"]

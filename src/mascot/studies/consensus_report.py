@@ -25,7 +25,6 @@ from mascot.studies.consensus import (
     d0_interval,
     decision_label,
     initial_states,
-    literal_certificate_budget,
     order_name,
     ring_from_order,
     ring_orders,
@@ -34,6 +33,14 @@ from mascot.studies.consensus import (
     run_reference,
     run_strategies,
     same_4dp,
+)
+from mascot.studies.consensus_errata import (
+    coincidence_sentence,
+    errata_row_18,
+    errata_rows_10_to_13,
+    errata_rows_20_21,
+    invariance_row,
+    slow_fraction_from_ring_ratio,
 )
 from mascot.theory import STATUS_NAMES, contraction_rate, corollary1, disagreement, theorem1
 
@@ -351,52 +358,6 @@ def _figures(runs, rings, out: Path):
 
 
 # ----------------------------------------------------------------------------- errata
-def _slow_fraction_from_ring_ratio(ratio_sq: float, power: int) -> float:
-    """Share f of disagreement energy in the ring's slow eigenspace implied by ``(D_after/D_before)^2``.
-
-    For any ring C5 of Table III, 1-perp splits into two 2-D eigenspaces with eigenvalues
-    ``l_s = 0.6 + 0.4 cos(2 pi/5)`` and ``l_f = 0.6 + 0.4 cos(4 pi/5)``; after ``power`` ring rounds
-    ``ratio_sq = f l_s^(2p) + (1 - f) l_f^(2p)``.
-    """
-    ls, lf = 0.6 + 0.4 * math.cos(2 * math.pi / 5), 0.6 + 0.4 * math.cos(4 * math.pi / 5)
-    a, b = ls ** (2 * power), lf ** (2 * power)
-    return (ratio_sq - b) / (a - b)
-
-
-def coincidence_chance(f_all: dict) -> dict:
-    """How likely a ring order matches Tables V/VI by coincidence.
-
-    The ring phase depends on the order only through f, the share of X0's disagreement energy in the ring's
-    slow eigenspace. Each printed D (4 decimals, so +-0.00005) bounds f; the three ring-phase numbers together
-    allow the window ``[lo, hi]``. Were the 12 orders' f spread uniformly over the range they span, one order
-    would land in the window with chance ``p = (hi - lo) / range`` and at least one of 12 with ``1 - (1 - p)^12``.
-    """
-    half = 0.5e-4
-
-    def window(after, before, power):
-        lo = _slow_fraction_from_ring_ratio(((after - half) / (before + half)) ** 2, power)
-        hi = _slow_fraction_from_ring_ratio(((after + half) / (before - half)) ** 2, power)
-        return lo, hi
-
-    ws = [window(0.0381, 0.0752, 1), window(0.0254, 0.0752, 2), window(0.0274, 0.3009, 6)]
-    lo, hi = max(w[0] for w in ws), min(w[1] for w in ws)
-    span = max(f_all.values()) - min(f_all.values())
-    p = max(hi - lo, 0.0) / span
-    return dict(lo=lo, hi=hi, span=span, p_one=p, p_any=1 - (1 - p) ** len(f_all), n=len(f_all))
-
-
-def _coincidence_sentence(f_all: dict) -> str:
-    c = coincidence_chance(f_all)
-    inside = [o for o, v in f_all.items() if c["lo"] <= v <= c["hi"]]
-    return (
-        f"Chance of a coincidental match: the printed digits allow f in [{c['lo']:.4f}, {c['hi']:.4f}] (width "
-        f"{c['hi'] - c['lo']:.4f}); were the {c['n']} orders' f spread uniformly over the {c['span']:.3f} they span, "
-        f"one order would fall inside with chance {100 * c['p_one']:.2f}% and at least one of {c['n']} with "
-        f"{100 * c['p_any']:.1f}%, so a match alone is modest evidence that the paper used that order "
-        f"(orders inside: {', '.join(inside) or 'none'})."
-    )
-
-
 def _slow_fraction(X0: np.ndarray, W2: np.ndarray) -> float:
     """Share of X0's disagreement energy in the slow eigenspace of the ring ``W2`` (from its modal basis)."""
     lam, V = np.linalg.eigh(W2)
@@ -434,9 +395,9 @@ def _errata(x0s, runs, th, facts) -> str:
     ad = runs[text, "rescaled"]["adaptive"]
     d3_bound = lam1 * lam2**2 * P["D0"]
     f_from = {
-        "D(2) = 0.0381 (Table V)": _slow_fraction_from_ring_ratio((0.0381 / 0.0752) ** 2, 1),
-        "D(3) = 0.0254 (Table V)": _slow_fraction_from_ring_ratio((0.0254 / 0.0752) ** 2, 2),
-        "ring-only D(6) = 0.0274 (Table VI)": _slow_fraction_from_ring_ratio((0.0274 / 0.3009) ** 2, 6),
+        "D(2) = 0.0381 (Table V)": slow_fraction_from_ring_ratio((0.0381 / 0.0752) ** 2, 1),
+        "D(3) = 0.0254 (Table V)": slow_fraction_from_ring_ratio((0.0254 / 0.0752) ** 2, 2),
+        "ring-only D(6) = 0.0274 (Table VI)": slow_fraction_from_ring_ratio((0.0274 / 0.3009) ** 2, 6),
     }
     f_all = {order_name(o): _slow_fraction(TABLE_IV, ring_from_order(o)) for o in ring_orders(5)}
     f_text = f_all[text]
@@ -531,7 +492,7 @@ def _errata(x0s, runs, th, facts) -> str:
         + f"; the printed X0 has f = {f_text:.3f} on the text's ring"
         + "".join(f" and f = {f_all[o]:.3f} on {o}" for o in recon)
         + f" (f over all 12 orders: {min(f_all.values()):.3f} to {max(f_all.values()):.3f}). {scale_sent} "
-        + _coincidence_sentence(f_all)
+        + coincidence_sentence(f_all)
         + " |",
         f"| 8 | Table VI ring-only | 6 rounds, 600 tokens, D = 0.0274 | text's ring: rescaled {r6(text, 'rescaled', 'ring-only')[0]} rounds, {r6(text, 'rescaled', 'ring-only')[1]:.0f} tokens, D = {r6(text, 'rescaled', 'ring-only')[2]:.4f}; printed {r6(text, 'printed', 'ring-only')[0]} rounds, {r6(text, 'printed', 'ring-only')[1]:.0f} tokens, D = {r6(text, 'printed', 'ring-only')[2]:.4f}"
         + "".join(
@@ -545,174 +506,19 @@ def _errata(x0s, runs, th, facts) -> str:
             for o in recon
         )
         + f" | On the printed X0 every D is {d_printed / P['D0']:.4f} times its rescaled value; {'no order reproduces any printed row there' if printed_best == 0 else f'the most printed rows any order reproduces there is {printed_best} of 8'}. The orders whose rounds and tokens (not D) match all four rows of Table VI on the printed X0: {_names(counts_only['printed'])}; on the rescaled X0: {_names(counts_only['rescaled'])}. Both X0s stay within Theorem 1's K* = {th['K_star']}, B* = {th['B_star']:.0f}. |",
-        _computed_rows_10_to_13(runs, text, r6, lam1),
-        _invariance_row(runs, rings, lam1, lam2),
+        errata_rows_10_to_13(runs, text, r6, lam1),
+        invariance_row(runs, rings, lam1, lam2),
         f"| 15 | Sec. V-A bound D(3) <= lambda1 lambda2^2 D(0) | {P['d3_bound']:.4f} | {d3_bound:.4f} | {'Agrees' if same_4dp(d3_bound, P['d3_bound']) else 'Differs'}. |",
         f"| 16 | Corollary 1 numbers | K_cmpl = 2, K_ring = 8, B_cmpl = 1200, B_ring = 800, log ratio ≈ 4.29 | K_cmpl = {th['K_cmpl']}, K_ring = {th['K_ring']}, B_cmpl = {th['B_cmpl']:.0f}, B_ring = {th['B_ring']:.0f}, log ratio = {th['log_ratio']:.3f} | {'Agree' if (th['K_cmpl'], th['K_ring'], th['B_cmpl'], th['B_ring'], round(th['log_ratio'], 2)) == (2, 8, 1200, 800, 4.29) else 'Differ'}. |",
         f"| 17 | Table VI complete-only and tight | 2 rounds, 1200, 0.0188; tight: 600 tokens, 0.0752 | {r6(text, 'rescaled', 'complete-only')[0]} rounds, {r6(text, 'rescaled', 'complete-only')[1]:.0f}, {r6(text, 'rescaled', 'complete-only')[2]:.4f}; tight: {r6(text, 'rescaled', 'tight')[1]:.0f} tokens, {r6(text, 'rescaled', 'tight')[2]:.4f} (rescaled X0, every ring order) | Agree on the rescaled X0 (complete rounds scale D by exactly 0.25, whatever the ring). |",
-        _row_18(),
+        errata_row_18(),
         f"| 19 | Sec. V-C, Claude complete-only certificate | K* = K1 ≈ 10, B* ≈ 120,250 | K1 = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).K1}, B* = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).B_star:,.0f} | Agrees (eta = eps, so mode 2 is never used: K1 = ceil(log(0.05/0.6864)/log 0.7574) = ceil({math.log(0.05 / 0.6864) / math.log(0.7574):.2f}) = 10). |",
-        _rows_20_21(),
+        errata_rows_20_21(),
         "",
     ]
     return "\n".join(lines)
 
 
-def _computed_rows_10_to_13(runs, text, r6, lam1) -> str:
-    """Errata rows 10-13, every number in the computed column computed here."""
-    P = PAPER
-    r = runs[text, "rescaled"]["adaptive"]
-    k = int(r.rounds[0])
-    modes = [int(m) for m in np.asarray(r.sigma_trace)[0, :k]]
-    n1, n2 = sum(m == 1 for m in modes), sum(m == 2 for m in modes)
-    t = runs[text, "rescaled"]["tight"]
-    tk, tb1 = int(t.rounds[0]), float(np.asarray(t.b_trace)[0, 1])
-    t_status = STATUS_NAMES[int(t.status[0])]
-    # Corollary 1's chain K_cmpl <= K* <= K_ring broken by the ceilings (a counterexample, computed)
-    ce = dict(d0=1.0, eta=0.9, eps=0.8, lambda1=0.5, lambda2=0.6, c1=1.0, c2=1.0)
-    th_ce, co_ce = theorem1(**ce), corollary1(**ce)
-    co_paper = corollary1(P["D0"], P["eta"], P["eps"], lam1, P["lambda2"], P["c1"], P["c2"])
-    k1_lit = math.ceil(math.log(P["eta"] / (P["eta"] * lam1**2.5)) / math.log(lam1))
-    return "\n".join(
-        [
-            f'| 10 | Sec. V-B, adaptive narrative | "then three gentler Mode-2 steps to D = 0.0254 — 3 rounds total" | '
-            f"{n1} mode-1 round{'s' * (n1 != 1)} + {n2} mode-2 rounds = {k} rounds (the kernel's mode trace, ring "
-            f"{text}, rescaled X0) | {'Three' if k == 3 else k} rounds in all, {n2} of them in mode 2, not three "
-            f"mode-2 steps. |",
-            f'| 11 | Tight-budget run | "triggering BudgetFail at k = 2"; rounds "—" | {t_status} detected at k = {tk} '
-            f"(b{tk} = {tb1:.0f} < c2 = {P['c2']:.0f}) before round {tk + 1}; {tk} round{'s' * (tk != 1)} executed, "
-            f"{r6(text, 'rescaled', 'tight')[1]:.0f} tokens, D = {r6(text, 'rescaled', 'tight')[2]:.4f} | Algorithm 1 "
-            f"checks b_k < c_sigma_k before round k+1; the check that fails is at k = {tk}. |",
-            f'| 12 | Corollary 1 as stated | "if lambda1 < lambda2 then K_cmpl <= K* <= K_ring" | '
-            f"{'holds' if co_paper.rounds_chain else 'fails'} for the paper's numbers ({co_paper.K_cmpl} <= "
-            f"{co_paper.K_star} <= {co_paper.K_ring}), {'fails' if not co_ce.rounds_chain else 'holds'} in the "
-            f"counterexample | The ceilings in K1 and K2 can add a round: D0 = 1, eta = 0.9, eps = 0.8, lambda1 = 0.5, "
-            f"lambda2 = 0.6 gives K1 = {th_ce.K1}, K2 = {th_ce.K2}, K* = {th_ce.K_star}, K_ring = {co_ce.K_ring}. "
-            f"`mascot.theory.corollary1` evaluates both chains instead of assuming them (`rounds_chain`, "
-            f"`cost_chain`). |",
-            f"| 13 | Def. 11 for D < eta | B*(D) = ceil(log(eta/D)/log lambda1) c1 + K2 c2 | mode-1 term "
-            f"ceil(log(eta/D)/log lambda1) = {k1_lit} at D = eta·lambda1^2.5 (lambda1 = {lam1:g}) | A negative "
-            f"mode-1 term lowers B*(D) below what the remaining ring phase needs and certifies budgets that are too "
-            f"small. mascot uses K1 = 0 there (and the tighter K2 = ceil(log(eps/D)/log lambda2)). |",
-        ]
-    )
-
-
-def pareto_front(points: dict) -> list[str]:
-    """The names whose (rounds, tokens) no other point beats in both (lower is better, one strictly)."""
-    return [
-        a
-        for a, (ra, ta) in points.items()
-        if not any(rb <= ra and tb <= ta and (rb, tb) != (ra, ta) for b, (rb, tb) in points.items() if b != a)
-    ]
-
-
-def _rows_20_21() -> str:
-    """Errata 20-21: the paper's 'adaptive dominates' claims against its own tables (both read from the paper)."""
-    t6 = papers.CONSENSUS_TABLE_VI
-    pts6 = {s: (t6[s][1], t6[s][2]) for s in ("adaptive", "complete-only", "ring-only")}
-    front6 = pareto_front(pts6)
-    row20 = (
-        '| 20 | Sec. V-B, "the adaptive policy dominates both" fixed policies | adaptive dominates | read from Table VI: '
-        + ", ".join(f"{s} ({r} rounds, {t:,.0f} tokens)" for s, (r, t) in pts6.items())
-        + f"; not dominated: {', '.join(front6)} | "
-        + (
-            "False on Table VI itself: adaptive is neither the fastest (complete-only) nor the cheapest (ring-only); "
-            "the three are a trade-off, none dominated. |"
-            if len(front6) > 1
-            else "Agrees. |"
-        )
-    )
-    t8 = papers.TABLE_VIII
-    compromise = all(
-        t8[m, "adaptive"]["rounds"] < t8[m, "ring"]["rounds"]
-        and t8[m, "adaptive"]["tokens"] < t8[m, "complete"]["tokens"]
-        for m in {m for m, _ in t8}
-    )
-    worse = []
-    for model in sorted({m for m, _ in t8}):
-        a, c, r = (t8[model, s] for s in ("adaptive", "complete", "ring"))
-        slower = [s for s, v in (("complete-only", c), ("ring-only", r)) if v["rounds"] < a["rounds"]]
-        dearer = [s for s, v in (("complete-only", c), ("ring-only", r)) if v["tokens"] < a["tokens"]]
-        if slower or dearer:
-            worse.append(
-                f"{model}: adaptive {a['rounds']} rounds, {a['tokens']:,} tokens"
-                + (f"; fewer rounds under {', '.join(slower)}" if slower else "")
-                + (f"; fewer tokens under {', '.join(dearer)}" if dearer else "")
-            )
-    row21 = (
-        '| 21 | Conclusions: "the efficiency gain of adaptive communication over both ring-only and complete-only '
-        "alternatives\" (Sec. V-C's live deployments) | adaptive more efficient than both for every model | read from "
-        "Table VIII: "
-        + ("; ".join(worse) if worse else "adaptive fastest and cheapest for every model")
-        + " | "
-        + ("Contradicted by Table VIII for these models" if worse else "Agrees")
-        + (
-            "; Corollary 1's weaker claim, faster than ring-only and cheaper than complete-only, holds for every model. |"
-            if compromise
-            else "; even Corollary 1's weaker claim (faster than ring-only, cheaper than complete-only) fails. |"
-        )
-    )
-    return row20 + "\n" + row21
-
-
-def _row_18() -> str:
-    """Erratum 18: the text's Gemini numbers against Table VIII (both read from the paper)."""
-    t8 = papers.TABLE_VIII
-    a, c = t8["Gemini 2.5-Flash", "adaptive"]["rounds"], t8["Gemini 2.5-Flash", "complete"]["rounds"]
-    agree = (c, a) == (9, 15)
-    return (
-        f'| 18 | Sec. V-C, Gemini | "9 rounds under complete-only vs. 15 under the adaptive strategy" | read from '
-        f"Table VIII: {c} complete-only, {a} adaptive rounds | "
-        + ("Agree. |" if agree else f"Text and table disagree; Table VIII says {a} adaptive rounds. |")
-    )
-
-
-def _invariance_row(runs, rings, lam1, lam2) -> str:
-    """Erratum: forward invariance of Omega_cert under the literal Def. 11, on the paper's own ring phase."""
-    from mascot.theory import certificate_budget
-
-    P = PAPER
-    eta, eps, c1, c2 = P["eta"], P["eps"], P["c1"], P["c2"]
-    ring = rings[-1][0]  # the reconstructed ring when the search found one, else the text's
-    r = runs[ring, "rescaled"]["adaptive"]
-    d1, d2 = float(r.d_trace[0, 1]), float(r.d_trace[0, 2])
-    lit1 = literal_certificate_budget(d1, eta, eps, lam1, lam2, c1, c2)
-    lit2 = literal_certificate_budget(d2, eta, eps, lam1, lam2, c1, c2)
-    m1 = certificate_budget(d1, eta, eps, lam1, lam2, c1, c2)
-    m2 = certificate_budget(d2, eta, eps, lam1, lam2, c1, c2)
-    hair = theorem1(eps * (1 + 1e-12), eta, eps, lam1, lam2, c1, c2).B_star  # D a hair above eps
-    b1 = lit1  # a budget exactly on the literal boundary at k = 1
-    b2 = b1 - c2  # after the mode-2 round
-    return (
-        f'| 14 | Forward invariance of Omega_cert (Sec. IV, Thm. 2 proof; Sec. V-B "confirming forward invariance") '
-        f"under Def. 11 as written | (X_k, b_k) in Omega_cert stays in it | ring {ring}, rescaled X0: at k = 1, "
-        f"D = {d1:.4f}; take the smallest budget the literal region admits there, b1 = literal B*(D(1)) = {b1:.0f} "
-        f"(a run that reaches it: b0 = b1 + c1 = {b1 + c1:.0f}, not the paper's b0 = {P['b0']:.0f}, whose b1 = "
-        f"{P['b0'] - c1:.0f} stays in the region longer); one mode-2 round gives D(2) = {d2:.4f}, "
-        f"b2 = {b2:.0f}, literal B*(D(2)) = {lit2:.0f}: {'outside' if b2 < lit2 else 'inside'} the region. "
-        f"mascot: B*(D(1)) = {m1:.0f}, B*(D(2)) = {m2:.0f} | In mode 2 (D <= eta) the literal B*(D) = "
-        f"ceil(log(eta/D)/log lambda1) c1 + ceil(log(eps/eta)/log lambda2) c2 keeps its second term fixed at "
-        f"K2(eta) c2 = {literal_certificate_budget(eta, eta, eps, lam1, lam2, c1, c2):.0f} and its first term at 0 "
-        f"while eta·lambda1 < D <= eta, so B* stays flat while every ring round takes c2 from the budget: "
-        f"the region is not forward invariant. mascot's clamp (`mascot.theory.theorem1`, used by "
-        f"`certificate_budget` and `in_certificate_region`): for D <= eps, B* = 0; for eps < D <= eta, K1 = 0 and "
-        f"K2 = ceil(log(eps/D)/log lambda2) (from D, not from eta); for D > eta, eq. (11). With it a mode-2 round "
-        f"(D' <= lambda2 D) lowers K2 by at least 1, and a mode-1 round lowers K1 by at least 1 or ends the mode-1 "
-        f"phase with K2(D') <= K2(eta), so B*(D') <= B*(D) - c_sigma and b >= B*(D) implies b - c_sigma >= "
-        f"B*(D'): the clamped region is forward invariant."
-        + (
-            f" One exception is mascot's own rounding convention: a log-ratio within 1e-9·max(1, |ratio|) of an "
-            f"integer is treated as that integer, so in that band a state can be certified one round short (e.g. "
-            f"D = eps·(1 + 1e-12) gets B* = {hair:.0f} although Algorithm 1 still needs a round)."
-            if hair < c2
-            else ""
-        )
-        + " |"
-    )
-
-
-# ----------------------------------------------------------------------------- README
 def _readme(t4, t5, t6, th, facts) -> str:
     search, found, rings = facts["search"], facts["found"], facts["rings"]
     keys = row_keys()
