@@ -69,7 +69,7 @@ def _decide() -> tuple[Cluster | None, str]:
         return None, "no Slurm controller answers, and starting the local single-node cluster needs root"
     # slurm.conf cannot carry a path with whitespace or quotes: where TMPDIR has them, the cluster lives in /tmp
     tmp = tempfile.gettempdir()
-    safe = not re.search(r"[\s\"'%\\]", tmp) or not os.access("/tmp", os.W_OK)
+    safe = not unsafe_for_sbatch(tmp) or not os.access("/tmp", os.W_OK)
     base = Path(tempfile.mkdtemp(prefix="mascot-slurm-test-", dir=None if safe else "/tmp"))
     env = dict(
         os.environ,
@@ -114,6 +114,11 @@ def _stop(base: Path) -> None:
 
 def _required() -> bool:
     return os.environ.get("MASCOT_REQUIRE_SLURM") == "1"
+
+
+def unsafe_for_sbatch(path) -> bool:
+    """Whether ``path`` holds what an #SBATCH line or slurm.conf cannot carry (whitespace, quotes, '%', '\\')."""
+    return bool(re.search(r"[\s\"'%\\]", str(path)))
 
 
 @pytest.fixture(scope="session")

@@ -1,7 +1,6 @@
 """Slurm submission: rendered scripts, and a real 4-shard array + merge job on a live cluster."""
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 from mascot.cli import main
 from mascot.cli.slurm import render
 from mascot.sweep import RunDir, parse_config, run_sweep
+from slurm_cluster import unsafe_for_sbatch
 
 CONFIG = """
 [experiment]
@@ -50,7 +50,7 @@ def tmp_path(tmp_path):
     """A directory an #SBATCH --output line can carry: pytest's own, or, where TMPDIR holds whitespace, a quote,
     '%' or a backslash (which `mascot slurm submit` refuses, as it must: found by an outside tester with
     TMPDIR="/tmp/t m p"), a fresh one under /tmp."""
-    if not re.search(r"[\s\"'%\\]", str(tmp_path)):
+    if not unsafe_for_sbatch(tmp_path):
         yield tmp_path
         return
     base = next((b for b in ("/tmp", "/var/tmp") if os.path.isdir(b) and os.access(b, os.W_OK)), None)

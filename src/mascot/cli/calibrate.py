@@ -239,10 +239,12 @@ def cmd_calibrate_deliberation(args) -> int:
         return _fail("--hold-out needs --paper-table8 (for a run directory, fit on half of the runs instead)")
     if args.paper_table8 == "all" and not args.hold_out:
         return _fail("--paper-table8 all needs --hold-out adaptive (a full fit takes one model at a time)")
-    if args.hold_out:
-        return _holdout(args)
     if _out_ok(args.out):
         return _fail(_out_ok(args.out))
+    if not 0 <= args.seed < 2**31:
+        return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
+    if args.hold_out:
+        return _holdout(args)
     if args.run_dir is not None and not Path(args.run_dir).is_dir():
         return _fail(
             f"run directory {args.run_dir!r} "
@@ -250,8 +252,6 @@ def cmd_calibrate_deliberation(args) -> int:
         )
     if args.n_boot < 0:
         return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
-    if not 0 <= args.seed < 2**31:
-        return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
     from mascot.calibrate.deliberation import calibrate_deliberation
     from mascot.io import lock_dir
 
@@ -299,10 +299,7 @@ def cmd_calibrate_deliberation(args) -> int:
 
 
 def _holdout(args) -> int:
-    if _out_ok(args.out):
-        return _fail(_out_ok(args.out))
-    if not 0 <= args.seed < 2**31:
-        return _fail(f"--seed must be an integer in 0..2^31-1; got {args.seed}")
+    """``--hold-out adaptive`` (its source, --out and --seed already checked by the caller)."""
     import logging
 
     from mascot.calibrate.deliberation_holdout import holdout_table8, write_holdout
