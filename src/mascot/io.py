@@ -291,15 +291,44 @@ def remove_stale_temps(directory) -> list[Path]:
     return gone
 
 
-def read_parquet_verified(path, damaged: str = ""):
-    """A Parquet file as a ``pyarrow.Table``, every data page checked against the CRC32 its writer stored
-    (mascot writes them; files without are only decoded). A damaged or unreadable file raises ``ValueError``
-    naming it, followed by ``damaged`` (what to do about it) when given."""
+def read_parquet_verified(path, damaged: str = "", columns=None):
+    """A Parquet file as a ``pyarrow.Table`` (only ``columns`` when given), every data page checked against the
+    CRC32 its writer stored (mascot writes them; files without are only decoded). A damaged or unreadable file
+    raises ``ValueError`` naming it, followed by ``damaged`` (what to do about it) when given."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        return pq.ParquetFile(path, page_checksum_verification=True).read()
+        return pq.ParquetFile(path, page_checksum_verification=True).read(columns=columns)
+    except (OSError, pa.ArrowException) as e:
+        if isinstance(e, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        raise InputError(f"{path}: unreadable or damaged Parquet data ({e}){damaged}") from None
+
+
+def parquet_columns(path, damaged: str = "") -> list[str]:
+    """The column names of a Parquet file, read from its footer (errors as :func:`read_parquet_verified`)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return list(pq.read_schema(path).names)
+    except (OSError, pa.ArrowException) as e:
+        if isinstance(e, (FileNotFoundError, IsADirectoryError, PermissionError)):
+            raise
+        raise InputError(f"{path}: unreadable or damaged Parquet data ({e}){damaged}") from None
+
+
+def iter_parquet_verified(path, columns, damaged: str = "", batch_rows: int = 1 << 19):
+    """The ``columns`` of a Parquet file as ``pyarrow.RecordBatch``es of at most ``batch_rows`` rows, every data
+    page checked as :func:`read_parquet_verified` does: memory stays bounded by one batch, whatever the file's
+    size. A damaged page raises ``ValueError`` naming the file when the reader reaches it."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path, page_checksum_verification=True)
+        yield from pf.iter_batches(batch_size=batch_rows, columns=columns)
     except (OSError, pa.ArrowException) as e:
         if isinstance(e, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise

@@ -16,7 +16,7 @@ import pandas as pd
 
 from mascot.analysis.figures import plt, save_figure
 from mascot.errors import InputError
-from mascot.io import atomic_write_text, read_parquet_verified, write_csv
+from mascot.io import atomic_write_text, iter_parquet_verified, parquet_columns, read_parquet_verified, write_csv
 
 __all__ = ["report"]
 
@@ -40,8 +40,10 @@ def _with_trajectories(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _outcomes(df: pd.DataFrame) -> pd.DataFrame:
+    # means in float64: pandas averages a float32 column in float32 when the group holds a NaN and in float64
+    # when not, so a float32 column's means would depend on which rows share a batch
     ok = df["status"] == 0
-    return df.assign(success=ok, rounds_ok=df["rounds"].where(ok), tokens_ok=df["tokens"].where(ok))
+    return df.assign(success=ok, rounds_ok=df["rounds"].where(ok), tokens_ok=df["tokens"].astype("float64").where(ok))
 
 
 def summarise(df: pd.DataFrame) -> pd.DataFrame:
@@ -64,16 +66,15 @@ def summarise(df: pd.DataFrame) -> pd.DataFrame:
     ).reset_index()
 
 
-def dominance(df: pd.DataFrame) -> pd.DataFrame:
-    """Per setting (every parameter but strategy, the trajectory count included): does adaptive match the
-    success of both fixed policies, finish in no more mean rounds than ring-only and spend no more mean tokens
-    than complete-only (means over successful trajectories)? A fixed policy with no successful trajectory never
-    finishes: its rounds and tokens count as infinite (not NaN, which no comparison satisfies). Two points
-    with one setting and strategy (a grid value listed twice) are refused: they would count the same initial
-    beliefs twice."""
-    df = _with_trajectories(df)
-    keys = _setting(df)
-    twice = df.groupby(keys + ["strategy"], observed=True)["point"].unique()
+def dominance(summary: pd.DataFrame) -> pd.DataFrame:
+    """Per setting (every parameter but strategy, the trajectory count included), from :func:`summarise`'s table:
+    does adaptive match the success of both fixed policies, finish in no more mean rounds than ring-only and
+    spend no more mean tokens than complete-only (means over successful trajectories)? A fixed policy with no
+    successful trajectory never finishes: its rounds and tokens count as infinite (not NaN, which no comparison
+    satisfies). Two points with one setting and strategy (a grid value listed twice) are refused: they would
+    count the same initial beliefs twice, so a setting's row is its one point's."""
+    keys = _setting(summary)
+    twice = summary.groupby(keys + ["strategy"], observed=True)["point"].unique()
     twice = twice[twice.map(len) > 1]
     if len(twice):
         raise InputError(
@@ -81,21 +82,14 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
             "such groups; a value listed twice in the grid?): their trajectories start from the same "
             "beliefs, so pooling them would count them twice; sweep each setting once"
         )
-    g = _outcomes(df).groupby(keys + ["strategy"], observed=True)
-    per = g.agg(
-        success=("success", "mean"),
-        rounds=("rounds_ok", "mean"),
-        tokens=("tokens_ok", "mean"),
-        lambda1=("lambda1", "first"),
-        lambda2=("lambda2", "first"),
-    ).reset_index()
+    per = summary[keys + ["strategy", "success", "rounds", "tokens", "lambda1", "lambda2"]]
     wide = per.pivot(index=keys, columns="strategy", values=["success", "rounds", "tokens"])
     wide.columns = [f"{a}_{b}" for a, b in wide.columns]
     w = wide.reset_index()
     if not {f"success_{s}" for s in _STRATEGIES} <= set(w.columns):
         raise InputError(
             "the sweep must contain all three strategies (adaptive, complete, ring); it has "
-            + ", ".join(sorted(df["strategy"].unique()))
+            + ", ".join(sorted(summary["strategy"].unique()))
         )
     w = w.dropna(subset=[f"success_{s}" for s in _STRATEGIES])  # settings that ran all three strategies
     for s in _STRATEGIES:  # (a column is absent when a strategy never succeeds anywhere in the sweep)
@@ -119,26 +113,39 @@ def dominance(df: pd.DataFrame) -> pd.DataFrame:
     return w
 
 
-def report(data, out_dir="results/sweeps", log=print) -> dict:
-    df = data if isinstance(data, pd.DataFrame) else read_parquet_verified(data, "; merge the run again").to_pandas()
-    need = [
-        "point",
-        "strategy",
-        "status",
-        "rounds",
-        "tokens",
-        "certified",
-        "K_star",
-        "B_star",
-        "lambda1",
-        "lambda2",
-        *_REQUIRED,
-    ]
-    lost = [c for c in dict.fromkeys(need) if c not in df]
-    if lost:
-        raise InputError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
-    if len(df) == 0:
-        raise InputError(f"{data}: the dataset has no rows")
+_DAMAGED = "; merge the run again"
+_NEED = ["point", "strategy", "status", "rounds", "tokens", "certified", "K_star", "B_star", "lambda1", "lambda2"]
+
+
+class _Unsorted(Exception):
+    """A dataset whose grid points are not in ascending runs (not one ``mascot merge`` wrote)."""
+
+
+def _whole_points(data, columns, batch_rows):
+    """The dataset's ``columns`` as DataFrames that each hold whole grid points, one Parquet batch at a time (a
+    merged dataset lists its points in ascending order, so memory stays bounded by one batch whatever the number
+    of rows). Raises :class:`_Unsorted` when a point could span two frames."""
+    held, last = None, -math.inf
+    for rb in iter_parquet_verified(data, columns, _DAMAGED, batch_rows):
+        df = rb.to_pandas()
+        if held is not None:
+            df = pd.concat([held, df], ignore_index=True)
+        if len(df) == 0:
+            continue
+        tail = (df["point"] == df["point"].iloc[-1]).to_numpy()
+        held, df = df[tail], df[~tail]
+        if len(df):
+            if not df["point"].min() > last:
+                raise _Unsorted
+            last = df["point"].max()
+            yield df
+    if held is not None and len(held):
+        if not held["point"].min() > last:
+            raise _Unsorted
+        yield held
+
+
+def _impossible(df: pd.DataFrame) -> list[str]:
     checks = [
         ("status", ~df["status"].isin([0, 1, 2])),
         ("rounds", ~(df["rounds"] >= 0)),
@@ -148,16 +155,52 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
     if "max_rounds" in df:
         checks.append(("rounds", df["rounds"] > df["max_rounds"]))
     checks += [(k, ~np.isfinite(df[k].astype(float))) for k in _REQUIRED + _OPTIONAL + ["d0", "d_final"] if k in df]
-    bad = list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
-    if bad:
-        raise InputError(
-            f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
-            "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
-            "unmodified consensus sweep dataset"
-        )
-    df = _with_trajectories(df)
-    s = summarise(df)
-    dom = dominance(df)
+    return list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
+
+
+def _summary_of(data, batch_rows: int) -> tuple[pd.DataFrame, int, int]:
+    """(:func:`summarise`'s table, rows, grid points) of a DataFrame or a merged dataset's path, reading only the
+    columns the report needs, one batch of whole points at a time."""
+    have = list(data.columns) if isinstance(data, pd.DataFrame) else parquet_columns(data, _DAMAGED)
+    lost = [c for c in dict.fromkeys(_NEED + _REQUIRED) if c not in have]
+    if lost:
+        raise InputError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
+    wanted = _NEED + _REQUIRED + _OPTIONAL + ["d0", "d_final", "trajectories"]
+    columns = [c for c in dict.fromkeys(wanted) if c in have]
+    if isinstance(data, pd.DataFrame):
+        frames = [data[columns]]
+    else:
+        try:  # a first pass that streams; a dataset not in point order is read whole instead (columns only)
+            return _summarise_frames(data, _whole_points(data, columns, batch_rows))
+        except _Unsorted:
+            frames = [read_parquet_verified(data, _DAMAGED, columns=columns).to_pandas()]
+    return _summarise_frames(data, frames)
+
+
+def _summarise_frames(data, frames) -> tuple[pd.DataFrame, int, int]:
+    parts, rows, points = [], 0, 0
+    for df in frames:
+        bad = _impossible(df)
+        if bad:
+            raise InputError(
+                f"{data}: impossible values in column(s) {', '.join(bad)} (status 0, 1 or 2; 0 <= rounds <= "
+                "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
+                "unmodified consensus sweep dataset"
+            )
+        parts.append(summarise(df))
+        rows += len(df)
+        points += df["point"].nunique()
+    if rows == 0:
+        raise InputError(f"{data}: the dataset has no rows")
+    return pd.concat(parts, ignore_index=True), rows, points
+
+
+def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 19) -> dict:
+    """Write the report of a consensus sweep (a merged dataset's path, or its rows as a DataFrame) to
+    ``out_dir``. A path is read a batch of ``batch_rows`` rows at a time and only in the columns the report
+    uses, so memory does not grow with the number of trajectories (it grows with the number of grid points)."""
+    s, n_rows, n_points = _summary_of(data, batch_rows)
+    dom = dominance(s)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     write_csv(s, out / "summary.csv", index=False, float_format="%.6g")
@@ -166,7 +209,7 @@ def report(data, out_dir="results/sweeps", log=print) -> dict:
     funded = dom[dom.success_adaptive >= 0.99]
     figs = _fig_success(s, out) + _fig_tightness(s, out) + _fig_dominance(funded, out)
     agree = (funded.adaptive_dominates == funded.corollary_condition).mean()
-    text = _readme(df, s, funded, agree)
+    text = _readme(n_rows, n_points, s, funded, agree)
     atomic_write_text(out / "README.md", text)
     log(f"wrote {out}/: summary.csv dominance.csv README.md " + " ".join(p.name for p in figs))
     return dict(summary=s, dominance=dom)
@@ -297,7 +340,7 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _readme(df, s, dom, agree) -> str:
+def _readme(n_rows: int, n_points: int, s, dom, agree) -> str:
     by = (
         s.groupby(["n", "strategy"])
         .agg(success=("success", "mean"), rounds=("rounds", "mean"), tokens=("tokens", "mean"))
@@ -326,7 +369,7 @@ def _readme(df, s, dom, agree) -> str:
         [
             "# Consensus sweep report",
             "",
-            f"{len(df):,} trajectories, {df.point.nunique():,} grid points. Written by `mascot report consensus-sweep`.",
+            f"{n_rows:,} trajectories, {n_points:,} grid points. Written by `mascot report consensus-sweep`.",
             "",
             "![success](fig_success.png)",
             "",
