@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         f"[fixed]\ntrajectories = {traj}\nn = 5\nd = 2\nmax_rounds = 30\n\n"
         '[grid]\nstrategy = ["adaptive", "complete", "ring"]\n'
         f"b0 = [{', '.join(f'{200 + 100 * i}.0' for i in range(10))}]\n"
-        f"eta = [{', '.join(f'{0.02 * (i + 1):.2f}' for i in range(10))}]\n"
+        f"eta = [{', '.join(f'{0.04 + 0.02 * i:.2f}' for i in range(10))}]\n"
     )
     run_dir = work / "run"
     mascot = [sys.executable, "-m", "mascot"]

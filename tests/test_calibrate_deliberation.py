@@ -399,3 +399,37 @@ def test_holdout_never_sees_the_adaptive_column_and_reports_what_it_predicts(tmp
     text = write_holdout([a, b], tmp_path).read_text()
     inside = sum(r["inside"] for r in a["rows"] + b["rows"])
     assert f"Coverage: {inside} of 12 held-out values" in text and "| GPT-5.4-Mini | rounds:adaptive | 9 |" in text
+
+
+@pytest.mark.x64
+def test_one_home_for_the_rate_law_dynamics_numpy_and_jax_agree():
+    """The surrogate (numpy) and the fitting simulator (JAX) call the same dynamics functions; on the same
+    inputs both agree with a hand-written float64 reference: numpy exactly on the reply grid, JAX to its last bit
+    (XLA's exp, log and division are its own), and the reply lengths exactly away from rounding ties."""
+    import jax.numpy as jnp
+
+    from mascot.protocols.deliberation import dynamics as dyn
+
+    rng = np.random.default_rng(3)
+    D = np.concatenate([[0.0, 1e-13], rng.uniform(1e-6, 2.0, 500)])
+    ref = np.clip(0.8 * (np.maximum(D, 1e-12) / 0.1) ** 0.3, 0.05, 1.2)
+    for xp in (np, jnp):
+        got = np.asarray(dyn.rate_law(xp.asarray(D), 0.8, 0.3, 0.1, 0.05, 1.2, xp))
+        np.testing.assert_allclose(got, ref, rtol=1e-13)
+    own, tgt, z = rng.uniform(0, 1, (3, 500))
+    c = rng.uniform(-0.2, 1.5, 500)
+    want = np.array(
+        [round(min(max(o + ci * (t - o) + 0.05 * zi, 0.0), 1.0) * 1000) / 1000 for o, t, ci, zi in zip(own, tgt, c, z)]
+    )
+    assert np.array_equal(dyn.update(own, tgt, c, 0.05, z), want)  # numpy: exactly the reference
+    # JAX: to the last bit (XLA divides by 1000 through a reciprocal)
+    got = np.asarray(dyn.update(jnp.asarray(own), jnp.asarray(tgt), jnp.asarray(c), 0.05, jnp.asarray(z), jnp))
+    np.testing.assert_allclose(got, want, rtol=2e-16, atol=0)
+    zl = rng.standard_normal(500)
+    lengths = [np.asarray(dyn.reply_length(300.0, 0.4, xp.asarray(zl), xp)) for xp in (np, jnp)]
+    exact = 300.0 * np.exp(0.4 * zl - 0.08)
+    away = np.abs(exact - np.floor(exact) - 0.5) > 1e-6
+    assert np.array_equal(lengths[0][away], np.round(exact)[away]) and np.array_equal(
+        lengths[1][away], lengths[0][away]
+    )
+    assert dyn.compliance(0.5, 0.75) == 2.0

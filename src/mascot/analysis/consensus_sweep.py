@@ -195,7 +195,7 @@ def _summarise_frames(data, frames) -> tuple[pd.DataFrame, int, int]:
     return pd.concat(parts, ignore_index=True), rows, points
 
 
-def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 19) -> dict:
+def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 18) -> dict:
     """Write the report of a consensus sweep (a merged dataset's path, or its rows as a DataFrame) to
     ``out_dir``. A path is read a batch of ``batch_rows`` rows at a time and only in the columns the report
     uses, so memory does not grow with the number of trajectories (it grows with the number of grid points)."""

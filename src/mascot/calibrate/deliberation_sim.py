@@ -30,6 +30,7 @@ import numpy as np
 from mascot.errors import InputError
 from mascot.kernels.core import disagreement
 from mascot.kernels.deliberation import round_draws
+from mascot.protocols.deliberation import dynamics
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.prompts import initial_messages, round_messages
 from mascot.protocols.deliberation.surrogate import RateLawParams
@@ -132,10 +133,6 @@ def _digits(k):
     return 1 + (k >= 10).astype(k.dtype) + (k >= 100).astype(k.dtype)
 
 
-def _rate(D, rate, slope, d_ref, lo, hi):
-    return jnp.clip(rate * jnp.exp(slope * jnp.log(jnp.maximum(D, 1e-12) / d_ref)), lo, hi)
-
-
 def round_cost_numpy(setup: SimSetup, sigma: int, k: int, prev_lengths, cpt: float = 4.0) -> float:
     """A round's charged tokens from the previous replies' reasoning lengths (numpy float64; the formula of
     the module docstring), for checking against the harness's records."""
@@ -175,16 +172,11 @@ def simulate_rate_law(
     v = p["verbosity"]
 
     def length(mean, z):
-        return jnp.maximum(jnp.round(mean * jnp.exp(v * z - 0.5 * v * v)), 0.0)
+        return dynamics.reply_length(mean, v, z, jnp)
 
     prior = jnp.asarray(setup.prior, dt)
     if setup.x0 is None:
-        X0 = (
-            jnp.round(
-                jnp.clip(0.5 + p["prior_scale"] * (prior - 0.5) + p["initial_spread"] * z0[..., :d], 0, 1) * 1000.0
-            )
-            / 1000.0
-        )
+        X0 = dynamics.initial_proposal(prior, p["prior_scale"], p["initial_spread"], z0[..., :d], jnp)
         L0 = length(p["reply_chars1"], z0[..., d])
     else:  # the harness's round 0 with a given X0: reasoning "(given initial proposal)"
         X0 = jnp.broadcast_to(jnp.asarray(setup.x0, dt), (R, N, d))
@@ -217,14 +209,14 @@ def simulate_rate_law(
         rk = jnp.where(mode2[..., None, None], reads[1], reads[0])
         lam = jnp.where(
             mode2,
-            _rate(D, p["rate2"], p["slope2"], p["d_ref"], p["rate_min"], p["rate_max"]),
-            _rate(D, p["rate1"], p["slope1"], p["d_ref"], p["rate_min"], p["rate_max"]),
+            dynamics.rate_law(D, p["rate2"], p["slope2"], p["d_ref"], p["rate_min"], p["rate_max"], jnp),
+            dynamics.rate_law(D, p["rate1"], p["slope1"], p["d_ref"], p["rate_min"], p["rate_max"], jnp),
         )
         lam = lam * jnp.exp(p["round_noise"] * xi)  # one draw per lane and round
-        comp = (1.0 - lam) / (1.0 - jnp.where(mode2, mu[1], mu[0]))
+        comp = dynamics.compliance(lam, jnp.where(mode2, mu[1], mu[0]))
         ci = comp[..., None] + p["compliance_noise"] * zc_k  # (S, R, N)
         M = jnp.einsum("srij,srjd->srid", Wk, X, precision=jax.lax.Precision.HIGHEST)
-        Xn = jnp.round(jnp.clip(X + ci[..., None] * (M - X) + p["noise"] * zx_k, 0.0, 1.0) * 1000.0) / 1000.0
+        Xn = dynamics.update(X, M, ci[..., None], p["noise"], zx_k, jnp)
         kf = k.astype(dt)
         dig = _digits(kf) + _digits(kf - 1.0)
         chars = jnp.where(mode2[..., None], user[1], user[0]) + dig + jnp.einsum("srij,srj->sri", rk, L)

@@ -21,10 +21,10 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from mascot import stable
 from mascot.backends.base import Request, Response
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, read_toml
+from mascot.protocols.deliberation import dynamics
 from mascot.protocols.deliberation.config import check_float, check_int
 from mascot.seeds import crc32, request_rng
 
@@ -157,9 +157,9 @@ PARAM_SETS = {"legacy": ("legacy", dict(LEGACY_PARAMS)), "rate_law": ("rate_law"
 
 
 def rate_law(D, rate, slope, d_ref, rate_min, rate_max):
-    """``clip(rate (D / d_ref)^slope, rate_min, rate_max)`` (numpy; ``D = 0`` is taken as 1e-12)."""
-    D = np.maximum(np.asarray(D, dtype=np.float64), 1e-12)
-    return np.clip(rate * stable.exp(slope * stable.log(D / d_ref)), rate_min, rate_max)
+    """``clip(rate (D / d_ref)^slope, rate_min, rate_max)`` (numpy; ``D = 0`` is taken as 1e-12;
+    :func:`mascot.protocols.deliberation.dynamics.rate_law`)."""
+    return dynamics.rate_law(D, rate, slope, d_ref, rate_min, rate_max)
 
 
 def compliance_for_rate(lam, mode_rate):
@@ -167,7 +167,7 @@ def compliance_for_rate(lam, mode_rate):
     direction of a ``W`` with contraction rate ``mode_rate``: ``(1 - lam) / (1 - mode_rate)``."""
     if not mode_rate < 1:
         raise InputError(f"mode_rate must be < 1 (a connected mode); got {mode_rate!r}")
-    return (1.0 - np.asarray(lam, dtype=np.float64)) / (1.0 - mode_rate)
+    return dynamics.compliance(np.asarray(lam, dtype=np.float64), mode_rate)
 
 
 # ----------------------------------------------------------------------------- TOML
@@ -451,15 +451,15 @@ class SurrogateDeliberationBackend:
                 ).standard_normal()
                 lam *= math.exp(p.round_noise * xi)
             c = float(compliance_for_rate(lam, float(meta["mode_rate"]))) + p.compliance_noise * zc
-            x = own + c * (m - own) + p.noise * z
+            x = dynamics.update(own, m, c, p.noise, z)
             mean_len = p.reply_chars1 if sigma == 1 else p.reply_chars2
         else:
             prior = meta.get("prior")
             pr = np.full(d, 0.5) if prior is None else np.asarray(prior, dtype=np.float64)
-            x = 0.5 + p.prior_scale * (pr - 0.5) + p.initial_spread * z
+            x = dynamics.initial_proposal(pr, p.prior_scale, p.initial_spread, z)
             mean_len = p.reply_chars1
-        n = max(0, int(np.round(mean_len * math.exp(p.verbosity * zl - 0.5 * p.verbosity**2))))
-        return np.round(np.clip(x, 0.0, 1.0), 3), self._reasoning_chars(meta, n)
+        n = int(dynamics.reply_length(mean_len, p.verbosity, zl))
+        return x, self._reasoning_chars(meta, n)
 
     def generate(self, requests: list[Request]) -> list[Response]:
         out = []
