@@ -433,3 +433,35 @@ def test_one_home_for_the_rate_law_dynamics_numpy_and_jax_agree():
         lengths[1][away], lengths[0][away]
     )
     assert dyn.compliance(0.5, 0.75) == 2.0
+
+
+def test_split_half_fits_one_half_of_the_runs_and_predicts_the_other(harness_dir, tmp_path):
+    """Issue 31: a run directory's own out-of-sample test. The fit sees half A's runs only (its fitted moments
+    are A's, recomputed here from rounds.jsonl), half B's held-out moments are B's (recomputed the same way),
+    and the report counts what it says."""
+    from mascot.calibrate.deliberation_split import split_half_deliberation
+    from mascot.protocols.deliberation.records import lane_summaries
+
+    r = split_half_deliberation(harness_dir, tmp_path / "sh", quick=True, n_boot=20, n_pred=20, seed=3)
+    a, b = r["halves"]
+    assert len(a) == len(b) == 12 and not set(a) & set(b) and set(a) | set(b) == set(range(24))
+    fit = json.loads((tmp_path / "sh" / "fit" / "fit.json").read_text())
+    assert fit["source"]["lanes"] == a and fit["source"]["runs"] == 12
+    lanes = lane_summaries(read_rounds(harness_dir))
+    runs = sorted({x["run"] for x in lanes})
+    assert len(runs) == 24
+
+    def mean(half, strategy, key):
+        sel = {runs[i] for i in half}
+        return np.mean([x[key] for x in lanes if x["strategy"] == strategy and x["run"] in sel])
+
+    rows = {row["moment"]: row for row in r["rows"]}
+    for s in ("adaptive", "complete", "ring"):  # (the moments are JAX's: float32 in this suite)
+        assert rows[f"rounds:{s}"]["observed_half_a"] == pytest.approx(mean(a, s, "rounds"), rel=1e-6)
+        assert rows[f"rounds:{s}"]["held_out"] == pytest.approx(mean(b, s, "rounds"), rel=1e-6)
+        assert rows[f"tokens:{s}"]["held_out"] == pytest.approx(mean(b, s, "tokens") / 1000.0, rel=1e-6)
+    assert r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
+    text = (tmp_path / "sh" / "split_half.md").read_text()
+    assert f"inside their predicted 5-95% range: {r['inside']} of {r['n_moments']}**" in text
+    with pytest.raises(ValueError, match="at least 4 runs"):
+        split_half_deliberation(_run(tmp_path, "two", TRUE, runs=2), tmp_path / "x", quick=True, n_boot=20)

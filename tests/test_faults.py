@@ -911,6 +911,86 @@ def test_merge_never_overwrites_a_file_that_is_not_a_merged_dataset(run_dir, tmp
     assert "--out must name a directory" in _err_line(capsys)
 
 
+def test_merge_never_replaces_another_experiments_merged_dataset(finished, run_dir, tmp_path, capsys):
+    """Found by an outside tester: `merge A --out B/merged.parquet` replaced run B's merged file with A's rows,
+    exit 0, and B's report then described A's trajectories."""
+    other = tmp_path / "other"
+    shutil.copytree(finished / "seed2", other)
+    theirs = RunDir(other).merge()
+    before = theirs.read_bytes()
+    assert main(["merge", str(run_dir), "--out", str(theirs)]) == 2
+    err = _err_line(capsys)
+    assert "another experiment" in err and str(theirs) in err and theirs.read_bytes() == before
+    assert main(["merge", str(other), "--out", str(theirs)]) == 0  # its own run replaces it
+    ext = tmp_path / "elsewhere" / "m.parquet"  # outside the run directory: the next merge there cleans up
+    left, mine = ext.parent / ".m.parquet.k1ll3d00.tmp", ext.parent / ".m.parquet.notes.tmp"
+    ext.parent.mkdir()
+    left.write_text("a killed merge's partial file")
+    mine.write_text("not a temporary of ours")
+    assert main(["merge", str(other), "--out", str(ext)]) == 0
+    assert not left.exists() and mine.exists()
+
+
+def test_merge_names_every_unusable_chunk_at_once(run_dir, capsys):
+    """Found by an outside tester: with one chunk truncated and another's data damaged, merge named only the
+    truncated one; after it was recomputed, the other. Now both, with the right count."""
+    rd = RunDir(run_dir)
+    rd.chunk_path(0).write_bytes(rd.chunk_path(0).read_bytes()[:100])
+    flip_page_byte(rd.chunk_path(2), "status")
+    assert main(["merge", str(run_dir)]) == 1
+    err = _err_line(capsys)
+    assert "2 of 3 chunks missing: 0, 2" in err and "chunk-000000" in err and "chunk-000002" in err
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    """A finished run of SWEEP with all three strategies (what a consensus report needs)."""
+    d = tmp_path_factory.mktemp("three") / "run"
+    text = sweep_text(**{'strategy = ["adaptive", "ring"]': 'strategy = ["adaptive", "complete", "ring"]'})
+    run_sweep(parse_config(text), d, progress=False, workers=1)
+    return d
+
+
+def test_a_report_refuses_a_merged_file_changed_since_merge_and_names_its_experiment(three, tmp_path, capsys):
+    """Found by an outside tester: a merged file concatenated with itself or cut mid-point was reported (exit 0)
+    as if it were the run; the report did not say which experiment it describes."""
+    import pyarrow as pa
+
+    run_dir = three
+    merged = RunDir(run_dir).merge(tmp_path / "m.parquet")
+    t = pq.read_table(merged)
+    for name, bad in (("twice", pa.concat_tables([t, t])), ("cut", t.slice(0, t.num_rows - 2))):
+        pq.write_table(bad, tmp_path / f"{name}.parquet")  # (the table keeps the merged file's metadata)
+        assert main(["report", "consensus-sweep", str(tmp_path / f"{name}.parquet"), "--out", str(tmp_path / "b")]) == 2
+        assert "not the file `mascot merge` wrote" in _err_line(capsys) and not (tmp_path / "b").exists()
+    assert main(["report", "consensus-sweep", str(merged), "--out", str(tmp_path / "r")]) == 0
+    plan = json.loads((run_dir / "plan.json").read_text())
+    assert f"experiment `{plan['name']}` (hash {plan['hash']})" in (tmp_path / "r" / "README.md").read_text()
+    pq.write_table(t.replace_schema_metadata(None), tmp_path / "bare.parquet")  # no metadata: reported as it is
+    assert main(["report", "consensus-sweep", str(tmp_path / "bare.parquet"), "--out", str(tmp_path / "r2")]) == 0
+    assert "not a dataset `mascot merge` wrote" in (tmp_path / "r2" / "README.md").read_text()
+
+
+def test_a_report_interrupted_midway_leaves_no_readme_beside_new_files(three, tmp_path, capsys, monkeypatch):
+    """Found by an outside tester: a report killed after writing its new summary.csv left it beside the previous
+    report's README and figures. The previous report's files go first and README.md is written last."""
+    import mascot.analysis.consensus_sweep as cs
+
+    merged = RunDir(three).merge(tmp_path / "m.parquet")
+    out = tmp_path / "rep"
+    assert main(["report", "consensus-sweep", str(merged), "--out", str(out)]) == 0
+    (out / ".fig_success.png.abcd1234.tmp").write_text("a killed writer's leftover")
+
+    def killed(*a, **k):  # (a SIGKILL here: the figure of dominance never gets written)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(cs, "_fig_dominance", killed)
+    with pytest.raises(RuntimeError, match="killed"):
+        cs.report(merged, out, log=lambda *_: None)
+    assert (out / "summary.csv").exists() and not (out / "README.md").exists()
+    assert not (out / "fig_dominance.png").exists() and not list(out.glob(".*.tmp"))
+
+
 def test_the_rule_noise_model_in_float32_and_out_of_memory_are_one_line_errors(tmp_path, capsys, monkeypatch):
     rule = write(tmp_path, '[experiment]\nkind = "affine_noise"\n[fixed]\nmodel = "rule"\ntrials = 100\n', "rule.toml")
     assert main(["validate", str(rule)]) == 2

@@ -16,7 +16,14 @@ import pandas as pd
 
 from mascot.analysis.figures import plt, save_figure
 from mascot.errors import InputError
-from mascot.io import atomic_write_text, iter_parquet_verified, parquet_columns, read_parquet_verified, write_csv
+from mascot.io import (
+    atomic_write_text,
+    iter_parquet_verified,
+    parquet_columns,
+    read_parquet_verified,
+    remove_stale_temps,
+    write_csv,
+)
 
 __all__ = ["report"]
 
@@ -158,6 +165,35 @@ def _impossible(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
 
 
+def _merged_meta(path) -> dict | None:
+    """The metadata ``mascot merge`` wrote into a merged dataset (plan, rows), or None (another file)."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    try:
+        meta = json.loads((pq.read_metadata(path).metadata or {}).get(b"mascot", b"null"))
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(meta, dict) and isinstance(meta.get("plan"), dict) and isinstance(meta.get("rows"), int)
+    return meta if ok else None
+
+
+def _check_against_meta(data, meta: dict | None, rows: int, points: int) -> None:
+    """A merged dataset holds the rows and points its metadata records: a file concatenated with another, cut
+    or filtered after ``mascot merge`` wrote it is refused (it would report other trajectories as this run's)."""
+    if meta is None:
+        return
+    want_points = meta["plan"].get("n_points")
+    if rows != meta["rows"] or (isinstance(want_points, int) and points != want_points):
+        raise InputError(
+            f"{data}: holds {rows:,} rows of {points:,} grid points, but the run it was merged from has "
+            f"{meta['rows']:,} rows of {want_points:,} points (experiment {meta['plan'].get('name')!r}, hash "
+            f"{meta['plan'].get('hash')}): not the file `mascot merge` wrote (concatenated, cut or filtered "
+            "since?); merge the run again, or strip the metadata to report on the rows as they are"
+        )
+
+
 def _summary_of(data, batch_rows: int) -> tuple[pd.DataFrame, int, int]:
     """(:func:`summarise`'s table, rows, grid points) of a DataFrame or a merged dataset's path, reading only the
     columns the report needs, one batch of whole points at a time."""
@@ -199,17 +235,24 @@ def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 18)
     """Write the report of a consensus sweep (a merged dataset's path, or its rows as a DataFrame) to
     ``out_dir``. A path is read a batch of ``batch_rows`` rows at a time and only in the columns the report
     uses, so memory does not grow with the number of trajectories (it grows with the number of grid points)."""
+    meta = None if isinstance(data, pd.DataFrame) else _merged_meta(data)
     s, n_rows, n_points = _summary_of(data, batch_rows)
+    _check_against_meta(data, meta, n_rows, n_points)
     dom = dominance(s)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    # README.md is written last: a directory without it holds an unfinished report (the previous report's files
+    # go first, so a killed report never leaves old and new files side by side under an old README)
+    remove_stale_temps(out)
+    for name in _OUTPUTS:
+        (out / name).unlink(missing_ok=True)
     write_csv(s, out / "summary.csv", index=False, float_format="%.6g")
     write_csv(dom, out / "dominance.csv", index=False, float_format="%.6g")
     # dominance is only meaningful where the adaptive policy itself is funded: >= 99% success
     funded = dom[dom.success_adaptive >= 0.99]
     figs = _fig_success(s, out) + _fig_tightness(s, out) + _fig_dominance(funded, out)
     agree = (funded.adaptive_dominates == funded.corollary_condition).mean()
-    text = _readme(n_rows, n_points, s, funded, agree)
+    text = _readme(n_rows, n_points, s, funded, agree, source=_source_line(data, meta))
     atomic_write_text(out / "README.md", text)
     log(f"wrote {out}/: summary.csv dominance.csv README.md " + " ".join(p.name for p in figs))
     return dict(summary=s, dominance=dom)
@@ -222,7 +265,7 @@ def _fig_success(s, out):
     for ax, strat in zip(axes, ["adaptive", "complete", "ring"]):
         grid = s[s.strategy == strat].groupby(["n", "b0"]).success.mean().unstack("b0").reindex(index=ns, columns=b0s)
         im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
-        ax.set_xticks(range(len(b0s)), [f"{b:.0e}" for b in b0s], rotation=60, fontsize=7)
+        ax.set_xticks(range(len(b0s)), [f"{float(f'{b:.4g}'):,.10g}" for b in b0s], rotation=60, fontsize=7)
         ax.set_yticks(range(len(ns)), ns)
         ax.set_title(f"{strat}: success rate")
         ax.set_xlabel("budget b0 (tokens)")
@@ -288,6 +331,21 @@ def _fig_tightness(s, out):
     return save_figure(fig, out / "fig_tightness")
 
 
+_SETTING_LABELS = {
+    "eta": "eta",
+    "eps": "eps",
+    "b0": "b0",
+    "x0_spread": "X0 spread",
+    "x0_mean": "X0 mean",
+    "noise": "noise",
+    "max_rounds": "max_rounds",
+    "d": "d",
+    "self_weight_complete": "self weight (complete)",
+    "self_weight_ring": "self weight (ring)",
+    "trajectories": "trajectories",
+}
+
+
 def _fig_dominance(dom, out):
     if dom.empty:  # say so instead of drawing empty axes
         fig, ax = plt.subplots(figsize=(8, 3))
@@ -305,6 +363,10 @@ def _fig_dominance(dom, out):
     ns = sorted(dom.n.unique())
     tc = sorted((dom.c1 / (dom.n * (dom.n - 1))).round(6).unique())
     dom = dom.assign(tokens_complete=(dom.c1 / (dom.n * (dom.n - 1))).round(6))
+    ring = ", ".join(f"{t:g}" for t in sorted((dom.c2 / (2 * dom.n)).round(6).unique()))
+    # what each cell averages over: the setting parameters that vary besides N and the complete-graph cost
+    others = [k for k in _SETTING_LABELS if k in dom and dom[k].nunique() > 1]
+    others = [_SETTING_LABELS[k] for k in others]
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, col, title in (
         (axes[0], "adaptive_dominates", "adaptive Pareto-dominates (measured)"),
@@ -324,10 +386,12 @@ def _fig_dominance(dom, out):
             )
         ax.set_xticks(range(len(tc)), [f"{t:g}" for t in tc])
         ax.set_yticks(range(len(ns)), ns)
-        ax.set_xlabel("tokens per complete-graph message (ring: 10)")
+        ax.set_xlabel(f"tokens per complete-graph message (ring: {ring})")
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("agents N")
-    fig.colorbar(im, ax=axes, shrink=0.8, label="fraction of funded settings (eta, b0, X0 spread)")
+    fig.colorbar(
+        im, ax=axes, shrink=0.8, label="fraction of funded settings" + (f" ({', '.join(others)})" if others else "")
+    )
     fig.suptitle("Where adaptive switching Pareto-dominates, vs Corollary 1 (settings with adaptive success >= 99%)")
     return save_figure(fig, out / "fig_dominance")
 
@@ -340,7 +404,25 @@ def _md(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def _readme(n_rows: int, n_points: int, s, dom, agree) -> str:
+_OUTPUTS = ["README.md"] + [
+    f"{f}.{e}" for f in ("fig_success", "fig_tightness", "fig_dominance") for e in ("png", "pdf")
+]
+_OUTPUTS += ["summary.csv", "dominance.csv"]
+
+
+def _source_line(data, meta: dict | None) -> str:
+    if isinstance(data, pd.DataFrame):
+        return "From a DataFrame passed to `mascot.analysis.consensus_sweep.report`."
+    if meta is None:
+        return f"From `{data}` (not a dataset `mascot merge` wrote: its rows were not checked against a run)."
+    pl = meta["plan"]
+    return (
+        f"From `{data}`: experiment `{pl.get('name')}` (hash {pl.get('hash')}); its {meta['rows']:,} rows and "
+        f"{pl.get('n_points'):,} points checked against the run it was merged from."
+    )
+
+
+def _readme(n_rows: int, n_points: int, s, dom, agree, source: str = "") -> str:
     by = (
         s.groupby(["n", "strategy"])
         .agg(success=("success", "mean"), rounds=("rounds", "mean"), tokens=("tokens", "mean"))
@@ -370,7 +452,7 @@ def _readme(n_rows: int, n_points: int, s, dom, agree) -> str:
             "# Consensus sweep report",
             "",
             f"{n_rows:,} trajectories, {n_points:,} grid points. Written by `mascot report consensus-sweep`.",
-            "",
+            *([source, ""] if source else [""]),
             "![success](fig_success.png)",
             "",
             "![tightness](fig_tightness.png)",

@@ -90,9 +90,43 @@ __all__ = [
 
 def _merge_traces(parts: list[dict]) -> dict:
     out = {}
-    for k in ("D", "sigma", "cost", "rounds", "tokens", "status", "d_final", "lane_ok"):
+    for k in TRACE_KEYS:
         out[k] = np.concatenate([p[k] for p in parts], axis=1)
     return out
+
+
+TRACE_KEYS = ("D", "sigma", "cost", "rounds", "tokens", "status", "d_final", "lane_ok")
+
+
+def observed_traces(run_dirs) -> tuple[DeliberationConfig, dict, list]:
+    """``(config, traces, dirs)`` of one or more deliberation run directories of one setting: their
+    ``rounds.jsonl`` as the arrays :func:`~mascot.calibrate.deliberation_sim.simulate_rate_law` returns, runs
+    (axis 1) in directory order."""
+    from mascot.calibrate.deliberation_sim import traces_from_rows
+    from mascot.protocols.deliberation.records import read_rounds
+
+    dirs = [run_dirs] if isinstance(run_dirs, (str, Path)) else list(run_dirs)
+    if not dirs:
+        raise InputError("no run directory given")
+    cfg = config_of_run(dirs[0])
+    parts = []
+    for d in dirs:
+        c = config_of_run(d)
+        _same_setting(c, cfg, str(d))
+        rows = read_rounds(d)
+        if not rows:
+            raise InputError(f"{d}: rounds.jsonl is empty or missing")
+        parts.append(traces_from_rows(rows, list(cfg.strategies), cfg.max_rounds, cfg.b0))
+    return cfg, _merge_traces(parts), dirs
+
+
+def select_runs(traces: dict, lanes) -> dict:
+    """The traces of runs ``lanes`` only (indices along the run axis)."""
+    R = np.asarray(traces["D"]).shape[1]
+    idx = np.asarray(lanes, dtype=np.int64).reshape(-1)
+    if idx.size == 0 or len(set(idx.tolist())) != idx.size or idx.min() < 0 or idx.max() >= R:
+        raise InputError(f"lanes must be distinct run indices in 0..{R - 1}; got {list(lanes)!r}")
+    return {k: np.asarray(traces[k])[:, idx] for k in TRACE_KEYS}
 
 
 def _same_setting(a: DeliberationConfig, b: DeliberationConfig, where: str) -> None:
@@ -135,6 +169,7 @@ def calibrate_deliberation(
     check_seeds=(0, 1, 2),
     gn_iters: int = 3,
     progress=None,
+    lanes=None,
 ) -> dict:
     """Fit the ``rate_law`` deliberation agents and write ``params.toml``, ``fit.json``, ``report.md`` and
     figures into ``out`` (see the module docstring); returns the ``fit.json`` dict.
@@ -146,13 +181,13 @@ def calibrate_deliberation(
     Paper fits are then replayed through the real text harness (``check_seeds`` x ``check_runs`` runs per
     strategy with ``SurrogateDeliberationBackend.from_params(out/params.toml)``; ``check_runs=0`` skips it).
     ``gn_iters``: Gauss-Newton polishing iterations after the ES fit. ``progress(msg)`` receives one line per
-    stage.
+    stage. ``lanes``: fit only these runs of the run directories (indices in directory order; a split-half
+    test fits one half).
     """
 
     from mascot.calibrate.deliberation_report import write_report
-    from mascot.calibrate.deliberation_sim import prompt_layout, traces_from_rows
+    from mascot.calibrate.deliberation_sim import prompt_layout
     from mascot.calibrate.fit import bootstrap
-    from mascot.protocols.deliberation.records import read_rounds
 
     say = progress or (lambda msg: None)
     if (run_dir_or_none is None) == (paper_model is None):
@@ -180,25 +215,17 @@ def calibrate_deliberation(
         }
         boot_rows = None
     else:
-        dirs = [run_dir_or_none] if isinstance(run_dir_or_none, (str, Path)) else list(run_dir_or_none)
-        if not dirs:
-            raise InputError("no run directory given")
-        cfg = config_of_run(dirs[0])
-        parts = []
-        for d in dirs:
-            c = config_of_run(d)
-            _same_setting(c, cfg, str(d))
-            rows = read_rounds(d)
-            if not rows:
-                raise InputError(f"{d}: rounds.jsonl is empty or missing")
-            parts.append(traces_from_rows(rows, list(cfg.strategies), cfg.max_rounds, cfg.b0))
-        tr_obs = _merge_traces(parts)
+        cfg, tr_obs, dirs = observed_traces(run_dir_or_none)
+        if lanes is not None:
+            tr_obs = select_runs(tr_obs, lanes)
         setup = prompt_layout(cfg)
         base = RateLawParams(noise=0.0, chars_per_token=4.0, malformed=0.0)
         fitted = tuple(k for k in RUN_FITTED if not (cfg.x0 is not None and k in ("prior_scale", "initial_spread")))
         detail = True
         target, names, weights, boot_rows = run_target(tr_obs, setup.strategies, setup.eta, seed=seed, d_ref=base.d_ref)
         source = {"kind": "run_dir", "run_dirs": [str(d) for d in dirs], "runs": int(tr_obs["D"].shape[1])}
+        if lanes is not None:
+            source["lanes"] = [int(i) for i in lanes]
     # the inputs are read and valid: the fit starts, and the previous calibration's files in `out` go now (not
     # before: a refused command leaves them alone), so two calibrations' files never mix
     for name in OUTPUTS:

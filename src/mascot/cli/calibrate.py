@@ -4,6 +4,7 @@
                             [--steps K] [--n-sim M] [--sd-weight W] [--init PARAMS.toml]
                             [--fit NAME,NAME...] [--split-half] [--moments profile|table2]
     mascot calibrate deliberation (RUN_DIR | --paper-table8 gpt|gemini|claude) --out DIR [--seed S] [--n-boot B] [--quick]
+                                 [--split-half] [--hold-out adaptive]
 
 ``trials``: the state-tracking surrogate (:func:`mascot.calibrate.trials_fit.calibrate_trials`): simulated
 method of moments with optax on a JAX simulator of the harness, bootstrap uncertainty; writes
@@ -236,7 +237,9 @@ def cmd_calibrate_deliberation(args) -> int:
     if (args.run_dir is None) == (args.paper_table8 is None):
         return _fail("give exactly one source: RUN_DIR or --paper-table8 gpt|gemini|claude")
     if args.hold_out and args.paper_table8 is None:
-        return _fail("--hold-out needs --paper-table8 (for a run directory, fit on half of the runs instead)")
+        return _fail("--hold-out needs --paper-table8 (for a run directory, use --split-half)")
+    if args.split_half and args.run_dir is None:
+        return _fail("--split-half needs a RUN_DIR (it fits half of the runs and predicts the other half)")
     if args.paper_table8 == "all" and not args.hold_out:
         return _fail("--paper-table8 all needs --hold-out adaptive (a full fit takes one model at a time)")
     if _out_ok(args.out):
@@ -263,15 +266,34 @@ def cmd_calibrate_deliberation(args) -> int:
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
     try:
         with _staged(out) as stage:
-            s = calibrate_deliberation(
-                args.run_dir, stage, paper_model=args.paper_table8, seed=args.seed, n_boot=args.n_boot, quick=args.quick
-            )
+            if args.split_half:
+                from mascot.calibrate.deliberation_split import split_half_deliberation
+
+                r = split_half_deliberation(args.run_dir, stage, seed=args.seed, n_boot=args.n_boot, quick=args.quick)
+            else:
+                s = calibrate_deliberation(
+                    args.run_dir,
+                    stage,
+                    paper_model=args.paper_table8,
+                    seed=args.seed,
+                    n_boot=args.n_boot,
+                    quick=args.quick,
+                )
     except ValueError as e:
         if created and out.is_dir() and not any(p for p in out.iterdir() if p.name != ".calibrate.lock"):
             lock.release()
             (out / ".calibrate.lock").unlink(missing_ok=True)
             out.rmdir()  # refused before anything was written: leave no empty directory behind
         return _fail(str(e))
+    if args.split_half:
+        a, b = r["halves"]
+        print(
+            f"split half of {r['source']['runs']} runs: fitted on {len(a)}, predicted the other {len(b)} "
+            f"(split_half.json lists them); held-out moments inside their predicted 5-95% range: {r['inside']} "
+            f"of {r['n_moments']}"
+        )
+        print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
+        return 0
     src = s["source"]
     print(
         f"calibrated the deliberation surrogate to {src.get('name') or ', '.join(src.get('run_dirs', []))}: "
@@ -412,6 +434,12 @@ def add_parsers(sub) -> None:
         choices=["adaptive"],
         help="out of sample: fit the complete-only and ring-only columns of --paper-table8 and predict the "
         "adaptive column with 95%% predictive intervals (writes holdout.md, holdout.json)",
+    )
+    d.add_argument(
+        "--split-half",
+        action="store_true",
+        help="out of sample: fit half of RUN_DIR's runs (at random, per --seed) and predict the other half's "
+        "moments with 5-95%% ranges (writes split_half.md, split_half.json, fit/)",
     )
     _common(d, 200)
     d.set_defaults(func=cmd_calibrate_deliberation, hard_interrupt=True, on_interrupt=_INTERRUPTED)

@@ -512,7 +512,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="progress of a run directory",
         description="Progress of a run directory. Exit status 0 when every planned chunk is "
         "present and valid, 1 when chunks are missing or invalid (the next "
-        "`mascot run` computes them), 2 when DIR is not a run directory.",
+        "`mascot run` computes them), 2 when DIR is not a run directory or is refused (a part of it is a "
+        "symbolic link, its plan.json is damaged or does not match config.toml).",
     )
     st.add_argument("dir")
     st.add_argument("--json", action="store_true")
@@ -586,7 +587,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
     rp.add_argument("what", choices=["consensus-sweep", "spectra-sweep", "noise-sweep"])
-    rp.add_argument("data", nargs="+", help="merged Parquet file(s) (mascot merge DIR --out FILE)")
+    rp.add_argument(
+        "data",
+        nargs="+",
+        help="merged Parquet file (mascot merge DIR --out FILE); noise-sweep takes several (non-overlapping grids), "
+        "the others one",
+    )
     rp.add_argument("--out", help="output directory (default results/sweeps or results/spectra)")
     rp.set_defaults(func=_cmd_report)
 

@@ -21,6 +21,7 @@ removes the temporary files killed writers left behind.
 from __future__ import annotations
 
 import errno
+import glob
 import json
 import os
 import re
@@ -508,15 +509,22 @@ class RunDir:
                 f"--out {out} would overwrite the run directory's own files; write the merged dataset "
                 f"to {self.path / 'merged.parquet'} or outside {self.path}"
             )
-        if out.exists():  # replace an earlier merged dataset, never another file
+        if out.exists():  # replace an earlier merged dataset of this experiment, never another file
             try:  # a merged dataset's metadata holds its plan and chunk list (a chunk's holds its own index)
                 meta = json.loads((pq.read_metadata(out).metadata or {}).get(META_KEY, b"null"))
-                ours = isinstance(meta, dict) and "plan" in meta and "chunks" in meta
+                ours = isinstance(meta, dict) and isinstance(meta.get("plan"), dict) and "chunks" in meta
             except (OSError, ValueError, pa.ArrowException):
                 ours = False
             if not ours:
                 raise InputError(
                     f"--out {out} exists and is not a merged mascot dataset; remove it or give another path"
+                )
+            plan = self.plan()
+            if meta["plan"].get("hash") != plan["hash"]:
+                raise InputError(
+                    f"--out {out} holds the merged dataset of another experiment ({meta['plan'].get('name')!r}, "
+                    f"hash {meta['plan'].get('hash')}; this run is {plan['name']!r}, hash {plan['hash']}): "
+                    "remove it or give another path"
                 )
 
     def merge(self, out=None) -> Path:
@@ -544,6 +552,8 @@ class RunDir:
         for p in foreign:
             _log.warning(f"ignoring {p}: not a chunk of this run")
         n = plan["n_chunks"]
+        if len(done) < n:  # name every unusable chunk at once: the other chunks' data pages are checked too
+            done, bad, _ = self.scan()
         self._refuse_missing(done, bad, n)
         footers = [pq.read_metadata(self.chunk_path(c)) for c in range(n)]
         meta = [json.loads(md.metadata[META_KEY]) for md in footers]
@@ -563,6 +573,11 @@ class RunDir:
         schema = schema.with_metadata({META_KEY: json.dumps(merged_meta)})
         keys = [("point", "ascending")] + [(k, "ascending") for k in ROW_SUBKEYS if k in schema.names]
         out.parent.mkdir(parents=True, exist_ok=True)
+        # a killed earlier merge into the same file left its temporary beside it (in the run directory, opening
+        # it removes them; elsewhere only a merge to the same path knows they are ours)
+        for left in out.parent.glob(f".{glob.escape(out.name)}.*.tmp"):
+            if re.fullmatch(rf"\.{re.escape(out.name)}\.[A-Za-z0-9_]{{8}}\.tmp", left.name) and not left.is_symlink():
+                left.unlink(missing_ok=True)
         try:
             with atomic_path(out) as tmp:
                 with pq.ParquetWriter(
