@@ -63,7 +63,8 @@ def _log_dir(outp: Path) -> str:
     logs = str(outp / "slurm")
     if any(c.isspace() or not c.isprintable() for c in logs):
         raise InputError(
-            f"the run directory {outp} contains whitespace or control characters, which #SBATCH --output cannot carry"
+            f"the run directory {str(outp)!r} contains whitespace or control characters, which #SBATCH --output "
+            "cannot carry"
         )
     if '"' in logs or "'" in logs:  # sbatch parses quotes in #SBATCH lines ('Unmatched "' at submission)
         raise InputError(
