@@ -41,8 +41,9 @@ def pytest_configure(config):
 
 
 # The longest test files first. xdist's ``--dist loadfile`` hands whole files to the workers in collection
-# order, so a long file collected late ends the run alone on one core while the others idle; longest first
-# keeps the cores busy to the end. Measured 2026-12-02 (sum of a file's test durations on 2 cores): the
+# order (``--no-loadscope-reorder``; by default it orders them by their number of tests, which put a few long
+# files last), so a long file collected late ends the run alone on one core while the others idle; longest
+# first keeps the cores busy to the end. Measured 2026-12-02 (sum of a file's test durations on 2 cores): the
 # files below took 100-700 s each, the rest under 100 s.
 HEAVY_FIRST = (
     "test_calibrate_trials.py",
