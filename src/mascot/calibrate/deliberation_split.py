@@ -34,6 +34,7 @@ def split_half_deliberation(
     from mascot.calibrate.deliberation import calibrate_deliberation, observed_traces, select_runs
     from mascot.calibrate.deliberation_fit import Moments
     from mascot.calibrate.deliberation_sim import moments_from_traces, prompt_layout
+    from mascot.calibrate.fit import held_out_rows
     from mascot.protocols.deliberation.surrogate import RateLawParams
 
     n_pred = int(n_pred)
@@ -61,18 +62,9 @@ def split_half_deliberation(
     mom = Moments(setup, base, fitted, names, detail=True, runs=len(b))
     pred = np.vstack([mom(draws[i % len(draws)][None], seed + 5000 + i)[0] for i in range(n_pred)])
     lo, med, hi = (np.nanquantile(pred, q, axis=0) for q in (0.05, 0.5, 0.95))
-    rows = [
-        {
-            "moment": n,
-            "held_out": float(held[i]),
-            "predicted": float(med[i]),
-            "lo": float(lo[i]),
-            "hi": float(hi[i]),
-            "inside": bool(np.isfinite(held[i]) and lo[i] <= held[i] <= hi[i]),
-            "observed_half_a": float(fit["moments"]["observed"][i]),
-        }
-        for i, n in enumerate(names)
-    ]
+    rows = held_out_rows(names, held, med, lo, hi)
+    for row, a_value in zip(rows, fit["moments"]["observed"]):
+        row["observed_half_a"] = float(a_value)
     res = {
         "source": {"run_dirs": [str(d) for d in dirs], "runs": R},
         "halves": [a.tolist(), b.tolist()],

@@ -538,3 +538,26 @@ def linearized_bootstrap(
     if flat.any():
         du = du + (1e3 * np.random.default_rng(seed).standard_normal((len(du), int(flat.sum())))) @ V[:, flat].T
     return LinearizedBootstrap(values(du, coords.inv) if flat.any() else ident, G, names, ident, sd_raw)
+
+
+def in_range(x, lo, hi) -> bool:
+    """``lo <= x <= hi`` up to rounding (a held-out share of 1/3 against a predicted range [1/3, 1/3] computed
+    another way is inside); NaN is never inside."""
+    tol = 1e-9 * (1.0 + abs(lo) + abs(hi))
+    return bool(lo - tol <= x <= hi + tol)
+
+
+def held_out_rows(names, observed, median, lo, hi) -> list[dict]:
+    """One row per moment of an out-of-sample check: the held-out value, the prediction's median and range, and
+    whether the value lies in it (:func:`in_range`)."""
+    return [
+        {
+            "moment": nm,
+            "held_out": float(observed[i]),
+            "predicted": float(median[i]),
+            "lo": float(lo[i]),
+            "hi": float(hi[i]),
+            "inside": in_range(observed[i], lo[i], hi[i]),
+        }
+        for i, nm in enumerate(names)
+    ]

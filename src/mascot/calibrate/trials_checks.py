@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from mascot.calibrate.fit import held_out_rows
 from mascot.calibrate.trials import flat_params
 from mascot.calibrate.trials_fit import METRICS, TOPOS, calibrate_trials, moments, observed_from_run
-from mascot.calibrate.trials_fit_report import fmt_num, in_range, json_clean, ordering
+from mascot.calibrate.trials_fit_report import fmt_num, json_clean, ordering
 
 __all__ = ["harness_check", "recovery", "split_half"]
 
@@ -58,17 +59,7 @@ def split_half(
     obs = moments(held, s.get("profile_steps"))
     names = s["moment_names"]
     lo, hi, med = (np.array(s["predicted"][k], float) for k in ("lo", "hi", "median"))
-    rows = [
-        {
-            "moment": nm,
-            "held_out": float(obs[i]),
-            "predicted": float(med[i]),
-            "lo": float(lo[i]),
-            "hi": float(hi[i]),
-            "inside": in_range(obs[i], lo[i], hi[i]),
-        }
-        for i, nm in enumerate(names)
-    ]
+    rows = held_out_rows(names, obs, med, lo, hi)
     k = sum(r["inside"] for r in rows)
     fails = [r["moment"] for r in rows if not r["inside"]]
     lines = [

@@ -8,6 +8,7 @@ import math
 import numpy as np
 
 from mascot.analysis.trials_report import json_clean, ordering
+from mascot.calibrate.fit import in_range  # (re-exported: the reports' range test)
 from mascot.calibrate.trials import METRICS, TOPOS, SimConfig, block_tags
 
 __all__ = ["fmt_num", "in_range", "json_clean", "ordering", "r_cdr_bound", "report_markdown"]
@@ -19,13 +20,6 @@ def r_cdr_bound(d_max: float, floor: float = 1e-6, steps: int = 12) -> float:
 
 
 # ----------------------------------------------------------------------------- formatting
-def in_range(x, lo, hi) -> bool:
-    """``lo <= x <= hi`` up to rounding (a held-out share of 1/3 against a predicted range [1/3, 1/3] computed
-    another way is inside)."""
-    tol = 1e-9 * (1.0 + abs(lo) + abs(hi))
-    return bool(lo - tol <= x <= hi + tol)
-
-
 def fmt_num(x, nd=2):
     return "nan" if x is None or not math.isfinite(float(x)) else f"{float(x):,.{nd}f}"
 
