@@ -167,16 +167,10 @@ def _impossible(df: pd.DataFrame) -> list[str]:
 
 def _merged_meta(path) -> dict | None:
     """The metadata ``mascot merge`` wrote into a merged dataset (plan, rows), or None (another file)."""
-    import json
+    from mascot.sweep.store import merged_metadata
 
-    import pyarrow.parquet as pq
-
-    try:
-        meta = json.loads((pq.read_metadata(path).metadata or {}).get(b"mascot", b"null"))
-    except (OSError, ValueError):
-        return None
-    ok = isinstance(meta, dict) and isinstance(meta.get("plan"), dict) and isinstance(meta.get("rows"), int)
-    return meta if ok else None
+    meta = merged_metadata(path)
+    return meta if meta is not None and isinstance(meta.get("rows"), int) else None
 
 
 def _check_against_meta(data, meta: dict | None, rows: int, points: int) -> None:

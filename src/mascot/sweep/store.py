@@ -148,6 +148,17 @@ def _plan_of(cfg) -> dict:
     )
 
 
+def merged_metadata(path) -> dict | None:
+    """The metadata ``mascot merge`` wrote into a merged dataset (its plan, chunk list and rows), or None when
+    ``path`` is not one (another file, a chunk: a chunk's metadata holds its own index, not a plan)."""
+    try:
+        meta = json.loads((pq.read_metadata(path).metadata or {}).get(META_KEY, b"null"))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    ok = isinstance(meta, dict) and isinstance(meta.get("plan"), dict) and "chunks" in meta
+    return meta if ok else None
+
+
 def _fingerprint(schema: pa.Schema) -> list[str]:
     return [f"{f.name}:{f.type}" for f in schema]
 
@@ -510,12 +521,8 @@ class RunDir:
                 f"to {self.path / 'merged.parquet'} or outside {self.path}"
             )
         if out.exists():  # replace an earlier merged dataset of this experiment, never another file
-            try:  # a merged dataset's metadata holds its plan and chunk list (a chunk's holds its own index)
-                meta = json.loads((pq.read_metadata(out).metadata or {}).get(META_KEY, b"null"))
-                ours = isinstance(meta, dict) and isinstance(meta.get("plan"), dict) and "chunks" in meta
-            except (OSError, ValueError, pa.ArrowException):
-                ours = False
-            if not ours:
+            meta = merged_metadata(out)
+            if meta is None:
                 raise InputError(
                     f"--out {out} exists and is not a merged mascot dataset; remove it or give another path"
                 )
