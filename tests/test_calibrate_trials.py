@@ -317,3 +317,76 @@ def test_natural_coordinates_with_a_fixed_sigma_of_zero():
     assert u.tolist() == [-37.5, 1.0]
     assert c.inv(u + np.array([1.0, 0.3])) == {"bias": -36.5, "chain.persist": 1.0}  # clipped to its box
     assert c.raw(u + np.array([1.0, 0.3])) == pytest.approx({"bias": -36.5, "chain.persist": 1.3})  # not clipped
+
+
+@pytest.mark.x64
+def test_one_home_for_the_reply_model_numpy_and_jax_agree_and_judges_aggregate_like_the_protocol():
+    """The reply model (protocols/state_tracking/dynamics.py) serves the surrogate (numpy) and the simulator
+    (JAX): on the same draws both give the same replies (Values but for XLA's last bit); its aggregation is the protocol's (a plain-Python
+    reference: the mean in order, the median of the sorted Values, majority Parity and Level with the documented
+    ties, and aggregation.plurality_vote for "vote")."""
+    import statistics
+
+    import jax.numpy as jnp
+
+    from mascot.kernels.state_tracking import rule_step, rule_step_misread
+    from mascot.protocols.state_tracking import dynamics
+    from mascot.protocols.state_tracking.aggregation import plurality_vote
+
+    rng = np.random.default_rng(0)
+    n, k = 400, 5
+    g = {"sigma": 40.0, "bias": -3.0, "rho_c": 0.3, "parity_slip": 0.2, "level_slip": 0.3}
+    g |= {"p_blunder": 0.2, "blunder_scale": 4.0}
+    r_agent = {"p_exact": 0.2, "p_echo": 0.1, "sigma_scale": 0.8, "p_keep_parity": 0.3, "p_boundary": 0.4}
+    r_judge = {"p_copy": 0.3, "p_recompute": 0.1, "noise": 0.5}
+    d = dynamics.Draws(
+        *(rng.uniform(size=n) for _ in range(2)), *rng.standard_normal((2, n)), *rng.uniform(size=(4, n))
+    )
+    state = (np.round(rng.uniform(0, 200, n), 2), rng.integers(0, 2, n).astype(np.int32), rng.integers(1, 10, n))
+    state = (state[0], state[1], state[2].astype(np.int32))
+    rule = tuple(np.asarray(x) for x in rule_step(*state))
+    mis = tuple(np.asarray(x) for x in rule_step_misread(*state))
+    props = (  # few distinct values, so that votes and majorities tie
+        rng.choice([60.0, 70.5, 81.25], (n, k)),
+        rng.integers(0, 2, (n, k)).astype(np.int32),
+        rng.integers(1, 4, (n, k)).astype(np.int32),
+    )
+    ok = rng.uniform(size=(n, k)) < 0.7
+    J = lambda t: tuple(jnp.asarray(x) for x in t)  # noqa: E731
+    dj = dynamics.Draws(*(jnp.asarray(x) for x in d))
+    a_np = dynamics.agent_reply(g, r_agent, state, rule, mis, d)
+    a_jx = dynamics.agent_reply(g, r_agent, J(state), J(rule), J(mis), dj, jnp)
+    same = (
+        lambda x, y: [  # noqa: E731  (Values: XLA divides by 100 through a reciprocal, the last bit differs)
+            np.testing.assert_allclose(x[0], np.asarray(y[0]), rtol=4e-16, atol=0),
+            *(np.testing.assert_array_equal(a, np.asarray(b)) for a, b in zip(x[1:], y[1:])),
+        ]
+    )
+    same(a_np, a_jx)
+    for method in ("mean", "median", "vote"):
+        j_np = dynamics.judge_reply(g, r_judge, rule, props, ok, method, d)
+        j_jx = dynamics.judge_reply(g, r_judge, J(rule), J(props), jnp.asarray(ok), method, dj, jnp)
+        same(j_np, j_jx)
+        av, ap, al = dynamics.aggregate(method, *props, ok)
+        for i in np.flatnonzero(ok.any(1)):
+            shown = [
+                {"Value": props[0][i, j], "Parity": "AB"[props[1][i, j]], "Level": int(props[2][i, j])}
+                for j in range(k)
+                if ok[i, j]
+            ]
+            if method == "vote":
+                want, _ = plurality_vote(shown)
+            else:
+                vals = [s["Value"] for s in shown]
+                v = sum(vals) / len(vals) if method == "mean" else statistics.median(vals)
+                nb = sum(s["Parity"] == "B" for s in shown)
+                par = ("A" if v < 70 else "B") if 2 * nb == len(shown) else "AB"[nb * 2 > len(shown)]
+                counts = [sum(s["Level"] == lv for s in shown) for lv in range(1, 10)]
+                want = {"Value": v, "Parity": par, "Level": 1 + counts.index(max(counts))}
+            assert (av[i], "AB"[ap[i]], al[i]) == (want["Value"], want["Parity"], want["Level"]), (method, i, shown)
+    # the mixture's shares, as the draws say: exact replies are the rule's (misread) state, echoes the input
+    exact, echo = d.mix < 0.2, (d.mix >= 0.2) & (d.mix < 0.3)
+    want_exact = np.where(d.aux < 0.4, mis[0], rule[0])
+    np.testing.assert_array_equal(a_np[0][exact], want_exact[exact])
+    np.testing.assert_array_equal(a_np[0][echo], state[0][echo])
+    assert (a_np[0][~exact & ~echo] != want_exact[~exact & ~echo]).mean() > 0.95  # noisy replies are noisy

@@ -133,12 +133,6 @@ def true_trajectories(cfg: SimConfig):
         return tuple(np.asarray(x) for x in tr)  # each (2 arms, T + 1)
 
 
-def _round2(x):
-    import jax.numpy as jnp
-
-    return jnp.round(x * 100.0) / 100.0
-
-
 def _pairwise(v, ok):
     """Mean pairwise |difference| of the valid entries of ``v`` (last axis), NaN with fewer than two."""
     import jax.numpy as jnp
@@ -150,54 +144,6 @@ def _pairwise(v, ok):
     return jnp.where(k >= 2, tot / jnp.maximum(k * (k - 1), 1), jnp.nan)
 
 
-def _majority(vals, par, lev, ok):
-    """The surrogate's ``mean`` aggregation's Parity and Level (majority; ties: threshold, smallest)."""
-    import jax.numpy as jnp
-
-    nb = (ok & (par == 1)).sum(-1)
-    na = ok.sum(-1) - nb
-    counts = (ok[..., None] & (lev[..., None] == jnp.arange(1, 10))).sum(-2)
-    lvl = jnp.argmax(counts, -1) + 1
-    return na, nb, lvl
-
-
-def _aggregate(method, v, p, lv, ok):
-    """Judge aggregation of proposals (last axis) with validity ``ok``: (value, parity, level)."""
-    import jax.numpy as jnp
-
-    k = ok.sum(-1)
-    if method == "vote":
-        return _plurality(v, p, lv, ok)
-    if method == "mean":
-        val = jnp.where(ok, v, 0.0).sum(-1) / jnp.maximum(k, 1)
-    else:  # median
-        s = jnp.sort(jnp.where(ok, v, jnp.inf), -1)
-        h = k // 2
-        hi = jnp.take_along_axis(s, jnp.minimum(h, s.shape[-1] - 1)[..., None], -1)[..., 0]
-        lo = jnp.take_along_axis(s, jnp.maximum(h - 1, 0)[..., None], -1)[..., 0]
-        val = jnp.where(k % 2 == 1, hi, 0.5 * (lo + hi))
-    na, nb, lvl = _majority(v, p, lv, ok)
-    par = jnp.where(na == nb, (val >= 70).astype(jnp.int32), (nb > na).astype(jnp.int32))
-    return val, par, lvl
-
-
-def _plurality(v, p, lv, ok):
-    """Plurality (Value, Parity, Level) tuple over the valid entries; ties to the lowest index."""
-    import jax.numpy as jnp
-
-    same = (
-        (v[..., :, None] == v[..., None, :])
-        & (p[..., :, None] == p[..., None, :])
-        & (lv[..., :, None] == lv[..., None, :])
-        & ok[..., :, None]
-        & ok[..., None, :]
-    )
-    cnt = same.sum(-1)
-    w = jnp.argmax(cnt, -1)[..., None]
-    pick = lambda x: jnp.take_along_axis(x, w, -1)[..., 0]
-    return pick(v), pick(p), pick(lv)
-
-
 def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
     """Per-trial (E_ceg, R_cdr, F_ps) arrays for chain, star, mesh: a dict topology -> (3, n_trials); with
     ``profile``, followed by the rows named by :func:`profile_names` (the step profile a run directory holds).
@@ -207,12 +153,12 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
     from jax import lax
 
     from mascot.kernels.state_tracking import rule_step, rule_step_misread
+    from mascot.protocols.state_tracking import dynamics
 
     f64 = jnp.float64
     tv_all, tp_all, tl_all = true_trajectories(cfg)
     n, T, L, M = cfg.n_trials, cfg.steps, cfg.leaves, cfg.mesh_agents
     th = {k: jnp.asarray(v, f64) for k, v in theta.items()}
-    sigma, rho = th["sigma"], jnp.clip(th["rho_c"], 0.0, 1.0)
     abstain = th["parse_fail"] ** (cfg.retries + 1)
     v0, p0, l0 = cfg.initial_state
     init_v = jnp.array([float(v0), float(v0) + float(cfg.epsilon)], f64)
@@ -228,58 +174,26 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
         arm1 = jnp.where(keep[..., None], base, fresh)
         return jnp.stack([base, arm1], axis=0), jnp.stack([jnp.ones_like(keep), keep], axis=-1)
 
-    def blunder(u):
-        return jnp.where(u[..., 8] < th["p_blunder"], th["blunder_scale"], 1.0)
+    g = {k: th[k] for k in ("sigma", "bias", "parity_slip", "level_slip", "p_blunder", "blunder_scale")}
+    g["rho_c"] = jnp.clip(th["rho_c"], 0.0, 1.0)
 
-    def znorm(u1, u2):
-        return jnp.sqrt(-2.0 * jnp.log1p(-u1)) * jnp.cos(2.0 * jnp.pi * u2)
+    def as_draws(u, zsh):
+        """This simulator's uniforms (columns: mix, aux, z_own (2), parity, level, direction, fail, blunder)."""
+        z_own = dynamics.standard_normal(u[..., 2], u[..., 6], jnp)
+        return dynamics.Draws(u[..., 0], u[..., 1], z_own, zsh, u[..., 3], u[..., 4], u[..., 5], u[..., 8])
 
     def agent(role, sv, sp, sl, u, zsh):
         """Agent replies for input states (broadcast against u[..., 0])."""
-        a, b, c, kp, pb = (th[f"{role}.{x}"] for x in _AGENT_KEYS[:5])
-        tv, tp, tl = rule_step(sv, sp, sl)
-        mv, mp, ml = rule_step_misread(sv, sp, sl)
-        mis = u[..., 1] < pb  # u_copy is free in agent replies: Rule 2's boundary cases misread
-        tv, tp, tl = jnp.where(mis, mv, tv), jnp.where(mis, mp, tp), jnp.where(mis, ml, tl)
-        z = jnp.sqrt(rho) * zsh + jnp.sqrt(1.0 - rho) * znorm(u[..., 2], u[..., 6])
-        noise = c * th["bias"] + c * sigma * blunder(u) * z
-        nv = _round2(tv + noise)
-        slip = c * th["parity_slip"]
-        stale = (u[..., 3] >= slip) & (u[..., 3] < slip + kp)  # exact and noisy replies alike
-        npar = jnp.where(u[..., 3] < slip, 1 - tp, jnp.where(stale, sp, tp))
-        nl = jnp.clip(tl + jnp.where(u[..., 4] < c * th["level_slip"], jnp.where(u[..., 5] < 0.5, -1, 1), 0), 1, 9)
-        ex, ec = u[..., 0] < a, (u[..., 0] >= a) & (u[..., 0] < a + b)
-        v = jnp.where(ex, tv, jnp.where(ec, sv, nv))
-        p = jnp.where(ex, jnp.where(stale, sp, tp), jnp.where(ec, sp, npar))
-        lv = jnp.where(ex, tl, jnp.where(ec, sl, nl))
-        return v, p.astype(jnp.int32), lv.astype(jnp.int32)
+        r = {k: th[f"{role}.{k}"] for k in _AGENT_KEYS[:5]}
+        return dynamics.agent_reply(
+            g, r, (sv, sp, sl), rule_step(sv, sp, sl), rule_step_misread(sv, sp, sl), as_draws(u, zsh), jnp
+        )
 
     def judge(role, sv, sp, sl, pv, pp, pl, pok, u, zsh):
         """Judge / reviser replies; proposals on the last axis of pv/pp/pl/pok; u, zsh per judge."""
-        a, b, c = (th[f"{role}.{x}"] for x in _JUDGE_KEYS[:3])
-        tv, tp, tl = rule_step(sv, sp, sl)
-        k = pok.sum(-1)
-        av, ap, al = _aggregate(cfg.judge, pv, pp, pl, pok)
-        av = jnp.where(k > 0, av, tv)
-        ap = jnp.where(k > 0, ap, tp)
-        al = jnp.where(k > 0, al, tl)
-        z = jnp.sqrt(rho) * zsh + jnp.sqrt(1.0 - rho) * znorm(u[..., 2], u[..., 6])
-        noise = c * th["bias"] + c * sigma * blunder(u) * z
-        nv = _round2(av + noise)
-        npar = jnp.where(u[..., 3] < c * th["parity_slip"], 1 - ap, ap)
-        nl = jnp.clip(al + jnp.where(u[..., 4] < c * th["level_slip"], jnp.where(u[..., 5] < 0.5, -1, 1), 0), 1, 9)
-        # copy the j-th valid proposal, j = floor(u_copy * k)
-        j = jnp.minimum((u[..., 1] * k).astype(jnp.int32), jnp.maximum(k - 1, 0))
-        rank = jnp.cumsum(pok, -1) - 1
-        sel = pok & (rank == j[..., None])
-        cv, cp, cl = ((x * sel).sum(-1) for x in (pv, pp, pl))
-        cp_, rc_ = u[..., 0] < a, (u[..., 0] >= a) & (u[..., 0] < a + b)
-        cp_ok = cp_ & (k > 0)
-        rec = rc_ | (cp_ & (k == 0))
-        v = jnp.where(cp_ok, cv, jnp.where(rec, tv, nv))
-        p = jnp.where(cp_ok, cp, jnp.where(rec, tp, npar))
-        lv = jnp.where(cp_ok, cl, jnp.where(rec, tl, nl))
-        return v, p.astype(jnp.int32), lv.astype(jnp.int32)
+        r = {k: th[f"{role}.{k}"] for k in _JUDGE_KEYS[:3]}
+        rule = rule_step(sv, sp, sl)
+        return dynamics.judge_reply(g, r, rule, (pv, pp, pl), pok, cfg.judge, as_draws(u, zsh), jnp)
 
     def valid(u):
         return u[..., 7] >= abstain
@@ -319,7 +233,7 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
             "mesh_reviser", mv[..., None], mp[..., None], ml[..., None], bc(rv1), bc(rp1), bc(rl1), bc(oka), ur, zr
         )
         okr = valid(ur)
-        wv, wp, wl = _plurality(rv, rp, rl, okr)
+        wv, wp, wl = dynamics.plurality(rv, rp, rl, okr, jnp)
         anyr = okr.any(-1)
         nmv, nmp, nml = (jnp.where(anyr, x, y) for x, y in ((wv, mv), (wp, mp), (wl, ml)))
         dmesh = _pairwise(rv, okr)

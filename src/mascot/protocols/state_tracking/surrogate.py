@@ -92,13 +92,13 @@ import json
 import math
 import zlib
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import numpy as np
 
-from mascot import stable
 from mascot.backends.base import Request, Response
 from mascot.errors import InputError
-from mascot.protocols.state_tracking.aggregation import plurality_vote
+from mascot.protocols.state_tracking import dynamics
 from mascot.protocols.state_tracking.prompts import Prompt, read_prompt
 from mascot.seeds import hash64, uniforms
 
@@ -166,12 +166,6 @@ def _check_prob(name, x):
 
 def _bucket(n: int) -> int:
     return max(256, 1 << (max(n, 1) - 1).bit_length())
-
-
-def _box_muller(u1, u2) -> np.ndarray:
-    """Standard normals from uniforms in [0, 1) (Box-Muller, the cosine branch), with the C library's log1p
-    and cos: the same draws on every processor (numpy's own SIMD versions differ on AVX-512)."""
-    return np.sqrt(-2.0 * stable.log1p(-u1)) * stable.cos(2.0 * np.pi * u2)
 
 
 class SurrogateBackend:
@@ -450,85 +444,64 @@ class SurrogateBackend:
             total += k
         return total
 
-    def _replies(self, states, roles, proposals, shared_ids, seeds, role5=None, pert=None) -> list[str]:
+    def _replies(self, states, roles, proposals, shared_ids, seeds, role5, pert) -> list[str]:
+        """The reply texts: the model of :mod:`mascot.protocols.state_tracking.dynamics` on this call's draws."""
         from mascot.kernels.precision import float64
-        from mascot.kernels.state_tracking import rule_step
+        from mascot.kernels.state_tracking import rule_step, rule_step_misread
 
         n = len(states)
         value = np.array([float(s["Value"]) for s in states], dtype=np.float64)
         parity = np.array([0 if s["Parity"] == "A" else 1 for s in states], dtype=np.int32)
         level = np.array([int(s["Level"]) for s in states], dtype=np.int32)
-        m = _bucket(n)
-        pad = m - n
-        with float64():  # the exact rule kernel needs int64/float64: enabled for this thread, for this call
-            tv, tp, tl = rule_step(
-                np.pad(value, (0, pad)), np.pad(parity, (0, pad)), np.pad(level, (0, pad), constant_values=1)
+        pad = _bucket(n) - n
+
+        def kernel(f):  # the exact rule kernel needs int64/float64: enabled for this thread, for this call
+            with float64():
+                out = f(np.pad(value, (0, pad)), np.pad(parity, (0, pad)), np.pad(level, (0, pad), constant_values=1))
+                return tuple(np.asarray(x)[:n] for x in out)
+
+        rule = kernel(rule_step)
+        d = self._draws(seeds, shared_ids, role5, pert)
+        names = list(ROLE_PARAMS)
+        col = lambda k: np.array([self.roles[r].get(k, 0.0) for r in names])[role5]  # noqa: E731
+        g = {k: getattr(self, k) for k in ("sigma", "bias", "rho_c", "parity_slip", "level_slip", "p_blunder")}
+        g["blunder_scale"] = self.blunder_scale
+        out_v, out_p, out_l = np.zeros(n), np.zeros(n, np.int32), np.zeros(n, np.int32)
+        agents, judges = np.flatnonzero(roles == 0), np.flatnonzero(roles != 0)
+        if agents.size:
+            r = {k: col(k)[agents] for k in ("p_exact", "p_echo", "sigma_scale", "p_keep_parity", "p_boundary")}
+            at = lambda x: x[agents]  # noqa: E731
+            # Rule 2's misreading only where a reply may misread (most models never do)
+            mis = kernel(rule_step_misread) if (d.aux[agents] < r["p_boundary"]).any() else rule
+            v, p_, lv = dynamics.agent_reply(
+                g,
+                r,
+                (value[agents], parity[agents], level[agents]),
+                tuple(map(at, rule)),
+                tuple(map(at, mis)),
+                dynamics.Draws(*(x[agents] for x in d[:8])),
             )
-            tv, tp, tl = (np.asarray(x)[:n] for x in (tv, tp, tl))
-        base_v, base_p, base_l = tv.copy(), tp.copy(), tl.copy()
-        # judges and revisions: aggregate the proposals they were shown
-        for j in np.flatnonzero(roles != 0):
-            props = [p for p in proposals[j] if isinstance(p, dict)]
-            if not props:
-                continue  # no proposals: the judge applies the rule itself
-            if self.judge == "vote":
-                st, _ = plurality_vote(props)
-                base_v[j], base_p[j], base_l[j] = st["Value"], 0 if st["Parity"] == "A" else 1, st["Level"]
-                continue
-            vals = [float(p["Value"]) for p in props]
-            if self.judge == "mean":
-                v = sum(vals) / len(vals)
-            else:
-                vals.sort()
-                h = len(vals) // 2
-                v = vals[h] if len(vals) % 2 else 0.5 * (vals[h - 1] + vals[h])
-            n_b = sum(p["Parity"] == "B" for p in props)
-            n_a = len(props) - n_b
-            par = (0 if v < 70 else 1) if n_a == n_b else (0 if n_a > n_b else 1)
-            counts: dict[int, int] = {}
-            for p in props:
-                counts[int(p["Level"])] = counts.get(int(p["Level"]), 0) + 1
-            top = max(counts.values())
-            lvl = min(k for k, c in counts.items() if c == top)
-            base_v[j], base_p[j], base_l[j] = v, par, lvl
-        # randomness: per-request stream and per-(topology, trial, arm, step) shared normal
-        key = hash64(np.full(n, self.seed, dtype=np.uint64), np.array(seeds, dtype=np.uint64))
-        u = uniforms(key, 7)  # (n, 7)
-        z_own = _box_muller(u[:, 0], u[:, 1])
-        sid = np.array(shared_ids, dtype=np.uint64)
-        skey = hash64(
-            np.full(n, self.seed, dtype=np.uint64),
-            np.full(n, 0x5348415245, dtype=np.uint64),
-            sid[:, 0],
-            sid[:, 1],
-            sid[:, 2],
-            sid[:, 3],
-        )
-        us = uniforms(skey, 2)
-        z_sh = _box_muller(us[:, 0], us[:, 1])
-        scale = np.where(roles == 0, 1.0, self.judge_noise)
-        clean = np.zeros(n, dtype=bool)  # exact / echo / copy / recompute replies: no noise, no slips
-        mult = keep_p = None
-        if self._extended() and role5 is not None:
-            u, z_own, z_sh, scale, clean, mult, keep_p, computed = self._extend(
-                key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl, base_v, base_p, base_l
+            out_v[agents], out_p[agents], out_l[agents] = v, p_, lv
+        if judges.size:
+            shown = [[q for q in proposals[j] if isinstance(q, dict)] for j in judges]
+            k = max(1, max(len(q) for q in shown))
+            ok = np.array([[i < len(q) for i in range(k)] for q in shown])
+            pv = np.array([[float(x["Value"]) for x in q] + [0.0] * (k - len(q)) for q in shown])
+            pp = np.array([[0 if x["Parity"] == "A" else 1 for x in q] + [0] * (k - len(q)) for q in shown], np.int32)
+            pl = np.array([[int(x["Level"]) for x in q] + [1] * (k - len(q)) for q in shown], np.int32)
+            r = {k_: col(k_)[judges] for k_ in ("p_copy", "p_recompute", "noise")}
+            v, p_, lv = dynamics.judge_reply(
+                g,
+                r,
+                tuple(x[judges] for x in rule),
+                (pv, pp, pl),
+                ok,
+                self.judge,
+                dynamics.Draws(*(x[judges] for x in d[:8])),
             )
-        noise = scale * self.sigma * (math.sqrt(self.rho_c) * z_sh + math.sqrt(1.0 - self.rho_c) * z_own)
-        if mult is not None:
-            noise = noise * mult
-        if self.bias != 0.0:
-            noise = noise + scale * self.bias
-        noise = np.where(clean, 0.0, noise)
-        out_v = np.round(base_v + noise, 2)
-        flip = (u[:, 2] < scale * self.parity_slip) & ~clean
-        out_p = np.where(flip, 1 - base_p, base_p)
-        if keep_p is not None:  # an exact or noisy agent reply keeps the input's Parity (next interval of u[:, 2])
-            stale = (u[:, 2] >= scale * self.parity_slip) & (u[:, 2] < scale * self.parity_slip + keep_p) & computed
-            out_p = np.where(stale, parity, out_p)
-        move = (u[:, 3] < scale * self.level_slip) & ~clean
-        out_l = np.clip(base_l + np.where(move, np.where(u[:, 4] < 0.5, -1, 1), 0), 1, 9)
-        fail = u[:, 5] < self.parse_fail
-        kind = np.minimum((u[:, 6] * _MALFORMED_KINDS).astype(int), _MALFORMED_KINDS - 1)
+            out_v[judges], out_p[judges], out_l[judges] = v, p_, lv
+        fail = d.fail < self.parse_fail
+        kind = np.minimum((d.kind * _MALFORMED_KINDS).astype(int), _MALFORMED_KINDS - 1)
         texts = []
         for j in range(n):
             v = float(out_v[j])
@@ -557,74 +530,65 @@ class SurrogateBackend:
             texts.append(text)
         return texts
 
-    def _extend(
-        self, key, skey, u, z_own, z_sh, roles, role5, pert, proposals, states, tv, tp, tl, base_v, base_p, base_l
-    ):
-        """The richer model (module docstring): persistence, reply mixtures, judge copy/recompute, stale
-        Parity. Updates ``base_*`` in place; returns ``(u, z_own, z_sh, scale, clean, noise multiplier,
-        P(keep the input's Parity) per request, whether it is an agent reply that computed the rule)``."""
-        n = len(roles)
-        names = list(ROLE_PARAMS)
-        col = lambda k: np.array([self.roles[r].get(k, 0.0) for r in names])[role5]  # noqa: E731
-        ue = uniforms(hash64(key, np.uint64(_TAG_EXTRA)), 3)
-        # perturbation persistence: a perturbed-arm request keeps its paired draws with probability persist
-        keep = uniforms(hash64(key, np.uint64(_TAG_EXTRA), np.uint64(1)), 1)[:, 0] < col("persist")
-        fresh = pert & ~keep
-        if fresh.any():
-            fk = hash64(key, np.uint64(_TAG_FRESH))
-            u = np.where(fresh[:, None], uniforms(fk, 7), u)
-            ue = np.where(fresh[:, None], uniforms(hash64(fk, np.uint64(_TAG_EXTRA)), 3), ue)
-            z_own = _box_muller(u[:, 0], u[:, 1])
-            us = uniforms(hash64(skey, np.uint64(_TAG_FRESH)), 2)
-            z_sh = np.where(fresh, _box_muller(us[:, 0], us[:, 1]), z_sh)
-        table = np.array([[self.roles[r][k] for k in ROLE_PARAMS[r][:3]] for r in names])  # (5, 3)
-        a, b, c = table[role5, 0], table[role5, 1], table[role5, 2]
-        is_agent = roles == 0
-        scale = c.copy()
-        first = ue[:, 0] < a
-        second = (ue[:, 0] >= a) & (ue[:, 0] < a + b)
-        clean = first | second
-        is_agent_ = roles == 0
-        mis = is_agent_ & ~second & (ue[:, 1] < col("p_boundary"))  # Rule 2's boundary cases misread
-        if mis.any():
-            from mascot.kernels.precision import float64
-            from mascot.kernels.state_tracking import rule_step_misread
+    def _draws(self, seeds, shared_ids, role5, pert) -> _Draws:
+        """The call's random inputs: per request a SplitMix64 stream of ``seed`` and the request's seed, and the
+        normal shared by the replies of one (topology, trial, seed arm, step). The richer model's extra
+        uniforms (mixture, misread or copy, blunder) and perturbation persistence: a perturbed-arm request
+        keeps its paired draws with its role's probability ``persist``, else draws afresh. With hand-tuned-v1
+        the extra uniforms are 0 (every probability they are compared with is 0: the replies of that model
+        never depended on them)."""
+        n = len(seeds)
+        key = hash64(np.full(n, self.seed, dtype=np.uint64), np.array(seeds, dtype=np.uint64))
+        u = uniforms(key, 7)  # (n, 7): z_own (2), parity, level, direction, fail, malformed kind
+        sid = np.array(shared_ids, dtype=np.uint64)
+        skey = hash64(
+            np.full(n, self.seed, dtype=np.uint64),
+            np.full(n, 0x5348415245, dtype=np.uint64),
+            sid[:, 0],
+            sid[:, 1],
+            sid[:, 2],
+            sid[:, 3],
+        )
+        us = uniforms(skey, 2)
+        if self._extended():
+            ue = uniforms(hash64(key, np.uint64(_TAG_EXTRA)), 3)
+            persist = np.array([self.roles[r]["persist"] for r in ROLE_PARAMS])[role5]
+            keep = uniforms(hash64(key, np.uint64(_TAG_EXTRA), np.uint64(1)), 1)[:, 0] < persist
+            fresh = pert & ~keep
+            if fresh.any():
+                fk = hash64(key, np.uint64(_TAG_FRESH))
+                u = np.where(fresh[:, None], uniforms(fk, 7), u)
+                ue = np.where(fresh[:, None], uniforms(hash64(fk, np.uint64(_TAG_EXTRA)), 3), ue)
+                us = np.where(fresh[:, None], uniforms(hash64(skey, np.uint64(_TAG_FRESH)), 2), us)
+        else:
+            ue = np.zeros((n, 3))
+        return _Draws(
+            ue[:, 0],
+            ue[:, 1],
+            dynamics.standard_normal(u[:, 0], u[:, 1]),
+            dynamics.standard_normal(us[:, 0], us[:, 1]),
+            u[:, 2],
+            u[:, 3],
+            u[:, 4],
+            ue[:, 2],
+            u[:, 5],
+            u[:, 6],
+        )
 
-            m = _bucket(n)
-            vals = np.array([float(st["Value"]) for st in states])
-            pars = np.array([0 if st["Parity"] == "A" else 1 for st in states], dtype=np.int32)
-            levs = np.array([int(st["Level"]) for st in states], dtype=np.int32)
-            with float64():
-                mv, mp, ml = (
-                    np.asarray(x)[:n]
-                    for x in rule_step_misread(
-                        np.pad(vals, (0, m - n)), np.pad(pars, (0, m - n)), np.pad(levs, (0, m - n), constant_values=1)
-                    )
-                )
-            tv, tp, tl = np.where(mis, mv, tv), np.where(mis, mp, tp), np.where(mis, ml, tl)
-            noisy_mis = mis & ~clean
-            base_v[noisy_mis], base_p[noisy_mis], base_l[noisy_mis] = mv[noisy_mis], mp[noisy_mis], ml[noisy_mis]
-        for j in np.flatnonzero(clean):
-            if is_agent[j]:
-                if second[j]:  # echo the input state
-                    st = states[j]
-                    base_v[j], base_p[j], base_l[j] = (
-                        float(st["Value"]),
-                        0 if st["Parity"] == "A" else 1,
-                        int(st["Level"]),
-                    )
-                else:  # exact rule
-                    base_v[j], base_p[j], base_l[j] = tv[j], tp[j], tl[j]
-                continue
-            props = [p for p in proposals[j] if isinstance(p, dict)]
-            if first[j] and props:  # copy one shown proposal
-                p = props[min(int(ue[j, 1] * len(props)), len(props) - 1)]
-                base_v[j], base_p[j], base_l[j] = float(p["Value"]), 0 if p["Parity"] == "A" else 1, int(p["Level"])
-            else:  # recompute the rule on the input state (also: copy with nothing shown)
-                base_v[j], base_p[j], base_l[j] = tv[j], tp[j], tl[j]
-        mult = np.where(ue[:, 2] < self.p_blunder, self.blunder_scale, 1.0)
-        computed = is_agent & ~second  # agent replies that computed the rule (exact or noisy), not echoes
-        return u, z_own, z_sh, scale, clean, mult, np.where(is_agent, col("p_keep_parity"), 0.0), computed
+
+class _Draws(NamedTuple):
+    """:class:`mascot.protocols.state_tracking.dynamics.Draws` (the first eight) and the malformed-reply draws."""
+
+    mix: np.ndarray
+    aux: np.ndarray
+    z_own: np.ndarray
+    z_shared: np.ndarray
+    parity: np.ndarray
+    level: np.ndarray
+    direction: np.ndarray
+    blunder: np.ndarray
+    fail: np.ndarray
+    kind: np.ndarray
 
 
 def _check_roles(roles: dict, judge_noise: float, persist: float = 1.0) -> dict:
