@@ -34,6 +34,7 @@ The calibration itself (moments, bootstrap, report) is in :mod:`mascot.calibrate
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -49,6 +50,7 @@ __all__ = [
     "profile_names",
     "simulate_metrics",
     "simulate_numpy",
+    "simulate_program",
     "simulate_trials",
     "step_blocks",
     "true_trajectories",
@@ -164,15 +166,32 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
     init_v = jnp.array([float(v0), float(v0) + float(cfg.epsilon)], f64)
     p0i = 0 if p0 == "A" else 1
 
-    def draws(k, shape, role):
-        """Per request, arms first: (2, *shape, 9) uniforms u_mix, u_copy, z1, u_par, u_lev, u_dir, z2, u_fail, u_blunder
-        (arm 1 reuses arm 0's with the role's probability persist) and the keep mask (*shape, 2)."""
-        ks = jax.random.split(k, 3)
-        base = jax.random.uniform(ks[0], shape + (9,), f64)
-        fresh = jax.random.uniform(ks[1], shape + (9,), f64)
-        keep = jax.random.uniform(ks[2], shape, f64) < th[f"{role}.persist"]
+    # every uniform a step needs comes from one draw of shape (n, width): per trial, for each request of
+    # the chain agent, the star's leaves and judge, the mesh's agents and revisers, 19 uniforms (9 for the
+    # unperturbed arm, 9 fresh ones for the perturbed arm, 1 for whether it keeps the first 9), then 12 for
+    # the step's six shared normals (one threefry draw compiles far faster than one per request kind)
+    roles_n = (("chain", 1), ("star_leaf", L), ("star_judge", 1), ("mesh_agent", M), ("mesh_reviser", M))
+    width = 19 * sum(m for _, m in roles_n) + 12
+
+    def draws(block, role):
+        """Per request, arms first: (2, *shape, 9) uniforms u_mix, u_copy, z1, u_par, u_lev, u_dir, z2, u_fail,
+        u_blunder (arm 1 reuses arm 0's with the role's probability persist) and the keep mask (*shape, 2)."""
+        base, fresh = block[..., :9], block[..., 9:18]
+        keep = block[..., 18] < th[f"{role}.persist"]
         arm1 = jnp.where(keep[..., None], base, fresh)
         return jnp.stack([base, arm1], axis=0), jnp.stack([jnp.ones_like(keep), keep], axis=-1)
+
+    def split_step(k):
+        """The step's uniforms by request kind (``{role: (n, 19)`` or ``(n, m, 19)}``) and shared normals
+        (3 topologies, [paired, fresh], n, 1)."""
+        u = jax.random.uniform(k, (n, width), f64)
+        out, off = {}, 0
+        for role, m in roles_n:
+            blk = u[:, off : off + 19 * m]
+            out[role] = blk if role in ("chain", "star_judge") else blk.reshape(n, m, 19)
+            off += 19 * m
+        z = dynamics.standard_normal(u[:, off : off + 6], u[:, off + 6 : off + 12], jnp)  # (n, 6)
+        return out, jnp.transpose(z.reshape(n, 3, 2), (1, 2, 0))[..., None]
 
     g = {k: th[k] for k in ("sigma", "bias", "parity_slip", "level_slip", "p_blunder", "blunder_scale")}
     g["rho_c"] = jnp.clip(th["rho_c"], 0.0, 1.0)
@@ -201,32 +220,31 @@ def simulate_trials(theta: dict, key, cfg: SimConfig, profile: bool = False):
     def step(carry, xs):
         (cv, cp, cl), (sv, sp, sl), (mv, mp, ml) = carry
         k, t = xs
-        kc, ks1, ks2, km1, km2, kz = jax.random.split(k, 6)
-        zs = jax.random.normal(kz, (3, 2, n, 1), f64)  # (topology, [paired, fresh], trial) shared normals
-        # chain: draws (2 arms, n, 7)
-        uc, keepc = draws(kc, (n,), "chain")
+        blocks, zs = split_step(k)
+        # chain: draws (2 arms, n, 9)
+        uc, keepc = draws(blocks["chain"], "chain")
         zc = jnp.where(keepc.T, zs[0, 0, :, 0][None], zs[0, 1, :, 0][None])  # (2, n)
         av, ap, al = agent("chain", cv, cp, cl, uc, zc)
         okc = valid(uc)
         ncv, ncp, ncl = (jnp.where(okc, x, y) for x, y in ((av, cv), (ap, cp), (al, cl)))
         dchain = jnp.abs(tv_t[t] - ncv)
         # star
-        ul, keepl = draws(ks1, (n, L), "star_leaf")  # (2, n, L, 7), keep (n, L, 2)
+        ul, keepl = draws(blocks["star_leaf"], "star_leaf")  # (2, n, L, 9), keep (n, L, 2)
         zl = jnp.where(jnp.moveaxis(keepl, -1, 0), zs[1, 0, :, 0][None, :, None], zs[1, 1, :, 0][None, :, None])
         lv_, lp_, ll_ = agent("star_leaf", sv[..., None], sp[..., None], sl[..., None], ul, zl)
         okl = valid(ul)
-        uj, keepj = draws(ks2, (n,), "star_judge")
+        uj, keepj = draws(blocks["star_judge"], "star_judge")
         zj = jnp.where(keepj.T, zs[1, 0, :, 0][None], zs[1, 1, :, 0][None])
         jv, jp, jl = judge("star_judge", sv, sp, sl, lv_, lp_, ll_, okl, uj, zj)
         okj = valid(uj)
         nsv, nsp, nsl = (jnp.where(okj, x, y) for x, y in ((jv, sv), (jp, sp), (jl, sl)))
         dstar = _pairwise(lv_, okl)
         # mesh
-        ua, keepa = draws(km1, (n, M), "mesh_agent")
+        ua, keepa = draws(blocks["mesh_agent"], "mesh_agent")
         za = jnp.where(jnp.moveaxis(keepa, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
         rv1, rp1, rl1 = agent("mesh_agent", mv[..., None], mp[..., None], ml[..., None], ua, za)
         oka = valid(ua)
-        ur, keepr = draws(km2, (n, M), "mesh_reviser")
+        ur, keepr = draws(blocks["mesh_reviser"], "mesh_reviser")
         zr = jnp.where(jnp.moveaxis(keepr, -1, 0), zs[2, 0, :, 0][None, :, None], zs[2, 1, :, 0][None, :, None])
         bc = lambda x: jnp.broadcast_to(x[..., None, :], x.shape[:-1] + (M, M))
         rv, rp, rl = judge(
@@ -346,6 +364,17 @@ def _required():
     )
 
 
+@functools.lru_cache(maxsize=16)
+def simulate_program(cfg: SimConfig = _DEFAULT_SIM, profile: bool = False):
+    """:func:`simulate_trials` for ``cfg`` jitted: ``f(theta, key)``, with every parameter of ``theta`` (flat,
+    :func:`flat_params`) an argument, so that one compiled program serves every parameter set (compiled once
+    per setting in a process, and read back from JAX's persistent cache where one is set). Call it inside
+    :func:`mascot.kernels.precision.float64`."""
+    import jax
+
+    return jax.jit(lambda th, k: simulate_trials(th, k, cfg, profile))
+
+
 def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = _DEFAULT_SIM, profile: bool = False) -> dict:
     """:func:`simulate_metrics` of a nested parameter dict (``SurrogateBackend.params()``), jitted, as numpy:
     ``{topology: {"E_ceg": array, "R_cdr": array, "F_ps": array}}`` (with ``profile``, also the
@@ -358,7 +387,7 @@ def simulate_numpy(params: dict, seed: int = 0, cfg: SimConfig = _DEFAULT_SIM, p
     cfg = cfg._replace(judge=params.get("judge", cfg.judge))
     names = ["E_ceg", "R_cdr", "F_ps"] + (profile_names(cfg.steps) if profile else [])
     with float64():
-        out = jax.jit(lambda th, k: simulate_trials(th, k, cfg, profile))(flat, jax.random.PRNGKey(seed))
+        out = simulate_program(cfg, bool(profile))(flat, jax.random.PRNGKey(seed))
         return {t: {m: np.asarray(a[i]) for i, m in enumerate(names)} for t, a in out.items()}
 
 

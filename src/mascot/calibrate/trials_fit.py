@@ -182,6 +182,7 @@ def _whole_runs(n_sim: int, n_obs: int) -> int:
     return int(math.ceil(int(n_sim) / int(n_obs)) * int(n_obs))
 
 
+@functools.lru_cache(maxsize=16)
 def _simulator(scfg: SimConfig, names: tuple, base: tuple, profile_steps=None, block=None):
     """``simulate(theta, key) -> moments`` for :func:`fit_smm` (fitted ``names``, the rest from ``base``), one
     function object per setting (so its compiled optimiser step is reused across fits)."""
@@ -196,27 +197,23 @@ def _simulator(scfg: SimConfig, names: tuple, base: tuple, profile_steps=None, b
 
 def _simulate_runs(params, cfg: SimConfig, n_rep: int, seed: int, profile: bool = False) -> list[dict]:
     """``n_rep`` simulated runs (``cfg.n_trials`` trials each) at nested ``params`` (one dict, or a list of
-    ``n_rep``: run ``r`` at ``params[r]``): per-trial metrics (and, with ``profile``, the step-profile rows)."""
+    ``n_rep``: run ``r`` at ``params[r]``): per-trial metrics (and, with ``profile``, the step-profile rows).
+    Run ``r`` is simulated under the ``r``-th of ``n_rep`` keys split from ``seed``, by the one compiled program of
+    ``cfg`` (:func:`mascot.calibrate.trials.simulate_program`)."""
     import jax
-    import jax.numpy as jnp
 
-    from mascot.calibrate.trials import profile_names, simulate_trials
+    from mascot.calibrate.trials import profile_names, simulate_program
     from mascot.kernels.precision import float64
 
     names = list(METRICS) + (profile_names(cfg.steps) if profile else [])
-    keys = jax.random.split(jax.random.PRNGKey(seed), n_rep)
+    if not isinstance(params, dict) and len(params) != n_rep:
+        raise InputError(f"_simulate_runs: {len(params)} parameter sets for {n_rep} runs")
+    flats = [flat_params(params)] * n_rep if isinstance(params, dict) else [flat_params(p) for p in params]
+    prog = simulate_program(cfg, bool(profile))
     with float64():
-        if isinstance(params, dict):
-            flat = flat_params(params)
-            out = jax.jit(jax.vmap(lambda k: simulate_trials(flat, k, cfg, profile)))(keys)
-        else:
-            if len(params) != n_rep:
-                raise InputError(f"_simulate_runs: {len(params)} parameter sets for {n_rep} runs")
-            flats = [flat_params(p) for p in params]
-            stacked = {k: jnp.asarray([f[k] for f in flats], jnp.float64) for k in flats[0]}
-            out = jax.jit(jax.vmap(lambda th, k: simulate_trials(th, k, cfg, profile)))(stacked, keys)
-        out = {t: np.asarray(a) for t, a in out.items()}
-    return [{t: {m: out[t][r, i] for i, m in enumerate(names)} for t in TOPOS} for r in range(n_rep)]
+        keys = jax.random.split(jax.random.PRNGKey(seed), n_rep)
+        outs = [{t: np.asarray(a) for t, a in prog(f, k).items()} for f, k in zip(flats, keys)]
+    return [{t: {m: o[t][i] for i, m in enumerate(names)} for t in TOPOS} for o in outs]
 
 
 def _tests(per: dict) -> dict:
@@ -519,35 +516,43 @@ def calibrate_trials(
 
 
 def _large_sim(cfg: SimConfig, n_grad: int, seed: int, *, params, base, profile_steps):
-    """``(moments_at(theta), noise_at(theta, i))``: numpy moments of ``n_grad`` simulated trials per topology,
-    under one fixed key (the polish and the Jacobian), or under the ``i``-th fresh key (simulation noise)."""
+    """``(moments_at(theta), noise_at(theta, i))``: numpy moments of ``n_grad`` simulated trials per topology
+    (rounded up to whole runs of ``cfg.n_trials``, each simulated by the one compiled program of ``cfg``, the
+    moments' s.d.s per run as :func:`moments_jax`'s ``block``), under keys split from one fixed key (the polish
+    and the Jacobian), or from the ``i``-th fresh key (simulation noise)."""
     import jax
+    import jax.numpy as jnp
 
+    from mascot.calibrate.trials import simulate_program
     from mascot.kernels.precision import float64
 
     names = tuple(p.name for p in params)
-    sim = jax.jit(
-        _simulator(
-            cfg._replace(n_trials=_whole_runs(n_grad, cfg.n_trials)),
-            names,
-            tuple(sorted(base.items())),
-            profile_steps,
-            cfg.n_trials,
-        )
-    )
+    fixed = {k: v for k, v in base.items() if k not in names}
+    n_runs = _whole_runs(n_grad, cfg.n_trials) // cfg.n_trials
+    prog = simulate_program(cfg, bool(profile_steps))
+    mom = _moments_program(profile_steps, cfg.n_trials)
     gkey = jax.random.PRNGKey(30_000 + seed)
 
-    def moments_at(theta):
+    def at(theta, key):
+        th = _tie({**fixed, **{k: float(theta[k]) for k in names}}, names)
         with float64():
-            return np.asarray(sim({k: float(theta[k]) for k in names}, gkey))
+            outs = [prog(th, k) for k in jax.random.split(key, n_runs)]
+            return np.asarray(mom({t: jnp.concatenate([o[t] for o in outs], axis=1) for t in TOPOS}))
+
+    def moments_at(theta):
+        return at(theta, gkey)
 
     def noise_at(theta, i):
-        with float64():
-            return np.asarray(
-                sim({k: float(theta[k]) for k in names}, jax.random.fold_in(jax.random.PRNGKey(20_000 + seed), i))
-            )
+        return at(theta, jax.random.fold_in(jax.random.PRNGKey(20_000 + seed), i))
 
     return moments_at, noise_at
+
+
+@functools.lru_cache(maxsize=8)
+def _moments_program(profile_steps, block):
+    import jax
+
+    return jax.jit(lambda sim: moments_jax(sim, profile_steps, block))
 
 
 def _uncertainty(est: dict, target, w, boot, moments_at, noise_at, params, *, n_boot: int, seed: int, coords=None):
