@@ -124,13 +124,7 @@ def fit_params(
     from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
     from mascot.calibrate.fit import Param, fit_smm
 
-    all_names = moments_from_traces(
-        simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
-        setup.strategies,
-        eta=setup.eta,
-        d_ref=base.d_ref,
-        detail=detail,
-    )[1]
+    all_names = moment_names(setup, base, detail)
     idx = np.array([all_names.index(n) for n in names])
 
     t_j = np.asarray(target, dtype=np.float64)
@@ -181,6 +175,25 @@ def fit_params(
     return best.params, best, np.concatenate([r1.history, r2.history])
 
 
+def moment_names(setup, base, detail: bool) -> list[str]:
+    """The names of the moments :func:`~mascot.calibrate.deliberation_sim.moments_from_traces` computes for
+    ``setup`` (from an abstract evaluation: nothing is compiled or run)."""
+    import jax
+
+    from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
+
+    names: list[str] = []
+
+    def f():
+        tr = simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base)
+        m, n = moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)
+        names.extend(n)
+        return m
+
+    jax.eval_shape(f)
+    return names
+
+
 class Moments:
     """Simulated moments ``names`` at a batch of parameter points, one jitted call (vmap over points)."""
 
@@ -189,13 +202,7 @@ class Moments:
 
         from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
 
-        all_names = moments_from_traces(
-            simulate_rate_law({}, jax.random.PRNGKey(0), setup, runs=1, base=base),
-            setup.strategies,
-            eta=setup.eta,
-            d_ref=base.d_ref,
-            detail=detail,
-        )[1]
+        all_names = moment_names(setup, base, detail)
         idx = np.array([all_names.index(n) for n in names])
         self.fitted = list(fitted)
 

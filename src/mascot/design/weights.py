@@ -30,6 +30,7 @@ random graphs, and against the closed forms for complete graphs and cycles.
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import numpy as np
@@ -201,23 +202,32 @@ def fastest_weights(
                 best_w, best = none, exact(none)
         history, steps = [], 0
         opt = optax.adam(learning_rate)
+
+        @functools.partial(jax.jit, static_argnums=4)
+        def run(theta, state, beta, tau, length):
+            """``length`` Adam steps of one stage (``beta``, ``tau`` arguments: one program for every stage),
+            and the weights at the last iterate."""
+
+            def body(carry, _):
+                theta, state = carry
+                g = jax.grad(loss)(theta, beta, tau)
+                upd, state = opt.update(g, state, theta)
+                return (optax.apply_updates(theta, upd), state), None
+
+            (theta, state), _ = jax.lax.scan(body, (theta, state), None, length=length)
+            return theta, state, weights(theta, tau)
+
         for beta, tau in zip(betas, taus):
             state = opt.init(theta)
-
-            @jax.jit
-            def step(theta, state, beta=beta, tau=tau):
-                val, g = jax.value_and_grad(loss)(theta, beta, tau)
-                upd, state = opt.update(g, state, theta)
-                return optax.apply_updates(theta, upd), state, val
-
-            for k in range(int(steps_per_stage)):
-                theta, state, _ = step(theta, state)
-                steps += 1
-                if k % 20 == 19 or k == steps_per_stage - 1:
-                    w = np.asarray(weights(theta, tau))
-                    val = exact(w)
-                    if val < best:
-                        best, best_w = val, w
+            beta_j, tau_j = jnp.float64(beta), jnp.float64(tau)
+            for k in range(0, int(steps_per_stage), 20):  # the exact objective every 20 steps and at the end
+                length = min(20, int(steps_per_stage) - k)
+                theta, state, w = run(theta, state, beta_j, tau_j, length)
+                steps += length
+                w = np.asarray(w)
+                val = exact(w)
+                if val < best:
+                    best, best_w = val, w
             history.append(best)
     W = weights_matrix(n, edges, best_w)
     return WeightsResult(
