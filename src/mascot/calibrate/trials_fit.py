@@ -517,27 +517,25 @@ def calibrate_trials(
 
 def _large_sim(cfg: SimConfig, n_grad: int, seed: int, *, params, base, profile_steps):
     """``(moments_at(theta), noise_at(theta, i))``: numpy moments of ``n_grad`` simulated trials per topology
-    (rounded up to whole runs of ``cfg.n_trials``, each simulated by the one compiled program of ``cfg``, the
-    moments' s.d.s per run as :func:`moments_jax`'s ``block``), under keys split from one fixed key (the polish
-    and the Jacobian), or from the ``i``-th fresh key (simulation noise)."""
+    (rounded up to whole runs of ``cfg.n_trials``, whose sample s.d.s the moments' s.d.s average: ``block``),
+    in one call of the compiled simulator for that many trials (every parameter an argument, one program for
+    the polish, the Jacobian and the bootstrap), under one fixed key (the polish and the Jacobian), or under
+    the ``i``-th fresh key (simulation noise)."""
     import jax
-    import jax.numpy as jnp
 
     from mascot.calibrate.trials import simulate_program
     from mascot.kernels.precision import float64
 
     names = tuple(p.name for p in params)
     fixed = {k: v for k, v in base.items() if k not in names}
-    n_runs = _whole_runs(n_grad, cfg.n_trials) // cfg.n_trials
-    prog = simulate_program(cfg, bool(profile_steps))
+    prog = simulate_program(cfg._replace(n_trials=_whole_runs(n_grad, cfg.n_trials)), bool(profile_steps))
     mom = _moments_program(profile_steps, cfg.n_trials)
     gkey = jax.random.PRNGKey(30_000 + seed)
 
     def at(theta, key):
         th = _tie({**fixed, **{k: float(theta[k]) for k in names}}, names)
         with float64():
-            outs = [prog(th, k) for k in jax.random.split(key, n_runs)]
-            return np.asarray(mom({t: jnp.concatenate([o[t] for o in outs], axis=1) for t in TOPOS}))
+            return np.asarray(mom(prog(th, key)))
 
     def moments_at(theta):
         return at(theta, gkey)
