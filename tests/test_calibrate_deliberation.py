@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
 from mascot import papers
 from mascot.backends.base import Request, Sampling
 from mascot.protocols.deliberation import DeliberationConfig, SurrogateDeliberationBackend, run_deliberation
@@ -228,39 +227,20 @@ def test_cli_surrogate_params_applies_the_fitted_settings(tmp_path):
     """`mascot deliberate --surrogate-params` runs under the [settings] the file was fitted under (Gemini's
     token_scale 0.75) unless a flag sets them; a missing file is refused before anything is written."""
     import json
-    import subprocess
-    import sys
+
+    from cli_run import mascot
 
     params = Path(__file__).resolve().parents[1] / "results/calibration/deliberation/gemini/params.toml"
-    base = [
-        sys.executable,
-        "-m",
-        "mascot",
-        "deliberate",
-        "--surrogate-params",
-        str(params),
-        "--runs",
-        "1",
-        "--strategy",
-        "ring",
-        "--no-report",
-    ]
-    r = subprocess.run(base + ["--out", str(tmp_path / "a")], capture_output=True, text=True, timeout=HANG_S)
+    base = ["deliberate", "--surrogate-params", params, "--runs", "1", "--strategy", "ring", "--no-report"]
+    r = mascot(*base, "--out", tmp_path / "a")
     assert r.returncode == 0, r.stderr
     assert "token_scale = 0.75" in r.stderr
     cfg = json.loads((tmp_path / "a" / "run.json").read_text())["identity"]["config"]
     assert cfg["token_scale"] == 0.75 and cfg["max_rounds"] == 30
-    r = subprocess.run(
-        base + ["--eta", "0.3", "--out", str(tmp_path / "b")], capture_output=True, text=True, timeout=HANG_S
-    )
+    r = mascot(*base, "--eta", "0.3", "--out", tmp_path / "b")
     assert r.returncode == 0, r.stderr
     assert json.loads((tmp_path / "b" / "run.json").read_text())["identity"]["config"]["eta"] == 0.3  # the flag wins
-    r = subprocess.run(
-        base[:5] + [str(tmp_path / "missing.toml"), "--out", str(tmp_path / "c")],
-        capture_output=True,
-        text=True,
-        timeout=HANG_S,
-    )
+    r = mascot(*base[:2], tmp_path / "missing.toml", "--out", tmp_path / "c")
     assert r.returncode == 2 and "--surrogate-params" in r.stderr and not (tmp_path / "c").exists()
 
 
@@ -326,7 +306,7 @@ def test_a_ring_only_run_fits_with_its_mode_1_parameters_not_identified(tmp_path
     run_deliberation(
         DeliberationConfig(runs=3, strategies=("ring",)), run, SurrogateDeliberationBackend(seed=1), progress=False
     )
-    res = calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=20, n_boot=2, seed=0)
+    res = calibrate_deliberation(run, tmp_path / "fit", quick=True, steps=5, n_boot=2, seed=0)
     assert "rate1" in res["not_identified"] and all(math.isnan(res["sd"][k]) for k in res["not_identified"])
     text = (tmp_path / "fit" / "params.toml").read_text()
     assert "not identified by these runs" in text and "nan" not in text.lower()
@@ -442,7 +422,7 @@ def test_split_half_fits_one_half_of_the_runs_and_predicts_the_other(harness_dir
     from mascot.calibrate.deliberation_split import split_half_deliberation
     from mascot.protocols.deliberation.records import lane_summaries
 
-    r = split_half_deliberation(harness_dir, tmp_path / "sh", quick=True, n_boot=20, n_pred=20, seed=3)
+    r = split_half_deliberation(harness_dir, tmp_path / "sh", quick=True, steps=6, n_boot=20, n_pred=20, seed=3)
     a, b = r["halves"]
     assert len(a) == len(b) == 12 and not set(a) & set(b) and set(a) | set(b) == set(range(24))
     fit = json.loads((tmp_path / "sh" / "fit" / "fit.json").read_text())
@@ -465,3 +445,26 @@ def test_split_half_fits_one_half_of_the_runs_and_predicts_the_other(harness_dir
     assert f"inside their predicted 5-95% range: {r['inside']} of {r['n_moments']}**" in text
     with pytest.raises(ValueError, match="at least 4 runs"):
         split_half_deliberation(_run(tmp_path, "two", TRUE, runs=2), tmp_path / "x", quick=True, n_boot=20)
+
+
+def test_weighted_moments_are_the_bootstrap_means_in_one_call(harness_dir):
+    """The compiled batch of bootstrap moments: each row is the weighted moments of its resampling (rounds and
+    tokens against numpy float64 weighted means by hand, every moment against the eager function)."""
+    from mascot.calibrate.deliberation_sim import moments_from_traces, prompt_layout, traces_from_rows, weighted_moments
+
+    setup = prompt_layout(DeliberationConfig())
+    tr = traces_from_rows(read_rounds(harness_dir), list(setup.strategies), setup.max_rounds, setup.b0)
+    S, R = tr["D"].shape[:2]
+    boot = np.random.default_rng(5).multinomial(R, np.full(R, 1.0 / R), size=4).astype(np.float64)
+    lw = np.concatenate([np.ones((1, S, R)), np.broadcast_to(boot[:, None, :], (4, S, R))])
+    m, names = weighted_moments(tr, setup.strategies, eta=setup.eta, detail=True, lane_weights=lw)
+    assert m.shape == (5, len(names))
+    for i in range(5):
+        for j, s in enumerate(setup.strategies):
+            want = np.average(tr["rounds"][j], weights=lw[i, j])
+            assert m[i, names.index(f"rounds:{s}")] == pytest.approx(want, rel=1e-6)
+            want = np.average(tr["tokens"][j] / 1000.0, weights=lw[i, j])
+            assert m[i, names.index(f"tokens:{s}")] == pytest.approx(want, rel=1e-6)
+        eager, n2 = moments_from_traces(tr, setup.strategies, eta=setup.eta, detail=True, lane_weight=lw[i])
+        assert n2 == names
+        np.testing.assert_allclose(m[i], np.asarray(eager, np.float64), rtol=2e-6, atol=1e-7)

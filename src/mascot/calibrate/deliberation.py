@@ -271,18 +271,17 @@ def calibrate_deliberation(
 
         m_ref = s_ref
     else:
-        from mascot.calibrate.deliberation_sim import moments_from_traces
+        from mascot.calibrate.deliberation_sim import weighted_moments
 
         R = tr_obs["D"].shape[1]
 
         def data_moments(b: int) -> np.ndarray:  # the runs resampled with replacement
             rng = np.random.default_rng(b)
             lw = np.broadcast_to(rng.multinomial(R, np.full(R, 1.0 / R)).astype(np.float64), (len(setup.strategies), R))
-            m, alln = moments_from_traces(
-                tr_obs, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=True, lane_weight=lw
+            m, alln = weighted_moments(
+                tr_obs, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=True, lane_weights=lw[None]
             )
-            m = np.asarray(m, dtype=np.float64)
-            return np.array([m[alln.index(n)] for n in names])
+            return np.array([m[0, alln.index(n)] for n in names])
 
         m_ref = target
 

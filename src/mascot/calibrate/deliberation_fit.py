@@ -44,6 +44,27 @@ BOX = {
 }
 
 
+# ----------------------------------------------------------------------------- compiled programs
+_PROGRAMS: dict = {}
+
+
+def _program(kind: str, setup, base: RateLawParams, *rest, build):
+    """``build()``'s function, once per ``(kind, deliberation setting, fixed parameters, rest)`` in this process:
+    fits of the same setting (the paper's three models, the halves of a split, a rerun) share one simulator and so
+    one compiled program each; the data they fit are arguments, never part of it. Keeps the 32 latest."""
+    import hashlib
+    import pickle
+
+    key = (kind, hashlib.sha256(pickle.dumps(tuple(setup))).hexdigest(), base, *rest)
+    f = _PROGRAMS.pop(key, None)
+    if f is None:
+        f = build()
+    _PROGRAMS[key] = f  # most recent last
+    while len(_PROGRAMS) > 32:
+        _PROGRAMS.pop(next(iter(_PROGRAMS)))
+    return f
+
+
 # ----------------------------------------------------------------------------- fitting
 def initial_guess(setup, target: np.ndarray, names: list[str], base: RateLawParams) -> dict:
     """Starting values from closed forms: rates from the per-strategy mean contraction
@@ -124,18 +145,20 @@ def fit_params(
     from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
     from mascot.calibrate.fit import Param, fit_smm
 
-    all_names = moment_names(setup, base, detail)
-    idx = np.array([all_names.index(n) for n in names])
+    def build():
+        all_names = moment_names(setup, base, detail)
+        idx = np.array([all_names.index(n) for n in names])
 
-    t_j = np.asarray(target, dtype=np.float64)
+        def simulate(theta, key):
+            tr = simulate_rate_law(theta, key, setup, runs=runs, base=base)
+            return moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[0][idx]
+
+        return simulate
+
+    simulate = _program("es", setup, base, tuple(names), detail, int(runs), build=build)
+    # robust loss: each moment's error is capped at +-3 scales (quadratic near the target, bounded where
+    # parameters make lanes stop converging, which would otherwise dominate the ES gradient)
     cap = 3.0 / np.sqrt(np.maximum(np.asarray(weights, dtype=np.float64), 1e-12))
-
-    def simulate(theta, key):
-        tr = simulate_rate_law(theta, key, setup, runs=runs, base=base)
-        m = moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[0][idx]
-        # robust loss: each moment's error is capped at +-3 scales (quadratic near the target, bounded where
-        # parameters make lanes stop converging, which would otherwise dominate the ES gradient)
-        return t_j + cap * jax.numpy.tanh((m - t_j) / cap)
 
     start = dict(init or {})
     ps = []
@@ -156,6 +179,7 @@ def fit_params(
         es_pairs=32,
         seed=seed,
         key=key,
+        cap=cap,
     )
     r2 = fit_smm(
         simulate,
@@ -170,6 +194,7 @@ def fit_params(
         seed=seed + 1,
         key=key,
         init=r1.params,
+        cap=cap,
     )
     best = r2 if r2.loss <= r1.loss else r1
     return best.params, best, np.concatenate([r1.history, r2.history])
@@ -202,15 +227,20 @@ class Moments:
 
         from mascot.calibrate.deliberation_sim import moments_from_traces, simulate_rate_law
 
-        all_names = moment_names(setup, base, detail)
-        idx = np.array([all_names.index(n) for n in names])
         self.fitted = list(fitted)
 
-        def one(theta, key):
-            tr = simulate_rate_law(theta, key, setup, runs=runs, base=base)
-            return moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)[0][idx]
+        def build():
+            all_names = moment_names(setup, base, detail)
+            idx = np.array([all_names.index(n) for n in names])
 
-        self._f = jax.jit(jax.vmap(one, in_axes=(0, None)))
+            def one(theta, key):
+                tr = simulate_rate_law(theta, key, setup, runs=runs, base=base)
+                m = moments_from_traces(tr, setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=detail)
+                return m[0][idx]
+
+            return jax.jit(jax.vmap(one, in_axes=(0, None)))
+
+        self._f = _program("moments", setup, base, tuple(fitted), tuple(names), detail, int(runs), build=build)
 
     def __call__(self, points: np.ndarray, seed: int) -> np.ndarray:
         """``points`` ``(B, p)`` in the order of ``fitted`` -> moments ``(B, m)`` (numpy float64)."""

@@ -21,6 +21,7 @@ simulated traces and for a run directory's records (:func:`traces_from_rows`).
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple
 
 import jax
@@ -42,6 +43,7 @@ __all__ = [
     "simulate_rate_law",
     "traces_from_rows",
     "moments_from_traces",
+    "weighted_moments",
     "FIELDS",
     "round_cost_numpy",
     "scalar_rate_model",
@@ -374,6 +376,42 @@ def moments_from_traces(
         names.append("d0_sd")
         vals.append(jnp.sqrt(_wmean((d0 - mean0) ** 2, w0)))
     return jnp.stack([jnp.asarray(v, D.dtype) for v in vals]), names
+
+
+#: the trace arrays :func:`moments_from_traces` reads
+_MOMENT_INPUTS = ("D", "sigma", "cost", "rounds", "tokens", "d_final", "lane_ok")
+
+
+def weighted_moments(
+    tr: dict, strategies, *, eta: float, d_ref: float = 0.2, detail: bool = True, lane_weights
+) -> tuple[np.ndarray, list[str]]:
+    """:func:`moments_from_traces` of ``tr`` under each row of ``lane_weights`` ``(B, S, R)`` (bootstrap
+    resamplings of the runs), in one compiled call: ``(moments (B, m) numpy float64, names)``. Eager calls
+    compile every operation once per shape and dispatch each; a bootstrap of 200 replicates ran 10 s that way."""
+    arrays = {k: np.asarray(tr[k]) for k in _MOMENT_INPUTS if k in tr}
+    lw = np.asarray(lane_weights, dtype=np.float64)
+    prog, names = _weighted_program(tuple(strategies), float(eta), float(d_ref), bool(detail), tuple(sorted(arrays)))
+    return np.asarray(prog(arrays, lw), dtype=np.float64), list(names)
+
+
+@functools.lru_cache(maxsize=16)
+def _weighted_program(strategies: tuple, eta: float, d_ref: float, detail: bool, keys: tuple):
+    names: list[str] = []
+
+    def one(arrays, w):
+        m, n = moments_from_traces(arrays, strategies, eta=eta, d_ref=d_ref, detail=detail, lane_weight=w)
+        names[:] = n
+        return m
+
+    prog = jax.jit(jax.vmap(one, in_axes=(None, 0)))
+    # the names, from an abstract evaluation (nothing compiled or run)
+    S = len(strategies)
+    jax.eval_shape(
+        one,
+        {k: jax.ShapeDtypeStruct((S, 1, 2) if k in ("D", "sigma", "cost") else (S, 1), jnp.float32) for k in keys},
+        jax.ShapeDtypeStruct((S, 1), jnp.float32),
+    )
+    return prog, tuple(names)
 
 
 def _fitted_deployment(path, strategies) -> tuple[dict, DeliberationConfig, float]:

@@ -26,14 +26,24 @@ __all__ = ["split_half_deliberation", "split_half_markdown"]
 
 
 def split_half_deliberation(
-    run_dirs, out, *, seed: int = 0, n_boot: int = 200, n_pred: int = 200, quick: bool = False, progress=None
+    run_dirs,
+    out,
+    *,
+    seed: int = 0,
+    n_boot: int = 200,
+    n_pred: int = 200,
+    quick: bool = False,
+    steps: int | None = None,
+    sim_runs: int | None = None,
+    progress=None,
 ) -> dict:
     """Fit half of the runs of ``run_dirs`` (a deliberation run directory or a list of them, one setting),
     predict the other half; writes ``out/fit/`` (the calibration of half A), ``out/split_half.md`` and
-    ``out/split_half.json``. Returns the ``split_half.json`` dict."""
+    ``out/split_half.json``. ``quick``, ``steps``, ``sim_runs``: as for
+    :func:`~mascot.calibrate.deliberation.calibrate_deliberation`. Returns the ``split_half.json`` dict."""
     from mascot.calibrate.deliberation import calibrate_deliberation, observed_traces, select_runs
     from mascot.calibrate.deliberation_fit import Moments
-    from mascot.calibrate.deliberation_sim import moments_from_traces, prompt_layout
+    from mascot.calibrate.deliberation_sim import prompt_layout, weighted_moments
     from mascot.calibrate.fit import held_out_rows
     from mascot.protocols.deliberation.surrogate import RateLawParams
 
@@ -48,16 +58,30 @@ def split_half_deliberation(
     perm = np.random.default_rng([seed, 23]).permutation(R)
     a, b = np.sort(perm[: R // 2]), np.sort(perm[R // 2 : 2 * (R // 2)])
     out = Path(out)
-    fit = calibrate_deliberation(dirs, out / "fit", seed=seed, n_boot=n_boot, quick=quick, lanes=a, progress=progress)
+    fit = calibrate_deliberation(
+        dirs,
+        out / "fit",
+        seed=seed,
+        n_boot=n_boot,
+        quick=quick,
+        steps=steps,
+        sim_runs=sim_runs,
+        lanes=a,
+        progress=progress,
+    )
     fitted = fit["fitted"]
     base = RateLawParams(**{**fit["fixed"], **fit["estimate"]})
     names = fit["moments"]["names"]
     setup = prompt_layout(cfg)
-    m_b, all_names = moments_from_traces(
-        select_runs(tr, b), setup.strategies, eta=setup.eta, d_ref=base.d_ref, detail=True
+    m_b, all_names = weighted_moments(
+        select_runs(tr, b),
+        setup.strategies,
+        eta=setup.eta,
+        d_ref=base.d_ref,
+        detail=True,
+        lane_weights=np.ones((1, len(setup.strategies), len(b))),
     )
-    m_b = np.asarray(m_b, dtype=np.float64)
-    held = np.array([m_b[all_names.index(n)] for n in names])
+    held = np.array([m_b[0, all_names.index(n)] for n in names])
     draws = np.asarray(fit["boot"], dtype=np.float64)
     mom = Moments(setup, base, fitted, names, detail=True, runs=len(b))
     pred = np.vstack([mom(draws[i % len(draws)][None], seed + 5000 + i)[0] for i in range(n_pred)])

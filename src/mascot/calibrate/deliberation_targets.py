@@ -111,28 +111,15 @@ def run_target(
 ) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
     """``(target, names, weights, boot)``: a run directory's moments (``detail=True``), weights ``1 / var``
     over ``n_boot`` resamplings of its runs (floored), and the resampling weights ``boot`` ``(n_boot, R)``."""
-    from mascot.calibrate.deliberation_sim import moments_from_traces
+    from mascot.calibrate.deliberation_sim import weighted_moments
 
-    m, names = moments_from_traces(traces, strategies, eta=eta, d_ref=d_ref, detail=True)
-    m = np.asarray(m, dtype=np.float64)
     R = np.asarray(traces["D"]).shape[1]
     rng = np.random.default_rng([seed, 17])
     boot = rng.multinomial(R, np.full(R, 1.0 / R), size=n_boot).astype(np.float64)
-    reps = np.stack(
-        [
-            np.asarray(
-                moments_from_traces(
-                    traces,
-                    strategies,
-                    eta=eta,
-                    d_ref=d_ref,
-                    detail=True,
-                    lane_weight=np.broadcast_to(b, (len(strategies), R)),
-                )[0]
-            )
-            for b in boot
-        ]
-    )
+    S = len(strategies)
+    lw = np.concatenate([np.ones((1, S, R)), np.broadcast_to(boot[:, None, :], (n_boot, S, R))])
+    allm, names = weighted_moments(traces, strategies, eta=eta, d_ref=d_ref, detail=True, lane_weights=lw)
+    m, reps = allm[0], allm[1:]
     var = np.nanvar(reps, axis=0)
     floor = np.array([_floor(n, v) for n, v in zip(names, m)])
     keep = np.isfinite(m)

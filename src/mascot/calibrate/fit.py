@@ -249,6 +249,7 @@ def fit_smm(
     init: dict | None = None,
     key=None,
     decay: float | None = None,
+    cap=None,
 ) -> FitResult:
     """Minimise ``sum(weights * (simulate(theta, key) - target)**2)`` over the boxed ``params``.
 
@@ -256,7 +257,10 @@ def fit_smm(
     moments of the target's length. ``init`` overrides the starting values (default: each ``Param.init``);
     ``key`` overrides the common-random-numbers key (default ``jax.random.PRNGKey(seed)``). ``decay``: cosine-
     decay the learning rate and ``es_sigma`` to ``decay`` times their start over ``steps`` (default: constant).
-    See the module docstring for the gradient estimators.
+    ``cap``: per-moment scales (the target's shape) for a robust loss: each simulated moment ``m`` enters as
+    ``target + cap * tanh((m - target) / cap)``, quadratic near the target and bounded where parameters make the
+    simulation diverge (default: the plain squares). ``simulate`` sees no data: a fit of other data with the same
+    ``simulate`` reuses its compiled step. See the module docstring for the gradient estimators.
     """
     import jax
     import jax.numpy as jnp
@@ -266,6 +270,12 @@ def fit_smm(
     dtype = jnp.float64 if jax.config.read("jax_enable_x64") else jnp.float32
     target_j = jnp.asarray(target_np, dtype=dtype)
     weights_j = jnp.asarray(weights_np, dtype=dtype)
+    if cap is not None:
+        cap_np = np.asarray(cap, dtype=np.float64)
+        if cap_np.shape != target_np.shape or not np.all(cap_np > 0):
+            raise InputError(f"cap must be > 0 and of the target's shape {target_np.shape}; got shape {cap_np.shape}")
+        # (scale, 1 / scale): the reciprocal taken in the fit's dtype, as XLA folds a division by a constant
+        cap = (jnp.asarray(cap_np, dtype=dtype), jnp.asarray(1, dtype=dtype) / jnp.asarray(cap_np, dtype=dtype))
     k_crn, k_es = jax.random.split(jax.random.PRNGKey(seed)) if key is None else (key, jax.random.PRNGKey(seed))
 
     if decay is not None and not 0 < decay <= 1:
@@ -288,7 +298,7 @@ def fit_smm(
     hist = []
     for i in range(int(steps)):
         k_es, k = jax.random.split(k_es)
-        u_new, state, loss = step(u, state, k, target_j, weights_j, k_crn, jnp.asarray(i, jnp.int32))
+        u_new, state, loss = step(u, state, k, target_j, weights_j, k_crn, jnp.asarray(i, jnp.int32), cap)
         lv = float(loss)
         hist.append(lv)
         if np.isfinite(lv) and lv < best:
@@ -323,32 +333,34 @@ def _build_step(simulate, params, grad, es_sigma, es_pairs, lr, dtype, n_m, deca
         opt = optax.adam(lambda c: lr * sched(c))
         sig = lambda count: es_sigma * sched(count)
 
-    def objective(u, target_j, weights_j, k_crn):
+    def objective(u, target_j, weights_j, k_crn, cap):
         m = jnp.asarray(simulate(to_constrained(params, u), k_crn))
         if m.shape != (n_m,):
             raise InputError(f"simulate returned moments of shape {m.shape}; target has shape {(n_m,)}")
+        if cap is not None:  # the robust loss (fit_smm's docstring)
+            m = target_j + cap[0] * jnp.tanh((m - target_j) * cap[1])
         return jnp.sum(weights_j * (m.astype(dtype) - target_j) ** 2)
 
     if grad == "pathwise":
         vg = jax.value_and_grad(objective)
 
-        def value_grad(u, k, t, w, kc, count):
-            return vg(u, t, w, kc)
+        def value_grad(u, k, t, w, kc, count, cap):
+            return vg(u, t, w, kc, cap)
     else:
 
-        def value_grad(u, k, t, w, kc, count):
+        def value_grad(u, k, t, w, kc, count, cap):
             s_ = sig(count)
             eps = jax.random.normal(k, (es_pairs, n_p), dtype=dtype)
             both = jnp.concatenate([u + s_ * eps, u - s_ * eps], axis=0)
-            f = jax.vmap(lambda x: objective(x, t, w, kc))(both)
+            f = jax.vmap(lambda x: objective(x, t, w, kc, cap))(both)
             diff = f[:es_pairs] - f[es_pairs:]
             diff = jnp.where(jnp.isfinite(diff), diff, 0.0)
             g = (diff[:, None] * eps).sum(0) / (2.0 * s_ * es_pairs)
-            return objective(u, t, w, kc), g
+            return objective(u, t, w, kc, cap), g
 
     @jax.jit
-    def step(u, state, k, t, w, kc, count):
-        loss, g = value_grad(u, k, t, w, kc, count)
+    def step(u, state, k, t, w, kc, count, cap=None):
+        loss, g = value_grad(u, k, t, w, kc, count, cap)
         g = jnp.where(jnp.isfinite(g), g, 0.0)
         upd, state = opt.update(g, state, u)
         return optax.apply_updates(u, upd), state, loss
