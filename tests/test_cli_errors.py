@@ -180,13 +180,28 @@ def test_calibrate_trials_refuses_unusable_input_at_once(tmp_path):
     r = mascot("calibrate", "trials", f, "--out", tmp_path / "c")
     assert r.returncode == 2 and "is a file" in r.stderr
     run = tmp_path / "one"
-    assert mascot("trials", "--backend", "surrogate", "--n-trials", "1", "--steps", "2", "--out", run).returncode == 0
+    assert (
+        mascot(
+            "trials", "--backend", "surrogate", "--n-trials", "1", "--steps", "2", "--no-figures", "--out", run
+        ).returncode
+        == 0
+    )
     r = mascot("calibrate", "trials", run, "--out", tmp_path / "c")
     assert r.returncode == 2 and "too few trials" in r.stderr and not (tmp_path / "c").exists()
     unp = tmp_path / "unpaired"
     assert (
         mascot(
-            "trials", "--backend", "surrogate", "--n-trials", "3", "--steps", "2", "--unpaired", "--out", unp
+            "trials",
+            "--backend",
+            "surrogate",
+            "--n-trials",
+            "3",
+            "--steps",
+            "2",
+            "--unpaired",
+            "--no-figures",
+            "--out",
+            unp,
         ).returncode
         == 0
     )
@@ -203,7 +218,12 @@ def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outp
     r = mascot("calibrate", "trials", "--paper-table2", "--out", "")
     assert r.returncode == 2 and "--out is empty" in r.stderr
     run = tmp_path / "run"
-    assert mascot("trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--out", run).returncode == 0
+    assert (
+        mascot(
+            "trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--no-figures", "--out", run
+        ).returncode
+        == 0
+    )
     bare = tmp_path / "bare"
     bare.mkdir()
     shutil.copy(run / "trials.parquet", bare / "trials.parquet")
@@ -326,7 +346,12 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
     import pyarrow.parquet as pq
 
     run = tmp_path / "run"
-    assert mascot("trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--out", run).returncode == 0
+    assert (
+        mascot(
+            "trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--no-figures", "--out", run
+        ).returncode
+        == 0
+    )
     old = tmp_path / "old"
     shutil.copytree(run, old)
     t = pq.read_table(run / "trials.parquet")
@@ -357,16 +382,36 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
         assert "retried request counted once" in r.stderr
     # SIGINT mid-fit: one line, 130, nothing written but the lock file (released by the OS)
     p = subprocess.Popen(
-        [sys.executable, "-m", "mascot", "calibrate", "trials", str(run), "--out", str(tmp_path / "i")],
+        [
+            sys.executable,
+            "-m",
+            "mascot",
+            "calibrate",
+            "trials",
+            str(run),
+            "--out",
+            str(tmp_path / "i"),
+            "--quick",
+            "--steps",
+            "400",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=ROOT,
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
-    time.sleep(12.0)
+    # the fit has started (its progress names an ES step: the simulator is compiled and running), then SIGINT
+    seen, deadline = [], time.time() + HANG_S
+    while time.time() < deadline:
+        line = p.stderr.readline()
+        seen.append(line)
+        if not line or "ES step" in line:
+            break
+    assert "ES step" in seen[-1], "".join(seen)[-2000:]
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=HANG_S)
+    err = "".join(seen) + err
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
     assert not (tmp_path / "i" / "params.toml").exists()
 

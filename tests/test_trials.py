@@ -658,7 +658,7 @@ def test_sigkill_mid_run_then_resume_is_identical(tmp_path):
         "4",
         "--no-figures",
         "--n-boot",
-        "200",
+        "20",
     ]
     out = tmp_path / "killed"
     env = dict(os.environ, JAX_PLATFORMS="cpu")

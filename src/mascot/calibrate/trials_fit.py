@@ -139,6 +139,7 @@ def _fit(
     params=FIT_PARAMS,
     base=None,
     profile_steps=None,
+    progress=None,
 ):
     import jax
 
@@ -172,6 +173,7 @@ def _fit(
             init=init,
             key=jax.random.PRNGKey(10_000 + seed),
             decay=0.05,
+            progress=progress,
         )
     return res, w
 
@@ -284,6 +286,7 @@ def calibrate_trials(
     n_sim: int | None = None,
     profile: bool = True,
     polish: int = 6,
+    progress=None,
 ) -> dict:
     """Fit the surrogate to ``source`` (a run directory, or ``None`` / ``"paper-table2"`` for the SR paper's
     Table 2) and write ``out/params.toml``, ``out/report.md``, ``out/fit.json`` and the observed-vs-predicted
@@ -296,7 +299,8 @@ def calibrate_trials(
     ``profile`` (run directories only): fit the step profile too (:func:`profile_keys`: how error, ``D_t`` and
     the arms' gap grow over the steps, and Parity misses), not only Table 2's 18 moments. ``polish``: at most
     this many Levenberg-Marquardt iterations after the ES fit (:func:`mascot.calibrate.fit.gauss_newton`, on
-    ``max(4000, 2 x observed)`` simulated trials per topology under one key).
+    ``max(4000, 2 x observed)`` simulated trials per topology under one key). ``progress(msg)``: one line per
+    stage and about ten during the ES fit (objective, elapsed and remaining time).
     Returns the summary dict."""
     if not (isinstance(sd_weight, (int, float)) and math.isfinite(sd_weight) and sd_weight >= 0):
         raise InputError(f"sd_weight must be a finite number >= 0; got {sd_weight!r}")
@@ -368,14 +372,48 @@ def calibrate_trials(
         for _ in range(n_starts - 1)
     ]
     first = steps if n_starts == 1 else steps // 3
+    say = progress or (lambda msg: None)
+    say(
+        f"fitting {len(fparams)} parameters to {int(np.count_nonzero((mask > 0) & np.isfinite(target)))} moments: {steps} ES steps on "
+        f"{_whole_runs(n_sim, cfg.n_trials)} simulated trials per topology"
+        + (f" from {n_starts} starts" if n_starts > 1 else "")
+        + " (the first step compiles the simulator)"
+    )
+    total = first * len(starts) + (steps - first if n_starts > 1 else 0)
+    t_es, done, t_one = time.perf_counter(), [0], []
+
+    def es_progress(i, loss):
+        done[0] += 1
+        if done[0] == 1:
+            t_one.append(time.perf_counter())  # the rate is timed from here: the first step compiles
+        if progress is not None and (done[0] % max(1, total // 10) == 0 or done[0] == total):
+            now = time.perf_counter()
+            rate = (now - t_one[0]) / (done[0] - 1) if done[0] > 1 else now - t_es
+            say(
+                f"ES step {done[0]}/{total}: objective {loss:.4g}, {now - t_es:.0f} s, "
+                f"about {rate * (total - done[0]):.0f} s left"
+            )
+
     tries = [
-        _fit(target, se, cfg, seed=seed, steps=first, n_sim=n_sim, weights_mask=mask, init=st, **kw) for st in starts
+        _fit(
+            target, se, cfg, seed=seed, steps=first, n_sim=n_sim, weights_mask=mask, init=st, progress=es_progress, **kw
+        )
+        for st in starts
     ]
     res, w = min(tries, key=lambda r: r[0].loss)
     if n_starts > 1:
         hist0 = res.history
         res, w = _fit(
-            target, se, cfg, seed=seed, steps=steps - first, n_sim=n_sim, weights_mask=mask, init=res.params, **kw
+            target,
+            se,
+            cfg,
+            seed=seed,
+            steps=steps - first,
+            n_sim=n_sim,
+            weights_mask=mask,
+            init=res.params,
+            progress=es_progress,
+            **kw,
         )
         res = res._replace(
             history=np.concatenate([hist0, res.history]), iterations=steps, loss=min(res.loss, float(hist0.min()))
@@ -384,6 +422,10 @@ def calibrate_trials(
     # polish: Levenberg-Marquardt steps on a larger simulation (n_grad trials, one key), then the linearized
     # bootstrap on that same simulation
     n_grad = max(400, cfg.n_trials) if quick else max(4000, 2 * cfg.n_trials)
+    say(
+        f"ES objective {res.loss:.4g}; Levenberg-Marquardt polish (at most {2 if quick else int(polish)} steps) on "
+        f"{_whole_runs(n_grad, cfg.n_trials)} simulated trials per topology"
+    )
     moments_at, noise_at = _large_sim(cfg, n_grad, seed, **kw)
     tclean = np.where(np.isfinite(target), target, 0.0)
     se_fit, inflate = se, np.ones(se.size)
@@ -410,6 +452,7 @@ def calibrate_trials(
     coords = natural_coords(fparams, bflat)
     pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=2 if quick else int(polish), coords=coords)
     est = pol.params
+    say(f"objective {pol.loss:.4g} after {pol.iterations} polish steps; uncertainty from {n_boot} bootstrap draws")
     boot_arr, bnames, ident, sd_raw = _uncertainty(
         est,
         target,
@@ -442,6 +485,7 @@ def calibrate_trials(
     # there are no draws, and for a table: Table 2's 14 weighted moments leave 21 parameters loose even in
     # the identified directions, and draws that far from the estimate no longer fit the table (its chain
     # E_ceg mean 2,094 fell outside the draws' 5-95% range, [740, 2,030])
+    say(f"predictions: {n_pred} simulated runs of the observed size; writing the report and figures")
     use_draws = len(ident) > 0 and info["kind"] == "run"
     if use_draws:
         at_draws = [

@@ -127,6 +127,7 @@ def cmd_calibrate_trials(args) -> int:
         init=args.init,
         fit_names=fit_names,
         profile=args.moments != "table2",
+        progress=lambda msg: print(f"mascot calibrate trials: {msg}", file=sys.stderr, flush=True),
     )
     if args.split_half:
         from mascot.calibrate.trials_checks import split_half
