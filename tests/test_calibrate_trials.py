@@ -390,3 +390,41 @@ def test_one_home_for_the_reply_model_numpy_and_jax_agree_and_judges_aggregate_l
     np.testing.assert_array_equal(a_np[0][exact], want_exact[exact])
     np.testing.assert_array_equal(a_np[0][echo], state[0][echo])
     assert (a_np[0][~exact & ~echo] != want_exact[~exact & ~echo]).mean() > 0.95  # noisy replies are noisy
+
+
+def test_leave_one_out_never_sees_what_it_predicts(tmp_path, monkeypatch):
+    """Issue 31: Table 2 without the star topology. Other star numbers give the same estimate and predictions
+    (the fit never reads them; every parameter starts at its box's centre, not at a start fitted to all of
+    Table 2); the rows' observed values are Table 2's star moments, the report counts what it says, and the
+    star's own roles are named as left open."""
+    import json
+
+    from mascot import papers
+    from mascot.calibrate.trials_checks import leave_one_out_table2
+
+    kw = dict(quick=True, steps=3, n_boot=4, n_pred=3, seed=2)
+    a = leave_one_out_table2(tmp_path / "a", "star", **kw)
+    t2 = {m: dict(v) for m, v in papers.SR_TABLE2.items()}
+    for m in t2:
+        t2[m]["star"] = (t2[m]["star"][0] * 3 + 1, t2[m]["star"][1] * 2 + 1)
+    monkeypatch.setattr(papers, "SR_TABLE2", t2)
+    b = leave_one_out_table2(tmp_path / "b", "star", **kw)
+    fa, fb = (json.loads((tmp_path / x / "fit" / "fit.json").read_text()) for x in "ab")
+    assert fa["estimates"] == fb["estimates"] and fa["predicted"] == fb["predicted"]
+    assert a["held_out"] == [f"star.{m}.{s}" for m in ("E_ceg", "R_cdr", "F_ps") for s in ("mean", "sd")]
+    want = {f"star.{m}.{s}": v for m, row in _paper_star_rows().items() for s, v in zip(("mean", "sd"), row["star"])}
+    assert {r["moment"]: r["held_out"] for r in a["rows"]} == want
+    assert {r["moment"]: r["held_out"] for r in b["rows"]}["star.E_ceg.mean"] == 1184.24 * 3 + 1
+    for r in a["rows"]:
+        assert r["inside"] == (r["lo"] <= r["held_out"] <= r["hi"])
+    assert all(w == 0 for n, w in zip(fa["moment_names"], fa["weights"]) if n.startswith("star."))
+    assert set(a["left_open"]) == {n for n in fa["estimates"] if n.startswith(("star_leaf.", "star_judge."))}
+    text = (tmp_path / "a" / "leave_out.md").read_text()
+    assert f"inside their predicted 5-95% range: {a['inside']} of 6**" in text
+    with pytest.raises(ValueError, match="leave must be one of"):
+        leave_one_out_table2(tmp_path / "c", "ring", **kw)
+
+
+def _paper_star_rows():
+    """Table 2 as the paper prints it (independent of any monkeypatching: typed from the paper)."""
+    return {"E_ceg": {"star": (1184.24, 951.91)}, "R_cdr": {"star": (-3.44, 2.4)}, "F_ps": {"star": (443.64, 307.45)}}

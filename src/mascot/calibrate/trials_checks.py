@@ -12,10 +12,11 @@ import numpy as np
 
 from mascot.calibrate.fit import held_out_rows
 from mascot.calibrate.trials import flat_params
-from mascot.calibrate.trials_fit import METRICS, TOPOS, calibrate_trials, moments, observed_from_run
+from mascot.calibrate.trials_fit import FIT_PARAMS, METRICS, TOPOS, calibrate_trials, moments, observed_from_run
 from mascot.calibrate.trials_fit_report import fmt_num, json_clean, ordering
+from mascot.errors import InputError
 
-__all__ = ["harness_check", "recovery", "split_half"]
+__all__ = ["harness_check", "leave_one_out_table2", "recovery", "split_half"]
 
 
 def split_half(
@@ -96,6 +97,142 @@ def split_half(
     }
     atomic_write_text(out / "split_half.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "split_half.json", json.dumps(json_clean(res), indent=1))
+    return res
+
+
+#: what ``--leave-out`` accepts: a topology or a metric of Table 2
+LEAVE_OUT = TOPOS + METRICS
+
+
+def leave_one_out_table2(
+    out,
+    leave: str,
+    *,
+    seed: int = 0,
+    n_boot: int = 200,
+    quick: bool = False,
+    steps: int | None = None,
+    n_pred: int = 40,
+    progress=None,
+) -> dict:
+    """Out of sample on the SR paper's Table 2: fit the surrogate to Table 2 without ``leave`` (a topology:
+    its six moments; or a metric: its mean and s.d. on every topology) and predict what was left out.
+
+    Nothing of Table 2 but the held-in moments enters: every parameter starts at the centre of its box (the
+    default start was itself fitted to all of Table 2), and the held-out moments have weight 0. A topology's own
+    roles (``star_leaf``, ``star_judge`` for the star, ...) are moved by that topology's moments only, so with a
+    topology left out they are not identified; the predictions are made at the bootstrap draws with the
+    unidentified directions' full spread (:func:`calibrate_trials` with ``hold_out``), so that ignorance widens
+    the predicted range instead of being hidden. Writes ``out/fit/`` (the calibration) and ``out/leave_out.md``
+    and ``.json``; returns the ``.json`` dict (rows of held-out moments: Table 2's value, the predicted median
+    and 5-95% range, inside or not)."""
+    from mascot.calibrate.trials import nest_params
+    from mascot.io import atomic_write_text
+
+    if leave not in LEAVE_OUT:
+        raise InputError(f"leave must be one of {', '.join(LEAVE_OUT)}; got {leave!r}")
+    stats = ("mean", "sd")
+    if leave in TOPOS:
+        held = [f"{leave}.{m}.{st}" for m in METRICS for st in stats]
+    else:
+        held = [f"{t}.{leave}.{st}" for t in TOPOS for st in stats]
+    centre = nest_params({p.name: 0.5 * (p.lo + p.hi) for p in FIT_PARAMS})
+    out = Path(out)
+    s = calibrate_trials(
+        None,
+        out / "fit",
+        seed=seed,
+        n_boot=n_boot,
+        quick=quick,
+        steps=steps,
+        n_pred=n_pred,
+        name=f"paper-table2-without-{leave}",
+        init=centre,
+        base=centre,
+        hold_out=tuple(held),
+        progress=progress,
+    )
+    names = s["moment_names"]
+    idx = [names.index(h) for h in held]
+    target = np.asarray(s["target"], float)
+    lo, hi, med = (np.asarray(s["predicted"][k], float) for k in ("lo", "hi", "median"))
+    rows = held_out_rows(held, target[idx], med[idx], lo[idx], hi[idx])
+    k = sum(r["inside"] for r in rows)
+    fitted = list(s["estimates"])
+    roles = {"chain": ("chain",), "star": ("star_leaf", "star_judge"), "mesh": ("mesh_agent", "mesh_reviser")}
+    open_ = [n for n in fitted if leave in TOPOS and n.split(".")[0] in roles[leave]]
+    kept = [names[i] for i in range(len(names)) if names[i] not in held and s["weights"][i] > 0]
+    in_rows = held_out_rows(
+        kept,
+        target[[names.index(n) for n in kept]],
+        med[[names.index(n) for n in kept]],
+        lo[[names.index(n) for n in kept]],
+        hi[[names.index(n) for n in kept]],
+    )
+    what = (
+        f"the {leave} topology (its {len(held)} moments)"
+        if leave in TOPOS
+        else f"{leave} (its mean and s.d. on every topology)"
+    )
+    lines = [
+        f"# Out of sample: Table 2 without {leave}",
+        "",
+        f"`mascot calibrate trials --paper-table2 --leave-out {leave}`: the surrogate fitted to SR Table 2 without "
+        f"{what}, every parameter started at the centre of its box (nothing of the held-out numbers enters), "
+        f"{s['iterations']} ES steps and {s['polish']['iterations']} Levenberg-Marquardt steps (objective "
+        f"{fmt_num(s['loss'])} on the {len(kept)} held-in moments), then {s['n_pred']} simulated runs of "
+        f"{s['n_trials']} trials, each at one of {s['n_boot']} bootstrap draws of the parameters with the "
+        "directions the held-in moments leave open spread over their boxes."
+        + (
+            f" No held-in moment moves {', '.join(open_)} (the {leave} topology's own roles): their draws span "
+            "their boxes, and the prediction for the held-out topology says how much its roles matter."
+            if open_
+            else ""
+        ),
+        "",
+        f"**Held-out moments inside their predicted 5-95% range: {k} of {len(rows)}**"
+        + (f" (outside: {', '.join(r['moment'] for r in rows if not r['inside'])})." if k < len(rows) else "."),
+        "",
+        "| held-out moment | Table 2 | predicted (median) | 5-95% | inside |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, "
+        f"{fmt_num(r['hi'])}] | {'yes' if r['inside'] else 'no'} |"
+        for r in rows
+    ]
+    k_in = sum(r["inside"] for r in in_rows)
+    lines += [
+        "",
+        f"In sample, for comparison (the {len(in_rows)} moments the fit saw, predicted the same way): {k_in} of "
+        f"{len(in_rows)} inside their range.",
+        "",
+        "| fitted moment | Table 2 | predicted (median) | 5-95% | inside |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, "
+        f"{fmt_num(r['hi'])}] | {'yes' if r['inside'] else 'no'} |"
+        for r in in_rows
+    ]
+    lines += ["", "The calibration's own report: [fit/report.md](fit/report.md).", ""]
+    res = {
+        "leave_out": leave,
+        "held_out": held,
+        "rows": rows,
+        "inside": k,
+        "n_moments": len(rows),
+        "in_sample": {"rows": in_rows, "inside": k_in, "n_moments": len(in_rows)},
+        "loss": s["loss"],
+        "iterations": s["iterations"],
+        "left_open": open_,
+        "seed": seed,
+        "n_boot": s["n_boot"],
+        "n_pred": s["n_pred"],
+        "wall_s": s["wall_s"],
+    }
+    atomic_write_text(out / "leave_out.md", "\n".join(lines))
+    atomic_write_text(out / "leave_out.json", json.dumps(json_clean(res), indent=1))
     return res
 
 

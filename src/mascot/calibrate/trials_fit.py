@@ -287,6 +287,7 @@ def calibrate_trials(
     profile: bool = True,
     polish: int = 6,
     progress=None,
+    hold_out=(),
 ) -> dict:
     """Fit the surrogate to ``source`` (a run directory, or ``None`` / ``"paper-table2"`` for the SR paper's
     Table 2) and write ``out/params.toml``, ``out/report.md``, ``out/fit.json`` and the observed-vs-predicted
@@ -300,7 +301,10 @@ def calibrate_trials(
     the arms' gap grow over the steps, and Parity misses), not only Table 2's 18 moments. ``polish``: at most
     this many Levenberg-Marquardt iterations after the ES fit (:func:`mascot.calibrate.fit.gauss_newton`, on
     ``max(4000, 2 x observed)`` simulated trials per topology under one key). ``progress(msg)``: one line per
-    stage and about ten during the ES fit (objective, elapsed and remaining time).
+    stage and about ten during the ES fit (objective, elapsed and remaining time). ``hold_out``: moment names
+    (``fit.json``'s ``moment_names``) the fit must not see (weight 0; an out-of-sample test predicts them); the
+    predictions are then made at the bootstrap draws with the unidentified directions' full spread (what the
+    held-in moments leave open is part of the prediction's uncertainty).
     Returns the summary dict."""
     if not (isinstance(sd_weight, (int, float)) and math.isfinite(sd_weight) and sd_weight >= 0):
         raise InputError(f"sd_weight must be a finite number >= 0; got {sd_weight!r}")
@@ -326,6 +330,12 @@ def calibrate_trials(
     mask = np.ones(target.size)
     names_m = moment_names(psteps)
     excluded = []
+    hold_out = tuple(hold_out)
+    bad = [h for h in hold_out if h not in names_m]
+    if bad:
+        raise InputError(f"hold_out: unknown moment(s) {', '.join(bad)}; the moments are {', '.join(names_m)}")
+    for h in hold_out:
+        mask[names_m.index(h)] = 0.0
     if info["kind"] == "paper":
         for t in ("mesh", "star"):
             for s in STATS:
@@ -486,11 +496,12 @@ def calibrate_trials(
     # the identified directions, and draws that far from the estimate no longer fit the table (its chain
     # E_ceg mean 2,094 fell outside the draws' 5-95% range, [740, 2,030])
     say(f"predictions: {n_pred} simulated runs of the observed size; writing the report and figures")
-    use_draws = len(ident) > 0 and info["kind"] == "run"
+    use_draws = len(ident) > 0 and (info["kind"] == "run" or bool(hold_out))
     if use_draws:
+        draws = boot_arr if hold_out else ident
         at_draws = [
             nest_params(_tie(d, d), judge=cfg.judge, base=base_nested)
-            for d in (dict(zip(bnames, ident[r % len(ident)])) for r in range(n_pred))
+            for d in (dict(zip(bnames, draws[r % len(draws)])) for r in range(n_pred))
         ]
         runs = _simulate_runs(at_draws, cfg, n_pred, seed + 777, profile=bool(psteps))
     else:
@@ -531,6 +542,7 @@ def calibrate_trials(
         "se": se.tolist(),
         "weights": w.tolist(),
         "excluded": excluded,
+        "held_out": list(hold_out),
         "predicted": {k: v.tolist() for k, v in pred.items()},
         "predicted_tests": pt,
         "observed_tests": obs_tests,

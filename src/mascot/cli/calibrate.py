@@ -74,6 +74,10 @@ def cmd_calibrate_trials(args) -> int:
             return _fail(f"--fit: {', '.join(bad) or 'an empty or repeated list'}; choose among {', '.join(known)}")
     if args.moments is not None and args.run_dir is None:
         return _fail("--moments chooses what to fit for a RUN_DIR; Table 2 has its 18 moments only")
+    if args.leave_out is not None and not args.paper_table2:
+        return _fail("--leave-out is a check of the --paper-table2 fit (a run directory has --split-half)")
+    if args.leave_out is not None and (args.fit is not None or args.init is not None):
+        return _fail("--leave-out fits every parameter from its box's centre; it takes no --fit or --init")
     if args.split_half and args.run_dir is None:
         return _fail("--split-half needs a RUN_DIR (it fits half of the run's trials and predicts the other half)")
     if args.init is not None:
@@ -141,6 +145,26 @@ def cmd_calibrate_trials(args) -> int:
         )
         print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
         return 0
+    if args.leave_out is not None:
+        from mascot.calibrate.trials_checks import leave_one_out_table2
+
+        with _staged(out) as stage:
+            r = leave_one_out_table2(
+                stage,
+                args.leave_out,
+                seed=args.seed,
+                n_boot=args.n_boot,
+                quick=args.quick,
+                steps=args.steps,
+                progress=kw["progress"],
+            )
+        print(
+            f"Table 2 without {args.leave_out}: fitted to the other moments (objective {r['loss']:.4g}); held-out "
+            f"moments inside their predicted 5-95% range: {r['inside']} of {r['n_moments']} (in sample: "
+            f"{r['in_sample']['inside']} of {r['in_sample']['n_moments']})"
+        )
+        print(f"wrote {Path(args.out) / 'leave_out.md'}, leave_out.json, fit/")
+        return 0
     with _staged(out) as stage:
         s = calibrate_trials(source, stage, **kw)
     width = max(len(k) for k in s["estimates"])
@@ -174,6 +198,8 @@ _OUTPUTS = (
     "step_profile.pdf",
     "split_half.md",
     "split_half.json",
+    "leave_out.md",
+    "leave_out.json",
     "fit",
     "fit.png",
     "fit.pdf",
@@ -403,6 +429,14 @@ def add_parsers(sub) -> None:
         "--split-half",
         action="store_true",
         help="fit half of RUN_DIR's trials (at random, per --seed) and predict the other half",
+    )
+    t.add_argument(
+        "--leave-out",
+        choices=["chain", "mesh", "star", "E_ceg", "R_cdr", "F_ps"],
+        default=None,
+        help="with --paper-table2, out of sample: fit Table 2 without this topology (its six moments) or metric "
+        "(its mean and s.d. on every topology), every parameter started at its box's centre, and predict what was "
+        "left out with 5-95%% ranges (writes leave_out.md, leave_out.json, fit/)",
     )
     t.add_argument(
         "--moments",
