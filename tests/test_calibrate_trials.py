@@ -428,3 +428,15 @@ def test_leave_one_out_never_sees_what_it_predicts(tmp_path, monkeypatch):
 def _paper_star_rows():
     """Table 2 as the paper prints it (independent of any monkeypatching: typed from the paper)."""
     return {"E_ceg": {"star": (1184.24, 951.91)}, "R_cdr": {"star": (-3.44, 2.4)}, "F_ps": {"star": (443.64, 307.45)}}
+
+
+def test_an_impossible_fixed_parameter_set_is_refused_before_the_fit(tmp_path):
+    """Found by the leave-one-out fits: a base with p_exact + p_echo > 1 ran a five-minute fit on an impossible
+    model and failed only when writing params.toml; it is refused at once now, naming the constraint."""
+    from mascot.calibrate.trials import nest_params
+    from mascot.calibrate.trials_fit import calibrate_trials
+
+    bad = nest_params({"star_leaf.p_echo": 0.5, "star_leaf.p_exact": 0.9})
+    with pytest.raises(ValueError, match="p_exact \\+ p_echo must be <= 1"):
+        calibrate_trials(None, tmp_path / "c", quick=True, steps=2, n_boot=0, base=bad)
+    assert not (tmp_path / "c").exists()

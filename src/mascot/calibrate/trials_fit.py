@@ -316,15 +316,19 @@ def calibrate_trials(
     fparams = tuple(p for p in FIT_PARAMS if p.name in (DEFAULT_FIT if fit_names is None else fit_names))
     if fit_names is not None and len(fparams) != len(set(fit_names)):
         raise InputError(f"fit_names must be among {', '.join(p.name for p in FIT_PARAMS)}; got {fit_names}")
+    from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
     init_nested = None
     if init is not None:
-        from mascot.protocols.state_tracking.surrogate import SurrogateBackend
-
         init_nested = SurrogateBackend.from_params(init).params() if not isinstance(init, dict) else init
     # the parameters not fitted: from base, else from the init file, else hand-tuned-v1
     base_nested = (
         base if base is not None else init_nested if init_nested is not None else nest_params({}, judge=cfg.judge)
     )
+    try:  # an impossible parameter set is refused now, not when the fitted file is written minutes later
+        SurrogateBackend(**base_nested)
+    except (TypeError, ValueError) as e:
+        raise InputError(f"the parameters not fitted do not make a valid surrogate: {e}") from None
     bflat = flat_params(base_nested)
     kw = {"params": fparams, "base": bflat, "profile_steps": psteps}
     mask = np.ones(target.size)
