@@ -396,7 +396,7 @@ def test_leave_one_out_never_sees_what_it_predicts(tmp_path, monkeypatch):
     """Issue 31: Table 2 without the star topology. Other star numbers give the same estimate and predictions
     (the fit never reads them; every parameter starts at its box's centre, not at a start fitted to all of
     Table 2); the rows' observed values are Table 2's star moments, the report counts what it says, and the
-    star's own roles are named as left open."""
+    star's own roles are not fitted (no held-in moment moves them) but drawn in their boxes."""
     import json
 
     from mascot import papers
@@ -418,7 +418,11 @@ def test_leave_one_out_never_sees_what_it_predicts(tmp_path, monkeypatch):
     for r in a["rows"]:
         assert r["inside"] == (r["lo"] <= r["held_out"] <= r["hi"])
     assert all(w == 0 for n, w in zip(fa["moment_names"], fa["weights"]) if n.startswith("star."))
-    assert set(a["left_open"]) == {n for n in fa["estimates"] if n.startswith(("star_leaf.", "star_judge."))}
+    from mascot.calibrate.trials_fit import DEFAULT_FIT
+
+    star_roles = {n for n in DEFAULT_FIT if n.startswith(("star_leaf.", "star_judge."))}
+    assert len(star_roles) == 6 and set(a["left_open"]) == set(fa["prior"]) == star_roles
+    assert not star_roles & set(fa["estimates"])  # not fitted: drawn in their boxes for the predictions
     text = (tmp_path / "a" / "leave_out.md").read_text()
     assert f"inside their predicted 5-95% range: {a['inside']} of 6**" in text
     with pytest.raises(ValueError, match="leave must be one of"):

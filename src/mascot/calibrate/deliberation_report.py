@@ -52,8 +52,8 @@ def _fig_fit(result: dict, out: Path) -> list[str]:
         o = [obs.get(f"{key}:{s}", math.nan) * scale for s in strategies]
         p = [pred[f"{key}:{s}"] * scale for s in strategies]
         w = 0.27 if harness else 0.38
-        ax.bar(x - w, o, w, color="0.35", label=src)
-        ax.bar(x, p, w, color="tab:orange", label="JAX simulator (256 runs)")
+        ax.bar(x - w, o, w, color="0.35", label=f"{src}: the fit's targets")
+        ax.bar(x, p, w, color="tab:orange", label="fitted JAX simulator (256 runs)")
         if harness:
             hm = [np.mean([ln[key] for ln in harness["lanes"] if ln["strategy"] == s]) for s in strategies]
             hs = [np.std([ln[key] for ln in harness["lanes"] if ln["strategy"] == s], ddof=1) for s in strategies]
@@ -77,7 +77,7 @@ def _fig_fit(result: dict, out: Path) -> list[str]:
             va="top",
             fontsize=7,
         )
-    fig.suptitle(f"Observed vs predicted: {_title(result)}", fontsize=10)
+    fig.suptitle(f"In sample (fitted to these numbers, not a test of prediction): {_title(result)}", fontsize=10)
     fig.tight_layout()
     return _save(fig, out / "fit")
 

@@ -150,10 +150,14 @@ def leave_one_out_table2(
     # the fitted parameters at their boxes' centres; the extensions the default fit leaves off (echoes,
     # abstention) stay off, as in every Table 2 fit
     centre = nest_params({p.name: 0.5 * (p.lo + p.hi) for p in FIT_PARAMS if p.name in DEFAULT_FIT})
+    roles = {"chain": ("chain",), "star": ("star_leaf", "star_judge"), "mesh": ("mesh_agent", "mesh_reviser")}
+    open_ = [n for n in DEFAULT_FIT if leave in TOPOS and n.split(".")[0] in roles[leave]]
     out = Path(out)
     s = calibrate_trials(
         None,
         out / "fit",
+        fit_names=tuple(n for n in DEFAULT_FIT if n not in open_),
+        prior=tuple(open_),
         seed=seed,
         n_boot=n_boot,
         quick=quick,
@@ -172,9 +176,9 @@ def leave_one_out_table2(
     lo, hi, med = (np.asarray(s["predicted"][k], float) for k in ("lo", "hi", "median"))
     rows = held_out_rows(held, target[idx], med[idx], lo[idx], hi[idx])
     k = sum(r["inside"] for r in rows)
-    fitted = list(s["estimates"])
-    roles = {"chain": ("chain",), "star": ("star_leaf", "star_judge"), "mesh": ("mesh_agent", "mesh_reviser")}
-    open_ = [n for n in fitted if leave in TOPOS and n.split(".")[0] in roles[leave]]
+    for r in rows:  # how sharp a prediction is: the range's width over the value it should cover
+        r["width"] = (r["hi"] - r["lo"]) / abs(r["held_out"]) if r["held_out"] else math.inf
+    width = float(np.median([r["width"] for r in rows]))
     kept = [names[i] for i in range(len(names)) if names[i] not in held and s["weights"][i] > 0]
     in_rows = held_out_rows(
         kept,
@@ -195,24 +199,26 @@ def leave_one_out_table2(
         f"{what}, every parameter started at the centre of its box (nothing of the held-out numbers enters), "
         f"{s['iterations']} ES steps and {s['polish']['iterations']} Levenberg-Marquardt steps (objective "
         f"{fmt_num(s['loss'])} on the {len(kept)} held-in moments), then {s['n_pred']} simulated runs of "
-        f"{s['n_trials']} trials, each at one of {s['n_boot']} bootstrap draws of the parameters with the "
-        "directions the held-in moments leave open spread over their boxes."
+        f"{s['n_trials']} trials, each at one of {s['n_boot']} bootstrap draws of the fitted parameters"
         + (
-            f" No held-in moment moves {', '.join(open_)} (the {leave} topology's own roles): their draws span "
-            "their boxes, and the prediction for the held-out topology says how much its roles matter."
+            f"; no held-in moment can move {', '.join(open_)} (the {leave} topology's own roles): they are not "
+            "fitted, and each simulated run draws them uniformly in their boxes, so the range says how much of "
+            "the held-out topology its roles decide."
             if open_
-            else ""
+            else "."
         ),
         "",
         f"**Held-out moments inside their predicted 5-95% range: {k} of {len(rows)}**"
-        + (f" (outside: {', '.join(r['moment'] for r in rows if not r['inside'])})." if k < len(rows) else "."),
+        + (f" (outside: {', '.join(r['moment'] for r in rows if not r['inside'])})" if k < len(rows) else "")
+        + f"; the ranges' median width is {fmt_num(width)} times the Table 2 value (a range many times wider than "
+        "the value predicts little, whatever it covers).",
         "",
-        "| held-out moment | Table 2 | predicted (median) | 5-95% | inside |",
-        "| --- | --- | --- | --- | --- |",
+        "| held-out moment | Table 2 | predicted (median) | 5-95% | width / Table 2 | inside |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
         f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, "
-        f"{fmt_num(r['hi'])}] | {'yes' if r['inside'] else 'no'} |"
+        f"{fmt_num(r['hi'])}] | {fmt_num(r['width'])} | {'yes' if r['inside'] else 'no'} |"
         for r in rows
     ]
     k_in = sum(r["inside"] for r in in_rows)
@@ -236,6 +242,7 @@ def leave_one_out_table2(
         "rows": rows,
         "inside": k,
         "n_moments": len(rows),
+        "median_width": width,
         "in_sample": {"rows": in_rows, "inside": k_in, "n_moments": len(in_rows)},
         "loss": s["loss"],
         "iterations": s["iterations"],

@@ -19,30 +19,54 @@ def figures(s: dict, stem: Path) -> list:
     from mascot.analysis.figures import save_figure
 
     names = s["moment_names"]
+    held = set(s.get("held_out") or ())
     fig, axes = plt.subplots(1, 3, figsize=(13, 4))
     for ax, m in zip(axes, METRICS):
         for j, t in enumerate(TOPOS):
             i = names.index(f"{t}.{m}.mean")
             o, e = s["target"][i], s["se"][i]
             p, lo, hi = s["predicted"]["median"][i], s["predicted"]["lo"][i], s["predicted"]["hi"][i]
+            kind = "held" if names[i] in held else "off" if names[i] in s["excluded"] else "fit"
             ax.errorbar(
-                [j - 0.1], [o], yerr=[[2 * e], [2 * e]], fmt="o", color="k", label="observed ± 2 se" if j == 0 else None
+                [j - 0.1],
+                [o],
+                yerr=[[2 * e], [2 * e]],
+                fmt="o",
+                mfc="k" if kind == "fit" else "white",
+                color={"held": "#1f77b4", "off": "0.5", "fit": "k"}[kind],
+                label={
+                    "held": "observed ± 2 se, held out (predicted)",
+                    "off": "observed ± 2 se, not fitted *",
+                    "fit": "observed ± 2 se, fitted to",
+                }[kind],
             )
-            ax.errorbar(
-                [j + 0.1],
-                [p],
-                yerr=[[p - lo], [hi - p]],
-                fmt="s",
-                color="#d62728",
-                label="predicted (5-95%)" if j == 0 else None,
-            )
+            ax.errorbar([j + 0.1], [p], yerr=[[p - lo], [hi - p]], fmt="s", color="#d62728", label="model (5-95%)")
         # a moment not fitted: its topology marked with * (a footnote says why), not a label over the data
-        ax.set_xticks(range(3), [t + (" *" if f"{t}.{m}.mean" in s["excluded"] else "") for t in TOPOS])
+        ax.set_xticks(
+            range(3),
+            [t + (" *" if f"{t}.{m}.mean" in s["excluded"] and f"{t}.{m}.mean" not in held else "") for t in TOPOS],
+        )
         ax.set_title(f"mean {m}")
-    fig.suptitle(f"Observed vs predicted: {s['source']}", fontsize=10)
+    what = (
+        "fitted to the black points, predicting the blue ones (out of sample)"
+        if held
+        else "in sample: the model fitted to these points (not a test of prediction)"
+    )
+    fig.suptitle(f"{s['source']}: {what}", fontsize=10)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
-    h, lab = axes[0].get_legend_handles_labels()
-    fig.legend(h, lab, loc="lower center", bbox_to_anchor=(0.5, 0.03), ncol=2, fontsize=9, frameon=False)
+    seen: dict = {}
+    for a in axes:  # one legend entry per kind of marker, whichever panel has it
+        for h, lab in zip(*a.get_legend_handles_labels()):
+            seen.setdefault(lab.strip(), h)
+    fig.legend(
+        list(seen.values()),
+        list(seen),
+        loc="lower center",
+        bbox_to_anchor=(0.5, 0.03),
+        ncol=len(seen),
+        fontsize=8,
+        frameon=False,
+    )
     if s["excluded"]:
         fig.text(
             0.5,
@@ -94,7 +118,7 @@ def _profile_figure(s: dict, stem: Path) -> list:
         ax.set_xticks(range(len(tags)), [("steps " if "-" in g else "step ") + g[1:] for g in tags])
         ax.set_title(title, fontsize=10)
     axes[0].set_ylabel("mean over trials")
-    fig.suptitle(f"Step profile, observed vs predicted: {s['source']}", fontsize=10)
+    fig.suptitle(f"Step profile, in sample (the model fitted to these points): {s['source']}", fontsize=10)
     fig.tight_layout(rect=(0, 0.1, 1, 1))
     h, lab = axes[0].get_legend_handles_labels()
     fig.legend(h, lab, loc="lower center", ncol=3, fontsize=8, frameon=False)

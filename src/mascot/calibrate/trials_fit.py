@@ -288,6 +288,7 @@ def calibrate_trials(
     polish: int = 6,
     progress=None,
     hold_out=(),
+    prior=(),
 ) -> dict:
     """Fit the surrogate to ``source`` (a run directory, or ``None`` / ``"paper-table2"`` for the SR paper's
     Table 2) and write ``out/params.toml``, ``out/report.md``, ``out/fit.json`` and the observed-vs-predicted
@@ -303,8 +304,9 @@ def calibrate_trials(
     ``max(4000, 2 x observed)`` simulated trials per topology under one key). ``progress(msg)``: one line per
     stage and about ten during the ES fit (objective, elapsed and remaining time). ``hold_out``: moment names
     (``fit.json``'s ``moment_names``) the fit must not see (weight 0; an out-of-sample test predicts them); the
-    predictions are then made at the bootstrap draws with the unidentified directions' full spread (what the
-    held-in moments leave open is part of the prediction's uncertainty).
+    predictions are then made at the bootstrap draws, as for a run. ``prior``: parameters of :data:`FIT_PARAMS`
+    not fitted because no moment of this fit can move them (a held-out topology's own roles): each prediction
+    run draws them uniformly in their boxes, so that what the fit cannot know widens the predicted range.
     Returns the summary dict."""
     if not (isinstance(sd_weight, (int, float)) and math.isfinite(sd_weight) and sd_weight >= 0):
         raise InputError(f"sd_weight must be a finite number >= 0; got {sd_weight!r}")
@@ -334,7 +336,10 @@ def calibrate_trials(
     mask = np.ones(target.size)
     names_m = moment_names(psteps)
     excluded = []
-    hold_out = tuple(hold_out)
+    hold_out, prior = tuple(hold_out), tuple(prior)
+    bad_p = [k for k in prior if k not in {p.name for p in FIT_PARAMS} or k in {p.name for p in fparams}]
+    if bad_p:
+        raise InputError(f"prior: {', '.join(bad_p)} must be parameters of FIT_PARAMS that are not fitted")
     bad = [h for h in hold_out if h not in names_m]
     if bad:
         raise InputError(f"hold_out: unknown moment(s) {', '.join(bad)}; the moments are {', '.join(names_m)}")
@@ -502,10 +507,15 @@ def calibrate_trials(
     say(f"predictions: {n_pred} simulated runs of the observed size; writing the report and figures")
     use_draws = len(ident) > 0 and (info["kind"] == "run" or bool(hold_out))
     if use_draws:
-        draws = boot_arr if hold_out else ident
+        # parameters no moment of this fit can move (prior): for each run a uniform draw in its box
+        rp = np.random.default_rng([seed, 31])
+        boxes = {p.name: (p.lo, p.hi) for p in FIT_PARAMS if p.name in prior}
         at_draws = [
             nest_params(_tie(d, d), judge=cfg.judge, base=base_nested)
-            for d in (dict(zip(bnames, draws[r % len(draws)])) for r in range(n_pred))
+            for d in (
+                {**dict(zip(bnames, ident[r % len(ident)])), **{k: rp.uniform(*b) for k, b in boxes.items()}}
+                for r in range(n_pred)
+            )
         ]
         runs = _simulate_runs(at_draws, cfg, n_pred, seed + 777, profile=bool(psteps))
     else:
@@ -547,6 +557,7 @@ def calibrate_trials(
         "weights": w.tolist(),
         "excluded": excluded,
         "held_out": list(hold_out),
+        "prior": list(prior),
         "predicted": {k: v.tolist() for k, v in pred.items()},
         "predicted_tests": pt,
         "observed_tests": obs_tests,
