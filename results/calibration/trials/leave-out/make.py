@@ -3,7 +3,8 @@ to Table 2, each without one topology (its six moments) or one metric (its mean 
 every parameter started at the centre of its box, each predicting what it did not see:
 `mascot calibrate trials --paper-table2 --leave-out X --out leave-out/X` for X in chain, mesh, star, E_ceg, R_cdr,
 F_ps, then `summary.md` from their leave_out.json files. Run from the repository root:
-python results/calibration/trials/leave-out/make.py [STEPS] (default 300 ES steps per fit)."""
+python results/calibration/trials/leave-out/make.py [STEPS [N_BOOT]] (default 300 ES steps and 100 bootstrap
+draws per fit)."""
 
 import json
 import os
@@ -16,10 +17,11 @@ root = here.parents[3]
 os.chdir(root)
 here = here.relative_to(root)
 steps = sys.argv[1] if len(sys.argv) > 1 else "300"
+n_boot = sys.argv[2] if len(sys.argv) > 2 else "100"
 cases = ("chain", "mesh", "star", "E_ceg", "R_cdr", "F_ps")
 for x in cases:
     cmd = [sys.executable, "-m", "mascot", "calibrate", "trials", "--paper-table2", "--leave-out", x]
-    subprocess.run([*cmd, "--steps", steps, "--seed", "0", "--out", str(here / x)], check=True)
+    subprocess.run([*cmd, "--steps", steps, "--n-boot", n_boot, "--seed", "0", "--out", str(here / x)], check=True)
 rows = []
 for x in cases:
     r = json.loads((here / x / "leave_out.json").read_text())
@@ -34,7 +36,7 @@ n = sum(json.loads((here / x / "leave_out.json").read_text())["n_moments"] for x
 lines = [
     "# SR Table 2 out of sample: leave one topology or metric out",
     "",
-    f"Made by `make.py` ({steps} ES steps per fit, seed 0). Each row: a fit to Table 2 without the named topology"
+    f"Made by `make.py` ({steps} ES steps and {n_boot} bootstrap draws per fit, seed 0). Each row: a fit to Table 2 without the named topology"
     " or metric, every parameter started at its box's centre, predicting the held-out moments (5-95% ranges of"
     f" {n_pred} simulated 100-trial runs, each at a bootstrap draw of the parameters with what the held-in moments leave"
     " open spread over its box). Details in each directory's `leave_out.md`.",
