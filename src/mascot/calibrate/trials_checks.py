@@ -179,14 +179,9 @@ def leave_one_out_table2(
     for r in rows:  # how sharp a prediction is: the range's width over the value it should cover
         r["width"] = (r["hi"] - r["lo"]) / abs(r["held_out"]) if r["held_out"] else math.inf
     width = float(np.median([r["width"] for r in rows]))
-    kept = [names[i] for i in range(len(names)) if names[i] not in held and s["weights"][i] > 0]
-    in_rows = held_out_rows(
-        kept,
-        target[[names.index(n) for n in kept]],
-        med[[names.index(n) for n in kept]],
-        lo[[names.index(n) for n in kept]],
-        hi[[names.index(n) for n in kept]],
-    )
+    ki = [i for i, n in enumerate(names) if n not in held and s["weights"][i] > 0]
+    kept = [names[i] for i in ki]
+    in_rows = held_out_rows(kept, target[ki], med[ki], lo[ki], hi[ki])
     what = (
         f"the {leave} topology (its {len(held)} moments)"
         if leave in TOPOS
@@ -213,13 +208,7 @@ def leave_one_out_table2(
         + f"; the ranges' median width is {fmt_num(width)} times the Table 2 value (a range many times wider than "
         "the value predicts little, whatever it covers).",
         "",
-        "| held-out moment | Table 2 | predicted (median) | 5-95% | width / Table 2 | inside |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, "
-        f"{fmt_num(r['hi'])}] | {fmt_num(r['width'])} | {'yes' if r['inside'] else 'no'} |"
-        for r in rows
+        *_moment_table(rows, "held-out moment", width=True),
     ]
     k_in = sum(r["inside"] for r in in_rows)
     lines += [
@@ -227,13 +216,7 @@ def leave_one_out_table2(
         f"In sample, for comparison (the {len(in_rows)} moments the fit saw, predicted the same way): {k_in} of "
         f"{len(in_rows)} inside their range.",
         "",
-        "| fitted moment | Table 2 | predicted (median) | 5-95% | inside |",
-        "| --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, "
-        f"{fmt_num(r['hi'])}] | {'yes' if r['inside'] else 'no'} |"
-        for r in in_rows
+        *_moment_table(in_rows, "fitted moment"),
     ]
     lines += ["", "The calibration's own report: [fit/report.md](fit/report.md).", ""]
     res = {
@@ -255,6 +238,24 @@ def leave_one_out_table2(
     atomic_write_text(out / "leave_out.md", "\n".join(lines))
     atomic_write_text(out / "leave_out.json", json.dumps(json_clean(res), indent=1))
     return res
+
+
+def _moment_table(rows: list[dict], first: str, width: bool = False) -> list[str]:
+    """Markdown rows of :func:`~mascot.calibrate.fit.held_out_rows` against Table 2 (with each range's width over
+    the value when ``width``)."""
+    w = (" width / Table 2 |", " --- |") if width else ("", "")
+    out = [
+        f"| {first} | Table 2 | predicted (median) | 5-95% |{w[0]} inside |",
+        f"| --- | --- | --- | --- |{w[1]} --- |",
+    ]
+    out += [
+        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, "
+        f"{fmt_num(r['hi'])}] |"
+        + (f" {fmt_num(r['width'])} |" if width else "")
+        + f" {'yes' if r['inside'] else 'no'} |"
+        for r in rows
+    ]
+    return out
 
 
 def recovery(
