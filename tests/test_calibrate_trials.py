@@ -413,10 +413,15 @@ def test_leave_one_out_never_sees_what_it_predicts(tmp_path, monkeypatch):
     assert fa["estimates"] == fb["estimates"] and fa["predicted"] == fb["predicted"]
     assert a["held_out"] == [f"star.{m}.{s}" for m in ("E_ceg", "R_cdr", "F_ps") for s in ("mean", "sd")]
     want = {f"star.{m}.{s}": v for m, row in _paper_star_rows().items() for s, v in zip(("mean", "sd"), row["star"])}
-    assert {r["moment"]: r["held_out"] for r in a["rows"]} == want
+    # the star's R_cdr, which no Table 2 fit reaches (excluded in the record), is shown apart, not counted
+    apart = {"star.R_cdr.mean", "star.R_cdr.sd"}
+    assert {r["moment"] for r in a["not_counted"]} == apart == set(fa["excluded"]) & set(a["held_out"])
+    assert {r["moment"]: r["held_out"] for r in a["rows"] + a["not_counted"]} == want
+    assert {r["moment"] for r in a["rows"]} == set(want) - apart and a["n_moments"] == 4
     assert {r["moment"]: r["held_out"] for r in b["rows"]}["star.E_ceg.mean"] == 1184.24 * 3 + 1
     for r in a["rows"]:
         assert r["inside"] == (r["lo"] <= r["held_out"] <= r["hi"])
+    assert a["inside"] == sum(r["inside"] for r in a["rows"])
     assert all(w == 0 for n, w in zip(fa["moment_names"], fa["weights"]) if n.startswith("star."))
     from mascot.calibrate.trials_fit import DEFAULT_FIT
 
@@ -424,7 +429,14 @@ def test_leave_one_out_never_sees_what_it_predicts(tmp_path, monkeypatch):
     assert len(star_roles) == 6 and set(a["left_open"]) == set(fa["prior"]) == star_roles
     assert not star_roles & set(fa["estimates"])  # not fitted: drawn in their boxes for the predictions
     text = (tmp_path / "a" / "leave_out.md").read_text()
-    assert f"inside their predicted 5-95% range: {a['inside']} of 6**" in text
+    assert f"inside their predicted 5-95% range: {a['inside']} of 4**" in text
+    assert "| star.R_cdr.mean | -3.44 |" in text and text.count("not counted |") == 2
+    # the report is rendered from the record: rendering it again gives the same files
+    from mascot.calibrate.trials_checks import leave_out_report
+
+    files = {f: (tmp_path / "a" / f).read_bytes() for f in ("leave_out.md", "leave_out.json")}
+    assert leave_out_report(tmp_path / "a", "star") == a
+    assert files == {f: (tmp_path / "a" / f).read_bytes() for f in files}
     with pytest.raises(ValueError, match="leave must be one of"):
         leave_one_out_table2(tmp_path / "c", "ring", **kw)
 

@@ -22,11 +22,11 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from damage import flip_page_byte  # noqa: E402  (tests/damage.py)
+from damage import flip_page_byte, read_plan, write_plan  # noqa: E402  (tests/damage.py)
 from mascot.cli import main
 from mascot.cli.slurm import render
 from mascot.io import DirectoryLocked, atomic_write_text, lock_dir, remove_stale_temps
-from mascot.protocols.rundir import lock_run_dir
+from mascot.rundir import lock_run_dir
 from mascot.sweep import ConfigError, MissingChunksError, RunDir, load_config, parse_config, run_sweep
 
 SWEEP = """
@@ -155,7 +155,7 @@ def test_out_with_a_quote_is_refused_before_anything_is_written(tmp_path, capsys
 # ----------------------------------------------------------------------------- 3. concurrent runs
 _HOLDER = textwrap.dedent("""
     import sys, time
-    from mascot.protocols.rundir import lock_run_dir
+    from mascot.rundir import lock_run_dir
     lock = lock_run_dir(sys.argv[1])
     print("locked", flush=True)
     time.sleep(120)
@@ -283,7 +283,7 @@ def test_lock_file_symlink_is_refused(tmp_path):
     assert not (tmp_path / "elsewhere").exists()
 
 
-@pytest.mark.parametrize("component", ["chunks", "plan.json", "config.toml"])
+@pytest.mark.parametrize("component", ["chunks", "run.json", "config.toml"])
 def test_a_linked_run_directory_component_is_refused_by_run_status_and_merge(run_dir, tmp_path, capsys, component):
     """Found by the sweep probe: a chunks/ directory replaced by a link sent every chunk of a rerun outside the run
     directory (exit 0). A linked component is refused by run, status and merge; nothing is written through it."""
@@ -311,7 +311,7 @@ def test_a_linked_run_directory_component_is_refused_by_run_status_and_merge(run
 def test_stale_temps_of_killed_writers_are_removed_when_a_run_dir_opens(run_dir, tmp_path):
     outside = tmp_path / "outside.txt"
     outside.write_text("precious")
-    stale = [run_dir / ".plan.json.k3j4h5.tmp", run_dir / "chunks" / ".chunk-000001.parquet.a8f7z.tmp"]
+    stale = [run_dir / ".run.json.k3j4h5.tmp", run_dir / "chunks" / ".chunk-000001.parquet.a8f7z.tmp"]
     for p in stale:
         p.write_bytes(b"half a file")
     (run_dir / ".config.toml.zz9.tmp").symlink_to(outside)
@@ -371,7 +371,7 @@ def test_chunk_copied_over_another_is_not_merged(run_dir, tmp_path):
 def test_merge_refuses_to_write_into_its_inputs(run_dir, capsys):
     chunk = RunDir(run_dir).chunk_path(0)
     data = chunk.read_bytes()
-    for target in (chunk, run_dir / "chunks" / "new.parquet", run_dir / "plan.json", run_dir / "config.toml"):
+    for target in (chunk, run_dir / "chunks" / "new.parquet", run_dir / "run.json", run_dir / "config.toml"):
         assert main(["merge", str(run_dir), "--out", str(target)]) == 2
         assert "overwrite the run directory" in _err_line(capsys)
     assert chunk.read_bytes() == data
@@ -478,8 +478,8 @@ def test_out_pointing_at_a_file_is_refused(tmp_path, capsys):
     assert f.read_text() == "x"
 
 
-def test_corrupt_plan_json_is_named(run_dir, tmp_path, capsys):
-    (run_dir / "plan.json").write_text('{"hash": "abc", ')
+def test_corrupt_run_json_is_named(run_dir, tmp_path, capsys):
+    (run_dir / "run.json").write_text('{"hash": "abc", ')
     for cmd in (
         ["status", str(run_dir)],
         ["merge", str(run_dir)],
@@ -487,7 +487,7 @@ def test_corrupt_plan_json_is_named(run_dir, tmp_path, capsys):
     ):
         assert main(cmd) == 2
         err = _err_line(capsys)
-        assert "plan.json is corrupt" in err
+        assert "run.json is corrupt" in err
 
 
 BAD_ADJACENCY = {
@@ -679,7 +679,7 @@ def test_run_into_a_non_empty_directory_without_a_plan_is_refused(tmp_path, caps
     (d / "config.toml").write_text("notes")
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(d), "--quiet"]) == 2
     assert "not empty and is not a mascot run directory" in _err_line(capsys)
-    assert (d / "config.toml").read_text() == "notes" and not (d / "plan.json").exists()
+    assert (d / "config.toml").read_text() == "notes" and not (d / "run.json").exists()
     e = tmp_path / "empty"
     e.mkdir()
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(e), "--quiet"]) == 0
@@ -698,8 +698,7 @@ def test_run_into_a_non_empty_directory_without_a_plan_is_refused(tmp_path, caps
     ],
 )
 def test_a_tampered_plan_is_refused_in_one_line(run_dir, tmp_path, capsys, edit, match):
-    pf = run_dir / "plan.json"
-    pf.write_text(json.dumps(edit(json.loads(pf.read_text()))))
+    write_plan(run_dir, edit(read_plan(run_dir)))
     for cmd in (
         ["status", str(run_dir)],
         ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")],
@@ -763,8 +762,8 @@ def test_footer_bit_flips_never_merge_changed_data(run_dir):
 
 
 def test_a_shard_whose_sibling_writes_the_plan_meanwhile_joins_the_run(tmp_path, monkeypatch):
-    """Two shards opening a fresh directory at once: one checks for plan.json (absent), the other writes
-    config.toml and plan.json, the first lists the directory. It refused 'holds plan.json' (85 of 8,000 tries
+    """Two shards opening a fresh directory at once: one checks for its run.json (absent), the other writes
+    config.toml and run.json, the first lists the directory. It refused 'holds plan.json' (85 of 8,000 tries
     with 8 shards); it must join the run."""
     from pathlib import Path
 
@@ -775,7 +774,7 @@ def test_a_shard_whose_sibling_writes_the_plan_meanwhile_joins_the_run(tmp_path,
     state = {"raced": False}
 
     def exists(self):
-        if self.name == "plan.json" and self.parent == d and not state["raced"]:
+        if self.name == "run.json" and self.parent == d and not state["raced"]:
             state["raced"] = True
             out = real_exists(self)
             sibling.init(cfg)  # the other shard, between our check and our listing
@@ -785,7 +784,7 @@ def test_a_shard_whose_sibling_writes_the_plan_meanwhile_joins_the_run(tmp_path,
     d.mkdir()
     monkeypatch.setattr(Path, "exists", exists)
     RunDir(d).init(cfg)
-    assert state["raced"] and json.loads((d / "plan.json").read_text())["hash"] == cfg.hash
+    assert state["raced"] and read_plan(d)["hash"] == cfg.hash
 
 
 def test_status_quick_finds_a_footer_whose_row_count_or_columns_differ_from_what_was_written(run_dir, capsys):
@@ -818,8 +817,8 @@ def test_status_of_a_missing_directory_and_a_report_into_a_file_say_so(run_dir, 
 
 # ----------------------------------------------------------------------------- 11. found by an outside tester, 2026-12-01 (2)
 def test_runs_of_different_configs_started_together_in_a_new_directory_never_both_start(tmp_path):
-    """Both used to pass the plan check (no plan.json yet) and write their own config.toml and plan.json: one
-    run's chunks were then labelled with the other's config. plan.json is now published exclusively."""
+    """Both used to pass the plan check (no plan yet) and write their own config.toml and plan: one run's
+    chunks were then labelled with the other's config. The plan (run.json) is now published exclusively."""
     import threading
 
     cfgs = [parse_config(sweep_text(seed)) for seed in range(1, 7)]
@@ -847,17 +846,17 @@ def test_runs_of_different_configs_started_together_in_a_new_directory_never_bot
         won = [i for i, o in outcome.items() if o == "ok"]
         assert len(won) == 1, outcome
         assert all("holds a different run" in o for i, o in outcome.items() if i not in won)
-        plan = json.loads((d / "plan.json").read_text())
+        plan = read_plan(d)
         assert plan["hash"] == cfgs[won[0]].hash and (d / "config.toml").read_text() == cfgs[won[0]].text
         assert not [p for p in d.iterdir() if p.name.endswith(".tmp")]
 
 
 def test_exclusive_atomic_write_never_replaces_a_file(tmp_path):
-    f = tmp_path / "plan.json"
+    f = tmp_path / "run.json"
     atomic_write_text(f, "first", exclusive=True)
     with pytest.raises(FileExistsError):
         atomic_write_text(f, "second", exclusive=True)
-    assert f.read_text() == "first" and sorted(p.name for p in tmp_path.iterdir()) == ["plan.json"]
+    assert f.read_text() == "first" and sorted(p.name for p in tmp_path.iterdir()) == ["run.json"]
 
 
 def test_a_lost_config_toml_is_restored_by_the_next_run(run_dir, tmp_path, capsys):
@@ -870,14 +869,13 @@ def test_a_lost_config_toml_is_restored_by_the_next_run(run_dir, tmp_path, capsy
 
 
 def test_a_plan_edited_to_agree_with_itself_is_checked_against_config_toml(run_dir, tmp_path, capsys):
-    pf = run_dir / "plan.json"
-    plan = json.loads(pf.read_text())
-    pf.write_text(json.dumps(dict(plan, n_points=10**8, n_chunks=-(-(10**8) // plan["chunk_size"]))))
+    plan = read_plan(run_dir)
+    write_plan(run_dir, dict(plan, n_points=10**8, n_chunks=-(-(10**8) // plan["chunk_size"])))
     for cmd in (["status", str(run_dir)], ["merge", str(run_dir), "--out", str(tmp_path / "m.parquet")]):
         assert main(cmd) == 2
         assert "does not match" in (err := _err_line(capsys)) and "n_points 100000000 there" in err
     assert not (tmp_path / "m.parquet").exists()
-    pf.write_text(json.dumps(dict(plan, kind="spectra", name="zzz")))
+    write_plan(run_dir, dict(plan, kind="spectra", name="zzz"))
     assert main(["status", str(run_dir)]) == 2
     assert "kind spectra there" in (err := _err_line(capsys)) and "name zzz there" in err
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 2  # run too
@@ -964,7 +962,7 @@ def test_a_report_refuses_a_merged_file_changed_since_merge_and_names_its_experi
         assert main(["report", "consensus-sweep", str(tmp_path / f"{name}.parquet"), "--out", str(tmp_path / "b")]) == 2
         assert "not the file `mascot merge` wrote" in _err_line(capsys) and not (tmp_path / "b").exists()
     assert main(["report", "consensus-sweep", str(merged), "--out", str(tmp_path / "r")]) == 0
-    plan = json.loads((run_dir / "plan.json").read_text())
+    plan = read_plan(run_dir)
     assert f"experiment `{plan['name']}` (hash {plan['hash']})" in (tmp_path / "r" / "README.md").read_text()
     pq.write_table(t.replace_schema_metadata(None), tmp_path / "bare.parquet")  # no metadata: reported as it is
     assert main(["report", "consensus-sweep", str(tmp_path / "bare.parquet"), "--out", str(tmp_path / "r2")]) == 0
@@ -1023,3 +1021,24 @@ def test_a_reply_holding_a_lone_surrogate_is_written_and_reads_back(tmp_path):
     append_jsonl(tmp_path / "t.jsonl", rows)
     assert read_jsonl(tmp_path / "t.jsonl") == rows
     assert (tmp_path / "t.jsonl").read_bytes().splitlines()[0] == '{"text": "ok é"}'.encode()  # UTF-8 as before
+
+
+def test_a_sweep_and_a_trials_run_never_take_each_others_directory(run_dir, tmp_path, capsys):
+    """One run.json format for every run directory: each kind refuses the other's directory, naming both kinds,
+    and leaves it as it was."""
+    trials = tmp_path / "trials"
+    args = ["trials", "--backend", "surrogate", "--n-trials", "1", "--steps", "2", "--no-figures", "--quiet"]
+    assert main([*args, "--out", str(trials)]) == 0
+    before = {p: p.read_bytes() for p in (trials / "run.json", run_dir / "run.json")}
+    assert json.loads((trials / "run.json").read_text())["kind"] == "mascot-trials"
+    assert json.loads((run_dir / "run.json").read_text())["kind"] == "mascot-sweep"
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(trials), "--quiet"]) == 2
+    err = _err_line(capsys)
+    assert "is not a mascot sweep directory" in err and "'mascot-trials'" in err, err
+    for cmd in (["status", str(trials)], ["merge", str(trials)]):
+        assert main(cmd) == 2
+        assert "is not a mascot sweep directory" in _err_line(capsys)
+    assert main([*args, "--out", str(run_dir)]) == 2
+    err = _err_line(capsys)
+    assert "is not a mascot trials directory" in err and "'mascot-sweep'" in err, err
+    assert before == {p: p.read_bytes() for p in before} and not (trials / "chunks").exists()

@@ -2,7 +2,7 @@
 fail on an import cycle, an upward import, a cross-module ``_private`` import, a module over 800 lines or a
 process-wide switch flipped by library code. The layers are those of DESIGN.md:
 
-    errors, log  <-  io, seeds, stable, status  <-  graphs, papers  <-  theory  <-  kernels  <-  execute, backends
+    errors, log  <-  io, seeds, stable, status  <-  graphs, papers, rundir  <-  theory  <-  kernels  <-  execute, backends
       <-  protocols, sweep  <-  analysis  <-  cli
 """
 
@@ -31,6 +31,7 @@ LEVELS = {
     "mascot": 0,
     "graphs": 1,
     "papers": 1,
+    "rundir": 1,  # the run-directory format of sweeps and protocols
     "theory": 2,
     "kernels": 3,
     "execute": 4,

@@ -133,13 +133,35 @@ def test_a_run_directory_of_mascot_0_1_is_refused_with_a_clear_message(tmp_path)
     cfg = parse_config(SWEEP.format(extra=""))
     d = tmp_path / "r"
     run_sweep(cfg, d, progress=False)
-    plan = json.loads((d / "plan.json").read_text())
+    plan = json.loads((d / "run.json").read_text())["identity"]
     assert plan["identity"] == 2
-    del plan["identity"]  # as mascot 0.1 wrote it
+    del plan["identity"]  # as mascot 0.1 wrote it, in plan.json
+    (d / "run.json").unlink()
     (d / "plan.json").write_text(json.dumps(plan))
     for action in (lambda: run_sweep(cfg, d, progress=False), lambda: RunDir(d).status(), lambda: RunDir(d).merge()):
         with pytest.raises(ValueError, match="written by mascot 0.1.*new --out"):
             action()
+
+
+def test_a_run_directory_that_kept_its_plan_in_plan_json_still_resumes_checks_and_merges(tmp_path):
+    """Directories written before the plan moved into run.json hold it as plan.json: the same numbers, read as
+    they are (a lost chunk recomputed, status and merge as before) and never given a run.json."""
+    import pandas as pd
+
+    from mascot.sweep import RunDir, run_sweep
+
+    cfg = parse_config(SWEEP.format(extra=""))
+    d, ref = tmp_path / "old", tmp_path / "new"
+    run_sweep(cfg, ref, progress=False)
+    run_sweep(cfg, d, progress=False)
+    (d / "plan.json").write_text(json.dumps(json.loads((d / "run.json").read_text())["identity"], indent=2) + "\n")
+    (d / "run.json").unlink()
+    RunDir(d).chunk_path(1).unlink()
+    assert RunDir(d).status()["missing"] == 1
+    assert run_sweep(cfg, d, progress=False).chunks_run == 1
+    assert RunDir(d).status()["complete"] and not (d / "run.json").exists()
+    a, b = pd.read_parquet(RunDir(d).merge()), pd.read_parquet(RunDir(ref).merge())
+    pd.testing.assert_frame_equal(a, b)
 
 
 def test_range_is_exact_and_a_tie_goes_to_even():
@@ -189,8 +211,9 @@ def test_values_float32_cannot_hold_and_directories_of_another_version(tmp_path)
     cfg = parse_config(SWEEP.format(extra=""))
     d = tmp_path / "r"
     run_sweep(cfg, d, progress=False)
-    plan = json.loads((d / "plan.json").read_text())
-    (d / "plan.json").write_text(json.dumps(dict(plan, identity=3)))
+    meta = json.loads((d / "run.json").read_text())
+    plan = meta["identity"]
+    (d / "run.json").write_text(json.dumps(dict(meta, identity=dict(plan, identity=3))))
     with pytest.raises(ValueError, match="newer mascot"):
         RunDir(d).status()
     old = tmp_path / "old"

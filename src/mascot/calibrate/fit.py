@@ -16,7 +16,7 @@ Public API (stable; the calibration modules of both protocols build on it)::
     fit_smm(simulate, params, target, *, weights=None, steps=300, lr=0.05, grad="es", es_sigma=0.1,
             es_pairs=16, seed=0, tol=None, progress=None) -> FitResult
     bootstrap(refit, n, seed=0) -> (np.ndarray of shape (n, n_params), list of parameter names)
-    gauss_newton(moments_at, params, start, target, weights, *, iters=6, h=None, coords=None) -> FitResult
+    gauss_newton(moments_at, params, start, target, weights, *, iters=6, h=None, coords=None, progress=None) -> FitResult
     linearized_bootstrap(moments_at, params, estimate, data_dev, sim_dev, weights, *, h=None, rcond=1e-9, seed=0,
                          coords=None) -> LinearizedBootstrap(draws, jacobian, names)
     class Coords(NamedTuple):    # local coordinates for the polish and the bootstrap (default: the box transforms)
@@ -437,6 +437,7 @@ def gauss_newton(
     h=None,
     max_step: float = 2.0,
     coords: Coords | None = None,
+    progress: Callable | None = None,
 ) -> FitResult:
     """Levenberg-Marquardt polish of ``start`` on ``sum_j w_j (moments_at(theta)_j - target_j)^2`` (module
     docstring). ``moments_at(theta) -> moments`` (numpy; a fixed key); NaN targets or moments count 0. Each
@@ -444,7 +445,8 @@ def gauss_newton(
     coordinates' ``step``, else 0.25), then damped steps (each coordinate clipped to
     ``max_step``) until one lowers the objective; it stops after ``iters`` iterations, when no damping helps,
     or when an iteration gains less than 0.1 %. ``coords``: the coordinates of ``u`` (default
-    :func:`box_coords`). Returns the best point (the start if nothing helped)."""
+    :func:`box_coords`). ``progress(i, loss)``: called after iteration ``i`` (1, 2, ...) with the objective then.
+    Returns the best point (the start if nothing helped)."""
     t0 = time.perf_counter()
     params = tuple(params)
     target = np.asarray(target, np.float64)
@@ -477,6 +479,8 @@ def gauss_newton(
                 break
             mu *= 4.0
         hist.append(best)
+        if progress is not None:
+            progress(len(hist) - 1, best)
         if not moved or gain < 1e-3:
             break
     est = {p.name: float(coords.inv(u)[p.name]) for p in params}

@@ -407,10 +407,13 @@ def calibrate_trials(
             t_one.append(time.perf_counter())  # the rate is timed from here: the first step compiles
         if progress is not None and (done[0] % max(1, total // 10) == 0 or done[0] == total):
             now = time.perf_counter()
-            rate = (now - t_one[0]) / (done[0] - 1) if done[0] > 1 else now - t_es
+            if done[0] == 1:  # no rate yet: this step compiled
+                say(f"ES step 1/{total}: objective {loss:.4g}, {now - t_es:.0f} s (compiling included)")
+                return
+            rate = (now - t_one[0]) / (done[0] - 1)
             say(
                 f"ES step {done[0]}/{total}: objective {loss:.4g}, {now - t_es:.0f} s, "
-                f"about {rate * (total - done[0]):.0f} s left"
+                f"about {rate * (total - done[0]):.0f} s left in the ES stage (then the polish and predictions)"
             )
 
     tries = [
@@ -469,7 +472,12 @@ def calibrate_trials(
         w = np.where(np.isfinite(se_fit) & (se_fit > 0), 1.0 / np.maximum(se_fit, 1e-12) ** 2, 0.0) * mask
         w = np.where(np.isfinite(target), w, 0.0)
     coords = natural_coords(fparams, bflat)
-    pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=2 if quick else int(polish), coords=coords)
+    n_pol, t_pol = 2 if quick else int(polish), time.perf_counter()
+
+    def pol_progress(i, loss):
+        say(f"polish step {i}/{n_pol} (at most): objective {loss:.4g}, {time.perf_counter() - t_pol:.0f} s")
+
+    pol = gauss_newton(moments_at, fparams, res.params, tclean, w, iters=n_pol, coords=coords, progress=pol_progress)
     est = pol.params
     say(f"objective {pol.loss:.4g} after {pol.iterations} polish steps; uncertainty from {n_boot} bootstrap draws")
     boot_arr, bnames, ident, sd_raw = _uncertainty(

@@ -29,7 +29,7 @@ __all__ = ["add_parsers", "cmd_calibrate_trials", "cmd_calibrate_deliberation"]
 
 
 def _fail(msg: str) -> int:
-    print(f"mascot calibrate: error: {msg}", file=sys.stderr)
+    print(f"mascot: error: {msg}", file=sys.stderr)
     return 2
 
 
@@ -162,8 +162,13 @@ def cmd_calibrate_trials(args) -> int:
             f"Table 2 without {args.leave_out}: fitted to the other moments (objective {r['loss']:.4g}); held-out "
             f"moments inside their predicted 5-95% range: {r['inside']} of {r['n_moments']} (in sample: "
             f"{r['in_sample']['inside']} of {r['in_sample']['n_moments']})"
+            + (
+                f"; not counted (no Table 2 fit reaches them): {', '.join(x['moment'] for x in r['not_counted'])}"
+                if r["not_counted"]
+                else ""
+            )
         )
-        print(f"wrote {Path(args.out) / 'leave_out.md'}, leave_out.json, fit/")
+        print(f"wrote {Path(args.out) / 'leave_out.md'}, leave_out.json, fit/ (the calibration and its figures)")
         return 0
     with _staged(out) as stage:
         s = calibrate_trials(source, stage, **kw)
@@ -183,7 +188,7 @@ def cmd_calibrate_trials(args) -> int:
                 else "(no bootstrap: --n-boot 0)"
             )
         )
-    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, " + ", ".join(s["figures"][::2]))
+    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, " + ", ".join(s["figures"]))
     return 0
 
 
@@ -343,7 +348,7 @@ def cmd_calibrate_deliberation(args) -> int:
             f"{'yes' if c['within_tol'] else 'no'}; ranking by tokens {' < '.join(c['rank_tokens'])} "
             f"(paper {' < '.join(c['paper_rank_tokens'])})"
         )
-    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, fit.png, dcurve.png")
+    print(f"wrote {Path(args.out) / 'params.toml'}, report.md, fit.json, fit.png/.pdf, dcurve.png/.pdf")
     return 0
 
 

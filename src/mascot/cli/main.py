@@ -513,7 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Progress of a run directory. Exit status 0 when every planned chunk is "
         "present and valid, 1 when chunks are missing or invalid (the next "
         "`mascot run` computes them), 2 when DIR is not a run directory or is refused (a part of it is a "
-        "symbolic link, its plan.json is damaged or does not match config.toml).",
+        "symbolic link, its run.json is damaged or does not match config.toml).",
     )
     st.add_argument("dir")
     st.add_argument("--json", action="store_true")

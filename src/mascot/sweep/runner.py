@@ -106,7 +106,7 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
         )
     out_dir = out_dir or cfg.output_dir or f"runs/{cfg.name}"
     run = RunDir(out_dir)
-    if (run.path / "plan.json").is_file():
+    if run.plan_file().is_file():
         run.plan()  # a plan of an older mascot, or a damaged one, is refused before any lock file is made
     locks = run.acquire(shard)  # held until the chunks are written: the same shard twice is refused
     try:

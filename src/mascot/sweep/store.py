@@ -2,7 +2,8 @@
 
 Layout of a run directory::
 
-    plan.json                 identity version, experiment hash, kind, name, n_points, chunk_size, n_chunks
+    run.json                  {"kind": "mascot-sweep", "identity": PLAN, "created": ...} (mascot.rundir's format);
+                              PLAN: identity version, experiment hash, kind, name, n_points, chunk_size, n_chunks
     config.toml               the config text the run was started from
     chunks/chunk-000017.parquet   rows of grid points [17 * chunk_size, 18 * chunk_size)
 
@@ -12,6 +13,9 @@ counts as complete only when its Parquet footer and mascot metadata read back an
 (experiment hash, chunk index, point range, at least one row): a truncated, foreign or misplaced file is
 recomputed by ``run``, named by ``status`` and refused by ``merge``. Files in ``chunks/`` that are not
 ``chunk-NNNNNN.parquet`` of this plan are named and ignored.
+
+Directories written before the plan moved into ``run.json`` hold it as ``plan.json`` (the same object): they
+are read, resumed, checked and merged as they are; no ``run.json`` is added to them.
 
 Locks: a runner holds ``.mascot-shard-I-of-N.lock`` exclusively (the same shard twice is refused, naming
 the holder's pid) and ``.mascot.lock`` shared (shards run side by side); the first runner to find no other
@@ -41,8 +45,10 @@ from mascot.io import (
     lock_dir,
     read_text_file,
     remove_stale_temps,
+    utc_now,
 )
 from mascot.log import get_logger
+from mascot.rundir import RUN_JSON, read_run_json
 from mascot.sweep.config import IDENTITY
 
 _log = get_logger(__name__)
@@ -54,7 +60,11 @@ META_KEY = b"mascot"
 
 ROW_SUBKEYS = ("trajectory", "graph", "trial")  # second sort keys of the kinds' rows, where present
 _CHUNK_NAME = re.compile(r"^chunk-(\d{6})\.parquet$")
-_OWN_FILES = ("plan.json", "config.toml", ".mascot.lock")
+_OWN_FILES = (RUN_JSON, "plan.json", "config.toml", ".mascot.lock")
+#: run.json's kind for a sweep
+SWEEP_KIND = "mascot-sweep"
+#: where directories written before run.json kept the plan (read, never written)
+_LEGACY_PLAN = "plan.json"
 
 
 def _ranges(ids: list[int]) -> str:
@@ -115,7 +125,7 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
 
 
 def _ours_before_plan(p: Path, config_text: str) -> bool:
-    """Whether ``p`` may stand in a run directory that has no plan.json yet: our locks, an empty chunks/, the
+    """Whether ``p`` may stand in a run directory that has no run.json yet: our locks, an empty chunks/, the
     Slurm log folder, an atomic write in flight, or the config.toml another shard of the same run wrote just
     before its plan."""
     name = p.name
@@ -136,7 +146,7 @@ def _ours_before_plan(p: Path, config_text: str) -> bool:
 
 
 def _plan_of(cfg) -> dict:
-    """plan.json of a run of ``cfg``: what identifies the run and how its points split into chunks."""
+    """The plan of a run of ``cfg`` (run.json's identity): what identifies the run and how its points split into chunks."""
     return dict(
         identity=IDENTITY,
         hash=cfg.hash,
@@ -210,11 +220,11 @@ class RunDir:
 
     def refuse_links(self) -> None:
         """Refuse a run directory whose own components are symbolic links: ``chunks/`` (a link sent every chunk
-        outside the run directory), ``plan.json``, ``config.toml``, the locks and ``merged.parquet``. The run
-        directory itself may be a link: the user chose where it lives."""
+        outside the run directory), ``run.json`` (or an older directory's ``plan.json``), ``config.toml``, the
+        locks and ``merged.parquet``. The run directory itself may be a link: the user chose where it lives."""
         if not self.path.is_dir():
             return
-        names = ["chunks", "plan.json", "config.toml", "merged.parquet", ".mascot.lock"]
+        names = ["chunks", RUN_JSON, _LEGACY_PLAN, "config.toml", "merged.parquet", ".mascot.lock"]
         names += [p.name for p in self.path.glob(".mascot-shard-*.lock")]
         for name in names:
             p = self.path / name
@@ -256,29 +266,34 @@ class RunDir:
                 time.sleep(0.05)
 
     # -- plan ---------------------------------------------------------------------------------
+    def plan_file(self) -> Path:
+        """The file holding the plan: ``run.json``, or ``plan.json`` in a directory written before run.json
+        (when it has no run.json)."""
+        legacy = self.path / _LEGACY_PLAN
+        return legacy if legacy.exists() and not (self.path / RUN_JSON).exists() else self.path / RUN_JSON
+
     def init(self, cfg) -> None:
         """Create the directory for ``cfg`` or check that it belongs to the same experiment."""
         plan = _plan_of(cfg)
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"--out {self.path} is a file, not a run directory; give a directory")
         self.refuse_links()
-        pf = self.path / "plan.json"
+        pf = self.plan_file()
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
-            # (another shard of this run may write plan.json meanwhile: it is checked below like any plan)
-            other = [
-                p.name for p in self.path.iterdir() if p.name != "plan.json" and not _ours_before_plan(p, cfg.text)
-            ]
+            # (another shard of this run may write run.json meanwhile: it is checked below like any plan)
+            other = [p.name for p in self.path.iterdir() if p.name != RUN_JSON and not _ours_before_plan(p, cfg.text)]
             if other and not pf.exists():  # (a runner started beside this one may have just published its plan
                 # and config.toml: then its plan is checked below and this run refused as a different run)
                 raise RunDirError(
-                    f"--out {self.path} is not empty and is not a mascot run directory (no plan.json; "
+                    f"--out {self.path} is not empty and is not a mascot run directory (no run.json; "
                     f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
                     "give a new or empty directory"
                 )
         self.chunks.mkdir(parents=True, exist_ok=True)
         if not pf.exists():
             try:  # published only if no other runner's plan got there first (runners started together)
-                atomic_write_text(pf, json.dumps(plan, indent=2) + "\n", exclusive=True)
+                meta = {"kind": SWEEP_KIND, "identity": plan, "created": utc_now()}
+                atomic_write_text(pf, json.dumps(meta, indent=2) + "\n", exclusive=True)
             except FileExistsError:
                 pass  # checked below like any plan
             else:
@@ -300,16 +315,22 @@ class RunDir:
             )
         if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
             atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
-        self._check_config(old)  # plan.json and config.toml agree (a hand-edited kind or name), as status checks
+        self._check_config(old)  # run.json and config.toml agree (a hand-edited kind or name), as status checks
 
     @staticmethod
     def _read_plan(pf: Path) -> dict:
-        try:
-            plan = json.loads(pf.read_bytes())
-        except (ValueError, OSError) as e:
-            raise RunDirError(
-                f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out or delete it"
-            ) from None
+        if pf.name == RUN_JSON:
+            meta = read_run_json(pf, kind=SWEEP_KIND, error=RunDirError)
+            if meta is None:
+                raise RunDirError(f"{pf} vanished while it was read; the run directory cannot be trusted")
+            plan = meta.get("identity")
+        else:  # plan.json of a directory written before run.json
+            try:
+                plan = json.loads(pf.read_bytes())
+            except (ValueError, OSError) as e:
+                raise RunDirError(
+                    f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out or delete it"
+                ) from None
         counts = ("n_points", "chunk_size", "n_chunks")
         ok = (
             isinstance(plan, dict)
@@ -342,11 +363,11 @@ class RunDir:
         return plan
 
     def _check_config(self, plan: dict) -> str:
-        """The run's config.toml text, checked against plan.json (a plan edited by hand, or a config.toml
+        """The run's config.toml text, checked against the plan in run.json (a plan edited by hand, or a config.toml
         replaced, would otherwise be trusted by status and merge)."""
         from mascot.sweep.config import ConfigError, parse_config
 
-        f, pf = self.path / "config.toml", self.path / "plan.json"
+        f, pf = self.path / "config.toml", self.plan_file()
         if not f.exists():
             raise RunDirError(
                 f"{f} is missing; rerun `mascot run CONFIG --out {self.path}` with the run's config to restore it"
@@ -368,12 +389,12 @@ class RunDir:
     def plan(self) -> dict:
         if self.path.exists() and not self.path.is_dir():
             raise RunDirError(f"{self.path} is a file, not a mascot run directory")
-        pf = self.path / "plan.json"
+        pf = self.plan_file()
         if not self.path.exists():
             raise NotFoundError(f"{self.path} does not exist (give the run directory `mascot run --out` wrote)")
         self.refuse_links()
         if not pf.exists():
-            raise NotFoundError(f"{self.path} is not a mascot run directory (no plan.json)")
+            raise NotFoundError(f"{self.path} is not a mascot run directory (no run.json)")
         return self._read_plan(pf)
 
     # -- chunks -------------------------------------------------------------------------------
@@ -468,7 +489,7 @@ class RunDir:
 
     def done(self, only=None) -> set[int]:
         """Indices of the complete chunks (see :meth:`check_chunk`; ``only``: among these)."""
-        if not (self.path / "plan.json").exists():
+        if not self.plan_file().exists():
             return set()
         return self.scan(only)[0]
 

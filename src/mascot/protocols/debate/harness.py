@@ -47,7 +47,7 @@ from mascot.protocols.debate.voting import (
     parse_decision,
     weighted_vote,
 )
-from mascot.protocols.rundir import begin_run, surrogate_aware_spec
+from mascot.rundir import begin_run, surrogate_aware_spec
 from mascot.seeds import seed64
 
 _log = log.get_logger(__name__)

@@ -78,7 +78,7 @@ from mascot.protocols.deliberation.prompts import (
 )
 from mascot.protocols.deliberation.records import lane_summaries
 from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
-from mascot.protocols.rundir import begin_run, surrogate_aware_spec
+from mascot.rundir import begin_run, surrogate_aware_spec
 from mascot.seeds import seed64
 from mascot.status import Status
 from mascot.theory.consensus import contraction_rate, disagreement

@@ -69,7 +69,6 @@ from mascot.backends import run_spec
 from mascot.backends.base import Backend, BackendFailure, Request, attach_progress, endpoint
 from mascot.errors import BackendError, InputError
 from mascot.io import atomic_path, atomic_write_text
-from mascot.protocols.rundir import begin_run, utc_now
 from mascot.protocols.state_tracking import prompts
 from mascot.protocols.state_tracking.aggregation import MESH_TIES, pairwise_disagreement, plurality_vote
 from mascot.protocols.state_tracking.config import (  # noqa: F401  (re-exported)
@@ -83,6 +82,7 @@ from mascot.protocols.state_tracking.config import (  # noqa: F401  (re-exported
     derive_seeds,
 )
 from mascot.protocols.state_tracking.parsing import ParseResult, parse_state
+from mascot.rundir import begin_run, utc_now
 from mascot.seeds import hash64, uniforms  # noqa: F401  (re-exported: part of this module's API)
 from mascot.theory.state_tracking import perturb, trajectory
 

@@ -1,7 +1,16 @@
-"""Run directories shared by the LLM harnesses (trials, deliberation, debate): backend-or-factory
-resolution and the ``run.json`` identity check that makes a rerun resume and refuses a rerun with
-different parameters into the same directory; and the lock that keeps a second writer out of a directory
-while one runs (:func:`lock_run_dir`)."""
+"""Run directories: the one format every mascot run writes, and what opens one.
+
+Every run directory (a sweep's chunked Parquet, the LLM harnesses' records) holds a ``run.json``::
+
+    {"kind": "mascot-sweep" | "mascot-trials" | "mascot-deliberation" | "mascot-debate" | ...,
+     "identity": {...},   # what makes a rerun the same run: it resumes only when this matches
+     "created": "...",    # UTC, ISO 8601
+     ...}                 # the kind's own keys (the harnesses' sessions, completion, summaries)
+
+:func:`read_run_json` reads it (naming the file when it is corrupt or of another kind), :func:`lock_run_dir`
+keeps a second writer out while one runs, and :func:`begin_run` is what every LLM protocol does first:
+lock, resolve the backend, and open or resume the directory against its identity. The sweep's chunk store
+(:class:`mascot.sweep.store.RunDir`) keeps its plan as the identity of the same file."""
 
 from __future__ import annotations
 
@@ -14,6 +23,9 @@ from typing import NamedTuple
 
 from mascot.errors import InputError
 from mascot.io import DirLock, canonical, lock_dir, remove_stale_temps, utc_now  # noqa: F401 (utc_now re-exported)
+
+#: the file every run directory holds
+RUN_JSON = "run.json"
 
 _HELD: weakref.WeakValueDictionary[str, DirLock] = weakref.WeakValueDictionary()
 
@@ -34,6 +46,29 @@ def lock_run_dir(out) -> DirLock:
     remove_stale_temps(out)
     _HELD[key] = lock
     return lock
+
+
+def read_run_json(
+    path: Path, *, kind: str | None = None, error: type[Exception] = InputError, kind_optional: bool = False
+) -> dict | None:
+    """The ``run.json`` at ``path`` as a dict, or ``None`` when there is none. Raises ``error`` naming the file
+    when it does not parse or is not an object, and, given ``kind``, when it belongs to a run of another kind
+    (``kind_optional``: a file without a ``kind``, as older versions of some runs wrote, is accepted)."""
+    path = Path(path)
+    if not path.exists():
+        return None
+    try:
+        meta = json.loads(path.read_bytes())
+    except (ValueError, OSError) as e:
+        raise error(f"{path} is corrupt ({e}); use another --out, or delete the directory") from None
+    if not isinstance(meta, dict):
+        raise error(f"{path} is corrupt (not an object); use another --out, or delete the directory")
+    if kind is not None and meta.get("kind") != kind and not (kind_optional and "kind" not in meta):
+        raise error(
+            f"{path.parent} is not a {kind.replace('-', ' ')} directory (its run.json is of "
+            f"kind {meta.get('kind')!r}); use another --out"
+        )
+    return meta
 
 
 def identity_diff(a: dict, b: dict, prefix: str = "") -> list[str]:
@@ -92,18 +127,11 @@ def open_run_dir(
     ``fresh`` for a new directory. Raises ``ValueError`` for a directory of another kind, another identity
     (naming up to ``n_diffs`` differences), or results without ``run.json`` (``orphan``: the message). A
     directory whose run never committed anything (no ``results``: e.g. it stopped on a bad option, a wrong
-    model name or an unreachable server) starts over with the new parameters instead of refusing them."""
+    model name or an unreachable server) starts over with the new parameters instead of refusing them.
+    ``check_kind=False``: a ``run.json`` without a ``kind`` is accepted (one of another kind never is)."""
     out.mkdir(parents=True, exist_ok=True)
-    run_json = out / "run.json"
-    if run_json.exists():
-        try:
-            meta = json.loads(run_json.read_text())
-        except (ValueError, OSError) as e:
-            raise InputError(f"{run_json} is corrupt ({e}); use another --out, or delete the directory") from None
-        if not isinstance(meta, dict):
-            raise InputError(f"{run_json} is corrupt (not an object); use another --out, or delete the directory")
-        if check_kind and meta.get("kind") != kind:
-            raise InputError(f"{out} is not a {kind.replace('-', ' ')} directory; use another --out")
+    meta = read_run_json(out / RUN_JSON, kind=kind, kind_optional=not check_kind)
+    if meta is not None:
         if meta.get("identity") != identity and results is not None and not has_results(out / results):
             return fresh
         if meta.get("identity") != identity:
