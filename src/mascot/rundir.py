@@ -96,8 +96,8 @@ def orphan_message(out: Path, results: str) -> str | None:
     """The refusal for a directory holding ``results`` (a file or non-empty folder) but no ``run.json``."""
     path = out / results
     present = path.exists() and (not path.is_dir() or any(path.iterdir()))
-    if present and not (out / "run.json").exists():
-        return f"{path} exists but {out / 'run.json'} does not; use another --out"
+    if present and not (out / RUN_JSON).exists():
+        return f"{path} exists but {out / RUN_JSON} does not; use another --out"
     return None
 
 

@@ -319,18 +319,11 @@ class RunDir:
 
     @staticmethod
     def _read_plan(pf: Path) -> dict:
-        if pf.name == RUN_JSON:
-            meta = read_run_json(pf, kind=SWEEP_KIND, error=RunDirError)
-            if meta is None:
-                raise RunDirError(f"{pf} vanished while it was read; the run directory cannot be trusted")
-            plan = meta.get("identity")
-        else:  # plan.json of a directory written before run.json
-            try:
-                plan = json.loads(pf.read_bytes())
-            except (ValueError, OSError) as e:
-                raise RunDirError(
-                    f"{pf} is corrupt ({e}); the run directory cannot be trusted: use another --out or delete it"
-                ) from None
+        current = pf.name == RUN_JSON  # (else plan.json of a directory written before run.json: the plan itself)
+        meta = read_run_json(pf, kind=SWEEP_KIND if current else None, error=RunDirError)
+        if meta is None:
+            raise RunDirError(f"{pf} vanished while it was read; the run directory cannot be trusted")
+        plan = meta.get("identity") if current else meta
         counts = ("n_points", "chunk_size", "n_chunks")
         ok = (
             isinstance(plan, dict)
