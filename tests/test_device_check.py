@@ -73,7 +73,6 @@ def test_device_check_smoke(tmp_path):
     for r in cons["split"]:
         for k in ("total_s", "kernel_s", "projection_s", "fetch_s", "x0_floor_s", "kernel_floor_fraction"):
             assert _positive_number(r[k]), (k, r)
-        assert r["projection_s"] <= r["kernel_s"] * 1.5 and r["kernel_s"] <= r["total_s"] * 1.5, r
     assert "Where the modal path's time goes" in md
     assert {(t["N"], t["method"]) for t in cons["traces"]} == {(64, "modal"), (64, "matrix")}
     for t in cons["traces"]:  # the Chrome traces come back beside the report, and say something
