@@ -351,12 +351,14 @@ def _build_step(simulate, params, grad, es_sigma, es_pairs, lr, dtype, n_m, deca
         def value_grad(u, k, t, w, kc, count, cap):
             s_ = sig(count)
             eps = jax.random.normal(k, (es_pairs, n_p), dtype=dtype)
-            both = jnp.concatenate([u + s_ * eps, u - s_ * eps], axis=0)
-            f = jax.vmap(lambda x: objective(x, t, w, kc, cap))(both)
-            diff = f[:es_pairs] - f[es_pairs:]
+            # the centre is the batch's last point: the simulator appears once in the compiled step, not twice
+            # (an ES step of the trials simulator compiled in 13.5 s, now in about half)
+            pts = jnp.concatenate([u + s_ * eps, u - s_ * eps, u[None]], axis=0)
+            f = jax.vmap(lambda x: objective(x, t, w, kc, cap))(pts)
+            diff = f[:es_pairs] - f[es_pairs:-1]
             diff = jnp.where(jnp.isfinite(diff), diff, 0.0)
             g = (diff[:, None] * eps).sum(0) / (2.0 * s_ * es_pairs)
-            return objective(u, t, w, kc, cap), g
+            return f[-1], g
 
     @jax.jit
     def step(u, state, k, t, w, kc, count, cap=None):
