@@ -492,3 +492,37 @@ def test_a_deeply_nested_config_is_refused_naming_the_file(tmp_path):
     r = mascot("validate", deep)
     assert r.returncode == 2 and f"{deep}: arrays or tables nested too deeply to read" in r.stderr, r.stderr
     assert "recursion" not in r.stderr and "Traceback" not in r.stderr
+
+
+def test_reports_reproductions_designs_and_calibrations_refuse_a_run_directory_as_out(tmp_path):
+    """Found by an outside tester: `mascot reproduce consensus --out RUN` wrote its tables and figures among a
+    run's records. Commands that write files of their own refuse a run directory (run.json, or an earlier
+    sweep's plan.json) as --out, naming it, and write nothing."""
+    run = tmp_path / "run"
+    r = mascot(
+        "trials", "--backend", "surrogate", "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures",
+        "--out", run,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    legacy = tmp_path / "sweep01"  # a sweep directory of an earlier 0.2 build
+    legacy.mkdir()
+    (legacy / "plan.json").write_text("{}")
+    for out, name in ((run, "run.json"), (legacy, "plan.json")):
+        for cmd in (
+            ("reproduce", "consensus", "--out", out),
+            ("design", "weights", "--topology", "ring:5", "--out", out),
+            ("calibrate", "trials", "--paper-table2", "--quick", "--out", out),
+        ):
+            r = mascot(*cmd)
+            assert r.returncode == 2 and f"{out} is a run directory (it holds {name})" in r.stderr, (cmd, r.stderr)
+            assert "Traceback" not in r.stderr
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
+    assert sorted(p.name for p in legacy.iterdir()) == ["plan.json"]
+    # reproduce all checks every folder it writes: a run directory at RESULTS/trials is refused before anything
+    root = tmp_path / "results"
+    (root / "trials").mkdir(parents=True)
+    (root / "trials" / "run.json").write_text("{}")
+    r = mascot("reproduce", "all", "--out", root)
+    assert r.returncode == 2 and f"{root / 'trials'} is a run directory" in r.stderr
+    assert sorted(p.name for p in root.iterdir()) == ["trials"]

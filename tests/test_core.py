@@ -142,6 +142,36 @@ def test_float32_and_bad_input():
         mascot.rollout(x, (W1, W2, C1, C2), mascot.Policy())
     with pytest.raises(ValueError, match="max_rounds"):
         mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), max_rounds=-1)
+    # found by an outside tester: shapes are known when the rollout is traced, so a mismatch is an InputError
+    # naming the field, not XLA's dot_general or broadcasting message (and 2**40 rounds do not fit int32)
+    from mascot.errors import InputError
+
+    bad = [
+        ((x[:-1], mascot.Modes(W1, W2, C1, C2)), r"modes.W1 must have shape \(N, N\) = \(5, 5\)"),
+        ((x, mascot.Modes(W1, np.eye(N + 1), C1, C2)), r"modes.W2 must have shape"),
+        ((x, mascot.Modes(W1, W2, np.full(2, C1), C2)), r"modes.c1 must be a scalar per trajectory"),
+    ]
+    for (xx, modes), match in bad:
+        with pytest.raises(InputError, match=match):
+            mascot.rollout(xx, modes, mascot.Policy())
+    with pytest.raises(InputError, match="int32"):
+        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), max_rounds=2**40)
+    # values are the caller's (unknown under jit): a non-finite x0 stops at once, as the docstring says
+    nan = mascot.rollout(np.full((N, D), np.nan), mascot.Modes(W1, W2, C1, C2), mascot.Policy())
+    assert int(nan.rounds) == 0 and int(nan.status) == int(mascot.Status.MAX_ROUNDS)
+
+
+def test_the_library_s_subpackages_load_on_first_use():
+    """Found by an outside tester: ``import mascot; mascot.graphs`` was an AttributeError."""
+    import subprocess
+    import sys
+
+    code = "import sys, mascot; assert 'mascot.graphs' not in sys.modules; print(mascot.graphs.star(5).shape)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "(5, 5)", r.stderr
+    assert set(mascot._SUBMODULES) <= set(dir(mascot)) and "studies" not in mascot._SUBMODULES
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        mascot.nope  # noqa: B018
 
 
 def test_the_driver_takes_the_papers_strategy_names(x0s):

@@ -43,6 +43,26 @@ _EXPORTS = {
     "Status": "mascot.status",
 }
 
+# the library's subpackages, loaded on first use too (``mascot.graphs.star(8)`` after ``import mascot``)
+_SUBMODULES = (
+    "analysis",
+    "backends",
+    "calibrate",
+    "design",
+    "errors",
+    "execute",
+    "graphs",
+    "io",
+    "kernels",
+    "papers",
+    "protocols",
+    "rundir",
+    "seeds",
+    "status",
+    "sweep",
+    "theory",
+)
+
 __all__ = sorted(_EXPORTS) + ["__version__"]
 
 
@@ -51,8 +71,10 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_EXPORTS[name]), name)
         globals()[name] = value
         return value
+    if name in _SUBMODULES:
+        return importlib.import_module(f"mascot.{name}")  # the import binds it in this namespace
     raise AttributeError(f"module 'mascot' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+    return sorted(set(globals()) | set(_EXPORTS) | set(_SUBMODULES))

@@ -92,6 +92,19 @@ def has_results(path: Path) -> bool:
     return path.is_file() and path.stat().st_size > 0
 
 
+def not_a_run_dir(out, what: str) -> None:
+    """Refuse ``out`` as the output folder of ``what`` (a report, reproduction, design or calibration) when it
+    is a run directory: its files would land among a run's records (a sweep's run.json, or the plan.json of an
+    earlier 0.2 sweep). Raises :class:`~mascot.errors.RunDirError`."""
+    from mascot.errors import RunDirError
+
+    for name in (RUN_JSON, "plan.json"):
+        if (Path(out) / name).is_file():
+            raise RunDirError(
+                f"{out} is a run directory (it holds {name}); {what} writes its files elsewhere: choose another --out"
+            )
+
+
 def orphan_message(out: Path, results: str) -> str | None:
     """The refusal for a directory holding ``results`` (a file or non-empty folder) but no ``run.json``."""
     path = out / results

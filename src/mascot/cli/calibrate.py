@@ -262,6 +262,13 @@ def _out_ok(out) -> str | None:
     p = Path(out)
     if p.exists() and not p.is_dir():
         return f"--out {out!r} exists and is not a directory"
+    from mascot.errors import RunDirError
+    from mascot.rundir import not_a_run_dir
+
+    try:
+        not_a_run_dir(p, "mascot calibrate")
+    except RunDirError as e:
+        return str(e)
     return None
 
 

@@ -37,7 +37,7 @@ import math
 import sys
 from pathlib import Path
 
-from mascot.cli.design_args import check_constraints, check_runs, dumps, out_dir
+from mascot.cli.design_args import check_constraints, check_out, check_runs, dumps, out_dir
 from mascot.cli.design_schedule import cmd_design_schedule
 from mascot.errors import InputError
 
@@ -45,6 +45,7 @@ __all__ = ["add_parsers", "cmd_design_weights", "cmd_design_budget", "cmd_design
 
 
 def cmd_design_weights(args) -> int:
+    check_out(args.out)
     import numpy as np
 
     from mascot.analysis.diagnose import graphs_from_args, load_adjacency
@@ -153,6 +154,7 @@ def _seed(text: str) -> int:
 
 
 def cmd_design_budget(args) -> int:
+    check_out(args.out)
     import numpy as np
 
     from mascot.design.budget import budget_risk
@@ -261,6 +263,7 @@ _POLICY_MAX_ROUNDS = 200  # rounds a simulated run may take before it counts as 
 
 
 def cmd_design_policy(args) -> int:
+    check_out(args.out)
     import numpy as np
 
     from mascot.design.policy import certificate_best_eta, threshold_frontier

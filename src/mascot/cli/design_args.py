@@ -16,11 +16,22 @@ def dumps(obj: dict, indent: int | None = None) -> str:
     return json.dumps(json_clean(obj), indent=indent)
 
 
-def out_dir(path) -> Path:
-    """``--out`` as a directory, created if needed; a clear error when it is a file."""
+def check_out(path) -> None:
+    """Refuse an ``--out`` that is a file or a run directory (before any work; nothing is created)."""
+    from mascot.rundir import not_a_run_dir
+
+    if path is None:
+        return
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {out} is a file, not a directory")
+    not_a_run_dir(out, "mascot design")
+
+
+def out_dir(path) -> Path:
+    """``--out`` as a directory, created if needed; a clear error when it is a file or a run directory."""
+    check_out(path)
+    out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     return out
 

@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from mascot.cli.design_args import check_constraints, check_positive, check_runs, dumps, out_dir
+from mascot.cli.design_args import check_constraints, check_out, check_positive, check_runs, dumps, out_dir
 from mascot.errors import InputError
 
 
 def cmd_design_schedule(args) -> int:
+    check_out(args.out)
 
     from mascot.design.schedule import RateModel, design_schedule, draws, evaluate
 

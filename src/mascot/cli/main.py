@@ -42,9 +42,17 @@ def _sweep_and_report(cfg_path: Path, report, out: Path) -> None:
 
 
 def _cmd_reproduce(args) -> int:
+    from mascot.rundir import not_a_run_dir
     from mascot.studies import consensus_report as consensus_paper
     from mascot.studies import spectra as spectra_paper
 
+    if args.out is not None:
+        root = Path(args.out)
+        subs = (
+            ("", "consensus", "spectra", "sweeps", "deliberation", "trials", "debate") if args.what == "all" else ("",)
+        )
+        for sub in subs:
+            not_a_run_dir(root / sub, f"mascot reproduce {args.what}")
     if args.what == "consensus":
         consensus_paper.reproduce(Path(args.out or "results/consensus"))
     elif args.what == "spectra":

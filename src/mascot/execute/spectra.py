@@ -49,8 +49,8 @@ def sr_spectra(
     (SR paper A.1); other undirected graphs a symmetric eigensolver; directed graphs LAPACK's general one.
 
     Args:
-      A: ``(..., n, n)`` weighted adjacency (``normalize=True``: row-normalised, a zero row becoming a self
-        loop, :func:`mascot.graphs.row_normalize`) or an already row-stochastic P (``normalize=False``).
+      A: ``(..., n, n)`` weighted adjacency (``normalize=True``: row-normalised, the zero row of an agent
+        that reads nobody kept zero, :func:`mascot.graphs.row_normalize`) or an already row-stochastic P (``normalize=False``).
       gamma: scalar or array in [0, 1), broadcast against ``A.shape[:-2]`` by numpy rules: a stack of G graphs
         against G gammas is elementwise; ``A[:, None]`` against ``(Gamma,)`` gammas gives the ``(G, Gamma)``
         outer product while decomposing each graph once.

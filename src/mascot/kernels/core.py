@@ -114,8 +114,10 @@ def rollout(
       max_rounds: the most rounds the trajectory runs (static).
       noise: standard deviation of i.i.d. Gaussian noise added to every belief after each round (the LLM
         stochasticity of the paper's Remark 3); needs ``key``.
-      key: a PRNG key; round ``k`` adds ``noise * normal(fold_in(key, k), (N, d))``, as
-        :func:`mascot.simulate_consensus` does for a trajectory with this key.
+      key: a PRNG key; round ``k`` adds ``noise * normal(fold_in(key, k), (N, d))``, the draws of
+        :func:`mascot.simulate_consensus` with ``method="matrix"`` for a trajectory with this key (its modal
+        route, the default for a commuting pair, draws the same noise in the modes' eigenbasis: equal in
+        distribution, not draw for draw).
       trace: also return ``d_trace``, ``b_trace`` and ``sigma_trace`` (static).
 
     Returns:
@@ -123,13 +125,18 @@ def rollout(
 
     Works under ``jax.jit`` and ``jax.vmap`` (over ``x0``, any field of ``modes`` or ``policy``, and ``key``)
     and inside a user's own jitted function. Arrays take ``x0``'s floating dtype.
+
+    Shapes are checked (they are known when the function is traced); values are not, since under ``jit`` they
+    are not known: ``W1`` and ``W2`` doubly stochastic, a finite ``x0``, ``eps > 0`` and ``c1, c2 > 0`` are the
+    caller's to ensure (:func:`mascot.simulate_consensus` checks them). A non-finite ``x0`` has ``D(0) = NaN``
+    and stops at once, with ``rounds = 0`` and the MaxRounds status.
     """
     if not isinstance(modes, Modes):
         raise TypeError(f"modes must be a mascot.Modes(W1, W2, c1, c2); got {type(modes).__name__}")
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a mascot.Policy(eta, eps, b0, strategy); got {type(policy).__name__}")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
-        raise InputError(f"max_rounds must be an integer >= 0; got {max_rounds!r}")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or not 0 <= max_rounds < 2**31 - 1:
+        raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
     if key is None and _nonzero(noise):
         raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
     return _rollout(
@@ -171,6 +178,16 @@ def _rollout(x0, modes, policy, noise, key, *, max_rounds, trace, strategy):
     W1, W2 = jnp.asarray(modes.W1, dt), jnp.asarray(modes.W2, dt)
     c1, c2 = jnp.asarray(modes.c1, dt), jnp.asarray(modes.c2, dt)
     eta, eps, b0 = (jnp.asarray(v, dt) for v in (policy.eta, policy.eps, policy.b0))
+    for name, w in (("W1", W1), ("W2", W2)):
+        if w.shape != (n, n):
+            raise InputError(
+                f"modes.{name} must have shape (N, N) = {(n, n)} for x0 of shape {x0.shape}; got {w.shape}"
+            )
+    for name, v in (("modes.c1", c1), ("modes.c2", c2), ("policy.eta", eta), ("policy.eps", eps), ("policy.b0", b0)):
+        if v.ndim:
+            raise InputError(f"{name} must be a scalar per trajectory (vmap over a batch of them); got shape {v.shape}")
+    if key is not None and jnp.ndim(noise):
+        raise InputError(f"noise must be a scalar per trajectory; got shape {jnp.shape(noise)}")
     sigma = jnp.asarray(noise, dt)
     inv_n = jnp.asarray(1.0 / n, dt)
 

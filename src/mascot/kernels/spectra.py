@@ -228,7 +228,7 @@ def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, 
         bad = g[g > F32_GAMMA_MAX].ravel()[:3]
         raise InputError(
             f"gamma = {bad.tolist()} is within 2^-12 of 1: float32 holds 1 - gamma only to about 3e-8 "
-            f"(rho = 1/(1 - gamma) off by up to {2.0**-25 / (1 - float(bad.max())):.1%}; at 0.99999997 it "
+            f"(rho = 1/(1 - gamma) off by up to {2.0**-25 / (1 - float(bad.max())):.2g} relative; at 0.99999997 it "
             "came out 50% low), use dtype='float64'"
         )
     try:

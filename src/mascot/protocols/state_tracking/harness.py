@@ -108,13 +108,18 @@ _now = utc_now
 
 
 def _versions() -> dict:
+    """The versions a run records, read from the installed packages' metadata (importing jax, scipy and pandas
+    only to ask took 5-12 s of a surrogate run's start)."""
     import platform
+    from importlib import metadata
 
-    out = {"python": platform.python_version(), "platform": platform.platform()}
-    for mod in ("mascot", "numpy", "jax", "scipy", "pandas", "pyarrow"):
+    import mascot
+
+    out = {"python": platform.python_version(), "platform": platform.platform(), "mascot": mascot.__version__}
+    for dist in ("numpy", "jax", "scipy", "pandas", "pyarrow"):
         try:
-            out[mod] = __import__(mod).__version__
-        except Exception:  # pragma: no cover - optional
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:  # pragma: no cover - optional
             pass
     return out
 
