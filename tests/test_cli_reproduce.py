@@ -494,3 +494,20 @@ def test_pareto_front_and_the_dominance_errata(repro):
     assert "not dominated: adaptive, complete-only, ring-only" in row20 and "False on Table VI" in row20
     row21 = next(ln for ln in text.splitlines() if ln.startswith("| 21 |"))
     assert "Gemini 2.5-Flash: adaptive 14 rounds" in row21 and "GPT" not in row21.split("read from")[1]
+
+
+def test_what_corollary_1_certifies_and_the_conclusions_theorem_number(repro):
+    """Errata 26-27 (the project's audit): Corollary 1 places adaptive between the fixed policies on both axes
+    (hand-checked at the paper's numbers: 2 <= 5 <= 8 rounds, 800 <= 1000 <= 1200 tokens: it dominates neither),
+    and the theorem on contraction rates, consensus time and minimum budget is Theorem 1."""
+    text = (repro / "errata.md").read_text()
+    row26 = next(ln for ln in text.splitlines() if ln.startswith("| 26 |"))
+    assert "K_cmpl = 2 <= K* = 5 <= K_ring = 8" in row26 and "B_ring = 800 <= B* = 1000 <= B_cmpl = 1200" in row26
+    assert "adaptive Pareto-dominates neither fixed policy" in row26
+    row27 = next(ln for ln in text.splitlines() if ln.startswith("| 27 |"))
+    assert "read from the paper" in row27 and "is Theorem 1" in row27
+    # erratum 28: Table I's scores are whole or half counts of 198 questions (hand-checked: 95.45 % of 198 = 189.0,
+    # 92.42 % = 183.0, 93.18 % = 184.5) and not of the 448 the text gives (95.45 % of 448 = 427.6)
+    row28 = next(ln for ln in text.splitlines() if ln.startswith("| 28 |"))
+    assert "427.62" in row28 and "of 448 (not whole or half counts)" in row28
+    assert "of 198 (whole or half counts)" in row28 and "has 198 questions" in row28

@@ -104,6 +104,16 @@ DELIBERATION_SETTINGS = {"eta": 0.2, "eps": 0.05, "b0": 100_000.0}
 #: kernels call the fixed strategies ``mode1`` / ``mode2``.
 DELIBERATION_STRATEGIES = {"adaptive": None, "complete": 1, "ring": 2}
 
+#: Table I's GPQA Diamond scores as printed (percent), and the question count Sec. I gives for that set.
+TABLE_I_GPQA = {
+    "GPT-5.5": 93.18,
+    "Gemini 3.1 Pro": 95.45,
+    "Claude Opus 4.8": 92.42,
+    "DeepSeek R1": 71.5,
+    "LLaMa 4 Mav.": 67.1,
+}
+GPQA_DIAMOND_QUESTIONS_AS_PRINTED = 448
+
 #: Table VIII as printed: ``(model, strategy) -> rounds, tokens, D(0), D_final``.
 TABLE_VIII = {
     ("GPT-5.4-Mini", "adaptive"): {"rounds": 9, "tokens": 41727, "d0": 0.7778, "d_final": 0.0409},

@@ -229,9 +229,10 @@ def invariance_row(runs, rings, lam1, lam2) -> str:
 # ----------------------------------------------------------------------------- README
 
 
-def errata_rows_22_to_25(runs, rings, r6, th: dict) -> str:
-    """Errata 22-25 (the project's own audit, 2026-12-02): Theorem 2 read as a necessary condition, the tight
-    run's wording, Corollary 1's cost chain, and 'increased significantly' (computed, or read from Table VIII)."""
+def errata_rows_22_to_27(runs, rings, r6, th: dict) -> str:
+    """Errata 22-27 (the project's own audit, 2026-12-02/03): Theorem 2 read as a necessary condition, the tight
+    run's wording, Corollary 1's cost chain, 'increased significantly' (computed, or read from Table VIII), what
+    Corollary 1 certifies (computed) and the conclusions' theorem number (read from the paper)."""
     P = PAPER
     B_star = th["B_star"]
     ring = rings[-1][0]  # the reconstructed ring when the search found one, else the text's
@@ -281,5 +282,61 @@ def errata_rows_22_to_25(runs, rings, r6, th: dict) -> str:
             "large rise for every model | read from Table VIII, complete-only over adaptive tokens: "
             + ", ".join(f"{m} {v:+.1f} %" for m, v in rise.items())
             + f" | {'Overstated: ' + min(rise, key=rise.get) + ' rose by ' + format(min(rise.values()), '.1f') + ' %.' if min(rise.values()) < 10 else 'Agrees.'} |",
+            _row_26(th),
+            _row_28(),
+            '| 27 | Conclusions: "a Resource-Aware Consensus Theorem (2) linking spectral contraction rates, '
+            'consensus time, and minimum token budget" | Theorem 2 | read from the paper: Sec. IV states Theorem 1 '
+            "(Resource-Aware Consensus: K1, K2, K* and B*, items 2-3) and Theorem 2 (Consensus-Budget Certificate: "
+            "the forward-invariant region, items 13-14) | The theorem the sentence describes is Theorem 1. |",
         ]
+    )
+
+
+def _row_26(th: dict) -> str:
+    """Erratum 26: what Corollary 1 certifies, from the paper's own Theorem 1 and Corollary 1 numbers."""
+    k, b = th["K_star"], th["B_star"]
+    kc, kr, bc, br = th["K_cmpl"], th["K_ring"], th["B_cmpl"], th["B_ring"]
+
+    def dominates(k1, b1, k2, b2):  # (rounds, tokens) (k1, b1) Pareto-dominates (k2, b2)
+        return k1 <= k2 and b1 <= b2 and (k1 < k2 or b1 < b2)
+
+    dom = [name for name, kk, bb in (("complete-only", kc, bc), ("ring-only", kr, br)) if dominates(k, b, kk, bb)]
+    return (
+        '| 26 | Conclusions: "Corollary 1 certifies when the adaptive policy Pareto-dominates single-topology '
+        f"strategies\" | a dominance certificate | Corollary 1 at the paper's numbers: K_cmpl = {kc} <= K* = {k} <= "
+        f"K_ring = {kr} and B_ring = {br:.0f} <= B* = {b:.0f} <= B_cmpl = {bc:.0f}; adaptive Pareto-dominates "
+        f"{' and '.join(dom) if dom else 'neither fixed policy'} | Corollary 1 places adaptive between the two "
+        "fixed policies on both axes (never faster than complete-only, never cheaper than ring-only), so it "
+        "certifies a trade-off, not dominance; dominating complete-only would need K* = K_cmpl, which it does not "
+        "give. |"
+    )
+
+
+def _row_28() -> str:
+    """Erratum 28: the GPQA Diamond question count, checked against Table I's two-decimal scores: a score printed
+    to 0.01 % is a whole (or half: an average of two runs) number of correct answers out of the set's questions."""
+    scores = {m: v for m, v in papers.TABLE_I_GPQA.items() if round(v * 100) % 10}  # the two-decimal ones
+    n_printed, n_diamond = papers.GPQA_DIAMOND_QUESTIONS_AS_PRINTED, 198  # Rein et al. (the paper's [17]), Diamond
+
+    def counts(n):
+        return [v / 100 * n for v in scores.values()]
+
+    def whole_or_half(n):  # within the printing's 0.005 % of a multiple of 1/2 answer
+        return all(abs(2 * c - round(2 * c)) / (2 * n) * 100 <= 0.005 for c in counts(n))
+
+    def show(n):
+        return ", ".join(f"{c:.2f}" for c in counts(n)) + f" of {n}"
+
+    ok_p, ok_d = whole_or_half(n_printed), whole_or_half(n_diamond)
+    return (
+        f'| 28 | Sec. I: "The GPQA Diamond database contains {n_printed} multiple-choice questions" | {n_printed} '
+        f"| Table I's two-decimal scores ({', '.join(f'{m} {v:.2f} %' for m, v in scores.items())}) as counts of "
+        f"correct answers: {show(n_printed)} ({'whole or half counts' if ok_p else 'not whole or half counts'}); "
+        f"{show(n_diamond)} ({'whole or half counts' if ok_d else 'not whole or half counts'}) | "
+        + (
+            f"{n_printed} is the size of GPQA's main set (read from Rein et al.); the Diamond subset that Table I "
+            f"scores has {n_diamond} questions, which its scores fit and {n_printed} does not. |"
+            if ok_d and not ok_p
+            else "Consistent with the printed count. |"
+        )
     )
