@@ -16,8 +16,12 @@ else:
     _SESSION_PYCACHE = None
 # JAX's persistent compilation cache, fresh for this session (nothing depends on a cache left by another run):
 # the suite's subprocesses and the kernels it compiles again in new closures read back what was compiled once
+# Every program, not only those that compile in over a second (JAX's default): the suite's ~100 command-line
+# subprocesses and its 3 workers compile the same small kernels again and again, and reading one back takes
+# milliseconds.
 if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _SESSION_CACHE = tempfile.mkdtemp(prefix="mascot-test-jax-cache-")
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 else:
     _SESSION_CACHE = None
 os.environ.setdefault("MPLBACKEND", "Agg")

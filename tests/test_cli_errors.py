@@ -256,9 +256,9 @@ def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outp
         r = mascot("calibrate", "trials", bare, "--out", keep)
         assert r.returncode == 2 and "run.json" in r.stderr and "Traceback" not in r.stderr, (text, r.stderr)
         assert (keep / "report.md").read_text() == "old" and not (keep / ".calibrate.lock").exists()
-    for inside in (run, run / "cal"):
+    for inside, why in ((run, "is a run directory"), (run / "cal", "inside it")):
         r = mascot("calibrate", "trials", run, "--out", inside)
-        assert r.returncode == 2 and "inside it" in r.stderr and not (run / "cal").exists()
+        assert r.returncode == 2 and why in r.stderr and not (run / "cal").exists(), r.stderr
     out = tmp_path / "cal"
     out.mkdir()
     for stale in ("step_profile.png", "split_half.md", "params.toml", ".report.md.abcd1234.tmp"):
