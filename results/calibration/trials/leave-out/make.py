@@ -20,6 +20,8 @@ here = here.relative_to(root)
 steps = sys.argv[1] if len(sys.argv) > 1 else "300"
 n_boot = sys.argv[2] if len(sys.argv) > 2 else "100"
 cases = ("chain", "mesh", "star", "E_ceg", "R_cdr", "F_ps")
+
+
 def done(x) -> bool:
     try:
         fit = json.loads((here / x / "fit" / "fit.json").read_text())
