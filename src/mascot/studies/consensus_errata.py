@@ -283,11 +283,11 @@ def errata_rows_22_to_27(runs, rings, r6, th: dict) -> str:
             + ", ".join(f"{m} {v:+.1f} %" for m, v in rise.items())
             + f" | {'Overstated: ' + min(rise, key=rise.get) + ' rose by ' + format(min(rise.values()), '.1f') + ' %.' if min(rise.values()) < 10 else 'Agrees.'} |",
             _row_26(th),
-            _row_28(),
             '| 27 | Conclusions: "a Resource-Aware Consensus Theorem (2) linking spectral contraction rates, '
             'consensus time, and minimum token budget" | Theorem 2 | read from the paper: Sec. IV states Theorem 1 '
             "(Resource-Aware Consensus: K1, K2, K* and B*, items 2-3) and Theorem 2 (Consensus-Budget Certificate: "
             "the forward-invariant region, items 13-14) | The theorem the sentence describes is Theorem 1. |",
+            _row_28(),
         ]
     )
 
