@@ -229,10 +229,11 @@ def invariance_row(runs, rings, lam1, lam2) -> str:
 # ----------------------------------------------------------------------------- README
 
 
-def errata_rows_22_to_27(runs, rings, r6, th: dict) -> str:
-    """Errata 22-27 (the project's own audit, 2026-12-02/03): Theorem 2 read as a necessary condition, the tight
+def errata_rows_22_to_28(runs, rings, r6, th: dict) -> str:
+    """Errata 22-28 (the project's own audit, 2026-12-02/03): Theorem 2 read as a necessary condition, the tight
     run's wording, Corollary 1's cost chain, 'increased significantly' (computed, or read from Table VIII), what
-    Corollary 1 certifies (computed) and the conclusions' theorem number (read from the paper)."""
+    Corollary 1 certifies (computed), the conclusions' theorem number (read from the paper) and GPQA Diamond's
+    question count (computed from Table I)."""
     P = PAPER
     B_star = th["B_star"]
     ring = rings[-1][0]  # the reconstructed ring when the search found one, else the text's
@@ -297,10 +298,8 @@ def _row_26(th: dict) -> str:
     k, b = th["K_star"], th["B_star"]
     kc, kr, bc, br = th["K_cmpl"], th["K_ring"], th["B_cmpl"], th["B_ring"]
 
-    def dominates(k1, b1, k2, b2):  # (rounds, tokens) (k1, b1) Pareto-dominates (k2, b2)
-        return k1 <= k2 and b1 <= b2 and (k1 < k2 or b1 < b2)
-
-    dom = [name for name, kk, bb in (("complete-only", kc, bc), ("ring-only", kr, br)) if dominates(k, b, kk, bb)]
+    fixed = (("complete-only", kc, bc), ("ring-only", kr, br))
+    dom = [name for name, kk, bb in fixed if pareto_front({"adaptive": (k, b), name: (kk, bb)}) == ["adaptive"]]
     return (
         '| 26 | Conclusions: "Corollary 1 certifies when the adaptive policy Pareto-dominates single-topology '
         f"strategies\" | a dominance certificate | Corollary 1 at the paper's numbers: K_cmpl = {kc} <= K* = {k} <= "
