@@ -702,6 +702,29 @@ def test_reproduce_debate_small(tmp_path):
     assert "score = - 0.9 + 0.6 - 0.2 = -0.5  ->  FAIL" in readme
     assert "Consensus achieved? False in 3 rounds" in readme
     assert (tmp_path / "out" / "example_transcript.md").exists() and (tmp_path / "out" / "debates.csv").exists()
+    # the article's prose puts the other agents' drafts in the system context, its code in the user prompt:
+    # 3 agents x rounds 2 and 3, every draft in the user message, none in the system message
+    assert am["drafts_placement"] == {"requests": 6, "in_system": 0, "in_user": 6}
+    assert "in the user message of 6 of them and in the system message of 0" in readme
+
+
+def test_drafts_placement_counts_where_the_other_drafts_are(tmp_path):
+    import json
+
+    from mascot.studies.debate import drafts_placement
+
+    def reply(rnd, agent, text, system="role", user="task"):
+        return {"type": "reply", "run": 0, "round": rnd, "agent": agent, "reply": text, "system": system, "user": user}
+
+    rows = [reply(1, "a", "A1"), reply(1, "b", "B1"), reply(1, "c", "C1")]
+    rows += [
+        reply(2, "a", "A2", system="role B1 C1"),  # both drafts in the system message
+        reply(2, "b", "B2", user="task A1 C1"),  # both in the user message
+        reply(2, "c", "C2", user="task A1"),  # only one of the two: counted nowhere
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [{"type": "round"}, *rows]))
+    assert drafts_placement(path) == {"requests": 3, "in_system": 1, "in_user": 1}
 
 
 def test_table_vii_mapping_resolves(tmp_path):

@@ -11,7 +11,7 @@ import pandas as pd
 
 from mascot.io import atomic_write_text, write_csv
 
-__all__ = ["ArticleMockDebateBackend", "WEIGHTED_VOTE_EXAMPLE", "reproduce"]
+__all__ = ["ArticleMockDebateBackend", "WEIGHTED_VOTE_EXAMPLE", "drafts_placement", "reproduce"]
 
 
 # ----------------------------------------------------------------------------- the voting/debate article
@@ -52,6 +52,27 @@ def _debate_rounds(path: Path) -> dict[int, list[dict]]:
         if r.get("type") == "round":
             rounds.setdefault(r["run"], []).append(r)
     return rounds
+
+
+def drafts_placement(transcript: Path) -> dict:
+    """Where a debate's requests carry the other agents' drafts: for each request after round 1, whether every
+    other agent's previous-round reply is in its system message and whether it is in its user message, counted
+    from the transcript's logged messages (``{"requests", "in_system", "in_user"}``)."""
+    from mascot.io import read_jsonl
+
+    replies = [r for r in read_jsonl(transcript) if r.get("type") == "reply"]
+    prev = {(r["run"], r["round"], r["agent"]): r["reply"] for r in replies}
+    out = {"requests": 0, "in_system": 0, "in_user": 0}
+    for r in replies:
+        if r["round"] < 2:
+            continue
+        drafts = [
+            t for (run, rnd, a), t in prev.items() if run == r["run"] and rnd == r["round"] - 1 and a != r["agent"]
+        ]
+        out["requests"] += 1
+        out["in_system"] += bool(drafts) and all(d in r["system"] for d in drafts)
+        out["in_user"] += bool(drafts) and all(d in r["user"] for d in drafts)
+    return out
 
 
 def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int = 100, progress: bool = False) -> dict:
@@ -123,7 +144,11 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
             "example": res.outcomes[0],
         },
         "article_mock": mock.outcomes[0]
-        | {"decisions_by_round": [r["decisions"] for r in mock_rounds], "article_result": list(article_result)},
+        | {
+            "decisions_by_round": [r["decisions"] for r in mock_rounds],
+            "article_result": list(article_result),
+            "drafts_placement": drafts_placement(runs_dir / "article_mock" / "transcript.jsonl"),
+        },
         "weighted_vote_example": {"ballots": [list(b) for b in WEIGHTED_VOTE_EXAMPLE], **wv.to_dict()},
         "majority_vote_example": mv.to_dict(),
     }
@@ -150,6 +175,7 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
     atomic_write_text(out / "example_transcript.md", "\n".join(tl))
 
     ex, am = res.outcomes[0], summary["article_mock"]
+    dp = am["drafts_placement"]
     s = summary["surrogate"]
     lines = [
         "# The voting/debate article's examples",
@@ -179,6 +205,15 @@ def reproduce(out="results/debate", runs_dir="runs/debate-reproduce", runs: int 
         f"`mascot.protocols.debate.article_consensus`) on the same replies prints `Consensus achieved? "
         f"{am['article_result'][1]} in {am['article_result'][0]} rounds` and reports no decision; mascot adds the "
         "final vote.",
+        "",
+        "## Erratum: the drafts go in the user prompt, not the system context",
+        "",
+        "The article's prose (Iterative Debate, step 2): each agent \"receives the draft solutions of all other "
+        'agents as part of its system context". Its code (`AgentNode.review`) builds the system prompt from the '
+        "role alone and appends the other opinions to the user prompt. In the debate above, as mascot's harness "
+        f"sent it (the article's prompts exactly), {dp['requests']} requests came after round 1; the other agents' "
+        f"previous-round replies are all in the user message of {dp['in_user']} of them and in the system message "
+        f"of {dp['in_system']}. mascot follows the code.",
         "",
         f"## The article's debate on the surrogate backend ({n} debates)",
         "",
