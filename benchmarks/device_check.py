@@ -60,6 +60,8 @@ import time
 import traceback
 from pathlib import Path
 
+from mascot.papers import QWEN25_7B_INSTRUCT
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 SECTIONS = ("info", "tests", "consensus", "spectra", "sweep", "hf")
@@ -76,16 +78,8 @@ TEST_FILES = [
     "tests/test_devices.py",
 ]
 
-# Qwen2.5-7B-Instruct's shape (its config.json); the smoke run uses a 2-layer model of width 32.
-QWEN25_7B = dict(
-    vocab_size=152064,
-    hidden_size=3584,
-    intermediate_size=18944,
-    num_hidden_layers=28,
-    num_attention_heads=28,
-    num_key_value_heads=4,
-    max_position_embeddings=32768,
-)
+# Qwen2.5-7B-Instruct's shape (its config.json, kept in mascot.papers); the smoke run uses a 2-layer model of width 32.
+QWEN25_7B = {k: v for k, v in QWEN25_7B_INSTRUCT.items() if k != "tie_word_embeddings"}
 TINY_QWEN2 = dict(
     vocab_size=1024,
     hidden_size=32,

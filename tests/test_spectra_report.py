@@ -219,3 +219,31 @@ def test_new_errata_star_periodic_and_mesh_rcdr_sd_from_independent_arithmetic()
     need = rcdr_sd_needs(42.25, -1.66)
     assert need["digits"] == pytest.approx(11 * (42.25 * math.sqrt(0.99) - 1.66) / math.log(10), rel=1e-12)
     assert round(need["digits"], 1) == 192.9 and rcdr_sd_needs(0.08, 0.27)["digits"] == 0.0
+
+
+@pytest.mark.parametrize("tie", [False, True])
+def test_qwen2_footprint_counts_what_transformers_builds(tie):
+    """Spectra erratum 12's parameter count against transformers' own Qwen2 model at a small shape (torch counts
+    the parameters it allocates); the 7B config gives the published 7.62 billion."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+
+    from mascot.papers import QWEN25_7B_INSTRUCT
+    from mascot.studies.spectra_errata import qwen2_footprint
+
+    cfg = dict(
+        vocab_size=97,
+        hidden_size=48,
+        intermediate_size=80,
+        num_hidden_layers=3,
+        num_attention_heads=6,
+        num_key_value_heads=2,
+        tie_word_embeddings=tie,
+    )
+    with torch.device("meta"):
+        model = transformers.Qwen2ForCausalLM(transformers.Qwen2Config(**cfg))
+    n = sum(p.numel() for p in model.parameters())  # tied weights are one parameter
+    fp = qwen2_footprint(cfg)
+    assert fp["parameters"] == n and fp["weight_bytes"] == 2 * n
+    assert fp["kv_bytes_per_token"] == 2 * 3 * 2 * (48 // 6) * 2  # K and V x layers x kv heads x head dim x 2 bytes
+    assert round(qwen2_footprint(QWEN25_7B_INSTRUCT)["parameters"] / 1e9, 2) == 7.62

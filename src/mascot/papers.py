@@ -244,5 +244,22 @@ SR_QUOTES = {
     "eq8_factor": 3.4,  # A.6: "a factor of 3.4 above the benign-star value"
     "kappa_benign": 28.6,  # A.6: "kappa ~ 28.6 from Table 1"
     "T_task": 12,  # Sec. 4: 12-step task
+    "gpu_memory_gb": 32,  # App. D: "a single NVIDIA A100 (32 GB)"
+    "max_tokens": 250,  # App. D's command: --max_tokens 250
 }
-__all__ += ["SR_TABLE1", "SR_TABLE2", "SR_TABLE2_RS", "SR_QUOTES"]
+#: The memory sizes NVIDIA sells the A100 with (GB), read from NVIDIA's A100 data sheet (40 GB and 80 GB, PCIe
+#: and SXM), not from the paper.
+A100_MEMORY_GB = (40, 80)
+#: Qwen2.5-7B-Instruct's shape, read from its config.json (bfloat16 weights, word embeddings not tied; the q, k
+#: and v projections carry biases), not from the paper.
+QWEN25_7B_INSTRUCT = dict(
+    vocab_size=152064,
+    hidden_size=3584,
+    intermediate_size=18944,
+    num_hidden_layers=28,
+    num_attention_heads=28,
+    num_key_value_heads=4,
+    max_position_embeddings=32768,
+    tie_word_embeddings=False,
+)
+__all__ += ["SR_TABLE1", "SR_TABLE2", "SR_TABLE2_RS", "SR_QUOTES", "A100_MEMORY_GB", "QWEN25_7B_INSTRUCT"]

@@ -14,7 +14,7 @@ from mascot.papers import SR_TABLE1 as TABLE1_PAPER
 from mascot.papers import SR_TABLE2 as TABLE2_PAPER
 from mascot.papers import SR_TABLE2_RS as TABLE2_RS_PAPER
 
-__all__ = ["sqrt_sum_bounds", "eq8_at_mu0", "ranks_rs", "errata_lines"]
+__all__ = ["sqrt_sum_bounds", "eq8_at_mu0", "ranks_rs", "qwen2_footprint", "errata_lines"]
 
 GAMMA = 0.9
 
@@ -476,7 +476,7 @@ def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFra
         f"{bw / b0:.2f}x from mu = 0 to the worst case, and the actual kappa {reach:.2f}x.",
         "",
     ]
-    err += _periodic_star_lines() + _mesh_rcdr_sd_lines() + _audit_lines()
+    err += _periodic_star_lines() + _mesh_rcdr_sd_lines() + _audit_lines() + _appendix_d_lines()
     return err
 
 
@@ -542,5 +542,48 @@ def _audit_lines(gamma: float = GAMMA) -> list[str]:
             if sorted(rows, key=lambda r: r[1]) == sorted(rows, key=lambda r: r[2])
             else "not the same: the claim's 'eigenvalue computations' would mis-rank them."
         ),
+        "",
+    ]
+
+
+def qwen2_footprint(cfg: dict, bytes_per_value: int = 2) -> dict:
+    """Parameter count and memory of a Qwen2-architecture decoder from its config (``vocab_size``,
+    ``hidden_size``, ``intermediate_size``, ``num_hidden_layers``, ``num_attention_heads``,
+    ``num_key_value_heads``, ``tie_word_embeddings``): embeddings (and an untied output head), per layer the
+    q/k/v projections with biases, the output projection, the gated MLP's three matrices and two RMSNorm
+    weights, and the final norm. ``kv_bytes_per_token``: keys and values of every layer for one token."""
+    h, v, m, n_layers = cfg["hidden_size"], cfg["vocab_size"], cfg["intermediate_size"], cfg["num_hidden_layers"]
+    kv = cfg["num_key_value_heads"] * (h // cfg["num_attention_heads"])
+    layer = (h * h + h) + 2 * (h * kv + kv) + h * h + 3 * h * m + 2 * h
+    params = v * h * (1 if cfg.get("tie_word_embeddings") else 2) + n_layers * layer + h
+    return {
+        "parameters": int(params),
+        "weight_bytes": int(params * bytes_per_value),
+        "kv_bytes_per_token": int(2 * n_layers * kv * bytes_per_value),
+    }
+
+
+def _appendix_d_lines() -> list[str]:
+    """Erratum 12: Appendix D's GPU memory, against the A100's sizes and the model's computed footprint."""
+    from mascot.papers import A100_MEMORY_GB, QWEN25_7B_INSTRUCT
+
+    printed = PAPER_QUOTES["gpu_memory_gb"]
+    fp = qwen2_footprint(QWEN25_7B_INSTRUCT)
+    w_gb = fp["weight_bytes"] / 1e9
+    room = {g: (g * 1e9 - fp["weight_bytes"]) / fp["kv_bytes_per_token"] for g in (printed, *A100_MEMORY_GB)}
+    sizes = " and ".join(f"{g} GB" for g in A100_MEMORY_GB)
+    return [
+        f'## 12. Appendix D: "a single NVIDIA A100 ({printed} GB)"; the A100 '
+        + ("has no such size" if printed not in A100_MEMORY_GB else f"does come with {printed} GB"),
+        "",
+        f"NVIDIA sells the A100 with {sizes} of memory (its data sheet; not a number mascot computes), so the "
+        f"printed card is {'not one of them' if printed not in A100_MEMORY_GB else 'one of them'}; the memory it "
+        "needed can be computed instead: Qwen2.5-7B-Instruct's shape (its config.json, "
+        f"`mascot.papers.QWEN25_7B_INSTRUCT`) gives {fp['parameters'] / 1e9:.2f} billion parameters, {w_gb:.1f} GB "
+        f"(10^9 bytes) of bfloat16 weights (`qwen2_footprint`) and {fp['kv_bytes_per_token']:,} bytes of keys and "
+        "values per token, so "
+        + ", ".join(f"{g} GB leave about {r / 1e3:,.0f}k tokens of cache" for g, r in room.items())
+        + f": at the printed {printed} GB, {room[printed] / PAPER_QUOTES['max_tokens']:,.0f} times Appendix D's "
+        f"{PAPER_QUOTES['max_tokens']} new tokens per request.",
         "",
     ]
