@@ -511,3 +511,10 @@ def test_what_corollary_1_certifies_and_the_conclusions_theorem_number(repro):
     row28 = next(ln for ln in text.splitlines() if ln.startswith("| 28 |"))
     assert "427.62" in row28 and "of 448 (not whole or half counts)" in row28
     assert "of 198 (whole or half counts)" in row28 and "has 198 questions" in row28
+    # erratum 29: ring C_6 with self-weight 0.1 has eigenvalues 0.1 + 0.9 cos(2 pi k / 6) on 1-perp: 0.55 (k = 1, 5),
+    # -0.35 (k = 2, 4), -0.8 (k = 3); the recipe's 0.55 certifies ceil(log 0.1 / log 0.55) = 4 rounds, while the
+    # alternating X0 contracts by exactly 0.8 a round: D(4) = 0.8^4 = 0.4096, ceil(log 0.1 / log 0.8) = 11 rounds
+    row29 = next(ln for ln in text.splitlines() if ln.startswith("| 29 |"))
+    assert "the recipe's lambda = 0.5500, the norm on 1-perp (Def. 6) = 0.8000" in row29
+    assert "in K = 4 rounds" in row29 and "D(4) = 0.4096 and needs 11 rounds" in row29
+    assert "give 0.8000 and 0.8000 (the modulus)" in row29

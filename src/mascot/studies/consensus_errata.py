@@ -229,11 +229,11 @@ def invariance_row(runs, rings, lam1, lam2) -> str:
 # ----------------------------------------------------------------------------- README
 
 
-def errata_rows_22_to_28(runs, rings, r6, th: dict) -> str:
-    """Errata 22-28 (the project's own audit, 2026-12-02/03): Theorem 2 read as a necessary condition, the tight
+def errata_rows_22_to_29(runs, rings, r6, th: dict) -> str:
+    """Errata 22-29 (the project's own audit, 2026-12-02/03): Theorem 2 read as a necessary condition, the tight
     run's wording, Corollary 1's cost chain, 'increased significantly' (computed, or read from Table VIII), what
     Corollary 1 certifies (computed), the conclusions' theorem number (read from the paper) and GPQA Diamond's
-    question count (computed from Table I)."""
+    question count (computed from Table I), and Remark 6's eigenvalue recipe against a counterexample (computed)."""
     P = PAPER
     B_star = th["B_star"]
     ring = rings[-1][0]  # the reconstructed ring when the search found one, else the text's
@@ -289,7 +289,46 @@ def errata_rows_22_to_28(runs, rings, r6, th: dict) -> str:
             "(Resource-Aware Consensus: K1, K2, K* and B*, items 2-3) and Theorem 2 (Consensus-Budget Certificate: "
             "the forward-invariant region, items 13-14) | The theorem the sentence describes is Theorem 1. |",
             _row_28(),
+            _row_29(),
         ]
+    )
+
+
+def _row_29(n: int = 6, self_weight: float = 0.1, d0: float = 1.0, eps: float = 0.1) -> str:
+    """Erratum 29: Remark 6's "largest eigenvalue" is not lambda_sigma when W has a negative eigenvalue of larger
+    modulus on 1-perp: a ring C_n with a small self-weight (n even: eigenvalue a - (1 - a) at k = n/2), its
+    certificate from the recipe against Algorithm 1 run from the alternating X0."""
+    from mascot.graphs import ring_weights
+    from mascot.theory import algorithm1
+    from mascot.theory.consensus import circulant_contraction_rate, contraction_rate
+
+    W = ring_weights(n, self_weight)
+    ours = (contraction_rate(W), circulant_contraction_rate(W[0]))
+    ev = np.linalg.eigvalsh(W)
+    j = int(np.argmin(np.abs(ev - 1.0)))  # the consensus direction's eigenvalue 1
+    perp = np.delete(ev, j)
+    lam_recipe, lam_true = float(perp.max()), float(np.abs(perp).max())
+    K_recipe = theorem1(d0, eps, eps, lam_recipe, lam_recipe, 1.0, 1.0).K1
+    x0 = (d0 * np.where(np.arange(n) % 2 == 0, 1.0, -1.0))[:, None]  # D(0) = d0, on the k = n/2 mode
+    run = algorithm1(x0, W, W, 1.0, 1.0, eps, eps, 1e9, strategy="mode1", max_rounds=10 * n)
+    d_at = float(run.d_trace[min(K_recipe, len(run.d_trace) - 1)])
+    return (
+        f'| 29 | Remark 6: "Because W_sigma is symmetric, the value for lambda_sigma is the largest eigenvalue of '
+        f'W_sigma" (its proof expands v in 1-perp over all N eigenvectors and bounds by lambda_1) | lambda_sigma = '
+        f"the largest eigenvalue (on 1-perp, item 5) | ring C_{n} with self-weight {self_weight:g} (the family of "
+        f"Table III's mode 2): eigenvalues on 1-perp {', '.join(f'{v:.4f}' for v in sorted(perp))}; the recipe's "
+        f"lambda = {lam_recipe:.4f}, the norm on 1-perp (Def. 6) = {lam_true:.4f}. Theorem 1 with the recipe's "
+        f"lambda certifies D <= {eps:g} from D(0) = {d0:g} in K = {K_recipe} rounds; Algorithm 1 from the "
+        f"alternating X0 has D({K_recipe}) = {d_at:.4f} and needs {run.rounds} rounds | "
+        + (
+            "The recipe holds only when no eigenvalue on 1-perp is more negative than the largest is positive: "
+            "lambda_sigma is the largest eigenvalue modulus on 1-perp, and a certificate from the recipe can "
+            "promise consensus that does not come. mascot's `contraction_rate` and `circulant_contraction_rate` give "
+            + " and ".join(f"{r:.4f}" for r in ours)
+            + (" (the modulus). |" if all(abs(r - lam_true) < 1e-12 for r in ours) else " (not the modulus). |")
+            if run.rounds > K_recipe
+            else "The recipe's certificate holds here. |"
+        )
     )
 
 

@@ -39,7 +39,7 @@ from mascot.studies.consensus_errata import (
     errata_row_18,
     errata_rows_10_to_13,
     errata_rows_20_21,
-    errata_rows_22_to_28,
+    errata_rows_22_to_29,
     invariance_row,
     slow_fraction_from_ring_ratio,
 )
@@ -515,7 +515,7 @@ def _errata(x0s, runs, th, facts) -> str:
         errata_row_18(),
         f"| 19 | Sec. V-C, Claude complete-only certificate | K* = K1 ≈ 10, B* ≈ 120,250 | K1 = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).K1}, B* = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).B_star:,.0f} | Agrees (eta = eps, so mode 2 is never used: K1 = ceil(log(0.05/0.6864)/log 0.7574) = ceil({math.log(0.05 / 0.6864) / math.log(0.7574):.2f}) = 10). |",
         errata_rows_20_21(),
-        errata_rows_22_to_28(runs, rings, r6, th),
+        errata_rows_22_to_29(runs, rings, r6, th),
         "",
     ]
     return "\n".join(lines)
