@@ -165,6 +165,7 @@ def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_clus
             "slurm",
             "submit",
             str(config),
+            "seed=12",  # a command-line override, passed to every array task (it must match the local run below)
             "--shards",
             "4",
             "--out",
@@ -183,9 +184,10 @@ def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_clus
     assert res.returncode == 0, res.stdout + res.stderr + logs
     assert sorted(p.name for p in (out / "slurm").glob("*_*.out")) and "merge" in logs
     via_slurm = pd.read_parquet(out / "merged.parquet")
-    run_sweep(parse_config(CONFIG), tmp_path / "local", progress=False)
+    run_sweep(parse_config(CONFIG.replace("seed = 11", "seed = 12")), tmp_path / "local", progress=False)
     local = pd.read_parquet(RunDir(tmp_path / "local").merge())
     pd.testing.assert_frame_equal(via_slurm, local, check_exact=True)
+    assert "seed=12" in (out / "config.toml").read_text().splitlines()[0]
 
 
 def test_real_slurm_trials_job_equals_local_run(trials_config, tmp_path, slurm_cluster):

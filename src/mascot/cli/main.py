@@ -205,9 +205,11 @@ def _cmd_certify(args) -> int:
 def _cmd_validate(args) -> int:
     from mascot.sweep import estimate_chunk_bytes, load_config
 
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, args.overrides)
     mem = estimate_chunk_bytes(cfg)
     print(f"{args.config}: OK  kind={cfg.kind} name={cfg.name} hash={cfg.hash}")
+    if args.overrides:
+        print(f"  overrides: {' '.join(args.overrides)}")
     print(f"  grid axes: {', '.join('+'.join(n) + f'[{len(v)}]' for n, v in cfg.axes) or '(none)'}")
     print(f"  points: {cfg.n_points:,}  chunks: {cfg.n_chunks:,} of {cfg.chunk_size} points")
     print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
@@ -226,7 +228,7 @@ def _cmd_run(args) -> int:
 
     if args.out is not None and not args.out.strip():
         raise InputError("--out must name a directory (it is empty)")
-    cfg = load_config(args.config)
+    cfg = load_config(args.config, args.overrides)
     s = run_sweep(cfg, args.out, parse_shard(args.shard), progress=not args.quiet, workers=args.workers)
     print(
         f"{s.out}: shard {s.shard[0]}/{s.shard[1]} ran {s.chunks_run} chunks ({s.points_run:,} points) in "
@@ -277,6 +279,7 @@ def _cmd_slurm_submit(args) -> int:
         gpus=args.gpus,
         cpus=args.cpus,
         mem=args.mem,
+        overrides=tuple(args.overrides),
     )
     trials = sub.kind == "trials"
     if args.dry_run:
@@ -500,10 +503,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="check a sweep config without running it")
     v.add_argument("config")
+    v.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra-style overrides: grid.n=5,8,16 (an axis), seed=3, fixed.trajectories=256, ~grid.eta "
+        "(remove); a bare parameter goes to [grid] when given a list, else to [fixed]",
+    )
     v.set_defaults(func=_cmd_validate)
 
     r = sub.add_parser("run", help="run or resume a sweep (one shard of it with --shard I/N)")
     r.add_argument("config")
+    r.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="Hydra-style overrides: grid.n=5,8,16 (an axis), seed=3, fixed.trajectories=256, ~grid.eta "
+        "(remove); a bare parameter goes to [grid] when given a list, else to [fixed]",
+    )
     r.add_argument("--shard", help="I/N: run the chunks c with c %% N == I (default: all)")
     r.add_argument("--out", help="run directory (default: [output] dir of the config, else runs/NAME)")
     r.add_argument(
@@ -546,6 +563,12 @@ def build_parser() -> argparse.ArgumentParser:
         "config: one requeue-safe trials job",
     )
     ss.add_argument("config", help="a sweep config ([experiment], [grid], ...) or a trials config ([trials])")
+    ss.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="a sweep config's Hydra-style overrides (as for `mascot run`), passed to every array task",
+    )
     ss.add_argument("--shards", type=int, help="sweeps: array size N (task i runs --shard i/N); required")
     ss.add_argument("--out", help="run directory (default: the config's [output] dir, else runs/NAME)")
     ss.add_argument("--partition")

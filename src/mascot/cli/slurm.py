@@ -146,11 +146,16 @@ def render(
     cpus: int | None = None,
     mem: str | None = None,
     array_job: str = "<ARRAY_JOB_ID>",
+    overrides=(),
 ) -> Submission:
-    """Job scripts for ``config``: a sweep's array + merge jobs, or a trials config's one job."""
+    """Job scripts for ``config``: a sweep's array + merge jobs, or a trials config's one job. ``overrides``: a
+    sweep config's command-line ``KEY=VALUE`` items (:mod:`mascot.sweep.overrides`), checked here and passed
+    to every array task, each quoted for the shell."""
     from mascot.cli.trials_config import is_trials_config
 
     if is_trials_config(config):
+        if overrides:
+            raise InputError("KEY=VALUE overrides apply to sweep configs; a trials config takes its options as flags")
         if shards not in (None, 1):
             raise InputError(
                 "a trials config runs as one job (every stage is one batched call over all trials); drop --shards"
@@ -164,7 +169,7 @@ def render(
         raise InputError(f"--shards must be a positive integer; got {shards!r}")
     if gpus < 0 or cpus < 1:
         raise InputError("--gpus must be >= 0 and --cpus >= 1")
-    cfg = load_config(config)
+    cfg = load_config(config, overrides)
     if shards > cfg.n_chunks:
         raise InputError(f"--shards {shards} exceeds the {cfg.n_chunks} chunks of {config}; use at most {cfg.n_chunks}")
     outp = Path(out or cfg.output_dir or f"runs/{cfg.name}").resolve()
@@ -184,6 +189,7 @@ def render(
         workdir=q(str(Path.cwd())),
         python=q(sys.executable),
         config=q(str(Path(config).resolve())),
+        overrides="".join(" " + q(o) for o in overrides),
         out=q(str(outp)),
         merged=q(str(merged)),
         array_job=array_job if array_job == "<ARRAY_JOB_ID>" else _sbatch_value("array job id", array_job),

@@ -566,14 +566,19 @@ def _short(p, names):
     return ", ".join(f"{k}={p[k]!r}" for k in names) or "fixed parameters"
 
 
-def load_config(path) -> SweepConfig:
+def load_config(path, overrides=()) -> SweepConfig:
+    """Read and validate a sweep config file; ``overrides``: command-line ``KEY=VALUE`` / ``~KEY`` items
+    (:mod:`mascot.sweep.overrides`) applied first (the config's text is then the overridden one, which a run
+    directory records as its ``config.toml``)."""
     from mascot.io import read_text_file
+    from mascot.sweep.overrides import apply_overrides
 
     try:
         text = read_text_file(path)
     except ValueError as e:
         raise ConfigError(str(e)) from None
     try:
+        text = apply_overrides(text, list(overrides), source=str(path))
         return parse_config(text, str(path))
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None

@@ -307,11 +307,22 @@ class RunDir:
                 "cannot be trusted: use another --out"
             )
         if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
+            try:
+                first = (self.path / "config.toml").read_text().split("\n", 1)[0]
+            except (OSError, UnicodeDecodeError):
+                first = ""
+            marker = "with the command-line overrides: "
+            started = (
+                f" It was started with the overrides {first.split(marker, 1)[1]!r} (its config.toml holds the "
+                "whole config)."
+                if marker in first
+                else ""
+            )
             raise RunDirError(
                 f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
                 f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
                 f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
-                f"differ). Use another --out directory."
+                f"differ). Use another --out directory.{started}"
             )
         if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
             atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
