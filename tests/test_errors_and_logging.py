@@ -55,12 +55,12 @@ def test_the_cli_prints_a_mascot_error_as_one_line_and_a_bug_as_a_traceback(tmp_
 
     import importlib
 
-    cli_main = importlib.import_module("mascot.cli.main")  # (mascot.cli.main the attribute is the function)
+    cli_sweep = importlib.import_module("mascot.cli.sweep_cmds")
 
     def buggy(args):
         raise ValueError("an internal inconsistency")  # not a MascotError: a bug
 
-    monkeypatch.setattr(cli_main, "_cmd_validate", buggy)  # the parser is built per call: it takes this one
+    monkeypatch.setattr(cli_sweep, "_cmd_validate", buggy)  # the parser is built per call: it takes this one
     with pytest.raises(ValueError, match="internal inconsistency"):
         main(["validate", str(bad)])
 

@@ -52,11 +52,11 @@ import numpy as np
 
 from mascot.errors import ConfigError, InputError
 from mascot.sweep import values
+from mascot.sweep.schema import EXPERIMENT_KEYS, SECTIONS
 
 __all__ = ["ConfigError", "SweepConfig", "load_config", "parse_config", "expand_grid"]
 
-_SECTIONS = ("experiment", "fixed", "grid", "output")
-_EXPERIMENT_KEYS = {"kind": str, "name": str, "seed": int, "dtype": str, "chunk_size": int, "max_points": int}
+_SECTIONS, _EXPERIMENT_KEYS = SECTIONS, EXPERIMENT_KEYS
 MAX_POINTS = 10_000_000  # default experiment.max_points
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _F32_MAX = float(np.finfo(np.float32).max)

@@ -25,11 +25,12 @@ import tomllib
 from collections.abc import Sequence
 
 from mascot.errors import ConfigError
+from mascot.sweep.schema import EXPERIMENT_KEYS as _EXPERIMENT_KEYS
+from mascot.sweep.schema import SECTIONS as _SECTIONS
 
 __all__ = ["apply_overrides", "parse_override", "dumps_toml"]
 
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*(\.[A-Za-z_][A-Za-z0-9_\-]*)*")
-_SECTIONS = ("experiment", "fixed", "grid", "output")
 
 
 def _split_top(text: str) -> list[str]:
@@ -90,7 +91,6 @@ def parse_override(item: str) -> tuple[str, object, bool]:
 
 def _locate(key: str, raw: dict, value, remove: bool) -> list[str]:
     """The dotted path of ``key`` in the config."""
-    from mascot.sweep.config import _EXPERIMENT_KEYS
     from mascot.sweep.kinds import KINDS
 
     path = key.split(".")
