@@ -398,9 +398,11 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true", help="print a JSON object")
     c.set_defaults(func=_cmd_certify)
 
+    from mascot.cli.params_cmd import add_parser as _add_params_parser
     from mascot.cli.sweep_cmds import add_parsers as _add_sweep_parsers
 
     _add_sweep_parsers(sub)
+    _add_params_parser(sub)
 
     from mascot.graphs import SPEC_SYNTAX
 

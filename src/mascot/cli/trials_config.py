@@ -27,7 +27,7 @@ from mascot.io import read_toml
 
 __all__ = ["is_trials_config", "load_trials_config", "parse_initial_state", "trials_argv"]
 
-_SKIP = {"help", "config"}
+NOT_CONFIG_KEYS = {"help", "config"}  # options of `mascot trials` that a [trials] table cannot set
 
 
 def parse_initial_state(text: str) -> tuple:
@@ -87,7 +87,7 @@ def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
     actions = {}
     for a in parser._actions:
         longs = [s for s in a.option_strings if s.startswith("--")]
-        if longs and a.dest not in _SKIP:
+        if longs and a.dest not in NOT_CONFIG_KEYS:
             actions[longs[0][2:].replace("-", "_")] = (longs[0], a)
     argv: list[str] = []
     given: dict[str, str] = {}  # option dest -> the key that set it

@@ -111,10 +111,20 @@ def _type_name(t) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "true/false"}.get(t, str(t))
 
 
-def _check_keys(table: dict, valid, where: str):
+def _check_keys(table: dict, valid, where: str, topic: str | None = None):
+    """An unknown key is named with the closest valid one and all of them (``topic``: the ``mascot params``
+    topic that describes them)."""
+    import difflib
+
     for k in table:
         if k not in valid:
-            raise ConfigError(f"unknown key {k!r} in {where}; valid keys: {', '.join(sorted(valid))}")
+            close = difflib.get_close_matches(str(k), [str(v) for v in valid], n=1)
+            raise ConfigError(
+                f"unknown key {k!r} in {where}"
+                + (f" (did you mean {close[0]!r}?)" if close else "")
+                + f"; valid keys: {', '.join(sorted(valid))}"
+                + (f". `mascot params {topic}` gives each one's type, default, range and meaning" if topic else "")
+            )
 
 
 def _axis_count(name: str, spec, where: str) -> int:
@@ -260,7 +270,7 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
     exp = raw.get("experiment")
     if not isinstance(exp, dict):
         raise ConfigError("missing [experiment] section (with at least kind = ...)")
-    _check_keys(exp, _EXPERIMENT_KEYS, "[experiment]")
+    _check_keys(exp, _EXPERIMENT_KEYS, "[experiment]", "experiment")
     for k, t in _EXPERIMENT_KEYS.items():
         if k in exp and (not isinstance(exp[k], t) or isinstance(exp[k], bool)):
             raise ConfigError(f"experiment.{k} must be {_type_name(t)}; got {exp[k]!r}")
@@ -289,7 +299,7 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
     fixed = raw.get("fixed", {})
     if not isinstance(fixed, dict):
         raise ConfigError("[fixed] must be a table of parameter = value")
-    _check_keys(fixed, spec.params, "[fixed]")
+    _check_keys(fixed, spec.params, "[fixed]", kind)
     grid = raw.get("grid", {})
     if not isinstance(grid, dict):
         raise ConfigError("[grid] must be a table of parameter = values")
@@ -336,13 +346,13 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
         cfg.hash = experiment_hash(kind, seed, dtype, fixed, raw.get("grid", {}), spec)
         return cfg
     for name, s in grid.items():
-        _check_keys({name: 0}, spec.params, "[grid]")
+        _check_keys({name: 0}, spec.params, "[grid]", kind)
         axes.append(((name,), [(v,) for v in _axis_values(name, s, "grid")]))
         _no_repeats(f"grid.{name}", axes[-1][1], dtype)
     for group, table in zips.items():
         if not isinstance(table, dict) or not table:
             raise ConfigError(f"grid.zip.{group} must be a table of equal-length lists")
-        _check_keys(table, spec.params, f"[grid.zip.{group}]")
+        _check_keys(table, spec.params, f"[grid.zip.{group}]", kind)
         lengths = {k: len(v) if isinstance(v, list) else -1 for k, v in table.items()}
         if -1 in lengths.values() or len(set(lengths.values())) != 1 or 0 in lengths.values():
             raise ConfigError(f"grid.zip.{group} needs non-empty lists of equal length; got lengths {lengths}")
@@ -351,7 +361,7 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
     if rand is not None:
         if not isinstance(rand, dict):
             raise ConfigError("grid.random must be a table with count = ... and parameter distributions")
-        _check_keys({k: 0 for k in rand if k != "count"}, spec.params, "[grid.random]")
+        _check_keys({k: 0 for k in rand if k != "count"}, spec.params, "[grid.random]", kind)
         axes.append(_random_axis(rand, seed, dtype))
     names = [n for ns, _ in axes for n in ns]
     dup = {n for n in names if names.count(n) > 1} | (set(names) & set(fixed))

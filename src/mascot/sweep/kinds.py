@@ -29,8 +29,6 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -41,96 +39,9 @@ import pyarrow as pa
 from mascot import graphs as _graphs
 from mascot.errors import InputError
 from mascot.kernels.precision import check_budget, check_noise
+from mascot.sweep.schema import Kind, Param  # the kinds' schema types (re-exported)
 
 __all__ = ["Param", "Kind", "KINDS", "DeviceCache", "point_keys"]
-
-
-@dataclass(frozen=True)
-class Param:
-    type: type
-    default: Any
-    check: Callable[[Any], bool] | None = None
-    rule: str = ""
-    doc: str = ""
-
-
-@dataclass(frozen=True)
-class Kind:
-    name: str
-    params: dict[str, Param]
-    evaluate: Callable  # (points, indices, key_seed, dtype[, cache=]) -> DataFrame or pyarrow Table
-    bytes_per_point: Callable  # (point) -> int, working memory estimate
-    extra_check: Callable[[dict], None] | None = None
-    derive: Callable[[dict], None] | None = None  # fills parameters computed from others, in place
-    derived_from: dict = field(default_factory=dict)  # derived parameter -> the key(s) users write for it
-    unused_when: dict = field(default_factory=dict)  # key -> the parameter that, when given, makes it unused
-    dtype_check: Callable[[dict, str], None] | None = None  # (complete point, "float32"/"float64"): ValueError
-    row_key: tuple = ("point", "trajectory")  # columns that identify a row (unique, sorted in merges)
-    version: int = 1  # results version: bump when the rows for a given config change (enters the hash)
-    # chunks this kind may evaluate at once: the spectra kernels change OpenBLAS's thread count around
-    # their LAPACK calls (process-global; changing it while another thread is inside OpenBLAS hung a run),
-    # and the noise kernels already split their work over threads
-    max_workers: int | None = None
-    # evaluate takes ``cache=``, the sweep's DeviceCache of device arrays its chunks share (e.g. X0)
-    device_cache: bool = False
-    # every column of its tables is never null (NaN floats are values, not nulls): chunk files store them
-    # as Parquet required columns (faster to write; see sweep.store.write_table_atomic)
-    required: bool = False
-
-    def complete(self, p: dict) -> dict:
-        """Fill defaults and derived values (integers given for float parameters become floats)."""
-        out = {}
-        for k, spec in self.params.items():
-            v = p.get(k, spec.default)
-            out[k] = float(v) if spec.type is float and type(v) is int else v
-        if self.derive:
-            try:
-                self.derive(out)
-            except (TypeError, ValueError, OverflowError) as e:
-                # a bad value the user wrote (n = "5", n = 1) fails here first: name it, not what it derives
-                self._check({k: v for k, v in out.items() if k not in self.derived_from or p.get(k) is not None})
-                raise InputError(str(e)) from None
-        return out
-
-    def fill(self, given: dict, defaults: bool = True) -> dict:
-        """``given`` with integers written for float parameters as floats, and (``defaults``) every other
-        parameter's default; no derived values (see :meth:`complete`)."""
-        out = {}
-        for k, spec in self.params.items():
-            if k in given or defaults:
-                v = given.get(k, spec.default)
-                out[k] = float(v) if spec.type is float and type(v) is int else v
-        return out
-
-    def check_values(self, p: dict) -> None:
-        """Each value's own type and range, in ``p``'s order (``ValueError`` names the first bad one)."""
-        for k, v in p.items():
-            self._check_value(k, v)
-
-    def validate(self, p: dict) -> None:
-        self._check(p)
-        if self.extra_check:
-            self.extra_check(p)
-
-    def _check(self, p: dict) -> None:
-        """Types and ranges of the parameters in ``p`` (``None``: not given, nothing to check); integers
-        given for float parameters become floats in ``p``."""
-        for k in self.params:
-            if k in p:
-                p[k] = self._check_value(k, p[k])
-
-    def _check_value(self, k: str, v):
-        spec = self.params[k]
-        if v is None:
-            return v
-        if spec.type is float and isinstance(v, int) and not isinstance(v, bool):
-            v = float(v)
-        if not isinstance(v, spec.type) or isinstance(v, bool) != (spec.type is bool):
-            raise InputError(f"{k} must be of type {spec.type.__name__}; got {v!r}")
-        if spec.check is not None and not spec.check(v):
-            raise InputError(f"{k} = {v!r} is out of range: {spec.rule}")
-        return v
-
 
 X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept)
 
@@ -205,28 +116,87 @@ def point_keys(key_seed: int, indices) -> jax.Array:
 # ----------------------------------------------------------------------------- consensus
 _STRATEGY = {"adaptive": "adaptive", "complete": "mode1", "ring": "mode2"}
 
+_USES_MODE1, _USES_MODE2 = ("strategy", ("adaptive", "complete")), ("strategy", ("adaptive", "ring"))
+_POS = lambda v: v > 0 and math.isfinite(v)  # noqa: E731
+
 CONSENSUS_PARAMS = {
-    "n": Param(int, 5, lambda v: 3 <= v <= 4096, "3 <= n <= 4096", "agents"),
-    "d": Param(int, 6, lambda v: 1 <= v <= 1024, "1 <= d <= 1024", "belief dimensions"),
-    "trajectories": Param(int, 64, lambda v: 1 <= v <= 10**7, "1 <= trajectories <= 1e7", "per grid point"),
-    "strategy": Param(str, "adaptive", lambda v: v in _STRATEGY, "one of adaptive, complete, ring"),
-    "eta": Param(float, 0.1, lambda v: v > 0 and math.isfinite(v), "eta > 0", "switching threshold"),
-    "eps": Param(float, 0.03, lambda v: v > 0 and math.isfinite(v), "eps > 0", "consensus tolerance"),
-    "b0": Param(float, 2000.0, lambda v: v >= 0 and math.isfinite(v), "b0 >= 0", "initial budget"),
-    "c1": Param(float, None, lambda v: v > 0 and math.isfinite(v), "c1 > 0", "mode-1 cost (default: model)"),
-    "c2": Param(float, None, lambda v: v > 0 and math.isfinite(v), "c2 > 0", "mode-2 cost (default: model)"),
+    "n": Param(int, 5, lambda v: 3 <= v <= 4096, "3 <= n <= 4096", "number of agents", "agents"),
+    "d": Param(int, 6, lambda v: 1 <= v <= 1024, "1 <= d <= 1024", "dimensions of each agent's belief", "dims"),
+    "trajectories": Param(
+        int, 64, lambda v: 1 <= v <= 10**7, "1 <= trajectories <= 1e7", "independent X0 draws per grid point"
+    ),
+    "strategy": Param(
+        str,
+        "adaptive",
+        lambda v: v in _STRATEGY,
+        "one of adaptive, complete, ring",
+        "adaptive: Algorithm 1 switches complete -> ring at D <= eta; complete / ring: one mode throughout",
+    ),
+    "eta": Param(
+        float, 0.1, _POS, "eta > 0 (> eps for adaptive)", "switching threshold on D", "D", ("strategy", ("adaptive",))
+    ),
+    "eps": Param(float, 0.03, _POS, "eps > 0", "consensus tolerance: stop when D <= eps", "D"),
+    "b0": Param(float, 2000.0, lambda v: v >= 0 and math.isfinite(v), "b0 >= 0", "initial token budget", "tokens"),
+    "c1": Param(
+        float,
+        None,
+        _POS,
+        "c1 > 0",
+        "tokens per complete (mode-1) round; default n (n - 1) tokens_complete",
+        "tokens",
+        _USES_MODE1,
+    ),
+    "c2": Param(
+        float, None, _POS, "c2 > 0", "tokens per ring (mode-2) round; default 2 n tokens_ring", "tokens", _USES_MODE2
+    ),
     "tokens_complete": Param(
-        float, 30.0, lambda v: v > 0 and math.isfinite(v), "tokens_complete > 0", "tokens per message, K_N"
+        float,
+        30.0,
+        _POS,
+        "tokens_complete > 0",
+        "tokens per message on the complete graph K_n (gives c1)",
+        "tokens",
+        _USES_MODE1,
     ),
     "tokens_ring": Param(
-        float, 10.0, lambda v: v > 0 and math.isfinite(v), "tokens_ring > 0", "tokens per message, C_N"
+        float, 10.0, _POS, "tokens_ring > 0", "tokens per message on the ring C_n (gives c2)", "tokens", _USES_MODE2
     ),
-    "self_weight_complete": Param(float, 0.4, lambda v: 0 <= v <= 1, "0 <= w <= 1"),
-    "self_weight_ring": Param(float, 0.6, lambda v: 0 <= v <= 1, "0 <= w <= 1"),
-    "x0_mean": Param(float, 0.5, lambda v: 0 < v < 1, "0 < x0_mean < 1"),
-    "x0_spread": Param(float, 0.15, lambda v: v > 0 and math.isfinite(v), "x0_spread > 0"),
-    "noise": Param(float, 0.0, lambda v: v >= 0 and math.isfinite(v), "noise >= 0", "belief noise per round"),
-    "max_rounds": Param(int, 64, lambda v: 1 <= v <= 100_000, "1 <= max_rounds <= 1e5"),
+    "self_weight_complete": Param(
+        float,
+        0.4,
+        lambda v: 0 <= v <= 1,
+        "0 <= w <= 1",
+        "K_n's self-weight w_ii (others (1 - w)/(n - 1); Table III: 0.4)",
+        "",
+        _USES_MODE1,
+    ),
+    "self_weight_ring": Param(
+        float,
+        0.6,
+        lambda v: 0 <= v <= 1,
+        "0 <= w <= 1",
+        "C_n's self-weight w_ii (each neighbour (1 - w)/2; Table III: 0.6)",
+        "",
+        _USES_MODE2,
+    ),
+    "x0_mean": Param(float, 0.5, lambda v: 0 < v < 1, "0 < x0_mean < 1", "mean of the initial beliefs X0", "belief"),
+    "x0_spread": Param(float, 0.15, _POS, "x0_spread > 0", "spread of the initial beliefs around x0_mean", "belief"),
+    "noise": Param(
+        float,
+        0.0,
+        lambda v: v >= 0 and math.isfinite(v),
+        "noise >= 0",
+        "s.d. of Gaussian belief noise added each round",
+        "belief",
+    ),
+    "max_rounds": Param(
+        int,
+        64,
+        lambda v: 1 <= v <= 100_000,
+        "1 <= max_rounds <= 1e5",
+        "rounds before a trajectory stops unfinished",
+        "rounds",
+    ),
 }
 
 
@@ -429,14 +399,64 @@ _RANDOM_FAMILIES = _graphs.RANDOM_FAMILIES
 
 SPECTRA_PARAMS = {
     "family": Param(str, "star", lambda v: v in _FAMILIES, "one of " + ", ".join(_FAMILIES), "graph family"),
-    "n": Param(int, 5, lambda v: 2 <= v <= 2048, "2 <= n <= 2048", "agents (a star has n - 1 leaves)"),
-    "gamma": Param(float, 0.9, lambda v: 0 <= v < 1, "0 <= gamma < 1", "SR discount"),
-    "p": Param(float, 0.2, lambda v: 0 <= v <= 1, "0 <= p <= 1", "Erdos-Renyi edge probability"),
-    "degree": Param(int, 4, lambda v: v >= 1, "degree >= 1", "Watts-Strogatz k (even) / random-regular d"),
-    "beta": Param(float, 0.1, lambda v: 0 <= v <= 1, "0 <= beta <= 1", "Watts-Strogatz rewiring probability"),
-    "alpha": Param(float, 1.0, lambda v: v > 0 and math.isfinite(v), "alpha > 0", "malicious leaf weight"),
-    "a": Param(float, 0.5, lambda v: 0 <= v <= 1, "0 <= a <= 1", "self-weight of 'complete'"),
-    "graphs": Param(int, 16, lambda v: 1 <= v <= 100_000, "1 <= graphs <= 1e5", "samples per random family"),
+    "n": Param(
+        int, 5, lambda v: 2 <= v <= 2048, "2 <= n <= 2048", "number of agents (a star has n - 1 leaves)", "agents"
+    ),
+    "gamma": Param(float, 0.9, lambda v: 0 <= v < 1, "0 <= gamma < 1", "SR discount in M = (I - gamma P)^-1"),
+    "p": Param(
+        float,
+        0.2,
+        lambda v: 0 <= v <= 1,
+        "0 <= p <= 1",
+        "Erdos-Renyi edge probability",
+        "",
+        ("family", ("erdos_renyi",)),
+    ),
+    "degree": Param(
+        int,
+        4,
+        lambda v: v >= 1,
+        "degree >= 1",
+        "Watts-Strogatz k (even) / random-regular degree",
+        "edges",
+        ("family", ("watts_strogatz", "random_regular")),
+    ),
+    "beta": Param(
+        float,
+        0.1,
+        lambda v: 0 <= v <= 1,
+        "0 <= beta <= 1",
+        "Watts-Strogatz rewiring probability",
+        "",
+        ("family", ("watts_strogatz",)),
+    ),
+    "alpha": Param(
+        float,
+        1.0,
+        _POS,
+        "alpha > 0",
+        "the malicious leaf's weight in the centre's average (A.6)",
+        "",
+        ("family", ("malicious_star",)),
+    ),
+    "a": Param(
+        float,
+        0.5,
+        lambda v: 0 <= v <= 1,
+        "0 <= a <= 1",
+        "self-weight of the 'complete' family",
+        "",
+        ("family", ("complete",)),
+    ),
+    "graphs": Param(
+        int,
+        16,
+        lambda v: 1 <= v <= 100_000,
+        "1 <= graphs <= 1e5",
+        "graphs sampled per point (random families)",
+        "graphs",
+        ("family", _RANDOM_FAMILIES),
+    ),
 }
 
 
@@ -532,30 +552,36 @@ def _spectra_bytes(p) -> int:
 
 
 # ----------------------------------------------------------------------------- affine noise
+_RULE = ("model", ("rule",))
 NOISE_PARAMS = {
     "model": Param(
         str,
         "linear",
         lambda v: v in ("linear", "rule"),
         "one of linear, rule",
-        "linear: e_t = L e_{t-1} + noise; rule: noise on the state-tracking rule's Value",
+        "linear: e_t = L e_(t-1) + noise; rule: noise on the state-tracking rule's Value",
     ),
-    "k": Param(int, 1, lambda v: 1 <= v <= 256, "1 <= k <= 256", "agents aggregated per step"),
-    "rho_c": Param(float, 0.0, lambda v: 0 <= v <= 1, "0 <= rho_c <= 1", "shared-bias fraction of the noise"),
-    "sigma": Param(float, 1.0, lambda v: v >= 0 and math.isfinite(v), "sigma >= 0", "per-agent noise s.d."),
-    "T": Param(int, 12, lambda v: 1 <= v <= 10_000, "1 <= T <= 10000", "steps"),
-    "L": Param(float, 1.0, lambda v: math.isfinite(v), "finite", "per-step gain (linear model)"),
+    "k": Param(int, 1, lambda v: 1 <= v <= 256, "1 <= k <= 256", "agents aggregated per step", "agents"),
+    "rho_c": Param(float, 0.0, lambda v: 0 <= v <= 1, "0 <= rho_c <= 1", "shared-bias fraction of the noise variance"),
+    "sigma": Param(float, 1.0, lambda v: v >= 0 and math.isfinite(v), "sigma >= 0", "per-agent noise s.d.", "Value"),
+    "T": Param(int, 12, lambda v: 1 <= v <= 10_000, "1 <= T <= 10000", "steps", "steps"),
+    "L": Param(
+        float, 1.0, lambda v: math.isfinite(v), "finite", "per-step gain of the error", "", ("model", ("linear",))
+    ),
     "trials": Param(
         int,
         10_000,
         lambda v: 2 <= v <= 10**7,
         "2 <= trials <= 1e7 (a standard error needs 2)",
         "Monte Carlo runs per point",
+        "runs",
     ),
-    "aggregate": Param(str, "mean", lambda v: v in ("mean", "median"), "mean or median"),
-    "value0": Param(float, 50.0, lambda v: abs(v) <= 1e9, "|value0| <= 1e9", "rule model: initial Value"),
-    "parity0": Param(str, "A", lambda v: v in ("A", "B"), "A or B", "rule model: initial Parity"),
-    "level0": Param(int, 3, lambda v: 1 <= v <= 9, "1 <= level0 <= 9", "rule model: initial Level"),
+    "aggregate": Param(
+        str, "mean", lambda v: v in ("mean", "median"), "mean or median", "how the k answers are combined"
+    ),
+    "value0": Param(float, 50.0, lambda v: abs(v) <= 1e9, "|value0| <= 1e9", "initial Value", "Value", _RULE),
+    "parity0": Param(str, "A", lambda v: v in ("A", "B"), "A or B", "initial Parity", "", _RULE),
+    "level0": Param(int, 3, lambda v: 1 <= v <= 9, "1 <= level0 <= 9", "initial Level", "", _RULE),
 }
 
 

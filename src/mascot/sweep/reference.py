@@ -1,0 +1,51 @@
+"""The parameter reference of the sweep kinds (``mascot params``), from the same :class:`~mascot.sweep.schema.Param`
+tables that validate configs."""
+
+from __future__ import annotations
+
+from mascot.sweep.kinds import KINDS
+
+__all__ = ["NOTES", "describe", "kind_note"]
+
+
+#: What a kind's parameter table alone does not say (printed under it by ``mascot params``).
+NOTES = {
+    "consensus": "Every row also holds Theorem 1's adaptive certificate (K_star, B_star from D(0), eta, eps, "
+    "lambda1, lambda2, c1, c2), whatever its strategy: those columns read eta, c1, c2 and both self-weights at "
+    "every point. Output columns: point, trajectory, the parameters, lambda1, lambda2, d0, rounds, tokens, "
+    "d_final, status ({status}), K_star, B_star.",
+    "spectra": "Deterministic families (chain, star, mesh, ring, complete, malicious_star) give one row per "
+    "point; random families `graphs` rows, each a seeded sample.",
+    "affine_noise": 'model = "rule" needs experiment.dtype = "float64".',
+}
+
+
+def kind_note(kind: str) -> str:
+    """:data:`NOTES` for ``kind``, its status codes from :data:`mascot.theory.STATUS_NAMES`."""
+    from mascot.theory import STATUS_NAMES
+
+    return NOTES.get(kind, "").replace("{status}", ", ".join(f"{k} {v}" for k, v in STATUS_NAMES.items()))
+
+
+def describe(kind: str) -> list[dict]:
+    """Every parameter of sweep kind ``kind`` as rows: key, type, default, range, unit, meaning and which
+    points simulate with it (what ``mascot params KIND`` prints)."""
+    spec = KINDS[kind]
+    rows = []
+    for k, p in spec.params.items():
+        reads = "every point" if p.reads is None else f"{p.reads[0]} in {', '.join(p.reads[1])}"
+        default = p.default
+        if default is None and k in spec.derived_from:
+            default = f"from {spec.derived_from[k]}"
+        rows.append(
+            dict(
+                key=k,
+                type=p.type.__name__,
+                default=default,
+                range=p.rule,
+                unit=p.unit,
+                meaning=p.doc,
+                simulated_by=reads,
+            )
+        )
+    return rows
