@@ -403,6 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_sweep_parsers(sub)
     _add_params_parser(sub)
+    from mascot.cli.plot_cmd import add_parser as _add_plot_parser
+
+    _add_plot_parser(sub)
 
     from mascot.graphs import SPEC_SYNTAX
 

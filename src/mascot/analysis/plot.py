@@ -1,0 +1,283 @@
+"""One figure from any table mascot writes: ``y`` against ``x``, one line per ``hue`` value, one panel per
+``facet`` value, each point the mean (or median) over the replicate rows with its confidence band.
+
+    from mascot.analysis.plot import plot
+    fig = plot("runs/my_sweep/merged.parquet", x="n", y="tokens", hue="strategy", logy=True)
+    fig.savefig("tokens.png")
+
+or ``mascot plot DATA --x n --y tokens --hue strategy --logy --out tokens.png``.
+
+What is averaged: in a sweep's table (it has a ``point`` column) the rows of one grid point are replicates
+(trajectories, graphs); a parameter that varies across the plotted rows but is none of ``x``, ``hue`` and
+``facet`` at one plotted point is refused (averaging over a study variable hides it): fix it with ``where`` or
+give it a role. A column that only follows the plotted ones (a cost computed from n) is not averaged over.
+Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
+t interval (mean +- t_(1+ci)/2,n-1 s / sqrt(n)); for the median, the distribution-free interval between the
+order statistics a binomial(n, 1/2) puts ``ci`` % of the probability between.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from mascot.errors import InputError
+
+__all__ = ["load_table", "summarize", "plot", "STYLE"]
+
+#: The figures' one style (matplotlib rcParams), applied inside :func:`plot` only.
+STYLE = {
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 8,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "grid.linewidth": 0.5,
+    "lines.linewidth": 1.4,
+    "lines.markersize": 4,
+    "savefig.bbox": "tight",
+}
+
+
+def load_table(data) -> pd.DataFrame:
+    """A DataFrame from ``data``: a DataFrame, a ``.parquet`` or ``.csv`` file, or a directory holding
+    ``merged.parquet`` (a merged sweep run) or ``trials.parquet`` (a trials run)."""
+    if isinstance(data, pd.DataFrame):
+        return data
+    p = Path(data)
+    if p.is_dir():
+        for name in ("merged.parquet", "trials.parquet"):
+            if (p / name).is_file():
+                return pd.read_parquet(p / name)
+        raise InputError(
+            f"{p} holds neither merged.parquet nor trials.parquet (merge a sweep run first: mascot merge {p})"
+        )
+    if not p.is_file():
+        raise InputError(f"{p}: no such file or directory")
+    try:
+        if p.suffix == ".parquet":
+            return pd.read_parquet(p)
+        if p.suffix == ".csv":
+            return pd.read_csv(p)
+    except Exception as e:  # a damaged file: say which and why
+        raise InputError(f"{p}: cannot read it as {p.suffix[1:]}: {e}") from None
+    raise InputError(f"{p}: give a .parquet or .csv file, or a run directory")
+
+
+def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> pd.DataFrame:
+    for col, want in (where or {}).items():
+        if col not in df.columns:
+            raise InputError(f"where: no column {col!r}; columns: {', '.join(df.columns)}")
+        vals = df[col]
+        if isinstance(want, str) and vals.dtype.kind in "biuf":
+            try:
+                want = float(want)
+            except ValueError:
+                raise InputError(f"where {col}={want!r}: {col} is numeric") from None
+        if vals.dtype.kind == "f" and isinstance(want, float):
+            keep = np.isclose(vals.to_numpy(), want, rtol=1e-9, atol=0.0)
+        else:
+            keep = (vals.astype(str) == str(want)).to_numpy() if isinstance(want, str) else (vals == want).to_numpy()
+        if not keep.any():
+            shown = ", ".join(map(str, pd.unique(vals)[:12]))
+            raise InputError(f"where {col}={want!r} keeps no row; {col} takes {shown}")
+        df = df[keep]
+    return df
+
+
+def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
+    from scipy import stats
+
+    n = v.size
+    if agg == "mean":
+        c = float(np.mean(v))
+        if n < 2:
+            return c, math.nan, math.nan
+        h = float(stats.t.ppf(0.5 + ci / 200.0, n - 1) * np.std(v, ddof=1) / math.sqrt(n))
+        return c, c - h, c + h
+    c = float(np.median(v))
+    if n < 2:
+        return c, math.nan, math.nan
+    s = np.sort(v)
+    # ranks j < k with P(j <= B < k) >= ci for B ~ binomial(n, 1/2): the interval [s_(j), s_(k-1)] (0-based)
+    lo = int(stats.binom.ppf((1 - ci / 100.0) / 2, n, 0.5))
+    hi = int(n - lo)
+    lo, hi = max(lo - 1, 0), min(hi, n - 1)
+    return c, float(s[lo]), float(s[hi])
+
+
+def summarize(
+    data,
+    x: str,
+    y: str,
+    *,
+    hue: str | None = None,
+    facet: str | None = None,
+    agg: str = "mean",
+    ci: float | None = 95.0,
+    where: Mapping[str, object] | None = None,
+) -> pd.DataFrame:
+    """The numbers :func:`plot` draws: one row per (facet, hue, x) with ``y`` aggregated (``agg``: mean or
+    median) over the group's rows, its ``ci`` % interval (``lo``, ``hi``; NaN with one row or ``ci=None``) and
+    the number of finite ``y`` values aggregated, ``rows`` (``nonfinite_rows``: NaN or inf, left out)."""
+    df = load_table(data)
+    if agg not in ("mean", "median"):
+        raise InputError(f"agg must be mean or median; got {agg!r}")
+    if ci is not None and not 0 < ci < 100:
+        raise InputError(f"ci must be in (0, 100); got {ci!r}")
+    roles = {"x": x, "y": y, "hue": hue, "facet": facet}
+    for role, col in roles.items():
+        if col is not None and col not in df.columns:
+            raise InputError(f"--{role} {col!r}: no such column; columns: {', '.join(df.columns)}")
+    if y in (x, hue, facet):
+        raise InputError(f"y = {y!r} is also the x, hue or facet column")
+    if df[y].dtype.kind not in "biuf":
+        raise InputError(f"y = {y!r} is not numeric ({df[y].dtype}); plot a numeric column")
+    df = _filter(df, where)
+    keys = [c for c in (facet, hue, x) if c is not None]
+    if "point" in df.columns:  # a sweep: refuse to average over a parameter the figure does not show
+        per_point = df.groupby("point", sort=False).nunique(dropna=False)
+        params = [c for c in per_point.columns if (per_point[c] <= 1).all() and c not in keys and c != y]
+        within = df.groupby(keys, observed=True, dropna=False)[params].nunique(dropna=False) if params else None
+        varying = [c for c in params if (within[c] > 1).any()]  # several values inside one plotted point
+        if varying:
+            raise InputError(
+                "these parameters vary across the rows but are not x, hue or facet: "
+                + ", ".join(f"{c} ({int(within[c].max())} values at one plotted point)" for c in varying)
+                + "; averaging over them would hide them. Give each a role (--hue, --facet) or fix it (--where "
+                "COL=VALUE)"
+            )
+    vals = df[y].to_numpy(dtype=np.float64)
+    finite = np.isfinite(vals)
+    rows = []
+    for key, idx in df.groupby(keys, sort=True, observed=True, dropna=False).indices.items():
+        key = key if isinstance(key, tuple) else (key,)
+        v = vals[idx][finite[idx]]
+        c, lo, hi = _interval(v, agg, ci) if v.size else (math.nan, math.nan, math.nan)
+        if ci is None:
+            lo = hi = math.nan
+        rows.append(
+            {
+                **dict(zip(keys, key)),
+                y: c,
+                "lo": lo,
+                "hi": hi,
+                "rows": int(v.size),
+                "nonfinite_rows": int(idx.size - v.size),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def _label(col: str) -> str:
+    return col.replace("_", " ")
+
+
+def plot(
+    data,
+    x: str,
+    y: str,
+    *,
+    hue: str | None = None,
+    facet: str | None = None,
+    agg: str = "mean",
+    ci: float | None = 95.0,
+    logx: bool = False,
+    logy: bool = False,
+    where: Mapping[str, object] | None = None,
+    title: str | None = None,
+):
+    """``y`` against ``x`` (see the module docstring): returns the matplotlib Figure (one panel per ``facet``
+    value, one line per ``hue`` value, bands for the intervals, the legend outside the panels)."""
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    s = summarize(data, x, y, hue=hue, facet=facet, agg=agg, ci=ci, where=where)
+    if s.empty:
+        raise InputError("nothing to plot: no rows")
+    # an axis with one value is not drawn as a dimension
+    hue = hue if hue is not None and s[hue].nunique(dropna=False) > 1 else None
+    facets = list(pd.unique(s[facet])) if facet is not None else [None]
+    numeric_x = s[x].dtype.kind in "biuf"
+    xcats = None if numeric_x else list(pd.unique(s.sort_values(x)[x]))
+    hues = list(pd.unique(s.sort_values(hue)[hue])) if hue else [None]
+    numeric_hue = hue is not None and s[hue].dtype.kind in "biuf" and len(hues) > 6
+    with mpl.rc_context(STYLE):
+        ncol = min(len(facets), 3)
+        nrow = math.ceil(len(facets) / ncol)
+        fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 2.7 * nrow), squeeze=False, sharey=True)
+        cmap = mpl.colormaps["viridis"] if numeric_hue else None
+        colors = (
+            [cmap(i / max(len(hues) - 1, 1)) for i in range(len(hues))]
+            if numeric_hue
+            else [f"C{i % 10}" for i in range(len(hues))]
+        )
+        for k, fv in enumerate(facets):
+            ax = axes[k // ncol][k % ncol]
+            sub = s if facet is None else s[s[facet] == fv]
+            for hv, color in zip(hues, colors):
+                line = sub if hue is None else sub[sub[hue] == hv]
+                if line.empty:
+                    continue
+                line = line.sort_values(x)
+                xs = line[x].to_numpy() if numeric_x else np.array([xcats.index(v) for v in line[x]])
+                label = None if hue is None else f"{hv:g}" if isinstance(hv, float) else str(hv)
+                if numeric_x:  # a line with its band
+                    ax.plot(xs, line[y], marker="o", color=color, label=label)
+                    if np.isfinite(line["lo"]).any():
+                        ax.fill_between(xs, line["lo"], line["hi"], color=color, alpha=0.18, linewidth=0)
+                else:  # categories: points with error bars, the hues side by side
+                    j = hues.index(hv)
+                    dx = (j - (len(hues) - 1) / 2) * min(0.6 / len(hues), 0.15)
+                    yv = line[y].to_numpy(dtype=float)
+                    err = np.vstack([yv - line["lo"].to_numpy(float), line["hi"].to_numpy(float) - yv])
+                    ax.errorbar(
+                        xs + dx,
+                        yv,
+                        yerr=np.where(np.isfinite(err), err, 0.0),
+                        fmt="o",
+                        color=color,
+                        capsize=2.5,
+                        label=label,
+                    )
+            if facet is not None:
+                ax.set_title(f"{_label(facet)} = {fv:g}" if isinstance(fv, float) else f"{_label(facet)} = {fv}")
+            if not numeric_x:
+                ax.set_xticks(range(len(xcats)), [str(c) for c in xcats])
+            if logx and numeric_x:
+                ax.set_xscale("log")
+                ticks = np.unique(s[x].to_numpy(dtype=float))
+                if ticks.size <= 12 and (ticks > 0).all():  # the data's own x values, written plainly
+                    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+                    ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
+            if logy:
+                ax.set_yscale("log")
+            ax.set_xlabel(_label(x))
+            if k % ncol == 0:
+                band = "" if ci is None else f" ({ci:g}% CI)"
+                ax.set_ylabel(f"{_label(y)}, {agg}{band}")
+        for k in range(len(facets), nrow * ncol):
+            axes[k // ncol][k % ncol].set_visible(False)
+        if hue is not None:
+            handles, labels = axes[0][0].get_legend_handles_labels()
+            for a in axes.ravel()[1:]:
+                for h, lab in zip(*a.get_legend_handles_labels()):
+                    if lab not in labels:
+                        handles.append(h)
+                        labels.append(lab)
+            axes[0][ncol - 1].legend(  # beside the top-right panel, off the data
+                handles, labels, title=_label(hue), loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
+            )
+        if title:
+            fig.suptitle(title)
+        fig.tight_layout()
+    return fig

@@ -1,0 +1,65 @@
+"""``mascot plot DATA --x COL --y COL [--hue COL] [--facet COL] ... --out FIG.png``: one figure from any table
+mascot writes (:func:`mascot.analysis.plot.plot`), and beside it the numbers it draws (``FIG.csv``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mascot.errors import InputError
+
+__all__ = ["add_parser"]
+
+
+def _cmd_plot(args) -> int:
+    from mascot.analysis.plot import plot, summarize
+    from mascot.io import atomic_path, write_csv
+
+    out = Path(args.out)
+    if out.suffix not in (".png", ".pdf"):
+        raise InputError(f"--out {out}: give a .png or .pdf file")
+    if out.is_dir():
+        raise InputError(f"--out {out} is a directory; give a .png or .pdf file")
+    where = {}
+    for item in args.where or ():
+        col, sep, val = item.partition("=")
+        if not sep or not col:
+            raise InputError(f"--where {item!r}: write COL=VALUE")
+        where[col] = val
+    kw = dict(hue=args.hue, facet=args.facet, agg=args.agg, ci=None if args.ci == 0 else args.ci, where=where)
+    fig = plot(args.data, args.x, args.y, logx=args.logx, logy=args.logy, title=args.title, **kw)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out) as tmp:
+        fig.savefig(
+            tmp, dpi=200, format=out.suffix[1:], metadata={"CreationDate": None} if out.suffix == ".pdf" else {}
+        )
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    table = summarize(args.data, args.x, args.y, **kw)
+    write_csv(table, out.with_suffix(".csv"), index=False)
+    print(f"wrote {out} and {out.with_suffix('.csv')} ({len(table)} plotted points, {int(table.rows.sum()):,} rows)")
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "plot",
+        help="one figure from any sweep or trials table: y against x, by hue and facet, with intervals",
+        description="y against x from a merged sweep (.parquet or its run directory), a trials run "
+        "(trials.parquet) or any .csv; each point the mean (or median) over the replicate rows with a "
+        "confidence band. A sweep parameter that varies but is not x, hue or facet is refused: give it a "
+        "role or fix it with --where. Writes FIG and FIG.csv (the plotted numbers).",
+    )
+    p.add_argument("data", help="a .parquet or .csv file, or a run directory (merged.parquet / trials.parquet)")
+    p.add_argument("--x", required=True, help="column on the x axis")
+    p.add_argument("--y", required=True, help="numeric column on the y axis")
+    p.add_argument("--hue", help="one line per value of this column")
+    p.add_argument("--facet", help="one panel per value of this column")
+    p.add_argument("--agg", choices=("mean", "median"), default="mean", help="aggregate of the rows (default mean)")
+    p.add_argument("--ci", type=float, default=95.0, help="interval in percent (default 95; 0: no band)")
+    p.add_argument("--where", action="append", metavar="COL=VALUE", help="keep rows with COL = VALUE (repeatable)")
+    p.add_argument("--logx", action="store_true")
+    p.add_argument("--logy", action="store_true")
+    p.add_argument("--title")
+    p.add_argument("--out", required=True, help="FIG.png or FIG.pdf (FIG.csv is written beside it)")
+    p.set_defaults(func=_cmd_plot)

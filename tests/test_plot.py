@@ -1,0 +1,101 @@
+"""`mascot plot` and mascot.analysis.plot (issue 29): the plotted numbers against independent formulas (Student's
+t interval from scipy.stats.t.interval; the median's order-statistic interval from exact binomial sums), the
+refusal to average over a hidden study variable, and the command's files and errors."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from mascot.analysis.plot import plot, summarize
+from mascot.cli import main
+from mascot.errors import InputError
+
+
+def _sweep_like(rng):
+    """A table shaped like a merged sweep: point, trajectory, parameters constant per point, outputs."""
+    rows = []
+    point = 0
+    for n in (5, 8, 16):
+        for strategy in ("adaptive", "ring"):
+            for eta in (0.05, 0.1):
+                for t in range(16):
+                    rows.append(
+                        dict(
+                            point=point,
+                            trajectory=t,
+                            n=n,
+                            strategy=strategy,
+                            eta=eta,
+                            c1=n * (n - 1) * 30.0,
+                            tokens=float(rng.gamma(2.0, 100.0 * n)),
+                        )
+                    )
+                point += 1
+    return pd.DataFrame(rows)
+
+
+def test_mean_and_median_intervals_match_independent_formulas():
+    df = _sweep_like(np.random.default_rng(0))
+    got = summarize(df, "n", "tokens", hue="strategy", facet="eta", ci=90)
+    for _, r in got.iterrows():
+        v = df[(df.n == r.n) & (df.strategy == r.strategy) & (df.eta == r.eta)].tokens.to_numpy()
+        lo, hi = stats.t.interval(0.90, len(v) - 1, loc=v.mean(), scale=stats.sem(v))
+        assert r.tokens == pytest.approx(v.mean(), rel=1e-12) and r.rows == 16
+        assert (r.lo, r.hi) == (pytest.approx(lo, rel=1e-12), pytest.approx(hi, rel=1e-12))
+    med = summarize(df, "n", "tokens", hue="strategy", facet="eta", agg="median", ci=95)
+    n = 16
+    # the largest j with P(j <= B <= n - j) >= 0.95, B ~ binomial(16, 1/2): j = 4 (0.979; j = 5 gives 0.923)
+    cover = lambda j: sum(math.comb(n, k) for k in range(j, n - j + 1)) / 2**n  # noqa: E731
+    j = max(j for j in range(1, n // 2) if cover(j) >= 0.95)
+    assert j == 4
+    for _, r in med.iterrows():
+        s = np.sort(df[(df.n == r.n) & (df.strategy == r.strategy) & (df.eta == r.eta)].tokens.to_numpy())
+        assert (r.tokens, r.lo, r.hi) == (np.median(s), s[j - 1], s[n - j])
+
+
+def test_a_hidden_study_variable_is_refused_and_where_fixes_it():
+    df = _sweep_like(np.random.default_rng(1))
+    with pytest.raises(InputError, match=r"eta \(2 values at one plotted point\)"):
+        summarize(df, "n", "tokens", hue="strategy")
+    # c1 follows n (one value at each plotted point): not a hidden variable
+    s = summarize(df, "n", "tokens", hue="strategy", where={"eta": "0.1"})
+    assert len(s) == 6 and set(s.rows) == {16}
+    with pytest.raises(InputError, match="keeps no row"):
+        summarize(df, "n", "tokens", hue="strategy", where={"eta": "0.3"})
+    with pytest.raises(InputError, match="no such column"):
+        summarize(df, "nn", "tokens")
+    with pytest.raises(InputError, match="not numeric"):
+        summarize(df, "n", "strategy")
+    # a table without a point column (trials, metrics) aggregates every row of a group
+    t = df.drop(columns="point")
+    assert summarize(t, "n", "tokens").rows.tolist() == [64, 64, 64]
+    fig = plot(df, "n", "tokens", hue="strategy", facet="eta", logx=True, logy=True)
+    assert len([a for a in fig.axes if a.get_visible()]) == 2 and fig.axes[1].get_legend() is not None
+    one = plot(df[df.strategy == "ring"], "n", "tokens", hue="strategy", facet="eta")  # one hue value: no legend
+    assert all(a.get_legend() is None for a in one.axes)
+
+
+def test_the_command_writes_the_figure_and_its_numbers(tmp_path, capsys):
+    df = _sweep_like(np.random.default_rng(2))
+    data = tmp_path / "d.parquet"
+    df.to_parquet(data)
+    for suffix in ("png", "pdf"):
+        out = tmp_path / f"f.{suffix}"
+        args = ["plot", str(data), "--x", "n", "--y", "tokens", "--hue", "strategy", "--facet", "eta", "--logy"]
+        assert main([*args, "--out", str(out)]) == 0
+        head = out.read_bytes()[:8]
+        assert head.startswith(b"\x89PNG" if suffix == "png" else b"%PDF")
+    table = pd.read_csv(tmp_path / "f.csv")
+    assert len(table) == 12 and table.rows.sum() == len(df)
+    capsys.readouterr()
+    assert main(["plot", str(data), "--x", "n", "--y", "tokens", "--out", str(tmp_path / "f.svg")]) == 2
+    assert "give a .png or .pdf" in capsys.readouterr().err
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(b"PAR1 not really")
+    assert main(["plot", str(bad), "--x", "n", "--y", "tokens", "--out", str(tmp_path / "g.png")]) == 2
+    assert "cannot read it as parquet" in capsys.readouterr().err
+    assert main(["plot", str(tmp_path), "--x", "n", "--y", "tokens", "--out", str(tmp_path / "g.png")]) == 2
+    assert "neither merged.parquet nor trials.parquet" in capsys.readouterr().err
