@@ -5,6 +5,7 @@ strategy or family does not simulate with it leaves every simulated column as it
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mascot.cli import main
@@ -107,3 +108,36 @@ def test_a_parameter_a_point_does_not_simulate_with_changes_nothing_it_simulates
                 assert same, f"{kind}: {name} = {OTHER[name]!r} changed {c} at {selector} = {sel!r}"
         checked += 1
     assert checked >= 2
+
+
+def test_validate_counts_distinct_simulations_and_the_duplicates_simulate_alike(tmp_path, capsys):
+    from mascot.sweep import RunDir, parse_config, run_sweep
+    from mascot.sweep.reference import distinct_simulations
+
+    text = """
+[experiment]
+kind = "consensus"
+chunk_size = 8
+[fixed]
+trajectories = 4
+b0 = 1e6
+[grid]
+n = [5, 8]
+strategy = ["adaptive", "complete", "ring"]
+eta = [0.05, 0.1]
+"""
+    cfg = parse_config(text)
+    # hand count: adaptive 2 n x 2 eta, complete 2, ring 2 (eta is simulated by adaptive only)
+    assert distinct_simulations(cfg) == 8 and cfg.n_points == 12
+    # belief noise is drawn per point: every point is its own simulation
+    assert distinct_simulations(parse_config(text.replace("b0 = 1e6", "b0 = 1e6\nnoise = 0.01"))) == 12
+    run_sweep(cfg, tmp_path / "r", progress=False)
+    df = pd.read_parquet(RunDir(tmp_path / "r").merge())
+    sim = ["d0", "rounds", "tokens", "d_final", "status"]
+    for (n, strategy), g in df[df.strategy != "adaptive"].groupby(["n", "strategy"]):
+        a, b = (g[g.eta == e].sort_values("trajectory")[sim].to_numpy() for e in (0.05, 0.1))
+        assert np.array_equal(a, b), (n, strategy)
+    cfg_file = tmp_path / "c.toml"
+    cfg_file.write_text(text)
+    assert main(["validate", str(cfg_file)]) == 0
+    assert "distinct simulations: 8 of 12 points" in capsys.readouterr().out

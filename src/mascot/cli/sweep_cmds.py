@@ -21,7 +21,15 @@ def _cmd_validate(args) -> int:
     if args.overrides:
         print(f"  overrides: {' '.join(args.overrides)}")
     print(f"  grid axes: {', '.join('+'.join(n) + f'[{len(v)}]' for n, v in cfg.axes) or '(none)'}")
+    from mascot.sweep.reference import distinct_simulations
+
+    distinct = distinct_simulations(cfg)
     print(f"  points: {cfg.n_points:,}  chunks: {cfg.n_chunks:,} of {cfg.chunk_size} points")
+    if distinct is not None and distinct < cfg.n_points:
+        print(
+            f"  distinct simulations: {distinct:,} of {cfg.n_points:,} points (the others differ only in parameters "
+            "their strategy or family does not simulate with; `mascot params KIND` says which)"
+        )
     print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if mem > ram:

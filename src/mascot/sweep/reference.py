@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mascot.sweep.kinds import KINDS
 
-__all__ = ["NOTES", "describe", "kind_note"]
+__all__ = ["NOTES", "describe", "kind_note", "distinct_simulations"]
 
 
 #: What a kind's parameter table alone does not say (printed under it by ``mascot params``).
@@ -49,3 +49,28 @@ def describe(kind: str) -> list[dict]:
             )
         )
     return rows
+
+
+# points whose random draws come from their own point index (fold_in of the point key), not shared streams:
+# consensus belief noise, the affine-noise Monte Carlo (X0 and random graphs are shared across points)
+_OWN_DRAWS = {"consensus": lambda p: p["noise"] > 0, "affine_noise": lambda p: True}
+
+
+def distinct_simulations(cfg, limit: int = 1_000_000) -> int | None:
+    """How many of ``cfg``'s grid points differ in what they simulate: each point's parameters with those its
+    strategy or family does not simulate with (:attr:`Param.reads`) left out (``None`` above ``limit`` points,
+    where expanding the grid would take long). Points counted once here still run separately today."""
+    if cfg.n_points > limit:
+        return None
+    spec = KINDS[cfg.kind]
+    own = _OWN_DRAWS.get(cfg.kind, lambda p: False)
+    seen = set()
+    for i, p in enumerate(cfg.points()):
+        full = spec.fill(p)
+        key = tuple(
+            (k, full[k])
+            for k, prm in spec.params.items()
+            if prm.reads is None or full.get(prm.reads[0]) in prm.reads[1]
+        ) + ((("point", i),) if own(full) else ())  # a point with its own random draws is its own simulation
+        seen.add(key)
+    return len(seen)
