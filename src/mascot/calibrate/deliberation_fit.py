@@ -161,11 +161,14 @@ def fit_params(
     cap = 3.0 / np.sqrt(np.maximum(np.asarray(weights, dtype=np.float64), 1e-12))
 
     start = dict(init or {})
-    ps = []
+    # each Param starts at its box's middle and the fit's start goes in as `init`: fit_smm's compiled step is
+    # cached by its Params, so fits of other data with the same simulator (a split's half, another run
+    # directory) reuse it instead of tracing and lowering it again; the start itself is the same number
+    ps, x0 = [], {}
     for k in fitted:
         lo, hi = BOX[k]
-        v = min(max(float(start.get(k, getattr(base, k))), lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo))
-        ps.append(Param(k, lo, hi, v))
+        x0[k] = min(max(float(start.get(k, getattr(base, k))), lo + 1e-3 * (hi - lo)), hi - 1e-3 * (hi - lo))
+        ps.append(Param(k, lo, hi, 0.5 * (lo + hi)))
     key = jax.random.PRNGKey(seed if crn_seed is None else crn_seed)
     r1 = fit_smm(
         simulate,
@@ -179,6 +182,7 @@ def fit_params(
         es_pairs=32,
         seed=seed,
         key=key,
+        init=x0,
         cap=cap,
     )
     r2 = fit_smm(

@@ -35,11 +35,12 @@ def split_half_deliberation(
     quick: bool = False,
     steps: int | None = None,
     sim_runs: int | None = None,
+    gn_iters: int = 3,
     progress=None,
 ) -> dict:
     """Fit half of the runs of ``run_dirs`` (a deliberation run directory or a list of them, one setting),
     predict the other half; writes ``out/fit/`` (the calibration of half A), ``out/split_half.md`` and
-    ``out/split_half.json``. ``quick``, ``steps``, ``sim_runs``: as for
+    ``out/split_half.json``. ``quick``, ``steps``, ``sim_runs``, ``gn_iters``: as for
     :func:`~mascot.calibrate.deliberation.calibrate_deliberation`. Returns the ``split_half.json`` dict."""
     from mascot.calibrate.deliberation import calibrate_deliberation, observed_traces, select_runs
     from mascot.calibrate.deliberation_fit import Moments
@@ -66,6 +67,7 @@ def split_half_deliberation(
         quick=quick,
         steps=steps,
         sim_runs=sim_runs,
+        gn_iters=gn_iters,
         lanes=a,
         progress=progress,
     )
