@@ -79,7 +79,7 @@ def test_hash_ignores_chunk_size_and_comments():
     [
         (
             ("chunk_size = 4", "chunk_size = 4\nchunks = 2"),
-            "unknown key 'chunks' in \\[experiment\\]; valid keys: chunk_size, dtype",
+            "unknown key 'chunks' in \\[experiment\\] \\(did you mean 'chunk_size'\\?\\); valid keys: chunk_size, dtype",
         ),
         (
             ("trajectories = 5", "trajectories = 5\nagents = 4"),
