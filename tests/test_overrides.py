@@ -123,3 +123,18 @@ def test_slurm_tasks_get_the_overrides_quoted(tmp_path, capsys):
     argv = shlex.split(line)
     i = argv.index("run")
     assert argv[i + 1] == str(cfg.resolve()) and argv[i + 2 : i + 5] == ov  # each override one word, unchanged
+
+
+def test_outside_tester_findings(tmp_path, capsys):
+    """A newline in an override would end the recorded comment line and add TOML of its own (it moved a run's
+    output directory); a resume with fewer overrides names the ones the run was started with."""
+    with pytest.raises(ConfigError, match="control characters"):
+        apply_overrides(BASE, ['seed=3\n[output]\ndir="/tmp/elsewhere"'])
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(BASE)
+    out = tmp_path / "r"
+    assert main(["run", str(cfg), "grid.n=5,6,7", "fixed.trajectories=2", "--out", str(out), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["run", str(cfg), "fixed.trajectories=2", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "started with the overrides 'grid.n=5,6,7 fixed.trajectories=2'" in err and "give the same" in err

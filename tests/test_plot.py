@@ -99,3 +99,39 @@ def test_the_command_writes_the_figure_and_its_numbers(tmp_path, capsys):
     assert "cannot read it as parquet" in capsys.readouterr().err
     assert main(["plot", str(tmp_path), "--x", "n", "--y", "tokens", "--out", str(tmp_path / "g.png")]) == 2
     assert "neither merged.parquet nor trials.parquet" in capsys.readouterr().err
+
+
+def test_outside_tester_findings(tmp_path, capsys):
+    """--ci 0 draws no band (it crashed); a median band that cannot reach its confidence is not drawn (two rows:
+    [min, max] covers 50%, not 95%); a column filtered twice is refused; a bool column takes true/false; PDFs
+    embed TrueType fonts (Type 42), not Type 3."""
+    df = pd.DataFrame(
+        {"x": [1, 1, 1, 2, 2, 3], "y": [1.0, 2, 3, 2, 5, 7], "ok": [True, False, True, True, True, False]}
+    )
+    s = summarize(df, "x", "y", ci=None)
+    assert s.lo.isna().all() and s.y.tolist() == [2.0, 3.5, 7.0]
+    m = summarize(df, "x", "y", agg="median")
+    assert m.lo.isna().all() and m.hi.isna().all()  # n = 3 covers 75%, n = 2 50%: below 95%
+    # n = 6: binom.ppf(0.025, 6, 0.5) = 1, so [s_(1), s_(6)] covers 1 - 2/64 = 0.969 >= 0.95
+    six = summarize(pd.DataFrame({"x": [1] * 6, "y": [5.0, 1, 4, 2, 6, 3]}), "x", "y", agg="median")
+    assert (six.lo[0], six.hi[0]) == (1.0, 6.0)
+    assert summarize(df, "x", "y", where={"ok": "true"}).rows.sum() == 4
+    data = tmp_path / "d.csv"
+    df.to_csv(data, index=False)
+    assert main(["plot", str(data), "--x", "x", "--y", "y", "--ci", "0", "--out", str(tmp_path / "a.pdf")]) == 0
+    assert b"/FontFile2" in (tmp_path / "a.pdf").read_bytes() and b"/Type3" not in (tmp_path / "a.pdf").read_bytes()
+    args = [
+        "plot",
+        str(data),
+        "--x",
+        "x",
+        "--y",
+        "y",
+        "--where",
+        "x=1",
+        "--where",
+        "x=2",
+        "--out",
+        str(tmp_path / "b.png"),
+    ]
+    assert main(args) == 2 and "given twice" in capsys.readouterr().err

@@ -45,6 +45,8 @@ STYLE = {
     "lines.linewidth": 1.4,
     "lines.markersize": 4,
     "savefig.bbox": "tight",
+    "pdf.fonttype": 42,  # TrueType in PDFs (publishers refuse Type 3 fonts)
+    "ps.fonttype": 42,
 }
 
 
@@ -78,7 +80,11 @@ def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> pd.DataFram
         if col not in df.columns:
             raise InputError(f"where: no column {col!r}; columns: {', '.join(df.columns)}")
         vals = df[col]
-        if isinstance(want, str) and vals.dtype.kind in "biuf":
+        if isinstance(want, (list, tuple, set)):
+            raise InputError(f"where {col}: give one value (filter once per column)")
+        if isinstance(want, str) and vals.dtype.kind == "b" and want.lower() in ("true", "false"):
+            want = want.lower() == "true"
+        elif isinstance(want, str) and vals.dtype.kind in "biuf":
             try:
                 want = float(want)
             except ValueError:
@@ -110,6 +116,8 @@ def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
     s = np.sort(v)
     # ranks j < k with P(j <= B < k) >= ci for B ~ binomial(n, 1/2): the interval [s_(j), s_(k-1)] (0-based)
     lo = int(stats.binom.ppf((1 - ci / 100.0) / 2, n, 0.5))
+    if lo < 1:  # even [min, max] covers only 1 - 2^(1-n) < ci: no interval at this confidence
+        return c, math.nan, math.nan
     hi = int(n - lo)
     lo, hi = max(lo - 1, 0), min(hi, n - 1)
     return c, float(s[lo]), float(s[hi])
@@ -162,7 +170,7 @@ def summarize(
     for key, idx in df.groupby(keys, sort=True, observed=True, dropna=False).indices.items():
         key = key if isinstance(key, tuple) else (key,)
         v = vals[idx][finite[idx]]
-        c, lo, hi = _interval(v, agg, ci) if v.size else (math.nan, math.nan, math.nan)
+        c, lo, hi = _interval(v, agg, 95.0 if ci is None else ci) if v.size else (math.nan, math.nan, math.nan)
         if ci is None:
             lo = hi = math.nan
         rows.append(

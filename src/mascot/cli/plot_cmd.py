@@ -24,11 +24,17 @@ def _cmd_plot(args) -> int:
         col, sep, val = item.partition("=")
         if not sep or not col:
             raise InputError(f"--where {item!r}: write COL=VALUE")
+        if col in where:
+            raise InputError(f"--where {col} given twice: filter each column once")
         where[col] = val
     kw = dict(hue=args.hue, facet=args.facet, agg=args.agg, ci=None if args.ci == 0 else args.ci, where=where)
     fig = plot(args.data, args.x, args.y, logx=args.logx, logy=args.logy, title=args.title, **kw)
     out.parent.mkdir(parents=True, exist_ok=True)
-    with atomic_path(out) as tmp:
+    import matplotlib as mpl
+
+    from mascot.analysis.plot import STYLE
+
+    with atomic_path(out) as tmp, mpl.rc_context(STYLE):
         fig.savefig(
             tmp, dpi=200, format=out.suffix[1:], metadata={"CreationDate": None} if out.suffix == ".pdf" else {}
         )

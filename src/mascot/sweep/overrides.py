@@ -70,7 +70,10 @@ def _value(text: str, where: str):
 
 
 def parse_override(item: str) -> tuple[str, object, bool]:
-    """``KEY=VALUE`` -> ``(key, value, False)``; ``~KEY`` -> ``(key, None, True)``."""
+    """``KEY=VALUE`` -> ``(key, value, False)``; ``~KEY`` -> ``(key, None, True)``. A newline or other control
+    character is refused (it would end the recorded comment line and smuggle TOML into the config)."""
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in item):
+        raise ConfigError(f"override {item!r}: control characters (newlines, tabs) are not allowed; write one line")
     if item.startswith("~"):
         key = item[1:]
         if not _KEY.fullmatch(key):

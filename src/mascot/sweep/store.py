@@ -301,22 +301,21 @@ class RunDir:
                 return
         old = self._read_plan(pf)
         if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
+            started = self._started_with()
             raise RunDirError(
                 f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
-                f"chunks there, {plan['n_points']} in {plan['n_chunks']} here); the run directory "
-                "cannot be trusted: use another --out"
+                f"chunks there, {plan['n_points']} in {plan['n_chunks']} here): "
+                + (
+                    f"it holds another run, started with the overrides {started!r}; give the same overrides to "
+                    "resume it, or use another --out"
+                    if started
+                    else "the run directory cannot be trusted: use another --out"
+                )
             )
         if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
-            try:
-                first = (self.path / "config.toml").read_text().split("\n", 1)[0]
-            except (OSError, UnicodeDecodeError):
-                first = ""
-            marker = "with the command-line overrides: "
+            ov = self._started_with()
             started = (
-                f" It was started with the overrides {first.split(marker, 1)[1]!r} (its config.toml holds the "
-                "whole config)."
-                if marker in first
-                else ""
+                f" It was started with the overrides {ov!r} (its config.toml holds the whole config)." if ov else ""
             )
             raise RunDirError(
                 f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
@@ -327,6 +326,15 @@ class RunDir:
         if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
             atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
         self._check_config(old)  # run.json and config.toml agree (a hand-edited kind or name), as status checks
+
+    def _started_with(self) -> str:
+        """The command-line overrides the run was started with (its config.toml's first line), or ``""``."""
+        try:
+            first = (self.path / "config.toml").read_text().split("\n", 1)[0]
+        except (OSError, UnicodeDecodeError):
+            return ""
+        marker = "with the command-line overrides: "
+        return first.split(marker, 1)[1] if marker in first else ""
 
     @staticmethod
     def _read_plan(pf: Path) -> dict:
