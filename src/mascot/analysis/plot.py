@@ -27,7 +27,7 @@ import pandas as pd
 
 from mascot.errors import InputError
 
-__all__ = ["load_table", "summarize", "plot", "STYLE"]
+__all__ = ["load_table", "summarize", "plot", "draw", "STYLE"]
 
 #: The figures' one style (matplotlib rcParams), applied inside :func:`plot` only.
 STYLE = {
@@ -190,8 +190,27 @@ def _label(col: str) -> str:
     return col.replace("_", " ")
 
 
-def plot(
-    data,
+def plot(data, x: str, y: str, *, logx: bool = False, logy: bool = False, title: str | None = None, **summary):
+    """``y`` against ``x`` (see the module docstring): returns the matplotlib Figure (one panel per ``facet``
+    value, one line per ``hue`` value, bands for the intervals, the legend outside the panels). ``summary``:
+    :func:`summarize`'s keywords (hue, facet, agg, ci, where)."""
+    s = summarize(data, x, y, **summary)
+    return draw(
+        s,
+        x,
+        y,
+        hue=summary.get("hue"),
+        facet=summary.get("facet"),
+        agg=summary.get("agg", "mean"),
+        ci=summary.get("ci", 95.0),
+        logx=logx,
+        logy=logy,
+        title=title,
+    )
+
+
+def draw(
+    s: pd.DataFrame,
     x: str,
     y: str,
     *,
@@ -201,15 +220,12 @@ def plot(
     ci: float | None = 95.0,
     logx: bool = False,
     logy: bool = False,
-    where: Mapping[str, object] | None = None,
     title: str | None = None,
 ):
-    """``y`` against ``x`` (see the module docstring): returns the matplotlib Figure (one panel per ``facet``
-    value, one line per ``hue`` value, bands for the intervals, the legend outside the panels)."""
+    """The figure of a :func:`summarize` table ``s`` (drawn from it alone: the data is not read again)."""
     import matplotlib as mpl
     import matplotlib.pyplot as plt
 
-    s = summarize(data, x, y, hue=hue, facet=facet, agg=agg, ci=ci, where=where)
     if s.empty:
         raise InputError("nothing to plot: no rows")
     # an axis with one value is not drawn as a dimension

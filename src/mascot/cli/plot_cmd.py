@@ -11,7 +11,7 @@ __all__ = ["add_parser"]
 
 
 def _cmd_plot(args) -> int:
-    from mascot.analysis.plot import plot, summarize
+    from mascot.analysis.plot import draw, summarize
     from mascot.io import atomic_path, write_csv
 
     out = Path(args.out)
@@ -28,7 +28,9 @@ def _cmd_plot(args) -> int:
             raise InputError(f"--where {col} given twice: filter each column once")
         where[col] = val
     kw = dict(hue=args.hue, facet=args.facet, agg=args.agg, ci=None if args.ci == 0 else args.ci, where=where)
-    fig = plot(args.data, args.x, args.y, logx=args.logx, logy=args.logy, title=args.title, **kw)
+    table = summarize(args.data, args.x, args.y, **kw)  # read and aggregated once: drawn and written as CSV
+    opts = {k: kw[k] for k in ("hue", "facet", "agg", "ci")}
+    fig = draw(table, args.x, args.y, logx=args.logx, logy=args.logy, title=args.title, **opts)
     out.parent.mkdir(parents=True, exist_ok=True)
     import matplotlib as mpl
 
@@ -41,7 +43,6 @@ def _cmd_plot(args) -> int:
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    table = summarize(args.data, args.x, args.y, **kw)
     write_csv(table, out.with_suffix(".csv"), index=False)
     print(f"wrote {out} and {out.with_suffix('.csv')} ({len(table)} plotted points, {int(table.rows.sum()):,} rows)")
     return 0

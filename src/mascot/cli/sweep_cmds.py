@@ -25,7 +25,9 @@ def _cmd_validate(args) -> int:
 
     distinct = distinct_simulations(cfg)
     print(f"  points: {cfg.n_points:,}  chunks: {cfg.n_chunks:,} of {cfg.chunk_size} points")
-    if distinct is not None and distinct < cfg.n_points:
+    if distinct is None:
+        print("  distinct simulations: not counted (more than 100,000 points)")
+    elif distinct < cfg.n_points:
         print(
             f"  distinct simulations: {distinct:,} of {cfg.n_points:,} points (the others differ only in parameters "
             "their strategy or family does not simulate with; `mascot params KIND` says which)"
@@ -123,28 +125,28 @@ def _cmd_slurm_submit(args) -> int:
     return 0
 
 
+def add_overrides(parser, help: str | None = None) -> None:
+    """The ``KEY=VALUE`` overrides positional of ``parser`` (:mod:`mascot.sweep.overrides`)."""
+    parser.add_argument(
+        "overrides",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help=help
+        or "Hydra-style overrides: grid.n=5,8,16 (an axis), seed=3, fixed.trajectories=256, ~grid.eta (remove); "
+        "a bare parameter goes to [grid] when given a list, else to [fixed]",
+    )
+
+
 def add_parsers(sub) -> None:
     """Add the sweep commands to ``sub`` (the ``mascot`` sub-parsers)."""
     v = sub.add_parser("validate", help="check a sweep config without running it")
     v.add_argument("config")
-    v.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="Hydra-style overrides: grid.n=5,8,16 (an axis), seed=3, fixed.trajectories=256, ~grid.eta "
-        "(remove); a bare parameter goes to [grid] when given a list, else to [fixed]",
-    )
+    add_overrides(v)
     v.set_defaults(func=_cmd_validate)
 
     r = sub.add_parser("run", help="run or resume a sweep (one shard of it with --shard I/N)")
     r.add_argument("config")
-    r.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="Hydra-style overrides: grid.n=5,8,16 (an axis), seed=3, fixed.trajectories=256, ~grid.eta "
-        "(remove); a bare parameter goes to [grid] when given a list, else to [fixed]",
-    )
+    add_overrides(r)
     r.add_argument("--shard", help="I/N: run the chunks c with c %% N == I (default: all)")
     r.add_argument("--out", help="run directory (default: [output] dir of the config, else runs/NAME)")
     r.add_argument(
@@ -187,12 +189,7 @@ def add_parsers(sub) -> None:
         "config: one requeue-safe trials job",
     )
     ss.add_argument("config", help="a sweep config ([experiment], [grid], ...) or a trials config ([trials])")
-    ss.add_argument(
-        "overrides",
-        nargs="*",
-        metavar="KEY=VALUE",
-        help="a sweep config's Hydra-style overrides (as for `mascot run`), passed to every array task",
-    )
+    add_overrides(ss, "a sweep config's overrides (as for `mascot run`), passed to every array task")
     ss.add_argument("--shards", type=int, help="sweeps: array size N (task i runs --shard i/N); required")
     ss.add_argument("--out", help="run directory (default: the config's [output] dir, else runs/NAME)")
     ss.add_argument("--partition")
