@@ -455,7 +455,8 @@ def test_the_command_line_keeps_compiled_programs_per_processor_and_can_be_told_
 
     env = {k: v for k, v in os.environ.items() if k != "JAX_COMPILATION_CACHE_DIR"}
     env.update(MASCOT_CACHE_DIR=str(tmp_path / "c"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
-    cmd = [sys.executable, "-m", "mascot", "design", "weights", "--topology", "ring:5", "--json"]
+    cmd = [sys.executable, "-m", "mascot", "design", "budget", "--c1", "600", "--c2", "100", "--eta", "0.1"]
+    cmd += ["--eps", "0.01", "--runs", "100", "--json"]  # (a short command that compiles JAX programs)
 
     def run(*extra, **more):
         r = subprocess.run([*cmd, *extra], env={**env, **more}, capture_output=True, text=True, cwd=ROOT)

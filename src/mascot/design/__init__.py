@@ -1,6 +1,6 @@
 """Design before you spend: choose consensus weights and budgets for a topology before running any LLM.
-``fastest_weights``: the fastest-contraction symmetric doubly stochastic weights on a graph (optax on an exactly
-feasible parameterisation; checked against the SDP optimum). ``budget_risk``: P(BudgetFail) and the budget for a
+``fastest_weights``: the fastest-contraction symmetric doubly stochastic weights on a graph (an interior-point
+method for the fastest-mixing SDP, each answer with a certified optimality gap). ``budget_risk``: P(BudgetFail) and the budget for a
 target risk by Monte Carlo of Algorithm 1, beside Theorem 1's worst case."""
 
 from mascot.design.budget import BudgetRisk, budget_risk  # noqa: F401
