@@ -27,7 +27,8 @@ from mascot.execute import simulate_consensus
 from mascot.graphs import complete_weights, ring_weights
 from mascot.sweep import kinds as sweep_kinds
 from mascot.sweep import parse_config, run_sweep
-from mascot.sweep.kinds import _STRATEGY, _initial_beliefs
+from mascot.sweep.evaluate import _initial_beliefs
+from mascot.sweep.kinds import _STRATEGY
 
 CONFIG = """
 [experiment]

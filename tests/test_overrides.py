@@ -98,6 +98,12 @@ def test_run_records_the_overrides_and_resumes_only_with_them(tmp_path, capsys):
     capsys.readouterr()
     assert main(args) == 0  # the same overrides: resumes, nothing to run
     assert "ran 0 chunks" in capsys.readouterr().out
+    # the same overrides written among and after the options (as Hydra users do): the same run, resumed
+    assert main(["run", str(cfg), "grid.n=5,7", "--out", str(out), "seed=4", "--quiet", "fixed.trajectories=2"]) == 0
+    assert "ran 0 chunks" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as e:  # an unknown option is still refused, not taken as an override
+        main(["run", str(cfg), "--out", str(out), "seed=4", "--bogus"])
+    assert e.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
     assert main(["run", str(cfg), "--out", str(out), "--quiet"]) == 2  # without them: another run
     err = capsys.readouterr().err
     assert "holds a different run" in err and "started with the overrides 'grid.n=5,7 seed=4" in err

@@ -141,3 +141,24 @@ eta = [0.05, 0.1]
     cfg_file.write_text(text)
     assert main(["validate", str(cfg_file)]) == 0
     assert "distinct simulations: 8 of 12 points" in capsys.readouterr().out
+
+
+def test_reading_and_describing_configs_loads_no_jax_pandas_or_pyarrow(tmp_path):
+    """Issue 29: `mascot validate` and `mascot params` answer without loading the numerical stack (3-4 s of
+    imports before): a fresh interpreter runs both and lists what they imported."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    code = (
+        "import sys\n"
+        "from mascot.cli import main\n"
+        f"assert main(['validate', {str(root / 'configs/sweeps/consensus_scaling.toml')!r}, 'grid.n=5,8']) == 0\n"
+        f"assert main(['validate', {str(root / 'configs/sweeps/spectra_families.toml')!r}]) == 0\n"
+        "assert main(['params', 'consensus']) == 0\n"
+        "print(sorted(m for m in ('jax', 'pandas', 'pyarrow', 'matplotlib', 'scipy') if m in sys.modules))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout[-300:]

@@ -86,7 +86,7 @@ def test_from_spec():
 
 def test_spectra_sweep_and_diagnose_name_the_same_graphs(tmp_path, capsys):
     """A family and n in a sweep and FAMILY:N on the command line are one graph (n = agents in both)."""
-    from mascot.sweep.kinds import _build_graphs
+    from mascot.sweep.evaluate import _build_graphs
 
     for fam, n, extra, spec in [
         ("star", 8, (), "star:8"),

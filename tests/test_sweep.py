@@ -172,7 +172,7 @@ def test_rows_match_the_reference_algorithm(reference_run):
     p = df[(df.n == 7) & (df.point % 2 == 1)].iloc[0]
     assert (p.c1, p.c2) == (7 * 6 * 60, 2 * 7 * 5)
     # every row agrees with Algorithm 1 in plain Python on the same X0 (regenerated from the seed)
-    from mascot.sweep.kinds import _initial_beliefs
+    from mascot.sweep.evaluate import _initial_beliefs
 
     cfg = parse_config(cfg_text(4))
     sample = df.sample(12, random_state=0)

@@ -14,12 +14,13 @@ import pytest
 
 import mascot.execute.consensus as ec
 import mascot.kernels.sampling as ks
+import mascot.sweep.evaluate as ev
 import mascot.sweep.kinds as kinds
 import mascot.sweep.runner as runner
 from host_reads import watch
 from mascot.kernels import consensus as kc
 from mascot.sweep import parse_config, run_sweep
-from mascot.sweep.kinds import DeviceCache, _initial_beliefs, _noise_keys
+from mascot.sweep.evaluate import DeviceCache, _initial_beliefs, _noise_keys
 
 CONFIG = """
 [experiment]
@@ -48,7 +49,7 @@ def host_reads(monkeypatch):
     """Shapes of the jax.Arrays read into host memory by the sweep kind, the runner, the consensus driver
     and kernels: through their module-level ``np`` or through ``ArrayImpl._value`` (``jax.device_get``,
     ``float``, ``np.asarray`` elsewhere)."""
-    return watch(monkeypatch, (ec, kc, kinds, runner))
+    return watch(monkeypatch, (ec, kc, ev, runner))
 
 
 @pytest.fixture
@@ -71,7 +72,7 @@ def _rows(path):
 
 def test_spy_sees_host_reads(host_reads):
     x = jax.device_put(np.ones((4, 3, 2)))
-    kinds.np.asarray(x)
+    ev.np.asarray(x)
     runner.np.array(x[:1])
     jax.device_get(x[0])
     assert host_reads == [(4, 3, 2), (1, 3, 2), (3, 2)]

@@ -564,7 +564,13 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
-        args = parser.parse_args(_with_trials_config(argv, parser))
+        args, extra = parser.parse_known_args(_with_trials_config(argv, parser))
+        if extra:  # KEY=VALUE overrides after options (Hydra users write them anywhere): kept in order
+            takes = isinstance(getattr(args, "overrides", None), list)
+            bad = [e for e in extra if e.startswith("-")] if takes else extra
+            if bad:
+                parser.error(f"unrecognized arguments: {' '.join(bad)}")
+            args.overrides = [*args.overrides, *extra]
     except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2

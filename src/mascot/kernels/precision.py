@@ -9,12 +9,11 @@ previous setting on exit. Worker threads enter it themselves (the setting is thr
 from __future__ import annotations
 
 import contextlib
-import math
 
 import jax
-import numpy as np
 
 from mascot.errors import InputError
+from mascot.limits import MAX_ROUNDS_LIMIT, check_budget, check_noise  # noqa: F401 (re-exported)
 
 __all__ = ["float64", "x64_enabled", "resolve_dtype", "check_budget", "check_noise", "MAX_ROUNDS_LIMIT"]
 
@@ -61,73 +60,3 @@ def resolve_dtype(dtype=None):
             "`with mascot.kernels.precision.float64():` (or enable jax_enable_x64 at start-up)"
         )
     return dt
-
-
-#: the largest ``max_rounds`` the kernels accept (round counters are int32)
-MAX_ROUNDS_LIMIT = 2**31 - 2
-_EXACT = {"float32": 2**24, "float64": 2**53}  # every integer up to these is exact in the dtype
-_MAX = {name: float(np.finfo(name).max) for name in _EXACT}
-
-
-def _name(dtype) -> str:
-    """The dtype's name (a sweep checks 10^6 points: a name it already is skips numpy's per-call overhead)."""
-    return dtype if type(dtype) is str and dtype in _EXACT else np.dtype(dtype).name
-
-
-def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_costs: bool = False) -> None:
-    """Refuse token budgets the working dtype cannot keep. ``b0`` above 2^24 (float32) or 2^53 (float64),
-    or a round cost below ``b0 * 2^-24`` (``2^-53``): deductions would be rounded or lost entirely (b0 = 3e7,
-    c = 1 in float32 reported ``spent = 0`` after 18 rounds). ``integer_costs``: float32 also needs whole
-    token costs -- with them every ``b_k = b0 - spent`` and every ``b_k >= c`` test is exact for any b0 up to
-    2^24, while a fractional cost is rounded at every deduction (b0 = 1e7, c = 0.7: 10 rounds "spent" 10).
-    ``ValueError`` naming the values and ``fix``."""
-    name = _name(dtype)
-    if name not in _EXACT:
-        return
-    exact = _EXACT[name]
-
-    def largest(x):  # scalars (a sweep's points, one by one) without numpy's per-call overhead
-        return float(x) if isinstance(x, (int, float)) else (float(np.max(x)) if np.size(x) else -math.inf)
-
-    def smallest(x):
-        return float(x) if isinstance(x, (int, float)) else (float(np.min(x)) if np.size(x) else math.inf)
-
-    b = max(largest(b0), 0.0)
-    if b > exact:
-        raise InputError(
-            f"b0 = {b:.10g} is above 2^{exact.bit_length() - 1} = {exact:,}, the largest budget {name} "
-            f"keeps exactly (deductions would be rounded or lost); "
-            + (fix if name == "float32" else "scale the budget and costs down")
-        )
-    c = min((smallest(x) for x in costs), default=math.inf)
-    if b > 0 and c < b / exact:
-        raise InputError(
-            f"a round cost of {c:.6g} is below b0 / 2^{exact.bit_length() - 1} = {b / exact:.6g}: "
-            f"{name} would lose part or all of each deduction from b0 = {b:.10g}; "
-            + (fix if name == "float32" else "scale the budget down")
-        )
-    if integer_costs and name == "float32":
-        for x in costs:
-            if not (float(x).is_integer() if isinstance(x, (int, float)) else bool(np.all(np.mod(x, 1) == 0))):
-                frac = x if isinstance(x, (int, float)) else np.asarray(x)[np.mod(x, 1) != 0].flat[0]
-                raise InputError(
-                    f"a round cost of {float(frac):.6g} tokens is not a whole number: float32 keeps "
-                    f"budgets exactly only for whole-token costs (each deduction of a fraction is "
-                    f"rounded); round the costs, or {fix}"
-                )
-
-
-def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str = "pass dtype='float64'") -> None:
-    """Refuse belief noise whose squares would overflow the working dtype: after ``max_rounds`` rounds a belief
-    has spread about ``noise * sqrt(max_rounds)``, and D^2 sums ``n * d`` squares of it; with 10-sigma headroom
-    that must stay below the dtype's largest number (float32: noise = 1e30 gave D = inf rows, read as results)."""
-    name = _name(dtype)
-    if name not in _MAX or not noise > 0:
-        return
-    spread = 10.0 * noise * math.sqrt(max(int(max_rounds), 1))
-    if spread * spread * n * d > _MAX[name] / 4:
-        raise InputError(
-            f"noise = {noise:g} overflows {name}: after {max_rounds} rounds the beliefs' squared spread "
-            f"summed over {n} x {d} entries exceeds its largest number; use a smaller noise"
-            + (f", or {fix}" if name == "float32" else "")
-        )

@@ -51,6 +51,7 @@ from mascot.graphs import validate_adjacency
 from mascot.kernels import spectra_lapack as lp
 from mascot.kernels.precision import float64, x64_enabled
 from mascot.kernels.spectra_closed import FAMILIES, FAMILY_CODES, chain_kappa, closed_form_spectra
+from mascot.limits import F32_GAMMA_MAX
 from mascot.theory.spectra import check_gamma, check_stochastic
 
 __all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "sr_spectra", "time_varying_kappa", "time_varying_sr"]
@@ -200,11 +201,6 @@ def sr_spectra(
         raise InputError(f"dtype must be float32 or float64; got {dtype!r}")
     with float64(dt == jnp.float64):
         return _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map or map, max(1, host_workers))
-
-
-#: the largest gamma a float32 call takes: 1 - gamma >= 2^-12, so rounding gamma to float32 moves 1/(1 - gamma)
-#: by at most 2^-13 (0.012%)
-F32_GAMMA_MAX = 1.0 - 2.0**-12
 
 
 def _eager(A, gamma, method, normalize, dt, chunk_size, fams, solver, host_map, workers):

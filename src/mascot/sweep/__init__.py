@@ -1,5 +1,24 @@
-"""Config-driven, chunked, resumable sweeps (local or Slurm) that write Parquet."""
+"""Config-driven, chunked, resumable sweeps (local or Slurm) that write Parquet.
+
+Reading and checking a config (:func:`load_config`, :func:`estimate_chunk_bytes`) loads neither JAX nor
+pyarrow; the runner and the run directory load on first use."""
 
 from mascot.sweep.config import ConfigError, SweepConfig, expand_grid, load_config, parse_config  # noqa: F401
-from mascot.sweep.runner import RunSummary, estimate_chunk_bytes, parse_shard, run_sweep  # noqa: F401
-from mascot.sweep.store import MissingChunksError, RunDir  # noqa: F401
+from mascot.sweep.kinds import estimate_chunk_bytes  # noqa: F401
+
+_LAZY = {
+    "RunSummary": "runner",
+    "parse_shard": "runner",
+    "run_sweep": "runner",
+    "MissingChunksError": "store",
+    "RunDir": "store",
+}
+__all__ = ["ConfigError", "SweepConfig", "expand_grid", "load_config", "parse_config", "estimate_chunk_bytes", *_LAZY]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"mascot.sweep.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

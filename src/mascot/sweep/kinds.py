@@ -24,93 +24,39 @@ quantiles of E_ceg, and the closed form where one exists).
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-import pandas as pd
-import pyarrow as pa
 
 from mascot import graphs as _graphs
 from mascot.errors import InputError
-from mascot.kernels.precision import check_budget, check_noise
+from mascot.limits import F32_GAMMA_MAX, check_budget, check_noise
 from mascot.sweep.schema import Kind, Param  # the kinds' schema types (re-exported)
 
-__all__ = ["Param", "Kind", "KINDS", "DeviceCache", "point_keys"]
+__all__ = ["Param", "Kind", "KINDS", "estimate_chunk_bytes"]
 
-X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept)
-
-
-class DeviceCache:
-    """Device arrays one sweep reuses across its chunks, least recently used first out past ``max_bytes``.
-
-    A consensus sweep's initial beliefs are common random numbers: every chunk's group with the same
-    (n, d, x0_mean, x0_spread, trajectories) starts from the same X0, so it is drawn once per sweep (host
-    PCG64 words, one host-to-device copy, the inverse-CDF transform on the device) and kept on the device,
-    as is its tiling over a group's points; later chunks pass the cached jax.Array straight to the kernel,
-    and only results come back to the host. The arrays are the ones a fresh draw would give (the draw is a
-    pure function of its key), so results do not depend on the cache. Thread-safe: chunks run on several
-    threads, and a key missing in several at once is built by one of them while the others wait.
-    ``max_bytes = 0`` keeps nothing (every chunk draws its own X0, as before the cache existed); an array
-    larger than the bound is built every time and not kept.
-    """
-
-    def __init__(self, max_bytes: int | None = None):
-        self.max_bytes = X0_CACHE_BYTES if max_bytes is None else int(max_bytes)
-        self._items: OrderedDict = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self._building: dict = {}  # key -> lock held by the thread building it
-        self.hits = self.misses = 0
-
-    def get(self, key, build: Callable[[], jax.Array]) -> jax.Array:
-        if self.max_bytes <= 0:
-            self.misses += 1
-            return build()
-        while True:
-            with self._lock:
-                if key in self._items:
-                    self._items.move_to_end(key)
-                    self.hits += 1
-                    return self._items[key]
-                pending = self._building.get(key)
-                if pending is None:
-                    pending = self._building[key] = threading.Lock()
-                    pending.acquire()
-                    break
-            with pending:  # another thread builds this key: wait for it, then look again
-                pass
-        try:
-            value = build()
-            size = int(value.nbytes)
-            with self._lock:
-                self.misses += 1
-                if size <= self.max_bytes:
-                    self._items[key] = value
-                    self._bytes += size
-                    while self._bytes > self.max_bytes:
-                        _, old = self._items.popitem(last=False)
-                        self._bytes -= int(old.nbytes)
-            return value
-        finally:
-            with self._lock:
-                del self._building[key]
-            pending.release()
-
-    @property
-    def nbytes(self) -> int:
-        return self._bytes
+X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept; read at call time)
 
 
-def point_keys(key_seed: int, indices) -> jax.Array:
-    """One PRNG key per grid point: ``fold_in(key(key_seed), point_index)`` (independent of sharding)."""
-    base = jax.random.key(key_seed)
-    return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.asarray(indices, dtype=jnp.uint32))
+def _evaluator(name: str):
+    """``mascot.sweep.evaluate.<name>``, imported on the first chunk (reading and checking a config, as
+    ``mascot validate`` and ``mascot params`` do, never loads JAX, pandas or pyarrow)."""
+
+    def evaluate(*args, **kwargs):
+        from mascot.sweep import evaluate as ev
+
+        return getattr(ev, name)(*args, **kwargs)
+
+    evaluate.__name__ = evaluate.__qualname__ = name
+    return evaluate
+
+
+def estimate_chunk_bytes(cfg) -> int:
+    """Largest working-memory estimate over the first chunks' points (a guide, not a bound)."""
+    kind = KINDS[cfg.kind]
+    pts = cfg.points(0, min(cfg.n_points, 4 * cfg.chunk_size))
+    per = max(kind.bytes_per_point(kind.complete(p)) for p in pts)
+    return per * min(cfg.chunk_size, cfg.n_points)
 
 
 # ----------------------------------------------------------------------------- consensus
@@ -231,162 +177,6 @@ def _consensus_dtype_check(p, dtype):
         )
 
 
-_X0_STREAM = 0x5830  # "X0": first element of the X0 stream key, apart from per-point keys (p,)
-
-
-def _initial_beliefs(key_seed, trajectories, n, d, mean, spread, dtype):
-    """X0 shared by every point with these (n, d, mean, spread): ``(trajectories, n, d)`` draws of
-    ``mean + spread * Z``, Z a normal truncated so X0 lies in [0, 1], from the stream
-    ``(seed, (X0, n, d, mean, spread))`` (``mascot.kernels.sampling``). Common random numbers: points
-    that differ only in strategy, thresholds, budget or costs start trajectory t from the same beliefs,
-    as the paper's Table VI runs its three strategies from one X0; a point with more trajectories
-    extends the same sequence."""
-    from mascot.kernels.sampling import truncated_normal_streams
-    from mascot.seeds import float_key
-
-    key = (_X0_STREAM, int(n), int(d), float_key(mean), float_key(spread))
-    return truncated_normal_streams(key_seed, [key], (trajectories, n, d), mean, spread, dtype=dtype)
-
-
-@functools.lru_cache(maxsize=256)
-def _consensus_pair(n: int, a1: float, a2: float):
-    """(W1, W2, lambda1, lambda2) of complete K_N and ring C_N with these self-weights (cached: the
-    doubly-stochastic and circulant checks cost more than a chunk's certificates)."""
-    from mascot.graphs import complete_weights, ring_weights
-    from mascot.theory import contraction_rate
-
-    W1, W2 = complete_weights(n, a1), ring_weights(n, a2)
-    return W1, W2, contraction_rate(W1), contraction_rate(W2)
-
-
-_STRATEGY_NAMES = tuple(_STRATEGY)
-
-
-def _group_x0(cache, key_seed, T, n, d, mean, spread, dtype, members: int) -> jax.Array:
-    """The group's X0 on the device: the common draw tiled over its ``members`` points (see :class:`DeviceCache`)."""
-    cache = cache if cache is not None else DeviceCache(0)
-    base = ("x0", key_seed, T, n, d, mean, spread, dtype)
-    X0 = cache.get(base, lambda: _initial_beliefs(key_seed, T, n, d, mean, spread, dtype))
-    if members == 1:
-        return X0
-    return cache.get(base + (members,), lambda: jnp.tile(X0, (members, 1, 1)))
-
-
-@functools.partial(jax.jit, static_argnames=("key_seed", "T"))  # the seed is static: it may exceed int32
-def _noise_keys(key_seed, ids, T):
-    """Belief-noise keys of ``len(ids)`` points x ``T`` trajectories, built on the device: trajectory t of
-    point p uses ``fold_in(fold_in(key(key_seed), p), 2**31 + t)``."""
-    pkeys = point_keys(key_seed, ids)
-    t = jnp.arange(T, dtype=jnp.uint32) + jnp.uint32(2**31)
-    nk = jax.vmap(lambda k: jax.vmap(lambda v: jax.random.fold_in(k, v))(t))(pkeys)
-    return nk.reshape(-1)
-
-
-def _consensus_evaluate(
-    points: list[dict], indices: np.ndarray, key_seed: int, dtype: str, cache: DeviceCache | None = None
-) -> pa.Table:
-    from mascot.execute import simulate_consensus
-    from mascot.theory import theorem1_batch
-
-    indices = np.asarray(indices)
-    groups: dict[tuple, list[int]] = {}
-    for i, p in enumerate(points):
-        g = (
-            p["n"],
-            p["d"],
-            p["strategy"],
-            p["max_rounds"],
-            p["self_weight_complete"],
-            p["self_weight_ring"],
-            p["noise"],
-            p["x0_mean"],
-            p["x0_spread"],
-            p["trajectories"],
-        )
-        groups.setdefault(g, []).append(i)
-    parts: dict[str, list[np.ndarray]] = {}
-    for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), members in groups.items():
-        W1, W2, lam1, lam2 = _consensus_pair(n, a1, a2)
-        rows = np.repeat(np.asarray(members), T)
-        traj = np.tile(np.arange(T, dtype=np.int32), len(members))
-        # X0 common to the group's points (one draw per sweep, tiled, kept on the device); noise from
-        # fold_in(point key, 2**31 + t), the keys built on the device
-        X0 = _group_x0(cache, key_seed, T, n, d, float(mean), float(spread), dtype, len(members))
-        col = lambda k, members=members, T=T: np.repeat(  # noqa: E731
-            np.array([points[i][k] for i in members], dtype=np.float64), T
-        )
-        eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
-        nkeys = None
-        if noise > 0:
-            nkeys = _noise_keys(key_seed, indices[np.asarray(members)].astype(np.uint32), T=T)
-        res = simulate_consensus(
-            X0,
-            W1,
-            W2,
-            c1,
-            c2,
-            eta,
-            eps,
-            b0,
-            strategy=_STRATEGY[strategy],
-            max_rounds=max_rounds,
-            noise=noise,
-            key=nkeys,
-            dtype=dtype,
-        )
-        d0 = res.d0  # kernel outputs keep the sweep's dtype (float32 values stored as float64 add bytes, not precision)
-        # certificates with per-point parameters as (points, 1) columns: one log per point, not per row
-        pp = {
-            k: np.array([points[i][k] for i in members], dtype=np.float64)[:, None] for k in ("eta", "eps", "c1", "c2")
-        }
-        k1, k2, bstar = (
-            a.ravel()
-            for a in theorem1_batch(
-                d0.astype(np.float64).reshape(len(members), T), pp["eta"], pp["eps"], lam1, lam2, pp["c1"], pp["c2"]
-            )
-        )
-        m = rows.size
-        full = lambda v, t, m=m: np.full(m, v, dtype=t)  # noqa: E731
-        cols = {
-            "point": indices[rows].astype(np.int64),
-            "trajectory": traj,
-            "n": full(n, np.int32),
-            "d": full(d, np.int32),
-            "strategy": full(_STRATEGY_NAMES.index(strategy), np.int8),
-            "eta": eta,
-            "eps": eps,
-            "b0": b0,
-            "c1": c1,
-            "c2": c2,
-            "self_weight_complete": full(a1, np.float64),
-            "self_weight_ring": full(a2, np.float64),
-            "x0_mean": full(mean, np.float64),
-            "x0_spread": full(spread, np.float64),
-            "noise": full(noise, np.float64),
-            "max_rounds": full(max_rounds, np.int32),
-            "lambda1": full(lam1, np.float64),
-            "lambda2": full(lam2, np.float64),
-            "d0": d0,
-            "rounds": res.rounds.astype(np.int32),
-            "tokens": res.spent,
-            "d_final": res.d_final,
-            "status": res.status.astype(np.int8),
-            "K_star": k1 + k2,
-            "B_star": bstar,
-            "certified": b0 >= bstar,
-        }
-        for k, v in cols.items():
-            parts.setdefault(k, []).append(v)
-    cols = {k: np.concatenate(v) if len(v) > 1 else v[0] for k, v in parts.items()}
-    if len(parts["point"]) > 1 and np.any(np.diff(cols["point"]) < 0):  # groups interleave: sort rows
-        order = np.lexsort((cols["trajectory"], cols["point"]))
-        cols = {k: v[order] for k, v in cols.items()}
-    arrays = {k: pa.array(v) for k, v in cols.items()}
-    names = pa.array(_STRATEGY_NAMES, pa.string())
-    arrays["strategy"] = pa.DictionaryArray.from_arrays(arrays["strategy"], names).cast(pa.string())
-    return pa.table(arrays)
-
-
 def _consensus_bytes(p) -> int:
     item = 8
     return int(p["trajectories"] * p["n"] * p["d"] * item * 4 + p["trajectories"] * 200)
@@ -470,80 +260,12 @@ def _spectra_extra(p):
         raise InputError(f"random_regular needs degree < n and n * degree even; got degree = {p['degree']}, n = {n}")
 
 
-def _graph_key(p) -> tuple:
-    """Everything that defines a point's graphs (not gamma): equal keys share the same graph samples."""
-    fam = p["family"]
-    extra = {
-        "erdos_renyi": ("p",),
-        "watts_strogatz": ("degree", "beta"),
-        "random_regular": ("degree",),
-        "malicious_star": ("alpha",),
-        "complete": ("a",),
-    }.get(fam, ())
-    count = p["graphs"] if fam in _RANDOM_FAMILIES else 1
-    return (fam, p["n"], count) + tuple((k, p[k]) for k in extra)
-
-
-def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
-    from mascot import graphs as tp
-
-    fam, n, count, *extra = gkey
-    kw = dict(extra)
-    if fam in _RANDOM_FAMILIES:
-        # seeded by the config and the graph parameters only, so every gamma sees the same graphs
-        # (whatever the sharding or chunking)
-        words = [key_seed % 2**32, _FAMILIES.index(fam), n, count] + [int(round(float(v) * 1e9)) for v in kw.values()]
-        rng = np.random.default_rng(words)
-        if fam == "erdos_renyi":
-            return tp.erdos_renyi(n, kw["p"], count, rng)
-        if fam == "watts_strogatz":
-            return tp.watts_strogatz(n, kw["degree"], kw["beta"], count, rng)
-        return tp.random_regular(n, kw["degree"], count, rng)
-    return tp.build(fam, n, *kw.values())[None]
-
-
 def _spectra_dtype_check(p, dtype):
-    from mascot.kernels.spectra import F32_GAMMA_MAX
-
     if dtype == "float32" and p["gamma"] > F32_GAMMA_MAX:
         raise InputError(
             f"gamma = {p['gamma']!r} is within 2^-12 of 1, closer than float32 resolves 1 - gamma "
             'well; use experiment.dtype = "float64"'
         )
-
-
-def _spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
-    from mascot.execute.spectra import sr_spectra
-
-    groups: dict[tuple, list[int]] = {}
-    for i, p in enumerate(points):
-        groups.setdefault(_graph_key(p), []).append(i)
-    frames = []
-    for gkey, members in groups.items():
-        A = _build_graphs(gkey, key_seed)  # (G, n, n)
-        gam = np.array([points[i]["gamma"] for i in members])
-        s = sr_spectra(A[:, None], gam, dtype=dtype)  # (G, members)
-        G, M = A.shape[0], len(members)
-        deg = (A > 0).sum(-1)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "point": np.tile(np.asarray(indices)[members], G).astype(np.int64),
-                    "graph": np.repeat(np.arange(G), M).astype(np.int32),
-                    "family": gkey[0],
-                    "n": np.int32(gkey[1]),
-                    "gamma": np.tile(gam, G),
-                    **{k: np.tile([points[i][k] for i in members], G) for k in ("p", "degree", "beta", "alpha", "a")},
-                    "method": s.method,
-                    "isolated": np.repeat((deg == 0).sum(-1), M).astype(np.int32),
-                    "rho": np.asarray(s.rho, dtype=np.float64).ravel(),
-                    "delta": np.asarray(s.delta, dtype=np.float64).ravel(),
-                    "kappa": np.asarray(s.kappa, dtype=np.float64).ravel(),
-                }
-            )
-        )
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values(["point", "graph"], kind="stable").reset_index(drop=True)
 
 
 def _spectra_bytes(p) -> int:
@@ -593,76 +315,6 @@ def _noise_dtype_check(p, dtype):
         )
 
 
-def _noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
-    from mascot.execute.noise import affine_noise_error, rule_noise_error
-    from mascot.theory.noise import ceg_ratio, expected_ceg
-
-    groups: dict[tuple, list[int]] = {}
-    for i, p in enumerate(points):
-        groups.setdefault((p["model"], p["aggregate"], p["trials"]), []).append(i)
-    frames = []
-    for (model, agg, trials), members in groups.items():
-        col = lambda k, members=members: np.array([points[i][k] for i in members])  # noqa: E731
-        ids = np.asarray(indices)[members]
-        k, rc, sg, T, L = col("k"), col("rho_c"), col("sigma"), col("T"), col("L")
-        if model == "linear":
-            ceg = affine_noise_error(
-                key_seed, k, rc, sg, T, L, trials=trials, aggregate=agg, point_ids=ids, dtype=dtype, chunk_points=4
-            )
-            theory = expected_ceg(sg, k, rc, T, L) if agg == "mean" else np.full(len(members), np.nan)
-        else:
-            ceg = rule_noise_error(
-                key_seed,
-                k=k,
-                rho_c=rc,
-                sigma=sg,
-                T=T,
-                trials=trials,
-                aggregate=agg,
-                value0=col("value0"),
-                parity0=np.where(col("parity0") == "A", 0, 1),
-                level0=col("level0"),
-                point_ids=ids,
-                chunk_points=4,
-            )
-            theory = np.full(len(members), np.nan)
-        ceg = np.asarray(ceg, dtype=np.float64).reshape(len(members), trials)
-        finite = np.isfinite(ceg)
-        with np.errstate(invalid="ignore"):
-            mean = np.nanmean(np.where(finite, ceg, np.nan), axis=1)
-            sd = np.nanstd(np.where(finite, ceg, np.nan), axis=1, ddof=1)
-        m = finite.sum(1)
-        frames.append(
-            pd.DataFrame(
-                {
-                    "point": ids.astype(np.int64),
-                    "model": model,
-                    "aggregate": agg,
-                    "k": k.astype(np.int32),
-                    "rho_c": rc,
-                    "sigma": sg,
-                    "T": T.astype(np.int32),
-                    "L": L,
-                    "trials": np.int32(trials),
-                    "value0": col("value0"),
-                    "parity0": col("parity0"),
-                    "level0": col("level0").astype(np.int32),
-                    "ceg_mean": mean,
-                    "ceg_sd": sd,
-                    "ceg_se": sd / np.sqrt(np.maximum(m, 1)),
-                    "ceg_median": np.nanmedian(np.where(finite, ceg, np.nan), axis=1),
-                    "ceg_q05": np.nanquantile(np.where(finite, ceg, np.nan), 0.05, axis=1),
-                    "ceg_q95": np.nanquantile(np.where(finite, ceg, np.nan), 0.95, axis=1),
-                    "diverged": (trials - m).astype(np.int32),
-                    "ceg_theory": theory,
-                    "ratio_theory_k": ceg_ratio(k, rc),
-                }
-            )
-        )
-    df = pd.concat(frames, ignore_index=True)
-    return df.sort_values("point", kind="stable").reset_index(drop=True)
-
-
 def _noise_bytes(p) -> int:
     return int(p["trials"] * (p["k"] + 8) * 8 * 4)
 
@@ -672,7 +324,7 @@ KINDS = {
     "consensus": Kind(
         "consensus",
         CONSENSUS_PARAMS,
-        _consensus_evaluate,
+        _evaluator("consensus_evaluate"),
         _consensus_bytes,
         _consensus_extra,
         _consensus_costs,
@@ -688,7 +340,7 @@ KINDS = {
     "spectra": Kind(
         "spectra",
         SPECTRA_PARAMS,
-        _spectra_evaluate,
+        _evaluator("spectra_evaluate"),
         _spectra_bytes,
         _spectra_extra,
         row_key=("point", "graph"),
@@ -699,7 +351,7 @@ KINDS = {
     "affine_noise": Kind(
         "affine_noise",
         NOISE_PARAMS,
-        _noise_evaluate,
+        _evaluator("noise_evaluate"),
         _noise_bytes,
         row_key=("point",),
         max_workers=1,

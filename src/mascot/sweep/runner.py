@@ -22,7 +22,8 @@ from mascot import log
 from mascot.errors import InputError
 from mascot.kernels.precision import float64
 from mascot.sweep.config import SweepConfig
-from mascot.sweep.kinds import KINDS, DeviceCache
+from mascot.sweep.evaluate import DeviceCache
+from mascot.sweep.kinds import KINDS, estimate_chunk_bytes
 from mascot.sweep.store import RunDir, provenance, write_table_atomic
 
 _log = log.get_logger(__name__)
@@ -52,14 +53,6 @@ def parse_shard(text: str | None) -> tuple[int, int]:
     if not (n >= 1 and 0 <= i < n):
         raise InputError(f"--shard I/N needs 0 <= I < N; got {text!r}")
     return i, n
-
-
-def estimate_chunk_bytes(cfg: SweepConfig) -> int:
-    """Largest working-memory estimate over the first chunks' points (a guide, not a bound)."""
-    kind = KINDS[cfg.kind]
-    pts = cfg.points(0, min(cfg.n_points, 4 * cfg.chunk_size))
-    per = max(kind.bytes_per_point(kind.complete(p)) for p in pts)
-    return per * min(cfg.chunk_size, cfg.n_points)
 
 
 class _Progress:
