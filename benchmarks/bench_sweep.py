@@ -7,7 +7,7 @@ All are measured warm (a first pass compiles every shape), in interleaved repeti
 "kernel alone" times only the `simulate_consensus` calls on the pipeline's own per-chunk batches (X0
 precomputed); the pipeline time includes everything `mascot run` does. The issue's bar: pipeline >= 70%
 of kernel throughput. ``--before`` also times the pipeline with the sweep's device cache switched off
-(``kinds.X0_CACHE_BYTES = 0``: every chunk draws its X0 on the host and copies it to the device, as before
+(``evaluate.X0_CACHE_BYTES = 0``: every chunk draws its X0 on the host and copies it to the device, as before
 the cache), interleaved with the rest, so before/after are ratios from one process.
 """
 
@@ -25,10 +25,9 @@ import numpy as np
 
 from mascot.execute import simulate_consensus
 from mascot.graphs import complete_weights, ring_weights
-from mascot.sweep import kinds as sweep_kinds
+from mascot.sweep import evaluate as sweep_kinds
 from mascot.sweep import parse_config, run_sweep
-from mascot.sweep.evaluate import _initial_beliefs
-from mascot.sweep.kinds import _STRATEGY
+from mascot.sweep.evaluate import _STRATEGY, _initial_beliefs
 
 CONFIG = """
 [experiment]

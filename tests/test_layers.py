@@ -2,7 +2,7 @@
 fail on an import cycle, an upward import, a cross-module ``_private`` import, a module over 800 lines or a
 process-wide switch flipped by library code. The layers are those of DESIGN.md:
 
-    errors, log  <-  io, seeds, stable, status  <-  graphs, papers, rundir  <-  theory  <-  kernels  <-  execute, backends
+    errors, log  <-  io, seeds, stable, status, limits  <-  graphs, papers, rundir  <-  theory  <-  kernels  <-  execute, backends
       <-  protocols, sweep  <-  analysis  <-  cli
 """
 
@@ -28,6 +28,7 @@ LEVELS = {
     "seeds": 0,
     "stable": 0,
     "status": 0,
+    "limits": 0,  # what the dtypes keep exactly (numpy only)
     "mascot": 0,
     "graphs": 1,
     "papers": 1,

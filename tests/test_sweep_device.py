@@ -15,7 +15,6 @@ import pytest
 import mascot.execute.consensus as ec
 import mascot.kernels.sampling as ks
 import mascot.sweep.evaluate as ev
-import mascot.sweep.kinds as kinds
 import mascot.sweep.runner as runner
 from host_reads import watch
 from mascot.kernels import consensus as kc
@@ -90,7 +89,7 @@ def test_sweep_x0_is_drawn_once_and_never_read_back(tmp_path, monkeypatch, host_
     assert len({c[1] for c in word_draws}) == 2  # noise and no noise, every strategy and b0 share X0
 
     # the same sweep without the cache: every chunk draws its X0 again, and the rows are identical
-    monkeypatch.setattr(kinds, "X0_CACHE_BYTES", 0)
+    monkeypatch.setattr(ev, "X0_CACHE_BYTES", 0)
     word_draws.clear()
     run_sweep(cfg, tmp_path / "uncached", progress=False, workers=1)
     assert len(word_draws) > 2 * cfg.n_chunks - 2, "without the cache each chunk group draws its X0"

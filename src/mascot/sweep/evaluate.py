@@ -15,10 +15,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from mascot.sweep import kinds
-from mascot.sweep.kinds import _FAMILIES, _RANDOM_FAMILIES, _STRATEGY
+from mascot.graphs import FAMILIES as _FAMILIES
+from mascot.graphs import RANDOM_FAMILIES as _RANDOM_FAMILIES
 
-__all__ = ["DeviceCache", "point_keys", "consensus_evaluate", "spectra_evaluate", "noise_evaluate"]
+__all__ = ["DeviceCache", "point_keys", "consensus_evaluate", "spectra_evaluate", "noise_evaluate", "X0_CACHE_BYTES"]
+
+X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept; read at call time)
+# a consensus strategy -> the kernels' mode (mascot.Policy names complete and ring mode1 and mode2)
+_STRATEGY = {"adaptive": "adaptive", "complete": "mode1", "ring": "mode2"}
 
 
 class DeviceCache:
@@ -36,7 +40,7 @@ class DeviceCache:
     """
 
     def __init__(self, max_bytes: int | None = None):
-        self.max_bytes = kinds.X0_CACHE_BYTES if max_bytes is None else int(max_bytes)
+        self.max_bytes = X0_CACHE_BYTES if max_bytes is None else int(max_bytes)
         self._items: OrderedDict = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()

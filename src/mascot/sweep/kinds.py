@@ -35,8 +35,6 @@ from mascot.sweep.schema import Kind, Param  # the kinds' schema types (re-expor
 
 __all__ = ["Param", "Kind", "KINDS", "estimate_chunk_bytes"]
 
-X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept; read at call time)
-
 
 def _evaluator(name: str):
     """``mascot.sweep.evaluate.<name>``, imported on the first chunk (reading and checking a config, as
@@ -60,7 +58,7 @@ def estimate_chunk_bytes(cfg) -> int:
 
 
 # ----------------------------------------------------------------------------- consensus
-_STRATEGY = {"adaptive": "adaptive", "complete": "mode1", "ring": "mode2"}
+STRATEGIES = ("adaptive", "complete", "ring")  # a consensus point's strategy (mascot.Policy's vocabulary)
 
 _USES_MODE1, _USES_MODE2 = ("strategy", ("adaptive", "complete")), ("strategy", ("adaptive", "ring"))
 _POS = lambda v: v > 0 and math.isfinite(v)  # noqa: E731
@@ -74,7 +72,7 @@ CONSENSUS_PARAMS = {
     "strategy": Param(
         str,
         "adaptive",
-        lambda v: v in _STRATEGY,
+        lambda v: v in STRATEGIES,
         "one of adaptive, complete, ring",
         "adaptive: Algorithm 1 switches complete -> ring at D <= eta; complete / ring: one mode throughout",
     ),

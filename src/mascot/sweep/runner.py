@@ -152,13 +152,13 @@ def _run_locked(cfg, run, shard, progress, workers) -> RunSummary:
 
 
 def _cache_bytes() -> int:
-    """Bound of a sweep's :class:`DeviceCache`: ``kinds.X0_CACHE_BYTES`` (read at call time; 0 switches
+    """Bound of a sweep's :class:`DeviceCache`: ``evaluate.X0_CACHE_BYTES`` (read at call time; 0 switches
     the cache off), raised to a quarter of an accelerator's memory where the device reports it."""
     import jax
 
-    from mascot.sweep import kinds
+    from mascot.sweep import evaluate
 
-    limit = int(kinds.X0_CACHE_BYTES)
+    limit = int(evaluate.X0_CACHE_BYTES)
     if limit <= 0:
         return 0
     try:
