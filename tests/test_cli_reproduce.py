@@ -268,12 +268,20 @@ def test_errata_explains_the_known_differences(repro):
         "K_ring = 1",
         "not forward invariant",
         "K2 = ceil(log(eps/D)/log lambda2)",
+        # rows once typed, now computed from the runs and the weight matrices (issue 31)
+        "complete-only: sigma = 1 in every round; ring-only: sigma = 2 in every round",
+        "W1 (complete K5) 0.2500 (x4); W2 (ring C5) 0.7236 (x2), 0.2764 (x2)",
+        '"read from the paper"',
     ):
         assert needle in text, needle
+    assert "Every number below is computed" not in text
     # the old, wrong explanation of the Table V/VI mismatch is gone
     assert "unprinted digits differ" not in text and "whose unprinted digits" not in text
     readme = (repro / "README.md").read_text()
-    assert "a1-a2-a5-a4-a3" in readme and "||" not in readme  # norms written so Markdown tables keep their columns
+    assert "a1-a2-a5-a4-a3" in readme and "||" not in readme
+    assert (
+        "Chance of a coincidental match" in readme
+    )  # the ring search says how much a match proves  # norms written so Markdown tables keep their columns
 
 
 def test_committed_results_equal_a_fresh_run(repro):

@@ -54,7 +54,16 @@ def load_runs(dirs) -> list[dict]:
     for d in dirs:
         d = Path(d)
         meta = json.loads((d / "run.json").read_text())
-        out.append({"dir": d, "model": _label(meta, d), "config": meta["identity"]["config"], "rows": read_rounds(d)})
+        backend = meta.get("identity", {}).get("backend", {}).get("name")
+        out.append(
+            {
+                "dir": d,
+                "model": _label(meta, d),
+                "backend": backend,
+                "config": meta["identity"]["config"],
+                "rows": read_rounds(d),
+            }
+        )
     labels = [r["model"] for r in out]
     for r in out:  # disambiguate equal labels
         if labels.count(r["model"]) > 1:
@@ -368,10 +377,20 @@ def fig4(runs: list[dict], out_stem: Path, full: bool = False, note: str = "") -
     handles += [Line2D([], [], ls="none", marker=m, color="grey", mec="k", ms=7) for m in _MARK.values()]
     labels += [k.replace("_", " ") for k in _MARK]
     fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
-    fig.suptitle(
-        f"LLM deliberation: eta = {eta}, eps = {eps}, b0 = {b0:,.0f}" + (f"\n{note}" if note else ""), fontsize=11
+    what = (
+        "Surrogate deliberation (no LLM)" if all(r.get("backend") == "surrogate" for r in runs) else "LLM deliberation"
     )
-    fig.tight_layout(rect=(0, 0.09, 1, 0.97))
+    spent = {  # mean tokens spent per run (b0 - the last b_k), every model's runs together
+        st: np.mean([b0 - t[3][-1] for r in runs for t in _traces(r["rows"], st)]) for st in strategies
+    }
+    cost = ", ".join(f"{st} {_k_tokens(v)}" for st, v in spent.items())
+    cheapest = f"; cheapest here: {min(spent, key=spent.get)}" if len(spent) > 1 else ""
+    fig.suptitle(
+        f"{what}: eta = {eta}, eps = {eps}, b0 = {b0:,.0f}\nmean tokens spent per run: {cost}{cheapest}"
+        + (f"\n{note}" if note else ""),
+        fontsize=11,
+    )
+    fig.tight_layout(rect=(0, 0.09, 1, 0.95 if note else 0.96))
     return save_figure(fig, out_stem)
 
 

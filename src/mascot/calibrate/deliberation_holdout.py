@@ -169,10 +169,22 @@ def _widths(results: list[dict], moment: str) -> list[float]:
     ]
 
 
+#: an interval at least this many times wider than its prediction (or around a prediction of 0) says little
+VACUOUS_WIDTH = 3.0
+
+
+def _informative(row: dict) -> bool:
+    p = abs(row["predicted"])
+    return p > 0 and math.isfinite(row["hi"] - row["lo"]) and (row["hi"] - row["lo"]) / p < VACUOUS_WIDTH
+
+
 def holdout_markdown(results: list[dict]) -> str:
     """The held-out report for one or more models; every number from ``results``."""
     inside = sum(r["inside"] for r in results)
     n = sum(r["n"] for r in results)
+    rows = [row for r in results for row in r["rows"]]
+    told = [row for row in rows if _informative(row)]
+    told_in = sum(bool(row["inside"]) for row in told)
     lines = [
         "# Out of sample: Table VIII's adaptive column predicted from the complete-only and ring-only columns",
         "",
@@ -198,6 +210,12 @@ def holdout_markdown(results: list[dict]) -> str:
             "contradicted, not that it predicts precisely."
             if _widths(results, "rounds:adaptive") and _widths(results, "tokens:adaptive")
             else ""
+        )
+        + (
+            f" **Counting only the informative intervals** (narrower than {VACUOUS_WIDTH:g} times their prediction; "
+            f"the others, marked *vacuous* below, would contain almost any value): {told_in} of {len(told)} inside."
+            if len(told) < len(rows)
+            else ""
         ),
         "",
         "| model | moment | Table VIII | predicted | 95% interval | interval width / predicted | inside |",
@@ -208,7 +226,8 @@ def holdout_markdown(results: list[dict]) -> str:
             m = row["moment"]
             lines.append(
                 f"| {r['name']} | {m} | {_fmt(m, row['observed'])} | {_fmt(m, row['predicted'])} | "
-                f"{_fmt(m, row['lo'])} - {_fmt(m, row['hi'])} | {_rel(row)} | {'yes' if row['inside'] else '**no**'} |"
+                f"{_fmt(m, row['lo'])} - {_fmt(m, row['hi'])} | {_rel(row)}{'' if _informative(row) else ' (vacuous)'} | "
+                f"{'yes' if row['inside'] else '**no**'} |"
             )
     lines += ["", "What the held-in columns do not identify (kept at the starting values, not in the intervals):", ""]
     for r in results:

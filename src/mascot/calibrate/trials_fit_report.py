@@ -27,7 +27,7 @@ def fmt_num(x, nd=2):
 def report_markdown(s: dict) -> str:
     names = s["moment_names"]
     lines = [
-        f"# State-tracking surrogate calibrated to {s['source']}",
+        f"# State-tracking surrogate fitted to {s['source']} (in sample: compared below with what it was fitted to)",
         "",
         *(
             ["**A `--quick` fit** (few iterations and simulated trials: a smoke test, not an estimate).", ""]
@@ -94,7 +94,7 @@ def report_markdown(s: dict) -> str:
         "",
         "Parameters not listed keep their hand-tuned-v1 values (see `params.toml`).",
         "",
-        "## Observed vs predicted moments",
+        "## Observed vs predicted moments (in sample for the moments marked fitted)",
         "",
         f"Predicted: median and 5-95% range over {s['n_pred']} simulated runs of {s['n_trials']} trials, "
         + (
@@ -128,7 +128,7 @@ def report_markdown(s: dict) -> str:
         )
     lines += [
         "",
-        "## Orderings and tests (predictions, not targets)",
+        "## Orderings and tests (not fit targets, but implied by the fitted means and s.d.s: in sample too)",
         "",
         "| metric | observed ordering | predicted ordering (median means) | observed H | predicted H (5-95%) | "
         "predicted p (median) | observed r_s | predicted r_s (share of runs) |",

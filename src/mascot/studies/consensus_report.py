@@ -395,6 +395,38 @@ def _errata(x0s, runs, th, facts) -> str:
 
     ad = runs[text, "rescaled"]["adaptive"]
     d3_bound = lam1 * lam2**2 * P["D0"]
+
+    def modes(name):  # the modes a run used, in round order, as one string ("1" when only mode 1)
+        r = runs[text, "rescaled"][name]
+        return ", ".join(str(v) for v in dict.fromkeys(int(x) for x in r.sigma_trace[0, : int(r.rounds[0])]))
+
+    W1, W2 = complete_mode(), ring_from_order(TEXT_ORDER)
+    n = W1.shape[0]
+
+    def perp(W):  # eigenvalues of W on 1-perp (W - 11^T/n drops the consensus direction's 1), largest first
+        return np.sort(np.linalg.eigvalsh((W + W.T) / 2 - np.full((n, n), 1.0 / n)))[::-1][: n - 1]
+
+    def spec(W):
+        vals, counts = np.unique(np.round(perp(W), 4), return_counts=True)
+        return ", ".join(f"{v:.4f} (x{c})" for v, c in sorted(zip(vals, counts), reverse=True))
+
+    recipe_ok = all(perp(W).min() >= -perp(W).max() for W in (W1, W2))
+    swapped = bool(np.allclose(perp(W1), 0.25) and np.isclose(perp(W2).min(), 0.2764, atol=5e-5))
+    cplt, tight = r6(text, "rescaled", "complete-only"), r6(text, "rescaled", "tight")
+    agree17 = (cplt[0], round(cplt[1]), f"{cplt[2]:.4f}", round(tight[1]), f"{tight[2]:.4f}") == (
+        2,
+        1200,
+        "0.0188",
+        600,
+        "0.0752",
+    )
+    claude = theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025)
+    swap_sent = (
+        "The W1/W2 names are swapped relative to Table III (cf. item 3): 0.25 (x4) is the complete graph's, "
+        "0.2764 the ring's."
+        if swapped
+        else "The eigenvalues are as the text names them."
+    )
     f_from = {
         "D(2) = 0.0381 (Table V)": slow_fraction_from_ring_ratio((0.0381 / 0.0752) ** 2, 1),
         "D(3) = 0.0254 (Table V)": slow_fraction_from_ring_ratio((0.0254 / 0.0752) ** 2, 2),
@@ -471,7 +503,8 @@ def _errata(x0s, runs, th, facts) -> str:
     lines = [
         "# Errata: consensus paper, simulation section (Sec. IV-V-B)",
         "",
-        'Every number below is computed by `mascot reproduce consensus` (float64). "Printed X0" is Table IV',
+        'The "computed" column is computed by `mascot reproduce consensus` (float64); a cell marked "read from the paper" is',
+        'the paper\'s own text, compared by hand. "Printed X0" is Table IV',
         'as printed; "rescaled X0" is Table IV with its deviations from the mean scaled to the paper\'s',
         "D(0) = 0.3009. \"Text's ring\" is Table III's ring with neighbours a_{i+-1}; the ring search runs all",
         "12 distinct 5-agent rings (`ring_search.csv`). Differences are reported and explained, never forced.",
@@ -483,9 +516,9 @@ def _errata(x0s, runs, th, facts) -> str:
         + f". {'None of them gives 0.3009' if not hits else 'These give 0.3009: ' + ', '.join(hits)} (nearest: {nearest} = {cands[nearest]:.4f}); the paper does not say where 0.3009 comes from. Every run is therefore done on the printed X0 and on the printed X0 rescaled to D(0) = 0.3009; the rescaling is what makes the D digits match (item 7). |",
         f"| 2 | Theorem 1 round counts | K2 = 1, K1 = 4, K* = 5, B* = 1000 | K1 = {th['K1']}, K2 = {th['K2']}, K* = {th['K_star']}, B* = {th['B_star']:.0f} | eq. (11): K1 = ceil(log(0.1/0.3009)/log 0.25) = ceil({math.log(0.1 / 0.3009) / math.log(0.25):.3f}) = {th['K1']}, K2 = ceil(log(0.3)/log {lam2:.4f}) = ceil({math.log(0.3) / math.log(lam2):.2f}) = {th['K2']}. The text swaps K1 and K2; K* and B* = {th['K1']}·600 + {th['K2']}·100 = {th['B_star']:.0f} are right either way. |",
         f"| 3 | Table V, sigma column | sigma = 2, 1, 1 with costs 600, 100, 100 | sigma = {', '.join(str(int(s)) for s in ad.sigma_trace[0, : int(ad.rounds[0])])} | Table III defines mode 1 = complete K5 (cost c1 = 600) and mode 2 = ring C5 (c2 = 100); the table's decisions and costs agree with Table III, only its sigma labels are swapped. The row matches below compare costs and decisions, not the sigma labels. |",
-        '| 4 | Sec. V-B strategy labels | "Strategy 2 (complete-only): Mode 2 throughout", "Strategy 3 (ring-only): Mode 1 throughout" | complete-only = mode 1, ring-only = mode 2 | Same swap as item 3, relative to Table III. |',
-        f'| 5 | Remark 6 | "lambda_sigma is the largest eigenvalue of W_sigma" | lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f} | The largest eigenvalue of a doubly stochastic W is 1 (consensus direction). Def. 6 restricts W to 1-perp, so lambda is the largest eigenvalue *modulus on 1-perp* (the second largest overall for these W). The DFT recipe of Remark 6 gives exactly this once lambda_0 = 1 is dropped. |',
-        '| 6 | Sec. V-A eigen-statements | "W2 has eigenvalue lambda1 = 0.25 with multiplicity N-1"; "faster eigenspace lambda = 0.276 of W1" | 0.25 (x4) is W1\'s (complete K5); 0.2764 = 0.6 + 0.4 cos(4pi/5) is W2\'s (ring C5) | The W1/W2 names are swapped relative to Table III (cf. item 3). |',
+        f'| 4 | Sec. V-B strategy labels | "Strategy 2 (complete-only): Mode 2 throughout", "Strategy 3 (ring-only): Mode 1 throughout" | complete-only: sigma = {modes("complete-only")} in every round; ring-only: sigma = {modes("ring-only")} in every round | {"Same swap as item 3, relative to Table III (mode 1 = complete K5)." if (modes("complete-only"), modes("ring-only")) == ("1", "2") else "The runs use other modes than Table III names: see the runs."} |',
+        f'| 5 | Remark 6 | "lambda_sigma is the largest eigenvalue of W_sigma" | lambda1 = {lam1:.4f}, lambda2 = {lam2:.4f} | The largest eigenvalue of a doubly stochastic W is 1 (consensus direction). Def. 6 restricts W to 1-perp, so lambda is the largest eigenvalue *modulus on 1-perp* (the second largest overall for these W). {"For these two W (no eigenvalue on 1-perp below minus the largest), the DFT recipe of Remark 6 gives exactly this once lambda_0 = 1 is dropped; item 29 shows a ring where it does not." if recipe_ok else "The DFT recipe of Remark 6 (the largest eigenvalue after dropping lambda_0 = 1) does not give it for these W: see item 29."} |',
+        f'| 6 | Sec. V-A eigen-statements | "W2 has eigenvalue lambda1 = 0.25 with multiplicity N-1"; "faster eigenspace lambda = 0.276 of W1" | eigenvalues on 1-perp: W1 (complete K5) {spec(W1)}; W2 (ring C5) {spec(W2)} | {swap_sent} |',
         f"| 7 | The ring's order (Table III / Sec. V-C: a_i talks to a_(i-1) and a_(i+1)) | adaptive D = 0.3009, 0.0752, 0.0381, 0.0254 | text's ring, rescaled X0: {trace(text, 'rescaled')}; "
         + ("; ".join(f"{o}, rescaled X0: {trace(o, 'rescaled')}" for o in recon) or "no order reproduces it")
         + f" | {rec_sent} The paper's three ring-phase numbers imply a slow-eigenspace energy share "
@@ -511,9 +544,9 @@ def _errata(x0s, runs, th, facts) -> str:
         invariance_row(runs, rings, lam1, lam2),
         f"| 15 | Sec. V-A bound D(3) <= lambda1 lambda2^2 D(0) | {P['d3_bound']:.4f} | {d3_bound:.4f} | {'Agrees' if same_4dp(d3_bound, P['d3_bound']) else 'Differs'}. |",
         f"| 16 | Corollary 1 numbers | K_cmpl = 2, K_ring = 8, B_cmpl = 1200, B_ring = 800, log ratio ≈ 4.29 | K_cmpl = {th['K_cmpl']}, K_ring = {th['K_ring']}, B_cmpl = {th['B_cmpl']:.0f}, B_ring = {th['B_ring']:.0f}, log ratio = {th['log_ratio']:.3f} | {'Agree' if (th['K_cmpl'], th['K_ring'], th['B_cmpl'], th['B_ring'], round(th['log_ratio'], 2)) == (2, 8, 1200, 800, 4.29) else 'Differ'}. |",
-        f"| 17 | Table VI complete-only and tight | 2 rounds, 1200, 0.0188; tight: 600 tokens, 0.0752 | {r6(text, 'rescaled', 'complete-only')[0]} rounds, {r6(text, 'rescaled', 'complete-only')[1]:.0f}, {r6(text, 'rescaled', 'complete-only')[2]:.4f}; tight: {r6(text, 'rescaled', 'tight')[1]:.0f} tokens, {r6(text, 'rescaled', 'tight')[2]:.4f} (rescaled X0, every ring order) | Agree on the rescaled X0 (complete rounds scale D by exactly 0.25, whatever the ring). |",
+        f"| 17 | Table VI complete-only and tight | 2 rounds, 1200, 0.0188; tight: 600 tokens, 0.0752 | {r6(text, 'rescaled', 'complete-only')[0]} rounds, {r6(text, 'rescaled', 'complete-only')[1]:.0f}, {r6(text, 'rescaled', 'complete-only')[2]:.4f}; tight: {r6(text, 'rescaled', 'tight')[1]:.0f} tokens, {r6(text, 'rescaled', 'tight')[2]:.4f} (rescaled X0, every ring order) | {'Agree' if agree17 else 'Differ'} on the rescaled X0 (complete rounds scale D by exactly 0.25, whatever the ring). |",
         errata_row_18(),
-        f"| 19 | Sec. V-C, Claude complete-only certificate | K* = K1 ≈ 10, B* ≈ 120,250 | K1 = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).K1}, B* = {theorem1(0.6864, 0.05, 0.05, 0.7574, 0.7574, 12025, 12025).B_star:,.0f} | Agrees (eta = eps, so mode 2 is never used: K1 = ceil(log(0.05/0.6864)/log 0.7574) = ceil({math.log(0.05 / 0.6864) / math.log(0.7574):.2f}) = 10). |",
+        f"| 19 | Sec. V-C, Claude complete-only certificate | K* = K1 ≈ 10, B* ≈ 120,250 | K1 = {claude.K1}, B* = {claude.B_star:,.0f} | {'Agrees' if (claude.K1, round(claude.B_star, -1)) == (10, 120250) else 'Differs'} (eta = eps, so mode 2 is never used: K1 = ceil(log(0.05/0.6864)/log 0.7574) = ceil({math.log(0.05 / 0.6864) / math.log(0.7574):.2f}) = {claude.K1}). |",
         errata_rows_20_21(),
         errata_rows_22_to_29(runs, rings, r6, th),
         "",
@@ -580,7 +613,11 @@ def _readme(t4, t5, t6, th, facts) -> str:
             "decimals; Table V's sigma labels are swapped in the paper, so its costs and decisions are compared).",
             "Full results: [ring_search.csv](ring_search.csv).",
             "",
-            "Orders reproducing all 8 rows: " + "; ".join(f"{x0} X0: {_names(v)}" for x0, v in found.items()) + ".",
+            "Orders reproducing all 8 rows: " + "; ".join(f"{x0} X0: {_names(v)}" for x0, v in found.items()) + ". "
+            "What decides it is the share f of X0's disagreement energy in the ring's slow eigenspace. "
+            + coincidence_sentence(
+                {order_name(o): _slow_fraction(TABLE_IV, ring_from_order(o)) for o in ring_orders(5)}
+            ),
             "",
             _markdown(srch),
             "",
