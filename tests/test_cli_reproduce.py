@@ -272,6 +272,8 @@ def test_errata_explains_the_known_differences(repro):
         "complete-only: sigma = 1 in every round; ring-only: sigma = 2 in every round",
         "W1 (complete K5) 0.2500 (x4); W2 (ring C5) 0.7236 (x2), 0.2764 (x2)",
         '"read from the paper"',
+        "c1 = 200 and c1/c2 = 2, below Corollary 1's",  # erratum 30: costs from edges alone
+        "holds for scales in (0.416, 0.530) only",  # erratum 31: Claude's token scale decides its outcomes
     ):
         assert needle in text, needle
     assert "Every number below is computed" not in text

@@ -247,3 +247,15 @@ def test_qwen2_footprint_counts_what_transformers_builds(tie):
     assert fp["parameters"] == n and fp["weight_bytes"] == 2 * n
     assert fp["kv_bytes_per_token"] == 2 * 3 * 2 * (48 // 6) * 2  # K and V x layers x kv heads x head dim x 2 bytes
     assert round(qwen2_footprint(QWEN25_7B_INSTRUCT)["parameters"] / 1e9, 2) == 7.62
+
+
+def test_the_chains_row_normalised_operator_is_not_stochastic():
+    """Spectra erratum 13 against the closed form: the 12-agent chain's row-normalised upper shift has 11 unit
+    rows and one zero row, P^12 = 0 (rho(P) = 0); with a self-loop at the sink it becomes stochastic and
+    absorbing, and rho(M) = 1/(1 - gamma)."""
+    from mascot.studies.spectra_errata import _chain_stochastic_lines, chain_operator
+
+    c = chain_operator(12, 0.9)
+    assert (c["rows_summing_to_1"], c["zero_rows"], c["rho_P"], c["nilpotency_index"]) == (11, 1, 0.0, 12)
+    assert c["rho_M_self_loop"] == pytest.approx(1 / (1 - 0.9), rel=1e-12)
+    assert "the chain's P is not one" in "\n".join(_chain_stochastic_lines())

@@ -40,6 +40,7 @@ from mascot.studies.consensus_errata import (
     errata_rows_10_to_13,
     errata_rows_20_21,
     errata_rows_22_to_29,
+    errata_rows_30_31,
     invariance_row,
     slow_fraction_from_ring_ratio,
 )
@@ -549,6 +550,7 @@ def _errata(x0s, runs, th, facts) -> str:
         f"| 19 | Sec. V-C, Claude complete-only certificate | K* = K1 ≈ 10, B* ≈ 120,250 | K1 = {claude.K1}, B* = {claude.B_star:,.0f} | {'Agrees' if (claude.K1, round(claude.B_star, -1)) == (10, 120250) else 'Differs'} (eta = eps, so mode 2 is never used: K1 = ceil(log(0.05/0.6864)/log 0.7574) = ceil({math.log(0.05 / 0.6864) / math.log(0.7574):.2f}) = {claude.K1}). |",
         errata_rows_20_21(),
         errata_rows_22_to_29(runs, rings, r6, th),
+        errata_rows_30_31(runs, rings[-1][0], lam1, lam2),
         "",
     ]
     return "\n".join(lines)

@@ -477,6 +477,7 @@ def errata_lines(t1: pd.DataFrame, ml: pd.DataFrame, dg: dict, gains: pd.DataFra
         "",
     ]
     err += _periodic_star_lines() + _mesh_rcdr_sd_lines() + _audit_lines() + _appendix_d_lines()
+    err += _chain_stochastic_lines()
     return err
 
 
@@ -585,5 +586,57 @@ def _appendix_d_lines() -> list[str]:
         + ", ".join(f"{g} GB leave about {r / 1e3:,.0f}k tokens of cache" for g, r in room.items())
         + f": at the printed {printed} GB, {room[printed] / PAPER_QUOTES['max_tokens']:,.0f} times Appendix D's "
         f"{PAPER_QUOTES['max_tokens']} new tokens per request.",
+        "",
+    ]
+
+
+def chain_operator(n: int = 12, gamma: float = GAMMA) -> dict:
+    """The row-normalised chain of the SR paper (A.1: the n x n upper shift): its row sums, spectral radius
+    and nilpotency index, computed (``mascot.graphs.row_normalize``'s zero-row rule, the only one that gives
+    the paper's Table 1 chain)."""
+    from mascot.graphs import chain, row_normalize
+
+    P = row_normalize(chain(n))
+    sums = P.sum(1)
+    power, index = np.eye(n), 0
+    while np.any(power) and index <= n:
+        power, index = power @ P, index + 1
+    looped = P.copy()
+    looped[sums == 0, sums == 0] = 1.0  # the sink reads itself: a stochastic P
+    M = np.linalg.inv(np.eye(n) - gamma * looped)
+    return {
+        "n": n,
+        "gamma": gamma,
+        "rho_M_self_loop": float(np.max(np.abs(np.linalg.eigvals(M)))),
+        "rows_summing_to_1": int(np.sum(np.isclose(sums, 1.0))),
+        "zero_rows": int(np.sum(sums == 0)),
+        "rho_P": float(np.max(np.abs(np.linalg.eigvals(P)))),
+        "nilpotency_index": index,
+    }
+
+
+def _chain_stochastic_lines() -> list[str]:
+    """Erratum 13: the chain's P, called row-stochastic, is not stochastic."""
+    c = chain_operator()
+    stochastic = c["zero_rows"] == 0 and c["rho_P"] > 0.5
+    return [
+        '## 13. Sec. 3.1 and A.1: every P is called "row-stochastic"; the chain\'s is '
+        + ("stochastic" if stochastic else "not"),
+        "",
+        f"The paper treats the row-normalised adjacency as a stochastic transition operator and derives the chain's "
+        f'spectra from it (A.1: the {c["n"]} x {c["n"]} upper shift, "nilpotent of index 12"). Computed: '
+        f"{c['rows_summing_to_1']} of its {c['n']} rows sum to 1 and {c['zero_rows']} "
+        f"{'is' if c['zero_rows'] == 1 else 'are'} zero (the last agent reads nobody), its spectral radius is "
+        f"{c['rho_P']:g} and P^{c['nilpotency_index']} = 0. A stochastic matrix has eigenvalue 1 (its rows sum to "
+        f"1), so "
+        + (
+            "the chain's P is not one: it is substochastic, and Table 1's chain values (rho(M) = 1, Delta = 0) "
+            "hold only under a zero-row convention the paper does not state (mascot's `row_normalize` states "
+            "it). Normalising the sink with a self-loop instead, the usual way to make P stochastic, would make "
+            "the chain absorbing, with rho(M) = "
+            f"{c['rho_M_self_loop']:.2f} at gamma = {c['gamma']:g} instead of 1, and change every chain diagnostic."
+            if not stochastic
+            else "the chain's P is one."
+        ),
         "",
     ]
