@@ -135,3 +135,38 @@ def test_outside_tester_findings(tmp_path, capsys):
         str(tmp_path / "b.png"),
     ]
     assert main(args) == 2 and "given twice" in capsys.readouterr().err
+
+
+def test_categories_in_natural_order_warnings_and_the_small_cases(tmp_path, capsys):
+    """Issue 29's plot polish: categorical x and hue in natural order (n2 < n10), a warning for each thing the
+    figure leaves out (NaN rows, points a log axis cannot show), one x value drawn as a point with its error
+    bar, more than ten hues in distinct colours, and .PNG written as PNG."""
+    from matplotlib.colors import to_hex
+
+    from mascot.analysis.plot import draw, warnings_for
+
+    rng = np.random.default_rng(0)
+    cats = ["n10", "n2", "n1", "n21"]
+    df = pd.DataFrame({"g": np.repeat(cats, 5), "v": rng.normal(1.0, 0.1, 20)})
+    df.loc[0, "v"] = np.nan
+    f = tmp_path / "d.csv"
+    df.to_csv(f, index=False)
+    s = summarize(f, "g", "v")
+    fig = draw(s, "g", "v")
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["n1", "n2", "n10", "n21"]
+    w = warnings_for(s, "g", "v", logy=True)
+    assert w == ["1 rows with a NaN or infinite v were left out of the aggregates"]
+    s2 = s.assign(v=s.v - 1.0)  # two or so points below zero: a log axis cannot show them
+    assert any("with v <= 0 cannot be drawn on the log y axis" in m for m in warnings_for(s2, "g", "v", logy=True))
+    # one numeric x value: an error bar, not an invisible band
+    one = pd.DataFrame({"x": [3.0] * 6, "v": np.arange(6.0)})
+    fig = draw(summarize(one, "x", "v"), "x", "v")
+    assert len(fig.axes[0].containers) == 1  # the errorbar container
+    # fifteen hues: fifteen distinct colours
+    many = pd.DataFrame({"x": np.tile([1.0, 2.0], 15), "h": np.repeat([f"h{i}" for i in range(15)], 2), "v": 1.0})
+    fig = draw(summarize(many, "x", "v", hue="h"), "x", "v", hue="h")
+    assert len({to_hex(line.get_color()) for line in fig.axes[0].get_lines()}) == 15
+    out = tmp_path / "fig.PNG"
+    assert main(["plot", str(f), "--x", "g", "--y", "v", "--logy", "--out", str(out)]) == 0
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "mascot: warning: 1 rows with a NaN or infinite v were left out" in capsys.readouterr().err

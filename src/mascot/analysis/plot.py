@@ -27,7 +27,7 @@ import pandas as pd
 
 from mascot.errors import InputError
 
-__all__ = ["load_table", "summarize", "plot", "draw", "STYLE"]
+__all__ = ["load_table", "summarize", "plot", "draw", "warnings_for", "STYLE"]
 
 #: The figures' one style (matplotlib rcParams), applied inside :func:`plot` only.
 STYLE = {
@@ -190,6 +190,42 @@ def _label(col: str) -> str:
     return col.replace("_", " ")
 
 
+def _natural(values) -> list:
+    """Distinct values in natural order: numbers by value, strings with their digit runs compared as numbers
+    (``n2 < n10``, ``chain:8 < chain:12``), missing values last."""
+    import re
+
+    def key(v):
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return (2, ())
+        if isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool):
+            return (0, (float(v),))
+        return (1, tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", str(v)) if t))
+
+    return sorted(pd.unique(pd.Series(list(values), dtype=object)), key=key)
+
+
+def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: bool = False) -> list[str]:
+    """What a figure of the :func:`summarize` table ``s`` leaves out, in words: rows whose ``y`` is NaN or inf
+    (not aggregated) and plotted points a log axis cannot show (values <= 0)."""
+    out = []
+    bad = int(s["nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0
+    if bad:
+        out.append(f"{bad:,} rows with a NaN or infinite {y} were left out of the aggregates")
+    empty = int((s["rows"] == 0).sum()) if "rows" in s else 0
+    if empty:
+        out.append(f"{empty} plotted point(s) have no finite {y} at all and are not drawn")
+    if logy:
+        k = int((s[y] <= 0).sum())
+        if k:
+            out.append(f"{k} plotted point(s) with {y} <= 0 cannot be drawn on the log y axis")
+    if logx and s[x].dtype.kind in "biuf":
+        k = int((s[x] <= 0).sum())
+        if k:
+            out.append(f"{k} plotted point(s) with {x} <= 0 cannot be drawn on the log x axis")
+    return out
+
+
 def plot(data, x: str, y: str, *, logx: bool = False, logy: bool = False, title: str | None = None, **summary):
     """``y`` against ``x`` (see the module docstring): returns the matplotlib Figure (one panel per ``facet``
     value, one line per ``hue`` value, bands for the intervals, the legend outside the panels). ``summary``:
@@ -232,19 +268,21 @@ def draw(
     hue = hue if hue is not None and s[hue].nunique(dropna=False) > 1 else None
     facets = list(pd.unique(s[facet])) if facet is not None else [None]
     numeric_x = s[x].dtype.kind in "biuf"
-    xcats = None if numeric_x else list(pd.unique(s.sort_values(x)[x]))
-    hues = list(pd.unique(s.sort_values(hue)[hue])) if hue else [None]
+    xcats = None if numeric_x else _natural(s[x])
+    hues = _natural(s[hue]) if hue else [None]
     numeric_hue = hue is not None and s[hue].dtype.kind in "biuf" and len(hues) > 6
     with mpl.rc_context(STYLE):
         ncol = min(len(facets), 3)
         nrow = math.ceil(len(facets) / ncol)
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, 2.7 * nrow), squeeze=False, sharey=True)
-        cmap = mpl.colormaps["viridis"] if numeric_hue else None
-        colors = (
-            [cmap(i / max(len(hues) - 1, 1)) for i in range(len(hues))]
-            if numeric_hue
-            else [f"C{i % 10}" for i in range(len(hues))]
-        )
+        tall = 0.2 * min(len(hues), 16) + 1.0 if hue else 0.0  # room for the legend's longest column
+        fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, max(2.7 * nrow, tall)), squeeze=False, sharey=True)
+        if numeric_hue or len(hues) > 20:  # an ordered scale, or too many categories for distinct colours
+            cmap = mpl.colormaps["viridis"]
+            colors = [cmap(i / max(len(hues) - 1, 1)) for i in range(len(hues))]
+        elif len(hues) > 10:
+            colors = [mpl.colormaps["tab20"](i) for i in range(len(hues))]
+        else:
+            colors = [f"C{i}" for i in range(len(hues))]
         for k, fv in enumerate(facets):
             ax = axes[k // ncol][k % ncol]
             sub = s if facet is None else s[s[facet] == fv]
@@ -255,7 +293,19 @@ def draw(
                 line = line.sort_values(x)
                 xs = line[x].to_numpy() if numeric_x else np.array([xcats.index(v) for v in line[x]])
                 label = None if hue is None else f"{hv:g}" if isinstance(hv, float) else str(hv)
-                if numeric_x:  # a line with its band
+                if numeric_x and len(line) == 1:  # one x value: a point with its error bar (a band has no width)
+                    yv = line[y].to_numpy(dtype=float)
+                    err = np.vstack([yv - line["lo"].to_numpy(float), line["hi"].to_numpy(float) - yv])
+                    ax.errorbar(
+                        xs,
+                        yv,
+                        yerr=np.where(np.isfinite(err), err, 0.0),
+                        fmt="o",
+                        color=color,
+                        capsize=2.5,
+                        label=label,
+                    )
+                elif numeric_x:  # a line with its band
                     ax.plot(xs, line[y], marker="o", color=color, label=label)
                     if np.isfinite(line["lo"]).any():
                         ax.fill_between(xs, line["lo"], line["hi"], color=color, alpha=0.18, linewidth=0)
@@ -298,8 +348,14 @@ def draw(
                     if lab not in labels:
                         handles.append(h)
                         labels.append(lab)
-            axes[0][ncol - 1].legend(  # beside the top-right panel, off the data
-                handles, labels, title=_label(hue), loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False
+            axes[0][ncol - 1].legend(  # beside the top-right panel, off the data; long legends in columns
+                handles,
+                labels,
+                title=_label(hue),
+                loc="upper left",
+                bbox_to_anchor=(1.02, 1.0),
+                frameon=False,
+                ncol=math.ceil(len(labels) / 16),
             )
         if title:
             fig.suptitle(title)

@@ -11,11 +11,14 @@ __all__ = ["add_parser"]
 
 
 def _cmd_plot(args) -> int:
-    from mascot.analysis.plot import draw, summarize
+    import sys
+
+    from mascot.analysis.plot import draw, summarize, warnings_for
     from mascot.io import atomic_path, write_csv
 
     out = Path(args.out)
-    if out.suffix not in (".png", ".pdf"):
+    fmt = out.suffix.lower()[1:]
+    if fmt not in ("png", "pdf"):
         raise InputError(f"--out {out}: give a .png or .pdf file")
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a .png or .pdf file")
@@ -37,13 +40,13 @@ def _cmd_plot(args) -> int:
     from mascot.analysis.plot import STYLE
 
     with atomic_path(out) as tmp, mpl.rc_context(STYLE):
-        fig.savefig(
-            tmp, dpi=200, format=out.suffix[1:], metadata={"CreationDate": None} if out.suffix == ".pdf" else {}
-        )
+        fig.savefig(tmp, dpi=200, format=fmt, metadata={"CreationDate": None} if fmt == "pdf" else {})
     import matplotlib.pyplot as plt
 
     plt.close(fig)
     write_csv(table, out.with_suffix(".csv"), index=False)
+    for w in warnings_for(table, args.x, args.y, logx=args.logx, logy=args.logy):
+        print(f"mascot: warning: {w}", file=sys.stderr)
     print(f"wrote {out} and {out.with_suffix('.csv')} ({len(table)} plotted points, {int(table.rows.sum()):,} rows)")
     return 0
 
