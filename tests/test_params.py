@@ -162,3 +162,23 @@ def test_reading_and_describing_configs_loads_no_jax_pandas_or_pyarrow(tmp_path)
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "[]", r.stdout[-300:]
+
+
+def test_the_merged_file_names_its_status_codes(tmp_path):
+    """Issue 29: the consensus status is an int8 code in the data; the merged file says what each code means
+    (the status field's metadata, read by mascot.sweep.store.status_labels), the same labels as
+    mascot.theory.STATUS_NAMES and `mascot params consensus`."""
+    from mascot.sweep.store import status_labels
+    from mascot.theory import STATUS_NAMES
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[experiment]\nkind = "consensus"\nname = "labels"\nseed = 1\nchunk_size = 4\n[fixed]\ntrajectories = 3\n'
+        'n = 5\n[grid]\nstrategy = ["adaptive", "ring"]\nb0 = [300.0, 3000.0]\n'
+    )
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["merge", str(tmp_path / "r"), "--out", str(tmp_path / "m.parquet")]) == 0
+    labels = status_labels(tmp_path / "m.parquet")
+    assert labels == STATUS_NAMES and labels[1] == "BudgetFail"
+    df = pd.read_parquet(tmp_path / "m.parquet")
+    assert set(df.status.map(labels)) == {"consensus", "BudgetFail"}  # b0 = 300 runs out on the ring

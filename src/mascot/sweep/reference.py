@@ -13,10 +13,22 @@ NOTES = {
     "consensus": "Every row also holds Theorem 1's adaptive certificate (K_star, B_star from D(0), eta, eps, "
     "lambda1, lambda2, c1, c2), whatever its strategy: those columns read eta, c1, c2 and both self-weights at "
     "every point. Output columns: point, trajectory, the parameters, lambda1, lambda2, d0, rounds, tokens, "
-    "d_final, status ({status}), K_star, B_star.",
-    "spectra": "Deterministic families (chain, star, mesh, ring, complete, malicious_star) give one row per "
-    "point; random families `graphs` rows, each a seeded sample.",
-    "affine_noise": 'model = "rule" needs experiment.dtype = "float64".',
+    "d_final, status ({status}; the merged file's status field carries these labels in its metadata), K_star, "
+    "B_star, certified (b0 >= B_star).",
+    "spectra": "Families (n agents, P the row-normalised adjacency): chain = the directed path i -> i+1 (the "
+    "upper shift; the last agent reads nobody, so P is nilpotent), star = agent 0 reads every leaf and every leaf "
+    "reads agent 0, mesh = every agent reads every other (no self-loops), ring = the undirected cycle, complete = "
+    "self-weight a and (1 - a)/(n - 1) elsewhere, malicious_star = the star with leaf 1 weighted alpha in the "
+    "centre's aggregation, erdos_renyi = G(n, p), watts_strogatz = ring lattice of `degree` neighbours rewired "
+    "with probability beta, random_regular = a uniform `degree`-regular graph. Deterministic families give one "
+    "row per point; random families `graphs` rows, each a seeded sample (the same samples for every gamma). "
+    "Output columns: point, graph, family, n, gamma, the family parameters (p, degree, beta, alpha, a; a family "
+    "that does not read one holds its default there), method (the eigenvalue route), isolated (agents with no "
+    "edge), rho, delta, kappa (spectral radius, gap and condition number of M = (I - gamma P)^-1).",
+    "affine_noise": 'model = "rule" needs experiment.dtype = "float64". Output columns: point, the parameters, '
+    "ceg_mean, ceg_sd, ceg_se, ceg_median, ceg_q05, ceg_q95 (the cumulative error over the trials), diverged "
+    "(trials that overflowed), ceg_theory (A.3's closed form, linear model with aggregate = mean) and "
+    "ratio_theory_k (A.4's chain-to-aggregate ratio).",
 }
 
 

@@ -53,7 +53,7 @@ from mascot.sweep.config import IDENTITY
 
 _log = get_logger(__name__)
 
-__all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance"]
+__all__ = ["RunDir", "MissingChunksError", "write_table_atomic", "provenance", "status_labels"]
 
 META_KEY = b"mascot"
 
@@ -167,6 +167,24 @@ def merged_metadata(path) -> dict | None:
         return None
     ok = isinstance(meta, dict) and isinstance(meta.get("plan"), dict) and "chunks" in meta
     return meta if ok else None
+
+
+def _code_labels(kind) -> dict:
+    """Column -> {code: label} of the integer-coded columns a kind writes (stored as the merged file's field
+    metadata ``labels``: ``pq.read_schema(path).field("status").metadata``)."""
+    if kind == "consensus":
+        from mascot.status import STATUS_NAMES
+
+        return {"status": {str(k): v for k, v in STATUS_NAMES.items()}}
+    return {}
+
+
+def status_labels(path) -> dict[int, str]:
+    """The labels of a merged consensus file's ``status`` codes (``{0: "consensus", 1: "BudgetFail", ...}``;
+    empty for another file)."""
+    field = pq.read_schema(path).field("status") if "status" in pq.read_schema(path).names else None
+    raw = (field.metadata or {}).get(b"labels") if field is not None else None
+    return {int(k): v for k, v in json.loads(raw).items()} if raw else {}
 
 
 def _fingerprint(schema: pa.Schema) -> list[str]:
@@ -602,6 +620,8 @@ class RunDir:
         # became required still merge)
         required = set.intersection(*({f.name for f in sc if not f.nullable} for sc in schemas))
         fields = [f.with_nullable(f.name not in required) for f in schemas[0]]
+        labels = _code_labels(plan.get("kind") if isinstance(plan, dict) else None)
+        fields = [f.with_metadata({b"labels": json.dumps(labels[f.name])}) if f.name in labels else f for f in fields]
         merged_meta = dict(
             plan=plan,
             config=config,
