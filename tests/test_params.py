@@ -182,3 +182,23 @@ def test_the_merged_file_names_its_status_codes(tmp_path):
     assert labels == STATUS_NAMES and labels[1] == "BudgetFail"
     df = pd.read_parquet(tmp_path / "m.parquet")
     assert set(df.status.map(labels)) == {"consensus", "BudgetFail"}  # b0 = 300 runs out on the ring
+
+
+def test_a_spectra_row_stores_the_graph_parameters_its_family_does_not_read_as_missing(tmp_path):
+    """Issue 29: a chain row said p = 0.3. Each row holds only the graph parameters its family reads (the
+    `reads` of `mascot params spectra`); the others are null in the Parquet file."""
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(
+        '[experiment]\nkind = "spectra"\nname = "missing"\nseed = 1\nchunk_size = 3\n[fixed]\nn = 8\ngraphs = 2\n'
+        '[grid]\nfamily = ["chain", "erdos_renyi", "watts_strogatz", "random_regular", "complete", '
+        '"malicious_star"]\ngamma = [0.5, 0.9]\n'
+    )
+    assert main(["run", str(cfg), "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert main(["merge", str(tmp_path / "r"), "--out", str(tmp_path / "m.parquet")]) == 0
+    df = pd.read_parquet(tmp_path / "m.parquet")
+    spec = KINDS["spectra"].params
+    for k in ("p", "degree", "beta", "alpha", "a"):
+        fams = spec[k].reads[1]
+        assert df.loc[df.family.isin(fams), k].notna().all(), k
+        assert df.loc[~df.family.isin(fams), k].isna().all(), k
+    assert df.degree.dropna().eq(df.degree.dropna().round()).all()  # still whole numbers where present

@@ -282,7 +282,19 @@ def _build_graphs(gkey: tuple, key_seed: int) -> np.ndarray:
     return tp.build(fam, n, *kw.values())[None]
 
 
-def spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype: str) -> pd.DataFrame:
+def spectra_evaluate(
+    points: list[dict], indices: np.ndarray, key_seed: int, dtype: str, reads: dict | None = None
+) -> pd.DataFrame:
+    """One row per (point, graph). ``reads``: graph parameter -> the families that read it; a row of another
+    family stores that parameter as missing (its value there would be one the graphs were not built with)."""
+    reads = reads or {}
+
+    def param(k, fam, members, G):  # the column of graph parameter k for the group's G x len(members) rows
+        vals = [points[i][k] for i in members]
+        if k in reads and fam not in reads[k]:  # missing: null in Parquet (degree stays an integer column)
+            return pd.array([None] * (G * len(vals)), dtype="Int64" if isinstance(vals[0], int) else "float64")
+        return np.tile(vals, G)
+
     from mascot.execute.spectra import sr_spectra
 
     groups: dict[tuple, list[int]] = {}
@@ -303,7 +315,7 @@ def spectra_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dty
                     "family": gkey[0],
                     "n": np.int32(gkey[1]),
                     "gamma": np.tile(gam, G),
-                    **{k: np.tile([points[i][k] for i in members], G) for k in ("p", "degree", "beta", "alpha", "a")},
+                    **{k: param(k, gkey[0], members, G) for k in ("p", "degree", "beta", "alpha", "a")},
                     "method": s.method,
                     "isolated": np.repeat((deg == 0).sum(-1), M).astype(np.int32),
                     "rho": np.asarray(s.rho, dtype=np.float64).ravel(),

@@ -36,14 +36,14 @@ from mascot.sweep.schema import Kind, Param  # the kinds' schema types (re-expor
 __all__ = ["Param", "Kind", "KINDS", "estimate_chunk_bytes"]
 
 
-def _evaluator(name: str):
-    """``mascot.sweep.evaluate.<name>``, imported on the first chunk (reading and checking a config, as
-    ``mascot validate`` and ``mascot params`` do, never loads JAX, pandas or pyarrow)."""
+def _evaluator(name: str, **bound):
+    """``mascot.sweep.evaluate.<name>`` with the keywords ``bound``, imported on the first chunk (reading and
+    checking a config, as ``mascot validate`` and ``mascot params`` do, never loads JAX, pandas or pyarrow)."""
 
     def evaluate(*args, **kwargs):
         from mascot.sweep import evaluate as ev
 
-        return getattr(ev, name)(*args, **kwargs)
+        return getattr(ev, name)(*args, **bound, **kwargs)
 
     evaluate.__name__ = evaluate.__qualname__ = name
     return evaluate
@@ -338,7 +338,13 @@ KINDS = {
     "spectra": Kind(
         "spectra",
         SPECTRA_PARAMS,
-        _evaluator("spectra_evaluate"),
+        # a family's rows hold the graph parameters it reads; the others are stored as missing (issue 29)
+        _evaluator(
+            "spectra_evaluate",
+            reads={
+                k: SPECTRA_PARAMS[k].reads[1] for k in ("p", "degree", "beta", "alpha", "a") if SPECTRA_PARAMS[k].reads
+            },
+        ),
         _spectra_bytes,
         _spectra_extra,
         row_key=("point", "graph"),
