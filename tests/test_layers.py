@@ -275,3 +275,25 @@ def test_old_public_names_still_work():
     assert "simulate_consensus" in dir(mascot)
     with pytest.raises(AttributeError):
         mascot.no_such_name  # noqa: B018
+
+
+def test_the_first_long_compile_is_announced_once_when_the_command_line_asks(capsys):
+    """Issue 29: a first call that compiles for seconds says so (once per process, on stderr) when the mascot
+    command asks for it; library use stays silent."""
+    import mascot.kernels  # noqa: F401  (registers the listener)
+    from mascot import log
+
+    state = dict(log._COMPILE)
+    try:
+        log._COMPILE.update(wanted=False, said=False)
+        log.compile_listener("/jax/core/compile/backend_compile_duration", 5.0)
+        assert capsys.readouterr().err == ""  # not asked: silent
+        log.want_compile_notice()
+        log.compile_listener("/jax/core/compile/backend_compile_duration", 0.2)  # quick: nothing to say
+        assert capsys.readouterr().err == ""
+        log.compile_listener("/jax/core/compile/backend_compile_duration", 3.5)
+        log.compile_listener("/jax/core/compile/backend_compile_duration", 4.0)
+        err = capsys.readouterr().err
+        assert err.count("compiling JAX programs") == 1 and "3.5 s" in err
+    finally:
+        log._COMPILE.update(state)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["PROGRESS", "get_logger", "progress", "set_quiet"]
+__all__ = ["PROGRESS", "get_logger", "progress", "set_quiet", "want_compile_notice", "compile_listener"]
 
 PROGRESS = 25
 logging.addLevelName(PROGRESS, "PROGRESS")
@@ -72,3 +72,25 @@ def progress(logger: logging.Logger, msg: str, *, transient: bool = False, repla
 def set_quiet(quiet: bool) -> None:
     """Hide (``True``) or show (``False``) progress from every mascot module; warnings stay."""
     _ROOT.setLevel(logging.WARNING if quiet else PROGRESS)
+
+
+# ----------------------------------------------------------------------------- the first compile
+_COMPILE = {"wanted": False, "said": False}
+
+
+def want_compile_notice(on: bool = True) -> None:
+    """Say once, on stderr, when a JAX program took a while to compile (the command line asks for it: a first call
+    that compiles for 16 s should not look like a hang). Library use stays silent unless asked."""
+    _COMPILE["wanted"] = bool(on)
+
+
+def compile_listener(event: str, duration_secs: float, **_) -> None:
+    """A ``jax.monitoring`` duration listener (registered when :mod:`mascot.kernels` is imported): the notice of
+    :func:`want_compile_notice`, once per process, for the first compile step over 1 s."""
+    if _COMPILE["wanted"] and not _COMPILE["said"] and event.startswith("/jax/core/compile/") and duration_secs >= 1.0:
+        _COMPILE["said"] = True
+        _ROOT.log(
+            PROGRESS,
+            f"mascot: compiling JAX programs for this shape (one step took {duration_secs:.1f} s); later calls "
+            "reuse them, and later runs read them from the compile cache unless it is off",
+        )

@@ -561,6 +561,7 @@ def _process_switches(args) -> None:
 
 
 def main(argv=None) -> int:
+    argv_given_by_console = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     try:
@@ -575,6 +576,10 @@ def main(argv=None) -> int:
         print(f"mascot: error: {e}", file=sys.stderr)
         return 2
     _process_switches(args)
+    if argv_given_by_console:  # the mascot command itself (not main([...]) from Python): say when JAX compiles
+        from mascot.log import want_compile_notice
+
+        want_compile_notice()
     import signal
 
     previous = signal.getsignal(signal.SIGINT)

@@ -13,3 +13,15 @@ from mascot.kernels.spectra import (  # noqa: F401
     time_varying_sr,
 )
 from mascot.kernels.state_tracking import rule_step, rule_trajectory  # noqa: F401
+
+
+def _listen_for_compiles() -> None:
+    """mascot.log's first-compile notice hears JAX's compile events (silent unless the command line asks)."""
+    import jax.monitoring
+
+    from mascot.log import compile_listener
+
+    jax.monitoring.register_event_duration_secs_listener(compile_listener)
+
+
+_listen_for_compiles()
