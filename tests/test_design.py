@@ -8,6 +8,7 @@ import json
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mascot.design import fastest_weights, support_edges
@@ -286,3 +287,21 @@ def test_cli_json(capsys, tmp_path):
     assert main(["design", "weights", "--topology", "ring:6"]) == 0
     said = capsys.readouterr().out
     assert "no weights on this graph give a lambda below" in said and "certified gap" in said
+
+
+def test_outside_tester_findings_on_the_certificate(tmp_path, capsys):
+    """Found by an outside tester: a complete graph's bound printed as -0.000001 (lambda >= 0: clipped at 0); the
+    edge list cut to 12 without saying so; an adjacency CSV with row labels (pandas' to_csv) and one with a
+    comment line were refused."""
+    from mascot.cli import main
+
+    res = fastest_weights(np.ones((6, 6)) - np.eye(6))
+    assert res.lower_bound == 0.0 and res.gap == res.objective
+    assert main(["design", "weights", "--topology", "ring:14"]) == 0
+    assert "edge weights (the largest 12 of 14; --json or --out for all):" in capsys.readouterr().out
+    A = cycle(5)
+    pd.DataFrame(A, index=list("abcde"), columns=list("abcde")).to_csv(tmp_path / "labels.csv")
+    (tmp_path / "comment.csv").write_text("# a 5-cycle\n" + "\n".join(",".join(f"{v:g}" for v in r) for r in A))
+    for f in ("labels.csv", "comment.csv"):
+        assert main(["design", "weights", "--adjacency", str(tmp_path / f), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["lambda"] == pytest.approx(cycle_rate(5), abs=1e-6)

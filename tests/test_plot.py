@@ -170,3 +170,17 @@ def test_categories_in_natural_order_warnings_and_the_small_cases(tmp_path, caps
     assert main(["plot", str(f), "--x", "g", "--y", "v", "--logy", "--out", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "mascot: warning: 1 rows with a NaN or infinite v were left out" in capsys.readouterr().err
+
+
+def test_nothing_finite_to_plot_is_an_error_and_log_axes_leave_out_what_they_cannot_show(tmp_path):
+    """Found by an outside tester: every y NaN wrote an empty figure with exit 0; on log axes the points <= 0
+    were warned about but still drawn as stubs off the axis."""
+    f = tmp_path / "nan.csv"
+    pd.DataFrame({"x": [1.0, 2.0, 3.0], "y": [np.nan] * 3}).to_csv(f, index=False)
+    assert main(["plot", str(f), "--x", "x", "--y", "y", "--out", str(tmp_path / "a.png")]) == 2
+    assert not (tmp_path / "a.png").exists()
+    g = tmp_path / "zeros.csv"
+    pd.DataFrame({"x": [0.0, 1.0, 2.0, 4.0] * 3, "y": [0.0, 1.0, 2.0, 4.0] * 3}).to_csv(g, index=False)
+    fig = plot(g, "x", "y", logx=True, logy=True)
+    (line,) = fig.axes[0].get_lines()
+    assert list(line.get_xdata()) == [1.0, 2.0, 4.0]  # the point at 0 is left out, not drawn off the axis

@@ -75,7 +75,9 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
             if short is not None:
                 raise InputError(f"row {short} has {len(rows[short])} entries, row 0 has {len(rows[0])}")
         return np.asarray(rows, dtype=np.float64)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]  # (# comments)
+    if not lines:
+        raise InputError("no numeric rows")
     header = None
     try:
         float(lines[0].replace(",", " ").split()[0])
@@ -83,7 +85,23 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         header, lines = lines[0], lines[1:]  # header row
     if not lines:
         raise InputError("no numeric rows")
-    rows = [[float(x) for x in ln.replace(",", " ").split()] for ln in lines]
+    cells = [ln.replace(",", " ").split() if "," not in ln else [c.strip() for c in ln.split(",")] for ln in lines]
+
+    def number(c):
+        try:
+            return float(c)
+        except ValueError:
+            return None
+
+    # a first column of row labels (what pandas' to_csv writes: an index beside a header of column names)
+    if header is not None and cells and all(r and number(r[0]) is None for r in cells):
+        cells = [r[1:] for r in cells]
+        names = [c.strip() for c in (header.split(",") if "," in header else header.split())]
+        header = ",".join(names[1:] if names and len(names) == len(cells[0]) + 1 else names)
+    bad = next(((i, c) for i, r in enumerate(cells) for c in r if number(c) is None), None)
+    if bad is not None:
+        raise InputError(f"row {bad[0]} holds {bad[1]!r}, not a number")
+    rows = [[float(c) for c in r] for r in cells]
     if len({len(r) for r in rows}) != 1:
         raise InputError(f"rows have different lengths {sorted({len(r) for r in rows})}")
     names = None if header is None else header.split(",") if "," in header else header.split()

@@ -223,6 +223,8 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
         k = int((s[x] <= 0).sum())
         if k:
             out.append(f"{k} plotted point(s) with {x} <= 0 cannot be drawn on the log x axis")
+    elif logx:
+        out.append(f"--logx ignored: {x} is categorical")
     return out
 
 
@@ -264,6 +266,16 @@ def draw(
 
     if s.empty:
         raise InputError("nothing to plot: no rows")
+    if "rows" in s and not (s["rows"] > 0).any():
+        raise InputError(f"nothing to plot: no finite {y} value in any row (all NaN or infinite)")
+    keep = np.ones(len(s), dtype=bool)  # points a log axis cannot show are left out (warnings_for says how many)
+    if logy:
+        keep &= (s[y] > 0).to_numpy()
+    if logx and s[x].dtype.kind in "biuf":
+        keep &= (s[x] > 0).to_numpy()
+    if not keep.any():
+        raise InputError("nothing to plot on log axes: every plotted point is <= 0 there")
+    s = s[keep]
     # an axis with one value is not drawn as a dimension
     hue = hue if hue is not None and s[hue].nunique(dropna=False) > 1 else None
     facets = list(pd.unique(s[facet])) if facet is not None else [None]

@@ -147,16 +147,20 @@ def cmd_design_weights(args) -> int:
     print(f"  lambda(W) Metropolis   {metro:.6f}  (w_e = 1 / (1 + max degree), the usual default)")
     if args.cost_weight:
         print(f"  objective              {res.objective:.6f}  (lambda + {args.cost_weight:g} * sum_e c_e w_e)")
-    what = "objective" if args.cost_weight else "lambda"
+    what = "an objective" if args.cost_weight else "a lambda"
     print(
-        f"  optimality: no weights on this graph give a {what} below {res.lower_bound:.6f} "
+        f"  optimality: no weights on this graph give {what} below {res.lower_bound:.6f} "
         f"(certified gap {res.gap:.1e}, a dual bound of the SDP)"
     )
     print(f"  rounds to shrink D by 100x: {rounds(res.rate)} designed vs {rounds(metro)} Metropolis")
     for w in warnings:
         print(f"  WARNING: {w}")
     k = min(len(res.edges), 12)
-    print("  edge weights (largest first):" if len(res.edges) > k else "  edge weights:")
+    print(
+        f"  edge weights (the largest {k} of {len(res.edges)}; --json or --out for all):"
+        if len(res.edges) > k
+        else "  edge weights:"
+    )
     order = np.argsort(-res.edge_weights)[:k]
     for e in order:
         i, j = res.edges[e]

@@ -27,7 +27,6 @@ and the bound against cvxpy on paths, cycles, stars, grids and random graphs, an
 
 from __future__ import annotations
 
-import contextlib
 from typing import NamedTuple
 
 import numpy as np
@@ -320,10 +319,13 @@ def fastest_weights(
     best_w, best, bound = w, exact(w), -np.inf
     if cost_weight > 0 and exact(np.zeros(len(edges))) <= best:  # W = I: no messages, objective exactly 1
         best_w, best = np.zeros(len(edges)), exact(np.zeros(len(edges)))
-    # one BLAS thread: OpenBLAS's threads gain nothing on matrices this small and collapse when another process
-    # holds a core (a 64-node graph took 26 s instead of 1.4 s beside one busy process)
-    blas = ThreadpoolController().limit(limits=1, user_api="blas") if n <= 256 else contextlib.nullcontext()
-    with blas:
+    # one BLAS thread: OpenBLAS's threads gain little on these matrices and collapse when another process holds a
+    # core (a 64-node graph took 26 s instead of 1.4 s beside one busy process; a 300-node grid 26 s against 16 s).
+    # scipy's own OpenBLAS is loaded first, so that the limit reaches it
+    import scipy.linalg  # noqa: F401
+    import scipy.optimize  # noqa: F401
+
+    with ThreadpoolController().limit(limits=1, user_api="blas"):
         for stage in range(1, 61):
             w, s, k = _center(P, w, s, t)
             steps += k
@@ -349,8 +351,8 @@ def fastest_weights(
         edges=edges,
         edge_weights=np.asarray(best_w),
         objective=best,
-        lower_bound=bound,
-        gap=best - bound,
+        lower_bound=max(bound, 0.0),  # (the objective is never negative)
+        gap=best - max(bound, 0.0),
         steps=steps,
         history=np.asarray(history),
     )

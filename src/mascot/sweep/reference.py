@@ -10,6 +10,14 @@ __all__ = ["NOTES", "describe", "kind_note", "distinct_simulations"]
 
 #: What a kind's parameter table alone does not say (printed under it by ``mascot params``).
 NOTES = {
+    "experiment": "Other tables: [fixed] (one value per parameter, shared by every point), [grid] (the axes of a "
+    "cartesian product, last fastest; a value is a list, {linspace = [start, stop, count]}, {logspace = [start, "
+    "stop, count]} (geometric), or {range = [start, stop, step]} (stop excluded)), [grid.zip.NAME] (lists of equal "
+    "length taken together: one axis), [grid.random] (count = N seeded random points crossed with the other axes; "
+    "values {uniform = [a, b]}, {loguniform = [a, b]} or {choice = [...]}), and [output] with its one key dir "
+    "(the run directory; default runs/NAME, --out overrides it). Command-line overrides: KEY=VALUE with a dotted "
+    "key (grid.n=5,8,16, fixed.trajectories=256, experiment.seed=3, output.dir=runs/x) or a bare one, ~KEY "
+    "removes one. `mascot params KIND` lists a kind's parameters.",
     "consensus": "Every row also holds Theorem 1's adaptive certificate (K_star, B_star from D(0), eta, eps, "
     "lambda1, lambda2, c1, c2), whatever its strategy: those columns read eta, c1, c2 and both self-weights at "
     "every point. Output columns: point, trajectory, the parameters, lambda1, lambda2, d0, rounds, tokens, "
