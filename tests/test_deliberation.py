@@ -773,10 +773,10 @@ def test_consensus_sweep_tightness_coverage_and_dominance_header(tmp_path):
     )
     cov = tightness_coverage(s)
     assert cov.to_dict("list") == {"n": [5, 128], "points": [2, 1], "points_with_tightness": [2, 0]}
-    dom = pd.DataFrame({"corollary_condition": [True, True, False], "adaptive_dominates": [True, False, False]})
+    dom = pd.DataFrame({"corollary_condition": [True, True, False], "adaptive_between": [True, False, False]})
     text = _readme(3, 3, s, dom, 2 / 3)
     assert (
-        "| Corollary 1 condition (rows) \\ adaptive dominates, measured (columns) | does not dominate | dominates"
+        "| Corollary 1 condition (rows) \\ adaptive between, measured (columns) | not between | between | total |"
         in text
     )
     assert "| condition holds | 1 | 1 | 2 |" in text and "| condition fails | 1 | 0 | 1 |" in text

@@ -346,7 +346,14 @@ def test_consensus_sweep_report(tmp_path):
             and sub.rounds["adaptive"] <= (never if np.isnan(sub.rounds["ring"]) else sub.rounds["ring"])
             and sub.tokens["adaptive"] <= (never if np.isnan(sub.tokens["complete"]) else sub.tokens["complete"])
         )
-        assert bool(r.adaptive_dominates) == bool(ok)
+        assert bool(r.adaptive_between) == bool(ok)
+        pareto = sub.success["adaptive"] > 0  # and, by hand, Pareto dominance of each fixed policy
+        for f in ("complete", "ring"):
+            rf = never if np.isnan(sub.rounds[f]) else sub.rounds[f]
+            tf = never if np.isnan(sub.tokens[f]) else sub.tokens[f]
+            sa, ra, ta = sub.success["adaptive"], sub.rounds["adaptive"], sub.tokens["adaptive"]
+            pareto &= sa >= sub.success[f] and ra <= rf and ta <= tf and (sa > sub.success[f] or ra < rf or ta < tf)
+        assert bool(r.adaptive_pareto) == bool(pareto)
         assert r.corollary_condition == bool(
             r.lambda1 < r.lambda2 and r.c1 / r.c2 >= np.log(r.lambda1) / np.log(r.lambda2)
         )
@@ -405,11 +412,11 @@ def test_consensus_sweep_report_when_a_fixed_policy_never_succeeds(tmp_path):
     res = report(df, tmp_path / "rep", log=lambda *_: None)
     r = res["dominance"].iloc[0]
     ok = df[df.status == 0].groupby("strategy").rounds.mean()
-    assert bool(r.adaptive_dominates) == bool(ok["adaptive"] <= ok["ring"]) and ok["adaptive"] < ok["ring"]
+    assert bool(r.adaptive_between) == bool(ok["adaptive"] <= ok["ring"]) and ok["adaptive"] < ok["ring"]
     assert "no rows" in _report_error(report, df.iloc[:0], tmp_path)
     assert "impossible values in column(s) rounds" in _report_error(report, df.assign(rounds=-df.rounds), tmp_path)
     none = _three_strategy_sweep(tmp_path, "none", "max_rounds = 200", "b0 = [10, 50]")  # nothing succeeds
-    assert not report(none, tmp_path / "rep2", log=lambda *_: None)["dominance"].adaptive_dominates.any()
+    assert not report(none, tmp_path / "rep2", log=lambda *_: None)["dominance"].adaptive_between.any()
 
 
 def test_consensus_sweep_report_keeps_trajectory_counts_apart_and_refuses_repeated_points(tmp_path):
