@@ -247,6 +247,13 @@ def plot(data, x: str, y: str, *, logx: bool = False, logy: bool = False, title:
     )
 
 
+def _errorbars(ax, xs, line: pd.DataFrame, y: str, color, label) -> None:
+    """Points at ``line[y]`` with their interval (``lo``, ``hi``) as error bars (none where it is NaN)."""
+    yv = line[y].to_numpy(dtype=float)
+    err = np.vstack([yv - line["lo"].to_numpy(float), line["hi"].to_numpy(float) - yv])
+    ax.errorbar(xs, yv, yerr=np.where(np.isfinite(err), err, 0.0), fmt="o", color=color, capsize=2.5, label=label)
+
+
 def draw(
     s: pd.DataFrame,
     x: str,
@@ -306,17 +313,7 @@ def draw(
                 xs = line[x].to_numpy() if numeric_x else np.array([xcats.index(v) for v in line[x]])
                 label = None if hue is None else f"{hv:g}" if isinstance(hv, float) else str(hv)
                 if numeric_x and len(line) == 1:  # one x value: a point with its error bar (a band has no width)
-                    yv = line[y].to_numpy(dtype=float)
-                    err = np.vstack([yv - line["lo"].to_numpy(float), line["hi"].to_numpy(float) - yv])
-                    ax.errorbar(
-                        xs,
-                        yv,
-                        yerr=np.where(np.isfinite(err), err, 0.0),
-                        fmt="o",
-                        color=color,
-                        capsize=2.5,
-                        label=label,
-                    )
+                    _errorbars(ax, xs, line, y, color, label)
                 elif numeric_x:  # a line with its band
                     ax.plot(xs, line[y], marker="o", color=color, label=label)
                     if np.isfinite(line["lo"]).any():
@@ -324,17 +321,7 @@ def draw(
                 else:  # categories: points with error bars, the hues side by side
                     j = hues.index(hv)
                     dx = (j - (len(hues) - 1) / 2) * min(0.6 / len(hues), 0.15)
-                    yv = line[y].to_numpy(dtype=float)
-                    err = np.vstack([yv - line["lo"].to_numpy(float), line["hi"].to_numpy(float) - yv])
-                    ax.errorbar(
-                        xs + dx,
-                        yv,
-                        yerr=np.where(np.isfinite(err), err, 0.0),
-                        fmt="o",
-                        color=color,
-                        capsize=2.5,
-                        label=label,
-                    )
+                    _errorbars(ax, xs + dx, line, y, color, label)
             if facet is not None:
                 ax.set_title(f"{_label(facet)} = {fv:g}" if isinstance(fv, float) else f"{_label(facet)} = {fv}")
             if not numeric_x:

@@ -138,17 +138,18 @@ def _problem(n: int, edges: np.ndarray, kappa: np.ndarray) -> _Problem:
 
 def _barrier(P: _Problem, w: np.ndarray, s: float, t: float, *, derivatives: bool):
     """``t (s + kappa.w) - logdet(sI - M) - logdet(sI + M) - sum log w - sum_i log(1 - sum_{e at i} w_e)`` with
-    ``M = I - K(w)`` on 1-perp (``inf`` outside the interior), and its gradient and Hessian in ``(w, s)``."""
+    ``M = I - K(w)`` on 1-perp (``inf`` outside the interior), and its gradient, Hessian in ``(w, s)`` and the
+    eigendecomposition ``(kv, U)`` of ``K(w)`` they came from."""
     r = 1.0 - P.inc @ w
     if np.any(w <= 0) or np.any(r <= 0):
-        return np.inf, None, None
+        return np.inf, None, None, None
     kv, U = np.linalg.eigh((P.Bm * w) @ P.Bm.T)
     a, b = s - 1.0 + kv, s + 1.0 - kv  # eigenvalues of sI - M and sI + M
     if np.any(a <= 0) or np.any(b <= 0):
-        return np.inf, None, None
+        return np.inf, None, None, None
     value = t * (s + P.kappa @ w) - np.log(a).sum() - np.log(b).sum() - np.log(w).sum() - np.log(r).sum()
     if not derivatives:
-        return value, None, None
+        return value, None, None, None
     C = U.T @ P.Bm  # (n - 1, m)
     Ca, Cb = C / a[:, None], C / b[:, None]
     GA, GB = C.T @ Ca, C.T @ Cb  # b_e^T (sI - M)^-1 b_f and b_e^T (sI + M)^-1 b_f
@@ -160,11 +161,12 @@ def _barrier(P: _Problem, w: np.ndarray, s: float, t: float, *, derivatives: boo
     H[np.arange(len(w)), np.arange(len(w))] += 1.0 / w**2
     H[:-1, -1] = H[-1, :-1] = (Ca * Ca).sum(0) - (Cb * Cb).sum(0)
     H[-1, -1] = (1.0 / a**2).sum() + (1.0 / b**2).sum()
-    return value, g, H
+    return value, g, H, (kv, U)
 
 
-def _max_step(P: _Problem, w, s, step) -> float:
-    """The largest ``alpha`` with ``(w, s) + alpha * step`` on the interior's boundary (inf when the ray stays in)."""
+def _max_step(P: _Problem, w, s, step, eig) -> float:
+    """The largest ``alpha`` with ``(w, s) + alpha * step`` on the interior's boundary (inf when the ray stays in);
+    ``eig``: the eigendecomposition ``(kv, U)`` of ``K(w)``."""
     dw, ds = step[:-1], step[-1]
     bounds = [np.inf]
     neg = dw < 0
@@ -175,7 +177,7 @@ def _max_step(P: _Problem, w, s, step) -> float:
     neg = dr < 0
     if neg.any():
         bounds.append(np.min(-r[neg] / dr[neg]))
-    kv, U = np.linalg.eigh((P.Bm * w) @ P.Bm.T)
+    kv, U = eig
     dK = U.T @ ((P.Bm * dw) @ P.Bm.T) @ U
     eye = np.eye(len(kv))
     for diag, dM in ((s - 1.0 + kv, dK + ds * eye), (s + 1.0 - kv, -dK + ds * eye)):
@@ -190,12 +192,12 @@ _FRACTION = 0.5  # of the way to the interior's boundary at most per step (0.99 
 
 
 def _center(P: _Problem, w, s, t, *, max_steps: int = 100):
-    """Damped Newton steps on the barrier at ``t`` (backtracking from 0.99 of the step to the interior's
-    boundary); the centred point and the steps taken."""
+    """Damped Newton steps on the barrier at ``t`` (backtracking from at most ``_FRACTION`` of the way to the
+    interior's boundary); the centred point and the steps taken."""
     import scipy.linalg
 
     for k in range(1, max_steps + 1):
-        value, g, H = _barrier(P, w, s, t, derivatives=True)
+        value, g, H, eig = _barrier(P, w, s, t, derivatives=True)
         d = np.sqrt(np.diag(H))  # (Jacobi scaling: near the boundary 1/w_e^2 spans many orders of magnitude)
         Hs, gs = H / np.outer(d, d), g / d
         try:
@@ -205,7 +207,7 @@ def _center(P: _Problem, w, s, t, *, max_steps: int = 100):
         decrement = float(-g @ step)
         if decrement / 2 <= 1e-9:
             return w, s, k
-        alpha = min(1.0, _FRACTION * _max_step(P, w, s, step))
+        alpha = min(1.0, _FRACTION * _max_step(P, w, s, step, eig))
         while True:
             w1, s1 = w + alpha * step[:-1], s + alpha * step[-1]
             v1 = _barrier(P, w1, s1, t, derivatives=False)[0]

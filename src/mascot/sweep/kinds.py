@@ -31,6 +31,7 @@ import numpy as np
 from mascot import graphs as _graphs
 from mascot.errors import InputError
 from mascot.limits import F32_GAMMA_MAX, check_budget, check_noise
+from mascot.status import STATUS_NAMES
 from mascot.sweep.schema import Kind, Param  # the kinds' schema types (re-exported)
 
 __all__ = ["Param", "Kind", "KINDS", "estimate_chunk_bytes"]
@@ -332,6 +333,7 @@ KINDS = {
         device_cache=True,
         required=True,
         dtype_check=_consensus_dtype_check,
+        codes={"status": STATUS_NAMES},
     ),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)

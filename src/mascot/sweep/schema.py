@@ -66,6 +66,8 @@ class Kind:
     # every column of its tables is never null (NaN floats are values, not nulls): chunk files store them
     # as Parquet required columns (faster to write; see sweep.store.write_table_atomic)
     required: bool = False
+    # integer-coded columns: column -> {code: label}, written into the merged file's field metadata
+    codes: dict = field(default_factory=dict)
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values (integers given for float parameters become floats)."""

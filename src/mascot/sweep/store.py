@@ -169,20 +169,12 @@ def merged_metadata(path) -> dict | None:
     return meta if ok else None
 
 
-def _code_labels(kind) -> dict:
-    """Column -> {code: label} of the integer-coded columns a kind writes (stored as the merged file's field
-    metadata ``labels``: ``pq.read_schema(path).field("status").metadata``)."""
-    if kind == "consensus":
-        from mascot.status import STATUS_NAMES
-
-        return {"status": {str(k): v for k, v in STATUS_NAMES.items()}}
-    return {}
-
-
 def status_labels(path) -> dict[int, str]:
-    """The labels of a merged consensus file's ``status`` codes (``{0: "consensus", 1: "BudgetFail", ...}``;
-    empty for another file)."""
-    field = pq.read_schema(path).field("status") if "status" in pq.read_schema(path).names else None
+    """The labels of a merged consensus file's ``status`` codes (``{0: "consensus", 1: "BudgetFail", ...}``, the
+    ``labels`` metadata of the field, from the kind's :attr:`~mascot.sweep.schema.Kind.codes`); empty for another
+    file."""
+    schema = pq.read_schema(path)
+    field = schema.field("status") if "status" in schema.names else None
     raw = (field.metadata or {}).get(b"labels") if field is not None else None
     return {int(k): v for k, v in json.loads(raw).items()} if raw else {}
 
@@ -620,8 +612,11 @@ class RunDir:
         # became required still merge)
         required = set.intersection(*({f.name for f in sc if not f.nullable} for sc in schemas))
         fields = [f.with_nullable(f.name not in required) for f in schemas[0]]
-        labels = _code_labels(plan.get("kind") if isinstance(plan, dict) else None)
-        fields = [f.with_metadata({b"labels": json.dumps(labels[f.name])}) if f.name in labels else f for f in fields]
+        from mascot.sweep.kinds import KINDS
+
+        kind = KINDS.get(plan.get("kind")) if isinstance(plan, dict) else None
+        codes = kind.codes if kind is not None else {}
+        fields = [f.with_metadata({b"labels": json.dumps(codes[f.name])}) if f.name in codes else f for f in fields]
         merged_meta = dict(
             plan=plan,
             config=config,
