@@ -30,8 +30,8 @@ NOTES = {
     "centre's aggregation, erdos_renyi = G(n, p), watts_strogatz = ring lattice of `degree` neighbours rewired "
     "with probability beta, random_regular = a uniform `degree`-regular graph. Deterministic families give one "
     "row per point; random families `graphs` rows, each a seeded sample (the same samples for every gamma). "
-    "Output columns: point, graph, family, n, gamma, the family parameters (p, degree, beta, alpha, a; a family "
-    "that does not read one holds its default there), method (the eigenvalue route), isolated (agents with no "
+    "Output columns: point, graph, family, n, gamma, the family parameters (p, degree, beta, alpha, a; missing "
+    "(null) in the rows of a family that does not read them), method (the eigenvalue route), isolated (agents with no "
     "edge), rho, delta, kappa (spectral radius, gap and condition number of M = (I - gamma P)^-1).",
     "affine_noise": 'model = "rule" needs experiment.dtype = "float64". Output columns: point, the parameters, '
     "ceg_mean, ceg_sd, ceg_se, ceg_median, ceg_q05, ceg_q95 (the cumulative error over the trials), diverged "
