@@ -140,7 +140,61 @@ eta = [0.05, 0.1]
     cfg_file = tmp_path / "c.toml"
     cfg_file.write_text(text)
     assert main(["validate", str(cfg_file)]) == 0
-    assert "distinct simulations: 8 of 12 points" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # grid order n, strategy, eta (last fastest): chunk 0 holds points 0-7 (n = 5: adaptive x 2 etas, complete
+    # and ring once each; n = 8: adaptive x 2), chunk 1 points 8-11 (n = 8: complete, ring): 6 + 2 by hand
+    assert "distinct simulations: 8 of 12 points" in out and "simulations run: 8 " in out
+    cfg_file.write_text(text.replace("chunk_size = 8", "chunk_size = 5"))  # 0-4 | 5-9 | 10-11: 3 + 4 + 1 = 8 ...
+    assert main(["validate", str(cfg_file)]) == 0
+    # ... by hand: chunk 0 = n5 adaptive x2, complete x2 (one), ring 0.05: 4; chunk 1 = n5 ring 0.1, n8 adaptive
+    # x2, complete x2 (one): 4; chunk 2 = n8 ring x2 (one): 1
+    assert "simulations run: 9 " in capsys.readouterr().out
+
+
+def test_points_that_simulate_the_same_thing_run_once_and_match_running_alone(tmp_path, monkeypatch):
+    """Issue 29: duplicates after unread parameters are simulated once per chunk (counted at the kernel's door),
+    and every row equals the one its point gives run alone (chunk_size 1: nothing to share)."""
+    import mascot.execute
+    from mascot.sweep import RunDir, parse_config, run_sweep
+    from mascot.sweep.reference import distinct_simulations
+
+    text = """
+[experiment]
+kind = "consensus"
+chunk_size = 24
+dtype = "float64"
+[fixed]
+trajectories = 5
+max_rounds = 60
+[grid]
+n = [5, 7]
+strategy = ["adaptive", "complete", "ring"]
+eta = [0.05, 0.1]
+self_weight_complete = [0.3, 0.4]
+tokens_ring = [5.0, 10.0]
+"""
+    seen = []
+    real = mascot.execute.simulate_consensus
+
+    def counting(X0, *a, **k):
+        seen.append(X0.shape[0])
+        return real(X0, *a, **k)
+
+    monkeypatch.setattr(mascot.execute, "simulate_consensus", counting)
+    cfg = parse_config(text)
+    # by hand: per n, adaptive 2 eta x 2 w x 2 tokens = 8, complete 2 w, ring 2 tokens: 12 per n, 24 of 48 points
+    assert distinct_simulations(cfg) == 24 == distinct_simulations(cfg, per_chunk=True)
+    run_sweep(cfg, tmp_path / "shared", progress=False)
+    assert sum(seen) == 24 * 5
+    shared = pd.read_parquet(RunDir(tmp_path / "shared").merge())
+    monkeypatch.setattr(mascot.execute, "simulate_consensus", real)
+    run_sweep(parse_config(text.replace("chunk_size = 24", "chunk_size = 1")), tmp_path / "alone", progress=False)
+    alone = pd.read_parquet(RunDir(tmp_path / "alone").merge())
+    assert len(shared) == len(alone) == 48 * 5
+    exact = [c for c in alone.columns if c not in ("d0", "d_final")]
+    pd.testing.assert_frame_equal(shared[exact], alone[exact])
+    for c in ("d0", "d_final"):  # other batch shapes: BLAS may round the projection differently
+        np.testing.assert_allclose(shared[c], alone[c], rtol=1e-12, atol=1e-15)
 
 
 def test_reading_and_describing_configs_loads_no_jax_pandas_or_pyarrow(tmp_path):

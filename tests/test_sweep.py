@@ -468,9 +468,10 @@ def test_kind_results_version_enters_the_experiment_hash(monkeypatch):
 
     from mascot.sweep import kinds
 
-    h2 = parse_config(cfg_text()).hash
-    monkeypatch.setitem(kinds.KINDS, "consensus", dataclasses.replace(kinds.KINDS["consensus"], version=3))
-    assert parse_config(cfg_text()).hash != h2
+    h = parse_config(cfg_text()).hash
+    bumped = dataclasses.replace(kinds.KINDS["consensus"], version=kinds.KINDS["consensus"].version + 1)
+    monkeypatch.setitem(kinds.KINDS, "consensus", bumped)
+    assert parse_config(cfg_text()).hash != h
 
 
 def test_chunk_validity_and_shard_locks(tmp_path):

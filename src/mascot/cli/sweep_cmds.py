@@ -28,9 +28,18 @@ def _cmd_validate(args) -> int:
     if distinct is None:
         print("  distinct simulations: not counted (more than 100,000 points)")
     elif distinct < cfg.n_points:
+        runs = distinct_simulations(cfg, per_chunk=True)
         print(
             f"  distinct simulations: {distinct:,} of {cfg.n_points:,} points (the others differ only in parameters "
             "their strategy or family does not simulate with; `mascot params KIND` says which)"
+        )
+        print(
+            f"  simulations run: {runs:,} (points that simulate the same thing run once within a chunk"
+            + (
+                "; a larger experiment.chunk_size, or the unread axes listed last in [grid], shares more)"
+                if runs > distinct
+                else ")"
+            )
         )
     print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")

@@ -144,59 +144,102 @@ def _noise_keys(key_seed, ids, T):
     return nk.reshape(-1)
 
 
+def _simulated(p: dict, reads: dict, keys) -> tuple:
+    """``p``'s values of ``keys`` with those its strategy does not simulate with (``reads``: parameter -> the
+    strategies that read it) as ``None``: points with equal tuples run the same simulation."""
+    s = p["strategy"]
+    return tuple(None if k in reads and s not in reads[k] else p[k] for k in keys)
+
+
 def consensus_evaluate(
-    points: list[dict], indices: np.ndarray, key_seed: int, dtype: str, cache: DeviceCache | None = None
+    points: list[dict],
+    indices: np.ndarray,
+    key_seed: int,
+    dtype: str,
+    cache: DeviceCache | None = None,
+    reads: dict | None = None,
+    unread: dict | None = None,
 ) -> pa.Table:
+    """One row per (point, trajectory). ``reads``: parameter -> the strategies whose simulation reads it (the
+    kind's :attr:`Param.reads`). Points of the chunk that simulate the same thing (equal in everything their
+    strategy reads, and without belief noise, whose draws are the point's own) run once and share the
+    simulation's columns; each row's parameters and Theorem 1 certificate remain its point's own. ``unread``:
+    the self-weight a simulation builds an unread mode's weights with (the kind's default), so that a row never
+    depends on which other points share its chunk (the unread mode enters only the modal basis, in rounding)."""
     from mascot.execute import simulate_consensus
     from mascot.theory import theorem1_batch
 
+    reads = reads or {}
     indices = np.asarray(indices)
     groups: dict[tuple, list[int]] = {}
     for i, p in enumerate(points):
-        g = (
-            p["n"],
-            p["d"],
-            p["strategy"],
-            p["max_rounds"],
-            p["self_weight_complete"],
-            p["self_weight_ring"],
-            p["noise"],
-            p["x0_mean"],
-            p["x0_spread"],
-            p["trajectories"],
+        g = (p["n"], p["d"], p["strategy"], p["max_rounds"]) + _simulated(
+            p, reads, ("self_weight_complete", "self_weight_ring")
         )
+        g += (p["noise"], p["x0_mean"], p["x0_spread"], p["trajectories"])
         groups.setdefault(g, []).append(i)
     parts: dict[str, list[np.ndarray]] = {}
-    for (n, d, strategy, max_rounds, a1, a2, noise, mean, spread, T), members in groups.items():
-        W1, W2, lam1, lam2 = _consensus_pair(n, a1, a2)
-        rows = np.repeat(np.asarray(members), T)
-        traj = np.tile(np.arange(T, dtype=np.int32), len(members))
+    for (n, d, strategy, max_rounds, a1_read, a2_read, noise, mean, spread, T), members in groups.items():
+        # the simulations of the group: one per distinct simulated tuple (every point its own with noise)
+        sims: dict[tuple, int] = {}
+        of = np.array(
+            [
+                sims.setdefault(
+                    (i,) if noise > 0 else _simulated(points[i], reads, ("eta", "eps", "b0", "c1", "c2")), len(sims)
+                )
+                for i in members
+            ]
+        )
+        reps = [members[j] for j in np.unique(of, return_index=True)[1]]  # each simulation's first point
+        # kernel batches of few shapes (a new shape compiles): the simulations padded to a power of two (at most
+        # the group's size) with copies of the last, whose rows nobody reads
+        reps += reps[-1:] * (min(len(members), 1 << (len(reps) - 1).bit_length()) - len(reps))
+        a1_sim, a2_sim = (
+            (unread or {})[k] if v is None else v
+            for k, v in zip(("self_weight_complete", "self_weight_ring"), (a1_read, a2_read))
+        )
+        W1, W2, _, _ = _consensus_pair(n, a1_sim, a2_sim)
         # X0 common to the group's points (one draw per sweep, tiled, kept on the device); noise from
         # fold_in(point key, 2**31 + t), the keys built on the device
-        X0 = _group_x0(cache, key_seed, T, n, d, float(mean), float(spread), dtype, len(members))
-        col = lambda k, members=members, T=T: np.repeat(  # noqa: E731
-            np.array([points[i][k] for i in members], dtype=np.float64), T
+        X0 = _group_x0(cache, key_seed, T, n, d, float(mean), float(spread), dtype, len(reps))
+        sim = lambda k, reps=reps, T=T: np.repeat(  # noqa: E731
+            np.array([points[i][k] for i in reps], dtype=np.float64), T
         )
-        eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
         nkeys = None
         if noise > 0:
-            nkeys = _noise_keys(key_seed, indices[np.asarray(members)].astype(np.uint32), T=T)
+            nkeys = _noise_keys(key_seed, indices[np.asarray(reps)].astype(np.uint32), T=T)
         res = simulate_consensus(
             X0,
             W1,
             W2,
-            c1,
-            c2,
-            eta,
-            eps,
-            b0,
+            sim("c1"),
+            sim("c2"),
+            sim("eta"),
+            sim("eps"),
+            sim("b0"),
             strategy=_STRATEGY[strategy],
             max_rounds=max_rounds,
             noise=noise,
             key=nkeys,
             dtype=dtype,
         )
-        d0 = res.d0  # kernel outputs keep the sweep's dtype (float32 values stored as float64 add bytes, not precision)
+        share = (  # a simulation's (trajectories,) column -> its points' rows
+            (lambda v: v)
+            if len(reps) == len(members) and len(sims) == len(members)
+            else (lambda v, of=of, T=T: v.reshape(-1, T)[of].reshape(-1))
+        )
+        rows = np.repeat(np.asarray(members), T)
+        traj = np.tile(np.arange(T, dtype=np.int32), len(members))
+        col = lambda k, members=members, T=T: np.repeat(  # noqa: E731
+            np.array([points[i][k] for i in members], dtype=np.float64), T
+        )
+        eta, eps, b0, c1, c2 = (col(k) for k in ("eta", "eps", "b0", "c1", "c2"))
+        a1, a2 = (col(k) for k in ("self_weight_complete", "self_weight_ring"))
+        pair = [_consensus_pair(n, points[i]["self_weight_complete"], points[i]["self_weight_ring"]) for i in members]
+        lam1, lam2 = (np.array([q[j] for q in pair], dtype=np.float64)[:, None] for j in (2, 3))
+        d0 = share(
+            res.d0
+        )  # kernel outputs keep the sweep's dtype (float32 stored as float64 adds bytes, not precision)
         # certificates with per-point parameters as (points, 1) columns: one log per point, not per row
         pp = {
             k: np.array([points[i][k] for i in members], dtype=np.float64)[:, None] for k in ("eta", "eps", "c1", "c2")
@@ -220,19 +263,19 @@ def consensus_evaluate(
             "b0": b0,
             "c1": c1,
             "c2": c2,
-            "self_weight_complete": full(a1, np.float64),
-            "self_weight_ring": full(a2, np.float64),
+            "self_weight_complete": a1,
+            "self_weight_ring": a2,
             "x0_mean": full(mean, np.float64),
             "x0_spread": full(spread, np.float64),
             "noise": full(noise, np.float64),
             "max_rounds": full(max_rounds, np.int32),
-            "lambda1": full(lam1, np.float64),
-            "lambda2": full(lam2, np.float64),
+            "lambda1": np.repeat(lam1.ravel(), T),
+            "lambda2": np.repeat(lam2.ravel(), T),
             "d0": d0,
-            "rounds": res.rounds.astype(np.int32),
-            "tokens": res.spent,
-            "d_final": res.d_final,
-            "status": res.status.astype(np.int8),
+            "rounds": share(res.rounds).astype(np.int32),
+            "tokens": share(res.spent),
+            "d_final": share(res.d_final),
+            "status": share(res.status).astype(np.int8),
             "K_star": k1 + k2,
             "B_star": bstar,
             "certified": b0 >= bstar,
@@ -304,8 +347,11 @@ def spectra_evaluate(
     for gkey, members in groups.items():
         A = _build_graphs(gkey, key_seed)  # (G, n, n)
         gam = np.array([points[i]["gamma"] for i in members])
-        s = sr_spectra(A[:, None], gam, dtype=dtype)  # (G, members)
+        # points of one graph key and gamma (differing only in parameters their family does not read) run once
+        ug, of = np.unique(gam, return_inverse=True)
+        s = sr_spectra(A[:, None], ug, dtype=dtype)  # (G, distinct gammas)
         G, M = A.shape[0], len(members)
+        share = lambda v, of=of: np.asarray(v, dtype=np.float64)[:, of].ravel()  # noqa: E731  (G, members)
         deg = (A > 0).sum(-1)
         frames.append(
             pd.DataFrame(
@@ -318,9 +364,9 @@ def spectra_evaluate(
                     **{k: param(k, gkey[0], members, G) for k in ("p", "degree", "beta", "alpha", "a")},
                     "method": s.method,
                     "isolated": np.repeat((deg == 0).sum(-1), M).astype(np.int32),
-                    "rho": np.asarray(s.rho, dtype=np.float64).ravel(),
-                    "delta": np.asarray(s.delta, dtype=np.float64).ravel(),
-                    "kappa": np.asarray(s.kappa, dtype=np.float64).ravel(),
+                    "rho": share(s.rho),
+                    "delta": share(s.delta),
+                    "kappa": share(s.kappa),
                 }
             )
         )

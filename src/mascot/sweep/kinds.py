@@ -319,11 +319,18 @@ def _noise_bytes(p) -> int:
 
 
 KINDS = {
-    # version 2: X0 from named PCG64 streams shared across points (common random numbers)
+    # version 2: X0 from named PCG64 streams shared across points (common random numbers). Points that simulate
+    # the same thing run once per chunk (issue 29): kernel batches shrink, so d0 and d_final may differ in the last
+    # float32 digit, as they do between chunk sizes; not a version (a version reseeds every draw via the hash)
     "consensus": Kind(
         "consensus",
         CONSENSUS_PARAMS,
-        _evaluator("consensus_evaluate"),
+        # points that simulate the same thing run once (issue 29); the strategies that read each parameter
+        _evaluator(
+            "consensus_evaluate",
+            reads={k: p.reads[1] for k, p in CONSENSUS_PARAMS.items() if p.reads},
+            unread={k: CONSENSUS_PARAMS[k].default for k in ("self_weight_complete", "self_weight_ring")},
+        ),
         _consensus_bytes,
         _consensus_extra,
         _consensus_costs,

@@ -76,10 +76,14 @@ def describe(kind: str) -> list[dict]:
 _OWN_DRAWS = {"consensus": lambda p: p["noise"] > 0, "affine_noise": lambda p: True}
 
 
-def distinct_simulations(cfg, limit: int = 100_000) -> int | None:
+def distinct_simulations(cfg, limit: int = 100_000, per_chunk: bool = False) -> int | None:
     """How many of ``cfg``'s grid points differ in what they simulate: each point's parameters with those its
     strategy or family does not simulate with (:attr:`Param.reads`) left out (``None`` above ``limit`` points,
-    where expanding the grid would take long: about 28 us a point, 2.8 s at the limit, on one core). Points counted once here still run separately today."""
+    where expanding the grid would take long: about 28 us a point, 2.8 s at the limit, on one core).
+
+    ``per_chunk``: how many simulations a run makes. Points that simulate the same thing run once within a
+    chunk (chunks are independent, so equal points in different chunks each run theirs): a grid whose unread
+    axes vary fastest, or a larger ``chunk_size``, brings this down to the distinct count."""
     if cfg.n_points > limit:
         return None
     spec = KINDS[cfg.kind]
@@ -92,5 +96,5 @@ def distinct_simulations(cfg, limit: int = 100_000) -> int | None:
             for k, prm in spec.params.items()
             if prm.reads is None or full.get(prm.reads[0]) in prm.reads[1]
         ) + ((("point", i),) if own(full) else ())  # a point with its own random draws is its own simulation
-        seen.add(key)
+        seen.add(key + ((("chunk", i // cfg.chunk_size),) if per_chunk else ()))
     return len(seen)
