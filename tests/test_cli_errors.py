@@ -279,8 +279,10 @@ def test_wrong_kind_of_parameter_file_says_so(tmp_path):
     assert r.returncode == 2 and 'kind must be "deliberation"' in r.stderr and "unknown key" not in r.stderr
 
 
-def test_interrupt_prints_one_line_and_exits_130(tmp_path):
-    """SIGINT while requests are in flight (a server that accepts connections and never answers): one line, 130."""
+@pytest.mark.parametrize("sig, code, word", [("SIGINT", 130, "interrupted"), ("SIGTERM", 143, "terminated (SIGTERM)")])
+def test_interrupt_prints_one_line_and_exits_130(tmp_path, sig, code, word):
+    """SIGINT while requests are in flight (a server that accepts connections and never answers): one line, 130;
+    SIGTERM, what schedulers send (issue 33), the same with 143."""
     import signal
     import socket
     import time
@@ -326,12 +328,12 @@ def test_interrupt_prints_one_line_and_exits_130(tmp_path):
         while time.time() < deadline and not (tmp_path / "t" / "run.json").exists():
             time.sleep(0.2)
         time.sleep(2.0)
-        p.send_signal(signal.SIGINT)
+        p.send_signal(getattr(signal, sig))
         _, err = p.communicate(timeout=HANG_S)
     finally:
         srv.close()
-    assert p.returncode == 130, err[-2000:]
-    assert "interrupted" in err and "Traceback" not in err
+    assert p.returncode == code, err[-2000:]
+    assert f"mascot: {word}; " in err and "Traceback" not in err and "resume" in err
     assert not json.loads((tmp_path / "t" / "run.json").read_text()).get("complete")
 
 
@@ -409,10 +411,10 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
         if not line or "ES step" in line:
             break
     assert "ES step" in seen[-1], "".join(seen)[-2000:]
-    p.send_signal(signal.SIGINT)
+    p.send_signal(signal.SIGTERM)  # as a scheduler would: the same stop as Ctrl-C's, 143
     _, err = p.communicate(timeout=HANG_S)
     err = "".join(seen) + err
-    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err[-2000:]
+    assert p.returncode == 143 and "terminated (SIGTERM)" in err and "Traceback" not in err, err[-2000:]
     assert not (tmp_path / "i" / "params.toml").exists()
 
 

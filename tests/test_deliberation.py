@@ -650,8 +650,15 @@ def test_cli_json_keys(tmp_path, capsys):
         )
         == 0
     )
-    o = json.loads(capsys.readouterr().out)
-    assert set(o) == {"rounds", "consensus", "decision", "tokens"}
+    cap = capsys.readouterr()
+    o = json.loads(cap.out)
+    assert set(o) == {"rounds", "consensus", "decision", "tokens"} and "untagged" not in cap.err
+    # every reply untagged (a model that ignores the tag format): said on stderr, as trials says carried states
+    code_review = str(Path(__file__).parents[1] / "configs/debate/code_review.toml")
+    argv = ["debate", code_review, "--out", str(tmp_path / "u"), "--quiet", "--surrogate-malformed", "1"]
+    assert _cli(argv) == 0
+    err = capsys.readouterr().err
+    assert "mascot: warning: " in err and "replies in" in err and "carry no [DECISION: PASS/FAIL] tag" in err
     with pytest.raises(ValueError, match="--runs"):
         _cli(["deliberate", "--out", str(tmp_path / "x"), "--runs", "0"])
     with pytest.raises(ValueError, match="needs --model"):

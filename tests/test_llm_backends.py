@@ -605,7 +605,7 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
     with pytest.raises(Exception, match="no .usage. object"):  # budgets are charged by these counts
         be._reply(b'{"choices": [{"message": {"content": "x"}}]}')
 
-    def bug(body):
+    def bug(body, *timeout):
         raise AttributeError("a bug, not a request error")
 
     monkeypatch.setattr(be, "_attempt", bug)
@@ -998,6 +998,8 @@ def test_openai_progress_counts_every_completion(mini):
     assert [ln.split(" done")[0] for ln in lines] == [f"requests {k}/7" for k in range(1, 8)]
     assert all(ln.endswith(" req/s") and len(ln.split(", ")[1].split()[0].split(".")[1]) == 2 for ln in lines)
     assert progress_text(3, 8, 2.0) == "requests 3/8 done, 1.50 req/s"
+    # failures are counted apart and are not throughput (issue 33: "2/2 done, 33.88 req/s" for two failures)
+    assert progress_text(2, 2, 0.5, failed=2) == "requests 2/2 done (0 answered, 2 failed), 0.00 answered/s"
     be.progress_every_s = 3600.0  # only the end of the call
     lines.clear()
     be.generate(_short_requests(5))
@@ -1012,7 +1014,7 @@ def test_hf_progress_once_per_generation_batch(tiny_dir):
 
     be = HFBackend(tiny_dir, device="cpu", batch_size=2)
     calls = []
-    be.on_progress = lambda done, total, s: calls.append((done, total))
+    be.on_progress = lambda done, total, s, failed: calls.append((done, total))
     reqs = [Request(c, GREEDY) for c in CONVERSATIONS]  # 5 requests, one sampling group: batches of 2, 2, 1
     be.generate(reqs)
     assert calls == [(2, 5), (4, 5), (5, 5)]
@@ -1198,7 +1200,7 @@ def test_openai_refuses_more_completion_tokens_than_asked_and_redacts_echoed_key
     monkeypatch.setenv("MASCOT_TEST_KEY", secret)
     be = client(srv, max_retries=0)
     big = Request(CONVERSATIONS[0], Sampling(temperature=0.0, top_p=1.0, max_tokens=1))
-    monkeypatch.setattr(be, "_attempt", lambda body: Response("ok", 3, 2))  # 2 tokens for max_tokens = 1
+    monkeypatch.setattr(be, "_attempt", lambda body, *t: Response("ok", 3, 2))  # 2 tokens for max_tokens = 1
     (r,) = be.generate([big])
     assert r.error and "exceeds the request's max_tokens = 1" in r.error
     j = json.dumps(secret)[1:-1]

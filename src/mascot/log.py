@@ -18,10 +18,27 @@ from __future__ import annotations
 import logging
 import sys
 
-__all__ = ["PROGRESS", "get_logger", "progress", "set_quiet", "want_compile_notice", "compile_listener"]
+__all__ = ["PROGRESS", "get_logger", "printable", "progress", "set_quiet", "want_compile_notice", "compile_listener"]
 
 PROGRESS = 25
 logging.addLevelName(PROGRESS, "PROGRESS")
+
+
+def printable(text: str) -> str:
+    """``text`` safe for a terminal: control and format characters (escape sequences, NUL, carriage returns,
+    bidirectional overrides) written as escapes (``\\x1b``, ``\\u202e``); newlines and tabs kept. A server's or
+    a model's text reaches the user only through this (an error body with ``ESC]0;...BEL`` retitles a terminal)."""
+    import unicodedata
+
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch in "\n\t" or unicodedata.category(ch) not in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"):
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii") if ord(ch) > 0xFF else f"\\x{ord(ch):02x}")
+    return "".join(out)
 
 
 class _StderrHandler(logging.Handler):
@@ -34,7 +51,7 @@ class _StderrHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             stream = sys.stderr
-            msg = record.getMessage()
+            msg = printable(record.getMessage())
             if record.levelno >= logging.WARNING:
                 msg = f"mascot: {record.levelname.lower()}: {msg}"
             tty = getattr(stream, "isatty", lambda: False)()

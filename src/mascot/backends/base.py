@@ -127,6 +127,18 @@ class BackendFailure(BackendError):
     redoes exactly the uncommitted work."""
 
 
+def stop_if_down(backend, work: str) -> None:
+    """Raise :class:`BackendFailure` when the backend's last ``generate`` call stopped sending (its ``down``: a
+    server that refused connections for seconds on end, an HTTP 401, 403 or 404 that every request would get):
+    asking again could not help, so ``work`` (``"step 3"``, ``"round 2"``) is not committed and the run stops."""
+    why = getattr(backend, "down", None)
+    if why:
+        raise BackendFailure(
+            f"{endpoint(backend)}: {why}. {work[:1].upper() + work[1:]} was not committed; rerun the same command "
+            "to resume from it"
+        )
+
+
 def endpoint(backend) -> str:
     """Where a backend's requests go, for error messages: its name and base URL or model (never a secret)."""
     try:
@@ -141,10 +153,15 @@ def endpoint(backend) -> str:
     return f"backend {getattr(backend, 'name', type(backend).__name__)}" + (f" ({where})" if where else "")
 
 
-def progress_text(done: int, total: int, elapsed_s: float) -> str:
-    """``"requests 3/8 done, 0.42 req/s"``: the progress line of one backend call (rate over ``elapsed_s``)."""
-    rate = done / elapsed_s if elapsed_s > 0 else 0.0
-    return f"requests {done}/{total} done, {rate:.2f} req/s"
+def progress_text(done: int, total: int, elapsed_s: float, failed: int = 0) -> str:
+    """``"requests 3/8 done, 0.42 req/s"``: the progress line of one backend call (rate over ``elapsed_s``);
+    with ``failed`` requests among the ``done``, ``"requests 3/8 done (2 answered, 1 failed), 0.14 answered/s"``:
+    a failure is not throughput."""
+    answered = done - failed
+    rate = answered / elapsed_s if elapsed_s > 0 else 0.0
+    if not failed:
+        return f"requests {done}/{total} done, {rate:.2f} req/s"
+    return f"requests {done}/{total} done ({answered} answered, {failed} failed), {rate:.2f} answered/s"
 
 
 def attach_progress(backend, say: Callable[[str], None] | None) -> None:
@@ -153,12 +170,15 @@ def attach_progress(backend, say: Callable[[str], None] | None) -> None:
     if not hasattr(backend, "on_progress"):
         return
     backend.on_progress = (
-        None if say is None else (lambda done, total, elapsed: say(progress_text(done, total, elapsed)))
+        None
+        if say is None
+        else (lambda done, total, elapsed, failed=0: say(progress_text(done, total, elapsed, failed)))
     )
 
 
-def report_progress(backend, done: int, total: int, elapsed_s: float) -> None:
-    """Call ``backend.on_progress(done, total, elapsed_s)`` if one is attached (used by the backends)."""
+def report_progress(backend, done: int, total: int, elapsed_s: float, failed: int = 0) -> None:
+    """Call ``backend.on_progress(done, total, elapsed_s, failed)`` if one is attached (used by the backends;
+    ``failed``: how many of the ``done`` requests came back with an error)."""
     cb = getattr(backend, "on_progress", None)
     if cb is not None:
-        cb(done, total, elapsed_s)
+        cb(done, total, elapsed_s, failed)

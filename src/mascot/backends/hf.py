@@ -36,7 +36,7 @@ when none appeared (``"length"``). ``latency_s`` is the wall time of the batch t
 The model directory is checked before anything is loaded (:func:`check_model_dir`: ``config.json``, tokenizer
 files, weights), so a wrong path or an empty directory gets one message naming the path and what is missing
 (the CLI checks it before a run directory is written). Progress: after each generation batch the backend
-calls ``on_progress(done, total, elapsed_s)`` when a harness attached one
+calls ``on_progress(done, total, elapsed_s, failed)`` when a harness attached one
 (:func:`mascot.backends.base.attach_progress`).
 """
 
@@ -182,7 +182,9 @@ class HFBackend:
     """
 
     name = "hf"
-    on_progress = None  # on_progress(done, total, elapsed_s) after each batch (mascot.backends.base.attach_progress)
+    on_progress = (
+        None  # on_progress(done, total, elapsed_s, failed) after each batch (mascot.backends.base.attach_progress)
+    )
 
     def __init__(
         self,
@@ -312,7 +314,7 @@ class HFBackend:
             groups.setdefault(_Key(float(s.temperature), float(s.top_p), int(s.max_tokens)), []).append(i)
 
         t0 = time.perf_counter()
-        done = len(requests) - len(prompts)  # refused before generation
+        done = failed = len(requests) - len(prompts)  # refused before generation (failed: errors among done)
         for key, idx in groups.items():
             for start in range(0, len(idx), self.batch_size):
                 chunk = idx[start : start + self.batch_size]
@@ -327,7 +329,8 @@ class HFBackend:
                 for i, r in zip(chunk, outs):
                     results[i] = r
                 done += len(chunk)
-                report_progress(self, done, len(requests), time.perf_counter() - t0)
+                failed += sum(bool(r.error) for r in outs)
+                report_progress(self, done, len(requests), time.perf_counter() - t0, failed)
         return results  # type: ignore[return-value]
 
     @classmethod

@@ -30,7 +30,7 @@ the first stage -- :func:`mascot.backends.probe.probe_server` checks whether the
 (and, with ``probe_structured``, ``response_format``), warns on stderr when it does not, and the findings
 go into :meth:`OpenAIBackend.describe` (``"probe"``), hence into ``run.json``, never into the identity.
 
-Progress: ``on_progress(done, total, elapsed_s)`` (:func:`mascot.backends.base.attach_progress`) is called
+Progress: ``on_progress(done, total, elapsed_s, failed)`` (:func:`mascot.backends.base.attach_progress`) is called
 every ``progress_every_s`` seconds of a ``generate`` call and when it ends.
 
 Secrets: the API key is read once, at construction, from the environment variable named by
@@ -60,6 +60,9 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
 from mascot.errors import BackendUnreachable, InputError
+from mascot.log import get_logger, printable
+
+_log = get_logger(__name__)
 
 __all__ = ["OpenAIBackend", "build_payload", "check_options"]
 
@@ -67,6 +70,9 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header value carries unchanged
 _MAX_BODY_IN_ERROR = 500
+# said with every timeout: the client closed its connection, but a server that generates one request at a time
+# goes on with the abandoned one, and later requests queue behind it
+_BUSY = "; the request was abandoned (a server that answers one request at a time may still be generating it)"
 
 
 def check_options(
@@ -78,6 +84,7 @@ def check_options(
     max_retries=5,
     timeout_s=120.0,
     backoff_s=1.0,
+    budget_s=None,
     **_ignored,
 ) -> str | None:
     """Validate :class:`OpenAIBackend`'s options without building it (the CLI checks them before it writes a
@@ -108,6 +115,8 @@ def check_options(
         raise InputError(f"timeout_s must be > 0 and finite; got {timeout_s!r}")
     if not (0 <= float(backoff_s) < math.inf):
         raise InputError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
+    if budget_s is not None and not (0 < float(budget_s) < math.inf):
+        raise InputError(f"budget_s (--request-budget) must be > 0 seconds and finite; got {budget_s!r}")
     if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
         # never echoed: a key pasted here instead of a variable's name must not reach a log
         raise InputError(
@@ -141,7 +150,12 @@ def _unreachable(e: BaseException) -> bool:
 
 
 class _FatalError(Exception):
-    """A failure that another attempt will not fix (4xx other than 429, malformed reply)."""
+    """A failure that another attempt will not fix (4xx other than 429, malformed reply); ``for_all``: nor will
+    any other request (401, 403, 404: the key, a permission, the address)."""
+
+    def __init__(self, message: str, for_all: bool = False):
+        super().__init__(message)
+        self.for_all = for_all
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
@@ -280,7 +294,13 @@ class OpenAIBackend:
         max_retries: retries after the first attempt for retryable failures (>= 0).
         timeout_s: socket timeout of one attempt, seconds (> 0), counted from when the attempt is sent.
         backoff_s: base delay; retry ``k`` (k = 0, 1, ...) waits ``backoff_s * 2**k`` scaled by a random
-            factor in [0.5, 1.0] (capped at 60 s), or the server's ``Retry-After`` when it sends one.
+            factor in [0.5, 1.0] (capped at 60 s), or the server's ``Retry-After`` when it sends one (capped at
+            ``max_retry_after_s``, 600 s, with a warning).
+        budget_s: one request's time budget, seconds (default ``timeout_s * (max_retries + 1)``): every wait of
+            the request (attempts, back-offs, ``Retry-After``) fits in it; a request that would wait past it
+            gives up with the reason. A server that refuses connections for ``dead_after_s`` (10 s) in a row is
+            declared down: the call's other requests are not sent (:attr:`down` says why), and so is every
+            request after an HTTP 401, 403 or 404 (a key, a permission or an address that no retry mends).
         adaptive: adapt the requests in flight between 1 and ``concurrency`` (module docstring); False:
             always ``concurrency``.
         probe: probe the server at construction (:mod:`mascot.backends.probe`); ``probe_structured``: also
@@ -290,8 +310,9 @@ class OpenAIBackend:
     name = "openai"
     max_backoff_s = 60.0
     max_retry_after_s = 600.0
+    dead_after_s = 10.0
     progress_every_s = 5.0
-    on_progress = None  # on_progress(done, total, elapsed_s) (mascot.backends.base.attach_progress)
+    on_progress = None  # on_progress(done, total, elapsed_s, failed) (mascot.backends.base.attach_progress)
 
     def __init__(
         self,
@@ -305,6 +326,7 @@ class OpenAIBackend:
         adaptive: bool = True,
         probe: bool = False,
         probe_structured: bool = False,
+        budget_s: float | None = None,
     ):
         key = check_options(
             model=model,
@@ -314,6 +336,7 @@ class OpenAIBackend:
             max_retries=max_retries,
             timeout_s=timeout_s,
             backoff_s=backoff_s,
+            budget_s=budget_s,
         )
 
         self.model = model
@@ -324,17 +347,25 @@ class OpenAIBackend:
         self.max_retries = int(max_retries)
         self.timeout_s = float(timeout_s)
         self.backoff_s = float(backoff_s)
+        self.budget_s = float(budget_s) if budget_s is not None else self.timeout_s * (self.max_retries + 1)
         self.adaptive = bool(adaptive)
         self.__api_key = key  # name-mangled; never printed
         self._opener = self._build_opener(self.base_url)
         self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
         self.probe_findings: dict | None = None
         self._down: str | None = None
+        self._said_cap = False
         if probe:
             from mascot.backends.probe import probe_server
 
-            self.probe_findings = probe_server(self.ask_once, endpoint(self), structured=bool(probe_structured))
+            models = self._served_models()
             if self._down is not None:  # a wrong port or host: say so now, not after every request's retries
+                raise BackendUnreachable(
+                    f"{endpoint(self)} cannot be reached ({self._down}); is the server running there? check --base-url"
+                )
+            self.probe_findings = probe_server(self.ask_once, endpoint(self), structured=bool(probe_structured))
+            self.probe_findings["models"] = models
+            if self._down is not None:
                 raise BackendUnreachable(
                     f"{endpoint(self)} cannot be reached ({self._down}); is the server running there? check --base-url"
                 )
@@ -353,17 +384,25 @@ class OpenAIBackend:
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="mascot-openai")
         try:
             futures = {pool.submit(self._one, r): i for i, r in enumerate(requests)}
+            failed = 0
             for done, fut in enumerate(as_completed(futures), 1):
-                results[futures[fut]] = fut.result()  # a programming error propagates (the pool cancels the rest)
+                results[futures[fut]] = r = fut.result()  # a programming error propagates (the pool cancels the rest)
+                failed += bool(r.error)
                 now = time.perf_counter()
                 if done == total or now - last >= self.progress_every_s:
                     last = now
-                    report_progress(self, done, total, now - t0)
+                    report_progress(self, done, total, now - t0, failed)
         except BaseException:  # Ctrl-C or an error: do not wait for requests still blocked on the network
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown(wait=True)
         return results  # type: ignore[return-value]
+
+    @property
+    def down(self) -> str | None:
+        """Why the last :meth:`generate` call stopped sending (a server refusing connections for ``dead_after_s``,
+        an HTTP 401, 403 or 404), or None: its unsent requests came back as errors beginning ``not sent:``."""
+        return self._down
 
     def ask_once(self, req: Request) -> Response:
         """One attempt at ``req``, no retries, outside the concurrency limit (the probe's requests)."""
@@ -397,6 +436,7 @@ class OpenAIBackend:
             "max_retries": self.max_retries,
             "timeout_s": self.timeout_s,
             "backoff_s": self.backoff_s,
+            "budget_s": self.budget_s,
             "adaptive_concurrency": self.adaptive,
             "probe": self.probe_findings,
         }
@@ -458,13 +498,20 @@ class OpenAIBackend:
 
     def _delay(self, retry: int, retry_after: float | None) -> float:
         if retry_after is not None:
+            if retry_after > self.max_retry_after_s and not self._said_cap:
+                self._said_cap = True
+                _log.warning(
+                    f"{endpoint(self)} asked to retry after {retry_after:,.0f} s (Retry-After); waiting at most "
+                    f"{self.max_retry_after_s:g} s"
+                )
             return min(retry_after, self.max_retry_after_s)
         base = min(self.backoff_s * (2.0**retry), self.max_backoff_s)
         return base * (0.5 + 0.5 * random.random())
 
     def _one(self, req: Request) -> Response:
-        """``req`` with retries; each attempt holds a slot of the adaptive limit while it is sent and
-        answered (not while it backs off). ``latency_s`` counts from the first attempt's sending."""
+        """``req`` with retries, every wait inside the request's ``budget_s``; each attempt holds a slot of the
+        adaptive limit while it is sent and answered (not while it backs off). ``latency_s`` counts from the
+        first attempt's sending."""
         payload = build_payload(self.model, req)
         try:
             body = json.dumps(payload).encode("utf-8")
@@ -473,24 +520,52 @@ class OpenAIBackend:
         last = "no attempt made"
         t0 = None
         gate = self._gate
-        unreachable = True
+        refused_since = None  # when this request's run of refused connections began
+        attempts = 0
         for attempt in range(self.max_retries + 1):
-            if self._down is not None:  # another request already spent its retries on a server nobody runs
-                return Response("", 0, 0, error=f"not sent: {self._down}", latency_s=0.0)
             gate.acquire()
+            if self._down is not None:  # another request found the server down, or an error no retry mends
+                gate.release(None)
+                return Response("", 0, 0, error=f"not sent: {self._down}", latency_s=0.0)
             sent = time.perf_counter()
             t0 = sent if t0 is None else t0
+            left = self.budget_s - (sent - t0)
+            attempts += 1
             try:
-                resp = self._attempt(body)
+                resp = self._attempt(body, min(self.timeout_s, left))
             except _RetryableError as e:
                 gate.release(None, overloaded=True)
                 last = str(e)
-                unreachable &= e.unreachable
-                if attempt < self.max_retries:
-                    time.sleep(self._delay(attempt, e.retry_after))
+                now = time.perf_counter()
+                if not e.unreachable:
+                    refused_since = None
+                elif refused_since is None:
+                    refused_since = now
+                elif now - refused_since >= self.dead_after_s:
+                    self._down = self._redact(
+                        f"no server answered at {self.url} for {now - refused_since:.0f} s ({attempts} attempts): {last}"
+                    )
+                    return Response("", 0, 0, error=self._down, latency_s=now - t0)
+                if attempt == self.max_retries:
+                    break
+                wait = self._delay(attempt, e.retry_after)
+                if refused_since is not None:  # a refused connection is retried within dead_after_s, then given up
+                    wait = min(wait, max(self.dead_after_s - (now - refused_since), 0.0) + 0.05)
+                if now + wait - t0 >= self.budget_s:
+                    asked = f"the server asked to wait {e.retry_after:g} s (Retry-After); " if e.retry_after else ""
+                    msg = self._redact(
+                        f"gave up after {attempts} attempt(s) and {now - t0:.1f} s: {asked}the next attempt would "
+                        f"start past this request's time budget of {self.budget_s:g} s (--request-budget); last "
+                        f"error: {last}"
+                    )
+                    return Response("", 0, 0, error=msg, latency_s=now - t0)
+                time.sleep(wait)
             except _FatalError as e:
                 gate.release(time.perf_counter() - sent)
-                return Response("", 0, 0, error=self._redact(str(e)), latency_s=time.perf_counter() - t0)
+                msg = self._redact(str(e))
+                if e.for_all:  # the same answer awaits every request: send no more of them
+                    self._down = msg
+                return Response("", 0, 0, error=msg, latency_s=time.perf_counter() - t0)
             except BaseException:
                 gate.release(None)
                 raise
@@ -509,40 +584,71 @@ class OpenAIBackend:
                     )
                 resp.latency_s = time.perf_counter() - t0
                 return resp
-        msg = self._redact(f"failed after {self.max_retries + 1} attempt(s): {last}")
-        if unreachable:  # the rest of this call's requests fail at once instead of each retrying for a minute
+        msg = self._redact(f"failed after {attempts} attempt(s): {last}")
+        if refused_since is not None:  # the rest of this call's requests fail at once instead of each retrying
             self._down = msg
         return Response("", 0, 0, error=msg, latency_s=time.perf_counter() - t0)
 
-    def _attempt(self, body: bytes) -> Response:
+    def _served_models(self) -> dict:
+        """``GET {base_url}/models``: refuses a ``model`` the server does not serve, naming those it does; the
+        finding for ``run.json`` (``{"verdict": "listed"/"unknown", ...}``). One attempt."""
+        headers, secret = self._headers()
+        http_req = urllib.request.Request(self.base_url + "/models", headers=headers, method="GET")
+        for k, v in secret.items():
+            http_req.add_unredirected_header(k, v)
+        try:
+            with self._opener.open(http_req, timeout=min(self.timeout_s, 10.0)) as r:
+                raw = r.read(1 << 20)
+            data = json.loads(raw)
+            ids = [str(m["id"]) for m in data["data"] if isinstance(m, dict) and "id" in m]
+        except urllib.error.HTTPError as e:
+            e.close()
+            return {"verdict": "unknown", "error": f"HTTP {e.code} from {self.base_url}/models"}
+        except (urllib.error.URLError, ConnectionError, http.client.HTTPException, OSError) as e:
+            if _unreachable(e):
+                self._down = self._redact(f"connection error to {self.base_url}/models: {getattr(e, 'reason', e)}")
+            return {"verdict": "unknown", "error": self._redact(f"{type(e).__name__}: {e}")[:300]}
+        except (ValueError, KeyError, TypeError) as e:
+            return {"verdict": "unknown", "error": f"not a model list: {type(e).__name__}"}
+        if ids and self.model not in ids:
+            shown = ", ".join(repr(printable(i)) for i in ids[:10]) + (
+                f" and {len(ids) - 10} more" if len(ids) > 10 else ""
+            )
+            raise InputError(
+                f"{endpoint(self)} does not serve model {self.model!r}; it serves {shown}: pass one of them to --model"
+            )
+        return {"verdict": "listed", "served": [printable(i) for i in ids[:20]]}
+
+    def _attempt(self, body: bytes, timeout_s: float | None = None) -> Response:
+        timeout_s = self.timeout_s if timeout_s is None else max(float(timeout_s), 0.001)
         headers, secret = self._headers()
         http_req = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
         for k, v in secret.items():
             http_req.add_unredirected_header(k, v)
         sent = time.perf_counter()
         _REQ.socks, fired = [], []
-        watchdog = threading.Timer(self.timeout_s, _shut, args=(_REQ.socks, fired))
+        watchdog = threading.Timer(timeout_s, _shut, args=(_REQ.socks, fired))
         watchdog.daemon = True
         watchdog.start()
         try:
-            return self._exchange(http_req, sent, fired)
+            return self._exchange(http_req, sent, fired, timeout_s)
         finally:
             watchdog.cancel()
             _REQ.socks = None
 
-    def _exchange(self, http_req, sent: float, fired: list) -> Response:
+    def _exchange(self, http_req, sent: float, fired: list, timeout_s: float) -> Response:
         try:
-            with self._opener.open(http_req, timeout=self.timeout_s) as r:
+            with self._opener.open(http_req, timeout=timeout_s) as r:
                 # the body in pieces, against one deadline for the whole request: a server that trickles a
                 # byte at a time never trips the per-read socket timeout (one request took 57 s at 2 s)
                 parts = []
                 while chunk := r.read1(1 << 16):
                     parts.append(chunk)
-                    if time.perf_counter() - sent > self.timeout_s:
-                        raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
+                    if time.perf_counter() - sent > timeout_s:
+                        raise TimeoutError(f"the response was still arriving after {timeout_s:g} s")
                 raw = b"".join(parts)
                 if fired:  # the watchdog shut the socket down mid-response: what came is cut off
-                    raise TimeoutError(f"the response was still arriving after {self.timeout_s:g} s")
+                    raise TimeoutError(f"the response was still arriving after {timeout_s:g} s")
                 if r.length:  # the connection closed before Content-Length bytes came (read1 does not raise)
                     raise BackendUnreachable(
                         f"the connection closed {r.length} bytes short of the response's Content-Length"
@@ -559,15 +665,15 @@ class OpenAIBackend:
                 raise _RetryableError(
                     msg, _parse_retry_after(e.headers.get("Retry-After") if e.headers else None)
                 ) from None
-            raise _FatalError(msg) from None
+            raise _FatalError(msg, for_all=e.code in (401, 403, 404)) from None
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException, OSError) as e:
             # (TimeoutError, socket.timeout since 3.10, is an OSError)
             if isinstance(e, TimeoutError):
-                raise _RetryableError(self._redact(f"timeout after {self.timeout_s:g} s: {e}")) from None
+                raise _RetryableError(self._redact(f"timeout after {timeout_s:g} s: {e}{_BUSY}")) from None
             if fired:  # the watchdog shut the socket down: the whole request outlasted the timeout
                 raise _RetryableError(
-                    f"timeout after {self.timeout_s:g} s: no complete response in time (the "
-                    "server was still connecting or sending)"
+                    f"timeout after {timeout_s:g} s: no complete response in time (the "
+                    f"server was still connecting or sending){_BUSY}"
                 ) from None
             if isinstance(e, urllib.error.URLError):
                 kind = "timeout" if isinstance(e.reason, TimeoutError) else "connection error"

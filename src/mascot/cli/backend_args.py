@@ -46,6 +46,7 @@ _OPTIONS = {
     "concurrency": ("--concurrency", ("openai",)),
     "timeout_s": ("--timeout", ("openai",)),
     "max_retries": ("--max-retries", ("openai",)),
+    "budget_s": ("--request-budget", ("openai",)),
     "device": ("--device", ("hf",)),
     "batch_size": ("--batch-size", ("hf",)),
     "dtype": ("--dtype", ("vllm", "hf")),
@@ -119,6 +120,13 @@ def add_backend_args(
     g.add_argument("--timeout", dest="timeout_s", type=float, help="per-request timeout in seconds (default 120)")
     g.add_argument("--max-retries", type=int, help="HTTP retries per request (default 5)")
     g.add_argument(
+        "--request-budget",
+        dest="budget_s",
+        type=float,
+        help="seconds one request may take in all, its retries, back-offs and Retry-After waits included "
+        "(default timeout x (max retries + 1))",
+    )
+    g.add_argument(
         "--no-probe",
         action="store_true",
         default=None,
@@ -163,9 +171,10 @@ def _check_ranges(args) -> None:
     v = getattr(args, "max_retries", None)
     if v is not None and v < 0:
         raise InputError(f"--max-retries must be >= 0; got {v}")
-    v = getattr(args, "timeout_s", None)
-    if v is not None and not 0 < v < math.inf:
-        raise InputError(f"--timeout must be > 0 seconds and finite; got {v}")
+    for dest, flag in (("timeout_s", "--timeout"), ("budget_s", "--request-budget")):
+        v = getattr(args, dest, None)
+        if v is not None and not 0 < v < math.inf:
+            raise InputError(f"{flag} must be > 0 seconds and finite; got {v}")
     v = getattr(args, "gpu_memory_utilization", None)
     if v is not None and not 0 < v <= 1:
         raise InputError(f"--gpu-memory-utilization must be in (0, 1]; got {v}")

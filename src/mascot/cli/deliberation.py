@@ -192,6 +192,15 @@ def cmd_debate(args) -> int:
     )
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
+    replies = sum(o["rounds"] for o in res.outcomes) * len(cfg.agents)
+    untagged = sum(o["untagged"] for o in res.outcomes)
+    if replies and untagged > replies / 2:  # as trials warns when most steps carried their state (issue 33)
+        print(
+            f"mascot: warning: {untagged} of the {replies} replies in {out} carry no [DECISION: PASS/FAIL] tag: an "
+            "untagged reply blocks consensus, so the outcome measures the tag format, not the debate; see "
+            f"{out}/transcript.jsonl for the replies",
+            file=sys.stderr,
+        )
     if args.json:
         objs = [
             {"rounds": o["rounds"], "consensus": o["consensus"], "decision": o["decision"], "tokens": o["tokens"]}

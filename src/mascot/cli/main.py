@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 from mascot.errors import InputError, MascotError, exit_code
+from mascot.log import printable
 
 __all__ = ["main"]
 
@@ -437,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
     from mascot.cli.calibrate import add_parsers as _add_calibrate_parsers
 
     _add_calibrate_parsers(sub)  # mascot calibrate
+    from mascot.cli.models import add_parsers as _add_models_parsers
+
+    _add_models_parsers(sub)  # mascot models gguf
 
     rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
     rp.add_argument("what", choices=["consensus-sweep", "spectra-sweep", "noise-sweep"])
@@ -573,7 +577,7 @@ def main(argv=None) -> int:
                 parser.error(f"unrecognized arguments: {' '.join(bad)}")
             args.overrides = [*args.overrides, *extra]
     except (ValueError, FileNotFoundError) as e:
-        print(f"mascot: error: {e}", file=sys.stderr)
+        print(f"mascot: error: {printable(str(e))}", file=sys.stderr)
         return 2
     _process_switches(args)
     if argv_given_by_console:  # the mascot command itself (not main([...]) from Python): say when JAX compiles
@@ -582,22 +586,37 @@ def main(argv=None) -> int:
         want_compile_notice()
     import signal
 
-    previous = signal.getsignal(signal.SIGINT)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     if getattr(args, "hard_interrupt", False):
         # a command that keeps nothing of interrupted work (the calibrations) stops at the signal itself: a
         # KeyboardInterrupt raised inside a JAX garbage-collection callback is printed and ignored, and the fit
         # would run on; its files are written atomically and its lock is released by the OS
         def _stop(signum, frame):
-            print("mascot: interrupted; " + args.on_interrupt, file=sys.stderr)
+            print(f"mascot: {_SIGNAL_WORDS.get(signum, 'interrupted')}; " + args.on_interrupt, file=sys.stderr)
             sys.stderr.flush()
-            os._exit(130)
+            os._exit(128 + signum)
 
         signal.signal(signal.SIGINT, _stop)
+        signal.signal(signal.SIGTERM, _stop)
+    elif argv_given_by_console:  # SIGTERM (what schedulers and `kill` send) unwinds like Ctrl-C: work kept, exit 143
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return _run(args)
-    finally:  # main() called from Python (a test, a notebook) leaves the process's SIGINT handling as it was
-        if getattr(args, "hard_interrupt", False):
-            signal.signal(signal.SIGINT, previous)
+    finally:  # main() called from Python (a test, a notebook) leaves the process's signal handling as it was
+        if getattr(args, "hard_interrupt", False) or argv_given_by_console:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+_SIGNAL_WORDS = {2: "interrupted", 15: "terminated (SIGTERM)"}
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that it unwinds like Ctrl-C (locks released, records kept)."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
 
 
 def _run(args) -> int:
@@ -606,11 +625,12 @@ def _run(args) -> int:
     try:
         return args.func(args)
     except MascotError as e:  # what mascot raises on purpose: one line (a bug in mascot shows its traceback)
-        print(f"mascot: error: {e}", file=sys.stderr)
+        print(f"mascot: error: {printable(str(e))}", file=sys.stderr)
         return exit_code(e)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:
+        signum = 15 if isinstance(e, Terminated) else 2
         print(
-            "mascot: interrupted; "
+            f"mascot: {_SIGNAL_WORDS[signum]}; "
             + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same command to resume"),
             file=sys.stderr,
         )
@@ -618,7 +638,7 @@ def _run(args) -> int:
         sys.stderr.flush()
         # exit now: worker threads may still be blocked on the network (the interpreter would join them at exit);
         # every record is written atomically and the run's lock was released while the interrupt unwound
-        os._exit(130)
+        os._exit(128 + signum)
     except MemoryError as e:  # (numpy's "Unable to allocate 153. TiB ..." included)
         print(
             f"mascot: error: out of memory: {e or 'an allocation failed'}; ask for less (smaller graphs, batches, "

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mascot import log
-from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
+from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint, stop_if_down
 from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
@@ -97,6 +97,9 @@ REASK = 2  # how often a request the backend did not answer is asked again (as t
 
 def _generate(b, reqs):
     resps = list(b.generate(reqs))
+    stop_if_down(
+        b, f"round {reqs[0].meta.get('round', '?')}" if reqs and isinstance(reqs[0].meta, dict) else "the round"
+    )
     if len(resps) != len(reqs):
         raise BackendError(f"backend returned {len(resps)} responses for {len(reqs)} requests")
     return resps

@@ -64,7 +64,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mascot import log
-from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint
+from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint, stop_if_down
 from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, json_default, jsonl_line, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
@@ -228,6 +228,7 @@ class _Harness:
                 )
             t0 = time.perf_counter()
             resps = self.backend.generate(reqs)
+            stop_if_down(self.backend, f"round {reqs[0].meta.get('round', '?')}")
             self.call_s += time.perf_counter() - t0
             if len(resps) != len(reqs):
                 raise BackendError(f"backend returned {len(resps)} responses for {len(reqs)} requests")

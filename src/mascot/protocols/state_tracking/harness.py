@@ -66,7 +66,7 @@ import numpy as np
 
 from mascot import log
 from mascot.backends import run_spec
-from mascot.backends.base import Backend, BackendFailure, Request, attach_progress, endpoint
+from mascot.backends.base import Backend, BackendFailure, Request, attach_progress, endpoint, stop_if_down
 from mascot.errors import BackendError, InputError
 from mascot.io import atomic_path, atomic_write_text
 from mascot.protocols.state_tracking import prompts
@@ -272,6 +272,7 @@ class _Runner:
                 reqs.append(Request(messages=msgs[i], sampling=sampling, json_schema=schema, meta=meta))
             t0 = time.perf_counter()
             resps = self.backend.generate(reqs)
+            stop_if_down(self.backend, f"step {step}")
             dt = time.perf_counter() - t0
             self.call_s += dt
             if not isinstance(resps, list) or len(resps) != len(reqs):
@@ -743,7 +744,8 @@ def run_trials(
         steps_run=steps_run,
         requests=runner.n_requests,
         backend_call_s=round(runner.call_s, 3),
-        requests_per_s=round(runner.n_requests / runner.call_s, 1) if runner.call_s > 0 else None,
+        # three significant digits: round(x, 1) wrote 0.0 for the 0.02 req/s of a CPU model (issue 33)
+        requests_per_s=float(f"{runner.n_requests / runner.call_s:.3g}") if runner.call_s > 0 else None,
     )
     meta["complete"] = True
     meta["steps_done"] = config.steps

