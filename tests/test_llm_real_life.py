@@ -181,3 +181,29 @@ def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_
     rc, err = run(text, "--out", tmp_path / "full")
     assert rc == 2 and "exists and is not empty" in err and (tmp_path / "full" / "x").read_text() == "keep me"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no scratch directory left behind
+
+
+def test_trials_dry_run_and_size_limits_say_the_cost_before_a_request(server, tmp_path, capsys):
+    """--n-trials 100000000 grew to 5.5 GB with nothing said; 100 trials x 12 steps would take days on a CPU model
+    and nothing said so before it started."""
+    from mascot.protocols.state_tracking.config import TrialConfig
+    from mascot.protocols.state_tracking.harness import run_trials
+    from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+    # the plan's request count against the harness's own, on a surrogate whose replies all parse
+    cfg = TrialConfig(n_trials=3, steps=2, retries=0)
+    exact = dict(sigma=0.0, parity_slip=0.0, level_slip=0.0, parse_fail=0.0)
+    res = run_trials(cfg, tmp_path / "s", SurrogateBackend(seed=0, **exact), progress=False)
+    assert (
+        cfg.plan()["requests"] == res.requests == 3 * 2 * 2 * (1 + 5 + 8)
+    )  # trials x arms x steps x (chain, star, mesh)
+    rc = cli_main(["trials", "--backend", "surrogate", "--n-trials", "100000000", "--out", str(tmp_path / "big")])
+    assert rc == 2 and "600,000,000 trial units" in capsys.readouterr().err and not (tmp_path / "big").exists()
+    argv = ["trials", "--backend", "openai", "--base-url", server.url, "--model", "m", "--steps", "12"]
+    rc = cli_main([*argv, "--n-trials", "1000", "--out", str(tmp_path / "o")])
+    assert rc == 2 and "336,000 requests" in capsys.readouterr().err and server.posts == 0
+    rc = cli_main([*argv, "--dry-run", "--out", str(tmp_path / "d")])
+    out = capsys.readouterr().out
+    assert rc == 0 and "33,600 requests at their first tries" in out and "the server probe took" in out
+    # the probe's three requests (one reply for every seed: the third seed is asked too), no trial request
+    assert server.posts == 3 and not (tmp_path / "d").exists()

@@ -316,7 +316,6 @@ def _cmd_trials(args) -> int:
         raise InputError(f"--epsilon must be a finite number; got {args.epsilon}")
     if not (args.d_floor > 0 and math.isfinite(args.d_floor)):
         raise InputError(f"--d-floor must be a finite number > 0; got {args.d_floor}")
-    backend, spec, default_log = _trials_backend(args)
     n_trials = args.n_trials or (10_000 if args.backend == "surrogate" else 100)
     cfg = TrialConfig(
         topologies=topologies,
@@ -329,10 +328,19 @@ def _cmd_trials(args) -> int:
         paired_seeds=not args.unpaired,
         structured_output=args.structured_output,
         sampling=Sampling(temperature=args.temperature, top_p=args.top_p, max_tokens=args.max_tokens, seed=args.seed),
-        log_requests=args.log_requests or default_log,
+        log_requests=args.log_requests or ("none" if args.backend == "surrogate" else "all"),
         d_floor=args.d_floor,
         **({"initial_state": args.initial_state} if args.initial_state else {}),
     )
+    plan = cfg.plan()
+    _check_size(plan, args)  # before a model is loaded or a server probed
+    backend, spec, _ = _trials_backend(args)
+    if args.dry_run and args.backend == "openai":  # the backend comes as a factory: build it, i.e. probe the server
+        backend = backend() if callable(backend) and not hasattr(backend, "generate") else backend
+    if args.dry_run or args.backend != "surrogate":
+        _say_plan(plan, cfg, backend, dry=args.dry_run)
+    if args.dry_run:
+        return 0
     out = Path(args.out or f"runs/trials-{args.backend}")
     res = run_trials(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     print(
@@ -348,6 +356,64 @@ def _cmd_trials(args) -> int:
     )
     _warn_carried(out)
     return 0
+
+
+# sizes refused unless --allow-large: units are held in memory (n_trials 1e8 grew to 5.5 GB with nothing said),
+# and requests to a model cost time and money
+MAX_UNITS = 1_000_000
+MAX_LLM_REQUESTS = 100_000
+
+
+def _check_size(plan: dict, args) -> None:
+    if args.allow_large:
+        return
+    if plan["units"] > MAX_UNITS:
+        raise InputError(
+            f"{plan['units']:,} trial units (topologies x trials x 2 arms) is more than {MAX_UNITS:,}, which this "
+            "harness holds in memory at once; split the run (--seed, --out) or pass --allow-large"
+        )
+    if args.backend != "surrogate" and plan["requests"] > MAX_LLM_REQUESTS:
+        raise InputError(
+            f"this run sends {plan['requests']:,} requests to a model at its first tries (more than "
+            f"{MAX_LLM_REQUESTS:,}); see --dry-run for its size and time, lower --n-trials or --steps, or pass "
+            "--allow-large"
+        )
+
+
+def _say_plan(plan: dict, cfg, backend, dry: bool) -> None:
+    """The run's size (and, from the server probe's pace, a time) before the first request: on stdout for
+    --dry-run, on stderr as a notice before a model run."""
+    lines = [
+        f"{plan['units']:,} units ({', '.join(cfg.topologies)} x {cfg.n_trials:,} trials x 2 arms), {cfg.steps} "
+        f"steps: {plan['requests']:,} requests at their first tries, up to {plan['requests_max']:,} if every reply "
+        f"is re-asked --retries {cfg.retries} times",
+        f"prompts: {plan['prompt_chars']:,} characters at the first tries (about {plan['prompt_chars'] / 4:,.0f} "
+        f"tokens at 4 characters a token); replies: at most {plan['completion_tokens_max']:,} tokens "
+        f"(--max-tokens {cfg.sampling.max_tokens})",
+    ]
+    probe = getattr(backend, "probe_findings", None)
+    asked = len((probe or {}).get("sampling", {}).get("seeds", []) or []) if probe else 0
+    if probe and asked and probe.get("probe_s"):
+        per = probe["probe_s"] / asked
+        lines.append(
+            f"time: the server probe took {per:.2f} s a request ({asked} requests of at most 16 tokens, one at a time): "
+            f"at that pace the first tries take {_duration(per * plan['requests'])} one at a time; longer replies take "
+            "longer, a batching server answers several at once"
+        )
+    elif dry and getattr(backend, "name", None) != "surrogate":
+        lines.append("time: not estimated (only an openai server's probe times a request before the run)")
+    text = "\n".join(("plan: " if i == 0 else "      ") + line for i, line in enumerate(lines))
+    print(text, file=sys.stdout if dry else sys.stderr)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
 
 
 def _warn_carried(out: Path, limit: float = 0.5) -> None:
@@ -501,6 +567,17 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument("--d-floor", type=float, default=1e-6, help="floor on D_t in R_cdr (default 1e-6)")
     tr.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs (default 2000)")
     tr.add_argument("--no-figures", action="store_true", help="skip Figs 2-6")
+    tr.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the run's size (units, requests, prompt and reply tokens) and, from the server probe, a time; "
+        "send no trial request and write nothing",
+    )
+    tr.add_argument(
+        "--allow-large",
+        action="store_true",
+        help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_LLM_REQUESTS:,} first-try requests to a model)",
+    )
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
     from mascot.backends.base import Sampling
     from mascot.cli.backend_args import add_backend_args

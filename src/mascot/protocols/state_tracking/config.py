@@ -124,6 +124,31 @@ class TrialConfig:
         d["d_floor"] = self.d_floor
         return d
 
+    def plan(self) -> dict:
+        """The run's size before a request is sent (``mascot trials --dry-run``): ``units`` (topology x trial x
+        arm), ``requests`` (first tries: per unit and step, chain 1, star ``leaves`` + 1 judge, mesh
+        2 ``mesh_agents``), ``requests_max`` (every request re-asked ``retries`` times: an unparsed reply is),
+        ``prompt_chars`` (the first tries' prompts as built from the initial state, the judge's and the
+        revisions' showing correct proposals) and ``completion_tokens_max`` (``requests_max`` x ``max_tokens``)."""
+        from mascot.protocols.state_tracking import prompts
+
+        s = self.initial
+        chars = lambda msgs: sum(len(m["content"]) for m in msgs)  # noqa: E731
+        agent = chars(prompts.agent_messages(s))
+        per_unit = {"chain": (1, agent)}
+        per_unit["star"] = (self.leaves + 1, self.leaves * agent + chars(prompts.judge_messages([s] * self.leaves, s)))
+        rev = chars(prompts.revision_messages([s] * self.mesh_agents, s, self.mesh_agents))
+        per_unit["mesh"] = (2 * self.mesh_agents, self.mesh_agents * (agent + rev))
+        units = 2 * self.n_trials  # two arms per trial
+        requests = sum(per_unit[t][0] for t in self.topologies) * units * self.steps
+        return dict(
+            units=units * len(self.topologies),
+            requests=requests,
+            requests_max=requests * (self.retries + 1),
+            prompt_chars=sum(per_unit[t][1] for t in self.topologies) * units * self.steps,
+            completion_tokens_max=requests * (self.retries + 1) * self.sampling.max_tokens,
+        )
+
 
 class TrialsResult(NamedTuple):
     out: Path
