@@ -505,8 +505,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_calibrate_parsers(sub)  # mascot calibrate
     from mascot.cli.models import add_parsers as _add_models_parsers
+    from mascot.cli.models import add_show_parser
 
     _add_models_parsers(sub)  # mascot models gguf
+    add_show_parser(sub)  # mascot show
 
     rp = sub.add_parser("report", help="figures and tables from a merged sweep dataset")
     rp.add_argument("what", choices=["consensus-sweep", "spectra-sweep", "noise-sweep"])

@@ -1,10 +1,11 @@
-"""``mascot models gguf``: a model directory from a GGUF file (:mod:`mascot.backends.gguf`)."""
+"""``mascot models gguf`` (a model directory from a GGUF file, :mod:`mascot.backends.gguf`) and ``mascot show`` (what
+the model did in an LLM run, :mod:`mascot.analysis.show`)."""
 
 from __future__ import annotations
 
 import time
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "add_show_parser"]
 
 
 def _cmd_gguf(args) -> int:
@@ -44,3 +45,33 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--top-p", type=float, default=0.5, help="default nucleus top_p (default 0.5)")
     g.add_argument("--force", action="store_true", help="replace an existing --out")
     g.set_defaults(func=_cmd_gguf)
+
+
+def _cmd_show(args) -> int:
+    from mascot.analysis.show import load_run, summarise, summary_text, write_html
+
+    if args.limit < 1:
+        from mascot.errors import InputError
+
+        raise InputError(f"--limit must be >= 1; got {args.limit}")
+    command, meta, records = load_run(args.run)
+    s = summarise(records)
+    print(summary_text(command, meta, s, args.run))
+    if args.html:
+        n = write_html(command, meta, records, s, args.html, args.run, limit=args.limit)
+        print(f"wrote {args.html} ({n:,} of {len(records):,} requests)")
+    return 0
+
+
+def add_show_parser(subparsers) -> None:
+    s = subparsers.add_parser(
+        "show",
+        help="what the model did in an LLM run: requests, parse outcomes, finish reasons, latency; --html for a page",
+        description="Summarise an LLM run directory (mascot trials with --log-requests all/failures, deliberate, "
+        "debate): requests, answers, parse outcomes, finish reasons, tokens and latency per stage; --html writes one "
+        "self-contained page with every request's prompt, reply, parse result and timing.",
+    )
+    s.add_argument("run", help="the run directory (its run.json and requests.jsonl or transcript.jsonl)")
+    s.add_argument("--html", help="also write this HTML page")
+    s.add_argument("--limit", type=int, default=2000, help="requests on the page at most (default 2000)")
+    s.set_defaults(func=_cmd_show)

@@ -1,0 +1,84 @@
+"""Issue 33, item 6: `mascot show RUN` (terminal summary) and `--html` (one self-contained page), the page checked
+in a real headless Chromium (Debian's package; CI installs it and sets MASCOT_REQUIRE_BROWSER=1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mascot.cli import main as cli_main
+
+ROOT = Path(__file__).resolve().parents[1]
+HOSTILE = "<script>document.title='owned'</script>\x1b[31m</pre><b>x</b>"
+
+
+def _browser():
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    if exe is None:
+        if os.environ.get("MASCOT_REQUIRE_BROWSER"):
+            pytest.fail("MASCOT_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("needs Chromium (Debian: apt-get install chromium)")
+    return exe
+
+
+@pytest.fixture(scope="module")
+def trials_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("show") / "t"
+    argv = ["trials", "--backend", "surrogate", "--n-trials", "2", "--steps", "2", "--parse-fail", "0.3"]
+    rc = cli_main([*argv, "--log-requests", "all", "--no-figures", "--quiet", "--out", str(out)])
+    assert rc == 0
+    # one reply as a hostile model would write it: markup and a terminal escape
+    lines = (out / "requests.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["text"], rec["parse_ok"], rec["reason"] = HOSTILE, False, "no_json: no JSON object in the reply"
+    lines[0] = json.dumps(rec)
+    (out / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def test_show_counts_what_the_records_hold(trials_run, capsys):
+    recs = [json.loads(x) for x in (trials_run / "requests.jsonl").read_text().splitlines()]
+    assert cli_main(["show", str(trials_run)]) == 0
+    out = capsys.readouterr().out
+    parsed = sum(1 for r in recs if r["parse_ok"] and not r["error"])
+    assert (
+        f"requests: {len(recs):,} recorded, {len(recs):,} answered, 0 got no answer; {parsed:,} of the answers parsed"
+        in out
+    )
+    ptok = sum(r["prompt_tokens"] for r in recs)
+    assert f"tokens: {ptok:,} prompt" in out and "no_json" in out and "\x1b" not in out
+
+
+def test_show_refuses_what_is_not_an_llm_run(tmp_path, capsys):
+    assert cli_main(["show", str(tmp_path)]) == 2 and "no run.json" in capsys.readouterr().err
+    (tmp_path / "run.json").write_text('{"kind": "mascot-trials"}')
+    assert cli_main(["show", str(tmp_path)]) == 2 and "--log-requests all" in capsys.readouterr().err
+    (tmp_path / "requests.jsonl").write_text('{"topology": "chain"\n')
+    assert cli_main(["show", str(tmp_path)]) == 2 and "line 1 is not JSON" in capsys.readouterr().err
+
+
+def test_show_html_in_a_real_browser(trials_run, tmp_path):
+    exe = _browser()
+    page = tmp_path / "run.html"
+    r = subprocess.run(
+        [sys.executable, "-m", "mascot", "show", str(trials_run), "--html", str(page)],
+        capture_output=True, text=True, cwd=ROOT,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1200,1600"]
+    dom = subprocess.run([exe, *flags, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=120).stdout
+    # the hostile reply is text on the page, not markup: no script ran (the title is the page's own), no <b>
+    assert "<title>mascot show t</title>" in dom and "<script" not in dom.lower() and "<b>x</b>" not in dom
+    assert "&lt;script&gt;document.title='owned'&lt;/script&gt;\\x1b[31m&lt;/pre&gt;&lt;b&gt;x&lt;/b&gt;" in dom
+    assert "not parsed: no_json" in dom and "chain · trial 0 · benign" in dom and '<details open="">' in dom
+    shot = tmp_path / "run.png"
+    subprocess.run([exe, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
+    head = shot.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1200, 1600)
