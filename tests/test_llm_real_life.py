@@ -207,3 +207,76 @@ def test_trials_dry_run_and_size_limits_say_the_cost_before_a_request(server, tm
     assert rc == 0 and "33,600 requests at their first tries" in out and "the server probe took" in out
     # the probe's three requests (one reply for every seed: the third seed is asked too), no trial request
     assert server.posts == 3 and not (tmp_path / "d").exists()
+
+
+def test_a_rerun_sends_only_the_requests_the_interrupted_run_had_not_answered(tmp_path):
+    """Issue 33, item 2: a step whose second stage failed threw away its answered first stage (asked again on
+    resume, 40 s a request on a CPU model). The rerun now sends only what was not answered, and the run equals an
+    uninterrupted one."""
+    import pandas as pd
+
+    from mascot.backends.base import BackendFailure, Response
+    from mascot.protocols.state_tracking.config import TrialConfig
+    from mascot.protocols.state_tracking.harness import run_trials
+    from mascot.protocols.state_tracking.surrogate import SurrogateBackend
+
+    class Flaky:
+        """The surrogate (noise and parse failures keyed on the request, so deterministic) under a model's name;
+        while ``failing``, every stage-2 request of step 2 gets no answer."""
+
+        name, model = "flaky", "surrogate"
+
+        def __init__(self, failing):
+            self.inner, self.failing, self.sent = SurrogateBackend(seed=0), failing, []
+
+        def identity(self):
+            return {"backend": "flaky", "model": "surrogate"}
+
+        def describe(self):
+            return self.identity()
+
+        def generate(self, reqs):
+            self.sent += [(r.meta["step"], r.meta["stage"]) for r in reqs]
+            out = self.inner.generate(reqs)
+            bad = lambda r: self.failing and (r.meta["step"], r.meta["stage"]) == (2, "stage2")  # noqa: E731
+            return [Response("", 0, 0, error="HTTP 500 from the test") if bad(r) else o for r, o in zip(reqs, out)]
+
+    cfg = TrialConfig(n_trials=3, steps=3)
+    flaky = Flaky(failing=True)
+    with pytest.raises(BackendFailure, match="Step 2 was not committed"):
+        run_trials(cfg, tmp_path / "run", flaky, progress=False)
+    asked_before = sum(1 for s in flaky.sent if s == (2, "stage1"))
+    assert asked_before > 0 and (tmp_path / "run" / "answers.jsonl").is_file()
+    flaky.failing, flaky.sent = False, []
+    res = run_trials(cfg, tmp_path / "run", flaky, progress=False)
+    assert (2, "stage1") not in flaky.sent and (2, "stage2") in flaky.sent  # only what had no answer
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["sessions"][-1]["replayed"] == asked_before
+    assert not (tmp_path / "run" / "answers.jsonl").exists()  # emptied as the steps committed
+    whole = run_trials(cfg, tmp_path / "whole", Flaky(failing=False), progress=False)
+    a, b = (pd.read_parquet(r.out / "trials.parquet") for r in (res, whole))
+    pd.testing.assert_frame_equal(a, b)
+
+
+def test_the_answer_cache_drops_a_line_cut_by_a_kill_and_refuses_a_damaged_one(tmp_path):
+    from mascot.backends.base import Response
+    from mascot.backends.cache import AnswerCache, request_key
+
+    class Echo:
+        name, model = "echo", "m"
+
+        def generate(self, reqs):
+            return [Response(f"answer {r.meta['i']}", 1, 1, "stop") for r in reqs]
+
+    reqs = [Request([{"role": "user", "content": "q"}], Sampling(seed=i), meta={"i": i}) for i in range(3)]
+    path = tmp_path / "answers.jsonl"
+    c = AnswerCache(Echo(), path)
+    assert [r.text for r in c.generate(reqs[:2])] == ["answer 0", "answer 1"] and len(c) == 2
+    with open(path, "a") as f:
+        f.write('{"key": "' + request_key(reqs[2]) + '", "respo')  # a kill mid-write
+    c = AnswerCache(Echo(), path)
+    assert len(c) == 2 and path.read_text().count("\n") == 2  # the cut line is gone
+    assert [r.text for r in c.generate(reqs)] == ["answer 0", "answer 1", "answer 2"] and c.replayed == 2
+    lines = path.read_text().splitlines()
+    path.write_text(lines[0] + "\n" + "garbage\n" + lines[1] + "\n")
+    with pytest.raises(InputError, match="line 2 is damaged; delete the file"):
+        AnswerCache(Echo(), path)

@@ -33,6 +33,7 @@ from typing import NamedTuple
 
 from mascot import log
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint, stop_if_down
+from mascot.backends.cache import AnswerCache, keep_answers
 from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
 from mascot.protocols.debate.config import DebateConfig
@@ -154,7 +155,7 @@ def run_debate(
     b = None
     while not all(done(st) for st in runs.values()):
         if b is None:
-            b = factory() if factory is not None else backend
+            b = keep_answers(factory() if factory is not None else backend, out)  # resume at the request
             attach_progress(b, say)  # requests done/total inside a round (hf, openai)
             # provenance, as trials and deliberate record it: describe() holds the openai probe's findings
             # (sampling / structured output honoured or ignored by the server)
@@ -297,6 +298,9 @@ def run_debate(
         )
     wall = time.perf_counter() - t_start
     session.update(finished=utc_now(), wall_s=round(wall, 3), requests=n_requests)
+    if isinstance(b, AnswerCache):  # every round is committed: its answers are in transcript.jsonl
+        session["replayed"] = b.replayed
+        b.clear()
     meta["complete"] = True
     meta["outcomes"] = outcomes
     atomic_write_text(run_json, json.dumps(meta, indent=2) + "\n")

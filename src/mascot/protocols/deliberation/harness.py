@@ -65,6 +65,7 @@ import numpy as np
 
 from mascot import log
 from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint, stop_if_down
+from mascot.backends.cache import AnswerCache, keep_answers
 from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, json_default, jsonl_line, read_jsonl, utc_now
 from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
@@ -598,7 +599,7 @@ def run_deliberation(
     if any(ln.status is None for ln in lanes):
         if done_before:
             h.say(f"resuming {out}: {done_before} lane-rounds already logged")
-        h.backend = factory() if factory is not None else backend
+        h.backend = keep_answers(factory() if factory is not None else backend, out)  # resume at the request
         attach_progress(h.backend, h.say)  # requests done/total inside a round (hf, openai)
         session["backend"] = _spec_of(h.backend)
         new = h.round0(lanes)
@@ -631,6 +632,9 @@ def run_deliberation(
         lane_rounds_run=rounds_run,
         backend_call_s=round(h.call_s, 3),
     )
+    if isinstance(h.backend, AnswerCache):  # every round is committed: its answers are in rounds.jsonl
+        session["replayed"] = h.backend.replayed
+        h.backend.clear()
     meta["complete"] = True
     meta["summary"] = summaries
     atomic_write_text(run_json, json.dumps(meta, indent=2, default=json_default) + "\n")

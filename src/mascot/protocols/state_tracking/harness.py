@@ -67,6 +67,7 @@ import numpy as np
 from mascot import log
 from mascot.backends import run_spec
 from mascot.backends.base import Backend, BackendFailure, Request, attach_progress, endpoint, stop_if_down
+from mascot.backends.cache import AnswerCache, keep_answers
 from mascot.errors import BackendError, InputError
 from mascot.io import atomic_path, atomic_write_text
 from mascot.protocols.state_tracking import prompts
@@ -711,6 +712,7 @@ def run_trials(
             runner.restore(done)
             runner._say(f"resuming {out}: steps 1..{done} of {config.steps} already committed")
         b = factory() if factory is not None else backend
+        b = keep_answers(b, out)  # a model's answers are kept until their step commits (resume at the request)
         runner.backend = b
         attach_progress(b, runner._say)  # requests done/total inside a stage (hf, openai)
         session["backend"] = _spec_of(b)
@@ -725,6 +727,8 @@ def run_trials(
                 runner.drop_log(step)
                 raise
             runner.commit(step, cols)
+            if isinstance(b, AnswerCache):  # the step's answers are committed (and in its records)
+                b.clear()
             steps_run += 1
             dt = time.perf_counter() - t0
             left = (config.steps - step) * (time.perf_counter() - t_start) / steps_run
@@ -737,6 +741,8 @@ def run_trials(
             session["requests"] = runner.n_requests
             atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
     runner.finalize()
+    if isinstance(runner.backend, AnswerCache):
+        session["replayed"] = runner.backend.replayed  # answered before an interruption, not asked again
     wall = time.perf_counter() - t_start
     session.update(
         finished=_now(),
