@@ -57,11 +57,18 @@ class Server:
                     return self._send(429, {"error": "slow down"}, [("Retry-After", "100000")])
                 if outer.mode == "401":
                     return self._send(401, {"error": "invalid api key"})
+                if outer.mode == "length":  # every reply cut at max_tokens
+                    cut = dict(OK, choices=[{"message": {"content": '{"Value": 1'}, "finish_reason": "length"}])
+                    return self._send(200, cut)
+                if outer.mode == "huge":  # a runaway server: 20 MB of reply
+                    big = dict(OK, choices=[{"message": {"content": "x" * (20 << 20)}, "finish_reason": "stop"}])
+                    return self._send(200, big)
                 if outer.mode == "escape":
                     return self._send(500, b"boom \x1b]0;owned\x07\x1b[31mred\x00 end")
                 return self._send(200, OK)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.handle_error = lambda request, address: None  # a client that hangs up (the huge reply) is fine
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -280,3 +287,15 @@ def test_the_answer_cache_drops_a_line_cut_by_a_kill_and_refuses_a_damaged_one(t
     path.write_text(lines[0] + "\n" + "garbage\n" + lines[1] + "\n")
     with pytest.raises(InputError, match="line 2 is damaged; delete the file"):
         AnswerCache(Echo(), path)
+
+
+def test_cut_replies_are_said_as_they_happen_and_a_runaway_reply_is_refused(server, tmp_path, capsys):
+    """No warning up front when 92% of the replies ended at finish_reason=length; a 60 MB reply was taken whole."""
+    server.mode = "length"
+    argv = ["trials", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe", "--topology"]
+    rc = cli_main([*argv, "chain", "--n-trials", "2", "--steps", "1", "--no-figures", "--out", str(tmp_path / "t")])
+    err = capsys.readouterr().err
+    assert rc == 0 and "of the first 4 replies stopped at --max-tokens 250 (finish_reason length)" in err
+    server.mode, server.posts = "huge", 0
+    (r,) = OpenAIBackend("m", base_url=server.url, max_retries=3).generate([ASK])
+    assert "larger than 16,777,216 bytes; not read further" in r.error and server.posts == 1  # not retried

@@ -311,6 +311,7 @@ class OpenAIBackend:
     max_backoff_s = 60.0
     max_retry_after_s = 600.0
     dead_after_s = 10.0
+    max_reply_bytes = 16 << 20  # a chat completion's body; a larger one is refused, not read (issue 33)
     progress_every_s = 5.0
     on_progress = None  # on_progress(done, total, elapsed_s, failed) (mascot.backends.base.attach_progress)
 
@@ -641,9 +642,15 @@ class OpenAIBackend:
             with self._opener.open(http_req, timeout=timeout_s) as r:
                 # the body in pieces, against one deadline for the whole request: a server that trickles a
                 # byte at a time never trips the per-read socket timeout (one request took 57 s at 2 s)
-                parts = []
+                parts, size = [], 0
                 while chunk := r.read1(1 << 16):
                     parts.append(chunk)
+                    size += len(chunk)
+                    if size > self.max_reply_bytes:  # a 60 MB reply was taken whole (and written to the records)
+                        raise _FatalError(
+                            f"the reply from {self.url} is larger than {self.max_reply_bytes:,} bytes; not read further "
+                            "(nothing of it is kept)"
+                        )
                     if time.perf_counter() - sent > timeout_s:
                         raise TimeoutError(f"the response was still arriving after {timeout_s:g} s")
                 raw = b"".join(parts)

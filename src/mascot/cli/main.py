@@ -348,8 +348,10 @@ def _cmd_trials(args) -> int:
         f"in {res.wall_s:.1f} s"
     )
     run_baselines(out)  # the echo and random agents through the same harness, beside the run (resumed)
-    table2, _ = write_report(out, d_floor=cfg.d_floor, seed=cfg.seed, n_boot=args.n_boot, figures=not args.no_figures)
-    print(table2.to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    table2, stats = write_report(
+        out, d_floor=cfg.d_floor, seed=cfg.seed, n_boot=args.n_boot, figures=not args.no_figures
+    )
+    print(_marked_table2(table2, stats))
     print(
         f"wrote {out}/table2.csv, table2.md, metrics.csv, stats.json, trials.parquet"
         + ("" if args.no_figures else ", fig2..fig6 (.png/.pdf)")
@@ -414,6 +416,30 @@ def _duration(seconds: float) -> str:
     if seconds < 2 * 86400:
         return f"{seconds / 3600:.1f} h"
     return f"{seconds / 86400:.1f} days"
+
+
+def _marked_table2(table2, stats: dict) -> str:
+    """Table 2 for the console, its means marked † where they rest on carried-forward states, as table2.md
+    marks them, with the same note under it."""
+    from mascot.analysis.trials_baselines import carried_note
+
+    carried = stats.get("carried", {}) or {}
+    shown = table2.astype(object).copy()
+    for col in shown.columns:
+        if col.endswith("_mean") or col.endswith("_sd"):
+            shown[col] = [f"{v:.4g}" if isinstance(v, float) else v for v in table2[col]]
+    marked = False
+    for i, metric in enumerate(table2["metric"]):
+        for t, c in carried.items():
+            col = f"{t}_mean"
+            if col in shown and (c.get("affected") or {}).get(metric, 0):
+                shown.at[shown.index[i], col] = f"{shown.at[shown.index[i], col]}†"
+                marked = True
+    text = shown.to_string(index=False, float_format=lambda x: f"{x:.4g}")
+    if marked:
+        note = "\n".join(carried_note(carried, [t for t in ("chain", "star", "mesh") if t in carried]))
+        text += "\n" + note.replace('The row "ours', "table2.md's row \"ours")
+    return text
 
 
 def _warn_carried(out: Path, limit: float = 0.5) -> None:
