@@ -653,6 +653,12 @@ def test_cli_json_keys(tmp_path, capsys):
     cap = capsys.readouterr()
     o = json.loads(cap.out)
     assert set(o) == {"rounds", "consensus", "decision", "tokens"} and "untagged" not in cap.err
+    # the console table: charged tokens beside round 0's uncharged ones, the accounting rule stated (issue 33)
+    assert _cli(["deliberate", "--runs", "1", "--out", str(tmp_path / "dl"), "--quiet", "--no-report"]) == 0
+    out = capsys.readouterr().out
+    rows = [json.loads(x) for x in (tmp_path / "dl" / "rounds.jsonl").read_text().splitlines()]
+    r0 = next(r for r in rows if r["round"] == 0)
+    assert r0["cost"] == 0 and f"{r0['prompt_tokens_raw']:,}" in out and "not charged (charge_initial = false)" in out
     # every reply untagged (a model that ignores the tag format): said on stderr, as trials says carried states
     code_review = str(Path(__file__).parents[1] / "configs/debate/code_review.toml")
     argv = ["debate", code_review, "--out", str(tmp_path / "u"), "--quiet", "--surrogate-malformed", "1"]

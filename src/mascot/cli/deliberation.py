@@ -157,13 +157,35 @@ def cmd_deliberate(args) -> int:
                 ]
         print(json.dumps(obj, indent=2))
         return 0
+    from mascot.analysis.deliberation_report import lane_flags
+    from mascot.io import read_jsonl
+
+    rows = read_jsonl(out / "rounds.jsonl")
+    flags = lane_flags(rows)
+    # round 0 (every agent's first reply) is not charged to the budget (charge_initial = false): say so, and what
+    # it used, so the charged tokens are not mistaken for everything the run spent (issue 33)
+    first = {(r["strategy"], r["run"]): int(r.get("prompt_tokens_raw") or 0) for r in rows if r["round"] == 0}
     print(f"{out}: {len(res.summaries)} lanes ({res.rounds_run} lane-rounds run now, {res.requests} requests)")
-    print(f"{'strategy':<10} {'run':>4} {'rounds':>6} {'tokens':>10} {'D(0)':>8} {'D_final':>8}  status")
+    print(
+        f"{'strategy':<10} {'run':>4} {'rounds':>6} {'charged':>10} {'round 0':>9} {'D(0)':>9} {'D_final':>8}  status"
+    )
+    priors = False
     for x in res.summaries:
+        from_priors = bool(flags.get((x["strategy"], x["run"]), {}).get("d0_from_priors", False))
+        priors |= from_priors
         print(
-            f"{x['strategy']:<10} {x['run']:>4} {x['rounds']:>6} {x['tokens']:>10,.0f} {x['d0']:>8.4f} "
+            f"{x['strategy']:<10} {x['run']:>4} {x['rounds']:>6} {x['tokens']:>10,.0f} "
+            f"{first.get((x['strategy'], x['run']), 0):>9,} {x['d0']:>8.4f}{'*' if from_priors else ' '} "
             f"{x['d_final']:>8.4f}  {x['status']}" + (f"  ({x['failures']} parse failures)" if x["failures"] else "")
         )
+    print(
+        f"charged: the prompt tokens of rounds {'0' if cfg.charge_initial else '1'}.. x token_scale "
+        f"{cfg.token_scale:g}, what the budget b0 pays; round 0: the prompt tokens of every agent's first reply, "
+        + ("charged too (charge_initial = true)" if cfg.charge_initial else "not charged (charge_initial = false)")
+        + ", shared by the strategies of a run"
+    )
+    if priors:
+        print("* D(0) computed from role priors: a first reply did not parse, so its agent's prior stood in for it")
     if not args.no_report:
         print(f"report: {out}/table_viii.md, {out}/fig4.png, {out}/estimates.md, {out}/certificates.csv")
     return 0

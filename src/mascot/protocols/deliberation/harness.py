@@ -606,7 +606,10 @@ def run_deliberation(
         append_jsonl(out / "rounds.jsonl", new)
         rounds_run += len(new)
         if new:
-            h.say("round 0: D(0) = " + ", ".join(f"{r['D']:.4f}" for r in new[: config.runs]))
+            h.say(
+                "round 0 (every agent's first reply; role priors stand in for replies that did not parse): D(0) = "
+                + ", ".join(f"{r['D']:.4f}" for r in new[: config.runs])
+            )
         while any(ln.status is None for ln in lanes):
             t0 = time.perf_counter()
             new = h.round_k(lanes)
