@@ -653,6 +653,11 @@ def test_cli_json_keys(tmp_path, capsys):
     cap = capsys.readouterr()
     o = json.loads(cap.out)
     assert set(o) == {"rounds", "consensus", "decision", "tokens"} and "untagged" not in cap.err
+    # --dry-run: the size before a request, nothing written; the run then stays within it
+    assert _cli(["deliberate", "--runs", "1", "--dry-run", "--out", str(tmp_path / "dry")]) == 0
+    plan = capsys.readouterr().out
+    assert "at most 455 requests at their first tries (5 in round 0" in plan and not (tmp_path / "dry").exists()
+    # (5 agents in round 0, then 3 strategies x 5 agents x 30 rounds at most: 5 + 450)
     # the console table: charged tokens beside round 0's uncharged ones, the accounting rule stated (issue 33)
     assert _cli(["deliberate", "--runs", "1", "--out", str(tmp_path / "dl"), "--quiet", "--no-report"]) == 0
     out = capsys.readouterr().out

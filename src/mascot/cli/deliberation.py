@@ -126,6 +126,18 @@ def cmd_deliberate(args) -> int:
     _check_counts(overrides)
     _settings_from_params(args, overrides)
     cfg, sur = load_deliberation_config(args.config, overrides)
+    if args.dry_run:  # the run's size before a request (issue 33): an upper bound, rounds stop early
+        first = cfg.runs * cfg.n * (1 if cfg.shared_initial else len(cfg.strategies))
+        later = cfg.runs * len(cfg.strategies) * cfg.n * cfg.max_rounds
+        most = (first + later) * (cfg.retries + 1)
+        print(
+            f"plan: {cfg.runs} run(s) x {len(cfg.strategies)} strategies ({', '.join(cfg.strategies)}) x {cfg.n} "
+            f"agents: at most {first + later:,} requests at their first tries ({first:,} in round 0, then at most "
+            f"{cfg.max_rounds} rounds per lane; a lane stops at consensus or when its budget b0 = {cfg.b0:,.0f} "
+            f"is spent), up to {most:,} if every reply is re-asked --retries {cfg.retries} times; replies at most "
+            f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens})"
+        )
+        return 0
     if cfg.structured_output and args.backend == "openai":
         args.structured_output = True  # the config asks for it: the server probe checks it is honoured
     backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
@@ -212,6 +224,17 @@ def cmd_debate(args) -> int:
         SurrogateDebateBackend,
         priors={a.name: a.prior_pass for a in cfg.agents},
     )
+    if args.dry_run:  # the run's size before a request (issue 33)
+        from mascot.protocols.debate.harness import REASK
+
+        n = len(cfg.agents) * cfg.runs * cfg.max_rounds
+        print(
+            f"plan: {cfg.runs} debate(s) x {len(cfg.agents)} agents x at most {cfg.max_rounds} rounds: at most {n:,} "
+            f"requests (a debate stops at consensus; a request that gets no answer is asked again up to {REASK} "
+            "times); "
+            f"replies at most {n * cfg.sampling.max_tokens:,} tokens (max_tokens {cfg.sampling.max_tokens})"
+        )
+        return 0
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     replies = sum(o["rounds"] for o in res.outcomes) * len(cfg.agents)
@@ -261,6 +284,7 @@ def add_parsers(subparsers) -> None:
     d.add_argument("--runs", type=int, help="repeated runs per strategy (batched together)")
     d.add_argument("--out", help="run directory (default runs/deliberate/NAME-BACKEND[-MODEL])")
     d.add_argument("--json", action="store_true", help="print a JSON summary (one object per strategy and run)")
+    d.add_argument("--dry-run", action="store_true", help="print the run's size (requests, reply tokens); send nothing")
     d.add_argument(
         "--monitor", action="store_true", help="stop a lane early when b_k < B*(D(k)) (predicted BudgetFail)"
     )
@@ -299,6 +323,7 @@ def add_parsers(subparsers) -> None:
     )
     b.add_argument("--out", help="run directory (default runs/debate/NAME-BACKEND[-MODEL])")
     b.add_argument("--json", action="store_true", help="print rounds, consensus, decision, tokens as JSON")
+    b.add_argument("--dry-run", action="store_true", help="print the run's size (requests, reply tokens); send nothing")
     _backend_args(b)
     s = b.add_argument_group("surrogate backend")
     s.add_argument("--surrogate-persuasion", type=float, help="probability of adopting the others' majority per round")

@@ -353,7 +353,9 @@ class _Runner:
             errs = sum(1 for r in resps if r.error)
             unparsed = sum(1 for r, ok in zip(resps, parsed) if not r.error and not ok)
             self._say(
-                f"step {step}/{cfg.steps} {name}{f' retry {call}' if call else ''}: "
+                # "re-ask round k", not "retry k": a round holds unparsed replies (at most --retries re-asks each)
+                # and unanswered requests (asked again apart from those), so k may pass --retries
+                f"step {step}/{cfg.steps} {name}{f' re-ask round {call}' if call else ''}: "
                 f"{len(reqs)} requests in {dt:.2f} s ({len(reqs) / max(dt, 1e-9):,.2f} req/s), "
                 f"{unparsed} unparsed, {errs} backend errors"
             )
