@@ -299,3 +299,25 @@ def test_cut_replies_are_said_as_they_happen_and_a_runaway_reply_is_refused(serv
     server.mode, server.posts = "huge", 0
     (r,) = OpenAIBackend("m", base_url=server.url, max_retries=3).generate([ASK])
     assert "larger than 16,777,216 bytes; not read further" in r.error and server.posts == 1  # not retried
+
+
+def test_an_llm_command_sends_its_first_request_before_loading_the_report_stack(server, tmp_path):
+    """Issue 29: an LLM command needed about 20 s before its first request (the report's pandas and matplotlib
+    were imported first; 11.5 s on a loaded 2-core machine, 0.6 s now). A fresh interpreter lists what is
+    loaded when the first request goes out."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "import mascot.backends.openai as o\n"
+        "def first(self, reqs):\n"
+        "    print(sorted(m for m in ('pandas', 'matplotlib', 'jax', 'scipy') if m in sys.modules), flush=True)\n"
+        "    os._exit(0)\n"
+        "o.OpenAIBackend.generate = first\n"
+        "from mascot.cli import main\n"
+        f"main(['trials', '--backend', 'openai', '--base-url', {server.url!r}, '--model', 'm', '--no-probe', "
+        f"'--topology', 'chain', '--n-trials', '1', '--steps', '1', '--out', {str(tmp_path / 't')!r}])\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])

@@ -99,7 +99,6 @@ def _settings_from_params(args, overrides: dict) -> None:
 
 
 def cmd_deliberate(args) -> int:
-    from mascot.analysis.deliberation_report import write_report
     from mascot.protocols.deliberation import (
         STRATEGIES,
         SurrogateDeliberationBackend,
@@ -145,6 +144,8 @@ def cmd_deliberate(args) -> int:
     out = Path(args.out) if args.out else _default_out("deliberate", name, args)
     res = run_deliberation(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     if not args.no_report:
+        from mascot.analysis.deliberation_report import write_report  # after the requests (pandas, matplotlib)
+
         write_report([out], out)
     if args.json:
         from mascot.analysis.deliberation_report import lane_flags

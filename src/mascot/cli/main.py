@@ -295,10 +295,10 @@ def _trials_backend(args):
 
 
 def _cmd_trials(args) -> int:
-    from mascot.analysis.trials_report import write_report
+    # the report's imports (pandas, matplotlib: seconds) wait until the requests are answered (issue 29: an LLM
+    # command's first request came after about 20 s)
     from mascot.backends.base import Sampling
     from mascot.cli.backend_args import check_sampling_args
-    from mascot.protocols.state_tracking.baselines import run_baselines
     from mascot.protocols.state_tracking.harness import TOPOLOGIES, TrialConfig, run_trials
 
     topo = args.topology or ["all"]
@@ -347,6 +347,9 @@ def _cmd_trials(args) -> int:
         f"{out}: {res.steps_run} steps run, {res.steps_skipped} already committed, {res.requests:,} requests "
         f"in {res.wall_s:.1f} s"
     )
+    from mascot.analysis.trials_report import write_report
+    from mascot.protocols.state_tracking.baselines import run_baselines
+
     run_baselines(out)  # the echo and random agents through the same harness, beside the run (resumed)
     table2, stats = write_report(
         out, d_floor=cfg.d_floor, seed=cfg.seed, n_boot=args.n_boot, figures=not args.no_figures
