@@ -373,13 +373,22 @@ def test_server_killed_mid_run_stops_and_the_rerun_redoes_the_lost_step(model_di
 
 
 def test_wrong_model_name_is_an_error_never_a_result(server, tmp_path):
+    """With the probe (the default) the server's /v1/models names what it serves, before any completion (issue
+    33); without it, the server's HTTP 400 stops the run."""
     out = tmp_path / "wrong"
     posts = server_posts(server)
     args = openai_args(server)
     args[args.index("--model") + 1] = "no-such-model"
+    few = ["--topology", "chain", "--n-trials", "1", "--steps", "1", "--no-figures", "--quiet"]
+    r = mascot("trials", *args, *few, "--out", tmp_path / "probed")
+    assert r.returncode == 2, why(r, server)
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and f"does not serve model 'no-such-model'; it serves {server.model!r}" in lines[0]
+    assert server_posts(server) == posts
     r = mascot(
         "trials",
         *args,
+        "--no-probe",
         "--topology",
         "chain",
         "--n-trials",

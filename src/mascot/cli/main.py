@@ -337,7 +337,7 @@ def _cmd_trials(args) -> int:
     backend, spec, _ = _trials_backend(args)
     if args.dry_run and args.backend == "openai":  # the backend comes as a factory: build it, i.e. probe the server
         backend = backend() if callable(backend) and not hasattr(backend, "generate") else backend
-    if args.dry_run or args.backend != "surrogate":
+    if args.dry_run or (args.backend != "surrogate" and not args.quiet):  # (a notice, like progress)
         _say_plan(plan, cfg, backend, dry=args.dry_run)
     if args.dry_run:
         return 0
