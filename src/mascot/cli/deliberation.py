@@ -125,9 +125,10 @@ def cmd_deliberate(args) -> int:
     _check_counts(overrides)
     _settings_from_params(args, overrides)
     cfg, sur = load_deliberation_config(args.config, overrides)
-    if args.dry_run:  # the run's size before a request (issue 33): an upper bound, rounds stop early
-        first = cfg.runs * cfg.n * (1 if cfg.shared_initial else len(cfg.strategies))
-        later = cfg.runs * len(cfg.strategies) * cfg.n * cfg.max_rounds
+    # the run's size before a request (issue 33): an upper bound, lanes stop early
+    first = cfg.runs * cfg.n * (1 if cfg.shared_initial else len(cfg.strategies))
+    later = cfg.runs * len(cfg.strategies) * cfg.n * cfg.max_rounds
+    if args.dry_run:
         most = (first + later) * (cfg.retries + 1)
         print(
             f"plan: {cfg.runs} run(s) x {len(cfg.strategies)} strategies ({', '.join(cfg.strategies)}) x {cfg.n} "
@@ -137,6 +138,7 @@ def cmd_deliberate(args) -> int:
             f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens})"
         )
         return 0
+    _check_size(args, cfg.runs * len(cfg.strategies), "lanes (runs x strategies)", first + later)
     if cfg.structured_output and args.backend == "openai":
         args.structured_output = True  # the config asks for it: the server probe checks it is honoured
     backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
@@ -204,6 +206,26 @@ def cmd_deliberate(args) -> int:
     return 0
 
 
+MAX_LANES = 100_000  # lanes (debates) held in memory at once
+MAX_LLM_REQUESTS = 100_000  # requests to a model at most
+
+
+def _check_size(args, lanes: int, what: str, requests: int) -> None:
+    """Refuse a run past the size limits unless --allow-large (issue 33: --runs 1e8 sat building lanes)."""
+    if args.allow_large:
+        return
+    if lanes > MAX_LANES:
+        raise InputError(
+            f"{lanes:,} {what} is more than {MAX_LANES:,}, which are held in memory at once; split the run (--seed, "
+            "--out) or pass --allow-large"
+        )
+    if args.backend != "surrogate" and requests > MAX_LLM_REQUESTS:
+        raise InputError(
+            f"this run may send up to {requests:,} requests to a model at their first tries (more than "
+            f"{MAX_LLM_REQUESTS:,}); see --dry-run, lower --runs or max_rounds, or pass --allow-large"
+        )
+
+
 def cmd_debate(args) -> int:
     from mascot.protocols.debate import SurrogateDebateBackend, load_debate_config, run_debate
 
@@ -236,6 +258,7 @@ def cmd_debate(args) -> int:
             f"replies at most {n * cfg.sampling.max_tokens:,} tokens (max_tokens {cfg.sampling.max_tokens})"
         )
         return 0
+    _check_size(args, cfg.runs, "debates (--runs)", len(cfg.agents) * cfg.runs * cfg.max_rounds)
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     replies = sum(o["rounds"] for o in res.outcomes) * len(cfg.agents)
@@ -287,6 +310,9 @@ def add_parsers(subparsers) -> None:
     d.add_argument("--json", action="store_true", help="print a JSON summary (one object per strategy and run)")
     d.add_argument("--dry-run", action="store_true", help="print the run's size (requests, reply tokens); send nothing")
     d.add_argument(
+        "--allow-large", action="store_true", help="run past the size limits (100,000 lanes; 100,000 model requests)"
+    )
+    d.add_argument(
         "--monitor", action="store_true", help="stop a lane early when b_k < B*(D(k)) (predicted BudgetFail)"
     )
     d.add_argument(
@@ -325,6 +351,9 @@ def add_parsers(subparsers) -> None:
     b.add_argument("--out", help="run directory (default runs/debate/NAME-BACKEND[-MODEL])")
     b.add_argument("--json", action="store_true", help="print rounds, consensus, decision, tokens as JSON")
     b.add_argument("--dry-run", action="store_true", help="print the run's size (requests, reply tokens); send nothing")
+    b.add_argument(
+        "--allow-large", action="store_true", help="run past the size limits (100,000 lanes; 100,000 model requests)"
+    )
     _backend_args(b)
     s = b.add_argument_group("surrogate backend")
     s.add_argument("--surrogate-persuasion", type=float, help="probability of adopting the others' majority per round")
