@@ -39,12 +39,12 @@ def test_jit_vmap_rollout_equals_the_driver_and_the_reference(x0s, strategy, b0)
             x0s, W1, W2, C1, C2, 0.12, 0.02, b0, strategy=strategy, max_rounds=12, method=method
         )
         np.testing.assert_array_equal(out.rounds, ref.rounds)
-        np.testing.assert_array_equal(out.tokens, ref.spent)
+        np.testing.assert_array_equal(out.tokens, ref.tokens)
         np.testing.assert_array_equal(out.status, ref.status)
         np.testing.assert_allclose(out.d_final, ref.d_final, rtol=1e-12)
     for i in range(0, B, 13):  # the plain float64 Python reference (theory.algorithm1)
         a = algorithm1(x0s[i], W1, W2, C1, C2, 0.12, 0.02, b0, strategy=strategy, max_rounds=12)
-        assert (int(out.rounds[i]), float(out.tokens[i]), int(out.status[i])) == (a.rounds, a.spent, a.status)
+        assert (int(out.rounds[i]), float(out.tokens[i]), int(out.status[i])) == (a.rounds, a.tokens, a.status)
         np.testing.assert_allclose(out.x_final[i], a.x_final, rtol=1e-12)
     assert set(np.unique(out.status)) <= {0, 1, 2}
 
@@ -105,7 +105,7 @@ def test_rollout_inside_a_users_jitted_function(x0s):
     for c2 in (50.0, 100.0):
         m, ok = mean_tokens(c2, jnp.asarray(x0s))
         ref = mascot.simulate_consensus(x0s, W1, W2, C1, c2, 0.12, 0.02, 5000.0, max_rounds=30)
-        assert float(m) == pytest.approx(float(np.mean(ref.spent)), rel=1e-12) and int(ok) == int(
+        assert float(m) == pytest.approx(float(np.mean(ref.tokens)), rel=1e-12) and int(ok) == int(
             np.sum(ref.status == 0)
         )
 

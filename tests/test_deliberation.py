@@ -419,7 +419,7 @@ def test_kernel_matches_float64_reference(kernel_setup, strategy, budget_rule, m
         np.testing.assert_allclose(res.b_trace[i, :n], bs, rtol=1e-9, atol=1e-6)
         assert np.all(np.isnan(res.d_trace[i, n:]))
         assert res.monitor_round[i] == mon_round
-        assert res.spent[i] == pytest.approx(b0[i] - bs[-1])
+        assert res.tokens[i] == pytest.approx(b0[i] - bs[-1])
     if budget_rule == "predicted":  # some runs stopped before the round predicted to overspend
         assert any(st == 1 and bs[-1] >= 0 for st, _, _, bs, _ in ref)
     else:
@@ -438,7 +438,7 @@ def test_kernel_monitor_early_stop(kernel_setup):
     assert np.all(free.status == 1)
     assert np.all(stop.status == 3)
     assert np.all(stop.rounds == free.monitor_round) and np.all(stop.rounds >= 2)
-    assert np.all(stop.spent < free.spent)
+    assert np.all(stop.tokens < free.tokens)
     assert np.all(stop.b_trace[np.arange(_R), stop.rounds] >= 0)
     ring = simulate_deliberation(key, X0, W1, W2, strategy="ring", b0=100_000.0, max_rounds=_MAXR, **kw)
     assert np.all(ring.status == 0) and np.all(ring.monitor_round == -1)

@@ -30,7 +30,7 @@ def test_one_simulation_gives_every_budget(b0):
     rng = np.random.default_rng(3)
     X0 = np.clip(rng.normal(0.5, 0.15, size=(300, 5, 6)), 0, 1)
     r = budget_risk(W1, W2, c1=600, c2=100, eta=0.1, eps=0.03, b0=b0, X0=X0, max_rounds=64)
-    ref_need = np.array([algorithm1(x, W1, W2, 600, 100, 0.1, 0.03, 1e9).spent for x in X0])
+    ref_need = np.array([algorithm1(x, W1, W2, 600, 100, 0.1, 0.03, 1e9).tokens for x in X0])
     np.testing.assert_array_equal(r.tokens, ref_need)
     fails = [algorithm1(x, W1, W2, 600, 100, 0.1, 0.03, b0).status != 0 for x in X0]
     assert r.p_fail == pytest.approx(np.mean(fails), abs=0)
@@ -85,9 +85,9 @@ def test_frontier_matches_the_reference_loop():
     fr = threshold_frontier(W1, W2, c1=600, c2=100, eps=0.03, etas=[0.1, 0.3], X0=X0, b0=1000, max_rounds=64)
     for _, row in fr.iterrows():
         ref = [algorithm1(x, W1, W2, 600, 100, row.eta, 0.03, 1e9) for x in X0]
-        assert row.mean_tokens == pytest.approx(np.mean([r.spent for r in ref]), abs=1e-9)
+        assert row.mean_tokens == pytest.approx(np.mean([r.tokens for r in ref]), abs=1e-9)
         assert row.mean_rounds == pytest.approx(np.mean([r.rounds for r in ref]), abs=1e-12)
-        assert row.p_fail == np.mean([r.spent > 1000 for r in ref])
+        assert row.p_fail == np.mean([r.tokens > 1000 for r in ref])
     with pytest.raises(ValueError, match="> eps"):
         threshold_frontier(W1, W2, c1=600, c2=100, eps=0.03, etas=[0.02], X0=X0)
 

@@ -66,7 +66,7 @@ SCRIPT = textwrap.dedent("""
         reads.clear()
         r = __import__("mascot").simulate_consensus(Xs, *args[1:], **kw)
         assert reads and not [s for s in reads if len(s) == 3], (name, reads)
-        for f in ("rounds", "status", "spent", "d_final", "d0"):
+        for f in ("rounds", "status", "tokens", "d_final", "d0"):
             assert np.array_equal(getattr(r, f), out[name + "." + f]), (name, f)
     jarr.ArrayImpl._value = prop
     seen.clear()
@@ -107,7 +107,7 @@ def problems():
     }
 
 
-FIELDS = ("rounds", "status", "spent", "d_final", "d0", "d_trace", "b_trace", "sigma_trace", "x_final")
+FIELDS = ("rounds", "status", "tokens", "d_final", "d0", "d_trace", "b_trace", "sigma_trace", "x_final")
 
 
 def noise_problem():

@@ -42,7 +42,7 @@ def test_certificate_just_above_a_round_boundary_counts_the_extra_round(rel):
     assert (c.K1, c.K2, c.B_star) == (3, 4, 3 * 600 + 4 * 100)
     # the certificate is sound: the float64 reference run stays within B* and fails one mode-1 round short
     ok = algorithm1(X0, W1, W2, 600, 100, 0.1, 0.03, c.B_star)
-    assert ok.status == 0 and ok.spent <= c.B_star
+    assert ok.status == 0 and ok.tokens <= c.B_star
     assert algorithm1(X0, W1, W2, 600, 100, 0.1, 0.03, 1600).status == 1
     k1, k2, b = theorem1_batch(disagreement(X0), 0.1, 0.03, L1, L2, 600, 100)
     assert (float(k1), float(k2), float(b)) == (3, 4, 2200)
@@ -54,7 +54,7 @@ def test_an_exact_tie_counts_the_round_a_float_run_may_need():
     c = theorem1(1.6, 0.1, 0.03, 0.25, L2, 600, 100)
     assert c.K1 == 3 and rounds_to_reach(1.6, 0.1, 0.25) == 3
     r = algorithm1(_boundary_x0(0.0), W1, W2, 600, 100, 0.1, 0.03, c.B_star)
-    assert abs(r.d_trace[2] - 0.1) <= 2 * np.spacing(0.1) and r.status == 0 and r.spent <= c.B_star
+    assert abs(r.d_trace[2] - 0.1) <= 2 * np.spacing(0.1) and r.status == 0 and r.tokens <= c.B_star
 
 
 @pytest.mark.parametrize("K", [5, 20, 40])
@@ -69,7 +69,7 @@ def test_certificates_stay_sound_next_to_a_round_boundary(K, delta):
     c = theorem1(disagreement(X0), 10.0, 1e-6, L1, L2, 600, 100)  # eta above D0: mode 2 throughout
     assert c.K2 in (K, K + 1)
     r = algorithm1(X0, W1, W2, 600, 100, 10.0, 1e-6, c.B_star, max_rounds=200)
-    assert r.status == 0 and r.spent <= c.B_star and r.rounds <= c.K_star
+    assert r.status == 0 and r.tokens <= c.B_star and r.rounds <= c.K_star
 
 
 def test_theorem1_refuses_infinite_d0_and_a_reducible_mode_does_not_contract():
@@ -116,14 +116,14 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
         assert int(r.rounds[0]) == algorithm1(X, W1, W2, 0.7, 0.7, 0.5, 1e-6, 2.1, max_rounds=10).rounds
     # float32 with whole-token costs is exact for any b0 up to 2^24, fractional b0 included
     r = mascot.simulate_consensus(X, W1, W2, 600, 600, 0.5, 1e-6, 1077.2173, max_rounds=10, dtype="float32")
-    assert float(r.spent[0]) == 600 * int(r.rounds[0])
+    assert float(r.tokens[0]) == 600 * int(r.rounds[0])
     ref = algorithm1(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", max_rounds=64)
     with float64():
         r = mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float64")
-    assert int(r.rounds[0]) == ref.rounds and float(r.spent[0]) == ref.spent == ref.rounds  # 18 rounds of 1 token
+    assert int(r.rounds[0]) == ref.rounds and float(r.tokens[0]) == ref.tokens == ref.rounds  # 18 rounds of 1 token
     # float32 is exact for integer budgets up to 2^24
     r32 = mascot.simulate_consensus(X, W1, W2, 3, 1, 0.1, 1e-3, 2**24, strategy="mode2", dtype="float32")
-    assert float(r32.spent[0]) == ref.rounds
+    assert float(r32.tokens[0]) == ref.rounds
 
 
 def test_eps_below_the_dtype_resolution_is_refused():

@@ -48,7 +48,7 @@ def _reference(args, strategy, max_rounds, noise=None):
 def _assert_exact(res, refs, d_tol=1e-9):
     np.testing.assert_array_equal(res.rounds, [r.rounds for r in refs])
     np.testing.assert_array_equal(res.status, [r.status for r in refs])
-    np.testing.assert_array_equal(res.spent, [r.spent for r in refs])
+    np.testing.assert_array_equal(res.tokens, [r.tokens for r in refs])
     np.testing.assert_allclose(res.d_final, [r.d_final for r in refs], rtol=0, atol=d_tol)
 
 
@@ -150,7 +150,7 @@ def test_paper_table_vi_rescaled_x0():
     }
     for (strategy, b0), (rounds, spent, status) in expect.items():
         res = simulate_consensus(X[None], W1, W2, 600, 100, 0.1, 0.03, b0, strategy=strategy, dtype="float64")
-        assert (int(res.rounds[0]), float(res.spent[0]), int(res.status[0])) == (rounds, spent, status)
+        assert (int(res.rounds[0]), float(res.tokens[0]), int(res.status[0])) == (rounds, spent, status)
     res = simulate_consensus(X[None], W1, W2, 600, 100, 0.1, 0.03, 2000, strategy="mode1", dtype="float64")
     assert res.d_final[0] == pytest.approx(0.3009 * 0.25**2, abs=1e-12)  # complete rounds scale D by 0.25
 
@@ -171,7 +171,7 @@ def test_float32_agrees_except_near_thresholds(method):
     res64 = simulate_consensus(*args, max_rounds=60, dtype="float64", method=method, trace=True)
     res32 = simulate_consensus(*args, max_rounds=60, dtype="float32", method=method)
     assert res32.d_final.dtype == np.float32
-    same = (res32.rounds == res64.rounds) & (res32.status == res64.status) & (res32.spent == res64.spent)
+    same = (res32.rounds == res64.rounds) & (res32.status == res64.status) & (res32.tokens == res64.tokens)
     assert same.mean() >= 0.999
     # every disagreement is explained by a D within float32 rounding of eta or eps at some round
     eta, eps = args[5], args[6]
@@ -206,7 +206,7 @@ def test_noise_modal_and_matrix_agree_in_distribution():
     kw = dict(c1=600, c2=100, eta=0.1, eps=0.03, b0=3000, max_rounds=40, noise=0.01, dtype="float64")
     a = simulate_consensus(X0, W1, W2, key=jax.random.key(1), method="modal", **kw)
     b = simulate_consensus(X0, W1, W2, key=jax.random.key(2), method="matrix", **kw)
-    for field in ("rounds", "spent", "d_final"):
+    for field in ("rounds", "tokens", "d_final"):
         x, y = getattr(a, field).astype(float), getattr(b, field).astype(float)
         se = np.sqrt(x.var() / B + y.var() / B)
         assert abs(x.mean() - y.mean()) < 5 * se + 1e-12, field
@@ -233,14 +233,14 @@ def test_results_independent_of_segments_and_order():
             return_x=True,
             chunk_size=chunk,
         )
-        for f in ("rounds", "status", "spent"):
+        for f in ("rounds", "status", "tokens"):
             np.testing.assert_array_equal(getattr(base, f), getattr(other, f))
         # the matrix product's blocking depends on the batch width, so D may differ in the last ulp
         np.testing.assert_allclose(base.d_final, other.d_final, rtol=1e-13, atol=0)
     perm = rng.permutation(B)
     pargs = tuple(a[perm] if getattr(a, "shape", ()) and a.shape[0] == B else a for a in args)
     shuf = simulate_consensus(*pargs, max_rounds=50, noise=0.002, key=keys[perm], dtype="float64", segment_rounds=2)
-    for f in ("rounds", "status", "spent"):
+    for f in ("rounds", "status", "tokens"):
         np.testing.assert_array_equal(getattr(base, f)[perm], getattr(shuf, f))
     np.testing.assert_allclose(base.d_final[perm], shuf.d_final, rtol=1e-13, atol=0)
 
@@ -277,7 +277,7 @@ def test_properties(seed, general, eta, ratio, b0, c1, c2):
     X0 = rng.normal(0.5, 0.3, size=(8, 5, 6))
     eps = eta * ratio
     res = simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, max_rounds=64, trace=True, dtype="float64")
-    b_final = b0 - res.spent
+    b_final = b0 - res.tokens
     assert np.all(b_final >= 0)  # budget never negative
     lam = {1: contraction_rate(W1), 2: contraction_rate(W2)}
     for i in range(8):
@@ -296,7 +296,7 @@ def test_properties(seed, general, eta, ratio, b0, c1, c2):
             assert d_last <= eps
         cert = theorem1(disagreement(X0[i]), eta, eps, lam[1], lam[2], c1, c2)
         if cert.certifies(b0) and cert.K_star <= 64:  # Theorem 2
-            assert res.status[i] == 0 and n <= cert.K_star and res.spent[i] <= cert.B_star
+            assert res.status[i] == 0 and n <= cert.K_star and res.tokens[i] <= cert.B_star
 
 
 # ----------------------------------------------------------------------------- bad input

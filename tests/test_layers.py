@@ -297,3 +297,15 @@ def test_the_first_long_compile_is_announced_once_when_the_command_line_asks(cap
         assert err.count("compiling JAX programs") == 1 and "3.5 s" in err
     finally:
         log._COMPILE.update(state)
+
+
+def test_one_name_per_quantity_tokens_everywhere_spent_an_alias():
+    """Issue 29: the API said ``spent`` where the sweep tables and mascot.rollout say ``tokens``."""
+    import numpy as np
+
+    from mascot.graphs import complete_weights, ring_weights
+    from mascot.theory import algorithm1
+
+    X0 = np.random.default_rng(0).uniform(0, 1, (5, 3))
+    r = algorithm1(X0, complete_weights(5, 0.4), ring_weights(5, 0.6), 600, 100, 0.1, 0.03, 5000)
+    assert "tokens" in r._fields and "spent" not in r._fields and r.spent == r.tokens == 5000 - r.b_trace[-1]

@@ -69,7 +69,7 @@ def test_device_x0_has_no_host_round_trip(case, host_reads, monkeypatch):
     big = [s for s in host_reads if len(s) >= 2]  # results are (B,) vectors; any X0 slice has 3 axes
     assert not big, f"arrays of X0's shape went to the host: {big}"
     assert host_reads, "no results read back at all: the spy did not see the device reads"
-    for f in ("rounds", "status", "spent", "d_final", "d0"):
+    for f in ("rounds", "status", "tokens", "d_final", "d0"):
         np.testing.assert_array_equal(getattr(res, f), getattr(ref, f), err_msg=f)
     # the reference itself: D(0) is the float64 closed form sqrt(||X0 - mean||^2 / N)
     c = X0 - X0.mean(axis=1, keepdims=True)

@@ -225,7 +225,7 @@ def test_theorem2_holds_for_reference_algorithm(seed, n, eta, ratio, slack):
     r = algorithm1(X0, W1, W2, 300.0, 50.0, eta, eps, cert.B_star + slack, max_rounds=int(cert.K_star) + 1)
     assert r.status == 0
     assert r.rounds <= cert.K_star
-    assert r.spent <= cert.B_star
+    assert r.tokens <= cert.B_star
     # eq. (6): D(k+1) <= lambda_sigma D(k)
     for k, s in enumerate(r.sigma_trace):
         assert r.d_trace[k + 1] <= (lam1 if s == 1 else lam2) * r.d_trace[k] * (1 + 1e-12) + 1e-15
@@ -265,7 +265,7 @@ def test_forward_invariance_literal_def11_breaks_in_mode2_clamp_keeps_it():
     assert in_certificate_region(d0, 400.0, **e) and in_certificate_region(d1, 300.0, **e)
     # and the certificate is honest: from (X, 400) Algorithm 1 reaches consensus within the budget
     r = algorithm1(X, W1, W2, 600, 100, 0.1, 0.03, 400.0)
-    assert r.status == 0 and r.spent <= 400.0
+    assert r.status == 0 and r.tokens <= 400.0
 
 
 @settings(max_examples=150, deadline=None)
@@ -294,7 +294,7 @@ def test_clamped_certificate_region_is_forward_invariant(seed, n, eta, ratio, sc
     assert r.rounds == 1  # a certified state can always pay for the next round
     if _in_tolerance_band(r.d_final, eta, eps, lam1, lam2):
         return
-    assert in_certificate_region(r.d_final, b - r.spent, eta, eps, lam1, lam2, 300.0, 50.0)
+    assert in_certificate_region(r.d_final, b - r.tokens, eta, eps, lam1, lam2, 300.0, 50.0)
 
 
 def _in_tolerance_band(d, eta, eps, lam1, lam2, band=1e-6):

@@ -65,7 +65,7 @@ def token_need(X0, W1, W2, c1, c2, eta, eps, max_rounds: int, noise: float, seed
         res = simulate_consensus(
             X0, W1, W2, c1, c2, eta, eps, never_binds, max_rounds=max_rounds, noise=noise, key=key, dtype="float64"
         )
-    return np.where(res.status == 0, np.asarray(res.spent, dtype=np.float64), np.inf), res
+    return np.where(res.status == 0, np.asarray(res.tokens, dtype=np.float64), np.inf), res
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:

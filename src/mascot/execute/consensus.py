@@ -275,7 +275,7 @@ def simulate_consensus(
     spent = np.asarray(b0a, dtype=dt) - out["b"]
     result = ConsensusResult(
         rounds=out["rounds"],
-        spent=spent,
+        tokens=spent,
         d_final=out["d"],
         status=out["status"],
         d0=out["d0"],

@@ -88,7 +88,7 @@ class ConsensusResult(NamedTuple):
     """
 
     rounds: np.ndarray
-    spent: np.ndarray
+    tokens: np.ndarray  # tokens spent, b0 - b_final
     d_final: np.ndarray
     status: np.ndarray
     d_trace: np.ndarray | None = None
@@ -97,6 +97,12 @@ class ConsensusResult(NamedTuple):
     x_final: np.ndarray | None = None
     d0: np.ndarray | None = None
     method: str = ""
+
+    @property
+    def spent(self):
+        """The old name of :attr:`tokens` (kept for code written before 0.2; one name per quantity: ``tokens``,
+        as in the sweep tables and :func:`mascot.rollout`)."""
+        return self.tokens
 
 
 # ----------------------------------------------------------------------------- set-up helpers

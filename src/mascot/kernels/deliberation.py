@@ -97,7 +97,7 @@ class DeliberationResult(NamedTuple):
     """
 
     rounds: np.ndarray
-    spent: np.ndarray
+    tokens: np.ndarray  # tokens spent, b0 - b_final
     d0: np.ndarray
     d_final: np.ndarray
     status: np.ndarray
@@ -108,6 +108,11 @@ class DeliberationResult(NamedTuple):
     sigma_trace: np.ndarray
     cost_trace: np.ndarray
     x_final: np.ndarray | None = None
+
+    @property
+    def spent(self):
+        """The old name of :attr:`tokens` (kept for code written before 0.2; one name per quantity: ``tokens``)."""
+        return self.tokens
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -485,7 +490,7 @@ def simulate_deliberation(
     d0 = np.asarray(disagreement(f(X0)), dtype=np.float64)
     return DeliberationResult(
         rounds=rounds,
-        spent=b0 - b_fin,
+        tokens=b0 - b_fin,
         d0=d0,
         d_final=d_final,
         status=np.asarray(status),

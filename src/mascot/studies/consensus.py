@@ -186,8 +186,8 @@ def printed_checks(ref) -> dict[str, bool]:
     for name, (b0, rounds, tokens, d_final, in_eps) in papers.CONSENSUS_TABLE_VI.items():
         r = ref[name]
         counts = (r.status == 1) if rounds is None else (r.rounds == rounds and r.status == 0)
-        counts = bool(counts and r.spent == tokens)
-        mine_in = bool(r.d_final <= PAPER["eps"] and b0 - r.spent >= 0)
+        counts = bool(counts and r.tokens == tokens)
+        mine_in = bool(r.d_final <= PAPER["eps"] and b0 - r.tokens >= 0)
         out[f"VI {name}"] = bool(counts and same_4dp(r.d_final, d_final) and mine_in == in_eps)
         out[f"VI {name} counts"] = counts
     return out
@@ -218,15 +218,15 @@ def ring_search(x0s: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
                 D0=a.d_trace[0],
                 adaptive_D="/".join(f"{d:.4f}" for d in a.d_trace),
                 adaptive_rounds=a.rounds,
-                adaptive_tokens=a.spent,
+                adaptive_tokens=a.tokens,
                 complete_rounds=c.rounds,
-                complete_tokens=c.spent,
+                complete_tokens=c.tokens,
                 complete_D=c.d_final,
                 ring_rounds=r.rounds,
-                ring_tokens=r.spent,
+                ring_tokens=r.tokens,
                 ring_D=r.d_final,
                 tight_status=STATUS_NAMES[t.status],
-                tight_tokens=t.spent,
+                tight_tokens=t.tokens,
                 tight_D=t.d_final,
             )
             row.update(chk)

@@ -94,7 +94,7 @@ def _check_kernel_against_reference(kern, ref, label):
         same = (
             n == r.rounds
             and int(k.status[0]) == r.status
-            and float(k.spent[0]) == r.spent
+            and float(k.tokens[0]) == r.tokens
             and np.allclose(k.d_trace[0, : n + 1], r.d_trace, rtol=0, atol=1e-9)
         )
         if not same:
@@ -175,7 +175,7 @@ def _reproduce(out_dir, log) -> dict:
         for x0name in x0s:
             for name, _strategy, b0 in STRATEGIES:
                 r = runs[ring, x0name][name]
-                d_final, spent, st = float(r.d_final[0]), float(r.spent[0]), int(r.status[0])
+                d_final, spent, st = float(r.d_final[0]), float(r.tokens[0]), int(r.status[0])
                 _pb0, p_rounds, p_tokens, p_d, p_in = papers.CONSENSUS_TABLE_VI[name]
                 in_eps = bool(d_final <= eps and b0 - spent >= 0)
                 counts = (st == 1) if p_rounds is None else (int(r.rounds[0]) == p_rounds and st == 0)
@@ -332,7 +332,7 @@ def _figures(runs, rings, out: Path):
                 "-o",
                 ms=4,
                 color=_COLORS[name],
-                label=f"{name} (b0 = {int(r.b_trace[0, 0])}): {int(r.spent[0])} tokens, "
+                label=f"{name} (b0 = {int(r.b_trace[0, 0])}): {int(r.tokens[0])} tokens, "
                 f"{STATUS_NAMES[int(r.status[0])]}",
             )
             if int(r.status[0]) == 1:
@@ -384,7 +384,7 @@ def _errata(x0s, runs, th, facts) -> str:
 
     def r6(ring, x0, name):
         r = runs[ring, x0][name]
-        return int(r.rounds[0]), float(r.spent[0]), float(r.d_final[0])
+        return int(r.rounds[0]), float(r.tokens[0]), float(r.d_final[0])
 
     def trace(ring, x0):
         r = runs[ring, x0]["adaptive"]

@@ -114,7 +114,7 @@ def monitor_study(
                             "tn": tn,
                             "tokens_saved_per_true_stop": saved,
                             "mean_rounds": float(res.rounds[m].mean()),
-                            "mean_spent": float(res.spent[m].mean()),
+                            "mean_spent": float(res.tokens[m].mean()),
                             "status_counts": json.dumps(
                                 {
                                     STATUS_NAMES[s]: int(np.sum(res.status[m] == s))

@@ -273,7 +273,7 @@ def consensus_evaluate(
             "lambda2": np.repeat(lam2.ravel(), T),
             "d0": d0,
             "rounds": share(res.rounds).astype(np.int32),
-            "tokens": share(res.spent),
+            "tokens": share(res.tokens),
             "d_final": share(res.d_final),
             "status": share(res.status).astype(np.int8),
             "K_star": k1 + k2,

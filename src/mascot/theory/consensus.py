@@ -349,7 +349,7 @@ def corollary1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Corollary:
 # ----------------------------------------------------------------------------- Algorithm 1
 class Algorithm1Result(NamedTuple):
     rounds: int
-    spent: float
+    tokens: float  # tokens spent, b0 - b_final
     d_final: float
     status: int  # 0 consensus, 1 BudgetFail, 2 max_rounds
     d_trace: list  # D(0..rounds)
@@ -357,6 +357,12 @@ class Algorithm1Result(NamedTuple):
     sigma_trace: list  # mode of each executed round (1 or 2)
     cost_trace: list  # cost of each executed round
     x_final: np.ndarray
+
+    @property
+    def spent(self):
+        """The old name of :attr:`tokens` (kept for code written before 0.2; one name per quantity: ``tokens``,
+        as in the sweep tables and :func:`mascot.rollout`)."""
+        return self.tokens
 
 
 def algorithm1(
