@@ -603,3 +603,34 @@ def test_grid_validation_matches_checking_every_point_in_full(kind, monkeypatch)
         assert got == want, text
         outcomes.add(want is None)
     assert outcomes == {True, False}  # both accepted and refused grids were drawn
+
+
+def test_consensus_report_draws_no_axis_with_one_value(tmp_path, monkeypatch):
+    """Issue 29: with one N (or one message cost) the report drew heat maps one cell wide; an axis with one value
+    is not a dimension: the figures draw along the other axis, and the titles name what they average over."""
+    from mascot.analysis import consensus_sweep
+
+    text = """
+[experiment]
+kind = "consensus"
+chunk_size = 16
+[fixed]
+trajectories = 8
+n = 6
+max_rounds = 100
+[grid]
+strategy = ["adaptive", "complete", "ring"]
+b0 = [300.0, 3000.0, 30000.0]
+eta = [0.06, 0.1]
+"""
+    run_sweep(parse_config(text), tmp_path / "r", progress=False)
+    figs = {}
+    monkeypatch.setattr(consensus_sweep, "save_figure", lambda fig, path: figs.setdefault(path.name, fig) and [path])
+    consensus_sweep.report(RunDir(tmp_path / "r").merge(), tmp_path / "rep")
+    success, dominance = figs["fig_success"], figs["fig_dominance"]
+    (ax,) = success.axes  # one panel: success against b0, a line per strategy (not three maps one row high)
+    assert ax.get_xlabel() == "budget b0 (tokens)" and len(ax.get_lines()) == 3
+    assert "averaged over eta" in success._suptitle.get_text() and "(N = 6)" in success._suptitle.get_text()
+    (ax,) = dominance.axes  # N and the message cost have one value each: one group of two bars, not a 1 x 1 map
+    assert ax.get_xlabel() == "agents N" and [t.get_text() for t in ax.get_xticklabels()] == ["6"]
+    assert len(ax.patches) == 2 and "fractions over eta, b0" in dominance._suptitle.get_text()

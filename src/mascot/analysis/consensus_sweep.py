@@ -270,20 +270,53 @@ def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 18)
     return dict(summary=s, dominance=dom)
 
 
+def _averaged(df, drawn) -> str:
+    """The setting parameters with more than one value that a figure averages over (named in its title)."""
+    df = df.assign(  # the costs as the grid writes them (c1 and c2 also vary with N)
+        c1=(df.c1 / (df.n * (df.n - 1))).round(6), c2=(df.c2 / (2 * df.n)).round(6)
+    )
+    names = {**_SETTING_LABELS, "c1": "tokens per complete message", "c2": "tokens per ring message"}
+    keys = [k for k in _REQUIRED + _OPTIONAL + ["trajectories"] if k in df and k not in drawn]
+    return ", ".join(names.get(k, k) for k in keys if df[k].nunique() > 1)
+
+
 def _fig_success(s, out):
     ns = sorted(s.n.unique())
     b0s = sorted(s.b0.unique())
-    fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
-    for ax, strat in zip(axes, ["adaptive", "complete", "ring"]):
-        grid = s[s.strategy == strat].groupby(["n", "b0"]).success.mean().unstack("b0").reindex(index=ns, columns=b0s)
-        im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
-        ax.set_xticks(range(len(b0s)), [f"{float(f'{b:.4g}'):,.10g}" for b in b0s], rotation=60, fontsize=7)
-        ax.set_yticks(range(len(ns)), ns)
-        ax.set_title(f"{strat}: success rate")
-        ax.set_xlabel("budget b0 (tokens)")
-    axes[0].set_ylabel("agents N")
-    fig.colorbar(im, ax=axes, shrink=0.8, label="P(consensus within budget)")
-    fig.suptitle("Consensus within budget, averaged over every other parameter of the grid")
+    over = _averaged(s, ("n", "b0"))
+    title = "Consensus within budget" + (f", averaged over {over}" if over else "")
+    if len(ns) > 1 and len(b0s) > 1:  # a map over team size and budget, one per strategy
+        fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
+        for ax, strat in zip(axes, ["adaptive", "complete", "ring"]):
+            grid = (
+                s[s.strategy == strat].groupby(["n", "b0"]).success.mean().unstack("b0").reindex(index=ns, columns=b0s)
+            )
+            im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+            ax.set_xticks(range(len(b0s)), [f"{float(f'{b:.4g}'):,.10g}" for b in b0s], rotation=60, fontsize=7)
+            ax.set_yticks(range(len(ns)), ns)
+            ax.set_title(f"{strat}: success rate")
+            ax.set_xlabel("budget b0 (tokens)")
+        axes[0].set_ylabel("agents N")
+        fig.colorbar(im, ax=axes, shrink=0.8, label="P(consensus within budget)")
+    else:  # an axis with one value is not a dimension: success against the other one, a line per strategy
+        key, label = ("b0", "budget b0 (tokens)") if len(b0s) > 1 else ("n", "agents N")
+        fixed = f"N = {ns[0]}" if key == "b0" else f"b0 = {b0s[0]:,.10g}"
+        if len(ns) == 1 and len(b0s) == 1:
+            fixed = f"N = {ns[0]}, b0 = {b0s[0]:,.10g}"
+        fig, ax = plt.subplots(figsize=(6.5, 4))
+        for strat, marker in zip(["adaptive", "complete", "ring"], "o^s"):
+            d = s[s.strategy == strat].groupby(key).success.mean()
+            if len(d):
+                ax.plot(d.index, d.values, marker=marker, label=strat)
+        if len(ns) > 1 or len(b0s) > 1:
+            ax.set_xscale("log")
+            ax.set_xlabel(label)
+        else:
+            ax.set_xticks([])
+        ax.set(ylim=(-0.03, 1.03), ylabel="P(consensus within budget)")
+        ax.legend(fontsize=8)
+        title += f" ({fixed})"
+    fig.suptitle(title, fontsize=10)
     return save_figure(fig, out / "fig_success")
 
 
@@ -379,6 +412,36 @@ def _fig_dominance(dom, out):
     # what each cell averages over: the setting parameters that vary besides N and the complete-graph cost
     others = [k for k in _SETTING_LABELS if k in dom and dom[k].nunique() > 1]
     others = [_SETTING_LABELS[k] for k in others]
+    if len(ns) == 1 or len(tc) == 1:  # an axis with one value is not a dimension: fractions along the other
+        key, label = ("tokens_complete", f"tokens per complete-graph message (ring: {ring})")
+        if len(tc) == 1:
+            key, label = "n", "agents N"
+        fig, ax = plt.subplots(figsize=(7, 4))
+        xs = sorted(dom[key].unique())
+        for k, (col, name) in enumerate(
+            (
+                ("adaptive_between", "measured: rounds <= ring's, tokens <= complete's"),
+                ("corollary_condition", "Corollary 1 condition c1/c2 >= log l1 / log l2"),
+            )
+        ):
+            v = dom.groupby(key)[col].mean().reindex(xs)
+            pos = np.arange(len(xs)) + (k - 0.5) * 0.38
+            ax.bar(pos, v.values, width=0.38, label=name)
+            for x, y in zip(pos, v.values):  # the value on each bar (a 0 is a bar too)
+                ax.text(
+                    x, (0 if np.isnan(y) else y) + 0.015, "-" if np.isnan(y) else f"{y:.2f}", ha="center", fontsize=7
+                )
+        ax.set_xticks(range(len(xs)), [f"{x:g}" for x in xs])
+        fixed = f"N = {ns[0]}" if key != "n" else f"tokens per complete-graph message {tc[0]:g}, ring {ring}"
+        ax.set(ylim=(0, 1.12), xlabel=label, ylabel="fraction of funded settings")
+        ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2)
+        fig.suptitle(
+            f"Where adaptive lands between the fixed topologies, vs Corollary 1 ({fixed})"
+            + (f"\nfractions over {', '.join(others)}" if others else ""),
+            fontsize=10,
+        )
+        fig.tight_layout()
+        return save_figure(fig, out / "fig_dominance")
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, col, title in (
         (axes[0], "adaptive_between", "measured: rounds <= ring's, tokens <= complete's"),

@@ -68,7 +68,8 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     # curves coincide (ring and the chain's limit (1+g)/(1-g), star and mesh Delta, chain and large-ring Delta),
     # so each family has its own marker, each curve its markers at its own gammas (no two curves share one),
     # and later-drawn lines are thinner.
-    fig, ax = plt.subplots(1, 2, figsize=(12, 4.6))
+    rand = summ[~summ.family.isin(_DET)]
+    fig, ax = plt.subplots(1, 3 if len(rand) else 2, figsize=(17.5 if len(rand) else 12, 4.6))
     colors = dict(zip(_DET, ("C0", "C1", "C2", "C3")))
     markers = dict(zip(_DET, ("o", "s", "^", "D")))
     for j, fam in enumerate(_DET):
@@ -94,15 +95,25 @@ def report(data, out="results/spectra") -> pd.DataFrame:
             )
             ax[0].plot(e.gamma, e.kappa_median, ls, **kw)
             ax[1].plot(e.gamma, e.delta_median, ls, **kw)
-    g = np.linspace(0.05, 0.99, 100)
-    ax[0].plot(g, (1 + g) / (1 - g), ":", color="k", lw=1, label="(1+g)/(1-g)")
+    det = summ[summ.family.isin(_DET)]
+    if len(det):  # the ring's kappa and the long chain's limit, over the gammas the curves span (no further)
+        g = np.linspace(det.gamma.min(), det.gamma.max(), 100)
+        ax[0].plot(g, (1 + g) / (1 - g), ":", color="k", lw=1, label="(1+g)/(1-g)")
     ax[0].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Condition number vs discount")
     ax[1].set(yscale="symlog", xlabel="gamma", ylabel="Delta(M)", title="Spectral gap vs discount")
-    ax[0].legend(fontsize=7, ncol=2)
-    if ax[1].has_data():
-        ax[1].legend(fontsize=7, ncol=2)
-    else:  # a sweep of random families only
-        _empty(ax[1], "no chain, ring, mesh or star rows\nin this sweep")
+    for a in ax[:2]:
+        if a.has_data():
+            a.legend(fontsize=7, ncol=2)
+        else:  # a sweep of random families only
+            _empty(a, "no chain, ring, mesh or star rows\nin this sweep")
+    if len(rand):  # random families: median and 10-90% band over their graphs, at each family's largest n
+        for i, (lab, d) in enumerate(rand.groupby("graph_family", sort=True)):
+            e = d[d.n == d.n.max()].sort_values("gamma")
+            c = plt.cm.tab10(i % 10)
+            ax[2].plot(e.gamma, e.kappa_median, "o-", ms=3, color=c, label=f"{lab} n={int(e.n.iloc[0])}")
+            ax[2].fill_between(e.gamma, e.kappa_q10, e.kappa_q90, color=c, alpha=0.15)
+        ax[2].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Random graphs (median, 10-90% band)")
+        ax[2].legend(fontsize=7)
     long_axis = summ.groupby(["family", "n"]).gamma.nunique().max() >= 16
     fig.text(
         0.01,
