@@ -17,6 +17,7 @@ or without ``transformers[serving]`` the tests skip, except under ``MASCOT_REQUI
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -205,6 +206,18 @@ def test_trials_through_the_server_log_count_and_resume(server, model_dir, tmp_p
     assert jsonl(out / "requests.jsonl") == logs
     time.sleep(0.5)  # the access log is written after the reply
     assert server_posts(server) == posts
+    # what the model did, as `mascot show` tells it from the records of this real run (issue 33)
+    shown = mascot("show", out, "--html", tmp_path / "run.html")
+    parsed = sum(rec["parse_ok"] for rec in logs)
+    assert shown.returncode == 0 and f"2 recorded, 2 answered, 0 got no answer; {parsed} of the answers parsed" in (
+        shown.stdout
+    )
+    finish = {f: sum(rec["finish_reason"] == f for rec in logs) for f in ("stop", "length")}
+    assert (
+        all(f"{n} x {f}" in shown.stdout for f, n in finish.items() if n) and "latency stage1: median" in shown.stdout
+    )
+    page = (tmp_path / "run.html").read_text()
+    assert page.count("<div class='role'>reply</div>") == 2 and html.escape(logs[0]["text"]) in page
 
 
 DELIBERATION_TOML = """
