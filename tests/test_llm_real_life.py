@@ -93,6 +93,12 @@ def test_retry_after_beyond_the_request_budget_gives_up_at_once_and_says_why(ser
     (r,) = be.generate([ASK])
     assert time.perf_counter() - t0 < HANG_S
     assert server.posts == 1 and "Retry-After" in r.error and "time budget of 8 s" in r.error
+    # found by the outside tester: with the default options (budget 720 s) the 600 s cap came first and the
+    # request waited 600 s; the server's own Retry-After is set against the budget
+    server.posts = 0
+    t0 = time.perf_counter()
+    (r,) = OpenAIBackend("m", base_url=server.url).generate([ASK])
+    assert time.perf_counter() - t0 < HANG_S and server.posts == 1 and "time budget of 720 s" in r.error
     # a budget that allows the (capped) wait: the cap is said, and the wait would be 600 s, not 100000 s
     be = OpenAIBackend("m", base_url=server.url, timeout_s=4, max_retries=1, budget_s=10_000)
     assert be._delay(0, 100_000.0) == be.max_retry_after_s == 600.0
@@ -183,6 +189,10 @@ def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_
         z.writestr("pkg/readme.txt", b"hi")
     rc, err = run(wheel, "--out", tmp_path / "m")
     assert rc == 2 and "holds no .gguf file" in err
+    with zipfile.ZipFile(wheel, "w") as z:  # a file that only starts like GGUF (a struct.error inside the reader)
+        z.writestr("x.gguf", b"GGUFjunk")
+    rc, err = run(wheel, "--out", tmp_path / "m")
+    assert rc == 2 and "transformers cannot read x.gguf" in err and "Traceback" not in err
     (tmp_path / "full").mkdir()
     (tmp_path / "full" / "x").write_text("keep me")
     rc, err = run(text, "--out", tmp_path / "full")
@@ -321,3 +331,31 @@ def test_an_llm_command_sends_its_first_request_before_loading_the_report_stack(
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=HANG_S)
     assert r.returncode == 0 and r.stdout.strip() == "[]", (r.stdout, r.stderr[-2000:])
+
+
+def test_a_kill_in_the_middle_of_a_call_keeps_the_answers_that_came(tmp_path):
+    """Found by the outside tester: SIGTERM with 2 of a stage's 4 requests answered lost both (the answers were kept
+    only when the whole call returned). A backend with an on_answer hook has each answer kept as it comes."""
+    from mascot.backends.base import Response
+    from mascot.backends.cache import AnswerCache
+
+    class Killed:
+        name, model, on_answer = "killed", "m", None
+
+        def __init__(self):
+            self.sent = []
+
+        def generate(self, reqs):
+            for j, r in enumerate(reqs):
+                if len(self.sent) == 2:
+                    raise KeyboardInterrupt  # the kill, with two requests answered
+                self.sent.append(r.meta["i"])
+                self.on_answer(j, Response(f"answer {r.meta['i']}", 1, 1, "stop"))
+            return [Response(f"answer {r.meta['i']}", 1, 1, "stop") for r in reqs]
+
+    reqs = [Request([{"role": "user", "content": "q"}], Sampling(seed=i), meta={"i": i}) for i in range(4)]
+    with pytest.raises(KeyboardInterrupt):
+        AnswerCache(Killed(), tmp_path / "answers.jsonl").generate(reqs)
+    again = Killed()
+    out = AnswerCache(again, tmp_path / "answers.jsonl").generate(reqs)
+    assert [r.text for r in out] == [f"answer {i}" for i in range(4)] and again.sent == [2, 3]

@@ -62,6 +62,28 @@ def test_show_refuses_what_is_not_an_llm_run(tmp_path, capsys):
     assert cli_main(["show", str(tmp_path)]) == 2 and "--log-requests all" in capsys.readouterr().err
     (tmp_path / "requests.jsonl").write_text('{"topology": "chain"\n')
     assert cli_main(["show", str(tmp_path)]) == 2 and "line 1 is not JSON" in capsys.readouterr().err
+    # found by the outside tester: these gave tracebacks
+    for bad, why in (
+        (b"\xff\xfe\n", "not JSON"),
+        (b"[1, 2, 3]\n", "not a record"),
+        (b'{"topology": "x"}\n', "KeyError"),
+    ):
+        (tmp_path / "requests.jsonl").write_bytes(bad)
+        assert cli_main(["show", str(tmp_path)]) == 2 and why in capsys.readouterr().err
+
+
+def test_show_escapes_what_the_server_said_in_the_summary(trials_run, tmp_path, capsys):
+    """A finish_reason of "\x1b[31mweird" reached the terminal raw in the summary (the page escaped it)."""
+    run = tmp_path / "t"
+    shutil.copytree(trials_run, run)
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    rec["finish_reason"] = "\x1b[31mweird\x1b[0m"
+    lines[1] = json.dumps(rec)
+    (run / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    assert cli_main(["show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "1 x \\x1b[31mweird\\x1b[0m" in out
 
 
 def test_show_html_in_a_real_browser(trials_run, tmp_path):

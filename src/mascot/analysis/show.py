@@ -25,16 +25,19 @@ __all__ = ["load_run", "summarise", "summary_text", "write_html"]
 _KINDS = {"mascot-trials": "trials", "mascot-deliberation": "deliberate", "mascot-debate": "debate"}
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
     rows = []
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
             try:
-                rows.append(json.loads(line))
-            except ValueError:
+                rec = json.loads(line)
+            except ValueError:  # (undecodable bytes come through as lone surrogates, which JSON refuses too)
                 raise InputError(f"{path}: line {n} is not JSON (a damaged record file?)") from None
+            if not isinstance(rec, dict):
+                raise InputError(f"{path}: line {n} is not a record (a JSON object); a damaged record file?")
+            rows.append((n, rec))
     return rows
 
 
@@ -60,10 +63,26 @@ def load_run(run) -> tuple[str, dict, list[dict]]:
     else:
         path = run / "requests.jsonl"
     if not path.is_file():
-        why = " (the run kept no records: rerun with --log-requests all)" if command == "trials" else ""
+        why = (
+            " (it keeps them with --log-requests all or failures, the default for model backends; a run that never "
+            "committed a step has none)"
+            if command == "trials"
+            else ""
+        )
         raise InputError(f"{run} has no {path.name}{why}")
-    raw = _read_jsonl(path)
-    records = [_normal(command, r) for r in raw if command != "debate" or r.get("type") == "reply"]
+    records = []
+    for n, r in _read_jsonl(path):
+        if command == "debate" and r.get("type") != "reply":
+            continue
+        try:
+            rec = _normal(command, r)
+            for k in ("prompt_tokens", "completion_tokens"):
+                rec[k] = None if rec[k] is None else int(rec[k])
+            if rec["latency_s"] is not None:
+                rec["latency_s"] = float(rec["latency_s"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise InputError(f"{path}: line {n} is not a {command} record ({type(e).__name__}: {e})") from None
+        records.append(rec)
     if command == "trials":
         _join_carried(run, records)
     return command, meta, records
@@ -91,7 +110,7 @@ def _normal(command: str, r: dict) -> dict:
     if command == "deliberate":
         resp, parse = r.get("response") or {}, r.get("parse") or {}
         return dict(
-            group=f"{r.get('strategy') or 'run'} · run {r['run']}",
+            group=f"{r['strategy']} · run {r['run']}" if r.get("strategy") else f"run {r['run']}",
             where=f"round {r['round']} · agent {r['agent']} · attempt {r['attempt']}",
             stage="round 0" if r["round"] == 0 else "rounds 1+",
             messages=r.get("messages") or [],
@@ -190,7 +209,7 @@ def summary_text(command: str, meta: dict, s: dict, run) -> str:
             f"carried: {s['carried'].get(True, 0):,} of the requests belong to a step whose state was carried forward "
             "(no parsed reply after the retries)"
         )
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # finish reasons and parse reasons come from the server and the model
 
 
 _CSS = """
@@ -227,7 +246,7 @@ def write_html(command: str, meta: dict, records: list[dict], s: dict, path, run
         # the first group with a problem (else the first group) is open, at its first problem
         opened = next((r for r in rs if r["parse_ok"] is not True), rs[0]) if g == first else None
         out.append(
-            f"<details{' open' if opened else ''}><summary><b>{e(g)}</b> <span class='dim'>{len(rs)} requests"
+            f"<details{' open' if opened else ''}><summary><b>{e(g)}</b> <span class='dim'>{len(rs)} request{'s' if len(rs) != 1 else ''}"
             + (f", <span class='bad'>{bad} not parsed or unanswered</span>" if bad else "")
             + "</span></summary>"
         )

@@ -45,7 +45,9 @@ def request_key(req: Request) -> str:
 
 
 class AnswerCache:
-    """``backend`` with its answered requests kept in ``path`` (see the module docstring). Every other attribute
+    """``backend`` with its answered requests kept in ``path`` (see the module docstring); a backend with an
+    ``on_answer`` hook (openai, hf) has each answer kept as it comes, so a kill in the middle of a call loses none
+    that were answered. Every other attribute
     (``name``, ``model``, ``describe``, ``identity``, ``down``, ``on_progress``) is the wrapped backend's."""
 
     def __init__(self, backend, path):
@@ -101,21 +103,33 @@ class AnswerCache:
         todo = [i for i, r in enumerate(out) if r is None]
         self.replayed += len(requests) - len(todo)
         if todo:
-            got = self.inner.generate([requests[i] for i in todo])
+            streams = hasattr(self.inner, "on_answer")  # the backend says each answer as it comes (openai, hf)
+            if streams:
+                self.inner.on_answer = lambda j, resp: self._keep([keys[todo[j]]], [resp])
+            try:
+                got = self.inner.generate([requests[i] for i in todo])
+            finally:
+                if streams:
+                    self.inner.on_answer = None
             if not isinstance(got, list) or len(got) != len(todo):
                 return got  # the harness reports a backend that returns the wrong number of responses
-            lines = []
             for i, resp in zip(todo, got):
                 out[i] = resp
-                if resp.error is None:
-                    self._answers[keys[i]] = resp
-                    lines.append(json.dumps({"key": keys[i], "response": resp.to_dict()}, ensure_ascii=True) + "\n")
-            if lines:
-                with open(self.path, "a", encoding="ascii") as f:
-                    f.write("".join(lines))
-                    f.flush()
-                    os.fsync(f.fileno())
+            self._keep([keys[i] for i in todo], got)  # (what a streaming backend said already is not written twice)
         return out  # type: ignore[return-value]
+
+    def _keep(self, keys: list[str], responses: list[Response]) -> None:
+        """Append the answered ones to the file, synced (a kill after this loses none of them)."""
+        lines = []
+        for k, resp in zip(keys, responses):
+            if resp.error is None and k not in self._answers:
+                self._answers[k] = resp
+                lines.append(json.dumps({"key": k, "response": resp.to_dict()}, ensure_ascii=True) + "\n")
+        if lines:
+            with open(self.path, "a", encoding="ascii") as f:
+                f.write("".join(lines))
+                f.flush()
+                os.fsync(f.fileno())
 
     def clear(self) -> None:
         """Forget every answer (the caller has committed them elsewhere)."""

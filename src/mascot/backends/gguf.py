@@ -58,6 +58,20 @@ def find_gguf(path, member: str | None = None, scratch=None) -> Path:
     return out
 
 
+def _remove_stale(out: Path) -> None:
+    """Scratch directories of conversions to ``out`` that were killed (``.NAME-PID-*`` whose process is gone)."""
+    for d in out.parent.glob(f".{out.name}-*-*"):
+        pid = d.name[len(out.name) + 2 :].split("-", 1)[0]
+        if not pid.isdigit() or not d.is_dir():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(d, ignore_errors=True)
+        except PermissionError:  # another user's live process
+            pass
+
+
 def gguf_to_model_dir(
     source,
     out,
@@ -77,23 +91,25 @@ def gguf_to_model_dir(
         raise InputError(f"{out} exists and is not empty; choose another --out or pass --force to replace it")
     if not (0 < float(temperature) < float("inf")) or not (0 < float(top_p) <= 1):
         raise InputError(f"need temperature > 0 and 0 < top_p <= 1; got {temperature!r}, {top_p!r}")
-    try:
-        import gguf  # noqa: F401  (transformers reads GGUF through it)
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
-    except ImportError as e:
-        raise InputError(
-            f"converting GGUF needs torch, transformers, gguf and accelerate ({e.name or e} is missing): "
-            'pip install "mascot[gguf]"'
-        ) from None
     out.parent.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    _remove_stale(out)
+    work = Path(tempfile.mkdtemp(prefix=f".{out.name}-{os.getpid()}-", dir=out.parent))
     try:
-        src = find_gguf(source, member, scratch=work / "src")
+        src = find_gguf(source, member, scratch=work / "src")  # bad inputs refused before torch is imported
+        try:
+            import gguf  # noqa: F401  (transformers reads GGUF through it)
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
+        except ImportError as e:
+            raise InputError(
+                f"converting GGUF needs torch, transformers, gguf and accelerate ({e.name or e} is missing): "
+                'pip install "mascot[gguf]"'
+            ) from None
         try:
             tok = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
             quant = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name, dtype=torch.float32)
-        except (ValueError, KeyError, OSError, RuntimeError) as e:  # an architecture transformers cannot read
+        except Exception as e:  # noqa: BLE001  (a damaged file or an architecture transformers cannot read: struct,
+            # value, key errors from the readers)
             raise InputError(f"transformers cannot read {src.name}: {type(e).__name__}: {str(e)[:300]}") from None
         cfg = quant.config
         if hasattr(cfg, "quantization_config"):
@@ -111,6 +127,10 @@ def gguf_to_model_dir(
         built = work / "model"
         model.save_pretrained(built)
         tok.save_pretrained(built)
+        mask = os.umask(0)
+        os.umask(mask)
+        for f in [built, *built.rglob("*")]:  # the scratch directory's private modes are not the model's
+            f.chmod((0o777 if f.is_dir() else 0o666) & ~mask)
         if out.exists():
             shutil.rmtree(out) if out.is_dir() else out.unlink()
         os.replace(built, out)

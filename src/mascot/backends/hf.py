@@ -182,6 +182,7 @@ class HFBackend:
     """
 
     name = "hf"
+    on_answer = None  # on_answer(index, response) after each batch (mascot.backends.cache)
     on_progress = (
         None  # on_progress(done, total, elapsed_s, failed) after each batch (mascot.backends.base.attach_progress)
     )
@@ -328,6 +329,8 @@ class HFBackend:
                     outs = [Response("", 0, 0, error=msg) for _ in chunk]
                 for i, r in zip(chunk, outs):
                     results[i] = r
+                    if self.on_answer is not None:  # kept at once: a kill mid-call loses no answered batch
+                        self.on_answer(i, r)
                 done += len(chunk)
                 failed += sum(bool(r.error) for r in outs)
                 report_progress(self, done, len(requests), time.perf_counter() - t0, failed)

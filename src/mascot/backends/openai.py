@@ -314,6 +314,7 @@ class OpenAIBackend:
     max_reply_bytes = 16 << 20  # a chat completion's body; a larger one is refused, not read (issue 33)
     progress_every_s = 5.0
     on_progress = None  # on_progress(done, total, elapsed_s, failed) (mascot.backends.base.attach_progress)
+    on_answer = None  # on_answer(index, response) as each request of a call finishes (mascot.backends.cache)
 
     def __init__(
         self,
@@ -389,6 +390,8 @@ class OpenAIBackend:
             for done, fut in enumerate(as_completed(futures), 1):
                 results[futures[fut]] = r = fut.result()  # a programming error propagates (the pool cancels the rest)
                 failed += bool(r.error)
+                if self.on_answer is not None:  # kept at once: a kill mid-call loses no answered request
+                    self.on_answer(futures[fut], r)
                 now = time.perf_counter()
                 if done == total or now - last >= self.progress_every_s:
                     last = now
@@ -549,10 +552,12 @@ class OpenAIBackend:
                     return Response("", 0, 0, error=self._down, latency_s=now - t0)
                 if attempt == self.max_retries:
                     break
-                wait = self._delay(attempt, e.retry_after)
+                # the server's Retry-After against the budget first (the cap below only shortens a wait that fits)
+                wait = e.retry_after if e.retry_after is not None else self._delay(attempt, None)
                 if refused_since is not None:  # a refused connection is retried within dead_after_s, then given up
                     wait = min(wait, max(self.dead_after_s - (now - refused_since), 0.0) + 0.05)
-                if now + wait - t0 >= self.budget_s:
+                # an attempt needs time to be answered: none starts with less than a second (or the timeout) left
+                if now + wait - t0 >= self.budget_s - min(1.0, self.timeout_s):
                     asked = f"the server asked to wait {e.retry_after:g} s (Retry-After); " if e.retry_after else ""
                     msg = self._redact(
                         f"gave up after {attempts} attempt(s) and {now - t0:.1f} s: {asked}the next attempt would "
@@ -560,6 +565,8 @@ class OpenAIBackend:
                         f"error: {last}"
                     )
                     return Response("", 0, 0, error=msg, latency_s=now - t0)
+                if e.retry_after is not None:
+                    wait = self._delay(attempt, e.retry_after)  # capped, and said
                 time.sleep(wait)
             except _FatalError as e:
                 gate.release(time.perf_counter() - sent)

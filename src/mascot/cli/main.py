@@ -333,7 +333,13 @@ def _cmd_trials(args) -> int:
         **({"initial_state": args.initial_state} if args.initial_state else {}),
     )
     plan = cfg.plan()
-    _check_size(plan, args)  # before a model is loaded or a server probed
+    if args.dry_run:  # the size is what a dry run is for: said, with whether the run would need --allow-large
+        try:
+            _check_size(plan, args)
+        except InputError as e:
+            print(f"note: the run itself would be refused: {e}")
+    else:
+        _check_size(plan, args)  # before a model is loaded or a server probed
     backend, spec, _ = _trials_backend(args)
     if args.dry_run and args.backend == "openai":  # the backend comes as a factory: build it, i.e. probe the server
         backend = backend() if callable(backend) and not hasattr(backend, "generate") else backend

@@ -44,7 +44,9 @@ def add_parsers(subparsers) -> None:
     g.add_argument("--temperature", type=float, default=0.8, help="default sampling temperature (default 0.8)")
     g.add_argument("--top-p", type=float, default=0.5, help="default nucleus top_p (default 0.5)")
     g.add_argument("--force", action="store_true", help="replace an existing --out")
-    g.set_defaults(func=_cmd_gguf)
+    g.set_defaults(
+        func=_cmd_gguf, on_interrupt="nothing was written under --out (a conversion is not resumed: run it again)"
+    )
 
 
 def _cmd_show(args) -> int:

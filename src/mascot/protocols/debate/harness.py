@@ -206,7 +206,7 @@ def run_debate(
         if errors:  # an unanswered reply is not an untagged ballot: nothing of this round is committed
             raise BackendFailure(
                 f"{endpoint(b)}: {len(errors)} of {len(reqs)} requests of round {owners[0][1]} got no answer after "
-                f"{REASK + 1} tries; first error: {str(errors[0])[:300]}. The round was not committed; rerun the same "
+                f"{REASK + 1} tries; first error: {str(errors[0])[:600]}. The round was not committed; rerun the same "
                 "command to resume from it"
             )
         by_run: dict[int, list[dict]] = {}

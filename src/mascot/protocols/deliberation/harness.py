@@ -286,7 +286,7 @@ class _Harness:
             raise BackendFailure(
                 f"{endpoint(self.backend)}: {len(failed)} of {len(slots)} requests of round {meta['round']} got no "
                 f"answer after {cfg.retries + 1} tries in a row; first error: "
-                f"{results[failed[0]]['parse'].reason[len('backend_error: ') :][:300]}. The round was not committed; "
+                f"{results[failed[0]]['parse'].reason[len('backend_error: ') :][:600]}. The round was not committed; "
                 "rerun the same command to resume from it"
             )
         return results

@@ -365,7 +365,7 @@ class _Runner:
             first = unanswered[min(unanswered)]
             raise BackendFailure(
                 f"{endpoint(self.backend)}: {len(unanswered)} of {n} requests of step {step} ({name}) got no answer "
-                f"after {cfg.retries + 1} tries in a row; first error: {first[:300]}. Step {step} was not committed; "
+                f"after {cfg.retries + 1} tries in a row; first error: {first[:600]}. Step {step} was not committed; "
                 f"rerun the same command to resume from it"
             )
         return _Stage(states, n_req, n_fail, ptok, ctok, n_err)
