@@ -317,3 +317,26 @@ def _surrogate_from_params(default, path: str, given: dict):
         return from_params(path, **overrides)
     except (ValueError, FileNotFoundError, IsADirectoryError, PermissionError) as e:
         raise InputError(f"--surrogate-params {path}: {e}") from None
+
+
+# sizes refused unless --allow-large (issue 33): what a run holds in memory (n_trials 1e8 grew to 5.5 GB with
+# nothing said; --runs 1e8 sat building lanes) and the requests it sends a model (time and money)
+MAX_LLM_REQUESTS = 100_000
+
+
+def check_run_size(args, held: int, held_max: int, what: str, requests: int, lower: str) -> None:
+    """Refuse, unless ``args.allow_large``: ``held`` units of ``what`` past ``held_max`` (all held in memory at
+    once), or past :data:`MAX_LLM_REQUESTS` first-try ``requests`` to a model (``lower``: the options that shrink
+    the run)."""
+    if args.allow_large:
+        return
+    if held > held_max:
+        raise InputError(
+            f"{held:,} {what} is more than {held_max:,}, all held in memory at once; split the run (--seed, --out) "
+            "or pass --allow-large"
+        )
+    if args.backend != "surrogate" and requests > MAX_LLM_REQUESTS:
+        raise InputError(
+            f"this run sends up to {requests:,} requests to a model at their first tries (more than "
+            f"{MAX_LLM_REQUESTS:,}); see --dry-run for its size, lower {lower}, or pass --allow-large"
+        )

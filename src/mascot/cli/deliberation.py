@@ -23,6 +23,7 @@ import re
 import sys
 from pathlib import Path
 
+from mascot.cli.backend_args import check_run_size
 from mascot.errors import InputError
 
 __all__ = ["add_parsers", "cmd_deliberate", "cmd_debate"]
@@ -138,7 +139,9 @@ def cmd_deliberate(args) -> int:
             f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens})"
         )
         return 0
-    _check_size(args, cfg.runs * len(cfg.strategies), "lanes (runs x strategies)", first + later)
+    check_run_size(
+        args, cfg.runs * len(cfg.strategies), MAX_LANES, "lanes (runs x strategies)", first + later, "--runs"
+    )
     if cfg.structured_output and args.backend == "openai":
         args.structured_output = True  # the config asks for it: the server probe checks it is honoured
     backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
@@ -206,24 +209,7 @@ def cmd_deliberate(args) -> int:
     return 0
 
 
-MAX_LANES = 100_000  # lanes (debates) held in memory at once
-MAX_LLM_REQUESTS = 100_000  # requests to a model at most
-
-
-def _check_size(args, lanes: int, what: str, requests: int) -> None:
-    """Refuse a run past the size limits unless --allow-large (issue 33: --runs 1e8 sat building lanes)."""
-    if args.allow_large:
-        return
-    if lanes > MAX_LANES:
-        raise InputError(
-            f"{lanes:,} {what} is more than {MAX_LANES:,}, which are held in memory at once; split the run (--seed, "
-            "--out) or pass --allow-large"
-        )
-    if args.backend != "surrogate" and requests > MAX_LLM_REQUESTS:
-        raise InputError(
-            f"this run may send up to {requests:,} requests to a model at their first tries (more than "
-            f"{MAX_LLM_REQUESTS:,}); see --dry-run, lower --runs or max_rounds, or pass --allow-large"
-        )
+MAX_LANES = 100_000  # lanes (debates) held in memory at once (mascot.cli.backend_args.check_run_size)
 
 
 def cmd_debate(args) -> int:
@@ -258,7 +244,7 @@ def cmd_debate(args) -> int:
             f"replies at most {n * cfg.sampling.max_tokens:,} tokens (max_tokens {cfg.sampling.max_tokens})"
         )
         return 0
-    _check_size(args, cfg.runs, "debates (--runs)", len(cfg.agents) * cfg.runs * cfg.max_rounds)
+    check_run_size(args, cfg.runs, MAX_LANES, "debates (--runs)", len(cfg.agents) * cfg.runs * cfg.max_rounds, "--runs")
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     replies = sum(o["rounds"] for o in res.outcomes) * len(cfg.agents)

@@ -369,26 +369,14 @@ def _cmd_trials(args) -> int:
     return 0
 
 
-# sizes refused unless --allow-large: units are held in memory (n_trials 1e8 grew to 5.5 GB with nothing said),
-# and requests to a model cost time and money
-MAX_UNITS = 1_000_000
-MAX_LLM_REQUESTS = 100_000
+MAX_UNITS = 1_000_000  # trial units held in memory at once (mascot.cli.backend_args.check_run_size)
 
 
 def _check_size(plan: dict, args) -> None:
-    if args.allow_large:
-        return
-    if plan["units"] > MAX_UNITS:
-        raise InputError(
-            f"{plan['units']:,} trial units (topologies x trials x 2 arms) is more than {MAX_UNITS:,}, which this "
-            "harness holds in memory at once; split the run (--seed, --out) or pass --allow-large"
-        )
-    if args.backend != "surrogate" and plan["requests"] > MAX_LLM_REQUESTS:
-        raise InputError(
-            f"this run sends {plan['requests']:,} requests to a model at its first tries (more than "
-            f"{MAX_LLM_REQUESTS:,}); see --dry-run for its size and time, lower --n-trials or --steps, or pass "
-            "--allow-large"
-        )
+    from mascot.cli.backend_args import check_run_size
+
+    what = "trial units (topologies x trials x 2 arms)"
+    check_run_size(args, plan["units"], MAX_UNITS, what, plan["requests"], "--n-trials or --steps")
 
 
 def _say_plan(plan: dict, cfg, backend, dry: bool) -> None:
@@ -613,7 +601,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--allow-large",
         action="store_true",
-        help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_LLM_REQUESTS:,} first-try requests to a model)",
+        help=f"run past the size limits ({MAX_UNITS:,} units; 100,000 first-try requests to a model)",
     )
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
     from mascot.backends.base import Sampling
