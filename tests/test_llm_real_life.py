@@ -306,9 +306,59 @@ def test_cut_replies_are_said_as_they_happen_and_a_runaway_reply_is_refused(serv
     rc = cli_main([*argv, "chain", "--n-trials", "2", "--steps", "1", "--no-figures", "--out", str(tmp_path / "t")])
     err = capsys.readouterr().err
     assert rc == 0 and "of the first 4 replies stopped at --max-tokens 250 (finish_reason length)" in err
+    assert "of the 4 cut replies without one, 4 had begun a JSON object: raise --max-tokens" in err
     server.mode, server.posts = "huge", 0
     (r,) = OpenAIBackend("m", base_url=server.url, max_retries=3).generate([ASK])
     assert "larger than 16,777,216 bytes; not read further" in r.error and server.posts == 1  # not retried
+
+
+def test_the_cut_warning_says_whether_a_higher_limit_would_help():
+    """Measured on SmolLM2-135M (20 trials replies at --max-tokens 250): the 9 that parsed used 35-43 tokens,
+    the 9 cut at 250 had not begun a JSON object (the model repeats itself): raising the limit, as the old
+    warning said, would only cost time. Counts by hand for three cases."""
+    from mascot.backends.base import CutWatch, Response
+
+    def resp(text, fin, tokens, error=None):
+        return Response(text=text, finish_reason=fin, prompt_tokens=10, completion_tokens=tokens, error=error)
+
+    said = []
+    w = CutWatch(250, say=said.append)
+    wander = resp("I'm sorry for any confusion. " * 20, "length", 250)
+    w.add([resp('{"Value": 1}', "stop", 41), wander, wander], [True, False, False])
+    assert not said  # 3 replies: too few to say
+    w.add([resp("", None, 0, error="timeout"), resp('x {"Value": 1', "length", 250)], [False, False])
+    assert said == [
+        "3 of the first 4 replies stopped at --max-tokens 250 (finish_reason length); of the 3 cut replies without "
+        "one, 1 had begun a JSON object (the replies that gave an answer used at most 41 tokens): most wander "
+        "rather than run out of room, so a higher --max-tokens would mostly cost time (a lower one saves it)"
+    ]
+    w.add([wander] * 10, [False] * 10)
+    assert len(said) == 1  # once per run
+    # cut replies that had begun their answer: raise the limit
+    said.clear()
+    w = CutWatch(48, say=said.append)
+    w.add([resp('{"Value": 12.5, "Par', "length", 48)] * 3 + [resp("{}", "stop", 2)], [False] * 3 + [True])
+    assert said[0].endswith(
+        "of the 3 cut replies without one, 3 had begun a JSON object (the replies that gave an "
+        "answer used at most 2 tokens): raise --max-tokens"
+    )
+    # debate: the decision tag comes first, so a cut reply still gives an answer
+    said.clear()
+    w = CutWatch(250, began=lambda t: False, answer="its decision tag", say=said.append)
+    w.add([resp("[DECISION: PASS] because ...", "length", 250)] * 4, [True] * 4)
+    assert said == [
+        "4 of the first 4 replies stopped at --max-tokens 250 (finish_reason length); 4 of them still gave an answer"
+    ]
+
+
+def test_retries_past_the_limit_are_refused_before_a_request(server, tmp_path, capsys):
+    """--retries 1000000 was taken: one failing model could then be asked a million times per request."""
+    argv = ["--backend", "openai", "--base-url", server.url, "--model", "m"]
+    for cmd, flag in (("trials", "--retries"), ("deliberate", "--retries"), ("debate", "--max-retries")):
+        rc = cli_main([cmd, *argv, flag, "1000000", "--out", str(tmp_path / cmd)])
+        err = capsys.readouterr().err
+        assert rc == 2 and f"{flag} 1,000,000 is more than 20" in err and "--allow-large" in err, (cmd, err)
+    assert server.posts == 0 and not list(tmp_path.iterdir())
 
 
 def test_an_llm_command_sends_its_first_request_before_loading_the_report_stack(server, tmp_path):
@@ -359,3 +409,17 @@ def test_a_kill_in_the_middle_of_a_call_keeps_the_answers_that_came(tmp_path):
     again = Killed()
     out = AnswerCache(again, tmp_path / "answers.jsonl").generate(reqs)
     assert [r.text for r in out] == [f"answer {i}" for i in range(4)] and again.sent == [2, 3]
+
+
+def test_a_debate_records_each_replys_latency_and_show_reports_it(server, tmp_path, capsys):
+    """The outside test found debate pages without timings: the transcript did not keep the latency."""
+    out = tmp_path / "d"
+    argv = ["debate", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe"]
+    assert cli_main([*argv, "--max-rounds", "1", "--runs", "1", "--out", str(out)]) == 0
+    reps = [json.loads(x) for x in (out / "transcript.jsonl").read_text().splitlines()]
+    reps = [r for r in reps if r.get("type") == "reply"]
+    assert reps and all(isinstance(r["latency_s"], float) and r["latency_s"] > 0 for r in reps)
+    capsys.readouterr()
+    assert cli_main(["show", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "latency round 1: median " in shown and f"({len(reps)} answers)" in shown, shown

@@ -51,7 +51,11 @@ def test_parse_override_values():
     assert parse_override("grid.b0={logspace = [1, 100, 3]}") == ("grid.b0", {"logspace": [1, 100, 3]}, False)
     assert parse_override("grid.n=[5, 8]") == ("grid.n", [5, 8], False)  # commas inside brackets: one list
     assert parse_override("~grid.eta") == ("grid.eta", None, True)
-    for bad in ("n", "=3", "a b=1", "~", "grid.n=", "x=a;b"):
+    # Hydra's bracketed lists of bare words (the outside test's grid.strategy=[complete] was refused)
+    assert parse_override("grid.strategy=[complete]") == ("grid.strategy", ["complete"], False)
+    assert parse_override("grid.strategy=[complete, ring]") == ("grid.strategy", ["complete", "ring"], False)
+    assert parse_override('grid.strategy=[complete,"ring"]') == ("grid.strategy", ["complete", "ring"], False)
+    for bad in ("n", "=3", "a b=1", "~", "grid.n=", "x=a;b", "grid.s=[a;b]", 'grid.s=[a,"b]'):
         with pytest.raises(ConfigError):
             parse_override(bad)
 

@@ -184,3 +184,28 @@ def test_nothing_finite_to_plot_is_an_error_and_log_axes_leave_out_what_they_can
     fig = plot(g, "x", "y", logx=True, logy=True)
     (line,) = fig.axes[0].get_lines()
     assert list(line.get_xdata()) == [1.0, 2.0, 4.0]  # the point at 0 is left out, not drawn off the axis
+
+
+def test_outputs_fixed_per_point_are_not_parameters():
+    """A sweep kind's table: only the kind's parameters can be hidden study variables. ``certified`` is
+    fixed per point (the Theorem 1 certificate) and differs between the points averaged at one x; it is an
+    output, so averaging over it is no error (the outside test saw it listed as a varying parameter)."""
+    from mascot.sweep.kinds import KINDS
+
+    params = KINDS["consensus"].params
+    rows = []
+    for point, (b0, certified) in enumerate([(500.0, False), (1000.0, True), (500.0, True), (1000.0, False)]):
+        base = {k: p.default for k, p in params.items()}
+        base.update(b0=b0, n=5 if point < 2 else 8)
+        for t in range(4):
+            rows.append({**base, "point": point, "trajectory": t, "certified": certified, "tokens": 100.0 * t})
+    df = pd.DataFrame(rows)
+    with pytest.raises(InputError, match=r"b0 \(2 values") as e:
+        summarize(df, "n", "tokens")
+    assert "certified" not in str(e.value)
+    s = summarize(df, "n", "tokens", hue="b0")
+    assert len(s) == 4 and set(s.rows) == {4}
+    # the same table without the kind's parameters (a user's own table): every per-point constant counts
+    other = df[["point", "trajectory", "n", "b0", "certified", "tokens"]]
+    with pytest.raises(InputError, match=r"b0 \(2 values.*certified \(2 values"):
+        summarize(other, "n", "tokens")

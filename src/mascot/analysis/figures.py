@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 
 from mascot.io import atomic_path
 
-__all__ = ["plt", "save_figure"]
+__all__ = ["plt", "save_figure", "legend"]
 
 
 def save_figure(fig, path_stem: Path) -> list[Path]:
@@ -27,3 +27,11 @@ def save_figure(fig, path_stem: Path) -> list[Path]:
         out.append(p)
     plt.close(fig)
     return out
+
+
+def legend(ax, **kw):
+    """``ax.legend(**kw)`` when the axes hold a labelled artist; nothing otherwise (matplotlib would warn
+    "No artists with labels found" on the user's terminal and draw an empty box)."""
+    if ax.get_legend_handles_labels()[0]:
+        return ax.legend(**kw)
+    return None

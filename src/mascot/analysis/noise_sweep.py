@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.analysis.figures import save_figure
+from mascot.analysis.figures import legend, save_figure
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean, read_parquet_verified, significant, write_csv
 
@@ -34,11 +34,6 @@ def chain_ratios(df: pd.DataFrame) -> pd.DataFrame:
     r["formula_in_ci"] = (r.ratio_theory_k >= r.ratio_lo) & (r.ratio_theory_k <= r.ratio_hi)
     r["rel_dev_from_formula"] = r.ratio / r.ratio_theory_k - 1.0
     return r[keys + ["k", "ratio", "ratio_lo", "ratio_hi", "ratio_theory_k", "formula_in_ci", "rel_dev_from_formula"]]
-
-
-def _legend(ax, **kw):
-    if ax.get_legend_handles_labels()[0]:
-        ax.legend(**kw)
 
 
 def _slope(x, y):
@@ -124,7 +119,7 @@ def report(data, out="results/spectra") -> dict:
                 fontsize=8,
                 color="0.35",
             )
-        _legend(ax[0], fontsize=7)
+        legend(ax[0], fontsize=7)
         rr = ratios[(ratios.model == "linear") & (ratios.L == 1.0) & (ratios["T"] == 12)]
         for (agg, k), d in rr.groupby(["aggregate", "k"]):
             if k not in (2, 4, 8, 16):
@@ -147,7 +142,7 @@ def report(data, out="results/spectra") -> dict:
         ax[1].axhline(1.77, color="k", ls=":", lw=1)
         ax[1].text(0.55, 1.83, "paper's chain/star 1.77", fontsize=7)
         ax[1].set(xlabel="rho_c", ylabel="E_ceg(k = 1) / E_ceg(k)", title="eq. 5 (lines) vs MC, T = 12, L = 1")
-        _legend(ax[1], fontsize=6, ncol=2)
+        legend(ax[1], fontsize=6, ncol=2)
         sel = ratios[
             (ratios.model == "linear") & (ratios["aggregate"] == "mean") & (ratios.L == 1.0) & np.isfinite(ratios.ratio)
         ]  # (a ratio 0/0 at sigma = 0 tests nothing)
@@ -206,7 +201,7 @@ def report(data, out="results/spectra") -> dict:
                 fontsize=8,
                 color="0.35",
             )
-        _legend(ax[2], fontsize=7)
+        legend(ax[2], fontsize=7)
         m = rr[(rr["aggregate"] == "mean") & (rr.rho_c == 0)]
         claims["rule_ratio_rel_dev_from_sqrt_k"] = {
             f"k={int(k)},T={int(T)}": {f"{s:g}": float(v) for s, v in zip(d.sigma, d.rel_dev_from_formula)}

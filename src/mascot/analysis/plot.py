@@ -8,7 +8,8 @@
 or ``mascot plot DATA --x n --y tokens --hue strategy --logy --out tokens.png``.
 
 What is averaged: in a sweep's table (it has a ``point`` column) the rows of one grid point are replicates
-(trajectories, graphs); a parameter that varies across the plotted rows but is none of ``x``, ``hue`` and
+(trajectories, graphs); a parameter of the sweep kind (an output fixed per point, such as ``certified``, is
+none) that varies across the plotted rows but is none of ``x``, ``hue`` and
 ``facet`` at one plotted point is refused (averaging over a study variable hides it): fix it with ``where`` or
 give it a role. A column that only follows the plotted ones (a cost computed from n) is not averaged over.
 Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
@@ -73,6 +74,19 @@ def load_table(data) -> pd.DataFrame:
     except Exception as e:  # a damaged file: say which and why
         raise InputError(f"{p}: cannot read it as {p.suffix[1:]}: {e}") from None
     raise InputError(f"{p}: give a .parquet or .csv file, or a run directory")
+
+
+def _kind_params(df: pd.DataFrame) -> set[str] | None:
+    """The parameters of the sweep kind whose table ``df`` is (every parameter of the kind is a column), or
+    ``None`` for another table: then every column constant within a grid point counts as one, outputs such
+    as a certificate's verdict included."""
+    from mascot.sweep.kinds import KINDS
+
+    cols = set(df.columns)
+    for kind in KINDS.values():
+        if set(kind.params) <= cols:
+            return set(kind.params)
+    return None
 
 
 def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> pd.DataFrame:
@@ -154,7 +168,12 @@ def summarize(
     keys = [c for c in (facet, hue, x) if c is not None]
     if "point" in df.columns:  # a sweep: refuse to average over a parameter the figure does not show
         per_point = df.groupby("point", sort=False).nunique(dropna=False)
-        params = [c for c in per_point.columns if (per_point[c] <= 1).all() and c not in keys and c != y]
+        known = _kind_params(df)  # a sweep kind's table: its parameters, not the outputs fixed per point
+        params = [
+            c
+            for c in per_point.columns
+            if (per_point[c] <= 1).all() and c not in keys and c != y and (known is None or c in known)
+        ]
         within = df.groupby(keys, observed=True, dropna=False)[params].nunique(dropna=False) if params else None
         varying = [c for c in params if (within[c] > 1).any()]  # several values inside one plotted point
         if varying:

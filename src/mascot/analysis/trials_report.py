@@ -37,7 +37,7 @@ import pandas as pd
 
 from mascot.analysis import stats as st
 from mascot.analysis import trials_baselines as tb
-from mascot.analysis.figures import save_figure
+from mascot.analysis.figures import legend, save_figure
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean
 from mascot.protocols.state_tracking.baselines import baseline_dirs
@@ -427,7 +427,7 @@ def _box_strip(ax, metrics, col, rng, max_points=1500, log=False, paper=None):
         lo, hi = ax.get_ylim()
         ax.set_ylim(lo, hi + 0.2 * (hi - lo))
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(loc="upper center", fontsize=8, ncol=2)
+    legend(ax, loc="upper center", fontsize=8, ncol=2)
 
 
 def _ecdf(ax, metrics, col, log=False):
@@ -439,7 +439,7 @@ def _ecdf(ax, metrics, col, log=False):
         _symlog(ax.xaxis, ax.set_xscale)
     ax.set_ylabel("fraction of trials")
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=9)
+    legend(ax, fontsize=9)
 
 
 def _dist_figure(metrics, col, title, xlabel, path, seed, log=False, note="", paper=None):

@@ -38,6 +38,7 @@ __all__ = [
     "attach_progress",
     "progress_text",
     "report_progress",
+    "CutWatch",
 ]
 
 
@@ -182,3 +183,70 @@ def report_progress(backend, done: int, total: int, elapsed_s: float, failed: in
     cb = getattr(backend, "on_progress", None)
     if cb is not None:
         cb(done, total, elapsed_s, failed)
+
+
+class CutWatch:
+    """Warn once per run, as soon as it shows, when most replies stopped at the token limit
+    (``finish_reason == "length"``), and say what would help.
+
+    Whether a higher ``--max-tokens`` helps is measured, not assumed: a cut reply that had begun its answer
+    (``began(text)``, e.g. an opening brace for a JSON answer) was cut short, while one that had not is a model
+    wandering (SmolLM2-135M repeats itself until any limit; its replies that parse use about 41 tokens), where
+    a higher limit only costs time. The warning gives both counts and the longest reply that parsed.
+
+    ``add(responses, parsed)`` after each backend call (``parsed[i]``: whether reply ``i`` gave a usable answer);
+    ``say`` receives the warning (default: the ``mascot`` logger's warning).
+    """
+
+    def __init__(
+        self,
+        max_tokens: int,
+        began: Callable[[str], bool] = lambda text: "{" in text,
+        answer: str = "a JSON object",
+        say: Callable[[str], None] | None = None,
+        min_replies: int = 4,
+    ) -> None:
+        self.max_tokens, self.began, self.answer, self.min_replies = max_tokens, began, answer, min_replies
+        self._say = say
+        self.replies = self.cut = self.cut_parsed = self.cut_begun = 0
+        self.longest_parsed: int | None = None
+        self.said = False
+
+    def add(self, responses, parsed) -> None:
+        for r, ok in zip(responses, parsed):
+            if r.error:
+                continue
+            self.replies += 1
+            if ok and r.completion_tokens is not None:
+                self.longest_parsed = max(self.longest_parsed or 0, int(r.completion_tokens))
+            if r.finish_reason == "length":
+                self.cut += 1
+                self.cut_parsed += bool(ok)
+                self.cut_begun += (not ok) and self.began(r.text or "")
+        if not self.said and self.replies >= self.min_replies and self.cut > self.replies / 2:
+            self.said = True
+            (self._say or _warn)(self.message())
+
+    def message(self) -> str:
+        """The warning's text, from the counts so far."""
+        m = f"{self.cut} of the first {self.replies} replies stopped at --max-tokens {self.max_tokens} (finish_reason length)"
+        if self.cut_parsed:
+            m += f"; {self.cut_parsed} of them still gave an answer"
+        lost = self.cut - self.cut_parsed
+        if not lost:
+            return m
+        m += f"; of the {lost} cut replies without one, {self.cut_begun} had begun {self.answer}"
+        if self.longest_parsed is not None:
+            m += f" (the replies that gave an answer used at most {self.longest_parsed} tokens)"
+        if self.cut_begun > lost / 2:
+            return m + ": raise --max-tokens"
+        return (
+            m + ": most wander rather than run out of room, so a higher --max-tokens would mostly cost time (a lower "
+            "one saves it)"
+        )
+
+
+def _warn(msg: str) -> None:
+    from mascot.log import get_logger
+
+    get_logger(__name__).warning(msg)

@@ -322,12 +322,15 @@ def _surrogate_from_params(default, path: str, given: dict):
 # sizes refused unless --allow-large (issue 33): what a run holds in memory (n_trials 1e8 grew to 5.5 GB with
 # nothing said; --runs 1e8 sat building lanes) and the requests it sends a model (time and money)
 MAX_LLM_REQUESTS = 100_000
+#: the most re-asks (``--retries``) and HTTP retries (``--max-retries``) a run at a model takes without
+#: ``--allow-large``: each multiplies the requests a failing model or server can cost
+MAX_LLM_RETRIES = 20
 
 
 def check_run_size(args, held: int, held_max: int, what: str, requests: int, lower: str) -> None:
     """Refuse, unless ``args.allow_large``: ``held`` units of ``what`` past ``held_max`` (all held in memory at
-    once), or past :data:`MAX_LLM_REQUESTS` first-try ``requests`` to a model (``lower``: the options that shrink
-    the run)."""
+    once), ``--retries`` or ``--max-retries`` past :data:`MAX_LLM_RETRIES`, or past :data:`MAX_LLM_REQUESTS`
+    first-try ``requests`` to a model (``lower``: the options that shrink the run)."""
     if args.allow_large:
         return
     if held > held_max:
@@ -335,6 +338,13 @@ def check_run_size(args, held: int, held_max: int, what: str, requests: int, low
             f"{held:,} {what} is more than {held_max:,}, all held in memory at once; split the run (--seed, --out) "
             "or pass --allow-large"
         )
+    for flag, dest in (("--retries", "retries"), ("--max-retries", "max_retries")):
+        v = getattr(args, dest, None)
+        if args.backend != "surrogate" and v is not None and v > MAX_LLM_RETRIES:
+            raise InputError(
+                f"{flag} {v:,} is more than {MAX_LLM_RETRIES}: every unparsed or unanswered request could be sent "
+                f"{v + 1:,} times; lower {flag} or pass --allow-large"
+            )
     if args.backend != "surrogate" and requests > MAX_LLM_REQUESTS:
         raise InputError(
             f"this run sends up to {requests:,} requests to a model at their first tries (more than "

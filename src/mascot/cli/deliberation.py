@@ -139,6 +139,7 @@ def cmd_deliberate(args) -> int:
             f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens})"
         )
         return 0
+    args.retries = cfg.retries  # the config's value when --retries is not given: checked like the flag
     check_run_size(
         args, cfg.runs * len(cfg.strategies), MAX_LANES, "lanes (runs x strategies)", first + later, "--runs"
     )
@@ -296,7 +297,9 @@ def add_parsers(subparsers) -> None:
     d.add_argument("--json", action="store_true", help="print a JSON summary (one object per strategy and run)")
     d.add_argument("--dry-run", action="store_true", help="print the run's size (requests, reply tokens); send nothing")
     d.add_argument(
-        "--allow-large", action="store_true", help="run past the size limits (100,000 lanes; 100,000 model requests)"
+        "--allow-large",
+        action="store_true",
+        help="run past the size limits (100,000 lanes; 100,000 model requests; 20 --retries or --max-retries)",
     )
     d.add_argument(
         "--monitor", action="store_true", help="stop a lane early when b_k < B*(D(k)) (predicted BudgetFail)"
@@ -338,7 +341,9 @@ def add_parsers(subparsers) -> None:
     b.add_argument("--json", action="store_true", help="print rounds, consensus, decision, tokens as JSON")
     b.add_argument("--dry-run", action="store_true", help="print the run's size (requests, reply tokens); send nothing")
     b.add_argument(
-        "--allow-large", action="store_true", help="run past the size limits (100,000 lanes; 100,000 model requests)"
+        "--allow-large",
+        action="store_true",
+        help="run past the size limits (100,000 lanes; 100,000 model requests; 20 --max-retries)",
     )
     _backend_args(b)
     s = b.add_argument_group("surrogate backend")

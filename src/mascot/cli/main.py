@@ -601,7 +601,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--allow-large",
         action="store_true",
-        help=f"run past the size limits ({MAX_UNITS:,} units; 100,000 first-try requests to a model)",
+        help=f"run past the size limits ({MAX_UNITS:,} units; 100,000 first-try requests to a model; 20 --retries "
+        "or --max-retries)",
     )
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
     from mascot.backends.base import Sampling

@@ -10,7 +10,8 @@ Each override is ``KEY=VALUE`` or ``~KEY`` (remove the key):
   ``[grid]`` when the value is a list and to ``[fixed]`` otherwise.
 * ``VALUE`` is a TOML value (``3``, ``0.5``, ``true``, ``"text"``, ``[1, 2]``, ``{linspace = [0.1, 1, 5]}``)
   or a bare word (taken as a string); commas outside brackets make a list, Hydra's sweep syntax
-  (``grid.n=5,8,16`` is ``n = [5, 8, 16]``).
+  (``grid.n=5,8,16`` is ``n = [5, 8, 16]``); a bracketed list may hold bare words too, as Hydra writes it
+  (``grid.strategy=[complete,ring]``).
 * A parameter lives in one place: setting ``fixed.eta`` removes a ``grid.eta`` axis and the other way round.
 
 :func:`apply_overrides` returns the new TOML text; the run directory's ``config.toml`` records it (with the
@@ -66,6 +67,8 @@ def _value(text: str, where: str):
     except tomllib.TOMLDecodeError:
         if re.fullmatch(r"[A-Za-z0-9_.:/+\-]+", text):
             return text  # a bare word: a string (adaptive, runs/x)
+        if text.startswith("[") and text.endswith("]") and text[1:-1].strip():
+            return [_value(p, where) for p in _split_top(text[1:-1])]  # Hydra's [complete,ring]: bare words
         raise ConfigError(f"override {where}: cannot read {text!r} as a TOML value") from None
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from mascot import log
-from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint, stop_if_down
+from mascot.backends.base import BackendFailure, CutWatch, Request, attach_progress, endpoint, stop_if_down
 from mascot.backends.cache import AnswerCache, keep_answers
 from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, read_jsonl, utc_now
@@ -152,6 +152,7 @@ def run_debate(
     say = (lambda m: log.progress(_log, f"[debate] {m}")) if progress else (lambda m: None)
     t_start = time.perf_counter()
     n_requests = 0
+    cuts = CutWatch(config.sampling.max_tokens, began=lambda t: False, answer="its decision tag")
     b = None
     while not all(done(st) for st in runs.values()):
         if b is None:
@@ -210,9 +211,11 @@ def run_debate(
                 "command to resume from it"
             )
         by_run: dict[int, list[dict]] = {}
+        tagged = []
         for req, resp, (run, rnd, i) in zip(reqs, resps, owners):
             text = "" if resp.error else (resp.text or "")
             bal = parse_decision(text)
+            tagged.append(bal.decision != "NONE")
             by_run.setdefault(run, []).append(
                 {
                     "type": "reply",
@@ -233,9 +236,11 @@ def run_debate(
                     "prompt_tokens": int(resp.prompt_tokens or 0),
                     "completion_tokens": int(resp.completion_tokens or 0),
                     "finish_reason": resp.finish_reason,
+                    "latency_s": resp.latency_s,
                     "error": resp.error,
                 }
             )
+        cuts.add(resps, tagged)  # warns when most replies stop at max_tokens
         lines = []
         for run, reps in by_run.items():
             st = runs[run]

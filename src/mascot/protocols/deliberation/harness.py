@@ -64,7 +64,7 @@ from typing import NamedTuple
 import numpy as np
 
 from mascot import log
-from mascot.backends.base import BackendFailure, Request, attach_progress, endpoint, stop_if_down
+from mascot.backends.base import BackendFailure, CutWatch, Request, attach_progress, endpoint, stop_if_down
 from mascot.backends.cache import AnswerCache, keep_answers
 from mascot.errors import BackendError, InputError
 from mascot.io import append_jsonl, atomic_write_text, json_default, jsonl_line, read_jsonl, utc_now
@@ -145,6 +145,7 @@ class _Harness:
         self.backend = None
         self.n_requests = 0
         self.call_s = 0.0
+        self.cuts = CutWatch(cfg.sampling.max_tokens)  # warns when most replies stop at max_tokens
         self.session = 0
         self.fallback = [list(r.prior) if r.prior is not None else [0.5] * cfg.d for r in self.roles]
         # Algorithm 1's switching rule, shared with the kernels (imported here: it loads JAX, the config does not)
@@ -275,6 +276,7 @@ class _Harness:
                     }
                 )
             append_jsonl(self.out / "requests.jsonl", log)
+            self.cuts.add(resps, [results[i]["parse"].ok for i in pending])
             pending = still
         failed = [
             i

@@ -66,7 +66,7 @@ import numpy as np
 
 from mascot import log
 from mascot.backends import run_spec
-from mascot.backends.base import Backend, BackendFailure, Request, attach_progress, endpoint, stop_if_down
+from mascot.backends.base import Backend, BackendFailure, CutWatch, Request, attach_progress, endpoint, stop_if_down
 from mascot.backends.cache import AnswerCache, keep_answers
 from mascot.errors import BackendError, InputError
 from mascot.io import atomic_path, atomic_write_text
@@ -211,8 +211,7 @@ class _Runner:
         self.backend: Backend | None = None
         self.n_requests = 0
         self.call_s = 0.0
-        self.answers = self.cut = 0  # answered replies, and those cut at max_tokens (finish_reason length)
-        self.said_cut = False
+        self.cuts = CutWatch(cfg.sampling.max_tokens)  # warns when most replies stop at max_tokens
         self._log = None
         self._log_count = 0
 
@@ -339,16 +338,9 @@ class _Runner:
                             "state": pr.state,
                         }
                     )
-            # most replies cut at max_tokens: said once per run, as soon as it shows (the JSON is cut and will not
-            # parse; 92% of SmolLM2's replies at --max-tokens 48)
-            self.answers += sum(1 for r in resps if not r.error)
-            self.cut += sum(1 for r in resps if not r.error and r.finish_reason == "length")
-            if not self.said_cut and self.answers >= 4 and self.cut > self.answers / 2:
-                self.said_cut = True
-                _log.warning(
-                    f"{self.cut} of the first {self.answers} replies stopped at --max-tokens "
-                    f"{cfg.sampling.max_tokens} (finish_reason length): a cut reply rarely parses; raise --max-tokens"
-                )
+            # most replies cut at max_tokens: said once per run, as soon as it shows, with whether raising the
+            # limit would help (92% of SmolLM2's replies were cut at --max-tokens 48)
+            self.cuts.add(resps, parsed)
             # this call's outcomes, the last try's included (they counted only the requests asked again)
             errs = sum(1 for r in resps if r.error)
             unparsed = sum(1 for r, ok in zip(resps, parsed) if not r.error and not ok)
