@@ -12,8 +12,12 @@ eps = 0.03, a budget that never binds, max_rounds = 64):
   (iii) jax    : mascot.simulate_consensus (modal path for the commuting complete+ring pair, the
                  compacting matrix path for a non-commuting pair); compile time reported separately.
 
-"floor" is the fraction of the memory-traffic floor reached: the time to read X0 once at this
-machine's measured copy bandwidth, divided by the JAX time.
+"roofline" is the floor a kernel cannot beat on this machine, both rates measured in this process:
+max(bytes read / copy bandwidth, FLOPs / GEMM rate), with bytes = X0 read once and FLOPs = the modal
+projection (2 B d N (N - 1)) or, on the matrix path, one N x N product per round (2 N^2 d B x mean
+rounds); the GEMM rate is XLA's on one (B d, N) @ (N, N) float32 product. "of roofline" is that floor
+divided by the JAX time. The closed-form (round-free) modal path is timed against the round loop it
+replaced at the issue's two cells (``--focus``).
 
 ``--profile`` splits the modal path's time at the target cell (N = 64, B = 2e4, float32) into the host
 copy to aligned memory, the kernel (projection and round loop) and the rest (dispatch, harvest), beside
@@ -136,6 +140,23 @@ def copy_bandwidth():
     return 2 * a.nbytes / t  # bytes read + written per second
 
 
+_GEMM = {}
+
+
+def gemm_rate(N, B):
+    """FLOP/s of XLA's float32 (B d, N) @ (N, N) product on this machine (best of 5), cached per shape."""
+    import jax.numpy as jnp
+
+    if (N, B) not in _GEMM:
+        x = jax.device_put(np.random.default_rng(0).uniform(size=(B * D, N)).astype(np.float32))
+        u = jax.device_put(np.random.default_rng(1).uniform(size=(N, N)).astype(np.float32))
+        f = jax.jit(lambda a, b: jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST))
+        jax.block_until_ready(f(x, u))
+        t = best_of(lambda: jax.block_until_ready(f(x, u)), 5)
+        _GEMM[(N, B)] = 2.0 * B * D * N * N / t
+    return _GEMM[(N, B)]
+
+
 def run(quick=False):
     rng = np.random.default_rng(0)
     bw = copy_bandwidth()
@@ -160,7 +181,14 @@ def run(quick=False):
                 t_jax, t_np = interleaved(jax_call, lambda: numpy_threads(X0, W1, W2), repeat)
                 r_np, _ = numpy_threads(X0, W1, W2)
                 assert np.mean(r_np == res.rounds) > 0.999, "baseline and kernel disagree"
-                floor = X0.nbytes / (bw / 2)
+                rate = gemm_rate(N, B)
+                read_s = X0.nbytes / (bw / 2)
+                flops = (
+                    2.0 * B * D * N * (N - 1)
+                    if res.method == "modal"
+                    else 2.0 * N * N * D * B * float(res.rounds.mean())
+                )
+                floor = max(read_s, flops / rate)
                 rows.append(
                     dict(
                         N=N,
@@ -176,6 +204,9 @@ def run(quick=False):
                         compile_s=max(t_first - t_jax, 0.0),
                         ratio_vs_numpy=t_np / t_jax,
                         ratio_vs_python=(len(sub) / t_py) ** -1 * B / t_jax,
+                        roofline_s=floor,
+                        bound="memory" if read_s >= flops / rate else "compute",
+                        gemm_gflops=rate / 1e9,
                         floor_fraction=floor / t_jax,
                     )
                 )
@@ -198,6 +229,17 @@ def run(quick=False):
     )
 
 
+def _round_loop(call):
+    """``call()`` on the modal path's round loop instead of its closed form (issue 34)."""
+    import mascot.execute.consensus as ec
+
+    ec.CLOSED_FORM = False
+    try:
+        return call()
+    finally:
+        ec.CLOSED_FORM = True
+
+
 def focus(trials=7):
     """The issue's target cells, measured ``trials`` times each (interleaved, best of 3 per trial)."""
     rng = np.random.default_rng(1)
@@ -207,16 +249,20 @@ def focus(trials=7):
         X0 = rng.normal(0.5, 0.15, size=(B, N, D)).clip(0, 1).astype(np.float32)
         call = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
         call()
-        ratios = []
+        ratios, vs_loop = [], []
         for _ in range(trials):
             t_jax, t_np = interleaved(call, lambda: numpy_threads(X0, W1, W2), 3)
             ratios.append(t_np / t_jax)
+            t_closed, t_loop = interleaved(call, lambda: _round_loop(call), 3)
+            vs_loop.append(t_loop / t_closed)
         out.append(
             dict(
                 N=N,
                 B=B,
                 pair="commuting",
                 ratios=ratios,
+                closed_vs_round_loop=vs_loop,
+                closed_vs_round_loop_median=float(np.median(vs_loop)),
                 median=float(np.median(ratios)),
                 min=min(ratios),
                 max=max(ratios),
@@ -224,7 +270,7 @@ def focus(trials=7):
         )
         print(
             f"  N={N} B={B}: jax/numpy median {np.median(ratios):.1f}x (min {min(ratios):.1f}, max "
-            f"{max(ratios):.1f}) over {trials} trials",
+            f"{max(ratios):.1f}) over {trials} trials; round loop / closed form median {np.median(vs_loop):.2f}x",
             file=sys.stderr,
             flush=True,
         )
@@ -254,15 +300,18 @@ def profile(N=64, B=20000, repeat=9):
         c1=np.float32(C1), c2=np.float32(C2), eta=np.float32(ETA), eps=np.float32(EPS), b0=np.full(C, B0, np.float32)
     )
 
-    def kernel():
+    closed = getattr(kc, "modal_closed", kc.modal_rollout)  # the closed form (issue 34) where there is one
+
+    def kernel(fn=closed):
         return jax.block_until_ready(
             [
-                kc.modal_rollout(
-                    x, c["U"], c["S"], c["lam1"], c["lam2"], params, strategy="adaptive", max_rounds=MAX_ROUNDS, **kw
-                )
+                fn(x, c["U"], c["S"], c["lam1"], c["lam2"], params, strategy="adaptive", max_rounds=MAX_ROUNDS, **kw)
                 for x in chunks
             ]
         )
+
+    def kernel_loop():
+        return kernel(kc.modal_rollout)
 
     def projection():
         return jax.block_until_ready([kc.modal_init(x, c["U"], c["S"], noisy=False, **kw) for x in chunks])
@@ -274,7 +323,9 @@ def profile(N=64, B=20000, repeat=9):
     total = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
     unaligned = X0[1:] if X0.ctypes.data % 64 == 0 else X0  # the copy a typical (16-byte aligned) X0 gets
     copy = lambda: ec._aligned(unaligned)  # noqa: E731
-    fns = dict(total=total, host_copy=copy, kernel=kernel, projection=projection, product=product)
+    fns = dict(
+        total=total, host_copy=copy, kernel=kernel, kernel_loop=kernel_loop, projection=projection, product=product
+    )
     for f in fns.values():
         f()
     times = {k: [] for k in fns}
@@ -301,6 +352,7 @@ def profile(N=64, B=20000, repeat=9):
         kernel_s=kern,
         projection_s=proj,
         rounds_s=kern - proj,
+        round_loop_s=t["kernel_loop"] * scale - proj,
         other_s=t["total"] - host_copy - kern,
         x0_read_floor_s=floor,
         floor_fraction=floor / t["total"],
@@ -312,7 +364,8 @@ def profile(N=64, B=20000, repeat=9):
     )
     print(
         f"  N={N} B={B} chunk={C} tile={tile}: total {1e3 * t['total']:.2f} ms = host copy "
-        f"{1e3 * host_copy:.2f} + projection {1e3 * proj:.2f} + rounds {1e3 * (kern - proj):.2f} + other "
+        f"{1e3 * host_copy:.2f} + projection {1e3 * proj:.2f} + rounds {1e3 * (kern - proj):.2f} (the round loop: "
+        f"{1e3 * out['round_loop_s']:.2f}) + other "
         f"{1e3 * out['other_s']:.2f}; X0-read floor {1e3 * floor:.2f} ms ({100 * out['floor_fraction']:.1f}%), "
         f"projection at XLA's product rate {1e3 * t['product']:.2f} ms ({out['product_gflops']:.0f} GFLOP/s, "
         f"{100 * out['compute_floor_fraction']:.1f}% of the total)",
@@ -325,15 +378,15 @@ def profile(N=64, B=20000, repeat=9):
 def table(result):
     head = (
         "| N | pair | B | path | mean rounds | python traj/s | numpy traj/s | jax traj/s | jax / numpy | "
-        "jax / python | compile s | floor |"
+        "jax / python | compile s | roofline ms (bound) | of roofline |"
     )
-    lines = [head, "|" + "---|" * 12]
+    lines = [head, "|" + "---|" * 13]
     for r in result["rows"]:
         lines.append(
             f"| {r['N']} | {r['pair']} | {r['B']:,} | {r['method']} | {r['mean_rounds']:.1f} | "
             f"{r['python_traj_s']:,.0f} | {r['numpy_traj_s']:,.0f} | {r['jax_traj_s']:,.0f} | "
             f"{r['ratio_vs_numpy']:.1f}x | {r['ratio_vs_python']:,.0f}x | {r['compile_s']:.2f} | "
-            f"{100 * r['floor_fraction']:.1f}% |"
+            f"{1e3 * r['roofline_s']:.2f} ({r['bound']}) | {100 * r['floor_fraction']:.1f}% |"
         )
     return "\n".join(lines)
 

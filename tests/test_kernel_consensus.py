@@ -376,3 +376,67 @@ def test_complex_beliefs_are_refused():
     assert list(ok.rounds) == [0, 0]  # integer beliefs run (already in consensus)
     with pytest.raises(ValueError, match="W1 must hold real numbers; got dtype complex128"):
         simulate_consensus(X0.real, W1 * (1 + 1j), W2, 600.0, 100.0, 0.1, 0.03, 1e4)
+
+
+@pytest.mark.parametrize("strategy", ["adaptive", "mode1", "mode2"])
+@pytest.mark.parametrize("max_rounds", [0, 1, 12, 300])
+def test_round_free_modal_path_equals_the_round_loop(strategy, max_rounds):
+    """Issue 34: the modal path without a round loop (first threshold crossings from tables of eigenvalue powers)
+    against the round loop it replaces, and against the plain-Python reference, in float64: the same rounds,
+    statuses and tokens. Budgets that bind and do not, a complete graph whose eigenvalues are 0
+    (consensus in one round), and max_rounds past the first blocks of the power table (8, then 64 rounds)."""
+    from mascot.execute import consensus as ex
+
+    rng = np.random.default_rng(max_rounds + 3)
+    cases = [PAIRS["paper_K5_C5"], PAIRS["complete_ring_N16"], (complete_weights(8, 1 / 8), ring_weights(8, 0.9))]
+    seen, longest = set(), 0
+    for W1, W2 in cases:
+        args = list(_random_problem(rng, 200, W1.shape[0], 3, W1, W2, max_rounds))
+        args[7][20:60] = 1e6  # budgets that never bind
+        args[6][40:60] = 1e-12  # ... and a tolerance hardly reached: max_rounds
+        closed = simulate_consensus(*args, strategy=strategy, max_rounds=max_rounds, dtype="float64", return_x=True)
+        ex.CLOSED_FORM = False
+        try:
+            loop = simulate_consensus(*args, strategy=strategy, max_rounds=max_rounds, dtype="float64", return_x=True)
+        finally:
+            ex.CLOSED_FORM = True
+        assert closed.method == loop.method == "modal"
+        for k in ("rounds", "status", "tokens"):
+            np.testing.assert_array_equal(getattr(closed, k), getattr(loop, k), err_msg=k)
+        np.testing.assert_allclose(closed.d_final, loop.d_final, rtol=1e-10, atol=0)
+        np.testing.assert_allclose(closed.x_final, loop.x_final, rtol=0, atol=1e-10)
+        if max_rounds <= 12:
+            _assert_exact(closed, _reference(args, strategy, max_rounds))
+        seen |= {int(x) for x in closed.status}
+        longest = max(longest, int(closed.rounds.max()))
+    if max_rounds >= 12 and (strategy, max_rounds) != ("mode1", 300):  # (complete graphs reach even 1e-12)
+        assert seen == {0, 1, 2}  # every outcome
+    if max_rounds == 300 and strategy != "mode1":
+        assert longest > 128  # past one block of the power table
+
+
+def test_round_free_modal_path_in_float32_agrees_except_near_thresholds():
+    """float32: the closed form computes D from eigenvalue powers, the loop by repeated products, so the last
+    bits differ; outcomes differ only where D is within float32 rounding of eta or eps."""
+    from mascot.execute import consensus as ex
+
+    rng = np.random.default_rng(5)
+    W1, W2 = PAIRS["complete_ring_N12"]
+    args = list(_random_problem(rng, 4000, 12, 6, W1, W2, 200))
+    args[3], args[4], args[7] = np.round(args[3]), np.round(args[4]), np.round(args[7])
+    closed = simulate_consensus(*args, max_rounds=200, dtype="float32")
+    ex.CLOSED_FORM = False
+    try:
+        loop = simulate_consensus(*args, max_rounds=200, dtype="float32")
+    finally:
+        ex.CLOSED_FORM = True
+    res64 = simulate_consensus(*args, max_rounds=200, dtype="float64", trace=True)
+    same = (closed.rounds == loop.rounds) & (closed.status == loop.status) & (closed.tokens == loop.tokens)
+    assert same.mean() >= 0.999
+    eta, eps = args[5], args[6]
+    for i in np.nonzero(~same)[0]:
+        tr = res64.d_trace[i][~np.isnan(res64.d_trace[i])]
+        assert np.minimum(np.abs(tr / eta[i] - 1), np.abs(tr / eps[i] - 1)).min() < 1e-5
+    ok = same & (closed.status == 0)
+    np.testing.assert_allclose(closed.d_final[ok], loop.d_final[ok], rtol=1e-4)
+    np.testing.assert_allclose(closed.d_final[ok], res64.d_final[ok], rtol=1e-4)

@@ -274,6 +274,48 @@ def test_a_rerun_sends_only_the_requests_the_interrupted_run_had_not_answered(tm
     pd.testing.assert_frame_equal(a, b)
 
 
+def test_a_deliberation_rerun_sends_only_the_requests_the_failed_round_had_not_answered(tmp_path):
+    """Resume at the request for deliberate (trials above; the outside test checked it with a SIGKILL): round 2
+    fails because agent 3 gets no answer; the rerun sends none of the round's answered requests and its records
+    equal an uninterrupted run's."""
+    from mascot.backends.base import BackendFailure, Response
+    from mascot.protocols.deliberation import DeliberationConfig, SurrogateDeliberationBackend, run_deliberation
+    from mascot.protocols.deliberation.records import read_rounds
+
+    class Flaky:
+        name, model = "flaky", "surrogate"
+
+        def __init__(self, failing):
+            self.inner, self.failing, self.sent = SurrogateDeliberationBackend(seed=0), failing, []
+
+        def identity(self):
+            return {"backend": "flaky", "model": "surrogate"}
+
+        def describe(self):
+            return self.identity()
+
+        def generate(self, reqs):
+            self.sent += [(r.meta["round"], r.meta["agent"], r.meta["strategy"]) for r in reqs]
+            out = self.inner.generate(reqs)
+            bad = lambda r: self.failing and r.meta["round"] == 2 and r.meta["agent"] == 3  # noqa: E731
+            return [Response("", 0, 0, error="HTTP 500 from the test") if bad(r) else o for r, o in zip(reqs, out)]
+
+    cfg = DeliberationConfig(runs=2, max_rounds=4, retries=1)
+    flaky = Flaky(failing=True)
+    with pytest.raises(BackendFailure, match="round 2 got no answer"):
+        run_deliberation(cfg, tmp_path / "run", flaky, progress=False)
+    answered = {s for s in flaky.sent if s[0] == 2 and s[1] != 3}
+    assert answered and (tmp_path / "run" / "answers.jsonl").is_file()
+    flaky.failing, flaky.sent = False, []
+    run_deliberation(cfg, tmp_path / "run", flaky, progress=False)
+    again = [s for s in flaky.sent if s[0] == 2]
+    assert again and all(s[1] == 3 for s in again)  # only agent 3's requests of round 2 were sent again
+    assert not (tmp_path / "run" / "answers.jsonl").exists()  # emptied when the run completed
+    run_deliberation(cfg, tmp_path / "whole", Flaky(failing=False), progress=False)
+    strip = lambda rows: [{k: v for k, v in r.items() if k not in ("time", "session")} for r in rows]  # noqa: E731
+    assert strip(read_rounds(tmp_path / "run")) == strip(read_rounds(tmp_path / "whole"))
+
+
 def test_the_answer_cache_drops_a_line_cut_by_a_kill_and_refuses_a_damaged_one(tmp_path):
     from mascot.backends.base import Response
     from mascot.backends.cache import AnswerCache, request_key

@@ -53,9 +53,9 @@ def test_device_x0_has_no_host_round_trip(case, host_reads, monkeypatch):
         kw.update(noise=0.003, key=jax.random.split(jax.random.key(2), B))
     ref = simulate_consensus(X0, W1, W2, **kw)  # numpy X0: 3 chunks, the last one padded
     Xd = jax.device_put(X0)
-    calls, rollout = [], kc.modal_rollout
+    calls, rollout = [], kc.modal_closed  # the noise-free modal path (whole-number costs: no round loop)
     monkeypatch.setattr(
-        kc, "modal_rollout", lambda X, *a, **k: calls.append((X.shape, a[5:], k.get("rows"))) or rollout(X, *a, **k)
+        kc, "modal_closed", lambda X, *a, **k: calls.append((X.shape, a[5:], k.get("rows"))) or rollout(X, *a, **k)
     )
     host_reads.clear()
     res = simulate_consensus(Xd, W1, W2, **kw)

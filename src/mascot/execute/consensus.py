@@ -43,6 +43,9 @@ from mascot.theory.consensus import validate_doubly_stochastic
 __all__ = ["simulate_consensus", "ConsensusResult"]
 
 _BLAS = None
+#: the noise-free modal path without a round loop (:func:`mascot.kernels.consensus.modal_closed`) where round costs
+#: are whole numbers; ``False`` runs the round loop (benchmarks and tests compare the two)
+CLOSED_FORM = True
 _NONFINITE = (
     "X0 contains NaN or inf, or values so large that D(0)^2 overflows in the working dtype "
     "(rescale the beliefs, or use float64)"
@@ -218,7 +221,10 @@ def simulate_consensus(
     if shards is not None:  # each call runs one C-row chunk on every device
         consts = jax.device_put(consts, shards.replicated)
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
+    # whole-number round costs (always in float32): the round-free modal path gives the round loop's outcome
+    whole = all(np.all(np.mod(np.asarray(c, np.float64), 1) == 0) for c in (c1a, c2a))
     cfg = dict(
+        closed=CLOSED_FORM and whole,
         strategy=strategy,
         max_rounds=max_rounds,
         trace=trace,
@@ -334,6 +340,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     window = 2
 
     static = dict(strategy=cfg["strategy"], max_rounds=cfg["max_rounds"], tile=cfg["tile"])
+    modal = kc.modal_closed if cfg["closed"] else kc.modal_rollout
     # on a CPU a device-resident X0 larger than a chunk is read in place (its sliced copies landed in fresh
     # pages and cost as much as the rollout); the kernel is then compiled for X0's whole shape, once per
     # (B, C). Accelerators slice (a copy at memory speed) and keep one compiled shape per C.
@@ -346,7 +353,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             start, hi = min(lo, B - C), min(lo + C, B)
             src = slice(lo - start, hi - start)
             p = {key: np.asarray(v if np.ndim(v) == 0 else v[start : start + C], dtype=dt) for key, v in params.items()}
-            res = kc.modal_rollout(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
+            res = modal(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
             return lo, hi, src, _fetch(res)
         rows, hi, src = _layout(lo, B, C, shards)
         whole = isinstance(rows, slice) and rows == slice(0, X0.shape[0])
@@ -364,13 +371,14 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             X = jnp.asarray(X, dt)
         p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
         if shards is None:
-            res = kc.modal_rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
+            res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
         else:  # every device runs the one-device rollout on its C rows
             X, p = shards.put(X), {key: shards.put(v) for key, v in p.items()}
             rollout = shards.local(
                 _rollout_local,
                 (P("batch"),) + (P(),) * 4 + ({k: _spec(v) for k, v in p.items()},),
                 P("batch"),
+                closed=cfg["closed"],
                 **static,
             )
             res = rollout(X, c["U"], c["S"], c["lam1"], c["lam2"], p)
@@ -489,9 +497,11 @@ def _lanes_local(d0, params, keys, *, max_rounds):
     return lanes, finite[None]
 
 
-def _rollout_local(X0, U, S, lam1, lam2, params, *, strategy, max_rounds, tile):
-    """:func:`kc.modal_rollout` with its "all D(0) finite" flag as a (1,) array (one per device)."""
-    res = kc.modal_rollout(X0, U, S, lam1, lam2, params, strategy=strategy, max_rounds=max_rounds, tile=tile)
+def _rollout_local(X0, U, S, lam1, lam2, params, *, strategy, max_rounds, tile, closed):
+    """:func:`kc.modal_closed` (``closed``) or :func:`kc.modal_rollout` with its "all D(0) finite" flag as a
+    (1,) array (one per device)."""
+    modal = kc.modal_closed if closed else kc.modal_rollout
+    res = modal(X0, U, S, lam1, lam2, params, strategy=strategy, max_rounds=max_rounds, tile=tile)
     return dict(res, finite=res["finite"][None])
 
 

@@ -39,6 +39,7 @@ import numpy as np
 
 from mascot import stable
 from mascot.kernels import switching
+from mascot.status import Status
 
 __all__ = [
     "ConsensusResult",
@@ -51,6 +52,8 @@ __all__ = [
     "modal_segment",
     "matrix_segment",
     "modal_rollout",
+    "modal_closed",
+    "modal_closed_form",
     "modal_reconstruct",
     "gather",
     "gather_lanes",
@@ -469,6 +472,129 @@ def modal_rollout(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds
         m2=carry[2],
         finite=finite,
     )
+
+
+# ----------------------------------------------------------------------------- the round-free modal path
+def _affordable(b, c, max_rounds: int):
+    """How many rounds of cost ``c`` the budget ``b`` pays, as Algorithm 1 deducts them (``b_k >= c`` before
+    each): the largest ``q <= max_rounds`` with ``b - q c >= 0`` (``int32``). Exact for whole-number costs:
+    every ``b - q c`` is then a number the dtype holds exactly, equal to ``q`` deductions one by one."""
+    c = jnp.broadcast_to(c, jnp.shape(b))
+    q = jnp.floor(b / jnp.where(c > 0, c, 1))
+    q = jnp.where(b - q * c < 0, q - 1, q)  # the division rounded up past an exact multiple
+    q = jnp.where(b - (q + 1) * c >= 0, q + 1, q)  # ... or down below one
+    q = jnp.where(c > 0, q, max_rounds)
+    return jnp.clip(q, 0, max_rounds).astype(jnp.int32)
+
+
+def _first_crossing(e, ell, d_start, thr, limit, inv_n, *, max_rounds: int, first: int = 8, block: int = 64):
+    """The first ``k`` in ``[0, limit]`` with ``D(k) = sqrt(inv_n sum_g e_g exp(k ell_g)) <= thr`` per lane,
+    without a round loop: ``D`` at consecutive ``k`` is one ``(B, G) @ (G, width)`` product with a table of
+    eigenvalue powers (``exp(k ell)``, ``ell = log lambda^2``): one block of ``first`` rounds (most lanes stop
+    within a few), then blocks of ``block`` rounds only while some lane has neither crossed nor reached its
+    limit. ``D(k)`` is non-increasing (``|lambda| <= 1``), so the first crossing is where the round loop would
+    stop or switch. ``D(0)`` is ``d_start`` (the value the round loop compares). Returns ``(k, found, D(k))``;
+    ``k = limit`` where no crossing is found."""
+    B = e.shape[0]
+
+    def scan(width):
+        steps = jnp.arange(width, dtype=jnp.int32)
+
+        def body(state):
+            k0, k, found, d, done = state
+            ks = k0 + steps
+            kf = ks.astype(e.dtype)[:, None]
+            T = jnp.where(kf == 0, jnp.ones_like(kf * ell), jnp.exp(kf * ell[None, :]))  # exp(-inf) = 0
+            D = jnp.sqrt(jnp.maximum(_mm(e, T.T), 0) * inv_n)  # (B, width)
+            D = jnp.where(ks[None, :] == 0, d_start[:, None], D)
+            hit = (D <= thr[:, None]) & (ks[None, :] <= limit[:, None])
+            any_hit = jnp.any(hit, axis=1)
+            at_limit = (limit >= k0) & (limit < k0 + width)
+            idx = jnp.where(any_hit, jnp.argmax(hit, axis=1), jnp.clip(limit - k0, 0, width - 1)).astype(jnp.int32)
+            new = ~done & (any_hit | at_limit)
+            dv = jnp.take_along_axis(D, idx[:, None], axis=1)[:, 0]
+            return (
+                k0 + width,
+                jnp.where(new, k0 + idx, k),
+                jnp.where(new, any_hit, found),
+                jnp.where(new, dv, d),
+                done | new,
+            )
+
+        return body
+
+    state = (jnp.int32(0), jnp.zeros(B, jnp.int32), jnp.zeros(B, bool), jnp.zeros(B, e.dtype), jnp.zeros(B, bool))
+    state = scan(min(first, max_rounds + 1))(state)
+    _, k, found, d, _ = jax.lax.while_loop(lambda st: ~jnp.all(st[-1]), scan(block), state)
+    return k, found, d
+
+
+def _log_sq(lam):
+    sq = lam * lam
+    return jnp.where(sq > 0, jnp.log(jnp.where(sq > 0, sq, 1)), -jnp.inf)
+
+
+def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: int, n_agents: int):
+    """Algorithm 1 on a commuting symmetric pair without a round loop (noise-free): from the initial
+    per-mode energies ``e`` (``(B, G)``), ``D(m1, m2)^2 = (1/N) sum_g e_g lambda1_g^(2 m1) lambda2_g^(2 m2)``.
+
+    An adaptive lane runs mode 1 until ``D <= max(eta, eps)`` (``D`` only falls), then mode 2 until
+    ``D <= eps``; each phase's end is the first crossing of a threshold (:func:`_first_crossing`), cut short
+    by the rounds its budget pays (:func:`_affordable`: BudgetFail) or by ``max_rounds`` (MaxRounds). The
+    outcome equals the round loop's (:func:`modal_segment`) for whole-number round costs; ``D`` is computed
+    from powers of the eigenvalues instead of repeated products (the last bits of float32 values differ).
+    Returns the dict of :func:`modal_rollout` (without ``finite``)."""
+    B = e.shape[0]
+    dt = e.dtype
+    inv_n = jnp.asarray(1.0 / n_agents, dt)
+    c1, c2, eta, eps, b0 = (jnp.broadcast_to(jnp.asarray(params[k], dt), (B,)) for k in ("c1", "c2", "eta", "eps", "b0"))
+    l1, l2 = _log_sq(lam1), _log_sq(lam2)
+    crossing = partial(_first_crossing, inv_n=inv_n, max_rounds=max_rounds)
+    zero = jnp.zeros(B, jnp.int32)
+    if strategy == "mode2":
+        m1, d1, go2 = zero, d0, jnp.ones(B, bool)
+        st1 = jnp.full(B, int(Status.MAX_ROUNDS), jnp.int32)
+    else:
+        thr = eps if strategy == "mode1" else jnp.maximum(eta, eps)
+        a1 = _affordable(b0, c1, max_rounds)
+        m1, found, d1 = crossing(e, l1, d0, thr, a1)
+        consensus = found & (d1 <= eps)
+        go2 = found & ~consensus
+        st1 = jnp.where(
+            consensus,
+            int(Status.CONSENSUS),
+            jnp.where(a1 < max_rounds, int(Status.BUDGET_FAIL), int(Status.MAX_ROUNDS)),
+        ).astype(jnp.int32)
+    if strategy == "mode1":
+        m2, d, status = zero, d1, st1
+    else:
+        e2 = e * jnp.where(m1[:, None] == 0, 1, jnp.exp(m1[:, None].astype(dt) * l1[None, :]))
+        b1 = b0 - m1.astype(dt) * c1
+        left = max_rounds - m1
+        a2 = jnp.minimum(_affordable(b1, c2, max_rounds), left)
+        j, found2, d2 = crossing(e2, l2, d1, eps, a2)
+        st2 = jnp.where(
+            found2,
+            int(Status.CONSENSUS),
+            jnp.where(a2 < left, int(Status.BUDGET_FAIL), int(Status.MAX_ROUNDS)),
+        ).astype(jnp.int32)
+        m2 = jnp.where(go2, j, 0)
+        d = jnp.where(go2, d2, d1)
+        status = jnp.where(go2, st2, st1)
+    rounds = m1 + m2
+    b = b0 - m1.astype(dt) * c1 - m2.astype(dt) * c2
+    return dict(rounds=rounds, b=b, d=d, status=status.astype(jnp.int8), d0=d0, m1=m1, m2=m2)
+
+
+@partial(jax.jit, static_argnames=("strategy", "max_rounds", "tile", "rows"))
+def modal_closed(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds, tile=None, rows=None):
+    """:func:`modal_rollout` without its round loop (:func:`modal_closed_form`), for whole-number round
+    costs: the projection, then a few dense products with tables of eigenvalue powers."""
+    B, n, _ = X0.shape
+    (e, _, _), d0 = modal_init(X0, U, S, start, noisy=False, tile=tile, rows=rows)
+    out = modal_closed_form(e, d0, lam1, lam2, params, strategy=strategy, max_rounds=max_rounds, n_agents=n)
+    # the kernel's own stop, as the round loop's: D(0) <= eps is consensus before any round
+    return dict(out, finite=jnp.all(jnp.isfinite(d0)))
 
 
 def modal_reconstruct(X0, U, lam1, lam2, m1, m2):
