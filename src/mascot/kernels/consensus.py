@@ -547,7 +547,9 @@ def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: i
     B = e.shape[0]
     dt = e.dtype
     inv_n = jnp.asarray(1.0 / n_agents, dt)
-    c1, c2, eta, eps, b0 = (jnp.broadcast_to(jnp.asarray(params[k], dt), (B,)) for k in ("c1", "c2", "eta", "eps", "b0"))
+    c1, c2, eta, eps, b0 = (
+        jnp.broadcast_to(jnp.asarray(params[k], dt), (B,)) for k in ("c1", "c2", "eta", "eps", "b0")
+    )
     l1, l2 = _log_sq(lam1), _log_sq(lam2)
     crossing = partial(_first_crossing, inv_n=inv_n, max_rounds=max_rounds)
     zero = jnp.zeros(B, jnp.int32)
@@ -574,9 +576,7 @@ def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: i
         a2 = jnp.minimum(_affordable(b1, c2, max_rounds), left)
         j, found2, d2 = crossing(e2, l2, d1, eps, a2)
         st2 = jnp.where(
-            found2,
-            int(Status.CONSENSUS),
-            jnp.where(a2 < left, int(Status.BUDGET_FAIL), int(Status.MAX_ROUNDS)),
+            found2, int(Status.CONSENSUS), jnp.where(a2 < left, int(Status.BUDGET_FAIL), int(Status.MAX_ROUNDS))
         ).astype(jnp.int32)
         m2 = jnp.where(go2, j, 0)
         d = jnp.where(go2, d2, d1)
