@@ -191,7 +191,7 @@ class CutWatch:
 
     Whether a higher ``--max-tokens`` helps is measured, not assumed: a cut reply that had begun its answer
     (``began(text)``, e.g. an opening brace for a JSON answer) was cut short, while one that had not is a model
-    wandering (SmolLM2-135M repeats itself until any limit; its replies that parse use about 41 tokens), where
+    wandering (SmolLM2-135M repeats itself until any limit; most of its replies that parse use 31-49 tokens), where
     a higher limit only costs time. The warning gives both counts and the longest reply that parsed.
 
     ``add(responses, parsed)`` after each backend call (``parsed[i]``: whether reply ``i`` gave a usable answer);
