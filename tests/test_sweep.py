@@ -628,9 +628,18 @@ eta = [0.06, 0.1]
     monkeypatch.setattr(consensus_sweep, "save_figure", lambda fig, path: figs.setdefault(path.name, fig) and [path])
     consensus_sweep.report(RunDir(tmp_path / "r").merge(), tmp_path / "rep")
     success, dominance = figs["fig_success"], figs["fig_dominance"]
-    (ax,) = success.axes  # one panel: success against b0, a line per strategy (not three maps one row high)
-    assert ax.get_xlabel() == "budget b0 (tokens)" and len(ax.get_lines()) == 3
-    assert "averaged over eta" in success._suptitle.get_text() and "(N = 6)" in success._suptitle.get_text()
+    # success against b0, a line per strategy (not three maps one row high), and a panel per eta: a rate is
+    # aggregated over trajectories, not over a variable of the study
+    assert [ax.get_title() for ax in success.axes] == ["eta = 0.06", "eta = 0.1"]
+    assert "averaged" not in success._suptitle.get_text() and "(N = 6)" in success._suptitle.get_text()
+    merged = pd.read_parquet(RunDir(tmp_path / "r").merge())
+    for ax, eta in zip(success.axes, (0.06, 0.1)):
+        assert ax.get_xlabel() == "budget b0 (tokens)" and len(ax.get_lines()) == 3
+        for line, strat in zip(ax.get_lines(), ("adaptive", "complete", "ring")):
+            rows = merged[(merged.eta == eta) & (merged.strategy == strat)]
+            want = rows.groupby("b0").status.apply(lambda st: float((st == 0).mean()))
+            np.testing.assert_allclose(line.get_ydata(), want.to_numpy(), rtol=1e-12)
+            np.testing.assert_allclose(line.get_xdata(), want.index.to_numpy())
     (ax,) = dominance.axes  # N and the message cost have one value each: one group of two bars, not a 1 x 1 map
     assert ax.get_xlabel() == "agents N" and [t.get_text() for t in ax.get_xticklabels()] == ["6"]
     assert len(ax.patches) == 2 and "fractions over eta, b0" in dominance._suptitle.get_text()

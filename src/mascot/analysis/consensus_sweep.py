@@ -270,51 +270,88 @@ def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 18)
     return dict(summary=s, dominance=dom)
 
 
+def _as_written(df):
+    """``df`` with the costs as the grid writes them (c1 and c2 also vary with N), and their labels."""
+    df = df.assign(c1=(df.c1 / (df.n * (df.n - 1))).round(6), c2=(df.c2 / (2 * df.n)).round(6))
+    return df, {**_SETTING_LABELS, "c1": "tokens per complete message", "c2": "tokens per ring message"}
+
+
+def _varying(df, drawn) -> list[str]:
+    """The setting parameters with more than one value that a figure does not draw, in grid order."""
+    df, _ = _as_written(df)
+    keys = [k for k in _REQUIRED + _OPTIONAL + ["trajectories"] if k in df and k not in drawn]
+    return [k for k in keys if df[k].nunique() > 1]
+
+
 def _averaged(df, drawn) -> str:
     """The setting parameters with more than one value that a figure averages over (named in its title)."""
-    df = df.assign(  # the costs as the grid writes them (c1 and c2 also vary with N)
-        c1=(df.c1 / (df.n * (df.n - 1))).round(6), c2=(df.c2 / (2 * df.n)).round(6)
-    )
-    names = {**_SETTING_LABELS, "c1": "tokens per complete message", "c2": "tokens per ring message"}
-    keys = [k for k in _REQUIRED + _OPTIONAL + ["trajectories"] if k in df and k not in drawn]
-    return ", ".join(names.get(k, k) for k in keys if df[k].nunique() > 1)
+    _, names = _as_written(df)
+    return ", ".join(names.get(k, k) for k in _varying(df, drawn))
+
+
+#: the most values a study variable may have to get a row of panels of its own in the success figure
+MAX_FACETS = 6
 
 
 def _fig_success(s, out):
+    """Success rate over N and b0 (a map per strategy; a line per strategy where one of them has one value),
+    with a row of panels per value of the first other study variable (eta, a self-weight, ...) that has at most
+    :data:`MAX_FACETS` values: a rate is aggregated over replicate trajectories, not over a variable of the study.
+    Variables past the first are averaged over and named in the title."""
     ns = sorted(s.n.unique())
     b0s = sorted(s.b0.unique())
-    over = _averaged(s, ("n", "b0"))
+    written, names = _as_written(s)
+    extra = _varying(s, ("n", "b0"))
+    facet = next((k for k in extra if k != "trajectories" and written[k].nunique() <= MAX_FACETS), None)
+    rows = [(None, s)] if facet is None else [(v, s[written[facet] == v]) for v in sorted(written[facet].unique())]
+    over = ", ".join(names.get(k, k) for k in extra if k != facet)
     title = "Consensus within budget" + (f", averaged over {over}" if over else "")
+
+    def row_label(v):
+        return "" if facet is None else f"{names.get(facet, facet)} = {v:g}"
+
     if len(ns) > 1 and len(b0s) > 1:  # a map over team size and budget, one per strategy
-        fig, axes = plt.subplots(1, 3, figsize=(13, 4), sharey=True)
-        for ax, strat in zip(axes, ["adaptive", "complete", "ring"]):
-            grid = (
-                s[s.strategy == strat].groupby(["n", "b0"]).success.mean().unstack("b0").reindex(index=ns, columns=b0s)
-            )
-            im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
-            ax.set_xticks(range(len(b0s)), [f"{float(f'{b:.4g}'):,.10g}" for b in b0s], rotation=60, fontsize=7)
-            ax.set_yticks(range(len(ns)), ns)
-            ax.set_title(f"{strat}: success rate")
+        fig, axes = plt.subplots(len(rows), 3, figsize=(13, 0.5 + 3.5 * len(rows)), sharey=True, squeeze=False)
+        for (v, part), axrow in zip(rows, axes):
+            for ax, strat in zip(axrow, ["adaptive", "complete", "ring"]):
+                grid = (
+                    part[part.strategy == strat]
+                    .groupby(["n", "b0"])
+                    .success.mean()
+                    .unstack("b0")
+                    .reindex(index=ns, columns=b0s)
+                )
+                im = ax.imshow(grid.values, origin="lower", aspect="auto", vmin=0, vmax=1, cmap="viridis")
+                last = part is rows[-1][1]  # tick labels under the bottom row only (they ran into the titles)
+                b0_labels = [f"{float(f'{b:.4g}'):,.10g}" for b in b0s] if last else []
+                ax.set_xticks(range(len(b0s)), b0_labels, rotation=60, fontsize=7)
+                ax.set_yticks(range(len(ns)), ns)
+                ax.set_title(f"{strat}: success rate" + (f" ({row_label(v)})" if facet else ""), fontsize=9)
+            axrow[0].set_ylabel("agents N")
+        for ax in axes[-1]:
             ax.set_xlabel("budget b0 (tokens)")
-        axes[0].set_ylabel("agents N")
         fig.colorbar(im, ax=axes, shrink=0.8, label="P(consensus within budget)")
     else:  # an axis with one value is not a dimension: success against the other one, a line per strategy
         key, label = ("b0", "budget b0 (tokens)") if len(b0s) > 1 else ("n", "agents N")
         fixed = f"N = {ns[0]}" if key == "b0" else f"b0 = {b0s[0]:,.10g}"
         if len(ns) == 1 and len(b0s) == 1:
             fixed = f"N = {ns[0]}, b0 = {b0s[0]:,.10g}"
-        fig, ax = plt.subplots(figsize=(6.5, 4))
-        for strat, marker in zip(["adaptive", "complete", "ring"], "o^s"):
-            d = s[s.strategy == strat].groupby(key).success.mean()
-            if len(d):
-                ax.plot(d.index, d.values, marker=marker, label=strat)
-        if len(ns) > 1 or len(b0s) > 1:
-            ax.set_xscale("log")
-            ax.set_xlabel(label)
-        else:
-            ax.set_xticks([])
-        ax.set(ylim=(-0.03, 1.03), ylabel="P(consensus within budget)")
-        ax.legend(fontsize=8)
+        fig, axes = plt.subplots(1, len(rows), figsize=(1 + 5.5 * len(rows), 4), sharey=True, squeeze=False)
+        for (v, part), ax in zip(rows, axes[0]):
+            for strat, marker in zip(["adaptive", "complete", "ring"], "o^s"):
+                d = part[part.strategy == strat].groupby(key).success.mean()
+                if len(d):
+                    ax.plot(d.index, d.values, marker=marker, label=strat)
+            if len(ns) > 1 or len(b0s) > 1:
+                ax.set_xscale("log")
+                ax.set_xlabel(label)
+            else:
+                ax.set_xticks([])
+            ax.set(ylim=(-0.03, 1.03))
+            if facet:
+                ax.set_title(row_label(v), fontsize=9)
+        axes[0][0].set_ylabel("P(consensus within budget)")
+        axes[0][-1].legend(fontsize=8)
         title += f" ({fixed})"
     fig.suptitle(title, fontsize=10)
     return save_figure(fig, out / "fig_success")
