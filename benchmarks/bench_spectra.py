@@ -26,6 +26,10 @@ d = 4 (n = 16), 8 (n = 64), 16 (n = 256) (eigh, P symmetric: kappa from the eige
 complete_self(n, a) with a ~ U(0.05, 0.95) (chain: directed + SVD; star: eigh + SVD; the rest: eigh).
 G = 2048 (n = 16), 512 (n = 64), 16 (n = 256); --quick: G / 8 (at least 5) and 3 repetitions instead of
 5. Agreement (kappa and rho to 1e-8 relative, Delta to 1e-8 rho) is asserted before timing.
+"roofline" is the floor no solver beats on this machine, both rates measured in this process: max(bytes of
+the adjacency stack read once / copy bandwidth, FLOPs / float64 GEMM rate), with LAPACK's leading-order
+counts for the numpy method of each structure (eigenvalues only: symmetric 4/3 n^3, general 10 n^3; singular
+values only 8/3 n^3 per gamma; the closed forms none), and "of roofline" that floor over mascot's time.
 Timings are medians of interleaved repetitions; read the ratios, not the absolute numbers. "2T parallelism"
 is process CPU time / wall time of (iii): near 2 when the second core was free, near 1 when another
 process held it (then the 2-thread variants, numpy's and mascot's, lose their edge).
@@ -211,6 +215,37 @@ def rel(a, b):
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300)))
 
 
+_RATES = {}
+
+
+def machine_rates():
+    """``(copy bandwidth in bytes/s, float64 GEMM FLOP/s)`` on this machine, measured once (best of 3/5)."""
+    if not _RATES:
+        a = np.ones(2**25)  # 256 MiB
+        b = np.empty_like(a)
+        best = min(_timed(lambda: np.copyto(b, a)) for _ in range(3))
+        x, y = np.random.default_rng(0).uniform(size=(2, 2048, 2048))
+        gemm = min(_timed(lambda: x @ y) for _ in range(5))
+        _RATES.update(bw=2 * a.nbytes / best, gemm=2.0 * 2048**3 / gemm)
+    return _RATES["bw"], _RATES["gemm"]
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
+
+
+def roofline_flops(family, n, G, und, normal):
+    """LAPACK's leading-order FLOPs of the numpy method per stack (eigenvalues, and singular values per gamma
+    where P is not symmetric); the closed forms need none."""
+    if family == "closed":
+        return 0.0
+    eig = 4 / 3 * n**3 if np.all(und) else 10.0 * n**3
+    svd = 0.0 if np.all(normal) else len(GAMMAS) * 8 / 3 * n**3
+    return G * (eig + svd)
+
+
 def cell(family, n, G, rng, repeat):
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
@@ -301,6 +336,15 @@ def cell(family, n, G, rng, repeat):
         "ratio_kernel_vs_batched": rate["mascot_kernel"] / rate["numpy_batched"],
         "max_rel_diff": err,
     }
+    bw, gemm = machine_rates()
+    read_s, flops = A.nbytes / (bw / 2), roofline_flops(family, n, G, und, normal)
+    row.update(
+        roofline_s=max(read_s, flops / gemm),
+        bound="memory" if read_s >= flops / gemm else "compute",
+        of_roofline=max(read_s, flops / gemm) / t_mascot,
+        copy_bandwidth_GBps=bw / 1e9,
+        gemm_gflops=gemm / 1e9,
+    )
     if family == "closed":
         row["ratio_no_closed_forms_vs_best"] = rate["mascot_no_closed_forms"] / rate[best_name]
     print(
@@ -335,9 +379,10 @@ def run(quick=False, families=FAMILIES, sizes=tuple(SIZES)):
 def table(result):
     head = (
         "| family | n | G x gammas | routes | mascot pairs/s | kernel (serial) | numpy loop | numpy batched | "
-        "numpy batched 2T | mascot / numpy best | kernel / numpy batched | 2T parallelism | compile s |"
+        "numpy batched 2T | mascot / numpy best | kernel / numpy batched | 2T parallelism | compile s | "
+        "roofline ms (bound) | of roofline |"
     )
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * 15]
     for r in result["rows"]:
         p = r["pairs_per_s"]
         best = {"numpy_loop": "loop", "numpy_batched": "batched", "numpy_batched_2threads": "2T"}[r["numpy_best"]]
@@ -355,7 +400,8 @@ def table(result):
             f"{p['mascot_kernel']:,.0f} | {p['numpy_loop']:,.0f} | {p['numpy_batched']:,.0f} | "
             f"{p['numpy_batched_2threads']:,.0f} | "
             f"**{r['ratio_vs_best']:.2f}x** ({best}){extra} | {r['ratio_kernel_vs_batched']:.2f}x | "
-            f"{r['parallelism_2threads']:.2f} | {r['compile_s']:.2f} |"
+            f"{r['parallelism_2threads']:.2f} | {r['compile_s']:.2f} | {1e3 * r['roofline_s']:.3g} ({r['bound']}) | "
+            f"{100 * r['of_roofline']:.1f}% |"
         )
     return "\n".join(lines)
 
