@@ -4,8 +4,11 @@ certificates, Parquet) versus the kernel alone on the same batches, in one proce
     python benchmarks/bench_sweep.py [--trajectories-total 1000000] [--json-out FILE]
 
 All are measured warm (a first pass compiles every shape), in interleaved repetitions (medians).
-"kernel alone" times only the `simulate_consensus` calls on the pipeline's own per-chunk batches (X0
-precomputed); the pipeline time includes everything `mascot run` does. The issue's bar: pipeline >= 70%
+"kernel alone" replays the `simulate_consensus` calls the pipeline made in its warm-up run, recorded as they
+were made (the same batches, X0 already drawn: points that simulate the same thing run once in both); the
+pipeline time includes everything `mascot run` does. "roofline" is the kernel calls' floor on this machine:
+max(X0 bytes read once / copy bandwidth, modal projection FLOPs 2 B d N (N - 1) / float32 GEMM rate), both
+measured in this process. The issue's bar: pipeline >= 70%
 of kernel throughput. ``--before`` also times the pipeline with the sweep's device cache switched off
 (``evaluate.X0_CACHE_BYTES = 0``: every chunk draws its X0 on the host and copies it to the device, as before
 the cache), interleaved with the rest, so before/after are ratios from one process.
@@ -24,10 +27,9 @@ import jax
 import numpy as np
 
 from mascot.execute import simulate_consensus
-from mascot.graphs import complete_weights, ring_weights
 from mascot.sweep import evaluate as sweep_kinds
 from mascot.sweep import parse_config, run_sweep
-from mascot.sweep.evaluate import _STRATEGY, _initial_beliefs
+from mascot.sweep.evaluate import _initial_beliefs
 
 CONFIG = """
 [experiment]
@@ -50,40 +52,70 @@ b0 = {{ logspace = [500, 50000, {nb0}] }}
 """
 
 
-def kernel_batches(cfg):
-    """The pipeline's own per-chunk kernel groups: X0 sampling arguments and `simulate_consensus`
-    inputs (X0 drawn and tiled as the consensus kind does), so both sides run the same batches."""
+def x0_samples(cfg):
+    """The X0 draws of the pipeline's per-chunk groups (one per (N, strategy) group of a chunk, as the consensus
+    kind draws them): the arguments of each ``_initial_beliefs`` call."""
     from mascot.sweep.kinds import KINDS
 
     kind = KINDS[cfg.kind]
-    samples, batches = [], []
+    samples = []
     for c in range(cfg.n_chunks):
         start, stop = c * cfg.chunk_size, min((c + 1) * cfg.chunk_size, cfg.n_points)
         pts = [kind.complete(p) for p in cfg.points(start, stop)]
-        groups = {}
-        for i, p in enumerate(pts):
-            groups.setdefault((p["n"], p["strategy"]), []).append(i)
-        for (n, strategy), members in groups.items():
-            T = pts[0]["trajectories"]
-            rows = np.repeat(members, T)
-            args = (cfg.key_seed, T, n, 6, 0.5, 0.15, "float32")
-            samples.append(args)
-            X0 = jax.numpy.tile(_initial_beliefs(*args), (len(members), 1, 1))
-            col = lambda k: np.array([pts[i][k] for i in rows], dtype=np.float64)  # noqa: E731
-            batches.append(
-                (
-                    X0,
-                    complete_weights(n, 0.4),
-                    ring_weights(n, 0.6),
-                    col("c1"),
-                    col("c2"),
-                    col("eta"),
-                    col("eps"),
-                    col("b0"),
-                    _STRATEGY[strategy],
-                )
-            )
-    return samples, batches
+        for n, _ in dict.fromkeys((p["n"], p["strategy"]) for p in pts):
+            samples.append((cfg.key_seed, pts[0]["trajectories"], n, 6, 0.5, 0.15, "float32"))
+    return samples
+
+
+def recorded_calls(cfg, out, workers):
+    """Run the sweep once, recording each ``simulate_consensus`` call it makes (arguments as passed)."""
+    import threading
+
+    import mascot.execute as mx
+
+    calls, lock, real = [], threading.Lock(), mx.simulate_consensus
+
+    def spy(*a, **k):
+        with lock:
+            calls.append((a, k))
+        return real(*a, **k)
+
+    mx.simulate_consensus = spy
+    try:
+        run_sweep(cfg, out, progress=False, workers=workers)
+    finally:
+        mx.simulate_consensus = real
+    return calls
+
+
+def roofline(calls):
+    """``(seconds, bound, copy GB/s, GEMM GFLOP/s)``: the kernel calls' floor, max(X0 bytes / copy bandwidth,
+    projection FLOPs / float32 GEMM rate), both rates measured here."""
+    import jax.numpy as jnp
+
+    a = np.ones(2**26, np.float32)
+    b = np.empty_like(a)
+    copy = min(_timed(lambda: np.copyto(b, a)) for _ in range(3))
+    bw = 2 * a.nbytes / copy
+    x = jax.device_put(np.random.default_rng(0).uniform(size=(96_000, 64)).astype(np.float32))
+    u = jax.device_put(np.random.default_rng(1).uniform(size=(64, 64)).astype(np.float32))
+    f = jax.jit(lambda p, q: jnp.matmul(p, q, precision=jax.lax.Precision.HIGHEST))
+    jax.block_until_ready(f(x, u))
+    gemm = 2.0 * 96_000 * 64 * 64 / min(_timed(lambda: jax.block_until_ready(f(x, u))) for _ in range(5))
+    nbytes = sum(c[0][0].nbytes for c in calls)
+    flops = sum(2.0 * B * d * N * (N - 1) for B, N, d in (c[0][0].shape for c in calls))
+    return (
+        max(nbytes / (bw / 2), flops / gemm),
+        ("memory" if nbytes / (bw / 2) >= flops / gemm else "compute"),
+        bw,
+        gemm,
+    )
+
+
+def _timed(fn):
+    t = time.perf_counter()
+    fn()
+    return time.perf_counter() - t
 
 
 def main():
@@ -104,15 +136,17 @@ def main():
     print(
         f"{cfg.n_points} points x {traj} trajectories = {total:,} trajectories, {cfg.n_chunks} chunks", file=sys.stderr
     )
-    samples, batches = kernel_batches(cfg)
+    samples = x0_samples(cfg)
 
     def sample():
         for a in samples:
             jax.block_until_ready(_initial_beliefs(*a))
 
+    calls = []
+
     def rollout():
-        for X0, W1, W2, c1, c2, eta, eps, b0, s in batches:
-            simulate_consensus(X0, W1, W2, c1, c2, eta, eps, b0, strategy=s, max_rounds=64, dtype="float32")
+        for a, k in calls:
+            simulate_consensus(*a, **k)
 
     times = {"pipeline": [], "sampling": [], "kernel": []}
     cache_bytes = sweep_kinds.X0_CACHE_BYTES
@@ -127,7 +161,7 @@ def main():
     if args.before:
         times["pipeline_before"] = []
     with tempfile.TemporaryDirectory() as tmp:
-        run_sweep(cfg, f"{tmp}/warm", progress=False, workers=args.workers)  # compile every shape
+        calls += recorded_calls(cfg, f"{tmp}/warm", args.workers)  # compiles every shape
         if args.before:
             pipeline_before("warm")
         sample(), rollout()
@@ -139,6 +173,7 @@ def main():
                 t = time.perf_counter()
                 fn()
                 times[name].append(time.perf_counter() - t)
+        floor_s, bound, bw, gemm = roofline(calls)
     med = {k: float(np.median(v)) for k, v in times.items()}
     t_pipe, t_sample, t_kernel = med["pipeline"], med["sampling"], med["kernel"]
     t_compute = t_sample + t_kernel
@@ -160,6 +195,13 @@ def main():
         pipeline_fraction_of_kernel=t_kernel / t_pipe,
         pipeline_fraction_of_kernel_per_rep=per_rep,
         pipeline_fraction_of_compute=t_compute / t_pipe,
+        kernel_calls=len(calls),
+        roofline_s=floor_s,
+        roofline_bound=bound,
+        copy_bandwidth_GBps=bw / 1e9,
+        gemm_gflops=gemm / 1e9,
+        kernel_fraction_of_roofline=floor_s / t_kernel,
+        pipeline_fraction_of_roofline=floor_s / t_pipe,
     )
     print(json.dumps(res, indent=2))
     print()
@@ -189,6 +231,11 @@ def main():
         ("X0 sampling + kernel (the experiment's device compute)", t_compute),
         ("kernel alone (`simulate_consensus` on the same batches)", t_kernel),
         ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample),
+        (
+            f"roofline of the kernel calls ({bound} bound: X0 read at {bw / 1e9:.0f} GB/s, projection at "
+            f"{gemm / 1e9:.0f} GFLOP/s)",
+            floor_s,
+        ),
     ]
     if args.before:
         rows.insert(1, ("whole pipeline without the device X0 cache (before)", res["pipeline_before_s"]))
