@@ -222,7 +222,8 @@ def simulate_consensus(
         consts = jax.device_put(consts, shards.replicated)
     seg = max_rounds if trace else max(1, int(segment_rounds or (max_rounds if use_modal else 4)))
     # whole-number round costs (always in float32): the round-free modal path gives the round loop's outcome
-    whole = all(np.all(np.mod(np.asarray(c, np.float64), 1) == 0) for c in (c1a, c2a))
+    # (check_budget refused fractional costs in float32 above: only float64 needs the scan)
+    whole = jnp.dtype(dt) == jnp.float32 or all(np.all(np.mod(np.asarray(c, np.float64), 1) == 0) for c in (c1a, c2a))
     cfg = dict(
         closed=CLOSED_FORM and whole,
         strategy=strategy,
