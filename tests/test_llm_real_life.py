@@ -29,7 +29,7 @@ class Server:
     """``mode`` decides every POST's answer; ``models`` what ``GET /v1/models`` lists (None: 404)."""
 
     def __init__(self, mode="ok", models=("m",)):
-        self.mode, self.models, self.posts = mode, models, 0
+        self.mode, self.models, self.posts, self.retry_after = mode, models, 0, "100000"
         outer = self
 
         class H(BaseHTTPRequestHandler):
@@ -54,7 +54,7 @@ class Server:
                 self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 outer.posts += 1
                 if outer.mode == "retry-after":
-                    return self._send(429, {"error": "slow down"}, [("Retry-After", "100000")])
+                    return self._send(429, {"error": "slow down"}, [("Retry-After", outer.retry_after)])
                 if outer.mode == "401":
                     return self._send(401, {"error": "invalid api key"})
                 if outer.mode == "length":  # every reply cut at max_tokens
@@ -63,6 +63,9 @@ class Server:
                 if outer.mode == "huge":  # a runaway server: 20 MB of reply
                     big = dict(OK, choices=[{"message": {"content": "x" * (20 << 20)}, "finish_reason": "stop"}])
                     return self._send(200, big)
+                if outer.mode == "hang":  # answers after 3 s: past any --timeout the test gives
+                    time.sleep(3)
+                    return self._send(200, OK)
                 if outer.mode == "escape":
                     return self._send(500, b"boom \x1b]0;owned\x07\x1b[31mred\x00 end")
                 return self._send(200, OK)
@@ -165,7 +168,7 @@ def test_server_text_reaches_the_terminal_escaped(server, tmp_path, capsys):
     assert "\\x1b]0;owned\\x07\\x1b[31mred\\x00 end" in err
 
 
-def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_path, capsys):
+def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_path, capsys, monkeypatch):
     """`mascot models gguf` (the real conversion runs in tests/real_model.py, which every real-model test uses)."""
     import zipfile
 
@@ -197,6 +200,19 @@ def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_
     (tmp_path / "full" / "x").write_text("keep me")
     rc, err = run(text, "--out", tmp_path / "full")
     assert rc == 2 and "exists and is not empty" in err and (tmp_path / "full" / "x").read_text() == "keep me"
+    # --force never replaces a directory that holds the source or the current directory (the outside test's
+    # `--out . --force` deleted the directory's files, the wheel included, and then failed)
+    (tmp_path / "full" / "w.whl").write_bytes(wheel.read_bytes())
+    rc, err = run(tmp_path / "full" / "w.whl", "--out", tmp_path / "full", "--force")
+    assert rc == 2 and "holds the source file; --force would delete it" in err
+    monkeypatch.chdir(tmp_path / "full")
+    rc, err = run(text, "--out", ".", "--force")
+    assert rc == 2 and "--out . holds the current directory" in err
+    rc, err = run(text, "--out", tmp_path, "--force")
+    assert rc == 2 and "holds the source file" in err
+    assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["w.whl", "x"]  # nothing deleted
+    rc, err = run(tmp_path / "full", "--out", tmp_path / "m")
+    assert rc == 2 and "is a directory; give the GGUF file" in err
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no scratch directory left behind
 
 
@@ -465,3 +481,55 @@ def test_a_debate_records_each_replys_latency_and_show_reports_it(server, tmp_pa
     assert cli_main(["show", str(out)]) == 0
     shown = capsys.readouterr().out
     assert "latency round 1: median " in shown and f"({len(reps)} answers)" in shown, shown
+
+
+def test_sigterm_ends_a_run_asleep_in_a_retry_after_wait_even_with_its_output_pipe_closed(server, tmp_path):
+    """The outside test: `mascot debate ... 2>&1 | head -8` against a server answering 429 with Retry-After: the
+    SIGTERM message hit the closed pipe, a traceback followed and the process lived on (its worker thread asleep
+    in the wait), for more than ten minutes."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    server.mode, server.retry_after = "retry-after", "300"
+    argv = ["debate", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe"]
+    argv += ["--max-rounds", "1", "--request-budget", "1000", "--out", str(tmp_path / "d")]
+    r, w = os.pipe()
+    proc = subprocess.Popen([sys.executable, "-m", "mascot", *argv], stdout=w, stderr=w)
+    os.close(w)
+    t0 = time.monotonic()
+    while server.posts == 0 and time.monotonic() - t0 < HANG_S:
+        time.sleep(0.05)
+    assert server.posts > 0  # asleep in the Retry-After wait now
+    os.close(r)  # the reader is gone: every write to stdout or stderr fails
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    try:
+        rc = proc.wait(timeout=30)
+    finally:
+        proc.kill()
+    assert rc == 143
+
+
+def test_no_attempt_is_sent_without_the_time_to_answer_it(server):
+    """The outside test: a request that waited for a free slot (the adaptive limit falls to 1 on a slow server)
+    could use its whole budget there and was then sent with a 0.001 s timeout ("timeout after 0.001 s"): an
+    attempt nobody waits for, which a serial server still works on. Here the slot wait is made long on purpose."""
+    server.mode = "hang"
+    b = OpenAIBackend("m", base_url=server.url, max_retries=3, timeout_s=1.0, budget_s=2.5, backoff_s=0.05)
+    timeouts, acquire, attempt = [], b._gate.acquire, b._attempt
+
+    def slow_acquire():  # every slot after the first is free only 1.2 s later
+        if timeouts:
+            time.sleep(1.2)
+        acquire()
+
+    def spy(body, timeout_s=None):
+        timeouts.append(timeout_s)
+        return attempt(body, timeout_s)
+
+    b._gate.acquire, b._attempt = slow_acquire, spy
+    (r,) = b.generate([ASK])
+    assert timeouts == [1.0], timeouts  # the second attempt would have had 0.25 s
+    assert "were left of this request's time budget of 2.5 s (--request-budget)" in r.error, r.error

