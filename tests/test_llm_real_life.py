@@ -533,3 +533,19 @@ def test_no_attempt_is_sent_without_the_time_to_answer_it(server):
     (r,) = b.generate([ASK])
     assert timeouts == [1.0], timeouts  # the second attempt would have had 0.25 s
     assert "were left of this request's time budget of 2.5 s (--request-budget)" in r.error, r.error
+
+
+def test_a_short_run_and_show_give_the_same_advice_about_cut_replies(server, tmp_path, capsys):
+    """The outside test: a debate of 3 replies said nothing about its cut replies (too few for the warning on the
+    way), and `mascot show` said "raise --max-tokens" where the run said a higher limit would not help."""
+    server.mode = "length"  # every reply cut, none tagged
+    out = tmp_path / "d"
+    argv = ["debate", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe", "--max-rounds"]
+    assert cli_main([*argv, "1", "--out", str(out)]) == 0
+    said = (
+        "3 of the 3 replies stopped at --max-tokens 250 (finish_reason length); of the 3 cut replies without one, 0 "
+        "had begun its decision tag: most wander rather than run out of room"
+    )
+    assert said in capsys.readouterr().err
+    assert cli_main(["show", str(out)]) == 0
+    assert f"warning: {said}" in capsys.readouterr().out

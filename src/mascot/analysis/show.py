@@ -160,10 +160,34 @@ def _join_carried(run: Path, records: list[dict]) -> None:
         r["carried"] = carried.get(r.pop("key"))
 
 
-def summarise(records: list[dict]) -> dict:
-    """Counts over ``records``: requests, answered, errors, parse outcomes and reasons, finish reasons, tokens, and
-    latency per stage (median and 90th percentile, over the requests that report one)."""
+def summarise(records: list[dict], command: str | None = None, max_tokens: int | None = None) -> dict:
+    """Counts over ``records``: requests, answered, errors, parse outcomes and reasons, finish reasons, tokens,
+    latency per stage (median and 90th percentile, over the requests that report one), and ``cut``: the warning
+    a run gives when most replies stopped at the token limit, with whether a higher limit would help
+    (:class:`mascot.backends.base.CutWatch`; ``command`` ``"debate"``: the answer is a leading tag)."""
+    from types import SimpleNamespace
+
     import numpy as np
+
+    from mascot.backends.base import CutWatch
+
+    watch = (
+        CutWatch(max_tokens, began=lambda t: False, answer="its decision tag", say=lambda m: None, min_replies=1)
+        if command == "debate"
+        else CutWatch(max_tokens, say=lambda m: None, min_replies=1)
+    )
+    watch.add(
+        [
+            SimpleNamespace(
+                error=r["error"],
+                text=r["reply"],
+                finish_reason=r["finish_reason"],
+                completion_tokens=r["completion_tokens"],
+            )
+            for r in records
+        ],
+        [bool(r["parse_ok"]) for r in records],
+    )
 
     answered = [r for r in records if not r["error"]]
     by_stage: dict[str, list[float]] = {}
@@ -181,6 +205,7 @@ def summarise(records: list[dict]) -> dict:
         completion_tokens=sum(int(r["completion_tokens"] or 0) for r in records),
         latency={s: (len(v), float(np.median(v)), float(np.quantile(v, 0.9))) for s, v in sorted(by_stage.items())},
         carried=Counter(r.get("carried") for r in records if "carried" in r),
+        cut=watch.message(first=False) if watch.replies and watch.cut > watch.replies / 2 else None,
     )
 
 
@@ -196,11 +221,8 @@ def summary_text(command: str, meta: dict, s: dict, run) -> str:
     for title, counts in (("no answer", s["errors"]), ("not parsed", s["unparsed"]), ("finish reasons", s["finish"])):
         if counts:
             lines.append(f"{title}: " + "; ".join(f"{n:,} x {k}" for k, n in counts.most_common(5)))
-    if s["answered"] and s["finish"].get("length", 0) > s["answered"] / 2:
-        lines.append(
-            f"warning: {s['finish']['length'] / s['answered']:.0%} of the replies stopped at --max-tokens "
-            "(finish_reason length): raise --max-tokens"
-        )
+    if s.get("cut"):
+        lines.append(f"warning: {s['cut']}")
     lines.append(f"tokens: {s['prompt_tokens']:,} prompt, {s['completion_tokens']:,} completion (every request)")
     for stage, (n, med, p90) in s["latency"].items():
         lines.append(f"latency {stage}: median {med:.3g} s, 90th percentile {p90:.3g} s ({n:,} answers)")

@@ -227,9 +227,17 @@ class CutWatch:
             self.said = True
             (self._say or _warn)(self.message())
 
-    def message(self) -> str:
-        """The warning's text, from the counts so far."""
-        m = f"{self.cut} of the first {self.replies} replies stopped at --max-tokens {self.max_tokens} (finish_reason length)"
+    def finish(self) -> None:
+        """At the end of a run: the warning, if it was not said yet and most replies were cut (a run of fewer
+        than ``min_replies`` replies included)."""
+        if not self.said and self.replies and self.cut > self.replies / 2:
+            self.said = True
+            (self._say or _warn)(self.message(first=False))
+
+    def message(self, first: bool = True) -> str:
+        """The warning's text, from the counts so far (``first``: said during a run, of its first replies)."""
+        limit = f"--max-tokens {self.max_tokens}" if self.max_tokens is not None else "--max-tokens"
+        m = f"{self.cut} of the {'first ' if first else ''}{self.replies} replies stopped at {limit} (finish_reason length)"
         if self.cut_parsed:
             m += f"; {self.cut_parsed} of them still gave an answer"
         lost = self.cut - self.cut_parsed

@@ -57,7 +57,15 @@ def _cmd_show(args) -> int:
 
         raise InputError(f"--limit must be >= 1; got {args.limit}")
     command, meta, records = load_run(args.run)
-    s = summarise(records)
+    max_tokens = None  # the run's limit, from its config (trials) or its identity (deliberate, debate)
+    for cfg in (
+        meta.get("config"),
+        (meta.get("identity") or {}).get("config") if isinstance(meta.get("identity"), dict) else None,
+    ):
+        sampling = cfg.get("sampling") if isinstance(cfg, dict) else None
+        if isinstance(sampling, dict) and max_tokens is None:
+            max_tokens = sampling.get("max_tokens")
+    s = summarise(records, command, max_tokens if isinstance(max_tokens, int) else None)
     print(summary_text(command, meta, s, args.run))
     if args.html:
         n = write_html(command, meta, records, s, args.html, args.run, limit=args.limit)

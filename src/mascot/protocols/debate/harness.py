@@ -301,6 +301,7 @@ def run_debate(
                 "article_consensus_rounds": [r["round"] for r in st["rounds"] if r["article_consensus"]],
             }
         )
+    cuts.finish()  # a run too short for the warning on the way says it now
     wall = time.perf_counter() - t_start
     session.update(finished=utc_now(), wall_s=round(wall, 3), requests=n_requests)
     if isinstance(b, AnswerCache):  # every round is committed: its answers are in transcript.jsonl

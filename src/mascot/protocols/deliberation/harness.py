@@ -627,6 +627,7 @@ def run_deliberation(
                 f"round {','.join(map(str, ks))} ({len(new)} lanes, {time.perf_counter() - t0:.1f} s): {msg}"
                 + (" ..." if len(new) > 6 else "")
             )
+    h.cuts.finish()  # a run too short for the warning on the way says it now
     wall = time.perf_counter() - t_start
     all_rows = read_jsonl(out / "rounds.jsonl")
     summaries = lane_summaries(all_rows, config.b0)

@@ -747,6 +747,7 @@ def run_trials(
             session["requests"] = runner.n_requests
             atomic_write_text(run_json, json.dumps(meta, indent=2, default=str) + "\n")
     runner.finalize()
+    runner.cuts.finish()  # a run too short for the warning on the way says it now
     if isinstance(runner.backend, AnswerCache):
         session["replayed"] = runner.backend.replayed  # answered before an interruption, not asked again
     wall = time.perf_counter() - t_start
