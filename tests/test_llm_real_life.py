@@ -121,6 +121,8 @@ def test_an_error_no_retry_mends_stops_the_call_and_the_run(server, tmp_path, ca
     )  # fmt: skip
     err = capsys.readouterr().err
     assert rc == 1 and "HTTP 401" in err and "Step 1 was not committed" in err
+    # what a rerun needs first (the outside test: "rerun the same command" alone, for a rerun that cannot help)
+    assert "fix what the server reported (the API key in --api-key-env, --base-url), then rerun" in err
     assert server.posts == 1  # not once per request, nor again per re-ask
 
 
@@ -549,3 +551,60 @@ def test_a_short_run_and_show_give_the_same_advice_about_cut_replies(server, tmp
     assert said in capsys.readouterr().err
     assert cli_main(["show", str(out)]) == 0
     assert f"warning: {said}" in capsys.readouterr().out
+
+
+def test_configs_of_ones_own_are_checked_as_the_papers_are(tmp_path, capsys):
+    """The outside test: a debate file without [[agents]] debated with the article's agents; a deliberation
+    file without [[roles]] failed naming the paper's 'Planner'; duplicate role names, an empty task, a
+    non-boolean ask_confidence passed; persuasion = "high" failed without naming the key; --seed 10^23 failed
+    inside numpy after the run directory was made."""
+    cases = [
+        ("debate", 'task = "Approve the retention policy?"\n', "no [[agents]]; give at least one"),
+        ("debate", 'task = ""\n[[agents]]\nname = "A"\ndescription = "x"\n', "task must be a non-empty text"),
+        (
+            "debate",
+            'task = "t"\nask_confidence = "yes"\n[[agents]]\nname = "A"\ndescription = "x"\n',
+            "ask_confidence must be true or false; got 'yes'",
+        ),
+        (
+            "debate",
+            'task = "t"\n[[agents]]\nname = "A"\ndescription = "x"\n[surrogate]\npersuasion = "high"\n',
+            "surrogate.persuasion must be a number in [0, 1]; got 'high'",
+        ),
+        ("debate", 'task = "t"\nseed = 99999999999999999999\n[[agents]]\nname = "A"\ndescription = "x"\n', "2^63"),
+        ("deliberate", '[[axes]]\nname = "cost"\nlow = "cheap"\nhigh = "dear"\n', "no [[roles]]; give at least one"),
+        (
+            "deliberate",
+            '[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "A"\nprompt = "q"\n',
+            "role names must be unique",
+        ),
+    ]
+    for i, (cmd, text, want) in enumerate(cases):
+        f = tmp_path / f"c{i}.toml"
+        f.write_text(text)
+        rc = cli_main([cmd, str(f), "--out", str(tmp_path / f"o{i}")])
+        err = capsys.readouterr().err
+        assert rc == 2 and want in err and "Traceback" not in err, (cmd, text, err)
+    rc = cli_main(["trials", "--seed", "99999999999999999999999", "--out", str(tmp_path / "t")])
+    assert rc == 2 and "--seed must be an integer in [0, 2^63 - 1]" in capsys.readouterr().err
+    # the surrogate's --steps 100000 ran on (about 20 hours, a file per step): units x steps is bounded too
+    rc = cli_main(["trials", "--topology", "chain", "--steps", "100000", "--out", str(tmp_path / "s")])
+    assert rc == 2 and "20,000 trial units x 100,000 steps = 2,000,000,000 unit-steps" in capsys.readouterr().err
+    assert not [p for p in tmp_path.iterdir() if p.is_dir()]  # no run directory made
+
+
+def test_a_retry_after_wait_of_seconds_is_said(server):
+    """The outside test: a Retry-After of 300 s (under the 600 s cap) was obeyed with nothing printed."""
+    import logging
+
+    seen = []
+    handler = logging.Handler()
+    handler.emit = lambda rec: seen.append(rec.getMessage())
+    logging.getLogger("mascot").addHandler(handler)
+    try:
+        server.mode, server.retry_after = "retry-after", "5"
+        (r,) = OpenAIBackend("m", base_url=server.url, max_retries=1, timeout_s=10, budget_s=20).generate([ASK])
+    finally:
+        logging.getLogger("mascot").removeHandler(handler)
+    assert "HTTP 429" in r.error and server.posts == 2
+    assert any("asked to retry after 5 s (Retry-After): waiting" in m for m in seen), seen

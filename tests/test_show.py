@@ -104,3 +104,23 @@ def test_show_html_in_a_real_browser(trials_run, tmp_path):
     subprocess.run([exe, *flags, f"--screenshot={shot}", page.as_uri()], capture_output=True, timeout=120)
     head = shot.read_bytes()[:24]
     assert head[:8] == b"\x89PNG\r\n\x1a\n" and struct.unpack(">II", head[16:24]) == (1200, 1600)
+
+
+def test_show_reads_what_it_can_of_a_damaged_or_uncommitted_run(trials_run, tmp_path, capsys):
+    """The outside test: one cut line (a kill) or one bad field refused the whole file, and a run that failed
+    before its first commit had nothing to say but "no requests.jsonl"."""
+    run = tmp_path / "t"
+    shutil.copytree(trials_run, run)
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    bad = json.loads(lines[2])
+    bad["latency_s"] = "fast"
+    lines[2] = json.dumps(bad)
+    (run / "requests.jsonl").write_text("\n".join(lines) + "\n" + lines[3][:40])  # + a line cut by a kill
+    assert cli_main(["show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert f"requests: {len(lines) - 1:,} recorded" in out
+    assert "warning: 2 line(s) left out: requests.jsonl line 3 is not a trials record (ValueError" in out
+    (run / "requests.jsonl").unlink()
+    (run / "answers.jsonl").write_text('{"key": "a"}\n{"key": "b"}\n')
+    assert cli_main(["show", str(run)]) == 2
+    assert "nothing is committed yet, and 2 answered request(s) wait in answers.jsonl" in capsys.readouterr().err

@@ -25,7 +25,9 @@ __all__ = ["load_run", "summarise", "summary_text", "write_html"]
 _KINDS = {"mascot-trials": "trials", "mascot-deliberation": "deliberate", "mascot-debate": "debate"}
 
 
-def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
+def _read_jsonl(path: Path, skipped: list[tuple[int, str]]) -> list[tuple[int, dict]]:
+    """The file's records; a line that is not a JSON object is left out and said in ``skipped`` (a record cut by
+    a kill, a damaged line: the readable records are what a user needs to see then)."""
     rows = []
     with open(path, encoding="utf-8", errors="surrogateescape") as f:
         for n, line in enumerate(f, 1):
@@ -34,9 +36,11 @@ def _read_jsonl(path: Path) -> list[tuple[int, dict]]:
             try:
                 rec = json.loads(line)
             except ValueError:  # (undecodable bytes come through as lone surrogates, which JSON refuses too)
-                raise InputError(f"{path}: line {n} is not JSON (a damaged record file?)") from None
+                skipped.append((n, f"{path.name} line {n} is not JSON (a damaged or cut record)"))
+                continue
             if not isinstance(rec, dict):
-                raise InputError(f"{path}: line {n} is not a record (a JSON object); a damaged record file?")
+                skipped.append((n, f"{path.name} line {n} is not a record (a JSON object)"))
+                continue
             rows.append((n, rec))
     return rows
 
@@ -45,7 +49,8 @@ def load_run(run) -> tuple[str, dict, list[dict]]:
     """``(command, run.json, records)`` of an LLM run directory, the records normalised to the keys
     ``group``, ``where``, ``stage``, ``messages``, ``reply``, ``finish_reason``, ``error``, ``parse_ok`` (None when the
     request got no answer), ``parse_reason``, ``parsed``, ``carried``, ``prompt_tokens``, ``completion_tokens``,
-    ``latency_s``."""
+    ``latency_s``. Lines that cannot be read (a record cut by a kill, a damaged line) are left out and listed in
+    ``run.json``'s dict as ``"_skipped"``; a file with no readable record is refused."""
     run = Path(run)
     if not (run / "run.json").is_file():
         raise InputError(f"{run} is not a run directory of mascot trials, deliberate or debate (no run.json)")
@@ -69,9 +74,16 @@ def load_run(run) -> tuple[str, dict, list[dict]]:
             if command == "trials"
             else ""
         )
+        kept = run / "answers.jsonl"  # answered requests of work not committed yet (resume at the request)
+        if kept.is_file():
+            n_kept = sum(1 for line in open(kept, encoding="utf-8", errors="replace") if line.strip())
+            why += (
+                f"; nothing is committed yet, and {n_kept:,} answered request(s) wait in answers.jsonl for the rerun "
+                "that commits them"
+            )
         raise InputError(f"{run} has no {path.name}{why}")
-    records = []
-    for n, r in _read_jsonl(path):
+    records, skipped = [], []
+    for n, r in _read_jsonl(path, skipped):
         if command == "debate" and r.get("type") != "reply":
             continue
         try:
@@ -81,8 +93,14 @@ def load_run(run) -> tuple[str, dict, list[dict]]:
             if rec["latency_s"] is not None:
                 rec["latency_s"] = float(rec["latency_s"])
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise InputError(f"{path}: line {n} is not a {command} record ({type(e).__name__}: {e})") from None
+            skipped.append((n, f"{path.name} line {n} is not a {command} record ({type(e).__name__}: {e})"))
+            continue
         records.append(rec)
+    skipped = [why for _, why in sorted(skipped)]
+    if not records and skipped:
+        more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+        raise InputError(f"{path}: no readable record; {skipped[0]}{more}")
+    meta["_skipped"] = skipped
     if command == "trials":
         _join_carried(run, records)
     return command, meta, records
@@ -223,6 +241,9 @@ def summary_text(command: str, meta: dict, s: dict, run) -> str:
             lines.append(f"{title}: " + "; ".join(f"{n:,} x {k}" for k, n in counts.most_common(5)))
     if s.get("cut"):
         lines.append(f"warning: {s['cut']}")
+    skipped = meta.get("_skipped") or []
+    if skipped:
+        lines.append(f"warning: {len(skipped):,} line(s) left out: {skipped[0]}" + (" ..." if len(skipped) > 1 else ""))
     lines.append(f"tokens: {s['prompt_tokens']:,} prompt, {s['completion_tokens']:,} completion (every request)")
     for stage, (n, med, p90) in s["latency"].items():
         lines.append(f"latency {stage}: median {med:.3g} s, 90th percentile {p90:.3g} s ({n:,} answers)")

@@ -131,12 +131,14 @@ class BackendFailure(BackendError):
 def stop_if_down(backend, work: str) -> None:
     """Raise :class:`BackendFailure` when the backend's last ``generate`` call stopped sending (its ``down``: a
     server that refused connections for seconds on end, an HTTP 401, 403 or 404 that every request would get):
-    asking again could not help, so ``work`` (``"step 3"``, ``"round 2"``) is not committed and the run stops."""
+    asking again could not help, so ``work`` (``"step 3"``, ``"round 2"``) is not committed and the run stops. The
+    message says what a rerun needs first when the backend says it (``down_fix``)."""
     why = getattr(backend, "down", None)
     if why:
+        fix = getattr(backend, "down_fix", "") or ""  # e.g. "fix what the server reported (the API key ...), then "
         raise BackendFailure(
-            f"{endpoint(backend)}: {why}. {work[:1].upper() + work[1:]} was not committed; rerun the same command "
-            "to resume from it"
+            f"{endpoint(backend)}: {why}. {work[:1].upper() + work[1:]} was not committed; {fix}rerun the same "
+            "command to resume from it"
         )
 
 

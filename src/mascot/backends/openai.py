@@ -356,7 +356,7 @@ class OpenAIBackend:
         self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
         self.probe_findings: dict | None = None
         self._down: str | None = None
-        self._said_cap = False
+        self._said_cap = self._said_wait = False
         if probe:
             from mascot.backends.probe import probe_server
 
@@ -379,6 +379,7 @@ class OpenAIBackend:
         if not requests:
             return []
         self._down = None  # each call tries the server afresh
+        self.down_fix = "once the server answers again, "  # what a rerun needs first (see stop_if_down)
         total = len(requests)
         results: list[Response | None] = [None] * total
         t0 = last = time.perf_counter()
@@ -508,6 +509,12 @@ class OpenAIBackend:
                     f"{endpoint(self)} asked to retry after {retry_after:,.0f} s (Retry-After); waiting at most "
                     f"{self.max_retry_after_s:g} s"
                 )
+            elif retry_after >= 5 and not self._said_wait:  # a silent wait of minutes looked like a hang
+                self._said_wait = True
+                _log.warning(
+                    f"{endpoint(self)} asked to retry after {retry_after:,.0f} s (Retry-After): waiting (said once per "
+                    "run; --request-budget bounds each request's waits)"
+                )
             return min(retry_after, self.max_retry_after_s)
         base = min(self.backoff_s * (2.0**retry), self.max_backoff_s)
         return base * (0.5 + 0.5 * random.random())
@@ -585,6 +592,7 @@ class OpenAIBackend:
                 msg = self._redact(str(e))
                 if e.for_all:  # the same answer awaits every request: send no more of them
                     self._down = msg
+                    self.down_fix = "fix what the server reported (the API key in --api-key-env, --base-url), then "
                 return Response("", 0, 0, error=msg, latency_s=time.perf_counter() - t0)
             except BaseException:
                 gate.release(None)

@@ -155,8 +155,8 @@ def check_sampling_args(args) -> None:
         raise InputError(f"--top-p must be in (0, 1]; got {p}")
     if m is not None and m < 1:
         raise InputError(f"--max-tokens must be >= 1; got {m}")
-    if s is not None and s < 0:
-        raise InputError(f"--seed must be an integer >= 0; got {s}")
+    if s is not None and not 0 <= s <= 2**63 - 1:
+        raise InputError(f"--seed must be an integer in [0, 2^63 - 1]; got {s}")
 
 
 def _check_ranges(args) -> None:

@@ -370,6 +370,9 @@ def _cmd_trials(args) -> int:
 
 
 MAX_UNITS = 1_000_000  # trial units held in memory at once (mascot.cli.backend_args.check_run_size)
+#: unit-steps a run computes (units x steps): what the surrogate's time and the step files grow with (--steps
+#: 100000 on the defaults would have taken about 20 hours and written a file per step)
+MAX_UNIT_STEPS = 100_000_000
 
 
 def _check_size(plan: dict, args) -> None:
@@ -377,6 +380,13 @@ def _check_size(plan: dict, args) -> None:
 
     what = "trial units (topologies x trials x 2 arms)"
     check_run_size(args, plan["units"], MAX_UNITS, what, plan["requests"], "--n-trials or --steps")
+    work = plan["units"] * args.steps
+    if not args.allow_large and work > MAX_UNIT_STEPS:
+        raise InputError(
+            f"{plan['units']:,} trial units x {args.steps:,} steps = {work:,} unit-steps is more than "
+            f"{MAX_UNIT_STEPS:,} (each step writes a file and, on the surrogate, takes about a second per 20,000 "
+            "units); lower --n-trials or --steps, or pass --allow-large"
+        )
 
 
 def _say_plan(plan: dict, cfg, backend, dry: bool) -> None:
@@ -601,8 +611,8 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--allow-large",
         action="store_true",
-        help=f"run past the size limits ({MAX_UNITS:,} units; 100,000 first-try requests to a model; 20 --retries "
-        "or --max-retries)",
+        help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_UNIT_STEPS:,} unit-steps; 100,000 first-try "
+        "requests to a model; 20 --retries or --max-retries)",
     )
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
     from mascot.backends.base import Sampling

@@ -53,8 +53,12 @@ class DebateConfig:
                 raise InputError(f"agent {a.name!r}: prior_pass must be in [0, 1]; got {a.prior_pass!r}")
         for nm, lo in (("max_rounds", 1), ("runs", 1), ("seed", 0)):
             v = getattr(self, nm)
-            if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-                raise InputError(f"{nm} must be an integer >= {lo}; got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 2**63 - 1:
+                raise InputError(f"{nm} must be an integer in [{lo}, 2^63 - 1]; got {v!r}")
+        if not isinstance(self.task, str) or not self.task.strip():
+            raise InputError(f"task must be a non-empty text; got {self.task!r}")
+        if not isinstance(self.ask_confidence, bool):
+            raise InputError(f"ask_confidence must be true or false; got {self.ask_confidence!r}")
         if self.final_rule not in ("majority", "weighted"):
             raise InputError(f"final_rule must be 'majority' or 'weighted'; got {self.final_rule!r}")
         if self.final_rule == "weighted" and not self.ask_confidence:
@@ -90,6 +94,11 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
     kw: dict[str, Any] = {
         k: raw[k] for k in ("name", "task", "max_rounds", "runs", "final_rule", "ask_confidence", "seed") if k in raw
     }
+    if path is not None and "agents" not in raw:  # a file of one's own: its agents are its own, never the article's
+        raise InputError(
+            f"{where}: no [[agents]]; give at least one (name, description, optional prior_pass), as "
+            "configs/debate/code_review.toml does"
+        )
     if "agents" in raw:
         agents = []
         for i, a in enumerate(raw["agents"]):
@@ -98,7 +107,11 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
                 raise InputError(
                     f"{where}: agents[{i}] needs name and description (and optional prior_pass); unknown: {extra}"
                 )
-            agents.append(DebateAgent(str(a["name"]), str(a["description"]), float(a.get("prior_pass", 0.5))))
+            try:
+                prior = float(a.get("prior_pass", 0.5))
+            except (TypeError, ValueError):
+                raise InputError(f"{where}: agents[{i}].prior_pass must be a number; got {a['prior_pass']!r}") from None
+            agents.append(DebateAgent(str(a["name"]), str(a["description"]), prior))
         kw["agents"] = tuple(agents)
     if "sampling" in raw:
         s = raw["sampling"]

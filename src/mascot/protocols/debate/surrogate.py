@@ -56,8 +56,8 @@ class SurrogateDebateBackend:
             ("confidence_low", confidence_low),
             ("confidence_high", confidence_high),
         ):
-            if not (0 <= float(v) <= 1):
-                raise InputError(f"surrogate.{nm} must be in [0, 1]; got {v!r}")
+            if isinstance(v, (bool, str)) or not isinstance(v, (int, float)) or not (0 <= float(v) <= 1):
+                raise InputError(f"surrogate.{nm} must be a number in [0, 1]; got {v!r}")
         if confidence_low > confidence_high:
             raise InputError("surrogate.confidence_low must be <= confidence_high")
         self.priors = dict(priors or {})

@@ -87,6 +87,8 @@ def check_int(name, v, lo) -> int:
     """``v`` as an int; ``ValueError`` naming ``name`` unless it is an integer ``>= lo``."""
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
         raise InputError(f"{name} must be an integer >= {lo}; got {v!r}")
+    if v > 2**63 - 1:  # (numpy and the seed hash take 64-bit integers)
+        raise InputError(f"{name} must be at most 2^63 - 1; got {v!r}")
     return int(v)
 
 
@@ -144,6 +146,9 @@ class DeliberationConfig:
     def __post_init__(self):
         if not self.roles:
             raise InputError("roles must list at least one role")
+        names = [r.name for r in self.roles]
+        if len(set(names)) != len(names):
+            raise InputError(f"role names must be unique; got {names}")
         n = self.n_agents if self.n_agents is not None else len(self.roles)
         check_int("n_agents", n, 2)
         if len(self.axes) < 1:
@@ -317,6 +322,11 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
     if "strategies" in raw:
         s = raw["strategies"]
         kw["strategies"] = tuple([s] if isinstance(s, str) else s)
+    if path is not None and "roles" not in raw:  # a file of one's own: its roles are its own, never the paper's
+        raise InputError(
+            f"{where}: no [[roles]]; give at least one (name, prompt, optional title, bias, prior), as "
+            "configs/deliberation/paper.toml does"
+        )
     if "roles" in raw:
         roles = []
         for i, r in enumerate(raw["roles"]):
