@@ -122,7 +122,7 @@ def test_an_error_no_retry_mends_stops_the_call_and_the_run(server, tmp_path, ca
     err = capsys.readouterr().err
     assert rc == 1 and "HTTP 401" in err and "Step 1 was not committed" in err
     # what a rerun needs first (the outside test: "rerun the same command" alone, for a rerun that cannot help)
-    assert "fix what the server reported (the API key in --api-key-env, --base-url), then rerun" in err
+    assert "fix what the server reported (the API key in --api-key-env, --base-url or --model), then rerun" in err
     assert server.posts == 1  # not once per request, nor again per re-ask
 
 
@@ -215,6 +215,17 @@ def test_models_gguf_refuses_what_it_cannot_convert_before_loading_anything(tmp_
     assert sorted(p.name for p in (tmp_path / "full").iterdir()) == ["w.whl", "x"]  # nothing deleted
     rc, err = run(tmp_path / "full", "--out", tmp_path / "m")
     assert rc == 2 and "is a directory; give the GGUF file" in err
+    # the second outside test: --force replaced any directory (a project's .git and sources) and any file
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "main.py").write_text("code")
+    rc, err = run(text, "--out", tmp_path / "proj", "--force")
+    assert rc == 2 and "is not a model directory (no config.json)" in err
+    rc, err = run(text, "--out", text, "--force")
+    assert rc == 2 and "holds the source file" in err
+    (tmp_path / "afile.txt").write_text("mine")
+    rc, err = run(text, "--out", tmp_path / "afile.txt", "--force")
+    assert rc == 2 and "is a file; give a directory" in err
+    assert (tmp_path / "proj" / "main.py").read_text() == "code" and (tmp_path / "afile.txt").read_text() == "mine"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]  # no scratch directory left behind
 
 
@@ -366,7 +377,7 @@ def test_cut_replies_are_said_as_they_happen_and_a_runaway_reply_is_refused(serv
     rc = cli_main([*argv, "chain", "--n-trials", "2", "--steps", "1", "--no-figures", "--out", str(tmp_path / "t")])
     err = capsys.readouterr().err
     assert rc == 0 and "of the first 4 replies stopped at --max-tokens 250 (finish_reason length)" in err
-    assert "of the 4 cut replies without one, 4 had begun a JSON object: raise --max-tokens" in err
+    assert "of the 4 cut replies that gave no answer, 4 had begun a JSON object: raise --max-tokens" in err
     server.mode, server.posts = "huge", 0
     (r,) = OpenAIBackend("m", base_url=server.url, max_retries=3).generate([ASK])
     assert "larger than 16,777,216 bytes; not read further" in r.error and server.posts == 1  # not retried
@@ -388,8 +399,8 @@ def test_the_cut_warning_says_whether_a_higher_limit_would_help():
     assert not said  # 3 replies: too few to say
     w.add([resp("", None, 0, error="timeout"), resp('x {"Value": 1', "length", 250)], [False, False])
     assert said == [
-        "3 of the first 4 replies stopped at --max-tokens 250 (finish_reason length); of the 3 cut replies without "
-        "one, 1 had begun a JSON object (the replies that gave an answer used at most 41 tokens): most wander "
+        "3 of the first 4 replies stopped at --max-tokens 250 (finish_reason length); of the 3 cut replies that gave "
+        "no answer, 1 had begun a JSON object (the replies that gave an answer used at most 41 tokens): most wander "
         "rather than run out of room, so a higher --max-tokens would mostly cost time (a lower one saves it)"
     ]
     w.add([wander] * 10, [False] * 10)
@@ -399,7 +410,7 @@ def test_the_cut_warning_says_whether_a_higher_limit_would_help():
     w = CutWatch(48, say=said.append)
     w.add([resp('{"Value": 12.5, "Par', "length", 48)] * 3 + [resp("{}", "stop", 2)], [False] * 3 + [True])
     assert said[0].endswith(
-        "of the 3 cut replies without one, 3 had begun a JSON object (the replies that gave an "
+        "of the 3 cut replies that gave no answer, 3 had begun a JSON object (the replies that gave an "
         "answer used at most 2 tokens): raise --max-tokens"
     )
     # debate: the decision tag comes first, so a cut reply still gives an answer
@@ -545,7 +556,7 @@ def test_a_short_run_and_show_give_the_same_advice_about_cut_replies(server, tmp
     argv = ["debate", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe", "--max-rounds"]
     assert cli_main([*argv, "1", "--out", str(out)]) == 0
     said = (
-        "3 of the 3 replies stopped at --max-tokens 250 (finish_reason length); of the 3 cut replies without one, 0 "
+        "3 of the 3 replies stopped at --max-tokens 250 (finish_reason length); of the 3 cut replies that gave no answer, 0 "
         "had begun its decision tag: most wander rather than run out of room"
     )
     assert said in capsys.readouterr().err
@@ -572,11 +583,42 @@ def test_configs_of_ones_own_are_checked_as_the_papers_are(tmp_path, capsys):
             "surrogate.persuasion must be a number in [0, 1]; got 'high'",
         ),
         ("debate", 'task = "t"\nseed = 99999999999999999999\n[[agents]]\nname = "A"\ndescription = "x"\n', "2^63"),
-        ("deliberate", '[[axes]]\nname = "cost"\nlow = "cheap"\nhigh = "dear"\n', "no [[roles]]; give at least one"),
         (
             "deliberate",
-            '[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "A"\nprompt = "q"\n',
+            'task = "t"\n[[axes]]\nname = "cost"\nlow = "cheap"\nhigh = "dear"\n',
+            "no [[roles]]; give at least one",
+        ),
+        (
+            "deliberate",
+            'task = "t"\n[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "A"\nprompt = "q"\n',
             "role names must be unique",
+        ),
+        # the second outside test
+        ("deliberate", '[[roles]]\nname = "A"\nprompt = "p"\n', "no task; give the task"),
+        (
+            "deliberate",
+            'task = "  "\n[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "B"\nprompt = "q"\n',
+            "task must be a non-empty text",
+        ),
+        (
+            "deliberate",
+            'task = "t"\nstructured_output = "yes"\n[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "B"\nprompt = "q"\n',
+            "structured_output must be true or false",
+        ),
+        (
+            "deliberate",
+            'task = "t"\neps = "0.05"\n[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "B"\nprompt = "q"\n',
+            "eps must be a number",
+        ),
+        (
+            "deliberate",
+            'task = "t"\naxes = ["cost", "cost"]\n[[roles]]\nname = "A"\nprompt = "p"\n[[roles]]\nname = "B"\nprompt = "q"\n',
+            "axis names must be unique",
+        ),
+        (
+            "debate",
+            'task = "t"\n[[agents]]\nname = "A"\ndescription = "x"\n[surrogate]\nseed = 99999999999999999999\n',
+            "surrogate.seed must be an integer in [0, 2^63 - 1]",
         ),
     ]
     for i, (cmd, text, want) in enumerate(cases):
@@ -589,7 +631,9 @@ def test_configs_of_ones_own_are_checked_as_the_papers_are(tmp_path, capsys):
     assert rc == 2 and "--seed must be an integer in [0, 2^63 - 1]" in capsys.readouterr().err
     # the surrogate's --steps 100000 ran on (about 20 hours, a file per step): units x steps is bounded too
     rc = cli_main(["trials", "--topology", "chain", "--steps", "100000", "--out", str(tmp_path / "s")])
-    assert rc == 2 and "20,000 trial units x 100,000 steps = 2,000,000,000 unit-steps" in capsys.readouterr().err
+    assert rc == 2 and "--steps 100,000 is more than 10,000" in capsys.readouterr().err
+    rc = cli_main(["trials", "--topology", "chain", "--steps", "9000", "--out", str(tmp_path / "s")])
+    assert rc == 2 and "20,000 trial units x 9,000 steps = 180,000,000 unit-steps" in capsys.readouterr().err
     assert not [p for p in tmp_path.iterdir() if p.is_dir()]  # no run directory made
 
 
@@ -608,3 +652,17 @@ def test_a_retry_after_wait_of_seconds_is_said(server):
         logging.getLogger("mascot").removeHandler(handler)
     assert "HTTP 429" in r.error and server.posts == 2
     assert any("asked to retry after 5 s (Retry-After): waiting" in m for m in seen), seen
+
+
+def test_a_negative_retry_after_is_no_delta_and_a_deliberation_that_never_parsed_says_so(server, tmp_path, capsys):
+    """The second outside test: Retry-After: -3 sent every retry at once (no back-off at all); a deliberation
+    whose 99 replies all failed to parse said nothing at its end (trials and debate do)."""
+    from mascot.backends.openai import _parse_retry_after
+
+    assert [_parse_retry_after(v) for v in ("-3", "abc", "inf", "nan", "5", "0")] == [None, None, None, None, 5.0, 0.0]
+    server.mode = "length"  # every reply a cut JSON object: nothing parses
+    argv = ["deliberate", "--backend", "openai", "--base-url", server.url, "--model", "m", "--no-probe"]
+    argv += ["--max-rounds", "2", "--runs", "1", "--strategy", "complete", "--retries", "0", "--no-report"]
+    assert cli_main([*argv, "--out", str(tmp_path / "d")]) == 0
+    err = capsys.readouterr().err
+    assert "15 of the 15 agent replies in" in err and "did not parse after the retries" in err

@@ -245,7 +245,7 @@ class CutWatch:
         lost = self.cut - self.cut_parsed
         if not lost:
             return m
-        m += f"; of the {lost} cut replies without one, {self.cut_begun} had begun {self.answer}"
+        m += f"; of the {lost} cut replies that gave no answer, {self.cut_begun} had begun {self.answer}"
         if self.longest_parsed is not None:
             m += f" (the replies that gave an answer used at most {self.longest_parsed} tokens)"
         if self.cut_begun > lost / 2:

@@ -89,13 +89,21 @@ def gguf_to_model_dir(
     ``sample``: the saved generation config samples at ``temperature`` and ``top_p`` unless a request says
     otherwise (False: greedy). ``force`` replaces an existing non-empty ``out``. Returns ``out``."""
     shown, out = Path(out), Path(out).resolve()
-    if out.exists() and (not out.is_dir() or any(out.iterdir())) and not force:
-        raise InputError(f"{shown} exists and is not empty; choose another --out or pass --force to replace it")
     # --force replaces a directory: never one that holds the source, the current directory or what contains them
     source_path = Path(source).resolve()
     for what, inside in (("the source file", source_path), ("the current directory", Path.cwd().resolve())):
         if inside == out or out in inside.parents:
             raise InputError(f"--out {shown} holds {what}; --force would delete it: choose a new directory")
+    if out.exists() and not out.is_dir():
+        raise InputError(f"--out {shown} is a file; give a directory")
+    if out.exists() and any(out.iterdir()):
+        if not force:
+            raise InputError(f"{shown} exists and is not empty; choose another --out or pass --force to replace it")
+        if not (out / "config.json").is_file():  # --force replaces a model directory, never a folder of one's own
+            raise InputError(
+                f"--out {shown} is not a model directory (no config.json); --force replaces only a model directory "
+                "made before: choose a new directory"
+            )
     if out.parent == out:
         raise InputError(f"--out {shown} is the file system's root; choose a new directory")
     if not (0 < float(temperature) < float("inf")) or not (0 < float(top_p) <= 1):

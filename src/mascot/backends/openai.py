@@ -270,9 +270,11 @@ def _parse_retry_after(value: str | None) -> float | None:
         return None
     value = value.strip()
     try:
-        return max(0.0, float(value))
+        seconds = float(value)
     except ValueError:
         pass
+    else:  # a negative or non-finite delta is not a delta (RFC 9110): back off as usual instead of not at all
+        return seconds if 0 <= seconds < float("inf") else None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
@@ -592,7 +594,9 @@ class OpenAIBackend:
                 msg = self._redact(str(e))
                 if e.for_all:  # the same answer awaits every request: send no more of them
                     self._down = msg
-                    self.down_fix = "fix what the server reported (the API key in --api-key-env, --base-url), then "
+                    self.down_fix = (
+                        "fix what the server reported (the API key in --api-key-env, --base-url or --model), then "
+                    )
                 return Response("", 0, 0, error=msg, latency_s=time.perf_counter() - t0)
             except BaseException:
                 gate.release(None)

@@ -341,9 +341,10 @@ def check_run_size(args, held: int, held_max: int, what: str, requests: int, low
     for flag, dest in (("--retries", "retries"), ("--max-retries", "max_retries")):
         v = getattr(args, dest, None)
         if args.backend != "surrogate" and v is not None and v > MAX_LLM_RETRIES:
+            what = "unparsed or unanswered request" if flag == "--retries" else "request a server fails"
             raise InputError(
-                f"{flag} {v:,} is more than {MAX_LLM_RETRIES}: every unparsed or unanswered request could be sent "
-                f"{v + 1:,} times; lower {flag} or pass --allow-large"
+                f"{flag} {v:,} is more than {MAX_LLM_RETRIES}: every {what} could be sent {v + 1:,} times; lower "
+                f"{flag} or pass --allow-large"
             )
     if args.backend != "surrogate" and requests > MAX_LLM_REQUESTS:
         raise InputError(

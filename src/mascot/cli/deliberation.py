@@ -153,6 +153,17 @@ def cmd_deliberate(args) -> int:
         from mascot.analysis.deliberation_report import write_report  # after the requests (pandas, matplotlib)
 
         write_report([out], out)
+    from mascot.io import read_jsonl as _read
+
+    lane_rounds = _read(out / "rounds.jsonl")  # as trials warns when most steps carried their state (issue 33)
+    slots, failed = len(lane_rounds) * cfg.n, sum(int(r.get("failures", 0) or 0) for r in lane_rounds)
+    if slots and failed > slots / 2:
+        print(
+            f"mascot: warning: {failed:,} of the {slots:,} agent replies in {out} did not parse after the retries "
+            "(the agent's previous position, or its role prior, stood in): the run measures that fallback, not the "
+            f"model; see {out / 'requests.jsonl'} for the replies",
+            file=sys.stderr,
+        )
     if args.json:
         from mascot.analysis.deliberation_report import lane_flags
         from mascot.io import read_jsonl

@@ -373,6 +373,8 @@ MAX_UNITS = 1_000_000  # trial units held in memory at once (mascot.cli.backend_
 #: unit-steps a run computes (units x steps): what the surrogate's time and the step files grow with (--steps
 #: 100000 on the defaults would have taken about 20 hours and written a file per step)
 MAX_UNIT_STEPS = 100_000_000
+#: steps (each writes a file: --steps 100000 --n-trials 1 wrote 3,900 files a minute)
+MAX_STEPS = 10_000
 
 
 def _check_size(plan: dict, args) -> None:
@@ -380,6 +382,11 @@ def _check_size(plan: dict, args) -> None:
 
     what = "trial units (topologies x trials x 2 arms)"
     check_run_size(args, plan["units"], MAX_UNITS, what, plan["requests"], "--n-trials or --steps")
+    if not args.allow_large and args.steps > MAX_STEPS:
+        raise InputError(
+            f"--steps {args.steps:,} is more than {MAX_STEPS:,}: every step writes its own file; lower --steps or "
+            "pass --allow-large"
+        )
     work = plan["units"] * args.steps
     if not args.allow_large and work > MAX_UNIT_STEPS:
         raise InputError(
@@ -611,7 +618,7 @@ def build_parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--allow-large",
         action="store_true",
-        help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_UNIT_STEPS:,} unit-steps; 100,000 first-try "
+        help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_UNIT_STEPS:,} unit-steps; {MAX_STEPS:,} steps; 100,000 first-try "
         "requests to a model; 20 --retries or --max-retries)",
     )
     tr.add_argument("--quiet", action="store_true", help="no progress on stderr")

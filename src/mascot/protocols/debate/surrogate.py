@@ -63,6 +63,8 @@ class SurrogateDebateBackend:
         self.priors = dict(priors or {})
         self.persuasion, self.malformed = float(persuasion), float(malformed)
         self.confidence_low, self.confidence_high = float(confidence_low), float(confidence_high)
+        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**63 - 1:
+            raise InputError(f"surrogate.seed must be an integer in [0, 2^63 - 1]; got {seed!r}")
         self.seed = int(seed)
         self.model = model
 

@@ -94,7 +94,7 @@ def check_int(name, v, lo) -> int:
 
 def check_float(name, v, *, lo=None, hi=None, lo_open=False) -> float:
     """``v`` as a finite float in the range (``lo_open``: ``> lo``); ``ValueError`` naming ``name`` otherwise."""
-    if isinstance(v, bool):
+    if isinstance(v, (bool, str)):  # (a TOML "0.05" is text: a typo to name, not a number to guess)
         raise InputError(f"{name} must be a number; got {v!r}")
     try:
         f = float(v)
@@ -153,6 +153,13 @@ class DeliberationConfig:
         check_int("n_agents", n, 2)
         if len(self.axes) < 1:
             raise InputError("axes must list at least one axis")
+        axis_names = [a.name for a in self.axes]
+        if len(set(axis_names)) != len(axis_names):
+            raise InputError(f"axis names must be unique; got {axis_names}")
+        if not isinstance(self.task, str) or not self.task.strip():
+            raise InputError(f"task must be a non-empty text; got {self.task!r}")
+        if not isinstance(self.structured_output, bool):
+            raise InputError(f"structured_output must be true or false; got {self.structured_output!r}")
         for r in self.roles:
             if r.prior is not None and len(r.prior) != len(self.axes):
                 raise InputError(
@@ -322,6 +329,10 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
     if "strategies" in raw:
         s = raw["strategies"]
         kw["strategies"] = tuple([s] if isinstance(s, str) else s)
+    if path is not None and "task" not in raw:  # a file of one's own deliberates its own task
+        raise InputError(
+            f"{where}: no task; give the task the roles deliberate on, as configs/deliberation/paper.toml does"
+        )
     if path is not None and "roles" not in raw:  # a file of one's own: its roles are its own, never the paper's
         raise InputError(
             f"{where}: no [[roles]]; give at least one (name, prompt, optional title, bias, prior), as "
