@@ -666,3 +666,17 @@ def test_a_negative_retry_after_is_no_delta_and_a_deliberation_that_never_parsed
     assert cli_main([*argv, "--out", str(tmp_path / "d")]) == 0
     err = capsys.readouterr().err
     assert "15 of the 15 agent replies in" in err and "did not parse after the retries" in err
+
+
+def test_a_deliberation_of_ones_own_gets_no_paper_example(tmp_path, capsys):
+    """The second outside test found the paper's claude_example.json in every deliberate run directory; it belongs
+    to the paper's studies (results/deliberation keeps it)."""
+    f = tmp_path / "park.toml"
+    f.write_text(
+        'task = "Where should the new park go?"\n[[roles]]\nname = "Ecologist"\nprompt = "Protect habitats."\n'
+        '[[roles]]\nname = "Planner"\nprompt = "Serve the most residents."\n'
+        '[[roles]]\nname = "Treasurer"\nprompt = "Spend little."\n'
+        '[[axes]]\nname = "green"\nlow = "paved"\nhigh = "wild"\n[[axes]]\nname = "size"\nlow = "small"\nhigh = "large"\n'
+    )
+    assert cli_main(["deliberate", str(f), "--runs", "1", "--max-rounds", "2", "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "fig4.png").is_file() and not (tmp_path / "o" / "claude_example.json").exists()

@@ -11,7 +11,8 @@ post-hoc certificates (with the paper's Claude example recomputed) and the onlin
   (d) b_k ring-only; ``fig4_full.png`` / ``.pdf``: D(k) and b_k for every strategy;
 * ``estimates.csv`` / ``.md``: per-mode empirical contraction rates D(k+1)/D(k) (mean, geometric mean,
   spread, share of expanding rounds > 1) and round costs; ``certificates.csv``: the post-hoc check per
-  lane; ``monitor_shadow.csv``: the logged monitor verdicts vs the outcome; ``claude_example.json``.
+  lane; ``monitor_shadow.csv``: the logged monitor verdicts vs the outcome; ``claude_example.json`` (the
+  paper's own Claude example recomputed, with ``paper_example=True``: the paper's studies only).
 
 :func:`deliberate` runs (or resumes) a deliberation and then writes its report into the run directory.
 :func:`monitor_study` scores the online monitor on the JAX surrogate (10^4 noisy runs per setting).
@@ -432,9 +433,10 @@ def shadow_monitor(rows: list[dict], warmup: int | None = None) -> pd.DataFrame:
     return pd.DataFrame.from_records(recs)
 
 
-def write_report(dirs, out, note: str = "", include_unanswered: bool = False) -> dict:
+def write_report(dirs, out, note: str = "", include_unanswered: bool = False, paper_example: bool = False) -> dict:
     """Write the deliberation report of run directories ``dirs`` into ``out`` (see the module docstring);
-    ``note``: a second title line for the figures. Rates D(k)/D(k-1) that involve a round without any parsed
+    ``note``: a second title line for the figures; ``paper_example``: also ``claude_example.json``, the paper's
+    Claude example recomputed (the paper's studies; a run of one's own has nothing to do with it). Rates D(k)/D(k-1) that involve a round without any parsed
     reply (a D(0) from the priors included) are left out of ``estimates`` and ``certificates`` unless
     ``include_unanswered`` (:func:`rows_for_rates`); ``estimates.md`` says how many."""
     out = Path(out)
@@ -492,6 +494,7 @@ def write_report(dirs, out, note: str = "", include_unanswered: bool = False) ->
     )
     write_csv(pd.DataFrame.from_records(certs), out / "certificates.csv", index=False)
     write_csv(pd.concat(shadows), out / "monitor_shadow.csv", index=False)
-    atomic_write_text(out / "claude_example.json", json.dumps(claude_example(), indent=2, default=str) + "\n")
+    if paper_example:
+        atomic_write_text(out / "claude_example.json", json.dumps(claude_example(), indent=2, default=str) + "\n")
     figs = fig4(runs, out / "fig4", note=note) + fig4(runs, out / "fig4_full", full=True, note=note)
     return {"table": df, "estimates": est_df, "figures": figs}

@@ -197,7 +197,7 @@ def _reproduce(out: Path, runs_dir: Path, runs: int, b0s, study_runs: int, progr
         be = SurrogateDeliberationBackend(**sur)
         tag = f"surrogate_b{int(b0) // 1000}k"
         run_deliberation(cfg, runs_dir / tag, be, progress=progress)
-        rep = write_report([runs_dir / tag], out / tag)
+        rep = write_report([runs_dir / tag], out / tag, paper_example=True)
         sh = shadow_monitor(load_runs([runs_dir / tag])[0]["rows"])
         sh.insert(0, "b0", b0)
         shadows.append(sh)
@@ -285,6 +285,7 @@ def token_scaling_study(out, runs_dir, runs: int = 10, b0: float = 100_000.0, pr
     write_report(
         dirs,
         out,
+        paper_example=True,
         note="budget charged token_scale x measured input tokens (gpt-like 1, gemini-like 0.75, "
         "claude-like 0.45); the three share\ntheir belief dynamics, so their D(k) curves coincide and "
         "the last-drawn colour covers the others where budgets agree",

@@ -88,7 +88,7 @@ def check_int(name, v, lo) -> int:
     if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
         raise InputError(f"{name} must be an integer >= {lo}; got {v!r}")
     if v > 2**63 - 1:  # (numpy and the seed hash take 64-bit integers)
-        raise InputError(f"{name} must be at most 2^63 - 1; got {v!r}")
+        raise InputError(f"{name} must be an integer in [{lo}, 2^63 - 1]; got {v!r}")
     return int(v)
 
 

@@ -43,7 +43,7 @@ def _int(name, x, lo):
     if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo:
         raise InputError(f"{name} must be an integer >= {lo}; got {x!r}")
     if x > 2**63 - 1:  # (a seed of 10^23 failed inside numpy with an OverflowError after the run had begun)
-        raise InputError(f"{name} must be at most 2^63 - 1; got {x!r}")
+        raise InputError(f"{name} must be an integer in [{lo}, 2^63 - 1]; got {x!r}")
     return int(x)
 
 
