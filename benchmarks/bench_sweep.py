@@ -89,19 +89,11 @@ def recorded_calls(cfg, out, workers):
 
 
 def roofline(calls):
-    """``(seconds, bound, copy GB/s, GEMM GFLOP/s)``: the kernel calls' floor, max(X0 bytes / copy bandwidth,
-    projection FLOPs / float32 GEMM rate), both rates measured here."""
-    import jax.numpy as jnp
+    """``(seconds, bound, copy B/s, GEMM FLOP/s)``: the kernel calls' floor, max(X0 bytes / copy bandwidth,
+    projection FLOPs / float32 GEMM rate), both rates measured here as ``bench_consensus`` measures them."""
+    import bench_consensus as bc
 
-    a = np.ones(2**26, np.float32)
-    b = np.empty_like(a)
-    copy = min(_timed(lambda: np.copyto(b, a)) for _ in range(3))
-    bw = 2 * a.nbytes / copy
-    x = jax.device_put(np.random.default_rng(0).uniform(size=(96_000, 64)).astype(np.float32))
-    u = jax.device_put(np.random.default_rng(1).uniform(size=(64, 64)).astype(np.float32))
-    f = jax.jit(lambda p, q: jnp.matmul(p, q, precision=jax.lax.Precision.HIGHEST))
-    jax.block_until_ready(f(x, u))
-    gemm = 2.0 * 96_000 * 64 * 64 / min(_timed(lambda: jax.block_until_ready(f(x, u))) for _ in range(5))
+    bw, gemm = bc.copy_bandwidth(), bc.gemm_rate(64, 16_000)
     nbytes = sum(c[0][0].nbytes for c in calls)
     flops = sum(2.0 * B * d * N * (N - 1) for B, N, d in (c[0][0].shape for c in calls))
     return (
@@ -110,12 +102,6 @@ def roofline(calls):
         bw,
         gemm,
     )
-
-
-def _timed(fn):
-    t = time.perf_counter()
-    fn()
-    return time.perf_counter() - t
 
 
 def main():

@@ -80,6 +80,30 @@ class Server:
         self.httpd.server_close()
 
 
+class Flaky:
+    """A surrogate (noise and parse failures keyed on the request, so deterministic) under a model's name; while
+    ``failing``, the requests ``fails(meta)`` picks get no answer. ``sent`` keeps ``where(meta)`` of each request."""
+
+    name, model = "flaky", "surrogate"
+
+    def __init__(self, inner, fails, where, failing=True):
+        self.inner, self.fails, self.where, self.failing, self.sent = inner, fails, where, failing, []
+
+    def identity(self):
+        return {"backend": "flaky", "model": "surrogate"}
+
+    def describe(self):
+        return self.identity()
+
+    def generate(self, reqs):
+        from mascot.backends.base import Response
+
+        self.sent += [self.where(r.meta) for r in reqs]
+        out = self.inner.generate(reqs)
+        bad = lambda r: self.failing and self.fails(r.meta)  # noqa: E731
+        return [Response("", 0, 0, error="HTTP 500 from the test") if bad(r) else o for r, o in zip(reqs, out)]
+
+
 @pytest.fixture
 def server():
     s = Server()
@@ -261,44 +285,27 @@ def test_a_rerun_sends_only_the_requests_the_interrupted_run_had_not_answered(tm
     uninterrupted one."""
     import pandas as pd
 
-    from mascot.backends.base import BackendFailure, Response
+    from mascot.backends.base import BackendFailure
     from mascot.protocols.state_tracking.config import TrialConfig
     from mascot.protocols.state_tracking.harness import run_trials
     from mascot.protocols.state_tracking.surrogate import SurrogateBackend
 
-    class Flaky:
-        """The surrogate (noise and parse failures keyed on the request, so deterministic) under a model's name;
-        while ``failing``, every stage-2 request of step 2 gets no answer."""
-
-        name, model = "flaky", "surrogate"
-
-        def __init__(self, failing):
-            self.inner, self.failing, self.sent = SurrogateBackend(seed=0), failing, []
-
-        def identity(self):
-            return {"backend": "flaky", "model": "surrogate"}
-
-        def describe(self):
-            return self.identity()
-
-        def generate(self, reqs):
-            self.sent += [(r.meta["step"], r.meta["stage"]) for r in reqs]
-            out = self.inner.generate(reqs)
-            bad = lambda r: self.failing and (r.meta["step"], r.meta["stage"]) == (2, "stage2")  # noqa: E731
-            return [Response("", 0, 0, error="HTTP 500 from the test") if bad(r) else o for r, o in zip(reqs, out)]
+    def flaky(failing):  # every stage-2 request of step 2 gets no answer while failing
+        step_stage = lambda m: (m["step"], m["stage"])  # noqa: E731
+        return Flaky(SurrogateBackend(seed=0), lambda m: step_stage(m) == (2, "stage2"), step_stage, failing)
 
     cfg = TrialConfig(n_trials=3, steps=3)
-    flaky = Flaky(failing=True)
+    backend = flaky(failing=True)
     with pytest.raises(BackendFailure, match="Step 2 was not committed"):
-        run_trials(cfg, tmp_path / "run", flaky, progress=False)
-    asked_before = sum(1 for s in flaky.sent if s == (2, "stage1"))
+        run_trials(cfg, tmp_path / "run", backend, progress=False)
+    asked_before = sum(1 for s in backend.sent if s == (2, "stage1"))
     assert asked_before > 0 and (tmp_path / "run" / "answers.jsonl").is_file()
-    flaky.failing, flaky.sent = False, []
-    res = run_trials(cfg, tmp_path / "run", flaky, progress=False)
-    assert (2, "stage1") not in flaky.sent and (2, "stage2") in flaky.sent  # only what had no answer
+    backend.failing, backend.sent = False, []
+    res = run_trials(cfg, tmp_path / "run", backend, progress=False)
+    assert (2, "stage1") not in backend.sent and (2, "stage2") in backend.sent  # only what had no answer
     assert json.loads((tmp_path / "run" / "run.json").read_text())["sessions"][-1]["replayed"] == asked_before
     assert not (tmp_path / "run" / "answers.jsonl").exists()  # emptied as the steps committed
-    whole = run_trials(cfg, tmp_path / "whole", Flaky(failing=False), progress=False)
+    whole = run_trials(cfg, tmp_path / "whole", flaky(failing=False), progress=False)
     a, b = (pd.read_parquet(r.out / "trials.parquet") for r in (res, whole))
     pd.testing.assert_frame_equal(a, b)
 
@@ -307,40 +314,26 @@ def test_a_deliberation_rerun_sends_only_the_requests_the_failed_round_had_not_a
     """Resume at the request for deliberate (trials above; the outside test checked it with a SIGKILL): round 2
     fails because agent 3 gets no answer; the rerun sends none of the round's answered requests and its records
     equal an uninterrupted run's."""
-    from mascot.backends.base import BackendFailure, Response
+    from mascot.backends.base import BackendFailure
     from mascot.protocols.deliberation import DeliberationConfig, SurrogateDeliberationBackend, run_deliberation
     from mascot.protocols.deliberation.records import read_rounds
 
-    class Flaky:
-        name, model = "flaky", "surrogate"
-
-        def __init__(self, failing):
-            self.inner, self.failing, self.sent = SurrogateDeliberationBackend(seed=0), failing, []
-
-        def identity(self):
-            return {"backend": "flaky", "model": "surrogate"}
-
-        def describe(self):
-            return self.identity()
-
-        def generate(self, reqs):
-            self.sent += [(r.meta["round"], r.meta["agent"], r.meta["strategy"]) for r in reqs]
-            out = self.inner.generate(reqs)
-            bad = lambda r: self.failing and r.meta["round"] == 2 and r.meta["agent"] == 3  # noqa: E731
-            return [Response("", 0, 0, error="HTTP 500 from the test") if bad(r) else o for r, o in zip(reqs, out)]
+    def flaky(failing):  # agent 3's requests of round 2 get no answer while failing
+        where = lambda m: (m["round"], m["agent"], m["strategy"])  # noqa: E731
+        return Flaky(SurrogateDeliberationBackend(seed=0), lambda m: (m["round"], m["agent"]) == (2, 3), where, failing)
 
     cfg = DeliberationConfig(runs=2, max_rounds=4, retries=1)
-    flaky = Flaky(failing=True)
+    backend = flaky(failing=True)
     with pytest.raises(BackendFailure, match="round 2 got no answer"):
-        run_deliberation(cfg, tmp_path / "run", flaky, progress=False)
-    answered = {s for s in flaky.sent if s[0] == 2 and s[1] != 3}
+        run_deliberation(cfg, tmp_path / "run", backend, progress=False)
+    answered = {s for s in backend.sent if s[0] == 2 and s[1] != 3}
     assert answered and (tmp_path / "run" / "answers.jsonl").is_file()
-    flaky.failing, flaky.sent = False, []
-    run_deliberation(cfg, tmp_path / "run", flaky, progress=False)
-    again = [s for s in flaky.sent if s[0] == 2]
+    backend.failing, backend.sent = False, []
+    run_deliberation(cfg, tmp_path / "run", backend, progress=False)
+    again = [s for s in backend.sent if s[0] == 2]
     assert again and all(s[1] == 3 for s in again)  # only agent 3's requests of round 2 were sent again
     assert not (tmp_path / "run" / "answers.jsonl").exists()  # emptied when the run completed
-    run_deliberation(cfg, tmp_path / "whole", Flaky(failing=False), progress=False)
+    run_deliberation(cfg, tmp_path / "whole", flaky(failing=False), progress=False)
     strip = lambda rows: [{k: v for k, v in r.items() if k not in ("time", "session")} for r in rows]  # noqa: E731
     assert strip(read_rounds(tmp_path / "run")) == strip(read_rounds(tmp_path / "whole"))
 

@@ -43,6 +43,17 @@ def trials_run(tmp_path_factory):
     return out
 
 
+def _edited_copy(run, tmp_path, line: int, **fields):
+    """A copy of ``run`` whose ``requests.jsonl`` record on ``line`` (0-based) has ``fields`` replaced; returns the
+    copy and its lines."""
+    out = tmp_path / "t"
+    shutil.copytree(run, out)
+    lines = (out / "requests.jsonl").read_text().splitlines()
+    lines[line] = json.dumps({**json.loads(lines[line]), **fields})
+    (out / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    return out, lines
+
+
 def test_show_counts_what_the_records_hold(trials_run, capsys):
     recs = [json.loads(x) for x in (trials_run / "requests.jsonl").read_text().splitlines()]
     assert cli_main(["show", str(trials_run)]) == 0
@@ -74,13 +85,7 @@ def test_show_refuses_what_is_not_an_llm_run(tmp_path, capsys):
 
 def test_show_escapes_what_the_server_said_in_the_summary(trials_run, tmp_path, capsys):
     """A finish_reason of "\x1b[31mweird" reached the terminal raw in the summary (the page escaped it)."""
-    run = tmp_path / "t"
-    shutil.copytree(trials_run, run)
-    lines = (run / "requests.jsonl").read_text().splitlines()
-    rec = json.loads(lines[1])
-    rec["finish_reason"] = "\x1b[31mweird\x1b[0m"
-    lines[1] = json.dumps(rec)
-    (run / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    run, _ = _edited_copy(trials_run, tmp_path, 1, finish_reason="\x1b[31mweird\x1b[0m")
     assert cli_main(["show", str(run)]) == 0
     out = capsys.readouterr().out
     assert "\x1b" not in out and "1 x \\x1b[31mweird\\x1b[0m" in out
@@ -109,13 +114,9 @@ def test_show_html_in_a_real_browser(trials_run, tmp_path):
 def test_show_reads_what_it_can_of_a_damaged_or_uncommitted_run(trials_run, tmp_path, capsys):
     """The outside test: one cut line (a kill) or one bad field refused the whole file, and a run that failed
     before its first commit had nothing to say but "no requests.jsonl"."""
-    run = tmp_path / "t"
-    shutil.copytree(trials_run, run)
-    lines = (run / "requests.jsonl").read_text().splitlines()
-    bad = json.loads(lines[2])
-    bad["latency_s"] = "fast"
-    lines[2] = json.dumps(bad)
-    (run / "requests.jsonl").write_text("\n".join(lines) + "\n" + lines[3][:40])  # + a line cut by a kill
+    run, lines = _edited_copy(trials_run, tmp_path, 2, latency_s="fast")
+    with open(run / "requests.jsonl", "a") as f:
+        f.write(lines[3][:40])  # + a line cut by a kill
     assert cli_main(["show", str(run)]) == 0
     out = capsys.readouterr().out
     assert f"requests: {len(lines) - 1:,} recorded" in out

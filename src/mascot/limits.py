@@ -10,13 +10,16 @@ import numpy as np
 
 from mascot.errors import InputError
 
-__all__ = ["MAX_ROUNDS_LIMIT", "F32_GAMMA_MAX", "check_budget", "check_noise"]
+__all__ = ["MAX_ROUNDS_LIMIT", "F32_GAMMA_MAX", "INT64_MAX", "check_budget", "check_noise", "check_int"]
 
 #: the largest gamma a float32 spectra call takes: 1 - gamma >= 2^-12, so rounding gamma to float32 moves
 #: 1/(1 - gamma) by at most 2^-13 (0.012%)
 F32_GAMMA_MAX = 1.0 - 2.0**-12
 #: the largest ``max_rounds`` the kernels accept (round counters are int32)
 MAX_ROUNDS_LIMIT = 2**31 - 2
+#: the largest integer a config takes (seeds, counts): numpy and the seed hash take 64-bit integers (a seed of
+#: 10^23 failed inside numpy with an OverflowError after its run directory was made)
+INT64_MAX = 2**63 - 1
 _EXACT = {"float32": 2**24, "float64": 2**53}  # every integer up to these is exact in the dtype
 _MAX = {name: float(np.finfo(name).max) for name in _EXACT}
 
@@ -83,3 +86,12 @@ def check_noise(noise: float, max_rounds: int, n: int, d: int, dtype, fix: str =
             f"summed over {n} x {d} entries exceeds its largest number; use a smaller noise"
             + (f", or {fix}" if name == "float32" else "")
         )
+
+
+def check_int(name, v, lo) -> int:
+    """``v`` as an int; ``InputError`` naming ``name`` unless it is an integer in ``[lo, INT64_MAX]``."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
+        raise InputError(f"{name} must be an integer >= {lo}; got {v!r}")
+    if v > INT64_MAX:
+        raise InputError(f"{name} must be an integer in [{lo}, 2^63 - 1]; got {v!r}")
+    return int(v)

@@ -436,9 +436,10 @@ def shadow_monitor(rows: list[dict], warmup: int | None = None) -> pd.DataFrame:
 def write_report(dirs, out, note: str = "", include_unanswered: bool = False, paper_example: bool = False) -> dict:
     """Write the deliberation report of run directories ``dirs`` into ``out`` (see the module docstring);
     ``note``: a second title line for the figures; ``paper_example``: also ``claude_example.json``, the paper's
-    Claude example recomputed (the paper's studies; a run of one's own has nothing to do with it). Rates D(k)/D(k-1) that involve a round without any parsed
-    reply (a D(0) from the priors included) are left out of ``estimates`` and ``certificates`` unless
-    ``include_unanswered`` (:func:`rows_for_rates`); ``estimates.md`` says how many."""
+    Claude example recomputed (the paper's studies; a run of one's own has nothing to do with it). Rates
+    D(k)/D(k-1) that involve a round without any parsed reply (a D(0) from the priors included) are left out of
+    ``estimates`` and ``certificates`` unless ``include_unanswered`` (:func:`rows_for_rates`); ``estimates.md``
+    says how many."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = load_runs(dirs)

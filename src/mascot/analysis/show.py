@@ -189,11 +189,8 @@ def summarise(records: list[dict], command: str | None = None, max_tokens: int |
 
     from mascot.backends.base import CutWatch
 
-    watch = (
-        CutWatch(max_tokens, began=lambda t: False, answer="its decision tag", say=lambda m: None, min_replies=1)
-        if command == "debate"
-        else CutWatch(max_tokens, say=lambda m: None, min_replies=1)
-    )
+    quiet = {"say": lambda message: None}  # counted here, said in the summary (not through the logger)
+    watch = CutWatch.tagged(max_tokens, **quiet) if command == "debate" else CutWatch(max_tokens, **quiet)
     watch.add(
         [
             SimpleNamespace(
@@ -223,7 +220,7 @@ def summarise(records: list[dict], command: str | None = None, max_tokens: int |
         completion_tokens=sum(int(r["completion_tokens"] or 0) for r in records),
         latency={s: (len(v), float(np.median(v)), float(np.quantile(v, 0.9))) for s, v in sorted(by_stage.items())},
         carried=Counter(r.get("carried") for r in records if "carried" in r),
-        cut=watch.message(first=False) if watch.replies and watch.cut > watch.replies / 2 else None,
+        cut=watch.message(first=False) if watch.replies and watch.most_cut else None,
     )
 
 

@@ -214,6 +214,17 @@ class CutWatch:
         self.longest_parsed: int | None = None
         self.said = False
 
+    @classmethod
+    def tagged(cls, max_tokens: int, **kw) -> CutWatch:
+        """For answers that are a leading tag (the debate's ``[DECISION: ...]``): a cut reply without one never
+        had one (the tag must start the reply), so a higher limit cannot give it."""
+        return cls(max_tokens, began=lambda text: False, answer="its decision tag", **kw)
+
+    @property
+    def most_cut(self) -> bool:
+        """Whether most replies so far stopped at the token limit."""
+        return self.cut > self.replies / 2
+
     def add(self, responses, parsed) -> None:
         for r, ok in zip(responses, parsed):
             if r.error:
@@ -225,14 +236,14 @@ class CutWatch:
                 self.cut += 1
                 self.cut_parsed += bool(ok)
                 self.cut_begun += (not ok) and self.began(r.text or "")
-        if not self.said and self.replies >= self.min_replies and self.cut > self.replies / 2:
+        if not self.said and self.replies >= self.min_replies and self.most_cut:
             self.said = True
             (self._say or _warn)(self.message())
 
     def finish(self) -> None:
         """At the end of a run: the warning, if it was not said yet and most replies were cut (a run of fewer
         than ``min_replies`` replies included)."""
-        if not self.said and self.replies and self.cut > self.replies / 2:
+        if not self.said and self.replies and self.most_cut:
             self.said = True
             (self._say or _warn)(self.message(first=False))
 

@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from mascot.errors import InputError
+from mascot.limits import INT64_MAX
 
 __all__ = ["BACKENDS", "DEFAULT_VLLM_MODEL", "add_backend_args", "build_backend", "check_sampling_args"]
 
@@ -155,7 +156,7 @@ def check_sampling_args(args) -> None:
         raise InputError(f"--top-p must be in (0, 1]; got {p}")
     if m is not None and m < 1:
         raise InputError(f"--max-tokens must be >= 1; got {m}")
-    if s is not None and not 0 <= s <= 2**63 - 1:
+    if s is not None and not 0 <= s <= INT64_MAX:
         raise InputError(f"--seed must be an integer in [0, 2^63 - 1]; got {s}")
 
 

@@ -153,9 +153,13 @@ def cmd_deliberate(args) -> int:
         from mascot.analysis.deliberation_report import write_report  # after the requests (pandas, matplotlib)
 
         write_report([out], out)
-    from mascot.io import read_jsonl as _read
+    from mascot.analysis.deliberation_report import lane_flags
+    from mascot.io import read_jsonl
 
-    lane_rounds = _read(out / "rounds.jsonl")  # as trials warns when most steps carried their state (issue 33)
+    lane_rounds = read_jsonl(out / "rounds.jsonl")
+    # values not measured (D(0) from priors, unanswered rounds), and most replies unparsed: said as trials says
+    # when most steps carried their state (issue 33)
+    flags = lane_flags(lane_rounds)
     slots, failed = len(lane_rounds) * cfg.n, sum(int(r.get("failures", 0) or 0) for r in lane_rounds)
     if slots and failed > slots / 2:
         print(
@@ -165,10 +169,6 @@ def cmd_deliberate(args) -> int:
             file=sys.stderr,
         )
     if args.json:
-        from mascot.analysis.deliberation_report import lane_flags
-        from mascot.io import read_jsonl
-
-        flags = lane_flags(read_jsonl(out / "rounds.jsonl"))  # values not measured: D(0) from priors, unanswered rounds
         obj: dict = {}
         for s in STRATEGIES:
             rows = [x for x in res.summaries if x["strategy"] == s]
@@ -187,14 +187,9 @@ def cmd_deliberate(args) -> int:
                 ]
         print(json.dumps(obj, indent=2))
         return 0
-    from mascot.analysis.deliberation_report import lane_flags
-    from mascot.io import read_jsonl
-
-    rows = read_jsonl(out / "rounds.jsonl")
-    flags = lane_flags(rows)
     # round 0 (every agent's first reply) is not charged to the budget (charge_initial = false): say so, and what
     # it used, so the charged tokens are not mistaken for everything the run spent (issue 33)
-    first = {(r["strategy"], r["run"]): int(r.get("prompt_tokens_raw") or 0) for r in rows if r["round"] == 0}
+    first = {(r["strategy"], r["run"]): int(r.get("prompt_tokens_raw") or 0) for r in lane_rounds if r["round"] == 0}
     print(f"{out}: {len(res.summaries)} lanes ({res.rounds_run} lane-rounds run now, {res.requests} requests)")
     print(
         f"{'strategy':<10} {'run':>4} {'rounds':>6} {'charged':>10} {'round 0':>9} {'D(0)':>9} {'D_final':>8}  status"

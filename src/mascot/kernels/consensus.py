@@ -503,8 +503,7 @@ def _first_crossing(e, ell, d_start, thr, limit, inv_n, *, max_rounds: int, firs
         def body(state):
             k0, k, found, d, done = state
             ks = k0 + steps
-            kf = ks.astype(e.dtype)[:, None]
-            T = jnp.where(kf == 0, jnp.ones_like(kf * ell), jnp.exp(kf * ell[None, :]))  # exp(-inf) = 0
+            T = _sq_powers(ks[:, None], ell[None, :], e.dtype)  # (width, G)
             D = jnp.sqrt(jnp.maximum(_mm(e, T.T), 0) * inv_n)  # (B, width)
             D = jnp.where(ks[None, :] == 0, d_start[:, None], D)
             hit = (D <= thr[:, None]) & (ks[None, :] <= limit[:, None])
@@ -527,6 +526,13 @@ def _first_crossing(e, ell, d_start, thr, limit, inv_n, *, max_rounds: int, firs
     state = scan(min(first, max_rounds + 1))(state)
     _, k, found, d, _ = jax.lax.while_loop(lambda st: ~jnp.all(st[-1]), scan(block), state)
     return k, found, d
+
+
+def _sq_powers(k, ell, dtype):
+    """``lambda^(2 k)`` from ``ell = log lambda^2`` (broadcast): ``exp(k ell)``, 1 at ``k = 0`` (also for a zero
+    eigenvalue, whose ``ell`` is -inf and whose other powers are ``exp(-inf) = 0``)."""
+    kf = k.astype(dtype)
+    return jnp.where(kf == 0, 1, jnp.exp(kf * ell)).astype(dtype)
 
 
 def _log_sq(lam):
@@ -570,7 +576,7 @@ def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: i
     if strategy == "mode1":
         m2, d, status = zero, d1, st1
     else:
-        e2 = e * jnp.where(m1[:, None] == 0, 1, jnp.exp(m1[:, None].astype(dt) * l1[None, :]))
+        e2 = e * _sq_powers(m1[:, None], l1[None, :], dt)  # the energies at the switch
         b1 = b0 - m1.astype(dt) * c1
         left = max_rounds - m1
         a2 = jnp.minimum(_affordable(b1, c2, max_rounds), left)
@@ -590,11 +596,10 @@ def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: i
 def modal_closed(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds, tile=None, rows=None):
     """:func:`modal_rollout` without its round loop (:func:`modal_closed_form`), for whole-number round
     costs: the projection, then a few dense products with tables of eigenvalue powers."""
-    B, n, _ = X0.shape
+    n = X0.shape[1]
     (e, _, _), d0 = modal_init(X0, U, S, start, noisy=False, tile=tile, rows=rows)
     out = modal_closed_form(e, d0, lam1, lam2, params, strategy=strategy, max_rounds=max_rounds, n_agents=n)
-    # the kernel's own stop, as the round loop's: D(0) <= eps is consensus before any round
-    return dict(out, finite=jnp.all(jnp.isfinite(d0)))
+    return dict(out, finite=jnp.all(jnp.isfinite(d0)))  # a NaN or inf in X0 reaches D(0), as in modal_rollout
 
 
 def modal_reconstruct(X0, U, lam1, lam2, m1, m2):

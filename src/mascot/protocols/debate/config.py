@@ -12,6 +12,7 @@ from mascot import papers
 from mascot.backends.base import Sampling
 from mascot.errors import InputError
 from mascot.io import read_toml
+from mascot.limits import check_int
 
 __all__ = ["DebateAgent", "ARTICLE_TASK", "ARTICLE_AGENTS", "DebateConfig", "load_debate_config"]
 
@@ -52,9 +53,7 @@ class DebateConfig:
             if not (0 <= float(a.prior_pass) <= 1):
                 raise InputError(f"agent {a.name!r}: prior_pass must be in [0, 1]; got {a.prior_pass!r}")
         for nm, lo in (("max_rounds", 1), ("runs", 1), ("seed", 0)):
-            v = getattr(self, nm)
-            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= 2**63 - 1:
-                raise InputError(f"{nm} must be an integer in [{lo}, 2^63 - 1]; got {v!r}")
+            check_int(nm, getattr(self, nm), lo)
         if not isinstance(self.task, str) or not self.task.strip():
             raise InputError(f"task must be a non-empty text; got {self.task!r}")
         if not isinstance(self.ask_confidence, bool):

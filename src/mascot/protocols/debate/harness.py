@@ -152,7 +152,7 @@ def run_debate(
     say = (lambda m: log.progress(_log, f"[debate] {m}")) if progress else (lambda m: None)
     t_start = time.perf_counter()
     n_requests = 0
-    cuts = CutWatch(config.sampling.max_tokens, began=lambda t: False, answer="its decision tag")
+    cuts = CutWatch.tagged(config.sampling.max_tokens)
     b = None
     while not all(done(st) for st in runs.values()):
         if b is None:

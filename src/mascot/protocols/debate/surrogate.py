@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mascot.backends.base import Request, Response
 from mascot.errors import InputError
+from mascot.limits import check_int
 from mascot.protocols.debate.voting import DECISIONS
 from mascot.protocols.deliberation.surrogate import count_tokens
 from mascot.seeds import request_rng
@@ -63,9 +64,7 @@ class SurrogateDebateBackend:
         self.priors = dict(priors or {})
         self.persuasion, self.malformed = float(persuasion), float(malformed)
         self.confidence_low, self.confidence_high = float(confidence_low), float(confidence_high)
-        if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**63 - 1:
-            raise InputError(f"surrogate.seed must be an integer in [0, 2^63 - 1]; got {seed!r}")
-        self.seed = int(seed)
+        self.seed = check_int("surrogate.seed", seed, 0)
         self.model = model
 
     def options(self) -> dict:

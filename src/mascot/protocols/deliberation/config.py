@@ -21,6 +21,7 @@ from mascot.backends.base import Sampling
 from mascot.errors import InputError
 from mascot.graphs import complete_weights, ring_weights
 from mascot.io import read_toml
+from mascot.limits import check_int
 from mascot.status import Status
 from mascot.theory.consensus import validate_doubly_stochastic
 from mascot.theory.monitor import STRATEGIES, STRATEGY_MODE
@@ -81,15 +82,6 @@ class MonitorConfig:
     ceil: bool = True
     prior_lambda1: float | None = None
     prior_lambda2: float | None = None
-
-
-def check_int(name, v, lo) -> int:
-    """``v`` as an int; ``ValueError`` naming ``name`` unless it is an integer ``>= lo``."""
-    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < lo:
-        raise InputError(f"{name} must be an integer >= {lo}; got {v!r}")
-    if v > 2**63 - 1:  # (numpy and the seed hash take 64-bit integers)
-        raise InputError(f"{name} must be an integer in [{lo}, 2^63 - 1]; got {v!r}")
-    return int(v)
 
 
 def check_float(name, v, *, lo=None, hi=None, lo_open=False) -> float:

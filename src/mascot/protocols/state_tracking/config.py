@@ -14,6 +14,7 @@ import numpy as np
 
 from mascot.backends.base import Sampling
 from mascot.errors import InputError
+from mascot.limits import check_int
 from mascot.protocols.state_tracking.aggregation import MESH_TIES
 from mascot.seeds import hash64, uniforms  # noqa: F401  (re-exported: part of this module's API)
 from mascot.theory.state_tracking import DEFAULT_STATE, EPSILON, validate_state
@@ -39,14 +40,6 @@ def derive_seeds(run_seed, topology_ids, trials, arms, step, roles, agents, atte
 
 
 # ----------------------------------------------------------------------------- configuration
-def _int(name, x, lo):
-    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < lo:
-        raise InputError(f"{name} must be an integer >= {lo}; got {x!r}")
-    if x > 2**63 - 1:  # (a seed of 10^23 failed inside numpy with an OverflowError after the run had begun)
-        raise InputError(f"{name} must be an integer in [{lo}, 2^63 - 1]; got {x!r}")
-    return int(x)
-
-
 @dataclass(frozen=True)
 class TrialConfig:
     """What a trial run computes (everything except ``log_requests`` and ``d_floor`` is its identity)."""
@@ -79,12 +72,12 @@ class TrialConfig:
                 raise InputError(f"unknown topology {t!r}; choose from {', '.join(TOPOLOGIES)}")
         # canonical order, no duplicates
         object.__setattr__(self, "topologies", tuple(t for t in TOPOLOGIES if t in topo))
-        _int("n_trials", self.n_trials, 1)
-        _int("steps", self.steps, 1)
-        _int("seed", self.seed, 0)
-        _int("retries", self.retries, 0)
-        _int("leaves", self.leaves, 1)
-        _int("mesh_agents", self.mesh_agents, 1)
+        check_int("n_trials", self.n_trials, 1)
+        check_int("steps", self.steps, 1)
+        check_int("seed", self.seed, 0)
+        check_int("retries", self.retries, 0)
+        check_int("leaves", self.leaves, 1)
+        check_int("mesh_agents", self.mesh_agents, 1)
         eps = self.epsilon
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps):
             raise InputError(f"epsilon must be a finite number; got {self.epsilon!r}")
