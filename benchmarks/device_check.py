@@ -70,6 +70,7 @@ GRACE_S = 8.0  # a section plans its work to end this long before it would be ki
 TEST_FILES = [
     "tests/test_kernel_consensus.py",
     "tests/test_spectra.py",
+    "tests/test_spectra_batched.py",
     "tests/test_noise.py",
     "tests/test_sampling.py",
     "tests/test_sweep.py",
@@ -224,6 +225,7 @@ class Ctx:
         self.work = Path(d["work"])
         self.out = Path(d.get("out") or d["work"])  # what comes back to the caller (traces)
         self.copy_Bps = d.get("copy_Bps")  # bytes read + written per second in a device copy
+        self.gemm = d.get("gemm")  # device matrix-product FLOP/s (measure_gemm)
 
     def left(self) -> float:
         return self.deadline - time.time()
@@ -262,6 +264,42 @@ def measure_copy(nbytes: int, reps: int = 5) -> dict:
         copy_GBps=2 * 4 * n / t / 1e9,
         device=str(jax.devices()[0]),
     )
+
+
+def measure_gemm(n32: int = 8192, n64: int = 4096, reps: int = 5) -> dict:
+    """Device matrix-product rates (FLOP/s, best of ``reps``): float32 at HIGHEST precision (what the consensus
+    kernels ask for), float32 at DEFAULT precision, float64; the compute half of every roofline."""
+    import jax
+    import jax.numpy as jnp
+
+    out = {}
+    for name, n, dt, prec in (
+        ("f32_highest", n32, jnp.float32, jax.lax.Precision.HIGHEST),
+        ("f32_default", n32, jnp.float32, jax.lax.Precision.DEFAULT),
+        ("f64", n64, jnp.float64, jax.lax.Precision.HIGHEST),
+    ):
+        with jax.enable_x64(dt == jnp.float64):
+            k = jax.random.split(jax.random.key(0))
+            a, b = (jax.random.uniform(x, (n, n), dt) for x in k)
+            f = jax.jit(lambda a, b, prec=prec: jnp.matmul(a, b, precision=prec))
+            f(a, b).block_until_ready()
+            ts = []
+            for _ in range(reps):
+                t0 = time.perf_counter()
+                f(a, b).block_until_ready()
+                ts.append(time.perf_counter() - t0)
+        out[name] = 2.0 * n**3 / min(ts)
+        del a, b
+    return out
+
+
+def _gemm(ctx: Ctx, rec: Rec) -> dict:
+    if ctx.gemm:
+        return ctx.gemm
+    rec.note("no GEMM rates from the info section: measuring them here")
+    g = measure_gemm(*((512, 256) if ctx.smoke else ()))
+    rec.results["gemm_flops"] = g
+    return g
 
 
 def _read_Bps(ctx: Ctx, rec: Rec) -> float:
@@ -365,7 +403,15 @@ def sec_info(ctx: Ctx, rec: Rec) -> None:
         f"  copy bandwidth ({bw['bytes'] / 2**30:.2f} GiB a + 1): {bw['copy_GBps']:,.0f} GB/s read + written "
         f"({bw['best_s'] * 1e3:.2f} ms)"
     )
-    rec.summary.update(copy_bandwidth_GBps=bw["copy_GBps"], devices=len(devs))
+    g = measure_gemm(*((512, 256) if ctx.smoke else ()))
+    r["gemm_flops"] = g
+    say("  matrix products: " + ", ".join(f"{k} {v / 1e12:,.1f} TFLOP/s" for k, v in g.items()))
+    rec.summary.update(
+        copy_bandwidth_GBps=bw["copy_GBps"],
+        devices=len(devs),
+        gemm_f32_highest_TFLOPs=g["f32_highest"] / 1e12,
+        gemm_f64_TFLOPs=g["f64"] / 1e12,
+    )
 
 
 # --------------------------------------------------------------------------- tests
@@ -523,6 +569,7 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
 
     sz = ctx.sizes
     read_Bps = _read_Bps(ctx, rec)
+    gemm = _gemm(ctx, rec)
     T = cpu_threads()
     rows, base = [], []
     rec.results.update(
@@ -540,6 +587,8 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
             X0="clip(N(0.5, 0.15), 0, 1) drawn on the device (jax.random.normal)",
             cpu_threads=T,
             floor="X0 bytes / device read rate in a copy, over the measured time",
+            roofline="max(X0 bytes / read rate, FLOPs / float32 HIGHEST GEMM rate); FLOPs = the modal projection "
+            "2 B d N (N - 1), or one N x N product per round on the matrix path (2 N^2 d B mean rounds)",
         ),
     )
 
@@ -663,6 +712,12 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                         ts.append(time.perf_counter() - t0)
                     t = min(ts) if ts else t_first
                     nbytes = int(X0.nbytes)
+                    flops = (
+                        2.0 * B * bc.D * N * (N - 1)
+                        if res.method == "modal"
+                        else 2.0 * N * N * bc.D * B * float(np.mean(res.rounds))
+                    )
+                    roof = max(nbytes / read_Bps, flops / gemm["f32_highest"])
                     row = dict(
                         N=N,
                         pair=kind,
@@ -677,6 +732,10 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                         reps=len(ts),
                         x0_bytes=nbytes,
                         floor_fraction=nbytes / read_Bps / t,
+                        flops=flops,
+                        roofline_s=roof,
+                        roofline_bound="memory" if nbytes / read_Bps >= flops / gemm["f32_highest"] else "compute",
+                        roofline_fraction=roof / t,
                         status_counts=np.bincount(np.asarray(res.status), minlength=3).tolist(),
                     )
                     if b:
@@ -688,7 +747,8 @@ def sec_consensus(ctx: Ctx, rec: Rec) -> None:
                     prev[chunk] = (B, t, t_first)
                     say(
                         f"    B={B:>10,} chunk={label:>7s} [{res.method}]: {B / t:14,.0f} traj/s  "
-                        f"({t * 1e3:9.1f} ms, first call {t_first:.2f} s, floor {100 * row['floor_fraction']:.1f}%)"
+                        f"({t * 1e3:9.1f} ms, first call {t_first:.2f} s, roofline {100 * row['roofline_fraction']:.1f}% "
+                        f"{row['roofline_bound']} bound)"
                     )
                     del X0, res
                 except Exception:
@@ -942,6 +1002,7 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
 
     sz = ctx.sizes
     read_Bps = _read_Bps(ctx, rec)
+    gemm = _gemm(ctx, rec)
     T = cpu_threads()
     gam = bs.GAMMAS
     rows = []
@@ -953,6 +1014,8 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
             call="mascot.sr_spectra(A[:, None], gammas)",
             baseline=f"numpy batched eigvalsh + svd (bench_spectra.numpy_batched_threads), {T} threads",
             floor="adjacency bytes (float64) / device read rate in a copy, over the measured time",
+            roofline="max(adjacency bytes / read rate, LAPACK's leading-order FLOPs (bench_spectra.roofline_flops) "
+            "/ the device's GEMM rate in the row's dtype)",
         ),
     )
     rng = np.random.default_rng(0)
@@ -977,6 +1040,7 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                 t0 = time.perf_counter()
                 ref = bs.mascot_call(A, gam)
                 t_first = time.perf_counter() - t0
+                solver = mascot.sr_spectra(A[:1, None], gam).solver
                 ts = []
                 for _ in range(sz["spec_reps"]):
                     if ts and time.time() + min(ts) > share_end:
@@ -996,6 +1060,7 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                         break
                 t_np = min(tn)
                 pairs = G * len(gam)
+                roof = max(A.nbytes / read_Bps, bs.roofline_flops("undirected", n, G, True, normal) / gemm["f64"])
                 row = dict(
                     n=n,
                     G=G,
@@ -1003,6 +1068,9 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                     pairs=pairs,
                     dtype="float64",
                     method=ref[3],
+                    solver=solver,
+                    roofline_s=roof,
+                    roofline_fraction=roof / t,
                     normal_P=normal,
                     device_s=t,
                     device_pairs_s=pairs / t,
@@ -1024,7 +1092,7 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                 say(
                     f"  n={n:3d} G={G:>7,} float64 [{ref[3]}]: {row['device_pairs_s']:12,.0f} pairs/s "
                     f"(first call {t_first:.2f} s)  numpy {T}T {row['numpy_pairs_s']:12,.0f} pairs/s  "
-                    f"x{row['ratio_vs_numpy']:.2f}  floor {100 * row['floor_fraction']:.2f}%  "
+                    f"x{row['ratio_vs_numpy']:.2f}  [{solver}] roofline {100 * row['roofline_fraction']:.2f}%  "
                     f"kappa rel diff {row['max_rel_diff']['kappa']:.1e}"
                 )
             except Exception:
@@ -1053,6 +1121,9 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                 t = min(ts) if ts else t_first
                 numpy_row = next(r for r in rows if r["n"] == n and r["G"] == G)
                 pairs = G * len(gam)
+                roof = max(
+                    A.nbytes / 2 / read_Bps, bs.roofline_flops("undirected", n, G, True, normal) / gemm["f32_default"]
+                )
                 row = dict(
                     n=n,
                     G=G,
@@ -1060,6 +1131,9 @@ def sec_spectra(ctx: Ctx, rec: Rec) -> None:
                     pairs=pairs,
                     dtype="float32",
                     method=ref[3],
+                    solver=numpy_row.get("solver"),
+                    roofline_s=roof,
+                    roofline_fraction=roof / t,
                     normal_P=normal,
                     device_s=t,
                     device_pairs_s=pairs / t,
@@ -1128,6 +1202,8 @@ def sec_sweep(ctx: Ctx, rec: Rec) -> None:
     # which also compiles every shape): the same deduplicated batches on both sides
     calls = bsw.recorded_calls(cfg, str(out / "warm"), 3)
     kernel_bytes = int(sum(int(a[0].nbytes) for a, _ in calls))
+    kernel_flops = float(sum(2.0 * B * d * N * (N - 1) for B, N, d in (a[0].shape for a, _ in calls)))
+    gemm = _gemm(ctx, rec)
 
     def sample():
         for a in samples:
@@ -1176,11 +1252,18 @@ def sec_sweep(ctx: Ctx, rec: Rec) -> None:
         pipeline_fraction_of_kernel_per_rep=[k / p for p, k in zip(times["pipeline"], times["kernel"])],
         kernel_x0_bytes=kernel_bytes,
         kernel_floor_fraction=kernel_bytes / read_Bps / med["kernel"],
+        kernel_flops=kernel_flops,
+        kernel_roofline_s=max(kernel_bytes / read_Bps, kernel_flops / gemm["f32_highest"]),
+    )
+    r.update(
+        kernel_roofline_fraction=r["kernel_roofline_s"] / med["kernel"],
+        pipeline_roofline_fraction=r["kernel_roofline_s"] / med["pipeline"],
     )
     say(
         f"  pipeline {r['pipeline_traj_per_s']:,.0f} traj/s, kernel alone {r['kernel_traj_per_s']:,.0f} traj/s: "
-        f"pipeline = {100 * r['pipeline_fraction_of_kernel']:.0f}% of kernel; kernel floor "
-        f"{100 * r['kernel_floor_fraction']:.2f}%"
+        f"pipeline = {100 * r['pipeline_fraction_of_kernel']:.0f}% of kernel; roofline (X0 read, projection "
+        f"FLOPs) {100 * r['kernel_roofline_fraction']:.2f}% of the kernel, {100 * r['pipeline_roofline_fraction']:.2f}% "
+        "of the pipeline"
     )
     rec.summary.update(
         pipeline_traj_per_s=r["pipeline_traj_per_s"],
@@ -1755,14 +1838,16 @@ def _md_consensus(secs):
         f"float32, d = {w.get('d')}, adaptive, eta = {w.get('eta')}, eps = {w.get('eps')}, max_rounds = "
         f"{w.get('max_rounds')}; X0 {w.get('X0')}. Baseline: bench_consensus.py's vectorised numpy (ii) on the "
         f"CPU, {w.get('cpu_threads')} threads. Times: best of the repetitions after a first (compiling) call.\n",
-        "| N | pair | B | chunk | path | mean rounds | device traj/s | first call s | floor | numpy (ii) traj/s "
-        "(B) | device / numpy |",
+        f"Roofline: {w.get('roofline')}.\n",
+        "| N | pair | B | chunk | path | mean rounds | device traj/s | first call s | of roofline (bound) | "
+        "numpy (ii) traj/s (B) | device / numpy |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in r.get("rows", []):
+        roof = f"{_pct(x['roofline_fraction'])} ({x['roofline_bound']})" if "roofline_fraction" in x else "-"
         L.append(
             f"| {x['N']} | {x['pair']} | {x['B']:,} | {x['chunk_size']} | {x['method']} | {x['mean_rounds']:.1f} | "
-            f"{_fmt(x['device_traj_s'])} | {_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'])} | "
+            f"{_fmt(x['device_traj_s'])} | {_fmt(x['first_call_s'], '.2f')} | {roof} | "
             f"{_fmt(x.get('numpy_traj_s'))} ({_fmt(x.get('numpy_B'), ',')}) | {_fmt(x.get('ratio_vs_numpy'), ',.1f')}x |"
         )
     if r.get("split"):
@@ -1807,14 +1892,16 @@ def _md_spectra(secs):
     L = [
         f"{w.get('family')}; gammas {w.get('gammas')}; `{w.get('call')}`; baseline {w.get('baseline')}. "
         "Throughput in (graph, gamma) pairs per second.\n",
-        "| n | G x gammas | dtype | path | device pairs/s | first call s | floor | numpy pairs/s (G) | device / numpy | "
-        "max rel diff kappa |",
+        f"Roofline: {w.get('roofline')}.\n",
+        "| n | G x gammas | dtype | path (solver) | device pairs/s | first call s | of roofline | numpy pairs/s (G) | "
+        "device / numpy | max rel diff kappa |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for x in r.get("rows", []):
         L.append(
-            f"| {x['n']} | {x['G']:,} x {x['gammas']} | {x['dtype']} | {x['method']} | {_fmt(x['device_pairs_s'])} | "
-            f"{_fmt(x['first_call_s'], '.2f')} | {_pct(x['floor_fraction'], 3)} | {_fmt(x['numpy_pairs_s'])} "
+            f"| {x['n']} | {x['G']:,} x {x['gammas']} | {x['dtype']} | {x['method']} ({x.get('solver', '-')}) | "
+            f"{_fmt(x['device_pairs_s'])} | {_fmt(x['first_call_s'], '.2f')} | {_pct(x.get('roofline_fraction'), 2)} | "
+            f"{_fmt(x['numpy_pairs_s'])} "
             f"({x['numpy_G']:,}) | {_fmt(x['ratio_vs_numpy'], '.2f')}x | {_fmt(x['max_rel_diff']['kappa'], '.1e')} |"
         )
     return L
@@ -1844,6 +1931,12 @@ def _md_sweep(secs):
         + ", ".join(f"{100 * f:.0f}%" for f in r["pipeline_fraction_of_kernel_per_rep"])
         + f". Kernel floor (X0 bytes at the copy read rate): {_pct(r['kernel_floor_fraction'], 2)}."
     )
+    if "kernel_roofline_fraction" in r:
+        L.append(
+            f"Roofline (max of X0 bytes at the read rate and the projections' {r['kernel_flops'] / 1e9:,.1f} GFLOP at "
+            f"the float32 GEMM rate): {_pct(r['kernel_roofline_fraction'], 2)} of the kernel alone, "
+            f"{_pct(r['pipeline_roofline_fraction'], 2)} of the pipeline."
+        )
     return L
 
 
@@ -2007,6 +2100,8 @@ def main(argv=None) -> int:
             bw = r.get("copy_bandwidth") or {}
             if bw.get("copy_Bps"):
                 ctx["copy_Bps"] = bw["copy_Bps"]
+            if r.get("gemm_flops"):
+                ctx["gemm"] = r["gemm_flops"]
             rep["jax_platforms"] = ctx["platform"]
         say(
             f"=== {name}: {data['status']} in {data['wall_s']:.1f} s"

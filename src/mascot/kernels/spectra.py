@@ -48,6 +48,7 @@ from threadpoolctl import ThreadpoolController
 
 from mascot.errors import InputError
 from mascot.graphs import validate_adjacency
+from mascot.kernels import spectra_batched as sb
 from mascot.kernels import spectra_lapack as lp
 from mascot.kernels.precision import float64, x64_enabled
 from mascot.kernels.spectra_closed import FAMILIES, FAMILY_CODES, chain_kappa, closed_form_spectra
@@ -59,6 +60,7 @@ __all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "sr_spectra", "tim
 _METHODS = ("auto", "eigh", "eig")
 _SOLVERS = ("auto", "host", "device")
 _CHUNK_BYTES = 64 << 20
+_CHUNK_BYTES_ACCEL = 1 << 30
 _EIGH, _EIG = -1, -2  # route codes beside the family codes (> 0)
 
 
@@ -86,19 +88,28 @@ def _default_dtype():
 
 @jax.jit
 def _mu_sym(A):
-    """Eigenvalues of P = D^-1 A for symmetric A via S = D^-1/2 A D^-1/2 (zero for isolated agents)."""
+    """Eigenvalues of P = D^-1 A for symmetric A via S = D^-1/2 A D^-1/2 (zero for isolated agents): all n of
+    them (``jnp.linalg.eigvalsh``) up to n = 32, above that the smallest, second largest and largest
+    (:func:`mascot.kernels.spectra_batched.sym_extreme_eigenvalues`), which are all that rho, Delta and kappa
+    read (1 / (1 - gamma mu) grows with mu)."""
     d = A.sum(-1)
     r = jnp.where(d > 0, 1.0 / jnp.sqrt(jnp.where(d > 0, d, 1.0)), 0.0)
     S = r[..., :, None] * A * r[..., None, :]
-    return jnp.linalg.eigvalsh(0.5 * (S + jnp.swapaxes(S, -1, -2)))
+    S = 0.5 * (S + jnp.swapaxes(S, -1, -2))
+    return jnp.linalg.eigvalsh(S) if S.shape[-1] <= _DEVICE_MAX_N else sb.sym_extreme_eigenvalues(S)
 
 
 @jax.jit
 def _svd_kappa(P, idx, g):
-    """kappa(I - g P[idx]) per pair, batched SVD on the device."""
+    """kappa(I - g P[idx]) per pair on the device: batched SVD up to n = 32, above that the two extreme
+    singular values alone (:func:`mascot.kernels.spectra_batched.extreme_singular_values`)."""
     n = P.shape[-1]
-    s = jnp.linalg.svd(jnp.eye(n, dtype=P.dtype) - g.astype(P.dtype)[:, None, None] * P[idx], compute_uv=False)
-    return s[:, 0] / s[:, -1]
+    C = jnp.eye(n, dtype=P.dtype) - g.astype(P.dtype)[:, None, None] * P[idx]
+    if n <= _DEVICE_MAX_N:
+        s = jnp.linalg.svd(C, compute_uv=False)
+        return s[:, 0] / s[:, -1]
+    s = sb.extreme_singular_values(C)
+    return s[:, 1] / s[:, 0]
 
 
 @jax.jit
@@ -129,7 +140,7 @@ def _pad(a, size):
 def _chunks(m, per_pair_bytes, chunk_size):
     """(size, starts) of equal padded chunks covering m pairs."""
     if chunk_size is None:
-        chunk_size = max(1, min(_bucket(m), _CHUNK_BYTES // per_pair_bytes))
+        chunk_size = max(1, min(_bucket(m), _chunk_bytes() // per_pair_bytes))
     return chunk_size, range(0, m, chunk_size)
 
 
@@ -163,13 +174,20 @@ _DEVICE_MAX_N = 32  # up to here jaxlib runs a GPU batch through cuSOLVER's batc
 
 def _use_host(solver, n):
     """Host LAPACK or device solvers for the eigh/eig rows. "auto": the host on a CPU backend (eigenvalue-only
-    drivers; XLA's CPU eigh computes vectors), the device elsewhere up to n = 32, where the batched Jacobi
-    solvers run a whole batch in one launch; above that XLA's GPU eigh/SVD loop over the matrices and lose
-    to the host (H200 with the device path at n = 64 and 256, float64: 0.03x and 0.10x numpy on 16 cores,
-    benchmarks/results_device_h200.md)."""
+    drivers; XLA's CPU eigh computes vectors, and the batched reductions of :mod:`spectra_batched` are 2-5x
+    slower than LAPACK on a CPU core), the device elsewhere: up to n = 32 cuSOLVER's batched Jacobi solvers
+    run a whole batch in one launch; above that XLA's GPU eigh/SVD loop over the matrices (H200 at n = 64 and
+    256, float64: 0.03x and 0.10x numpy on 16 cores, benchmarks/results_device_h200.md), so the device path
+    there reduces the whole batch at once and finds only the eigenvalues the diagnostics read."""
     if solver == "auto":
-        return jax.default_backend() == "cpu" or n > _DEVICE_MAX_N
+        return jax.default_backend() == "cpu"
     return solver == "host"
+
+
+def _chunk_bytes():
+    """Bytes of matrices per device batch: 64 MiB on a CPU backend (in cache), 1 GiB on an accelerator (each
+    reduction step is one launch over the whole batch, so larger batches amortise the launches)."""
+    return _CHUNK_BYTES if jax.default_backend() == "cpu" else _CHUNK_BYTES_ACCEL
 
 
 def sr_spectra(
@@ -321,7 +339,10 @@ def _solve(out, route, proute, normal, X, P, idx, gflat, host, host_map, workers
             gi = np.flatnonzero(route == _EIGH)
             loc = np.empty(G, np.int64)
             loc[gi] = np.arange(gi.size)
-            mu = _mu_sym(jnp.asarray(X if gi.size == G else X[gi], dtype=dt))
+            Xs = X if gi.size == G else X[gi]
+            gsz, gstarts = _chunks(gi.size, 3 * n * n * item, chunk_size)
+            mu = [_mu_sym(jnp.asarray(_pad(Xs[s : s + gsz], gsz) if gi.size > gsz else Xs, dtype=dt)) for s in gstarts]
+            mu = mu[0] if len(mu) == 1 else jnp.concatenate(mu)[: gi.size]
             size, starts = _chunks(ps.size, 2 * n * item, chunk_size)
             for s in starts:
                 part = ps[s : s + size]
