@@ -415,9 +415,28 @@ def sec_info(ctx: Ctx, rec: Rec) -> None:
 
 
 # --------------------------------------------------------------------------- tests
+_VERBOSE = re.compile(r"^(?:\[gw\d+\] )?(?:\[\s*\d+%\] )?(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+::\S+)")
+_VERBOSE_ALT = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS)\b")
+
+
 def parse_pytest(text: str) -> dict:
-    """Counts from pytest's final summary line; from the progress characters when there is none."""
+    """Counts from pytest's final summary line; from the verbose result lines (``-v``: each test's outcome as it
+    comes, so a pass stopped at its time limit still names its failures) or the progress characters when there
+    is none. ``failed_tests``: the tests reported FAILED or ERROR as they ran."""
     counts = dict(passed=0, failed=0, errors=0, skipped=0, xfailed=0, xpassed=0, deselected=0)
+    verbose = collections.Counter()
+    failed_tests = []
+    for raw in text.splitlines():
+        m = _VERBOSE.match(raw.strip())
+        word, name = (m.group(1), m.group(2)) if m else (None, None)
+        if not m:
+            m2 = _VERBOSE_ALT.match(raw.strip())
+            if m2:
+                word, name = m2.group(2), m2.group(1)
+        if word:
+            verbose[word] += 1
+            if word in ("FAILED", "ERROR") and name not in failed_tests:
+                failed_tests.append(name)
     line = None
     for raw in reversed(text.splitlines()):
         s = raw.strip().strip("=").strip()
@@ -429,14 +448,21 @@ def parse_pytest(text: str) -> dict:
     if line is not None:
         for n, word in re.findall(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|deselected)", line):
             counts["errors" if word.startswith("error") else word] += int(n)
-        return dict(counts, summary_line=line, from_progress=False)
+        return dict(counts, summary_line=line, from_progress=False, failed_tests=failed_tests)
+    if verbose:
+        names = dict(
+            PASSED="passed", FAILED="failed", ERROR="errors", SKIPPED="skipped", XFAIL="xfailed", XPASS="xpassed"
+        )
+        for word, n in verbose.items():
+            counts[names[word]] += n
+        return dict(counts, summary_line=None, from_progress=True, failed_tests=failed_tests)
     prog = dict(passed=".", failed="F", errors="E", skipped="s", xfailed="x", xpassed="X")
     for raw in text.splitlines():
         m = re.match(r"^([.FEsxX]+)\s*(\[\s*\d+%\])?\s*$", raw.strip())
         if m:
             for k, ch in prog.items():
                 counts[k] += m.group(1).count(ch)
-    return dict(counts, summary_line=None, from_progress=True)
+    return dict(counts, summary_line=None, from_progress=True, failed_tests=failed_tests)
 
 
 def _kill_group(p: subprocess.Popen) -> None:
@@ -475,7 +501,8 @@ def sec_tests(ctx: Ctx, rec: Rec) -> None:
         "-m",
         "pytest",
         "-x" if maxfail == 1 else f"--maxfail={maxfail}",
-        "-q",
+        "-v",  # each outcome as it comes: a pass stopped at its time limit still names its failures
+        "-rfE",
         "-p",
         "no:cacheprovider",
         *files,
@@ -554,6 +581,8 @@ def _collect_pytest(ctx: Ctx, rec: Rec, base: list, procs: list) -> None:
             f"  pass {name}: {res['passed']} passed, {res['failed']} failed, {res['errors']} errors, "
             f"{res['skipped']} skipped, rc {p.returncode}{' (TIMED OUT)' if timed_out else ''}, {res['wall_s']:.0f} s"
         )
+        for t in res["failed_tests"][:30]:
+            say(f"    failed: {t}")
         rec.save()
 
 
@@ -1822,7 +1851,9 @@ def _md_tests(secs):
             f"{_fmt(p.get('wall_s'), '.0f')} | {line.replace('|', '/')} |"
         )
     for name, p in (r.get("passes") or {}).items():
-        if p.get("output_tail"):
+        if p.get("failed_tests"):
+            L.append(f"\n{name}: " + "; ".join(f"`{f[:200]}`" for f in p["failed_tests"][:30]))
+        elif p.get("output_tail"):
             fails = [ln for ln in p["output_tail"].splitlines() if ln.startswith(("FAILED", "ERROR"))]
             if fails:
                 L.append(f"\n{name}: " + "; ".join(f"`{f[:200]}`" for f in fails[:10]))
