@@ -96,7 +96,7 @@ TINY_QWEN2 = dict(
 # guards, not a budget: a loaded 2-core CI machine took 153 s for what takes 60 s alone, and a pytest pass
 # killed by its section's limit failed CI (2026-12-02), so the smoke limits are several times what it needs.
 CAPS = {
-    "gpu": dict(info=30, tests=105, consensus=75, spectra=50, sweep=45, hf=115),
+    "gpu": dict(info=30, tests=150, consensus=75, spectra=50, sweep=45, hf=70),
     "smoke": dict(info=120, tests=240, consensus=200, spectra=160, sweep=200, hf=240),
 }
 DEFAULT_BUDGET = dict(gpu=420.0, smoke=float(sum(CAPS["smoke"].values())))

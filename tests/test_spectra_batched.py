@@ -36,7 +36,8 @@ def test_sym_extreme_eigenvalues_against_numpy(rng):
     got = np.asarray(sb.sym_extreme_eigenvalues(S))
     scale = np.abs(ev).max(-1, keepdims=True)
     err = np.abs(got - ev[:, [0, -2, -1]])
-    assert np.all(err <= 16 * np.finfo(float).eps * scale), (err / scale).max()  # LAPACK's class: eps * ||S||
+    # LAPACK's class: eps * ||S|| (the zero matrix came out 1e-323 on an H200: the floor is for it)
+    assert np.all(err <= 16 * np.finfo(float).eps * scale + 1e-300), (err / np.maximum(scale, 1e-300)).max()
     for n in (2, 3, 40):
         X = rng.standard_normal((3, n, n))
         X = X + np.swapaxes(X, -1, -2)
@@ -110,10 +111,13 @@ def test_device_path_above_32_equals_host(rng, dtype, rtol):
     assert d.kappa.dtype == np.dtype(dtype)
     for a, b in zip(h[:3], d[:3]):
         np.testing.assert_allclose(np.asarray(b), np.asarray(a), rtol=rtol, atol=rtol * 1e-2)
-    # chunks of 3 pairs (graphs split across chunks) give the same numbers
+    # chunks of 3 pairs (graphs split across chunks) give the same numbers: bitwise on a CPU; on a GPU other
+    # batch shapes take other kernels, and the last bits of sigma_min reach kappa amplified by kappa (H200: 2e-14
+    # relative at kappa = 172 in float64, 4e-6 in float32)
     c = sr_spectra(A[:, None], GAMMAS, solver="device", dtype=dtype, chunk_size=3)
+    tol = 16 * np.finfo(dtype).eps * float(np.max(np.asarray(d.kappa)))
     for a, b in zip(c[:3], d[:3]):
-        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=4 * np.finfo(dtype).eps)
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=0 if jax.default_backend() == "cpu" else tol)
 
 
 def test_device_path_above_32_under_jit_is_pure(rng):

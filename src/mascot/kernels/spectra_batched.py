@@ -39,6 +39,8 @@ __all__ = [
 ]
 
 POINTS = 63  # Sturm points per multisection pass: 6 bits of every wanted eigenvalue per pass
+# full-precision products: XLA's default on GPUs multiplies float32 in TF32 (a 10-bit mantissa)
+_HIGHEST = jax.lax.Precision.HIGHEST
 
 
 def _reflector(x, mask, pivot):
@@ -66,7 +68,7 @@ def tridiagonalize(S):
     def step(k, S):
         x = jax.lax.dynamic_index_in_dim(S, k, axis=-1, keepdims=False)  # column k (= row k)
         v, beta = _reflector(x, idx > k, k + 1)
-        p = beta[..., None] * jnp.einsum("...ij,...j->...i", S, v)
+        p = beta[..., None] * jnp.einsum("...ij,...j->...i", S, v, precision=_HIGHEST)
         w = p - (0.5 * beta * jnp.sum(v * p, -1))[..., None] * v
         return S - v[..., :, None] * w[..., None, :] - w[..., :, None] * v[..., None, :]
 
@@ -87,11 +89,19 @@ def bidiagonalize(C):
     def step(k, C):
         col = jax.lax.dynamic_index_in_dim(C, k, axis=-1, keepdims=False)
         v, beta = _reflector(col, idx >= k, k)
-        C = C - v[..., :, None] * (beta[..., None] * jnp.einsum("...ij,...i->...j", C, v))[..., None, :]
+        C = (
+            C
+            - v[..., :, None]
+            * (beta[..., None] * jnp.einsum("...ij,...i->...j", C, v, precision=_HIGHEST))[..., None, :]
+        )
         row = jax.lax.dynamic_index_in_dim(C, k, axis=-2, keepdims=False)
         u, gam = _reflector(row, idx >= k + 1, jnp.minimum(k + 1, n - 1))
         gam = jnp.where(k < n - 2, gam, 0.0)
-        return C - (gam[..., None] * jnp.einsum("...ij,...j->...i", C, u))[..., :, None] * u[..., None, :]
+        return (
+            C
+            - (gam[..., None] * jnp.einsum("...ij,...j->...i", C, u, precision=_HIGHEST))[..., :, None]
+            * u[..., None, :]
+        )
 
     C = jax.lax.fori_loop(0, n, step, C)
     return jnp.diagonal(C, axis1=-2, axis2=-1), jnp.diagonal(C, offset=1, axis1=-2, axis2=-1)
