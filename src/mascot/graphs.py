@@ -55,6 +55,9 @@ def complete_weights(n: int, self_weight: float) -> np.ndarray:
     """Complete graph K_n: ``w_ii = a``, ``w_ij = (1 - a)/(n - 1)`` (Table III mode 1: n=5, a=0.4).
 
     Contraction rate ``|a - (1 - a)/(n - 1)|`` (eigenvalue of multiplicity ``n - 1`` on 1-perp).
+
+    Arguments: ``n`` the number of agents (>= 2); ``self_weight`` a, in [0, 1]. Returns the (n, n) doubly
+    stochastic matrix.
     """
     _check(n, self_weight, 2)
     a = float(self_weight)
@@ -67,6 +70,9 @@ def ring_weights(n: int, self_weight: float) -> np.ndarray:
     """Ring C_n: ``w_ii = a``, ``w_{i,i+-1} = (1 - a)/2`` (Table III mode 2: n=5, a=0.6).
 
     Eigenvalues ``a + (1 - a) cos(2 pi k / n)``; for ``n = 5, a = 0.6`` the rate is 0.7236.
+
+    Arguments: ``n`` the number of agents (>= 3); ``self_weight`` a, in [0, 1]. Returns the (n, n) doubly
+    stochastic matrix.
     """
     _check(n, self_weight, 3)
     a = float(self_weight)
@@ -91,6 +97,8 @@ def validate_adjacency(A, name: str = "adjacency") -> np.ndarray:
     """Check a weighted adjacency (square, finite, nonnegative; a stack ``(..., n, n)`` is allowed).
 
     Returns it as float64. Raises ``ValueError`` naming ``name`` and what is wrong.
+
+    Arguments: ``A`` the array to check; ``name`` how error messages call it.
     """
     A = np.asarray(A)
     if A.dtype.kind not in "biuf":
@@ -121,6 +129,8 @@ def row_normalize(A, name: str = "adjacency") -> np.ndarray:
     Zero-row rule: an agent that reads nobody (a sink, such as the chain's last agent) keeps a zero row,
     so ``P`` is substochastic there. This is what makes the chain nilpotent (rho(M) = 1, Table 1); adding
     a self-loop instead would make it ergodic and change every diagnostic.
+
+    Arguments: ``A`` a weighted adjacency or a stack ``(..., n, n)``; ``name`` how error messages call it.
     """
     A = validate_adjacency(A, name)
     s = A.sum(axis=-1, keepdims=True)
@@ -166,7 +176,10 @@ def mesh(n: int) -> np.ndarray:
 
 
 def ring(n: int, directed: bool = False) -> np.ndarray:
-    """Cycle C_n: each agent reads both neighbours (or only the next one when ``directed``)."""
+    """Cycle C_n: each agent reads both neighbours (or only the next one when ``directed``).
+
+    Arguments: ``n`` the number of agents; ``directed`` read only the next agent.
+    """
     _check_n(n, 3, "n")
     n = int(n)
     A = np.roll(np.eye(n), 1, axis=1)
@@ -191,6 +204,9 @@ def erdos_renyi(n: int, p: float, count: int = 1, seed=None) -> np.ndarray:
     """``count`` undirected G(n, p) graphs, shape (count, n, n), no self-loops.
 
     Isolated agents keep a zero row after normalisation (see :func:`row_normalize`).
+
+    Arguments: ``n`` agents; ``p`` the edge probability; ``count`` graphs; ``seed`` an int, a numpy Generator or
+    None.
     """
     _check_n(n, 2, "n")
     _check_n(count, 1, "count")
@@ -208,6 +224,9 @@ def watts_strogatz(n: int, k: int, beta: float, count: int = 1, seed=None) -> np
     Ring lattice where each agent links to its ``k/2`` nearest neighbours on each side (``k`` even,
     ``2 <= k < n``); each lattice edge (i, i+j) is rewired with probability ``beta`` to a uniformly chosen
     new endpoint that avoids self-loops and duplicate edges (left in place when none is free).
+
+    Arguments: ``n`` agents; ``k`` lattice neighbours (even); ``beta`` the rewiring probability; ``count``
+    graphs; ``seed`` an int, a numpy Generator or None.
     """
     _check_n(n, 3, "n")
     _check_n(count, 1, "count")
@@ -244,6 +263,9 @@ def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 1
     next stub is drawn in proportion to the remaining degrees and its partner among the agents it may still
     link to (no self-loop, no double edge), restarting on a dead end. Near-uniform for d << sqrt(n) and,
     unlike plain pairing with rejection, fast for dense degrees too.
+
+    Arguments: ``n`` agents; ``d`` the degree; ``count`` graphs; ``seed`` an int, a numpy Generator or None;
+    ``max_tries`` restarts allowed per graph before giving up.
     """
     _check_n(n, 2, "n")
     _check_n(count, 1, "count")

@@ -150,7 +150,13 @@ def summarize(
 ) -> pd.DataFrame:
     """The numbers :func:`plot` draws: one row per (facet, hue, x) with ``y`` aggregated (``agg``: mean or
     median) over the group's rows, its ``ci`` % interval (``lo``, ``hi``; NaN with one row or ``ci=None``) and
-    the number of finite ``y`` values aggregated, ``rows`` (``nonfinite_rows``: NaN or inf, left out)."""
+    the number of finite ``y`` values aggregated, ``rows`` (``nonfinite_rows``: NaN or inf, left out).
+
+    Arguments: ``data`` a DataFrame or a path as :func:`plot`; ``x``, ``y`` the columns; ``hue``, ``facet``
+    optional grouping columns; ``agg`` "mean" or "median"; ``ci`` the interval's level in percent (None: none);
+    ``where`` column -> value filters applied first. Returns the summary DataFrame; raises ``InputError`` when a
+    sweep parameter varies within a plotted point.
+    """
     df = load_table(data)
     if agg not in ("mean", "median"):
         raise InputError(f"agg must be mean or median; got {agg!r}")
@@ -226,7 +232,11 @@ def _natural(values) -> list:
 
 def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: bool = False) -> list[str]:
     """What a figure of the :func:`summarize` table ``s`` leaves out, in words: rows whose ``y`` is NaN or inf
-    (not aggregated) and plotted points a log axis cannot show (values <= 0)."""
+    (not aggregated) and plotted points a log axis cannot show (values <= 0).
+
+    Arguments: ``s`` the table; ``x``, ``y`` its plotted columns; ``logx``, ``logy`` whether the axes are
+    logarithmic.
+    """
     out = []
     bad = int(s["nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0
     if bad:
@@ -250,7 +260,11 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
 def plot(data, x: str, y: str, *, logx: bool = False, logy: bool = False, title: str | None = None, **summary):
     """``y`` against ``x`` (see the module docstring): returns the matplotlib Figure (one panel per ``facet``
     value, one line per ``hue`` value, bands for the intervals, the legend outside the panels). ``summary``:
-    :func:`summarize`'s keywords (hue, facet, agg, ci, where)."""
+    :func:`summarize`'s keywords (hue, facet, agg, ci, where).
+
+    Arguments: ``data`` a DataFrame, or a path (a merged sweep or trials run directory, a Parquet or CSV file);
+    ``x``, ``y`` the columns; ``logx``, ``logy`` log axes; ``title`` a figure title.
+    """
     s = summarize(data, x, y, **summary)
     return draw(
         s,
@@ -286,7 +300,12 @@ def draw(
     logy: bool = False,
     title: str | None = None,
 ):
-    """The figure of a :func:`summarize` table ``s`` (drawn from it alone: the data is not read again)."""
+    """The figure of a :func:`summarize` table ``s`` (drawn from it alone: the data is not read again).
+
+    Arguments: ``s`` the table; ``x``, ``y`` its columns on the axes; ``hue`` the column of the lines; ``facet``
+    the column of the panels; ``agg`` the aggregation named on the y label; ``ci`` the interval's level (%)
+    named on the label; ``logx``, ``logy`` log axes; ``title`` a figure title. Returns the matplotlib Figure.
+    """
     import matplotlib as mpl
     import matplotlib.pyplot as plt
 

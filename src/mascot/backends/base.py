@@ -44,7 +44,11 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Sampling:
-    """Decoding parameters (the SR paper ran temperature 0.8, top_p 0.5, max_tokens 250)."""
+    """Decoding parameters (the SR paper ran temperature 0.8, top_p 0.5, max_tokens 250).
+
+    Arguments: ``temperature``; ``top_p``; ``max_tokens`` the reply limit; ``seed`` a per-request seed for
+    backends that honour one (None: none sent).
+    """
 
     temperature: float = 0.8
     top_p: float = 0.5

@@ -69,7 +69,10 @@ def token_need(X0, W1, W2, c1, c2, eta, eps, max_rounds: int, noise: float, seed
 
 
 def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
-    """Wilson score interval for a binomial proportion k / n."""
+    """Wilson score interval for a binomial proportion k / n.
+
+    Arguments: ``k`` successes; ``n`` trials; ``z`` the normal quantile (1.96: 95%).
+    """
     if n <= 0:
         raise InputError("n must be > 0")
     p = k / n
@@ -107,7 +110,15 @@ def budget_risk(
     X0=None,
 ) -> BudgetRisk:
     """Monte Carlo of the token need of Algorithm 1 (see the module docstring). ``X0`` (``(runs, N, d)``):
-    use these initial beliefs instead of sampling them (e.g. priors elicited from real agents)."""
+    use these initial beliefs instead of sampling them (e.g. priors elicited from real agents).
+
+    Arguments: ``W1``, ``W2`` the mode-1 and mode-2 weight matrices; ``c1``, ``c2`` tokens per round of each
+    mode; ``eta`` the switching threshold; ``eps`` the consensus tolerance; ``runs`` Monte Carlo trajectories;
+    ``d`` belief dimensions; ``x0_mean``, ``x0_spread`` the initial-belief distribution (ignored with ``X0``);
+    ``noise`` per-round belief noise s.d.; ``max_rounds`` the round limit; ``alpha`` one minus the quantile
+    reported (0.05: the 95th percentile); ``b0`` a budget to price the failure probability at (None: none);
+    ``seed`` the random seed. Returns a :class:`BudgetRisk`.
+    """
     from mascot.theory.consensus import contraction_rate, theorem1
 
     if X0 is not None:

@@ -39,7 +39,12 @@ def certificate_best_eta(
     """The eta in ``[eps, D0]`` minimising Theorem 1's B*(D0; eta), exactly (breakpoint enumeration).
 
     eta = eps is complete-only (K2 = 0), eta >= D0 ring-only (K1 = 0). Ties go to the largest eta (the
-    fewest expensive mode-1 rounds)."""
+    fewest expensive mode-1 rounds).
+
+    Arguments: ``d0`` the initial disagreement; ``eps`` the tolerance; ``lambda1``, ``lambda2`` the modes'
+    contraction rates; ``c1``, ``c2`` their tokens per round; ``max_rounds`` refuse certificates longer than
+    this. Returns a :class:`CertificateChoice`.
+    """
     from mascot.theory.consensus import theorem1
 
     if not (d0 > eps > 0):
@@ -90,7 +95,15 @@ def threshold_frontier(
 ):
     """Per eta: mean / p95 tokens, mean / max rounds and P(BudgetFail | b0) of Algorithm 1 (a pandas DataFrame).
 
-    Every eta runs on the same initial beliefs (common random numbers), all in one kernel call."""
+    Every eta runs on the same initial beliefs (common random numbers), all in one kernel call.
+
+    Arguments: ``W1``, ``W2`` the mode-1 and mode-2 weight matrices; ``c1``, ``c2`` tokens per round of each
+    mode; ``eps`` the consensus tolerance; ``runs`` Monte Carlo trajectories; ``d`` belief dimensions;
+    ``x0_mean``, ``x0_spread`` the initial-belief distribution (ignored with ``X0``); ``noise`` per-round belief
+    noise s.d.; ``max_rounds`` the round limit; ``b0`` a budget to price the failure probability at (None:
+    none); ``seed`` the random seed. ``etas`` the thresholds to compare; ``X0`` initial beliefs (runs, N, d) to
+    use instead of sampling.
+    """
     import pandas as pd
 
     from mascot.design.budget import sample_x0, token_need, wilson

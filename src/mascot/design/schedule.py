@@ -58,7 +58,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RateModel:
-    """Per-mode log-linear rates and costs; index 0 is mode 1 (complete), 1 is mode 2 (ring)."""
+    """Per-mode log-linear rates and costs; index 0 is mode 1 (complete), 1 is mode 2 (ring).
+
+    Fields: ``a`` (a1, a2) the log-rate intercepts; ``b`` (b1, b2) the log-rate slopes in log D; ``rate_sd`` the
+    s.d. of the log-rate noise per mode; ``cost`` the mean tokens per round per mode; ``cost_cv`` the
+    coefficient of variation of a round's cost.
+    """
 
     a: tuple  # (a1, a2): log-rate intercepts
     b: tuple = (0.0, 0.0)  # (b1, b2): log-rate slopes in log D
@@ -84,7 +89,10 @@ class RateModel:
 
 @dataclass(frozen=True)
 class Schedule:
-    """Mode 1 where ``theta(log D) > 0`` (linear interpolation of ``theta`` at equally spaced log-D centres)."""
+    """Mode 1 where ``theta(log D) > 0`` (linear interpolation of ``theta`` at equally spaced log-D centres).
+
+    Fields: ``log_lo``, ``log_hi`` the log-D range of the centres; ``theta`` the values at the centres.
+    """
 
     log_lo: float
     log_hi: float
@@ -113,7 +121,11 @@ class Schedule:
 
 
 def threshold_schedule(eta: float, eps: float, d_hi: float, k: int) -> Schedule:
-    """The threshold policy ``eta`` as a schedule (mode 1 exactly where ``D > eta`` on the centres' range)."""
+    """The threshold policy ``eta`` as a schedule (mode 1 exactly where ``D > eta`` on the centres' range).
+
+    Arguments: ``eta`` the threshold; ``eps`` the tolerance; ``d_hi`` the top of the range; ``k`` the number of
+    centres.
+    """
     lo, hi = math.log(eps), math.log(d_hi)
     c = np.linspace(lo, hi, k)
     return Schedule(lo, hi, tuple(float(x) for x in (c - math.log(eta))))
@@ -126,7 +138,11 @@ class Draws(NamedTuple):
 
 
 def draws(runs: int, max_rounds: int, d0: float, d0_sd: float = 0.0, seed: int = 0) -> Draws:
-    """Common random numbers: ``log D0 ~ N(log d0, d0_sd)`` and the per-round normals ``xi``, ``zeta``."""
+    """Common random numbers: ``log D0 ~ N(log d0, d0_sd)`` and the per-round normals ``xi``, ``zeta``.
+
+    Arguments: ``runs`` trajectories; ``max_rounds`` rounds each; ``d0``, ``d0_sd`` the initial disagreement's
+    median and log-s.d.; ``seed`` the random seed.
+    """
     if runs < 1 or max_rounds < 1 or not (d0 > 0):
         raise InputError(f"need runs >= 1, max_rounds >= 1, d0 > 0; got {runs}, {max_rounds}, {d0}")
     rng = np.random.default_rng(seed)
@@ -142,7 +158,11 @@ class Outcome(NamedTuple):
 
 def evaluate(model: RateModel, policy, eps: float, dr: Draws) -> Outcome:
     """Exact (hard) simulation in numpy float64. ``policy(log_d) -> bool array`` (mode 1), e.g.
-    ``Schedule.mode1`` or ``lambda x: x > log(eta)``."""
+    ``Schedule.mode1`` or ``lambda x: x > log(eta)``.
+
+    Arguments: ``model`` the :class:`RateModel`; ``policy`` as above; ``eps`` the tolerance; ``dr`` the
+    :func:`draws` to run on. Returns an ``Outcome`` (tokens, rounds, mode-1 rounds, reached).
+    """
     a, b, sd, c = (np.asarray(v, dtype=np.float64) for v in (model.a, model.b, model.rate_sd, model.cost))
     runs, K = dr.xi.shape
     log_eps = math.log(eps)
@@ -168,7 +188,10 @@ def evaluate(model: RateModel, policy, eps: float, dr: Draws) -> Outcome:
 
 
 def summarize(o: Outcome, b0) -> dict:
-    """Mean / p95 tokens, mean rounds and mode-1 rounds, the no-consensus fraction and (with b0) P(T > b0)."""
+    """Mean / p95 tokens, mean rounds and mode-1 rounds, the no-consensus fraction and (with b0) P(T > b0).
+
+    Arguments: ``o`` an ``Outcome`` of :func:`evaluate`; ``b0`` a budget or None.
+    """
     t = o.tokens
     finite = np.isfinite(t)
     with np.errstate(invalid="ignore"):
@@ -260,7 +283,15 @@ def design_schedule(
     etas=None,
 ) -> ScheduleDesign:
     """The cheapest schedule meeting ``P(T > b0) <= alpha`` and ``mean rounds <= max_mean_rounds`` (see the
-    module docstring), beside the best threshold policy; both also evaluated on an independent sample."""
+    module docstring), beside the best threshold policy; both also evaluated on an independent sample.
+
+    Arguments: ``model`` the :class:`RateModel`; ``eps`` the tolerance; ``d0``, ``d0_sd`` the initial
+    disagreement's median and log-s.d.; ``b0`` the budget (None: no risk constraint); ``alpha`` the allowed P(T
+    > b0); ``max_mean_rounds`` a cap on the mean rounds; ``bins`` the schedule's centres; ``d_hi`` the top of
+    its D range (default from d0); ``runs`` Monte Carlo draws; ``max_rounds`` the round limit; ``steps``, ``lr``
+    the optax optimiser's steps and learning rate; ``seed`` the random seed; ``etas`` the threshold policies to
+    compare (default: a grid). Returns a :class:`ScheduleDesign`.
+    """
     import jax.numpy as jnp
     import optax
 

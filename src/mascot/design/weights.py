@@ -71,7 +71,10 @@ def support_edges(adjacency) -> np.ndarray:
 
 
 def weights_matrix(n: int, edges: np.ndarray, w) -> np.ndarray:
-    """``W(w) = I - sum_e w_e (e_i - e_j)(e_i - e_j)^T`` (numpy, float64)."""
+    """``W(w) = I - sum_e w_e (e_i - e_j)(e_i - e_j)^T`` (numpy, float64).
+
+    Arguments: ``n`` agents; ``edges`` an (m, 2) array of undirected edges; ``w`` the m edge weights.
+    """
     W = np.eye(n)
     w = np.asarray(w, dtype=np.float64)
     i, j = edges[:, 0], edges[:, 1]
@@ -83,7 +86,10 @@ def weights_matrix(n: int, edges: np.ndarray, w) -> np.ndarray:
 
 
 def metropolis_edge_weights(n: int, edges: np.ndarray) -> np.ndarray:
-    """Metropolis-Hastings weights ``w_e = 1 / (1 + max(deg_i, deg_j))``: the usual feasible default."""
+    """Metropolis-Hastings weights ``w_e = 1 / (1 + max(deg_i, deg_j))``: the usual feasible default.
+
+    Arguments: ``n`` agents; ``edges`` an (m, 2) array of undirected edges. Returns the m edge weights.
+    """
     deg = np.bincount(edges.ravel(), minlength=n)
     return 1.0 / (1.0 + np.maximum(deg[edges[:, 0]], deg[edges[:, 1]]))
 
@@ -228,7 +234,11 @@ def dual_bound(P: _Problem, Y: np.ndarray) -> float:
     and ``z_i <= Y_ii``, ``tr(Y W) + kappa.w >= sum_i z_i`` (Boyd, Diaconis and Xiao's dual). The best such ``z``
     is a small linear program (HiGHS), solved for ``Y`` scaled to nuclear norm 1 and, when its norm is below 1,
     as given; each answer is lowered until it is exactly feasible, so the bound holds whatever the solver's
-    tolerance."""
+    tolerance.
+
+    Arguments: ``P`` the design problem (graph, edge costs kappa); ``Y`` the dual candidate (e.g. the outer
+    product of the slowest eigenvectors). Returns the bound (float).
+    """
     from scipy.optimize import linprog
 
     n, E = P.n, P.edges

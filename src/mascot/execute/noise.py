@@ -291,6 +291,9 @@ def rule_noise_error(
       ``ceg`` of shape ``(P, trials)`` (``(trials,)`` for all-scalar input), float64; with ``trace=True``
       the pair ``(ceg, steps)``, ``steps[..., t-1] = |V^_t - V*_t|`` for ``t <= T`` and NaN after.
       A run whose estimate leaves the rule's domain (``|Value| > 1e9``) is NaN from then on.
+
+    Arguments: ``key`` a PRNG key or an int seed; ``k``, ``rho_c``, ``sigma``, ``T``, ``trials``, ``aggregate``,
+    ``max_k``, ``max_T``, ``trace``, ``point_ids`` and ``chunk_points`` as in :func:`affine_noise_error`.
     """
     if aggregate not in kn.AGGREGATES:
         raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")

@@ -174,6 +174,9 @@ def affine_noise_point(
     float64 if ``jax_enable_x64`` is on, else float32). Returns ``(ceg, steps)``: ``ceg`` of shape
     ``(trials,)`` and, with ``trace=True``, ``steps`` of shape ``(trials, max_T)`` with ``|e_t|`` for
     ``t <= T`` and NaN after (else ``None``).
+
+    Arguments: ``aggregate`` "mean" or "median" over the k outputs; ``max_k``, ``max_T`` the static maxima the
+    kernel is compiled for; ``trials`` runs at this point.
     """
     dt = resolve_dtype(dtype)
     k = jnp.asarray(k, jnp.int32)
@@ -238,6 +241,11 @@ def rule_noise_point(
     ``(V + agg_i eta_t^(i), P, L)``: Parity and Level are the same for every agent since the noise only
     touches the Value. ``e_t = |V^_t - V*_t|``. Float64 only (the rule needs 64-bit JAX); no validation
     (see :func:`rule_noise_error`). Returns ``(ceg, steps)`` as :func:`affine_noise_point`.
+
+    Arguments: ``key`` this point's PRNG key; ``k`` agents aggregated per step; ``rho_c`` the shared-bias
+    fraction; ``sigma`` the per-agent noise s.d.; ``T`` steps; ``value0``, ``parity0``, ``level0`` the initial
+    state; ``trials`` runs; ``max_k``, ``max_T`` the static maxima the kernel is compiled for; ``aggregate``
+    "mean" or "median"; ``trace`` also return the per-step errors.
     """
     from mascot.kernels.state_tracking import rule_step
 

@@ -231,7 +231,11 @@ def _random_axis(table: dict, seed: int, dtype: str = "float64") -> tuple[tuple[
 
 
 def expand_grid(axes, start: int = 0, stop: int | None = None):
-    """Grid points ``start..stop-1`` in deterministic order (cartesian product, last axis fastest)."""
+    """Grid points ``start..stop-1`` in deterministic order (cartesian product, last axis fastest).
+
+    Arguments: ``axes`` the grid's axes (name -> values, in order); ``start``, ``stop`` the range of point
+    indices. Yields one dict of parameters per point.
+    """
     sizes = [len(v) for _, v in axes]
     total = math.prod(sizes) if axes else 1
     stop = total if stop is None else min(stop, total)
@@ -257,7 +261,11 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
     """Parse and validate a config from TOML text (see the module docstring for the schema).
     ``check_points=False``: skip the per-point checks (for a run directory's own config.toml, which was checked
     when the run started). ``values=False`` (with ``check_points=False``): identity and size only, no grid values
-    computed (``mascot status`` and ``merge``: a 10^6-value random axis took 20 s to draw again)."""
+    computed (``mascot status`` and ``merge``: a 10^6-value random axis took 20 s to draw again).
+
+    Arguments: ``text`` the TOML text; ``path`` where it came from (for messages); ``check_points``, ``values``
+    as above. Returns a :class:`SweepConfig`.
+    """
     from mascot.sweep.kinds import KINDS
 
     try:
@@ -579,7 +587,11 @@ def _short(p, names):
 def load_config(path, overrides=()) -> SweepConfig:
     """Read and validate a sweep config file; ``overrides``: command-line ``KEY=VALUE`` / ``~KEY`` items
     (:mod:`mascot.sweep.overrides`) applied first (the config's text is then the overridden one, which a run
-    directory records as its ``config.toml``)."""
+    directory records as its ``config.toml``).
+
+    Arguments: ``path`` the TOML file; ``overrides`` as above. Returns a validated :class:`SweepConfig`; raises
+    ``ConfigError`` naming the key.
+    """
     from mascot.io import read_text_file
     from mascot.sweep.overrides import apply_overrides
 

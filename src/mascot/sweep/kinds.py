@@ -51,7 +51,10 @@ def _evaluator(name: str, **bound):
 
 
 def estimate_chunk_bytes(cfg) -> int:
-    """Largest working-memory estimate over the first chunks' points (a guide, not a bound)."""
+    """Largest working-memory estimate over the first chunks' points (a guide, not a bound).
+
+    Arguments: ``cfg`` a validated :class:`SweepConfig`. Returns bytes.
+    """
     kind = KINDS[cfg.kind]
     pts = cfg.points(0, min(cfg.n_points, 4 * cfg.chunk_size))
     per = max(kind.bytes_per_point(kind.complete(p)) for p in pts)

@@ -43,7 +43,10 @@ class RunSummary:
 
 
 def parse_shard(text: str | None) -> tuple[int, int]:
-    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N``; ``None`` -> ``(0, 1)``."""
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N``; ``None`` -> ``(0, 1)``.
+
+    Arguments: ``text`` the shard spec or None.
+    """
     if text is None:
         return 0, 1
     try:
@@ -89,6 +92,10 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     one thread waits on the device (JAX releases the GIL), others build their tables or encode Parquet
     (3, the default, measured best on 2 cores: 77% of kernel-alone throughput vs 72% with 2, 70% with 4).
     Results do not depend on it (every chunk is a pure function of the config and its index).
+
+    Arguments: ``cfg`` a validated :class:`SweepConfig`; ``out_dir`` the run directory (default: the config's
+    output dir); ``shard`` ``(I, N)``: this process runs chunks ``c`` with ``c % N == I``; ``progress`` print a
+    progress line with rate and time left; ``workers`` as above. Returns a :class:`RunSummary`.
     """
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
         raise InputError(f"workers must be an integer >= 1; got {workers!r}")

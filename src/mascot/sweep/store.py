@@ -219,7 +219,11 @@ class _ChunkLost(Exception):
 
 
 class RunDir:
-    """A sweep's output directory."""
+    """A sweep's output directory.
+
+    Arguments: ``path`` the directory (created when a run starts; ``chunks/``, ``config.toml``, ``run.json`` and
+    ``merged.parquet`` live in it).
+    """
 
     def __init__(self, path):
         self.path = Path(path)

@@ -65,6 +65,9 @@ def ceil_rounds(r, log_lam, xp=np):
     needs; where ``r`` lies within that bound of an integer ``k`` (an exact tie such as ``D0 * 0.25^2 = eta``,
     or a ``D0`` a few ulps above a boundary) it counts ``k + 1``, the round a floating-point run may need
     there. (A 1e-9 tolerance rounding the other way, before 2026-12, certified budgets the run then exceeded.)
+
+    Arguments: ``r`` the computed log-ratio (scalar or array); ``log_lam`` the log of the contraction rate it
+    was divided by; ``xp`` the array module (numpy or jax.numpy).
     """
     eps = xp.finfo(getattr(r, "dtype", np.float64)).eps
     tol = _ROUND_ULPS * eps * (xp.abs(r) + 1.0 / xp.abs(log_lam))
@@ -122,7 +125,10 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
 
 
 def is_circulant(W, atol: float = 1e-12) -> bool:
-    """True if every row of ``W`` is the previous row shifted right by one."""
+    """True if every row of ``W`` is the previous row shifted right by one.
+
+    Arguments: ``W`` a square matrix; ``atol`` the absolute tolerance of the shift comparison.
+    """
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         return False
@@ -138,6 +144,9 @@ def contraction_rate(W, name: str = "W", method: str = "auto") -> float:
 
     A rate within 16 float64 ulps of 1 is returned as exactly 1 (does not contract): a reducible ``W`` (rate
     1) comes out of the SVD as ``1 - 1e-16``, which would otherwise certify ~1e16 rounds as "contracting".
+
+    Arguments: ``W`` a doubly stochastic (N, N) matrix; ``name`` how error messages call it; ``method`` "auto",
+    "svd" or "circulant".
     """
     W = validate_doubly_stochastic(W, name)
     if method not in ("auto", "svd", "circulant"):
@@ -160,6 +169,9 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
     The eigenvalues of a circulant are the DFT of its first row, ``lambda_k = sum_j w_j omega^(jk)``;
     circulants are normal, so the singular values on ``1-perp`` are ``|lambda_k|, k = 1..N-1`` and the
     rate is their maximum (``k = 0`` is the consensus direction, eigenvalue ``sum_j w_j = 1``).
+
+    Arguments: ``first_row`` the circulant's first row ``w`` (length N); ``name`` how error messages call the
+    matrix.
     """
     w = np.asarray(first_row, dtype=np.float64)
     if w.ndim != 1 or w.size < 1:
@@ -249,6 +261,11 @@ def theorem1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Certificate:
 
     ``K1 = ceil(log(eta/D0)/log lambda1)``, ``K2 = ceil(log(eps/eta)/log lambda2)`` (eq. 11), with the
     edge cases of the module docstring. ``B*`` is ``inf`` when a needed mode does not contract.
+
+    Arguments: ``d0`` the initial disagreement D(X0) >= 0; ``eta`` the switching threshold (``eps < eta``);
+    ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction rates of mode 1 (complete) and
+    mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode costs. Returns a
+    :class:`Certificate` (``K1``, ``K2``, ``K_star``, ``B_star``).
     """
     d0 = _check_scalar("d0", d0, nonnegative=True, finite=True)
     eta = _check_scalar("eta", eta, positive=True)
@@ -282,7 +299,13 @@ def theorem1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Certificate:
 
 
 def certificate_budget(d, eta, eps, lambda1, lambda2, c1, c2) -> np.ndarray | float:
-    """The certificate boundary ``b = B*(D)`` of Def. 11 / Remark 5, for scalar or array ``D``."""
+    """The certificate boundary ``b = B*(D)`` of Def. 11 / Remark 5, for scalar or array ``D``.
+
+    Arguments: ``d`` the disagreement D (scalar or array); ``eta`` the switching threshold (``eps < eta``);
+    ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction rates of mode 1 (complete) and
+    mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode costs. Returns ``B*(d)`` of the
+    same shape.
+    """
     d_arr = np.asarray(d, dtype=np.float64)
     out = np.array([theorem1(x, eta, eps, lambda1, lambda2, c1, c2).B_star for x in d_arr.ravel()])
     out = out.reshape(d_arr.shape)
@@ -290,7 +313,12 @@ def certificate_budget(d, eta, eps, lambda1, lambda2, c1, c2) -> np.ndarray | fl
 
 
 def in_certificate_region(d, b, eta, eps, lambda1, lambda2, c1, c2) -> bool:
-    """Def. 11: ``(X, b)`` with ``D(X) = d`` is in ``Omega_cert`` iff ``b >= B*(d)`` (and ``b >= 0``)."""
+    """Def. 11: ``(X, b)`` with ``D(X) = d`` is in ``Omega_cert`` iff ``b >= B*(d)`` (and ``b >= 0``).
+
+    Arguments: ``d`` the disagreement D(X); ``b`` the remaining budget; ``eta`` the switching threshold (``eps <
+    eta``); ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction rates of mode 1
+    (complete) and mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode costs.
+    """
     b = _check_scalar("b", b)
     return b >= 0 and theorem1(d, eta, eps, lambda1, lambda2, c1, c2).certifies(b)
 
@@ -319,6 +347,11 @@ def corollary1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Corollary:
     claims ``K_cmpl <= K* <= K_ring`` when ``lambda1 < lambda2`` and ``K_ring c2 <= B* <= K_cmpl c1``
     when additionally ``c1/c2 >= log lambda1 / log lambda2``. The ceilings can break either chain
     by one round (see the errata), so both are evaluated here rather than assumed.
+
+    Arguments: ``d0`` the initial disagreement D(X0) >= 0; ``eta`` the switching threshold (``eps < eta``);
+    ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction rates of mode 1 (complete) and
+    mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode costs. Returns a
+    :class:`Corollary` with both chains evaluated.
     """
     cert = theorem1(d0, eta, eps, lambda1, lambda2, c1, c2)
     k_c = rounds_to_reach(cert.d0, cert.eps, cert.lambda1)
@@ -375,6 +408,12 @@ def algorithm1(
     ``"mode2"`` fix it); return BudgetFail if ``b_k < c_sigma`` (before the round, as the paper states);
     else ``X <- W_sigma X`` (+ ``noise[k]`` if given, an ``(max_rounds, N, d)`` array of perturbations)
     and ``b <- b - c_sigma``.
+
+    Arguments: ``X0`` initial beliefs (N, d); ``W1``, ``W2`` the mode-1 and mode-2 weight matrices (N, N);
+    ``c1``, ``c2`` tokens per round of each mode; ``eta`` switching threshold; ``eps`` consensus tolerance;
+    ``b0`` initial budget; ``strategy`` "adaptive", "mode1" or "mode2"; ``max_rounds`` the round limit;
+    ``noise`` optional per-round perturbations. Returns an :class:`Algorithm1Result` (rounds, tokens, status,
+    traces).
     """
     strategy = canonical_strategy(strategy)  # "complete"/"ring" are modes 1/2
     X = np.array(X0, dtype=np.float64)
@@ -416,6 +455,11 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
 
     Same conventions as :func:`theorem1` (``inf`` for a needed non-contracting mode); inputs are
     assumed valid (this is for sweeps, which validate their parameters first).
+
+    Arguments: arrays (broadcast together): ``d0`` the initial disagreement D(X0) >= 0; ``eta`` the switching
+    threshold (``eps < eta``); ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction
+    rates of mode 1 (complete) and mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode
+    costs.
     """
     d0, eta, eps, l1, l2, c1, c2 = (np.asarray(a, dtype=np.float64) for a in (d0, eta, eps, lambda1, lambda2, c1, c2))
     shape = np.broadcast_shapes(d0.shape, eta.shape, eps.shape, l1.shape, l2.shape, c1.shape, c2.shape)

@@ -83,6 +83,10 @@ def strategy_budget(
     adaptive: Theorem 1 as is; complete: ``eta := eps`` (mode 2 is never selected, as the paper does for
     the Claude example); ring: ``eta := max(D, eps)`` (no mode-1 phase). ``ceil=False``: the same round
     counts without ceilings (a point estimate, not a bound).
+
+    Arguments: ``strategy`` adaptive, complete or ring; ``D`` the current disagreement; ``eta``, ``eps`` the
+    thresholds; ``lam1``, ``lam2`` the modes' contraction rates; ``c1``, ``c2`` their tokens per round; ``ceil``
+    as above.
     """
     e = strategy_eta(strategy, D, eta, eps)
     if ceil:
@@ -126,6 +130,9 @@ class BudgetMonitor:
     ``log lambda_hat = (n0 log lambda_prior + sum log(D(k+1)/D(k))) / (n0 + n)``, ``c_hat = (n0 c_prior +
     sum c) / (n0 + n)`` over this lane's rounds in that mode (the prior alone when ``n0 + n = 0``).
     Identical to the estimator of :func:`mascot.kernels.deliberation.simulate_deliberation`.
+
+    Arguments: ``strategy`` adaptive, complete or ring; ``eta``, ``eps`` the thresholds; ``prior_lambda`` the
+    prior contraction rates (mode 1, mode 2); ``n0``, ``warmup``, ``ceil`` as in :class:`MonitorConfig`.
     """
 
     def __init__(

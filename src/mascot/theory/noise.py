@@ -147,6 +147,9 @@ def expected_ceg(sigma, k, rho_c, T, L=1.0):
     ``sqrt(2/pi) s (2/3) T^(3/2)`` (:func:`ceg_asymptote`), the ``T^(3/2)/sqrt(k)`` law of eq. 3 of the
     predictive-maps paper (Sec. 3.5); for ``|L| < 1`` it grows linearly in ``T``. ``L`` may be any finite
     real (the sign does not matter). Arguments broadcast; returns a float for scalar input.
+
+    Arguments: ``sigma`` the per-agent noise s.d.; ``k`` the agents aggregated per step; ``rho_c`` the shared-
+    bias fraction in [0, 1]; ``T`` the number of steps; ``L`` the per-step gain.
     """
     p = validate_noise_params(sigma=sigma, k=k, rho_c=rho_c, T=T, L=L)
     s = np.sqrt(aggregated_variance(p["sigma"], p["k"], p["rho_c"]))
@@ -256,6 +259,9 @@ def bias_aware_gain(rho, k_profile, rho_c):
     (:func:`drift_corrected_gain`, ``rho_c = 0``) with each step's noise reduction ``1/sqrt(k_i)`` replaced
     by the correlated-noise factor of eq. 5 (:func:`ceg_ratio` inverted); at ``rho_c = 1`` aggregation
     buys nothing and ``rho~_c = rho(M)``.
+
+    Arguments: ``rho`` rho(M) of the topology; ``k_profile`` the number of outputs each agent aggregates (length
+    n, or a scalar for all); ``rho_c`` the shared-bias fraction in [0, 1].
     """
     k = _profile(k_profile)
     rc = float(validate_noise_params(rho_c=rho_c)["rho_c"]) if np.ndim(rho_c) == 0 else None

@@ -54,7 +54,11 @@ def check_gamma(gamma) -> np.ndarray:
 
 
 def check_stochastic(P, name: str = "P", tol: float = 1e-9) -> np.ndarray:
-    """P must be square, finite, nonnegative, with every row summing to 1 or 0 (a sink agent)."""
+    """P must be square, finite, nonnegative, with every row summing to 1 or 0 (a sink agent).
+
+    Arguments: ``P`` the matrix to check; ``name`` how error messages call it; ``tol`` the absolute tolerance on
+    the row sums. Returns ``P`` as a float64 array; raises ``InputError`` otherwise.
+    """
     P = np.asarray(P, dtype=np.float64)
     if P.ndim < 2 or P.shape[-1] != P.shape[-2]:
         raise InputError(f"{name} must be square (..., n, n); got shape {P.shape}")
@@ -81,13 +85,20 @@ def successor_representation(P, gamma: float) -> np.ndarray:
 
 
 def diagnostics_from_eigenvalues(lam) -> tuple[float, float]:
-    """(rho, Delta) from the eigenvalues of M: largest modulus and the gap to the second (0 if n = 1)."""
+    """(rho, Delta) from the eigenvalues of M: largest modulus and the gap to the second (0 if n = 1).
+
+    Arguments: ``lam`` the eigenvalues of M (real or complex, any order).
+    """
     mod = np.sort(np.abs(np.asarray(lam)))[::-1]
     return float(mod[0]), float(mod[0] - mod[1]) if mod.size > 1 else 0.0
 
 
 def sr_diagnostics(P, gamma: float) -> SRDiagnostics:
-    """rho(M), Delta(M), kappa(M) for one P, computed directly from M (the independent reference)."""
+    """rho(M), Delta(M), kappa(M) for one P, computed directly from M (the independent reference).
+
+    Arguments: ``P`` a row-stochastic (n, n) matrix; ``gamma`` the discount in [0, 1). Returns
+    :class:`SRDiagnostics` (rho, delta, kappa).
+    """
     M = successor_representation(P, gamma)
     rho, delta = diagnostics_from_eigenvalues(np.linalg.eigvals(M))
     s = np.linalg.svd(M, compute_uv=False)
@@ -102,6 +113,9 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
     ``mesh`` (n agents): P has {1, -1/(n-1) x (n-1)}.
     ``ring`` (n agents, undirected): P has cos(2 pi j / n).
     ``complete`` (n agents, self-weight a): P has {1, a - (1-a)/(n-1) x (n-1)}.
+
+    Arguments: ``topology`` one of chain, star, mesh, ring, complete; ``n`` the number of agents; ``gamma`` the
+    discount in [0, 1); ``a`` the complete graph's self-weight (complete only). Returns the n eigenvalues of M.
     """
     g = float(check_gamma(gamma))
     if topology == "chain":
@@ -124,7 +138,11 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
 def closed_form_diagnostics(topology: str, n: int, gamma: float, a: float | None = None) -> SRDiagnostics:
     """rho and Delta from :func:`closed_form_eigenvalues`; kappa in closed form where P is symmetric
     (mesh, ring, complete: kappa = max|lambda| / min|lambda|) and for the chain and star from the
-    singular values of I - gamma P (their P is not normal, so no eigenvalue formula holds)."""
+    singular values of I - gamma P (their P is not normal, so no eigenvalue formula holds).
+
+    Arguments: ``topology`` one of chain, star, mesh, ring, complete; ``n`` the number of agents; ``gamma`` the
+    discount in [0, 1); ``a`` the complete graph's self-weight (complete only).
+    """
     lam = closed_form_eigenvalues(topology, n, gamma, a)
     rho, delta = diagnostics_from_eigenvalues(lam)
     if topology in ("mesh", "ring", "complete"):
@@ -140,7 +158,10 @@ def closed_form_diagnostics(topology: str, n: int, gamma: float, a: float | None
 
 def malicious_leaf_mu2(alpha, leaves):
     """SR paper A.6: mu^2 = (alpha^2 + l - 1)/(alpha + l - 1)^2 - 1/l, the leaf weights' deviation from
-    uniform (0 at alpha = 1, -> 1 - 1/l as alpha -> infinity)."""
+    uniform (0 at alpha = 1, -> 1 - 1/l as alpha -> infinity).
+
+    Arguments: ``alpha`` the malicious leaf's weight relative to the others; ``leaves`` the leaf count l.
+    """
     alpha = np.asarray(alpha, dtype=np.float64)
     l = np.asarray(leaves, dtype=np.float64)
     return (alpha**2 + l - 1) / (alpha + l - 1) ** 2 - 1.0 / l
@@ -150,6 +171,9 @@ def malicious_leaf_bound(gamma, leaves, mu2=None):
     """SR paper eq. 8: kappa(M) <= [3 + g^2 (l + 1/l + mu^2)]^{3/2} / (1 - g^2).
 
     ``mu2=None`` takes the worst case mu^2 = 1 - 1/l (98.5 at gamma = 0.9, l = 4).
+
+    Arguments: ``gamma`` the discount; ``leaves`` the star's leaf count l; ``mu2`` the leaf weights' deviation
+    mu^2 (:func:`malicious_leaf_mu2`).
     """
     g = check_gamma(gamma)
     l = np.asarray(leaves, dtype=np.float64)
@@ -166,6 +190,9 @@ def cap_influence(P, max_share: float) -> np.ndarray:
     zero (capping never adds edges). With ``max_share = 1/l`` the star's judge row becomes uniform over its
     l leaves, which is A.6's ``w <= W/l`` making mu = 0. A row with fewer than ``1/max_share`` inputs
     cannot meet the cap and still sum to 1; it is made uniform over its inputs (its cap is 1/deg).
+
+    Arguments: ``P`` a row-stochastic (n, n) matrix; ``max_share`` the cap on any entry of a row, in (0, 1].
+    Returns the capped matrix (a copy).
     """
     P = check_stochastic(P).copy()
     if not 0.0 < max_share <= 1.0:

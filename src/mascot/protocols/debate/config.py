@@ -77,6 +77,9 @@ def load_debate_config(path=None, overrides: dict | None = None) -> tuple[Debate
     Keys: name, task, max_rounds, runs, final_rule ("majority"|"weighted"), ask_confidence, seed;
     ``[[agents]]`` (name, description, prior_pass); ``[sampling]``; ``[surrogate]`` (persuasion, malformed,
     seed, confidence_low, confidence_high).
+
+    Arguments: ``path`` the TOML file or None; ``overrides`` top-level keys to set over the file's (e.g.
+    ``{"runs": 3}``).
     """
     raw: dict = read_toml(path) if path is not None else {}
     where = str(path) if path is not None else "config"

@@ -118,6 +118,10 @@ def run_debate(
     """Run (or resume) ``config.runs`` debates in ``out`` (see the module docstring).
 
     ``backend``: a backend or a zero-argument factory (then pass ``backend_spec``), called only if rounds remain.
+
+    Arguments: ``config`` a :class:`DebateConfig`; ``out`` the run directory (resumed when it holds a run of the
+    same config); ``backend_spec`` the backend's description recorded with the run; ``progress`` print progress;
+    ``command`` the command line recorded in the run's provenance. Returns a :class:`DebateRun`.
     """
     if not isinstance(config, DebateConfig):
         raise InputError("config must be a DebateConfig")

@@ -11,6 +11,8 @@ __all__ = ["debate_system_prompt", "debate_user_prompt"]
 
 
 def debate_system_prompt(agent: DebateAgent, ask_confidence: bool = True) -> str:
+    """The article's system prompt for ``agent`` (its name and description, and the decision tag it must open
+    with); ``ask_confidence`` adds the one sentence asking for ``[CONFIDENCE: x]``."""
     s = (
         f"Role: {agent.name}. Description: {agent.description}. "
         "Always prefix your output with [DECISION: PASS] or [DECISION: FAIL]."
@@ -21,7 +23,10 @@ def debate_system_prompt(agent: DebateAgent, ask_confidence: bool = True) -> str
 
 
 def debate_user_prompt(task: str, other_opinions: Sequence[tuple[str, str]] | None = None) -> str:
-    """The article's user prompt; ``other_opinions``: ``(agent name, opinion)`` of the OTHER agents."""
+    """The article's user prompt; ``other_opinions``: ``(agent name, opinion)`` of the OTHER agents.
+
+    Arguments: ``task`` the task text; ``other_opinions`` as above (None in round 1).
+    """
     user = f"Task to evaluate:\n{task}\n\n"
     if other_opinions:
         user += "Here are the opinions from the other agents in the previous round:\n"

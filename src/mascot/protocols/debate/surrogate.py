@@ -37,6 +37,10 @@ class SurrogateDebateBackend:
     no tag at all, or a lower-case tag. Token counts: ``ceil(chars / 4)`` per message (+4) and reply, as in
     :class:`mascot.protocols.deliberation.surrogate.SurrogateDeliberationBackend`. Deterministic per request
     seed (``request.sampling.seed``).
+
+    Arguments: ``priors`` persona name -> P(PASS) in round 1; ``persuasion``, ``malformed`` the probabilities
+    above; ``seed`` mixed into every request's seed; ``confidence_low``, ``confidence_high`` the confidence
+    range; ``model`` the name the backend reports.
     """
 
     name = "surrogate"

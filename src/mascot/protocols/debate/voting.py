@@ -75,7 +75,11 @@ class Ballot(NamedTuple):
 
 
 def parse_decision(text: str | None) -> Ballot:
-    """Strict ballot of a reply: the tag must open the reply (see the module docstring)."""
+    """Strict ballot of a reply: the tag must open the reply (see the module docstring).
+
+    Arguments: ``text`` a reply (None: no reply). Returns a :class:`Ballot` (decision or None, confidence, why
+    it did not parse).
+    """
     if not text:
         return Ballot("NONE", None, "untagged: empty reply")
     m = _TAG.match(text)
@@ -91,7 +95,10 @@ def parse_decision(text: str | None) -> Ballot:
 
 
 def article_decision(text: str | None) -> str | None:
-    """The article's parsing, kept for comparison: substring test on the upper-cased reply, PASS first."""
+    """The article's parsing, kept for comparison: substring test on the upper-cased reply, PASS first.
+
+    Arguments: ``text`` a reply (None: no reply).
+    """
     op = (text or "").upper()
     if "[DECISION: PASS]" in op:
         return "PASS"
@@ -101,7 +108,10 @@ def article_decision(text: str | None) -> str | None:
 
 
 def article_consensus(texts: Sequence[str | None]) -> bool:
-    """The article's ``check_consensus`` (untagged agents dropped; see the erratum in the module docstring)."""
+    """The article's ``check_consensus`` (untagged agents dropped; see the erratum in the module docstring).
+
+    Arguments: ``texts`` the agents' replies (None: no reply).
+    """
     decisions = [d for d in (article_decision(t) for t in texts) if d is not None]
     return len(set(decisions)) == 1
 
@@ -189,7 +199,10 @@ def weighted_vote(ballots: Sequence) -> VoteResult:
 
 
 def agreed_decision(decisions: Sequence) -> str | None:
-    """The consensus decision: every ballot tagged and all equal; ``None`` otherwise (an untagged reply blocks)."""
+    """The consensus decision: every ballot tagged and all equal; ``None`` otherwise (an untagged reply blocks).
+
+    Arguments: ``decisions`` the round's ballots (or decision strings).
+    """
     ds = [_decision(x) for x in decisions]
     if not ds or any(d is None for d in ds) or len(set(ds)) != 1:
         return None

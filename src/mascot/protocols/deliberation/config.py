@@ -49,7 +49,11 @@ STATUSES = tuple(s.label for s in Status)
 @dataclass(frozen=True)
 class Role:
     """One agent role (Table II): ``prompt`` is the role sentence of its system prompt; ``prior`` the
-    role's typical vector (used by the surrogate and as the fallback when round 0 fails to parse)."""
+    role's typical vector (used by the surrogate and as the fallback when round 0 fails to parse).
+
+    Fields: ``name`` a unique key; ``title`` how prompts call the agent; ``bias`` a short description of its
+    leaning; ``prompt``, ``prior`` as above.
+    """
 
     name: str
     title: str
@@ -74,7 +78,11 @@ PAPER_ROLES = tuple(Role(**r) for r in papers.DELIBERATION_ROLES)
 class MonitorConfig:
     """Online certificate monitor. ``prior_lambda1/2`` default to the contraction rates of ``W1``/``W2``
     (Def. 6); ``n0`` is the prior's weight in pseudo-rounds; no stop before round ``warmup``; ``ceil``:
-    check Theorem 1's ``B*`` (True) or the fractional point estimate of the spend (False)."""
+    check Theorem 1's ``B*`` (True) or the fractional point estimate of the spend (False).
+
+    Fields: ``enabled`` stop a lane when the monitor's budget check fails; ``n0``, ``warmup``, ``ceil``,
+    ``prior_lambda1``, ``prior_lambda2`` as above.
+    """
 
     enabled: bool = False
     n0: float = 1.0
@@ -107,6 +115,18 @@ class DeliberationConfig:
 
     ``W1``/``W2`` default to Table III generalised to N agents (``complete_weights(N, 0.4)``,
     ``ring_weights(N, 0.6)``). ``n_agents`` larger than the number of roles cycles the roles (``Planner 2``).
+
+    Fields: ``name`` the study's name; ``task`` the project the agents plan; ``roles``, ``axes`` the agents and
+    the preference axes; ``n_agents`` the number of agents (default: one per role); ``W1``, ``W2`` full weight
+    matrices; ``complete_self``, ``ring_self`` the self-weights of the default matrices; ``strategies`` the
+    policies run (adaptive, complete, ring); ``eta``, ``eps`` the switching threshold and tolerance; ``b0`` the
+    token budget; ``max_rounds`` the round limit; ``budget_rule`` "spent" (stop when the tokens spent exceed b0)
+    or "predicted" (refuse a round the remaining budget cannot pay); ``retries`` re-asks of an agent whose reply
+    did not parse; ``runs`` independent runs per strategy; ``seed`` the run's seed; ``charge_initial`` count
+    round 0's tokens against the budget; ``shared_initial`` every strategy starts from the same round-0 replies;
+    ``token_scale`` a factor on counted tokens (a model's price ratio); ``structured_output`` ask the backend
+    for JSON-schema output; ``x0`` fixed initial vectors instead of round 0; ``sampling`` the decoding
+    parameters; ``monitor`` the online certificate monitor (:class:`MonitorConfig`).
     """
 
     name: str = "paper"
@@ -283,6 +303,8 @@ def load_deliberation_config(path=None, overrides: dict | None = None) -> tuple[
     ``[monitor]`` (enabled, n0, warmup, ceil, prior_lambda1, prior_lambda2), ``[surrogate]`` (options of
     :class:`SurrogateDeliberationBackend`). ``overrides`` (top-level keys, e.g. from the command line)
     replace the file's values.
+
+    Arguments: ``path`` the TOML file or None; ``overrides`` as above.
     """
     raw: dict = read_toml(path) if path is not None else {}
     where = str(path) if path is not None else "config"

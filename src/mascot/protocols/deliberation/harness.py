@@ -569,6 +569,10 @@ def run_deliberation(
     with a factory). ``backend_spec`` (name, model, results-relevant options) is part of the run's
     identity. Writes records only (``rounds.jsonl``, ``requests.jsonl``, ``run.json``); the report is
     :func:`mascot.analysis.deliberation_report.write_report`.
+
+    Arguments: ``config`` a :class:`DeliberationConfig`; ``out`` the run directory; ``backend``,
+    ``backend_spec`` as above; ``progress`` print progress; ``command`` the command line recorded in the run's
+    provenance. Returns a :class:`DeliberationRun`.
     """
     if not isinstance(config, DeliberationConfig):
         raise InputError("config must be a DeliberationConfig")

@@ -16,6 +16,8 @@ def _fmt_vec(v) -> str:
 
 
 def system_prompt(cfg: DeliberationConfig, role: Role) -> str:
+    """The system prompt of one agent: ``role``'s sentence, the task and axes of ``cfg`` and the JSON reply asked
+    for (the consensus paper's deliberation, Sec. V-C)."""
     axes = "\n".join(f"{i + 1}. {a.name}: 0 = {a.low}, 1 = {a.high}" for i, a in enumerate(cfg.axes))
     return (
         f"{role.prompt}\n\n"
@@ -32,6 +34,8 @@ def system_prompt(cfg: DeliberationConfig, role: Role) -> str:
 
 
 def initial_messages(cfg: DeliberationConfig, role: Role) -> list[dict[str, str]]:
+    """The round-0 chat messages of one agent (``cfg``'s task, ``role``'s prompt): the system prompt and the
+    request for an initial position."""
     return [
         {"role": "system", "content": system_prompt(cfg, role)},
         {
@@ -44,7 +48,11 @@ def initial_messages(cfg: DeliberationConfig, role: Role) -> list[dict[str, str]
 
 def round_messages(cfg: DeliberationConfig, role: Role, k: int, inputs: list[dict]) -> list[dict[str, str]]:
     """Prompt of round ``k`` for one agent; ``inputs``: ``[{"agent": j, "title": ..., "self": bool,
-    "vector": [...], "reasoning": "...", "weight": w_ij}, ...]`` (own proposal first)."""
+    "vector": [...], "reasoning": "...", "weight": w_ij}, ...]`` (own proposal first).
+
+    Arguments: ``cfg`` the :class:`DeliberationConfig`; ``role`` the agent's :class:`Role`; ``k`` the round;
+    ``inputs`` as above.
+    """
     lines = [f"Round {k}. Proposals from round {k - 1}:"]
     for x in inputs:
         who = "Your own previous proposal" if x["self"] else x["title"]

@@ -23,7 +23,10 @@ __all__ = ["read_rounds", "group_lanes", "lane_summaries", "mode_statistics", "p
 
 
 def read_rounds(out) -> list[dict]:
-    """The ``rounds.jsonl`` records of a run directory (in file order)."""
+    """The ``rounds.jsonl`` records of a run directory (in file order).
+
+    Arguments: ``out`` the run directory.
+    """
     return read_jsonl(Path(out) / "rounds.jsonl")
 
 
@@ -68,6 +71,9 @@ def mode_statistics(rows: list[dict], by_strategy: bool = True) -> list[dict]:
 
     One record per (strategy, mode) (and ``strategy = "all"`` pooled): n, rate_mean, rate_geomean, rate_std,
     rate_min, rate_max, share_expanding (rates > 1), cost_mean, cost_std.
+
+    Arguments: ``rows`` records of :func:`read_rounds`; ``by_strategy`` one record per strategy and mode (False:
+    pooled only).
     """
     acc: dict[tuple, dict] = {}
     for (s, _), rs in group_lanes(rows).items():
@@ -105,7 +111,10 @@ def posthoc_certificates(rows: list[dict], eta: float, eps: float, b0: float) ->
     """The paper's post-hoc check per lane: lambda_sigma and c_sigma = that lane's average rate and cost per
     mode (the paper averaged the rates of the Claude complete-only run), ``B*(D(0))`` for its strategy, and
     whether ``(X0, b0)`` was certified; a mode the lane never used falls back to the pooled estimate.
-    ``theorem2_holds``: certified implies the lane reached Omega_eps (consensus with b >= 0)."""
+    ``theorem2_holds``: certified implies the lane reached Omega_eps (consensus with b >= 0).
+
+    Arguments: ``rows`` records of :func:`read_rounds`; ``eta``, ``eps`` the thresholds; ``b0`` the budget.
+    """
     pooled = {m["mode"]: m for m in mode_statistics(rows, by_strategy=False)}
     out = []
     for (s, run), rs in group_lanes(rows).items():
@@ -170,6 +179,9 @@ def claude_example(
     ``D(0) = 0.6864`` (Table VIII), ``lambda1 ~ 0.7574``, ``c1 ~ 12025``, ``eta = eps = 0.05`` (mode 2 is
     never selected, so ``lambda2``/``c2`` do not enter; they are passed as ``lambda1``/``c1``). Also the
     implied values from Table VIII itself: rate ``(D_final/D0)^(1/9)`` and ``tokens/9``.
+
+    Arguments: ``d0`` D(0); ``lambda1``, ``c1`` the rate and round cost; ``eta``, ``eps`` the thresholds; ``b0``
+    the budget.
     """
     t = _CLAUDE
     cert = theorem1(d0, eta, eps, lambda1, lambda1, c1, c1)

@@ -339,6 +339,10 @@ class SurrogateDeliberationBackend:
     ``chars_per_token`` instead of 4). Draws depend only on ``seed`` and the request's seed
     ``request.sampling.seed`` (not on batching). Requests without ``meta["kind"] == "deliberation"`` get an
     error response.
+
+    Arguments: ``noise``, ``compliance``, ``initial_spread``, ``malformed``, ``reasoning_words``, ``fenced`` the
+    legacy options above; ``seed`` mixed into every request's seed; ``model`` the name the backend reports;
+    ``params`` a :class:`RateLawParams` (the rate_law family).
     """
 
     name = "surrogate"

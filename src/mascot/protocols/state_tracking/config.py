@@ -35,14 +35,27 @@ LOG_MODES = ("all", "failures", "none")
 
 
 def derive_seeds(run_seed, topology_ids, trials, arms, step, roles, agents, attempt) -> np.ndarray:
-    """64-bit request seeds from (run seed, topology, trial, arm, step, role, agent, attempt) (broadcast)."""
+    """64-bit request seeds from (run seed, topology, trial, arm, step, role, agent, attempt) (broadcast).
+
+    Arguments: ``run_seed`` the run's seed; ``topology_ids``, ``trials``, ``arms``, ``step``, ``roles``,
+    ``agents``, ``attempt`` integer ids (arrays broadcast). Returns uint64 seeds.
+    """
     return hash64(run_seed, 0x7472_6961_6C73, topology_ids, trials, arms, step, roles, agents, attempt)
 
 
 # ----------------------------------------------------------------------------- configuration
 @dataclass(frozen=True)
 class TrialConfig:
-    """What a trial run computes (everything except ``log_requests`` and ``d_floor`` is its identity)."""
+    """What a trial run computes (everything except ``log_requests`` and ``d_floor`` is its identity).
+
+    Fields: ``topologies`` among chain, star, mesh; ``n_trials`` trials per topology; ``steps`` steps of the
+    task; ``epsilon`` the perturbation added to the perturbed arm's Value; ``seed`` the run's seed; ``retries``
+    re-asks of a reply that did not parse; ``leaves`` the star's leaves; ``mesh_agents`` the mesh's agents;
+    ``mesh_tie`` how the mesh's vote breaks ties (first: the earliest proposal; median: see :func:`plurality_vote`); ``paired_seeds`` the two arms share request
+    seeds; ``structured_output`` ask the backend for JSON-schema output; ``initial_state`` (Value, Parity,
+    Level); ``sampling`` the decoding parameters; ``log_requests`` which requests ``requests.jsonl`` keeps (all,
+    failures, none); ``d_floor`` the floor under disagreements in R_cdr's logs.
+    """
 
     topologies: tuple[str, ...] = TOPOLOGIES
     n_trials: int = 100

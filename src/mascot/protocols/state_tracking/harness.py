@@ -670,6 +670,10 @@ def run_trials(
     defaults to that of ``backend`` (pass it explicitly with a factory, e.g.
     ``run_spec(identity_of(name, **options))``).
     A rerun with a different identity into the same ``out`` raises ``ValueError`` naming the differences.
+
+    Arguments: ``config`` a :class:`TrialConfig`; ``out`` the run directory; ``backend``, ``backend_spec`` as
+    above; ``progress`` print progress; ``command`` the command line recorded in the run's provenance. Returns a
+    :class:`TrialsResult`.
     """
     if not isinstance(config, TrialConfig):
         raise InputError("config must be a TrialConfig")

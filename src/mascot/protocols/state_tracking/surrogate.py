@@ -169,7 +169,15 @@ def _bucket(n: int) -> int:
 
 
 class SurrogateBackend:
-    """Affine-noise agents on the exact rule (see the module docstring)."""
+    """Affine-noise agents on the exact rule (see the module docstring).
+
+    Arguments: ``sigma`` the Value noise s.d.; ``rho_c`` the inter-agent correlation; ``parity_slip``,
+    ``level_slip`` the slip probabilities; ``parse_fail`` the malformed-reply probability; ``judge`` the judge's
+    aggregation (mean, median, vote); ``judge_noise`` the judge's noise scale; ``seed`` mixed into every draw;
+    ``model`` the name the backend reports; ``persist`` the perturbation persistence; ``roles`` per-role options
+    (the richer model above); ``params_name`` the named parameter set it came from (recorded); ``bias`` the mean
+    of the Value noise; ``p_blunder``, ``blunder_scale`` the heavy-tail mixture.
+    """
 
     name = "surrogate"
 
