@@ -85,8 +85,8 @@ def test_every_api_name_documents_its_arguments():
     a docstring that names each of its parameters (a dataclass or NamedTuple: each field)."""
     import mascot
 
-    mods = _api_modules()
-    assert "mascot" in mods and "mascot.kernels.core" in mods and "mascot.protocols.state_tracking" in mods
+    mods = _api_modules()  # reference/api/mascot.md is generated (docs/hooks.py): its names are mascot.__all__
+    assert "mascot.kernels.core" in mods and "mascot.protocols.state_tracking" in mods
     bad = {}
     for modname in mods:
         mod = importlib.import_module(modname)
