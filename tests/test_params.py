@@ -256,3 +256,87 @@ def test_a_spectra_row_stores_the_graph_parameters_its_family_does_not_read_as_m
         assert df.loc[df.family.isin(fams), k].notna().all(), k
         assert df.loc[~df.family.isin(fams), k].isna().all(), k
     assert df.degree.dropna().eq(df.degree.dropna().round()).all()  # still whole numbers where present
+
+
+def _protocol_value(row):
+    """A valid value for a documented protocol key (its default where it is one)."""
+    key, default = row["key"], row["default"]
+    special = {
+        "task": "Choose a venue.",
+        "strategies": ["adaptive", "ring"],
+        "n_agents": 2,
+        "x0": [[0.2, 0.8], [0.6, 0.4]],
+        "weights.W1": [[0.5, 0.5], [0.5, 0.5]],
+        "weights.W2": [[0.75, 0.25], [0.25, 0.75]],
+        "roles[].prior": [0.3, 0.7],
+        "monitor.prior_lambda1": 0.5,
+        "monitor.prior_lambda2": 0.9,
+        "sampling.seed": 7,
+    }
+    if key in special:
+        return special[key]
+    if row["type"] == "bool":
+        return bool(default)
+    if row["type"] in ("int", "float") and isinstance(default, (int, float)):
+        return default
+    if row["type"] == "str" and isinstance(default, str) and default and not default.startswith(("(", "-")):
+        return default
+    return {"name": "mine", "roles[].name": "a", "agents[].name": "a"}.get(key, "text")
+
+
+@pytest.mark.parametrize("topic", ["deliberate", "debate"])
+def test_protocol_config_keys_are_exactly_what_the_loaders_accept(topic, tmp_path, capsys):
+    """`mascot params deliberate|debate` lists every key a config file may hold: a file that sets every listed
+    key loads (with those values), and a key the list does not name is refused in every table."""
+    import tomllib
+
+    import mascot.protocols.debate.config as dc
+    import mascot.protocols.deliberation.config as lc
+    from mascot.protocols.debate.config import load_debate_config
+    from mascot.protocols.deliberation.config import load_deliberation_config
+
+    assert main(["params", topic, "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert all(r["meaning"] for r in rows)
+    # every key the loader knows is listed (its own key sets), at the top and in [surrogate]
+    known_top, known_sur = (lc._TOP_KEYS, lc._SURROGATE_KEYS) if topic == "deliberate" else (dc._TOP, dc._SURROGATE)
+    assert {r["key"].split(".")[0].split("[")[0] for r in rows} == set(known_top)
+    assert {r["key"].split(".", 1)[1] for r in rows if r["key"].startswith("surrogate.")} == set(known_sur)
+    top, items, tables = {}, {}, {}
+    for r in rows:
+        k = r["key"]
+        if "[]." in k:
+            items.setdefault(k.split("[]")[0], {})[k.split("[].")[1]] = _protocol_value(r)
+        elif "." in k:
+            t, sub = k.split(".", 1)
+            tables.setdefault(t, {})[sub] = _protocol_value(r)
+        elif r["type"] not in ("array of tables", "array of tables or strings"):
+            top[k] = _protocol_value(r)
+    doc = dict(top)
+    for t, entry in items.items():
+        second = dict(entry, name="b") if "name" in entry else entry
+        doc[t] = [entry, second]
+    doc.update(tables)
+    load = load_deliberation_config if topic == "deliberate" else load_debate_config
+
+    def dump(d):
+        from mascot.sweep.overrides import dumps_toml
+
+        return dumps_toml(d)
+
+    path = tmp_path / "c.toml"
+    path.write_text(dump(doc))
+    assert tomllib.loads(path.read_text()) == doc
+    cfg, surrogate = load(path)
+    assert cfg.task == doc["task"] and surrogate == doc["surrogate"]
+    if topic == "deliberate":
+        assert cfg.monitor.prior_lambda2 == 0.9 and cfg.sampling.seed == 7 and [r.name for r in cfg.roles] == ["a", "b"]
+    else:
+        assert [a.name for a in cfg.agents] == ["a", "b"] and cfg.sampling.seed == 7
+    for where in [None, *tables, *items]:
+        bad = json.loads(json.dumps(doc))
+        target = bad if where is None else (bad[where][0] if where in items else bad[where])
+        target["not_a_key"] = 1
+        path.write_text(dump(bad))
+        with pytest.raises(Exception, match="not_a_key"):
+            load(path)

@@ -1,5 +1,6 @@
-"""``mascot params [KIND] [--json]``: every key of a sweep kind, of ``[experiment]``, or of a trials config,
-with type, default, allowed range, unit and meaning, from the same tables that validate configs."""
+"""``mascot params [KIND] [--json]``: every key of a sweep kind, of ``[experiment]``, of a trials config, or of a
+deliberation or debate config file, with type, default, allowed range, unit and meaning, from the same tables
+that validate configs."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import textwrap
 
 __all__ = ["add_parser", "param_rows", "TOPICS"]
 
-TOPICS = ("experiment", "consensus", "spectra", "affine_noise", "trials")
+TOPICS = ("experiment", "consensus", "spectra", "affine_noise", "trials", "deliberate", "debate")
 
 
 def _trials_rows(sub) -> list[dict]:
@@ -58,6 +59,10 @@ def param_rows(topic: str, trials_parser=None) -> list[dict]:
         ]
     if topic == "trials":
         return _trials_rows(trials_parser)
+    if topic in ("deliberate", "debate"):
+        from mascot.protocols.config_keys import debate_rows, deliberation_rows
+
+        return deliberation_rows() if topic == "deliberate" else debate_rows()
     from mascot.sweep.reference import describe
 
     return describe(topic)
@@ -67,6 +72,10 @@ def _where(topic: str) -> str:
     return {
         "experiment": "[experiment] of a sweep config",
         "trials": "[trials] of a trials config (each is also a `mascot trials` option: --key-with-dashes)",
+        "deliberate": "a deliberation config file (`mascot deliberate --config FILE`; a dotted key is a key of "
+        "that table, `roles[].name` a key of each [[roles]] entry)",
+        "debate": "a debate config file (`mascot debate --config FILE`; `agents[].name` a key of each [[agents]] "
+        "entry)",
     }.get(topic, f'[fixed] or [grid] of a sweep config with kind = "{topic}"')
 
 
@@ -106,8 +115,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "params",
         help="every config key with type, default, range, unit and meaning",
-        description="Every key of a sweep kind's [fixed]/[grid] tables, of [experiment], or of a trials "
-        "config: type, default, allowed range, unit, meaning and (sweeps) which points simulate with it.",
+        description="Every key of a sweep kind's [fixed]/[grid] tables, of [experiment], of a trials config, or "
+        "of a deliberation or debate config file: type, default, allowed range, unit, meaning and (sweeps) which "
+        "points simulate with it.",
     )
     p.add_argument("kind", nargs="?", choices=TOPICS, help="one topic (default: all)")
     p.add_argument("--json", action="store_true", help="print JSON (a list of rows; an object of lists for all)")
