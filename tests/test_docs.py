@@ -184,6 +184,27 @@ def test_own_study_worked_example(tmp_path):
         assert res.returncode == 0, f"{cmd}\n{res.stderr[-2000:]}"
         ran += 1
     assert ran == 4
+    # the cluster commands of the page and the README, as dry runs (the scripts they would submit)
+    readme = (ROOT / "README.md").read_text()
+    slurm = [
+        re.split(r"\s+#", ln.strip())[0]
+        for text in (page, readme)
+        for _, b in _blocks(text, ("bash",))
+        for ln in b.split("\n")
+        if ln.strip().startswith("mascot slurm submit examples/my_study.toml")
+    ]
+    assert len(slurm) == 2
+    for cmd in slurm:
+        argv = shlex.split(cmd)[1:] + ([] if "--dry-run" in cmd else ["--dry-run"])
+        res = subprocess.run(
+            [sys.executable, "-m", "mascot", *argv],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=HANG_S,
+        )
+        assert res.returncode == 0 and "--array=0-1" in res.stdout, f"{cmd}\n{res.stderr[-2000:]}"
     assert (tmp_path / "figs" / "tokens.png").stat().st_size > 10_000
     rows = pd.read_parquet(tmp_path / "runs" / "mine" / "merged.parquet")
     assert sorted(rows["n"].unique()) == [5, 8, 16, 32] and len(rows) == 24 * 256

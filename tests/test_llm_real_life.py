@@ -6,6 +6,7 @@ dead server, and server text that must not reach a terminal raw.
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -538,7 +539,9 @@ def test_no_attempt_is_sent_without_the_time_to_answer_it(server):
     b._gate.acquire, b._attempt = slow_acquire, spy
     (r,) = b.generate([ASK])
     assert timeouts == [1.0], timeouts  # the second attempt would have had 0.25 s
-    assert "were left of this request's time budget of 2.5 s (--request-budget)" in r.error, r.error
+    assert "the retry waited 1.2 s for a free connection slot" in r.error, r.error
+    assert re.search(r"only 0\.\d\d s were left of this request's time budget of 2\.5 s \(--request-budget", r.error)
+    assert "-0." not in r.error  # never a negative time left (an outside tester saw "-8.01 s were left")
 
 
 def test_a_short_run_and_show_give_the_same_advice_about_cut_replies(server, tmp_path, capsys):

@@ -209,3 +209,44 @@ def test_outputs_fixed_per_point_are_not_parameters():
     other = df[["point", "trajectory", "n", "b0", "certified", "tokens"]]
     with pytest.raises(InputError, match=r"b0 \(2 values.*certified \(2 values"):
         summarize(other, "n", "tokens")
+
+
+def test_rows_that_stopped_short_of_consensus_are_said_and_can_be_filtered_by_label(tmp_path, capsys):
+    """Found by an outside tester: tokens of trajectories stopped at max_rounds were plotted as if consensus had
+    cost that much, with no word. The summary counts them per point, the warnings say so, and --where takes
+    the status labels."""
+    from mascot.analysis.plot import summarize, warnings_for
+
+    df = pd.DataFrame(
+        {
+            "point": [0] * 4 + [1] * 4,
+            "n": [5] * 4 + [32] * 4,
+            "tokens": [100.0, 110.0, 120.0, 130.0, 400.0, 400.0, 400.0, 390.0],
+            "status": np.array([0, 0, 0, 0, 2, 2, 2, 0], dtype=np.int8),
+        }
+    )
+    s = summarize(df, "n", "tokens")
+    assert s["unfinished_rows"].tolist() == [0, 3]
+    w = warnings_for(s, "n", "tokens")
+    assert any("3 of 8 aggregated rows did not reach consensus" in m and "75%" in m for m in w), w
+    kept = summarize(df, "n", "tokens", where={"status": "consensus"})
+    assert kept["rows"].tolist() == [4, 1] and kept["unfinished_rows"].tolist() == [0, 0]
+    assert any("very different row counts (1 to 4)" in m for m in warnings_for(kept, "n", "tokens"))
+    with pytest.raises(InputError, match="status label: consensus, BudgetFail"):
+        summarize(df, "n", "tokens", where={"status": "finished"})
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    assert main(["plot", str(path), "--x", "n", "--y", "tokens", "--out", str(tmp_path / "f.png")]) == 0
+    assert "did not reach consensus" in capsys.readouterr().err
+
+
+def test_deliberation_figure_names_the_graphs_of_the_run():
+    """Found by an outside tester: the legend said K5/C5 for 7 agents."""
+    from mascot.analysis.deliberation_report import _mode_names
+    from mascot.graphs import complete_weights, ring_weights
+
+    assert _mode_names({"n_agents": 7}) == ("complete K7", "ring C7")
+    assert _mode_names({"roles": [{}] * 4, "complete_self": 0.4}) == ("complete K4", "ring C4")
+    W1 = complete_weights(4, 0.4).tolist()
+    assert _mode_names({"n_agents": 4, "W1": W1, "W2": ring_weights(4, 0.6).tolist()}) == ("complete K4", "ring C4")
+    assert _mode_names({"n_agents": 4, "W1": W1, "W2": np.full((4, 4), 0.25).tolist()}) == ("complete K4", "W2")

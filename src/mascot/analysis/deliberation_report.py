@@ -332,7 +332,29 @@ def _plot_panel(ax, runs, strategy, what, eta, eps, b0):
         ax.set_ylim(min(-0.08 * b0, ax.get_ylim()[0]), 1.05 * b0)
         ax.yaxis.set_major_formatter(plt.FuncFormatter(_k_tokens))
     ax.set_xlabel("round k")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # rounds are whole numbers
     ax.grid(alpha=0.3, which="both")
+
+
+def _mode_names(cfg: dict) -> tuple[str, str]:
+    """How the legend names the two modes: the default graphs with their size (complete K_N, ring C_N), or
+    W1/W2 when the config gives its own matrices."""
+    from mascot.graphs import complete_weights, ring_weights
+
+    n = cfg.get("n_agents") or len(cfg.get("roles") or ()) or 5
+    names = []
+    for key, build, self_key, name in (
+        ("W1", complete_weights, "complete_self", f"complete K{n}"),
+        ("W2", ring_weights, "ring_self", f"ring C{n}"),
+    ):
+        W = cfg.get(key)
+        default = W is None or (
+            np.shape(W) == (n, n) and np.allclose(W, build(n, cfg.get(self_key, 0.4 if key == "W1" else 0.6)))
+        )
+        names.append(name if default else key)
+    return names[0], names[1]
 
 
 def fig4(runs: list[dict], out_stem: Path, full: bool = False, note: str = "") -> list[Path]:
@@ -360,6 +382,7 @@ def fig4(runs: list[dict], out_stem: Path, full: bool = False, note: str = "") -
                 _plot_panel(ax, runs, s, what, eta, eps, b0)
             else:
                 ax.text(0.5, 0.5, f"no {s} runs", ha="center", va="center", transform=ax.transAxes)
+                ax.set_axis_off()  # no empty 0-1 axes for a strategy that was not run
             ax.set_title(title, fontsize=10)
     handles, labels = [], []
     for ax in np.ravel(axes):
@@ -374,7 +397,8 @@ def fig4(runs: list[dict], out_stem: Path, full: bool = False, note: str = "") -
         Line2D([], [], ls="--", color="grey", lw=1.4),
         Line2D([], [], ls="none", marker=_SWITCH, color="grey", mec="k", ms=10),
     ]
-    labels += ["mode 1 rounds (complete K5)", "mode 2 rounds (ring C5)", "switch to mode 2 (D <= eta)"]
+    m1, m2 = _mode_names(cfg)
+    labels += [f"mode 1 rounds ({m1})", f"mode 2 rounds ({m2})", "switch to mode 2 (D <= eta)"]
     handles += [Line2D([], [], ls="none", marker=m, color="grey", mec="k", ms=7) for m in _MARK.values()]
     labels += [k.replace("_", " ") for k in _MARK]
     fig.legend(handles, labels, loc="lower center", ncol=min(len(labels), 4), fontsize=8, frameon=False)
@@ -384,8 +408,16 @@ def fig4(runs: list[dict], out_stem: Path, full: bool = False, note: str = "") -
     spent = {  # mean tokens spent per run (b0 - the last b_k), every model's runs together
         st: np.mean([b0 - t[3][-1] for r in runs for t in _traces(r["rows"], st)]) for st in strategies
     }
-    cost = ", ".join(f"{st} {_k_tokens(v)}" for st, v in spent.items())
-    cheapest = f"; cheapest here: {min(spent, key=spent.get)}" if len(spent) > 1 else ""
+    reached = {  # share of a strategy's runs that ended in consensus
+        st: np.mean([t[4] == "consensus" for r in runs for t in _traces(r["rows"], st)]) for st in strategies
+    }
+    cost = ", ".join(
+        f"{st} {_k_tokens(v)}" + ("" if reached[st] == 1 else f" ({100 * reached[st]:.0f}% reached consensus)")
+        for st, v in spent.items()
+    )
+    # "cheapest" only among strategies whose every run reached consensus: a run that stopped early spent less
+    done = {st: v for st, v in spent.items() if reached[st] == 1}
+    cheapest = f"; cheapest to consensus: {min(done, key=done.get)}" if len(spent) > 1 and done else ""
     fig.suptitle(
         f"{what}: eta = {eta}, eps = {eps}, b0 = {b0:,.0f}\nmean tokens spent per run: {cost}{cheapest}"
         + (f"\n{note}" if note else ""),

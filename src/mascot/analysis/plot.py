@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.errors import InputError
+from mascot.status import STATUS_NAMES
 
 __all__ = ["load_table", "summarize", "plot", "draw", "warnings_for", "STYLE"]
 
@@ -99,10 +100,14 @@ def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> pd.DataFram
         if isinstance(want, str) and vals.dtype.kind == "b" and want.lower() in ("true", "false"):
             want = want.lower() == "true"
         elif isinstance(want, str) and vals.dtype.kind in "biuf":
-            try:
-                want = float(want)
-            except ValueError:
-                raise InputError(f"where {col}={want!r}: {col} is numeric") from None
+            if col == "status" and want in {v: k for k, v in STATUS_NAMES.items()}:
+                want = float({v: k for k, v in STATUS_NAMES.items()}[want])  # a consensus status by its label
+            else:
+                try:
+                    want = float(want)
+                except ValueError:
+                    labels = f" (or a status label: {', '.join(STATUS_NAMES.values())})" if col == "status" else ""
+                    raise InputError(f"where {col}={want!r}: {col} is numeric{labels}") from None
         if vals.dtype.kind == "f" and isinstance(want, float):
             keep = np.isclose(vals.to_numpy(), want, rtol=1e-9, atol=0.0)
         else:
@@ -161,11 +166,11 @@ def summarize(
     if agg not in ("mean", "median"):
         raise InputError(f"agg must be mean or median; got {agg!r}")
     if ci is not None and not 0 < ci < 100:
-        raise InputError(f"ci must be in (0, 100); got {ci!r}")
+        raise InputError(f"ci must be a level in percent, 0 < ci < 100 (None or --ci 0: no intervals); got {ci!r}")
     roles = {"x": x, "y": y, "hue": hue, "facet": facet}
     for role, col in roles.items():
         if col is not None and col not in df.columns:
-            raise InputError(f"--{role} {col!r}: no such column; columns: {', '.join(df.columns)}")
+            raise InputError(f"{role} = {col!r}: no such column; columns: {', '.join(df.columns)}")
     if y in (x, hue, facet):
         raise InputError(f"y = {y!r} is also the x, hue or facet column")
     if df[y].dtype.kind not in "biuf":
@@ -191,6 +196,10 @@ def summarize(
             )
     vals = df[y].to_numpy(dtype=np.float64)
     finite = np.isfinite(vals)
+    # a consensus table's status: rows that stopped short of consensus hold where they stopped, not a result
+    stopped = None
+    if "status" in df.columns and df["status"].dtype.kind in "biu" and y not in ("status",):
+        stopped = (df["status"].to_numpy() != 0) & finite
     rows = []
     for key, idx in df.groupby(keys, sort=True, observed=True, dropna=False).indices.items():
         key = key if isinstance(key, tuple) else (key,)
@@ -206,6 +215,7 @@ def summarize(
                 "hi": hi,
                 "rows": int(v.size),
                 "nonfinite_rows": int(idx.size - v.size),
+                **({} if stopped is None else {"unfinished_rows": int(stopped[idx].sum())}),
             }
         )
     return pd.DataFrame(rows)
@@ -244,6 +254,22 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
     empty = int((s["rows"] == 0).sum()) if "rows" in s else 0
     if empty:
         out.append(f"{empty} plotted point(s) have no finite {y} at all and are not drawn")
+    if "unfinished_rows" in s and s["unfinished_rows"].sum():
+        k, n = int(s["unfinished_rows"].sum()), int(s["rows"].sum())
+        worst = s.loc[s["unfinished_rows"].idxmax()]
+        share = worst["unfinished_rows"] / max(worst["rows"], 1)
+        out.append(
+            f"{k:,} of {n:,} aggregated rows did not reach consensus (status != 0: {y} is where they stopped, not "
+            f"what consensus cost); up to {100 * share:.0f}% at one plotted point. Plot them apart (--hue status) or "
+            "keep those that did (--where status=consensus), and raise max_rounds or b0 if they ran out"
+        )
+    if "rows" in s and len(s) > 1:
+        drawn = s["rows"][s["rows"] > 0]
+        if len(drawn) and drawn.min() * 4 <= drawn.max():
+            out.append(
+                f"plotted points rest on very different row counts ({int(drawn.min()):,} to {int(drawn.max()):,}); "
+                "the thin ones have wide or no intervals"
+            )
     if logy:
         k = int((s[y] <= 0).sum())
         if k:

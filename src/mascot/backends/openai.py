@@ -536,6 +536,7 @@ class OpenAIBackend:
         refused_since = None  # when this request's run of refused connections began
         attempts = 0
         for attempt in range(self.max_retries + 1):
+            asked_slot = time.perf_counter()
             gate.acquire()
             if self._down is not None:  # another request found the server down, or an error no retry mends
                 gate.release(None)
@@ -550,8 +551,12 @@ class OpenAIBackend:
                     0,
                     0,
                     error=self._redact(
-                        f"gave up after {attempts} attempt(s) and {sent - t0:.1f} s: {left:.2f} s were left of this "
-                        f"request's time budget of {self.budget_s:g} s (--request-budget); last error: {last}"
+                        f"gave up after {attempts} attempt(s) and {sent - t0:.1f} s: the retry waited "
+                        f"{sent - asked_slot:.1f} s for a free connection slot (the other requests' attempts were "
+                        f"still in flight: a slow or hanging server) and "
+                        + (f"only {left:.2f} s were left" if left > 0 else "nothing was left")
+                        + f" of this request's time budget of {self.budget_s:g} s (--request-budget; default "
+                        f"--timeout x (--max-retries + 1)); last error: {last}"
                     ),
                     latency_s=sent - t0,
                 )

@@ -72,10 +72,9 @@ def _where(topic: str) -> str:
     return {
         "experiment": "[experiment] of a sweep config",
         "trials": "[trials] of a trials config (each is also a `mascot trials` option: --key-with-dashes)",
-        "deliberate": "a deliberation config file (`mascot deliberate --config FILE`; a dotted key is a key of "
+        "deliberate": "a deliberation config file (`mascot deliberate FILE`; a dotted key is a key of "
         "that table, `roles[].name` a key of each [[roles]] entry)",
-        "debate": "a debate config file (`mascot debate --config FILE`; `agents[].name` a key of each [[agents]] "
-        "entry)",
+        "debate": "a debate config file (`mascot debate FILE`; `agents[].name` a key of each [[agents]] entry)",
     }.get(topic, f'[fixed] or [grid] of a sweep config with kind = "{topic}"')
 
 

@@ -41,7 +41,7 @@ def _cmd_validate(args) -> int:
                 else ")"
             )
         )
-    print(f"  estimated memory per chunk: {mem / 2**20:,.1f} MiB")
+    print(f"  estimated memory per chunk: {_bytes(mem)}")
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     if mem > ram:
         print(
@@ -50,6 +50,14 @@ def _cmd_validate(args) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def _bytes(n: float) -> str:
+    """``n`` bytes in the largest binary unit that keeps it at least 1 (KiB .. EiB)."""
+    for unit, k in (("EiB", 60), ("PiB", 50), ("TiB", 40), ("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 2**k:
+            return f"{n / 2**k:,.1f} {unit}"
+    return f"{n:,.0f} B"
 
 
 def _cmd_run(args) -> int:

@@ -1,4 +1,4 @@
-"""The keys of the protocol config files (``mascot deliberate --config``, ``mascot debate --config``), one row per
+"""The keys of the protocol config files (``mascot deliberate FILE``, ``mascot debate FILE``), one row per
 key with its type, default, allowed values and meaning: what ``mascot params deliberate|debate`` prints and the
 documentation's configuration page shows. Defaults are read from the config dataclasses, and
 ``tests/test_params.py`` checks that these rows name exactly the keys the loaders accept, so neither can drift."""
@@ -91,7 +91,13 @@ def deliberation_rows() -> list[dict]:
             "mode 2's weight matrix, given in full",
         ),
         _row("strategies", "list of str", ", ".join(d["strategies"]), "adaptive, complete, ring", "the policies run"),
-        _row("eta", "float", d["eta"], "> eps", "the switching threshold on D"),
+        _row(
+            "eta",
+            "float",
+            d["eta"],
+            ">= eps when adaptive runs",
+            "the switching threshold on D (read by adaptive only)",
+        ),
         _row("eps", "float", d["eps"], "> 0", "the consensus tolerance: stop when D <= eps"),
         _row("b0", "float", d["b0"], ">= 0", "the token budget of a run"),
         _row("max_rounds", "int", d["max_rounds"], ">= 1", "rounds before a run stops unfinished"),

@@ -187,10 +187,10 @@ class DeliberationConfig:
             raise InputError(f"strategies has duplicates: {self.strategies!r}")
         check_float("eta", self.eta, lo=0, lo_open=True)
         check_float("eps", self.eps, lo=0, lo_open=True)
-        if self.eta < self.eps:
+        if self.eta < self.eps and "adaptive" in self.strategies:  # the fixed strategies never read eta
             raise InputError(
                 f"eta = {self.eta} < eps = {self.eps}: the adaptive strategy would never switch to mode 2 "
-                "before consensus (Algorithm 1 needs eta >= eps)"
+                "before consensus (Algorithm 1 needs eta >= eps when adaptive runs)"
             )
         check_float("b0", self.b0, lo=0, lo_open=True)
         check_int("max_rounds", self.max_rounds, 1)
