@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from conftest import random_doubly_stochastic
 from mascot import simulate_consensus
+from mascot.errors import InputError
 from mascot.graphs import complete_weights, paper_modes, ring_weights
 from mascot.kernels import common_eigenbasis, noise_draws
 from mascot.theory import algorithm1, contraction_rate, disagreement, theorem1
@@ -440,3 +441,13 @@ def test_round_free_modal_path_in_float32_agrees_except_near_thresholds():
     ok = same & (closed.status == 0)
     np.testing.assert_allclose(closed.d_final[ok], loop.d_final[ok], rtol=1e-4)
     np.testing.assert_allclose(closed.d_final[ok], res64.d_final[ok], rtol=1e-4)
+
+
+def test_costs_given_as_text_or_bools_are_refused():
+    """Found by an outside tester: ``c1="600"`` was read as 600."""
+    W1, W2 = complete_weights(5, 0.4), ring_weights(5, 0.6)
+    X0 = np.random.default_rng(0).uniform(size=(4, 5, 3))
+    for bad in ({"c1": "600"}, {"b0": True}, {"eta": [0.1, "0.2", 0.1, 0.1]}):
+        kw = dict(c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=2000.0) | bad
+        with pytest.raises(InputError, match=f"{next(iter(bad))} must be a number"):
+            simulate_consensus(X0, W1, W2, **kw)

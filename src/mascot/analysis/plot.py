@@ -355,10 +355,16 @@ def draw(
     hues = _natural(s[hue]) if hue else [None]
     numeric_hue = hue is not None and s[hue].dtype.kind in "biuf" and len(hues) > 6
     with mpl.rc_context(STYLE):
-        ncol = min(len(facets), 3)
+        ncol = 2 if len(facets) == 4 else min(len(facets), 3)  # 2 x 2, not 3 + 1
         nrow = math.ceil(len(facets) / ncol)
         tall = 0.2 * min(len(hues), 16) + 1.0 if hue else 0.0  # room for the legend's longest column
-        fig, axes = plt.subplots(nrow, ncol, figsize=(3.4 * ncol, max(2.7 * nrow, tall)), squeeze=False, sharey=True)
+        # the legend sits beside the panels: widen the figure by its width instead of narrowing the panels
+        wide = (
+            (0.55 + 0.07 * max(len(str(v)) for v in [*hues, _label(hue)])) * math.ceil(len(hues) / 16) if hue else 0.0
+        )
+        fig, axes = plt.subplots(
+            nrow, ncol, figsize=(3.4 * ncol + wide, max(2.7 * nrow, tall)), squeeze=False, sharey=True
+        )
         if numeric_hue or len(hues) > 20:  # an ordered scale, or too many categories for distinct colours
             cmap = mpl.colormaps["viridis"]
             colors = [cmap(i / max(len(hues) - 1, 1)) for i in range(len(hues))]

@@ -70,7 +70,10 @@ _SETUP_LOCK = threading.Lock()  # one thread at a time changes OpenBLAS's (proce
 
 def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
-    arr = np.asarray(value, dtype=np.float64)
+    raw = np.asarray(value)
+    if raw.dtype.kind not in "biuf" or raw.dtype.kind == "b":  # "600" or True is a mistake, not a cost
+        raise InputError(f"{name} must be a number or an array of numbers; got {value!r:.60}")
+    arr = raw.astype(np.float64)
     if arr.ndim != 0 and arr.shape != (B,):
         raise InputError(f"{name} must be a scalar or have shape ({B},) (one per trajectory); got shape {arr.shape}")
     if not np.all(np.isfinite(arr)):
