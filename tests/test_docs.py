@@ -102,6 +102,37 @@ def test_every_api_name_documents_its_arguments():
     assert not bad, "\n".join(f"{k}: {v}" for k, v in sorted(bad.items()))
 
 
+def _api_objects():
+    import mascot
+
+    objs = {}
+    for modname in _api_modules():
+        for name, obj in _public(importlib.import_module(modname)):
+            objs[f"{modname}.{name}"] = obj
+    for name in mascot.__all__:
+        if name != "__version__":
+            objs[f"mascot.{name}"] = getattr(mascot, name)
+    return objs
+
+
+def _says_no_return(obj) -> bool:
+    """A function (not a class) that returns something and whose docstring never says what."""
+    if inspect.isclass(obj) or not callable(obj):
+        return False
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return False
+    if sig.return_annotation in (None, "None"):
+        return False
+    return not re.search(r"\breturn|\byield|->|\bgives\b", inspect.getdoc(obj) or "", re.I)
+
+
+def test_every_api_function_says_what_it_returns():
+    bad = sorted(k for k, o in _api_objects().items() if _says_no_return(o))
+    assert not bad, "no word on what these return:\n" + "\n".join(bad)
+
+
 def test_the_check_catches_a_missing_argument():
     def f(alpha, beta):
         """Uses alpha."""
@@ -110,6 +141,14 @@ def test_the_check_catches_a_missing_argument():
         pass
 
     assert _undocumented(f) == ["beta"] and _undocumented(g) == "no docstring"
+
+    def h(alpha) -> int:
+        """Counts ``alpha``."""
+
+    def k(alpha) -> int:
+        """Counts ``alpha``. Returns the count."""
+
+    assert _says_no_return(h) and not _says_no_return(k)
 
 
 def test_every_command_in_the_docs_parses():

@@ -37,7 +37,10 @@ __all__ = [
 
 
 def circulant(first_row) -> np.ndarray:
-    """Circulant matrix whose row ``i`` is ``first_row`` rolled right by ``i`` (Remark 6's layout)."""
+    """Circulant matrix whose row ``i`` is ``first_row`` rolled right by ``i`` (Remark 6's layout).
+
+    Returns: the ``(N, N)`` matrix.
+    """
     w = np.asarray(first_row, dtype=np.float64)
     if w.ndim != 1 or w.size < 1:
         raise InputError(f"first_row must be a non-empty 1-D vector; got shape {w.shape}")
@@ -84,7 +87,10 @@ def ring_weights(n: int, self_weight: float) -> np.ndarray:
 
 
 def paper_modes() -> tuple[np.ndarray, np.ndarray]:
-    """Table III: mode 1 = complete K5 (0.4 / 0.15), mode 2 = ring C5 (0.6 / 0.2)."""
+    """Table III: mode 1 = complete K5 (0.4 / 0.15), mode 2 = ring C5 (0.6 / 0.2).
+
+    Returns: ``(W1, W2)``, two ``(5, 5)`` doubly stochastic matrices.
+    """
     return complete_weights(5, 0.4), ring_weights(5, 0.6)
 
 
@@ -131,6 +137,8 @@ def row_normalize(A, name: str = "adjacency") -> np.ndarray:
     a self-loop instead would make it ergodic and change every diagnostic.
 
     Arguments: ``A`` a weighted adjacency or a stack ``(..., n, n)``; ``name`` how error messages call it.
+
+    Returns: ``P`` with the shape of ``A`` (float64).
     """
     A = validate_adjacency(A, name)
     s = A.sum(axis=-1, keepdims=True)
@@ -138,7 +146,10 @@ def row_normalize(A, name: str = "adjacency") -> np.ndarray:
 
 
 def chain(n: int) -> np.ndarray:
-    """n sequential agents: the upper shift (``A[i, i+1] = 1``), nilpotent of index n (SR paper, A.1)."""
+    """n sequential agents: the upper shift (``A[i, i+1] = 1``), nilpotent of index n (SR paper, A.1).
+
+    Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
+    """
     _check_n(n, 1, "n")
     return np.eye(int(n), k=1)
 
@@ -147,6 +158,8 @@ def star(n: int) -> np.ndarray:
     """``n`` agents: one centre (index 0) and ``n - 1`` leaves; the centre reads every leaf, every leaf the centre.
 
     P has eigenvalues {1, 0 (n - 2 times), -1} (SR paper, A.1; its star has 4 leaves, ``star(5)``).
+
+    Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
     """
     _check_n(n, 2, "n")
     n = int(n)
@@ -161,6 +174,8 @@ def malicious_star(n: int, alpha: float) -> np.ndarray:
     the centre's aggregation.
 
     After row normalisation ``P_01 = alpha / (alpha + l - 1)`` and ``P_0j = 1 / (alpha + l - 1)``.
+
+    Returns: the ``(n, n)`` float64 adjacency.
     """
     if not (np.isfinite(alpha) and alpha > 0):
         raise InputError(f"alpha must be a positive finite weight; got {alpha!r}")
@@ -170,7 +185,10 @@ def malicious_star(n: int, alpha: float) -> np.ndarray:
 
 
 def mesh(n: int) -> np.ndarray:
-    """Complete graph without self-loops; P has eigenvalues {1, -1/(n-1) (n-1 times)} (SR paper, A.1)."""
+    """Complete graph without self-loops; P has eigenvalues {1, -1/(n-1) (n-1 times)} (SR paper, A.1).
+
+    Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
+    """
     _check_n(n, 2, "n")
     return np.ones((int(n), int(n))) - np.eye(int(n))
 
@@ -179,6 +197,8 @@ def ring(n: int, directed: bool = False) -> np.ndarray:
     """Cycle C_n: each agent reads both neighbours (or only the next one when ``directed``).
 
     Arguments: ``n`` the number of agents; ``directed`` read only the next agent.
+
+    Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
     """
     _check_n(n, 3, "n")
     n = int(n)
@@ -187,7 +207,10 @@ def ring(n: int, directed: bool = False) -> np.ndarray:
 
 
 def complete_self(n: int, a: float) -> np.ndarray:
-    """Complete graph with self-weight ``a`` and ``(1 - a)/(n - 1)`` elsewhere (already row-stochastic)."""
+    """Complete graph with self-weight ``a`` and ``(1 - a)/(n - 1)`` elsewhere (already row-stochastic).
+
+    Returns: the ``(n, n)`` row-stochastic matrix.
+    """
     return complete_weights(n, a)
 
 
@@ -207,6 +230,8 @@ def erdos_renyi(n: int, p: float, count: int = 1, seed=None) -> np.ndarray:
 
     Arguments: ``n`` agents; ``p`` the edge probability; ``count`` graphs; ``seed`` an int, a numpy Generator or
     None.
+
+    Returns: a float64 array ``(count, n, n)`` of 0/1 adjacencies.
     """
     _check_n(n, 2, "n")
     _check_n(count, 1, "count")
@@ -227,6 +252,8 @@ def watts_strogatz(n: int, k: int, beta: float, count: int = 1, seed=None) -> np
 
     Arguments: ``n`` agents; ``k`` lattice neighbours (even); ``beta`` the rewiring probability; ``count``
     graphs; ``seed`` an int, a numpy Generator or None.
+
+    Returns: a float64 array ``(count, n, n)`` of 0/1 adjacencies.
     """
     _check_n(n, 3, "n")
     _check_n(count, 1, "count")
@@ -266,6 +293,8 @@ def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 1
 
     Arguments: ``n`` agents; ``d`` the degree; ``count`` graphs; ``seed`` an int, a numpy Generator or None;
     ``max_tries`` restarts allowed per graph before giving up.
+
+    Returns: a float64 array ``(count, n, n)`` of 0/1 adjacencies.
     """
     _check_n(n, 2, "n")
     _check_n(count, 1, "count")
@@ -327,6 +356,8 @@ def build(family: str, n: int, *params, seed=0) -> np.ndarray:
     ``build("star", 8)`` is a centre and 7 leaves; ``build("watts_strogatz", 8, 4, 0.1, seed=3)`` one seeded
     Watts-Strogatz graph. ``seed`` (an int or a ``numpy.random.Generator``) matters for the random families
     only. The parameters of each family are in :data:`SPEC_SYNTAX`.
+
+    Returns: the ``(n, n)`` float64 adjacency.
     """
     if family not in _FAMILY_PARAMS:
         raise InputError(f"unknown topology {family!r}; known: {', '.join(FAMILIES)}")
@@ -352,6 +383,8 @@ def from_spec(spec: str) -> np.ndarray:
     ``malicious_star:5:10`` (alpha), ``erdos_renyi:8:0.5:SEED``, ``watts_strogatz:8:4:0.1:SEED``,
     ``random_regular:8:3:SEED`` (SEED optional, default 0). The CLI's ``--topology`` (diagnose, design) takes
     these.
+
+    Returns: the ``(n, n)`` float64 adjacency.
     """
     family, n, params, seed = _parse_spec(spec)
     return build(family, n, *params, seed=seed)
@@ -359,7 +392,10 @@ def from_spec(spec: str) -> np.ndarray:
 
 def canonical_spec(spec: str) -> str:
     """The spec with its numbers written one way (``ring:05`` and ``ring:5`` are one graph; a random family
-    always shows its seed)."""
+    always shows its seed).
+
+    Returns: the canonical spec string.
+    """
     family, n, params, seed = _parse_spec(spec)
     tail = [str(seed)] if family in RANDOM_FAMILIES else []
     return ":".join([family, str(n), *map(repr, params), *tail])

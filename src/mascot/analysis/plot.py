@@ -54,7 +54,10 @@ STYLE = {
 
 def load_table(data) -> pd.DataFrame:
     """A DataFrame from ``data``: a DataFrame, a ``.parquet`` or ``.csv`` file, or a directory holding
-    ``merged.parquet`` (a merged sweep run) or ``trials.parquet`` (a trials run)."""
+    ``merged.parquet`` (a merged sweep run) or ``trials.parquet`` (a trials run).
+
+    Returns: the table as a DataFrame; raises ``InputError`` for anything else.
+    """
     if isinstance(data, pd.DataFrame):
         return data
     p = Path(data)
@@ -246,6 +249,8 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
 
     Arguments: ``s`` the table; ``x``, ``y`` its plotted columns; ``logx``, ``logy`` whether the axes are
     logarithmic.
+
+    Returns: a list of sentences (empty when nothing is left out).
     """
     out = []
     bad = int(s["nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0

@@ -45,13 +45,19 @@ def _backend_class(name: str):
 
 
 def make_backend(name: str, **options) -> Backend:
-    """Construct the backend registered as ``name`` with ``options`` (lazy import)."""
+    """Construct the backend registered as ``name`` with ``options`` (lazy import).
+
+    Returns: the backend object.
+    """
     return _backend_class(name)(**options)
 
 
 def identity_of(name: str, **options) -> dict:
     """``make_backend(name, **options).identity()`` without constructing the backend (no engine, no model,
-    no vLLM or torch import): the class's ``identity_of`` over its constructor defaults."""
+    no vLLM or torch import): the class's ``identity_of`` over its constructor defaults.
+
+    Returns: the identity dict (name, model, results-relevant options).
+    """
     return _backend_class(name).identity_of(**options)
 
 
@@ -59,7 +65,10 @@ def run_spec(identity: dict) -> dict:
     """A backend identity in the form run directories record (``run.json``'s ``identity.backend``):
     ``{"name": backend, "model": model, "options": {the other identity entries}}``, leaving out entries
     that are ``None`` (the engine's default) so that adding an option with a ``None`` default does not
-    change the identity of existing runs."""
+    change the identity of existing runs.
+
+    Returns: a dict ``{"name", "model", "options"}``.
+    """
     rest = dict(identity)
     name = rest.pop("backend", rest.pop("name", None))
     model = rest.pop("model", None)

@@ -147,7 +147,10 @@ def stop_if_down(backend, work: str) -> None:
 
 
 def endpoint(backend) -> str:
-    """Where a backend's requests go, for error messages: its name and base URL or model (never a secret)."""
+    """Where a backend's requests go, for error messages: its name and base URL or model (never a secret).
+
+    Returns: a short string such as ``openai http://127.0.0.1:8000/v1``.
+    """
     try:
         d = backend.describe()
     except Exception:  # noqa: BLE001 -- describe() is best effort in an error message

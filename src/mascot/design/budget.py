@@ -44,7 +44,10 @@ class BudgetRisk(NamedTuple):
 
 def sample_x0(runs: int, n: int, d: int, mean: float = 0.5, spread: float = 0.15, seed: int = 0) -> np.ndarray:
     """Initial beliefs like the consensus paper's Sec. V-A: every entry ``N(mean, spread)`` truncated to [0, 1],
-    ``(runs, n, d)``, from ``numpy.random.default_rng(seed)``."""
+    ``(runs, n, d)``, from ``numpy.random.default_rng(seed)``.
+
+    Returns: an array ``(runs, n, d)`` (float64).
+    """
     from scipy.stats import truncnorm
 
     a, b = (0 - mean) / spread, (1 - mean) / spread
@@ -72,6 +75,8 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion k / n.
 
     Arguments: ``k`` successes; ``n`` trials; ``z`` the normal quantile (1.96: 95%).
+
+    Returns: ``(low, high)`` of the interval.
     """
     if n <= 0:
         raise InputError("n must be > 0")

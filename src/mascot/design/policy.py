@@ -103,6 +103,8 @@ def threshold_frontier(
     noise s.d.; ``max_rounds`` the round limit; ``b0`` a budget to price the failure probability at (None:
     none); ``seed`` the random seed. ``etas`` the thresholds to compare; ``X0`` initial beliefs (runs, N, d) to
     use instead of sampling.
+
+    Returns: a pandas DataFrame, one row per eta.
     """
     import pandas as pd
 

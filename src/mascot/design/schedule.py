@@ -125,6 +125,8 @@ def threshold_schedule(eta: float, eps: float, d_hi: float, k: int) -> Schedule:
 
     Arguments: ``eta`` the threshold; ``eps`` the tolerance; ``d_hi`` the top of the range; ``k`` the number of
     centres.
+
+    Returns: a :class:`Schedule`.
     """
     lo, hi = math.log(eps), math.log(d_hi)
     c = np.linspace(lo, hi, k)
@@ -142,6 +144,8 @@ def draws(runs: int, max_rounds: int, d0: float, d0_sd: float = 0.0, seed: int =
 
     Arguments: ``runs`` trajectories; ``max_rounds`` rounds each; ``d0``, ``d0_sd`` the initial disagreement's
     median and log-s.d.; ``seed`` the random seed.
+
+    Returns: a ``Draws`` (``log_d0``, ``xi``, ``zeta`` arrays).
     """
     if runs < 1 or max_rounds < 1 or not (d0 > 0):
         raise InputError(f"need runs >= 1, max_rounds >= 1, d0 > 0; got {runs}, {max_rounds}, {d0}")
@@ -191,6 +195,8 @@ def summarize(o: Outcome, b0) -> dict:
     """Mean / p95 tokens, mean rounds and mode-1 rounds, the no-consensus fraction and (with b0) P(T > b0).
 
     Arguments: ``o`` an ``Outcome`` of :func:`evaluate`; ``b0`` a budget or None.
+
+    Returns: a dict of those numbers.
     """
     t = o.tokens
     finite = np.isfinite(t)

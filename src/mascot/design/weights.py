@@ -59,7 +59,10 @@ class WeightsResult(NamedTuple):
 
 def support_edges(adjacency) -> np.ndarray:
     """The undirected edges ``i < j`` of a graph given by any (weighted, possibly directed) adjacency:
-    ``{i, j}`` is an edge when ``A[i, j] != 0`` or ``A[j, i] != 0`` (self-loops are implicit)."""
+    ``{i, j}`` is an edge when ``A[i, j] != 0`` or ``A[j, i] != 0`` (self-loops are implicit).
+
+    Returns: an ``(m, 2)`` int array of edges ``(i, j)``, ``i < j``.
+    """
     A = np.asarray(adjacency, dtype=np.float64)
     if A.ndim != 2 or A.shape[0] != A.shape[1] or A.shape[0] < 2:
         raise InputError(f"adjacency must be a square (n, n) matrix with n >= 2; got shape {A.shape}")
@@ -74,6 +77,8 @@ def weights_matrix(n: int, edges: np.ndarray, w) -> np.ndarray:
     """``W(w) = I - sum_e w_e (e_i - e_j)(e_i - e_j)^T`` (numpy, float64).
 
     Arguments: ``n`` agents; ``edges`` an (m, 2) array of undirected edges; ``w`` the m edge weights.
+
+    Returns: the ``(n, n)`` matrix.
     """
     W = np.eye(n)
     w = np.asarray(w, dtype=np.float64)
@@ -95,7 +100,10 @@ def metropolis_edge_weights(n: int, edges: np.ndarray) -> np.ndarray:
 
 
 def contraction_rate_sym(W) -> float:
-    """lambda(W) for symmetric W: the largest |eigenvalue| of ``W - 11^T/n`` (float64)."""
+    """lambda(W) for symmetric W: the largest |eigenvalue| of ``W - 11^T/n`` (float64).
+
+    Returns: the rate as a float.
+    """
     W = np.asarray(W, dtype=np.float64)
     n = W.shape[0]
     return float(np.max(np.abs(np.linalg.eigvalsh(W - np.full((n, n), 1.0 / n)))))

@@ -60,7 +60,10 @@ def _reflector(x, mask, pivot):
 @jax.jit
 def tridiagonalize(S):
     """Diagonal ``(..., n)`` and off-diagonal ``(..., n - 1)`` of a tridiagonal matrix orthogonally similar to
-    the symmetric ``S`` ``(..., n, n)`` (only the values are used: S is read as 0.5 (S + S^T))."""
+    the symmetric ``S`` ``(..., n, n)`` (only the values are used: S is read as 0.5 (S + S^T)).
+
+    Returns: ``(diag, off)``.
+    """
     S = 0.5 * (S + jnp.swapaxes(S, -1, -2))
     n = S.shape[-1]
     idx = jnp.arange(n)
@@ -82,7 +85,10 @@ def tridiagonalize(S):
 def bidiagonalize(C):
     """Diagonal ``d`` ``(..., n)`` and super-diagonal ``e`` ``(..., n - 1)`` of an upper bidiagonal matrix with
     the singular values of the square ``C`` ``(..., n, n)`` (Golub-Kahan: a left reflection per column, a right
-    one per row)."""
+    one per row).
+
+    Returns: ``(d, e)``.
+    """
     n = C.shape[-1]
     idx = jnp.arange(n)
 
@@ -118,7 +124,10 @@ def tridiagonal_eigenvalues(diag, off, ks, points: int = POINTS):
     """Eigenvalues number ``ks`` (0 = smallest; a static tuple) of the symmetric tridiagonal matrices with
     diagonal ``diag`` ``(..., n)`` and off-diagonal ``off`` ``(..., n - 1)``: ``(..., len(ks))``, each within a
     few eps * max|T| of the exact one. Multisection on Sturm counts, ``points`` per pass, from Gershgorin's
-    bracket."""
+    bracket.
+
+    Returns: an array ``(..., len(ks))`` in the order of ``ks``.
+    """
     dt = diag.dtype
     n = diag.shape[-1]
     ks = jnp.asarray(ks, jnp.int32)
@@ -165,7 +174,10 @@ def tridiagonal_eigenvalues(diag, off, ks, points: int = POINTS):
 @jax.jit
 def sym_extreme_eigenvalues(S):
     """Smallest, second largest and largest eigenvalue of each symmetric ``S`` ``(..., n, n)``, n >= 2:
-    ``(..., 3)``."""
+    ``(..., 3)``.
+
+    Returns: ``(..., 3)``: smallest, second largest, largest.
+    """
     n = S.shape[-1]
     diag, off = tridiagonalize(S)
     return tridiagonal_eigenvalues(diag, off, (0, n - 2, n - 1))
@@ -173,7 +185,10 @@ def sym_extreme_eigenvalues(S):
 
 @jax.jit
 def extreme_singular_values(C):
-    """Smallest and largest singular value of each square ``C`` ``(..., n, n)``: ``(..., 2)``."""
+    """Smallest and largest singular value of each square ``C`` ``(..., n, n)``: ``(..., 2)``.
+
+    Returns: ``(..., 2)``: sigma_min, sigma_max.
+    """
     n = C.shape[-1]
     d, e = bidiagonalize(C)
     # the Golub-Kahan tridiagonal: zero diagonal, off-diagonal d0, e0, d1, e1, ..., d_{n-1}; eigenvalues +-sigma

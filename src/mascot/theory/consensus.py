@@ -68,6 +68,8 @@ def ceil_rounds(r, log_lam, xp=np):
 
     Arguments: ``r`` the computed log-ratio (scalar or array); ``log_lam`` the log of the contraction rate it
     was divided by; ``xp`` the array module (numpy or jax.numpy).
+
+    Returns: the round count(s), an integer array of ``r``'s shape.
     """
     eps = xp.finfo(getattr(r, "dtype", np.float64)).eps
     tol = _ROUND_ULPS * eps * (xp.abs(r) + 1.0 / xp.abs(log_lam))
@@ -79,6 +81,8 @@ def disagreement(X) -> np.ndarray | float:
     """Aggregate disagreement ``D(X) = ||P X||_F / sqrt(N)`` with ``P = I - 11^T/N`` (eq. 4).
 
     ``X`` has shape ``(..., N, d)`` (a leading batch is allowed) and the result has shape ``(...)``.
+
+    Returns: a float for ``X`` of shape ``(N, d)``, an array ``(B,)`` for a stack ``(B, N, d)``.
     """
     X = np.asarray(X, dtype=np.float64)
     if X.ndim < 2:
@@ -128,6 +132,8 @@ def is_circulant(W, atol: float = 1e-12) -> bool:
     """True if every row of ``W`` is the previous row shifted right by one.
 
     Arguments: ``W`` a square matrix; ``atol`` the absolute tolerance of the shift comparison.
+
+    Returns: True or False.
     """
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
@@ -172,6 +178,8 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
 
     Arguments: ``first_row`` the circulant's first row ``w`` (length N); ``name`` how error messages call the
     matrix.
+
+    Returns: the rate as a float.
     """
     w = np.asarray(first_row, dtype=np.float64)
     if w.ndim != 1 or w.size < 1:
@@ -318,6 +326,8 @@ def in_certificate_region(d, b, eta, eps, lambda1, lambda2, c1, c2) -> bool:
     Arguments: ``d`` the disagreement D(X); ``b`` the remaining budget; ``eta`` the switching threshold (``eps <
     eta``); ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction rates of mode 1
     (complete) and mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode costs.
+
+    Returns: True or False.
     """
     b = _check_scalar("b", b)
     return b >= 0 and theorem1(d, eta, eps, lambda1, lambda2, c1, c2).certifies(b)
@@ -460,6 +470,8 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
     threshold (``eps < eta``); ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction
     rates of mode 1 (complete) and mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode
     costs.
+
+    Returns: ``(K1, K2, B_star)``, arrays of the broadcast shape.
     """
     d0, eta, eps, l1, l2, c1, c2 = (np.asarray(a, dtype=np.float64) for a in (d0, eta, eps, lambda1, lambda2, c1, c2))
     shape = np.broadcast_shapes(d0.shape, eta.shape, eps.shape, l1.shape, l2.shape, c1.shape, c2.shape)

@@ -87,6 +87,8 @@ def strategy_budget(
     Arguments: ``strategy`` adaptive, complete or ring; ``D`` the current disagreement; ``eta``, ``eps`` the
     thresholds; ``lam1``, ``lam2`` the modes' contraction rates; ``c1``, ``c2`` their tokens per round; ``ceil``
     as above.
+
+    Returns: B* as a float (inf when a needed mode does not contract).
     """
     e = strategy_eta(strategy, D, eta, eps)
     if ceil:

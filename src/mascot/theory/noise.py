@@ -167,6 +167,8 @@ def ceg_asymptote(sigma, k, rho_c, T):
     paper (Sec. 3.5), ``E[E_ceg] ~ c sigma T^(3/2) / sqrt(k)``, with ``c = (2/3) sqrt(2/pi) ~ 0.532`` at
     ``rho_c = 0``. It follows from ``sum_{t<=T} sqrt(t) = (2/3) T^(3/2) + (1/2) T^(1/2) + O(1)``, so the
     relative error of the asymptote is ``~ 3/(4T)``.
+
+    Returns: the asymptote (float, or an array for array input).
     """
     p = validate_noise_params(sigma=sigma, k=k, rho_c=rho_c, T=T)
     s = np.sqrt(aggregated_variance(p["sigma"], p["k"], p["rho_c"]))
@@ -180,6 +182,8 @@ def ceg_ratio(k, rho_c):
     ``E[E_ceg]`` is proportional to the aggregated noise standard deviation at any ``T`` and ``L``
     (:func:`expected_ceg`), so the ratio is ``sqrt(sigma^2 / aggregated_variance)`` (eq. 5 of the
     predictive-maps paper, Sec. 3.5): ``sqrt(k)`` for independent noise, 1 for a fully shared bias.
+
+    Returns: the ratio (float, or an array for array input).
     """
     p = validate_noise_params(k=k, rho_c=rho_c)
     k, rho_c = p["k"].astype(np.float64), p["rho_c"]
@@ -247,6 +251,8 @@ def drift_corrected_gain(rho, k_profile):
     ``rho`` is the spectral radius ``rho(M)`` (``>= 0``) and ``k_profile`` the aggregation counts
     ``k_1..k_n`` (integers ``>= 1``) of the ``n`` steps: each step's independent noise is reduced by
     ``1/sqrt(k_i)`` (Sec. 3.5). Equals :func:`bias_aware_gain` at ``rho_c = 0``.
+
+    Returns: rho~ (float, or an array for array input).
     """
     k = _profile(k_profile)
     return _rho(rho) * float(np.mean(1.0 / np.sqrt(k)))
@@ -262,6 +268,8 @@ def bias_aware_gain(rho, k_profile, rho_c):
 
     Arguments: ``rho`` rho(M) of the topology; ``k_profile`` the number of outputs each agent aggregates (length
     n, or a scalar for all); ``rho_c`` the shared-bias fraction in [0, 1].
+
+    Returns: rho~_c (float, or an array for array input).
     """
     k = _profile(k_profile)
     rc = float(validate_noise_params(rho_c=rho_c)["rho_c"]) if np.ndim(rho_c) == 0 else None

@@ -77,7 +77,10 @@ def check_stochastic(P, name: str = "P", tol: float = 1e-9) -> np.ndarray:
 
 
 def successor_representation(P, gamma: float) -> np.ndarray:
-    """M = (I - gamma P)^-1 (eq. 1), by a dense solve."""
+    """M = (I - gamma P)^-1 (eq. 1), by a dense solve.
+
+    Returns: M as an ``(n, n)`` float64 array.
+    """
     P = check_stochastic(P)
     g = float(check_gamma(gamma))
     n = P.shape[-1]
@@ -88,6 +91,8 @@ def diagnostics_from_eigenvalues(lam) -> tuple[float, float]:
     """(rho, Delta) from the eigenvalues of M: largest modulus and the gap to the second (0 if n = 1).
 
     Arguments: ``lam`` the eigenvalues of M (real or complex, any order).
+
+    Returns: ``(rho, Delta)`` as floats.
     """
     mod = np.sort(np.abs(np.asarray(lam)))[::-1]
     return float(mod[0]), float(mod[0] - mod[1]) if mod.size > 1 else 0.0
@@ -142,6 +147,8 @@ def closed_form_diagnostics(topology: str, n: int, gamma: float, a: float | None
 
     Arguments: ``topology`` one of chain, star, mesh, ring, complete; ``n`` the number of agents; ``gamma`` the
     discount in [0, 1); ``a`` the complete graph's self-weight (complete only).
+
+    Returns: a :class:`SRDiagnostics` (rho, delta, kappa).
     """
     lam = closed_form_eigenvalues(topology, n, gamma, a)
     rho, delta = diagnostics_from_eigenvalues(lam)
@@ -174,6 +181,8 @@ def malicious_leaf_bound(gamma, leaves, mu2=None):
 
     Arguments: ``gamma`` the discount; ``leaves`` the star's leaf count l; ``mu2`` the leaf weights' deviation
     mu^2 (:func:`malicious_leaf_mu2`).
+
+    Returns: the bound (float, or an array for array input).
     """
     g = check_gamma(gamma)
     l = np.asarray(leaves, dtype=np.float64)

@@ -12,7 +12,10 @@ __all__ = ["debate_system_prompt", "debate_user_prompt"]
 
 def debate_system_prompt(agent: DebateAgent, ask_confidence: bool = True) -> str:
     """The article's system prompt for ``agent`` (its name and description, and the decision tag it must open
-    with); ``ask_confidence`` adds the one sentence asking for ``[CONFIDENCE: x]``."""
+    with); ``ask_confidence`` adds the one sentence asking for ``[CONFIDENCE: x]``.
+
+    Returns: the prompt text.
+    """
     s = (
         f"Role: {agent.name}. Description: {agent.description}. "
         "Always prefix your output with [DECISION: PASS] or [DECISION: FAIL]."
@@ -26,6 +29,8 @@ def debate_user_prompt(task: str, other_opinions: Sequence[tuple[str, str]] | No
     """The article's user prompt; ``other_opinions``: ``(agent name, opinion)`` of the OTHER agents.
 
     Arguments: ``task`` the task text; ``other_opinions`` as above (None in round 1).
+
+    Returns: the prompt text.
     """
     user = f"Task to evaluate:\n{task}\n\n"
     if other_opinions:

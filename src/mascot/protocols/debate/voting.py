@@ -98,6 +98,8 @@ def article_decision(text: str | None) -> str | None:
     """The article's parsing, kept for comparison: substring test on the upper-cased reply, PASS first.
 
     Arguments: ``text`` a reply (None: no reply).
+
+    Returns: "PASS", "FAIL" or None.
     """
     op = (text or "").upper()
     if "[DECISION: PASS]" in op:
@@ -111,6 +113,8 @@ def article_consensus(texts: Sequence[str | None]) -> bool:
     """The article's ``check_consensus`` (untagged agents dropped; see the erratum in the module docstring).
 
     Arguments: ``texts`` the agents' replies (None: no reply).
+
+    Returns: True when the tagged replies all agree.
     """
     decisions = [d for d in (article_decision(t) for t in texts) if d is not None]
     return len(set(decisions)) == 1
@@ -140,7 +144,10 @@ def _outcome(p, f, n_valid) -> str:
 
 
 def majority_vote(decisions: Sequence) -> VoteResult:
-    """Simple majority over ``decisions`` ("PASS"/"FAIL"; anything else, or a NONE ballot, abstains)."""
+    """Simple majority over ``decisions`` ("PASS"/"FAIL"; anything else, or a NONE ballot, abstains).
+
+    Returns: a :class:`VoteResult` (decision or None on a tie, counts).
+    """
     valid = [d for d in (_decision(x) for x in decisions) if d is not None]
     p, f = valid.count("PASS"), valid.count("FAIL")
     return VoteResult(_outcome(p, f, len(valid)), p, f, len(decisions) - len(valid), None)
@@ -178,7 +185,10 @@ _EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
 
 def weighted_vote(ballots: Sequence) -> VoteResult:
     """Weighted confidence vote ``score = sum D_i C_i`` over ``ballots``: :class:`Ballot` objects or
-    ``(decision, confidence)`` pairs. Invalid decisions or confidences abstain (see the module docstring)."""
+    ``(decision, confidence)`` pairs. Invalid decisions or confidences abstain (see the module docstring).
+
+    Returns: a :class:`VoteResult` (decision, score, counts).
+    """
     p = f = n = 0
     score = Decimal(0)
     for b in ballots:
@@ -202,6 +212,8 @@ def agreed_decision(decisions: Sequence) -> str | None:
     """The consensus decision: every ballot tagged and all equal; ``None`` otherwise (an untagged reply blocks).
 
     Arguments: ``decisions`` the round's ballots (or decision strings).
+
+    Returns: "PASS", "FAIL" or None.
     """
     ds = [_decision(x) for x in decisions]
     if not ds or any(d is None for d in ds) or len(set(ds)) != 1:

@@ -94,6 +94,8 @@ def parse_vector(text: str | None, d: int) -> VectorParse:
     object): the whole reply, each code fence, each balanced ``{...}`` span; each tried as is and after
     small repairs (trailing commas, Python literals). Fallback: the last ``"vector": [...]`` list in the text.
     Model output is data: parsed with ``json.loads`` only.
+
+    Returns: a :class:`VectorParse` (the vector or None, the reasoning, why it failed).
     """
     if text is None or not text.strip():
         return VectorParse(None, "", "empty: no text")

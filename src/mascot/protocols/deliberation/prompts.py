@@ -17,7 +17,10 @@ def _fmt_vec(v) -> str:
 
 def system_prompt(cfg: DeliberationConfig, role: Role) -> str:
     """The system prompt of one agent: ``role``'s sentence, the task and axes of ``cfg`` and the JSON reply asked
-    for (the consensus paper's deliberation, Sec. V-C)."""
+    for (the consensus paper's deliberation, Sec. V-C).
+
+    Returns: the prompt text.
+    """
     axes = "\n".join(f"{i + 1}. {a.name}: 0 = {a.low}, 1 = {a.high}" for i, a in enumerate(cfg.axes))
     return (
         f"{role.prompt}\n\n"
@@ -35,7 +38,10 @@ def system_prompt(cfg: DeliberationConfig, role: Role) -> str:
 
 def initial_messages(cfg: DeliberationConfig, role: Role) -> list[dict[str, str]]:
     """The round-0 chat messages of one agent (``cfg``'s task, ``role``'s prompt): the system prompt and the
-    request for an initial position."""
+    request for an initial position.
+
+    Returns: a list of chat messages (``role``, ``content``).
+    """
     return [
         {"role": "system", "content": system_prompt(cfg, role)},
         {
@@ -52,6 +58,8 @@ def round_messages(cfg: DeliberationConfig, role: Role, k: int, inputs: list[dic
 
     Arguments: ``cfg`` the :class:`DeliberationConfig`; ``role`` the agent's :class:`Role`; ``k`` the round;
     ``inputs`` as above.
+
+    Returns: a list of chat messages (``role``, ``content``).
     """
     lines = [f"Round {k}. Proposals from round {k - 1}:"]
     for x in inputs:

@@ -26,6 +26,8 @@ def read_rounds(out) -> list[dict]:
     """The ``rounds.jsonl`` records of a run directory (in file order).
 
     Arguments: ``out`` the run directory.
+
+    Returns: a list of dicts.
     """
     return read_jsonl(Path(out) / "rounds.jsonl")
 
@@ -42,7 +44,10 @@ def group_lanes(rows: list[dict]) -> dict[tuple[str, int], list[dict]]:
 def lane_summaries(rows: list[dict], b0: float | None = None) -> list[dict]:
     """One summary per lane from ``rounds.jsonl`` rows: strategy, run, rounds, tokens (= b0 - b_final,
     the charged input tokens), d0, d_final, status (None while running), failures (replies carried forward
-    after all retries), parse_errors (failed attempts, retried ones included), completion tokens."""
+    after all retries), parse_errors (failed attempts, retried ones included), completion tokens.
+
+    Returns: a list of dicts, one per lane.
+    """
     out = []
     for (s, run), rs in group_lanes(rows).items():
         first, last = rs[0], rs[-1]
@@ -74,6 +79,8 @@ def mode_statistics(rows: list[dict], by_strategy: bool = True) -> list[dict]:
 
     Arguments: ``rows`` records of :func:`read_rounds`; ``by_strategy`` one record per strategy and mode (False:
     pooled only).
+
+    Returns: a list of dicts as above.
     """
     acc: dict[tuple, dict] = {}
     for (s, _), rs in group_lanes(rows).items():
@@ -114,6 +121,8 @@ def posthoc_certificates(rows: list[dict], eta: float, eps: float, b0: float) ->
     ``theorem2_holds``: certified implies the lane reached Omega_eps (consensus with b >= 0).
 
     Arguments: ``rows`` records of :func:`read_rounds`; ``eta``, ``eps`` the thresholds; ``b0`` the budget.
+
+    Returns: a list of dicts, one per lane.
     """
     pooled = {m["mode"]: m for m in mode_statistics(rows, by_strategy=False)}
     out = []
@@ -182,6 +191,8 @@ def claude_example(
 
     Arguments: ``d0`` D(0); ``lambda1``, ``c1`` the rate and round cost; ``eta``, ``eps`` the thresholds; ``b0``
     the budget.
+
+    Returns: a dict of the recomputed certificate (K_star, B_star, certified) and the implied values.
     """
     t = _CLAUDE
     cert = theorem1(d0, eta, eps, lambda1, lambda1, c1, c1)

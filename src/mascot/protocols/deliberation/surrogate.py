@@ -42,7 +42,10 @@ __all__ = [
 
 
 def count_tokens(text: str) -> int:
-    """The surrogates' deterministic token count: ``ceil(len(text) / 4)`` (about 4 characters per BPE token)."""
+    """The surrogates' deterministic token count: ``ceil(len(text) / 4)`` (about 4 characters per BPE token).
+
+    Returns: the count (int).
+    """
     return (len(text) + 3) // 4
 
 

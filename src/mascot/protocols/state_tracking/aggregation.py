@@ -45,7 +45,10 @@ def plurality_vote(states: Sequence[dict], tie: str = "first") -> tuple[dict | N
 
 def pairwise_disagreement(values: Sequence[float]) -> float:
     """``D = 1/(N(N-1)) sum_{i != j} |s_i - s_j|`` over the finite values (NaN if fewer than two): the
-    mean pairwise disagreement of the agents' Values at one step (SR paper, Appendix A.2)."""
+    mean pairwise disagreement of the agents' Values at one step (SR paper, Appendix A.2).
+
+    Returns: D as a float.
+    """
     v = [float(x) for x in values if x is not None and math.isfinite(float(x))]
     n = len(v)
     if n < 2:
