@@ -340,3 +340,15 @@ def test_protocol_config_keys_are_exactly_what_the_loaders_accept(topic, tmp_pat
         path.write_text(dump(bad))
         with pytest.raises(Exception, match="not_a_key"):
             load(path)
+
+
+@pytest.mark.parametrize("bad", ['temperature = "hot"', 'top_p = "x"', 'max_tokens = "many"', "max_tokens = true"])
+def test_sampling_values_of_the_wrong_type_are_refused_by_name(bad, tmp_path):
+    """Found by an outside tester: text in [sampling] gave tracebacks and ``max_tokens = true`` ran as 1."""
+    from mascot.errors import InputError
+    from mascot.protocols.debate.config import load_debate_config
+
+    path = tmp_path / "d.toml"
+    path.write_text(f'task = "t"\n[[agents]]\nname = "a"\ndescription = "d"\n[sampling]\n{bad}\n')
+    with pytest.raises(InputError, match=f"{bad.split(' =')[0]} must be a number"):
+        load_debate_config(path)

@@ -678,3 +678,41 @@ def test_eq8_scaling_erratum_from_an_independent_computation():
     for l, v in sc["reach"].items():
         assert v == pytest.approx(kappa(l, 1e12) / kappa(l, 1.0), rel=1e-8)
     assert round(sc["reach"][4], 2) == 1.23 and round(sc["reach"][512], 2) == 1.34
+
+
+def test_vmap_and_a_jitted_result_object(rng):
+    """Found by an outside tester: ``jax.vmap`` of sr_spectra failed on the host path (a callback without a vmap
+    rule) and an SRSpectra could not leave ``jax.jit`` (its route labels are strings). Both work now; the labels
+    ride along as static data."""
+    import jax
+    import jax.numpy as jnp
+
+    A = tp.erdos_renyi(12, 0.4, 4, seed=rng)
+    ref = _stack(sr_spectra(A[:, None], GAMMAS[2:3], family=None))[:, 0]
+    for method in ("eigh", "eig"):
+        for solver in ("host", "device"):
+            f = jax.vmap(lambda a, m=method, s=solver: sr_spectra(a, GAMMAS[2], method=m, solver=s)[:3])
+            got = np.stack([np.asarray(x) for x in f(jnp.asarray(A))], -1)
+            np.testing.assert_allclose(got, ref, rtol=1e-5 if np.asarray(got).dtype == np.float32 else 1e-10)
+    r = jax.jit(lambda a, g: sr_spectra(a, g, method="eig"))(jnp.asarray(A), GAMMAS[2])
+    assert r.method == "eig" and r.solver == "host" and list(r.methods) == ["eig"] * 4
+    np.testing.assert_allclose(np.asarray(r.kappa), ref[:, 2], rtol=1e-5)
+    doubled = jax.tree_util.tree_map(lambda x: 2 * x, sr_spectra(A, GAMMAS[1]))
+    assert len(jax.tree_util.tree_leaves(doubled)) == 3 and doubled.methods.shape == (4,)
+
+
+def test_diagnose_says_when_a_graph_is_not_one_team(capsys):
+    """Found by an outside tester: two separate cliques, or agents that never talk, ranked as the most robust
+    team with no word. The numbers follow the definitions; the reading now says the group never agrees."""
+    K = np.ones((4, 4)) - np.eye(4)
+    apart = np.zeros((8, 8))
+    apart[:4, :4] = K
+    apart[4:, 4:] = K
+    from mascot.analysis.diagnose import diagnose, triage_text
+
+    rows = diagnose({"ring": tp.ring(8), "apart": apart, "silent": np.zeros((5, 5)), "chain": tp.chain(6)})
+    got = {r["name"]: (r["components"], r["silent_agents"]) for r in rows}
+    assert got == {"ring": (1, 0), "apart": (2, 0), "silent": (5, 5), "chain": (1, 0)}
+    text = triage_text(rows)
+    assert "Warning: not one team" in text and "apart: 2 separate groups" in text
+    assert "silent: 5 separate groups, 5 agent(s) with no edge at all" in text and "ring:" not in text

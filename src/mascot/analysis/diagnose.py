@@ -114,8 +114,14 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
     """Diagnostics for named adjacency matrices ``{name: A}``; one dict per graph, in input order.
 
     Keys: name, n, gamma, rho, delta, kappa, aggregation_factor (mean_i 1/sqrt(k_i)), rho_tilde (eq. 4),
-    rho_tilde_c (eq. 6 at ``rho_c``), k_profile.
+    rho_tilde_c (eq. 6 at ``rho_c``), k_profile, components (groups of agents with no edge between them, either
+    direction) and silent_agents (agents with no edge at all).
+
+    Arguments: ``graphs`` name -> adjacency; ``gamma`` the discount; ``rho_c`` the shared-bias fraction;
+    ``k_profiles`` name -> inputs aggregated per agent (default: the number of agents each reads).
     """
+    from scipy.sparse.csgraph import connected_components
+
     from mascot.graphs import row_normalize
     from mascot.theory.noise import bias_aware_gain, drift_corrected_gain
     from mascot.theory.spectra import check_gamma, sr_diagnostics
@@ -144,6 +150,8 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
                 rho_tilde_c=float(bias_aware_gain(rho, k, rho_c)),
                 rho_c=float(rho_c),
                 k_profile=[float(x) for x in k],
+                components=int(connected_components(A != 0, directed=True, connection="weak")[0]),
+                silent_agents=int(np.sum(~(A != 0).any(axis=0) & ~(A != 0).any(axis=1))),
             )
         )
     return out
@@ -174,6 +182,15 @@ def triage_text(rows: list[dict]) -> str:
     lines.append("  3. Cumulative drift: not rho alone; rho~ (eq. 4) and rho~_c (eq. 6) discount it by the")
     lines.append("     aggregation profile. Note: with rho from Table 1, eq. 4 still ranks the chain lowest")
     lines.append("     (rho = 1); the aggregation factor mean(1/sqrt(k_i)) alone carries the paper's drift ordering.")
+    apart = [r for r in rows if r.get("components", 1) > 1]
+    if apart:
+        lines.append("")
+        lines.append("Warning: not one team. In these graphs some agents never hear from others, so the group never")
+        lines.append("reaches one consensus; kappa and Delta then describe the separate groups, and a low kappa is")
+        lines.append("no robustness of the whole:")
+        for r in apart:
+            silent = f", {r['silent_agents']} agent(s) with no edge at all" if r.get("silent_agents") else ""
+            lines.append(f"  {r['name']}: {r['components']} separate groups{silent}")
     if len(rows) > 1:
         rk = rank(rows)
         lines.append("")

@@ -23,6 +23,7 @@ and at the end of a call). Backends without the attribute (the protocols' surrog
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -56,12 +57,21 @@ class Sampling:
     seed: int | None = None  # this request's sampling seed (None: the backend's own); harnesses set it per request
 
     def __post_init__(self):
+        def number(name, v):  # text or a boolean from a config file is a mistake, not a value (true read as 1)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real):
+                raise InputError(f"{name} must be a number; got {v!r}")
+
+        number("temperature", self.temperature)
         if not (0 <= self.temperature <= 100):  # finite: inf would go out as non-standard JSON (Infinity)
             raise InputError(f"temperature must be in [0, 100]; got {self.temperature!r}")
+        number("top_p", self.top_p)
         if not (0 < self.top_p <= 1):
             raise InputError(f"top_p must be in (0, 1]; got {self.top_p!r}")
+        number("max_tokens", self.max_tokens)
         if int(self.max_tokens) != self.max_tokens or self.max_tokens < 1:
             raise InputError(f"max_tokens must be an integer >= 1; got {self.max_tokens!r}")
+        if self.seed is not None and (isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral)):
+            raise InputError(f"seed must be an integer or absent; got {self.seed!r}")
 
 
 @dataclass

@@ -82,6 +82,23 @@ class SRSpectra(NamedTuple):
     solver: str = "host"
 
 
+def _flatten_spectra(s: SRSpectra):
+    """The arrays are the pytree's leaves; the route labels ride along as static data, so an SRSpectra can be
+    returned from ``jax.jit`` or mapped over (strings cannot be traced)."""
+    m = s.methods
+    key = None if m is None else (np.shape(m), tuple(np.asarray(m).ravel().tolist()))
+    return (s.rho, s.delta, s.kappa), (s.method, key, s.solver)
+
+
+def _unflatten_spectra(aux, leaves):
+    method, key, solver = aux
+    methods = None if key is None else np.array(key[1], dtype=object if not key[1] else None).reshape(key[0])
+    return SRSpectra(*leaves, method, methods, solver)
+
+
+jax.tree_util.register_pytree_node(SRSpectra, _flatten_spectra, _unflatten_spectra)
+
+
 def _default_dtype():
     return jnp.float64 if x64_enabled() else jnp.float32
 

@@ -217,6 +217,11 @@ def callback_eigvals(P):
 def callback_svd_kappa(P, idx, gam):
     """Traceable kappa(I - gam P[idx]) for pairs (idx, gam), P (G, n, n): LAPACK gesdd without vectors."""
     out = jax.ShapeDtypeStruct(idx.shape, P.dtype)
-    return jax.pure_callback(
-        lambda p, i, g: task_svd_kappa(np.asarray(p), np.asarray(i), np.asarray(g)).astype(p.dtype), out, P, idx, gam
+    return jax.pure_callback(  # under jax.vmap: one host call per mapped element (P's pairs index its own stack)
+        lambda p, i, g: task_svd_kappa(np.asarray(p), np.asarray(i), np.asarray(g)).astype(p.dtype),
+        out,
+        P,
+        idx,
+        gam,
+        vmap_method="sequential",
     )

@@ -31,8 +31,9 @@ NOTES = {
     "with probability beta, random_regular = a uniform `degree`-regular graph. Deterministic families give one "
     "row per point; random families `graphs` rows, each a seeded sample (the same samples for every gamma). "
     "Output columns: point, graph, family, n, gamma, the family parameters (p, degree, beta, alpha, a; missing "
-    "(null) in the rows of a family that does not read them), method (the eigenvalue route), isolated (agents with no "
-    "edge), rho, delta, kappa (spectral radius, gap and condition number of M = (I - gamma P)^-1).",
+    "(null) in the rows of a family that does not read them), method (the eigenvalue route), isolated (agents that "
+    "read nobody: zero rows of A, kept as zero rows of P, such as the chain's last agent; not a connectivity test, "
+    "`mascot diagnose` counts separate groups), rho, delta, kappa (spectral radius, gap and condition number of M = (I - gamma P)^-1).",
     "affine_noise": 'model = "rule" needs experiment.dtype = "float64". Output columns: point, the parameters, '
     "ceg_mean, ceg_sd, ceg_se, ceg_median, ceg_q05, ceg_q95 (the cumulative error over the trials), diverged "
     "(trials that overflowed), ceg_theory (A.3's closed form, linear model with aggregate = mean) and "
