@@ -1,6 +1,7 @@
 """Sweep engine: config validation, grid expansion, determinism across shards and chunk sizes,
 resume, crash safety (SIGKILL), merge and status."""
 
+import re
 import signal
 import subprocess
 import sys
@@ -151,7 +152,11 @@ def test_validate_cli(tmp_path, capsys):
     f.write_text(cfg_text())
     assert main(["validate", str(f)]) == 0
     out = capsys.readouterr().out
-    assert "points: 24" in out and "chunks: 6 of 4 points" in out and "MiB" in out
+    assert "points: 24" in out and "chunks: 6 of 4 points" in out
+    assert re.search(r"estimated memory per chunk: [\d.,]+ (B|KiB|MiB)\n", out), out  # in a unit that fits
+    from mascot.cli.sweep_cmds import _bytes
+
+    assert [_bytes(x) for x in (512, 17 * 1024, 3 * 2**30, 10 * 2**50)] == ["512 B", "17.0 KiB", "3.0 GiB", "10.0 PiB"]
     f.write_text(cfg_text().replace("\nd = 3", "\nd = 0"))
     assert main(["validate", str(f)]) == 2
     assert "d = 0 is out of range" in capsys.readouterr().err
