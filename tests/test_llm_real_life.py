@@ -676,3 +676,25 @@ def test_a_deliberation_of_ones_own_gets_no_paper_example(tmp_path, capsys):
     )
     assert cli_main(["deliberate", str(f), "--runs", "1", "--max-rounds", "2", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "fig4.png").is_file() and not (tmp_path / "o" / "claude_example.json").exists()
+
+
+def test_a_server_that_never_answers_is_declared_down_after_a_few_timeouts(server):
+    """Found by an outside tester: a socket that accepts connections and never answers took 77 s for 12 requests
+    at --timeout 2 (each request timed out on every try; at the defaults a run would take hours to give up).
+    Three attempts in a row without any answer ever now stop the batch with a message that says so; a server
+    that has answered once is retried as before (it may only be busy)."""
+    server.mode = "hang"
+    b = OpenAIBackend("m", base_url=server.url, timeout_s=0.5, max_retries=3, backoff_s=0.01, concurrency=1)
+    out = b.generate([ASK] * 8)
+    assert server.posts == 3, server.posts  # not 8 x 4
+    assert all(r.error and "answered none of 3 attempts in a row within --timeout 0.5 s" in r.error for r in out[:1])
+    assert all(r.error for r in out)
+    assert "longer --timeout" in b.down_fix
+    # once it has answered, timeouts are a busy server's: retried within each request's budget as before
+    server.mode = "ok"
+    (ok,) = b.generate([ASK])
+    assert ok.error is None
+    server.mode, server.posts = "hang", 0
+    b.max_retries, b.budget_s = 1, 5.0
+    out = b.generate([ASK] * 2)
+    assert server.posts == 4 and all("timeout" in r.error for r in out), (server.posts, [r.error for r in out])

@@ -133,13 +133,17 @@ def check_options(
     return key
 
 
+SILENT_TIMEOUTS = 3  # attempts timed out in a row, with no answer ever, before a server is declared down
+
+
 class _RetryableError(Exception):
     """A failure worth another attempt (429, 5xx, timeout, connection trouble)."""
 
-    def __init__(self, message: str, retry_after: float | None = None, unreachable: bool = False):
+    def __init__(self, message: str, retry_after: float | None = None, unreachable: bool = False, timed_out=False):
         super().__init__(message)
         self.retry_after = retry_after
         self.unreachable = unreachable  # nothing listens there (refused, no such host, no route)
+        self.timed_out = timed_out  # the attempt got no (complete) answer within its timeout
 
 
 def _unreachable(e: BaseException) -> bool:
@@ -359,6 +363,10 @@ class OpenAIBackend:
         self.probe_findings: dict | None = None
         self._down: str | None = None
         self._said_cap = self._said_wait = False
+        # a server that accepts connections but has never answered: attempts timed out in a row, across requests
+        # (an outside tester's silent socket took 77 s for 12 requests at --timeout 2; hours at the defaults)
+        self._answered = False
+        self._silent_timeouts = 0
         if probe:
             from mascot.backends.probe import probe_server
 
@@ -567,6 +575,17 @@ class OpenAIBackend:
                 gate.release(None, overloaded=True)
                 last = str(e)
                 now = time.perf_counter()
+                if e.timed_out and not self._answered:
+                    self._silent_timeouts += 1
+                    if self._silent_timeouts >= SILENT_TIMEOUTS and self._down is None:
+                        self._down = self._redact(
+                            f"the server at {self.url} accepts connections but answered none of "
+                            f"{self._silent_timeouts} attempts in a row within --timeout {self.timeout_s:g} s (is it "
+                            f"still loading a model, or stuck?); last error: {last}"
+                        )
+                        self.down_fix = "once the server answers (or with a longer --timeout), "
+                    if self._down is not None:
+                        return Response("", 0, 0, error=self._down, latency_s=now - t0)
                 if not e.unreachable:
                     refused_since = None
                 elif refused_since is None:
@@ -696,7 +715,9 @@ class OpenAIBackend:
                     raise BackendUnreachable(
                         f"the connection closed {r.length} bytes short of the response's Content-Length"
                     )
+                self._answered = True
         except urllib.error.HTTPError as e:
+            self._answered = True  # an HTTP status came back: the server is alive, whatever it said
             try:
                 detail = e.read()[:_MAX_BODY_IN_ERROR].decode("utf-8", "replace")
             except (OSError, http.client.HTTPException):  # the error body itself was cut off
@@ -712,16 +733,21 @@ class OpenAIBackend:
         except (urllib.error.URLError, ConnectionError, http.client.HTTPException, OSError) as e:
             # (TimeoutError, socket.timeout since 3.10, is an OSError)
             if isinstance(e, TimeoutError):
-                raise _RetryableError(self._redact(f"timeout after {timeout_s:g} s: {e}{_BUSY}")) from None
+                raise _RetryableError(
+                    self._redact(f"timeout after {timeout_s:g} s: {e}{_BUSY}"), timed_out=True
+                ) from None
             if fired:  # the watchdog shut the socket down: the whole request outlasted the timeout
                 raise _RetryableError(
                     f"timeout after {timeout_s:g} s: no complete response in time (the "
-                    f"server was still connecting or sending){_BUSY}"
+                    f"server was still connecting or sending){_BUSY}",
+                    timed_out=True,
                 ) from None
             if isinstance(e, urllib.error.URLError):
                 kind = "timeout" if isinstance(e.reason, TimeoutError) else "connection error"
                 raise _RetryableError(
-                    self._redact(f"{kind} to {self.url}: {e.reason}"), unreachable=_unreachable(e)
+                    self._redact(f"{kind} to {self.url}: {e.reason}"),
+                    unreachable=_unreachable(e),
+                    timed_out=kind == "timeout",
                 ) from None
             raise _RetryableError(
                 self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}"), unreachable=_unreachable(e)
