@@ -377,6 +377,9 @@ def draw(
             colors = [mpl.colormaps["tab20"](i) for i in range(len(hues))]
         else:
             colors = [f"C{i}" for i in range(len(hues))]
+        # a marker shape per hue too: lines that coincide (adaptive under complete) still show both
+        shapes = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
+        markers = {hv: shapes[i % len(shapes)] if len(hues) <= 10 else "o" for i, hv in enumerate(hues)}
         for k, fv in enumerate(facets):
             ax = axes[k // ncol][k % ncol]
             sub = s if facet is None else s[s[facet] == fv]
@@ -390,7 +393,7 @@ def draw(
                 if numeric_x and len(line) == 1:  # one x value: a point with its error bar (a band has no width)
                     _errorbars(ax, xs, line, y, color, label)
                 elif numeric_x:  # a line with its band
-                    ax.plot(xs, line[y], marker="o", color=color, label=label)
+                    ax.plot(xs, line[y], marker=markers[hv], color=color, label=label, markerfacecolor="none")
                     if np.isfinite(line["lo"]).any():
                         ax.fill_between(xs, line["lo"], line["hi"], color=color, alpha=0.18, linewidth=0)
                 else:  # categories: points with error bars, the hues side by side

@@ -33,7 +33,9 @@ def _cmd_plot(args) -> int:
     kw = dict(hue=args.hue, facet=args.facet, agg=args.agg, ci=None if args.ci == 0 else args.ci, where=where)
     table = summarize(args.data, args.x, args.y, **kw)  # read and aggregated once: drawn and written as CSV
     opts = {k: kw[k] for k in ("hue", "facet", "agg", "ci")}
-    fig = draw(table, args.x, args.y, logx=args.logx, logy=args.logy, title=args.title, **opts)
+    # the rows a figure shows are part of what it says: filters go into the title unless --title is given
+    title = args.title if args.title is not None else (", ".join(f"{c} = {v}" for c, v in where.items()) or None)
+    fig = draw(table, args.x, args.y, logx=args.logx, logy=args.logy, title=title, **opts)
     out.parent.mkdir(parents=True, exist_ok=True)
     import matplotlib as mpl
 
@@ -70,6 +72,6 @@ def add_parser(sub) -> None:
     p.add_argument("--where", action="append", metavar="COL=VALUE", help="keep rows with COL = VALUE (repeatable)")
     p.add_argument("--logx", action="store_true")
     p.add_argument("--logy", action="store_true")
-    p.add_argument("--title")
+    p.add_argument("--title", help="figure title (default: the --where filters, if any)")
     p.add_argument("--out", required=True, help="FIG.png or FIG.pdf (FIG.csv is written beside it)")
     p.set_defaults(func=_cmd_plot)
