@@ -363,10 +363,7 @@ class OpenAIBackend:
         self.probe_findings: dict | None = None
         self._down: str | None = None
         self._said_cap = self._said_wait = False
-        # a server that accepts connections but has never answered: attempts timed out in a row, across requests
-        # (an outside tester's silent socket took 77 s for 12 requests at --timeout 2; hours at the defaults)
-        self._answered = False
-        self._silent_timeouts = 0
+        self._answered, self._silent_timeouts = False, 0  # timeouts in a row from a server that never answered
         if probe:
             from mascot.backends.probe import probe_server
 
