@@ -5,6 +5,7 @@ documentation's configuration page shows. Defaults are read from the config data
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import fields
 
 __all__ = ["deliberation_rows", "debate_rows"]
@@ -20,16 +21,28 @@ def _defaults(cls):
     return {f.name: getattr(inst, f.name) for f in fields(cls)}
 
 
+def _init_defaults(cls) -> dict:
+    """Keyword defaults of ``cls``'s constructor (a surrogate backend's options)."""
+    return {k: v.default for k, v in inspect.signature(cls.__init__).parameters.items()}
+
+
+def _sampling_rows(s) -> list[dict]:
+    """The ``[sampling]`` table's keys (both protocols), with the config's default decoding parameters ``s``."""
+    return [
+        _row("sampling.temperature", "float", s.temperature, ">= 0", "decoding temperature"),
+        _row("sampling.top_p", "float", s.top_p, "(0, 1]", "nucleus sampling"),
+        _row("sampling.max_tokens", "int", s.max_tokens, ">= 1", "reply limit in tokens"),
+        _row("sampling.seed", "int", s.seed, "", "a base seed for backends that honour one"),
+    ]
+
+
 def deliberation_rows() -> list[dict]:
     from mascot.protocols.deliberation.config import DeliberationConfig, MonitorConfig
     from mascot.protocols.deliberation.surrogate import SurrogateDeliberationBackend
 
     d = _defaults(DeliberationConfig)
     m = _defaults(MonitorConfig)
-    s = d["sampling"]
-    import inspect
-
-    sur = {k: v.default for k, v in inspect.signature(SurrogateDeliberationBackend.__init__).parameters.items()}
+    sur = _init_defaults(SurrogateDeliberationBackend)
     return [
         _row("name", "str", d["name"], "", "the study's name (recorded with the run)"),
         _row(
@@ -122,10 +135,7 @@ def deliberation_rows() -> list[dict]:
             "N rows of one value per axis, in [0, 1]",
             "fixed initial vectors instead of asking in round 0",
         ),
-        _row("sampling.temperature", "float", s.temperature, ">= 0", "decoding temperature"),
-        _row("sampling.top_p", "float", s.top_p, "(0, 1]", "nucleus sampling"),
-        _row("sampling.max_tokens", "int", s.max_tokens, ">= 1", "reply limit in tokens"),
-        _row("sampling.seed", "int", s.seed, "", "a base seed for backends that honour one"),
+        *_sampling_rows(d["sampling"]),
         _row("monitor.enabled", "bool", m["enabled"], "", "stop a lane when the online certificate check fails"),
         _row("monitor.n0", "float", m["n0"], ">= 0", "the prior's weight in pseudo-rounds"),
         _row("monitor.warmup", "int", m["warmup"], ">= 0", "no monitor stop before this round"),
@@ -179,14 +189,11 @@ def deliberation_rows() -> list[dict]:
 
 
 def debate_rows() -> list[dict]:
-    import inspect
-
     from mascot.protocols.debate.config import DebateConfig
     from mascot.protocols.debate.surrogate import SurrogateDebateBackend
 
     d = _defaults(DebateConfig)
-    s = d["sampling"]
-    sur = {k: v.default for k, v in inspect.signature(SurrogateDebateBackend.__init__).parameters.items()}
+    sur = _init_defaults(SurrogateDebateBackend)
     return [
         _row("name", "str", d["name"], "", "the study's name (recorded with the run)"),
         _row("task", "str", "(the article's code-review task)", "non-empty", "what the agents judge PASS or FAIL"),
@@ -223,10 +230,7 @@ def debate_rows() -> list[dict]:
             "ask each agent for [CONFIDENCE: x] (the weighted vote's weights)",
         ),
         _row("seed", "int", d["seed"], "0 .. 2^63 - 1", "the run's seed"),
-        _row("sampling.temperature", "float", s.temperature, ">= 0", "decoding temperature"),
-        _row("sampling.top_p", "float", s.top_p, "(0, 1]", "nucleus sampling"),
-        _row("sampling.max_tokens", "int", s.max_tokens, ">= 1", "reply limit in tokens"),
-        _row("sampling.seed", "int", s.seed, "", "a base seed for backends that honour one"),
+        *_sampling_rows(d["sampling"]),
         _row(
             "surrogate.persuasion",
             "float",
