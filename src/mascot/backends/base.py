@@ -43,6 +43,12 @@ __all__ = [
 ]
 
 
+def _check_number(name: str, v) -> None:
+    """Text or a boolean from a config file is a mistake, not a value (``true`` was read as 1)."""
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise InputError(f"{name} must be a number; got {v!r}")
+
+
 @dataclass(frozen=True)
 class Sampling:
     """Decoding parameters (the SR paper ran temperature 0.8, top_p 0.5, max_tokens 250).
@@ -57,10 +63,7 @@ class Sampling:
     seed: int | None = None  # this request's sampling seed (None: the backend's own); harnesses set it per request
 
     def __post_init__(self):
-        def number(name, v):  # text or a boolean from a config file is a mistake, not a value (true read as 1)
-            if isinstance(v, bool) or not isinstance(v, numbers.Real):
-                raise InputError(f"{name} must be a number; got {v!r}")
-
+        number = _check_number
         number("temperature", self.temperature)
         if not (0 <= self.temperature <= 100):  # finite: inf would go out as non-standard JSON (Infinity)
             raise InputError(f"temperature must be in [0, 100]; got {self.temperature!r}")

@@ -85,14 +85,24 @@ class SRSpectra(NamedTuple):
 def _flatten_spectra(s: SRSpectra):
     """The arrays are the pytree's leaves; the route labels ride along as static data, so an SRSpectra can be
     returned from ``jax.jit`` or mapped over (strings cannot be traced)."""
-    m = s.methods
-    key = None if m is None else (np.shape(m), tuple(np.asarray(m).ravel().tolist()))
+    m = None if s.methods is None else np.asarray(s.methods)
+    if m is None:
+        key = None
+    elif m.size and (m == m.flat[0]).all():  # one route for every pair (always so under jit): shape and label
+        key = (m.shape, str(m.flat[0]))
+    else:
+        key = (m.shape, tuple(m.ravel().tolist()))
     return (s.rho, s.delta, s.kappa), (s.method, key, s.solver)
 
 
 def _unflatten_spectra(aux, leaves):
     method, key, solver = aux
-    methods = None if key is None else np.array(key[1], dtype=object if not key[1] else None).reshape(key[0])
+    if key is None:
+        methods = None
+    elif isinstance(key[1], str):
+        methods = np.full(key[0], key[1])
+    else:
+        methods = np.array(key[1], dtype=object if not key[1] else None).reshape(key[0])
     return SRSpectra(*leaves, method, methods, solver)
 
 
