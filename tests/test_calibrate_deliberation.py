@@ -454,9 +454,15 @@ def test_split_half_fits_one_half_of_the_runs_and_predicts_the_other(harness_dir
         assert rows[f"rounds:{s}"]["observed_half_a"] == pytest.approx(mean(a, s, "rounds"), rel=1e-6)
         assert rows[f"rounds:{s}"]["held_out"] == pytest.approx(mean(b, s, "rounds"), rel=1e-6)
         assert rows[f"tokens:{s}"]["held_out"] == pytest.approx(mean(b, s, "tokens") / 1000.0, rel=1e-6)
-    assert r["inside"] == sum(row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"])
+    tol = lambda row: 4 * np.finfo(np.float32).eps * (1 + abs(row["lo"]) + abs(row["hi"]))  # noqa: E731 (float32 ties)
+    assert r["inside"] == sum(row["lo"] - tol(row) <= row["held_out"] <= row["hi"] + tol(row) for row in r["rows"])
+    cov = r["coverage"]  # D(0) is shared by the strategies of a run: its rows under complete and ring repeat adaptive's
+    assert cov["repeats"] == {"d0:complete": "d0:adaptive", "d0:ring": "d0:adaptive"}
+    assert cov["counted"] == r["n_moments"] - len(cov["constant"]) - 2
     text = (tmp_path / "sh" / "split_half.md").read_text()
-    assert f"inside their predicted 5-95% range: {r['inside']} of {r['n_moments']}**" in text
+    assert f"inside their predicted 5-95% range: {cov['counted_inside']} of {cov['counted']}**" in text
+    assert f"All {r['n_moments']} rows of the table: {r['inside']} inside" in text
+    assert "A `--quick` smoke test" in text and "`cost_rsd:m` its relative s.d." in text
     with pytest.raises(ValueError, match="at least 4 runs"):
         split_half_deliberation(_run(tmp_path, "two", TRUE, runs=2), tmp_path / "x", quick=True, n_boot=20)
 
@@ -484,3 +490,95 @@ def test_weighted_moments_are_the_bootstrap_means_in_one_call(harness_dir):
         eager, n2 = moments_from_traces(tr, setup.strategies, eta=setup.eta, detail=True, lane_weight=lw[i])
         assert n2 == names
         np.testing.assert_allclose(m[i], np.asarray(eager, np.float64), rtol=2e-6, atol=1e-7)
+
+
+def test_coverage_counts_informative_moments_and_float32_ties_by_hand():
+    """Issue 31 (an outside tester): a held-out 5.2 computed in float32 (5.1999998) against a range from 5.2000003
+    is a tie, inside; a single-valued range the data sit on says nothing and is not counted, one the data miss is;
+    a row equal to an earlier one in every number counts once; the fitted half inside the same ranges."""
+    from mascot.calibrate.fit import coverage, held_out_rows, in_range
+
+    assert in_range(5.199999809, 5.200000286, 5.9) and not in_range(5.19, 5.2, 5.9)
+    assert not in_range(float("nan"), 0.0, 1.0)
+    rows = held_out_rows(
+        ["rounds:a", "expand:a", "expand:b", "d0:a", "d0:b", "cost:1"],
+        np.array([5.199999809, 0.0, 0.5, 0.7, 0.7, 3.0]),
+        np.array([5.5, 0.0, 0.0, 0.71, 0.71, 2.0]),
+        np.array([5.200000286, 0.0, 0.0, 0.6, 0.6, 1.0]),
+        np.array([5.9, 0.0, 0.0, 0.8, 0.8, 2.5]),
+    )
+    for row, a in zip(rows, [5.5, 0.0, 0.0, 0.9, 0.9, 2.0]):
+        row["observed_half_a"] = a
+    cov = coverage(rows)
+    assert [r["inside"] for r in rows] == [True, True, False, True, True, False]
+    assert cov["constant"] == ["expand:a"] and cov["repeats"] == {"d0:b": "d0:a"}
+    assert (cov["counted_inside"], cov["counted"], cov["counted_outside"]) == (2, 4, ["expand:b", "cost:1"])
+    assert (cov["inside"], cov["n"]) == (4, 6)
+    # the counted rows' half-A values: 5.5 in [5.2, 5.9], 0.0 on expand:b's [0, 0], 0.9 off [0.6, 0.8], 2.0 in [1, 2.5]
+    assert (cov["in_sample_inside"], cov["in_sample"]) == (3, 4)
+
+
+def test_damaged_or_edited_records_are_refused_by_line_and_lane(harness_dir, tmp_path):
+    """Issue 31 (an outside tester): a NaN or negative D, text as a cost, a duplicated or missing round and a damaged
+    line in the middle of rounds.jsonl were fitted (exit 0); each is now refused, naming the line or the lane."""
+    import json
+    import shutil
+
+    from mascot.calibrate.deliberation import observed_traces
+
+    lines = (harness_dir / "rounds.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
+    k = next(i for i, r in enumerate(rows) if r["strategy"] == "ring" and r["round"] == 2)
+
+    def case(name, edit):
+        d = tmp_path / name
+        shutil.copytree(harness_dir, d)
+        new = edit([json.dumps(r) for r in rows])
+        (d / "rounds.jsonl").write_text("\n".join(new) + "\n")
+        with pytest.raises(ValueError) as e:
+            observed_traces(d)
+        return str(e.value)
+
+    def with_row(key, value):
+        def edit(ls):
+            r = dict(rows[k], **{key: value})
+            return ls[:k] + [json.dumps(r)] + ls[k + 1 :]
+
+        return edit
+
+    lane = f"ring#{rows[k]['run']}"
+    assert f"lane {lane} round 2: D = nan is not a finite number >= 0" in case("nan", with_row("D", float("nan")))
+    assert f"lane {lane} round 2: D = -5 is not a finite number >= 0" in case("neg", with_row("D", -5))
+    assert f"lane {lane} round 2: cost = 'abc' is not" in case("text", with_row("cost", "abc"))
+    assert f"lane {lane} round 2: sigma = 3 is not the mode" in case("sigma", with_row("sigma", 3))
+    msg = case("dup", lambda ls: ls[: k + 1] + [ls[k]] + ls[k + 1 :])
+    assert f"lane {lane} has rounds 0, 1, 2, 2" in msg and "not 0.." in msg
+    assert f"lane {lane} has rounds 0, 1, 3" in case("gap", lambda ls: ls[:k] + ls[k + 1 :])
+    msg = case("garbage", lambda ls: ls[:k] + ['{"strategy": "ring", "ru'] + ls[k:])
+    assert f"line {k + 1} is damaged" in msg and "keeps the records before it" in msg
+    assert f"line {k + 1} is not a round record" in case("list", lambda ls: ls[:k] + ["[1, 2]"] + ls[k + 1 :])
+
+
+def test_cli_split_half_refuses_an_out_inside_the_run_and_too_few_draws(harness_dir, tmp_path, capsys):
+    """An --out inside the run directory is refused as `calibrate trials` refuses it; a split half's 5-95% ranges
+    need 20 bootstrap draws; an --out that cannot be made exits 2 with one line."""
+    from mascot.cli import main
+
+    inside = harness_dir / "cal"
+    assert main(["calibrate", "deliberation", str(harness_dir), "--split-half", "--out", str(inside)]) == 2
+    assert "is the run directory or inside it" in capsys.readouterr().err and not inside.exists()
+    args = [
+        "calibrate",
+        "deliberation",
+        str(harness_dir),
+        "--split-half",
+        "--n-boot",
+        "5",
+        "--out",
+        str(tmp_path / "o"),
+    ]
+    assert main(args) == 2
+    assert "--n-boot must be >= 20" in capsys.readouterr().err and not (tmp_path / "o").exists()
+    (tmp_path / "file").write_text("x")
+    assert main(["calibrate", "deliberation", str(harness_dir), "--out", str(tmp_path / "file" / "sub")]) == 2
+    assert "cannot be written" in capsys.readouterr().err

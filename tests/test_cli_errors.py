@@ -529,3 +529,37 @@ def test_reports_reproductions_designs_and_calibrations_refuse_a_run_directory_a
     r = mascot("reproduce", "all", "--out", root)
     assert r.returncode == 2 and f"{root / 'trials'} is a run directory" in r.stderr
     assert sorted(p.name for p in root.iterdir()) == ["trials"]
+
+
+def test_calibrate_trials_refuses_values_the_harness_never_writes(tmp_path):
+    """Found by an outside tester (issue 31): NaN and 1e300 written into trials.parquet's `value` (the file
+    rewritten, so its checksums hold) were calibrated with exit 0; each is refused naming the column and row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from mascot.calibrate.trials_targets import observed_from_run
+
+    run = tmp_path / "run"
+    assert (
+        mascot(
+            "trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--no-figures", "--out", run
+        ).returncode
+        == 0
+    )
+    observed_from_run(run)  # the run as written is accepted
+    t = pq.read_table(run / "trials.parquet")
+    i = 9
+    where = t.slice(i, 1).to_pylist()[0]
+    for col, bad in (("value", float("nan")), ("value", 1e300), ("d_t", -1.0), ("value_true", float("inf"))):
+        vals = t.column(col).to_pylist()
+        vals[i] = bad
+        edited = t.set_column(t.schema.get_field_index(col), col, pa.array(vals, t.schema.field(col).type))
+        pq.write_table(edited, run / "trials.parquet")
+        with pytest.raises(ValueError) as e:
+            observed_from_run(run)
+        msg = str(e.value)
+        assert f"{col} = {bad!r} in 1 row(s)" in msg, msg
+        assert f"first at {where['topology']} trial {where['trial']} step {where['step']}" in msg, msg
+    pq.write_table(t, run / "trials.parquet")
+    r = mascot("calibrate", "trials", run, "--out", tmp_path / "c", "--quick", "--n-boot", "0", "--steps", "2")
+    assert r.returncode == 0, r.stderr  # restored: calibrated again

@@ -113,11 +113,33 @@ def observed_traces(run_dirs) -> tuple[DeliberationConfig, dict, list]:
     for d in dirs:
         c = config_of_run(d)
         _same_setting(c, cfg, str(d))
-        rows = read_rounds(d)
-        if not rows:
-            raise InputError(f"{d}: rounds.jsonl is empty or missing")
-        parts.append(traces_from_rows(rows, list(cfg.strategies), cfg.max_rounds, cfg.b0))
+        rows = _whole_records(d, read_rounds(d))
+        try:
+            parts.append(traces_from_rows(rows, list(cfg.strategies), cfg.max_rounds, cfg.b0))
+        except InputError as e:
+            raise InputError(f"{Path(d) / 'rounds.jsonl'}: {e}") from None
     return cfg, _merge_traces(parts), dirs
+
+
+def _whole_records(d, rows: list[dict]) -> list[dict]:
+    """``rows`` (what :func:`read_rounds` read of ``d``) if they are the whole file, every record naming its lane
+    and round; a damaged line anywhere is refused by number (the reader stops at it, which suits a resume but
+    would fit only the records before it)."""
+    path = Path(d) / "rounds.jsonl"
+    if not rows:
+        raise InputError(f"{d}: rounds.jsonl is empty or missing")
+    lines = [i for i, line in enumerate(path.read_bytes().split(b"\n"), 1) if line.strip()]
+    if len(lines) != len(rows):
+        raise InputError(
+            f"{path}: line {lines[len(rows)]} is damaged (not a JSON record); rerunning the run's `mascot "
+            "deliberate` command keeps the records before it and redoes the rest"
+        )
+    for n, r in zip(lines, rows):
+        ok = isinstance(r, dict) and isinstance(r.get("strategy"), str)
+        ok = ok and all(isinstance(r.get(k), int) and not isinstance(r.get(k), bool) for k in ("run", "round"))
+        if not ok:
+            raise InputError(f"{path}: line {n} is not a round record (strategy, run and round)")
+    return rows
 
 
 def select_runs(traces: dict, lanes) -> dict:
@@ -313,7 +335,11 @@ def calibrate_deliberation(
         "initial_guess": {k: float(guess[k]) for k in fitted},
         "not_identified": lost,
         "sd": unc,
-        "ci95": {k: [float(est[k]) - 1.96 * unc[k], float(est[k]) + 1.96 * unc[k]] for k in fitted},
+        # +-1.96 sd within the parameter's range (a noise s.d. of 0.03 +- 0.035 is not negative at its low end)
+        "ci95": {
+            k: [max(float(est[k]) - 1.96 * unc[k], BOX[k][0]), min(float(est[k]) + 1.96 * unc[k], BOX[k][1])]
+            for k in fitted
+        },
         "boot_percentiles": {k: np.percentile(boot[:, bnames.index(k)], [2.5, 97.5]).tolist() for k in fitted},
         "uncertainty_method": (
             "parametric bootstrap: the printed column is taken as one draw of the fitted model "

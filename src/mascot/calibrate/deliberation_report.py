@@ -225,7 +225,7 @@ def write_report(result: dict, out, *, traces: dict, obs_traces: dict | None = N
         f"bootstrap ({result['n_boot']} replicates) {result['boot_wall_s']:.0f} s.",
         f"Uncertainty: {result['uncertainty_method']}.",
         "",
-        "| parameter | estimate | bootstrap sd | 95 % interval (+-1.96 sd) | meaning |",
+        "| parameter | estimate | bootstrap sd | 95 % interval (+-1.96 sd, within the parameter's range) | meaning |",
         "|---|---|---|---|---|",
     ]
     for k in result["fitted"]:

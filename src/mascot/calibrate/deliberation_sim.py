@@ -275,16 +275,25 @@ def traces_from_rows(rows: list[dict], strategies, max_rounds: int, b0: float) -
         if s not in strategies:
             continue
         i, j = strategies.index(s), runs.index(run)
+        got = [r.get("round") for r in rs]
+        if got != list(range(len(rs))):  # a duplicated, missing or edited round would be fitted as data
+            raise InputError(
+                f"lane {s}#{run} has rounds {_rounds_text(got)}, not 0..{len(rs) - 1} once each; the records were "
+                "edited or damaged: rerun the deliberation into a fresh directory"
+            )
         if rs[-1].get("status") is None:
             raise InputError(f"lane {s}#{run} has not finished (no status on its last round); finish the run first")
         for r in rs:
             k = r["round"]
             if k > K:
                 raise InputError(f"lane {s}#{run} has round {k} > max_rounds = {K}")
-            D[i, j, k] = r["D"]
+            D[i, j, k] = _record_number(r, "D", s, run)
+            _record_number(r, "b", s, run, nonnegative=False)  # the tokens are b0 minus the last b (< 0: BudgetFail)
             if k >= 1:
+                if r.get("sigma") not in (1, 2) or isinstance(r.get("sigma"), bool):
+                    raise InputError(f"lane {s}#{run} round {k}: sigma = {r.get('sigma')!r} is not the mode 1 or 2")
                 sig[i, j, k - 1] = r["sigma"]
-                cost[i, j, k - 1] = r["cost"]
+                cost[i, j, k - 1] = _record_number(r, "cost", s, run)
         rounds[i, j] = rs[-1]["round"]
         tokens[i, j] = b0 - rs[-1]["b"]
         ok[i, j] = True
@@ -301,6 +310,21 @@ def traces_from_rows(rows: list[dict], strategies, max_rounds: int, b0: float) -
         "lane_ok": ok,
         "runs": runs,
     }
+
+
+def _rounds_text(got: list) -> str:
+    return ", ".join(map(repr, got[:12])) + (", ..." if len(got) > 12 else "")
+
+
+def _record_number(r: dict, key: str, s, run, *, nonnegative: bool = True) -> float:
+    """``r[key]`` of a ``rounds.jsonl`` record as a float, refused unless it is a finite number (and ``>= 0`` where
+    ``nonnegative``: distances and costs): a NaN, text or negative value would be fitted as data."""
+    v = r.get(key)
+    ok = isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v) and (v >= 0 or not nonnegative)
+    if not ok:
+        need = "a finite number >= 0" if nonnegative else "a finite number"
+        raise InputError(f"lane {s}#{run} round {r.get('round')}: {key} = {v!r} is not {need}")
+    return float(v)
 
 
 def _wmean(x, w):

@@ -45,7 +45,7 @@ def split_half_deliberation(
     from mascot.calibrate.deliberation import calibrate_deliberation, observed_traces, select_runs
     from mascot.calibrate.deliberation_fit import Moments
     from mascot.calibrate.deliberation_sim import prompt_layout, weighted_moments
-    from mascot.calibrate.fit import held_out_rows
+    from mascot.calibrate.fit import coverage, held_out_rows
     from mascot.protocols.deliberation.surrogate import RateLawParams
 
     n_pred = int(n_pred)
@@ -101,6 +101,8 @@ def split_half_deliberation(
         "rows": rows,
         "inside": int(sum(r["inside"] for r in rows)),
         "n_moments": len(rows),
+        "coverage": coverage(rows),
+        "fit": {"loss": float(fit["loss"]), "quick": bool(fit["quick"])},
         "wall_s": time.perf_counter() - t0,
     }
     atomic_write_text(out / "split_half.json", json.dumps(res, indent=1, default=json_default) + "\n")
@@ -112,10 +114,30 @@ def _num(v: float) -> str:
     return "nan" if not np.isfinite(v) else f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
 
 
+#: what the report's moment names mean (the calibration's moments, :mod:`mascot.calibrate.deliberation_sim`)
+MOMENT_KEY = (
+    "Moments, per strategy s: `rounds:s` mean rounds; `tokens:s` mean charged tokens in thousands; `d0:s` and "
+    "`d_final:s` mean D(0) and final D; `expand:s` rounds per run in which D rose; `switch` the adaptive runs' mean "
+    "number of mode-1 rounds; per mode m (1 or 2, pooled over strategies): `alpha:m`, `beta:m` and `resid:m` the "
+    "intercept, slope and residual s.d. of the least-squares line of log(D(k)/D(k-1)) on log(D(k-1)/d_ref), "
+    "`cost:m` the mean cost of a round in mode m in thousands of tokens and `cost_rsd:m` its relative s.d. "
+    "(`cost:2` counts only mode-2 rounds that follow a mode-2 round: the first round after a switch is left out); "
+    "`d0_sd` the s.d. of D(0) over runs."
+)
+
+
 def split_half_markdown(res: dict) -> str:
-    """The report of :func:`split_half_deliberation` (every sentence computed from ``res``)."""
+    """The report of :func:`split_half_deliberation` (every sentence computed from ``res``).
+
+    Arguments: ``res`` the ``split_half.json`` dict.
+
+    Returns: the markdown text.
+    """
+    from mascot.calibrate.fit import coverage, coverage_markdown
+
     a, b = res["halves"]
-    out = [r["moment"] for r in res["rows"] if not r["inside"]]
+    cov = res.get("coverage") or coverage(res["rows"])
+    fit = res.get("fit", {})
     lines = [
         "# Split-half prediction: deliberation surrogate",
         "",
@@ -125,9 +147,9 @@ def split_half_markdown(res: dict) -> str:
         f"saw: median and 5-95% range of {res['n_pred']} simulated runs of {len(b)} runs, replicate i at the "
         f"i-th of {res['n_boot']} bootstrap draws of the fitted parameters (parameter and run-to-run uncertainty).",
         "",
-        f"**Held-out moments inside their predicted 5-95% range: {res['inside']} of {res['n_moments']}** "
-        f"(about {0.9 * res['n_moments']:.0f} expected if the model and its uncertainty are right)"
-        + (f"; outside: {', '.join(out)}." if out else "."),
+        *coverage_markdown(cov, quick=bool(fit.get("quick")), loss=fit.get("loss")),
+        "",
+        MOMENT_KEY,
     ]
     if res["not_identified"]:
         lines += [

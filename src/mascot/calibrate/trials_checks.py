@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mascot.calibrate.fit import held_out_rows
+from mascot.calibrate.fit import coverage, coverage_markdown, held_out_rows
 from mascot.calibrate.trials import flat_params
 from mascot.calibrate.trials_fit import (
     DEFAULT_FIT,
@@ -69,8 +69,11 @@ def split_half(
     names = s["moment_names"]
     lo, hi, med = (np.array(s["predicted"][k], float) for k in ("lo", "hi", "median"))
     rows = held_out_rows(names, obs, med, lo, hi)
+    for row, a_value in zip(rows, s["target"]):  # the halves have equal sizes: the same ranges hold half A in sample
+        row["observed_half_a"] = None if a_value is None else float(a_value)
     k = sum(r["inside"] for r in rows)
     fails = [r["moment"] for r in rows if not r["inside"]]
+    cov = coverage(rows)
     lines = [
         f"# Split-half prediction: {info['source']}",
         "",
@@ -83,15 +86,14 @@ def split_half(
             else "at the estimate: sampling uncertainty only)."
         ),
         "",
-        f"Held-out moments inside their predicted 5-95% range: {k} of {len(rows)}"
-        + (f"; outside: {', '.join(fails)}." if fails else "."),
+        *coverage_markdown(cov, quick=bool(s.get("quick")), loss=s.get("loss")),
         "",
-        "| moment | held-out (half B) | predicted | 5-95% | inside |",
-        "| --- | --- | --- | --- | --- |",
+        "| moment | half A (fitted) | held-out (half B) | predicted | 5-95% | inside |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     lines += [
-        f"| {r['moment']} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | [{fmt_num(r['lo'])}, {fmt_num(r['hi'])}] | "
-        f"{'yes' if r['inside'] else 'no'} |"
+        f"| {r['moment']} | {fmt_num(r['observed_half_a'])} | {fmt_num(r['held_out'])} | {fmt_num(r['predicted'])} | "
+        f"[{fmt_num(r['lo'])}, {fmt_num(r['hi'])}] | {'yes' if r['inside'] else 'no'} |"
         for r in rows
     ]
     res = {
@@ -101,7 +103,8 @@ def split_half(
         "inside": k,
         "n_moments": len(rows),
         "outside": fails,
-        "fit": {"estimates": s["estimates"], "boot_sd": s["boot_sd"]},
+        "coverage": cov,
+        "fit": {"estimates": s["estimates"], "boot_sd": s["boot_sd"], "loss": s.get("loss"), "quick": s.get("quick")},
     }
     atomic_write_text(out / "split_half.md", "\n".join(lines) + "\n")
     atomic_write_text(out / "split_half.json", json.dumps(json_clean(res), indent=1))

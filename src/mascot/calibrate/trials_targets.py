@@ -161,6 +161,34 @@ def step_profile(df, steps: int | None = None) -> dict:
 
 
 # ----------------------------------------------------------------------------- observed data
+def _check_values(df, pq) -> None:
+    """Refuse, naming the first row, what the harness never writes (an edited file with valid checksums would be
+    fitted as data): a non-finite ``value`` or ``value_true``, one past the parser's limit
+    (:data:`~mascot.kernels.state_tracking.MAX_ABS_VALUE`), a negative or (after step 0) non-finite ``d_t``."""
+    from mascot.kernels.state_tracking import MAX_ABS_VALUE
+
+    for col in ("value", "value_true", "d_t"):
+        if col not in df:
+            continue
+        x = df[col].to_numpy(np.float64, na_value=np.nan)
+        need, ok = (  # D_t is not defined before the first step (NaN at step 0)
+            (
+                "a finite number >= 0 after step 0",
+                (np.isfinite(x) & (x >= 0)) | (np.isnan(x) & (df.step.to_numpy() == 0)),
+            )
+            if col == "d_t"
+            else ("a finite number within +-1e9", np.isfinite(x) & (np.abs(x) <= MAX_ABS_VALUE))
+        )
+        bad = np.flatnonzero(~ok)
+        if bad.size:
+            r = df.iloc[int(bad[0])]
+            raise InputError(
+                f"{str(pq)!r}: {col} = {float(x[bad[0]])!r} in {bad.size} row(s), first at {r.topology} trial {int(r.trial)} "
+                f"step {int(r.step)}; it must be {need} (the harness writes no other: the file was edited): restore it "
+                "or rerun the trials into a fresh directory"
+            )
+
+
 def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     """Per-trial metrics of ``RUN_DIR/trials.parquet`` (as the trials report computes them), the simulator
     settings from ``RUN_DIR/run.json`` and a description. ``ValueError`` with a clear message otherwise."""
@@ -222,6 +250,7 @@ def observed_from_run(run_dir) -> tuple[dict, SimConfig, dict]:
     missing = [t for t in TOPOS if t not in set(df.topology)]
     if missing:
         raise InputError(f"{str(pq)!r} lacks topologies {', '.join(missing)}; calibration needs chain, star and mesh")
+    _check_values(df, pq)
     floor = _num(rj, cfg_d, "d_floor", 1e-6)
     if floor <= 0:
         raise InputError(f"{str(rj)!r}: config.d_floor must be > 0; got {floor!r}")

@@ -41,7 +41,7 @@ def _common(p, n_boot_default: int, what: str = "refits") -> None:
         type=int,
         default=n_boot_default,
         help=f"bootstrap {what} for the uncertainty (default {n_boot_default}; at least 2, or 0 for none in trials; "
-        "a few dozen give only rough 5-95%% ranges)",
+        "at least 20 for --hold-out and a deliberation --split-half; a few dozen give only rough 5-95%% ranges)",
     )
     p.add_argument("--quick", action="store_true", help="fewer iterations and simulated trials (a smoke test)")
 
@@ -106,17 +106,8 @@ def cmd_calibrate_trials(args) -> int:
             )
         source = args.run_dir
     out = Path(args.out)
-    if source is not None:
-        rd, o = Path(source).resolve(), out.resolve()
-        if o == rd or rd in o.parents:
-            return _fail(f"--out {args.out!r} is the run directory or inside it; give a directory of its own")
-    try:  # an unusable --out is found now, not after the fit
-        out.mkdir(parents=True, exist_ok=True)
-        probe = out / f".mascot-write-test-{__import__('os').getpid()}"
-        probe.write_text("")
-        probe.unlink()
-    except OSError as e:
-        return _fail(f"--out {args.out!r} cannot be written: {e.strerror or e}")
+    if _out_writable(args.out, source):
+        return _fail(_out_writable(args.out, source))
     from mascot.io import lock_dir
 
     # one calibration per output directory at a time (a second one is refused, naming the first's pid)
@@ -140,8 +131,7 @@ def cmd_calibrate_trials(args) -> int:
             r = split_half(args.run_dir, stage, **kw)
         print(
             f"split half of {r['source']}: fitted on {len(r['halves'][0])} trials per topology, predicted the other "
-            f"{len(r['halves'][1])} (split_half.json lists them); held-out moments inside their predicted 5-95% "
-            f"range: {r['inside']} of {r['n_moments']}"
+            f"{len(r['halves'][1])} (split_half.json lists them); " + _coverage_line(r["coverage"])
         )
         print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
         return 0
@@ -272,6 +262,35 @@ def _out_ok(out) -> str | None:
     return None
 
 
+def _coverage_line(cov: dict) -> str:
+    """A split half's counts for the terminal (:func:`mascot.calibrate.fit.coverage`)."""
+    return (
+        f"informative held-out moments inside their predicted 5-95% range: {cov['counted_inside']} of "
+        f"{cov['counted']} (all rows: {cov['inside']} of {cov['n']}; in sample, the fitted half: "
+        f"{cov['in_sample_inside']} of {cov['in_sample']}"
+        + (": the fit did not fit what it saw" if cov["in_sample_inside"] < cov["in_sample"] / 2 else "")
+        + ")"
+    )
+
+
+def _out_writable(out, run_dir) -> str | None:
+    """Why ``out`` cannot take a calibration of ``run_dir`` (None: it can, and now exists): it is the run directory
+    or inside it, or it cannot be made and written (found now, not after the fit)."""
+    o = Path(out)
+    if run_dir is not None:
+        rd = Path(run_dir).resolve()
+        if o.resolve() == rd or rd in o.resolve().parents:
+            return f"--out {str(out)!r} is the run directory or inside it; give a directory of its own"
+    try:
+        o.mkdir(parents=True, exist_ok=True)
+        probe = o / f".mascot-write-test-{__import__('os').getpid()}"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        return f"--out {str(out)!r} cannot be written: {e.strerror or e}"
+    return None
+
+
 def cmd_calibrate_deliberation(args) -> int:
     if (args.run_dir is None) == (args.paper_table8 is None):
         return _fail("give exactly one source: RUN_DIR or --paper-table8 gpt|gemini|claude")
@@ -292,14 +311,20 @@ def cmd_calibrate_deliberation(args) -> int:
             f"run directory {args.run_dir!r} "
             + ("is a file, not a directory" if Path(args.run_dir).exists() else "does not exist")
         )
-    if args.n_boot < 0:
-        return _fail(f"--n-boot must be >= 0; got {args.n_boot}")
+    need = 20 if args.split_half else 2  # a split half's 5-95% ranges are drawn at its bootstrap replicates
+    if args.n_boot < need:
+        return _fail(
+            f"--n-boot must be >= {need} (the uncertainty is the bootstrap"
+            + ("; a split half needs 20 replicates for its 5-95% ranges" if args.split_half else "")
+            + f"); got {args.n_boot}"
+        )
     from mascot.calibrate.deliberation import calibrate_deliberation
     from mascot.io import lock_dir
 
     created = not Path(args.out).exists()
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    if _out_writable(out, args.run_dir):
+        return _fail(_out_writable(out, args.run_dir))
     # one calibration per output directory at a time (the same lock as `calibrate trials`); the new files
     # replace the previous calibration's only when the fit has finished (_staged)
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
@@ -328,8 +353,7 @@ def cmd_calibrate_deliberation(args) -> int:
         a, b = r["halves"]
         print(
             f"split half of {r['source']['runs']} runs: fitted on {len(a)}, predicted the other {len(b)} "
-            f"(split_half.json lists them); held-out moments inside their predicted 5-95% range: {r['inside']} "
-            f"of {r['n_moments']}"
+            "(split_half.json lists them); " + _coverage_line(r["coverage"])
         )
         print(f"wrote {Path(args.out) / 'split_half.md'}, split_half.json, fit/")
         return 0
