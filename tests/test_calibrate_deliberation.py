@@ -582,3 +582,38 @@ def test_cli_split_half_refuses_an_out_inside_the_run_and_too_few_draws(harness_
     (tmp_path / "file").write_text("x")
     assert main(["calibrate", "deliberation", str(harness_dir), "--out", str(tmp_path / "file" / "sub")]) == 2
     assert "cannot be written" in capsys.readouterr().err
+
+
+def test_rounds_into_exact_agreement_leave_the_rate_regression_and_the_fit_starts():
+    """A real model (SmolLM2-135M, results/real-llm-deliberation) reached D = 0 exactly in 42 rounds: log(0 / D) made
+    every rate moment NaN and the calibration crashed (ZeroDivisionError). Rounds into D = 0 are left out of the
+    log-rate regressions (numpy float64 least squares by hand on the rest) and the fit's start copes with a final
+    D of 0."""
+    from mascot.calibrate.deliberation_fit import initial_guess
+    from mascot.calibrate.deliberation_sim import moments_from_traces, prompt_layout
+
+    nan = np.nan
+    D = np.array([[[0.5, 0.25, 0.0, nan], [0.4, 0.45, 0.1, 0.0]]])  # (strategy, run, round)
+    tr = {
+        "D": D,
+        "sigma": np.ones((1, 2, 3), np.int32),
+        "cost": np.full((1, 2, 3), 4000.0),
+        "rounds": np.array([[2, 3]]),
+        "tokens": np.array([[8000.0, 12000.0]]),
+        "d_final": np.array([[0.0, 0.0]]),
+    }
+    m, names = moments_from_traces(tr, ["complete"], eta=0.2, d_ref=0.2, detail=True)
+    got = dict(zip(names, np.asarray(m, np.float64)))
+    prev, cur = np.array([0.5, 0.4, 0.45]), np.array([0.25, 0.45, 0.1])  # the rounds with D(k-1), D(k) > 0
+    x, y = np.log(prev / 0.2), np.log(cur / prev)
+    beta, alpha = np.polyfit(x, y, 1)
+    resid = np.sqrt(np.mean((y - alpha - beta * x) ** 2))
+    assert got["alpha:1"] == pytest.approx(alpha, rel=1e-5) and got["beta:1"] == pytest.approx(beta, rel=1e-5)
+    assert got["resid:1"] == pytest.approx(resid, rel=1e-5)
+    assert got["rounds:complete"] == 2.5 and got["d_final:complete"] == 0.0 and got["expand:complete"] == 0.5
+    setup = prompt_layout(DeliberationConfig())
+    t = {f"{k}:{s}": v for s in ("adaptive", "complete", "ring") for k, v in (("rounds", 2.0), ("tokens", 9.0))}
+    t |= {f"d0:{s}": 0.6 for s in ("adaptive", "complete", "ring")} | {"switch": 1.0}
+    t |= {f"d_final:{s}": 0.0 for s in ("adaptive", "complete", "ring")}
+    g = initial_guess(setup, np.array(list(t.values())), list(t), RateLawParams())
+    assert all(np.isfinite(v) for v in g.values())

@@ -89,7 +89,13 @@ def initial_guess(setup, target: np.ndarray, names: list[str], base: RateLawPara
     # paper-like data: two points of each rate law -- the adaptive run's mode-1 phase (D(0) -> eta in `switch`
     # rounds) and mode-2 phase (eta -> D_final) against the single-mode runs' mean rates, each placed at the
     # geometric middle of the D range it covers
-    if "alpha:1" not in t and "switch" in t and {"rounds:adaptive", "rounds:complete", "rounds:ring"} <= set(t):
+    finals = [t.get(f"d_final:{s}", 0.0) for s in ("adaptive", "complete", "ring")]
+    if (
+        "alpha:1" not in t
+        and "switch" in t
+        and {"rounds:adaptive", "rounds:complete", "rounds:ring"} <= set(t)
+        and min(finals) > 0  # (a final D of exactly 0 gives no rate: the defaults below stand)
+    ):
         eta, sw, ra = setup.eta, t["switch"], t["rounds:adaptive"]
         pts = {
             1: ((eta / t["d0:adaptive"]) ** (1 / max(sw, 1)), math.sqrt(t["d0:adaptive"] * eta), "complete"),

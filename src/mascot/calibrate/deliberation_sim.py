@@ -339,7 +339,8 @@ def moments_from_traces(
     Per strategy ``s``: ``rounds:s``, ``tokens:s`` (thousands), ``d0:s``, ``d_final:s``, ``expand:s`` (rounds with
     ``D(k) > D(k-1)`` per lane); ``switch`` (adaptive only: the first ``k`` with ``D(k) <= eta``, i.e. the
     number of mode-1 rounds). With ``detail`` (run directories): per mode ``m`` the least-squares fit of
-    ``log(D(k)/D(k-1)) = alpha_m + beta_m log(D(k-1)/d_ref)`` (``alpha:m``, ``beta:m``, residual sd
+    ``log(D(k)/D(k-1)) = alpha_m + beta_m log(D(k-1)/d_ref)`` over the rounds with ``D(k-1) > 0`` and ``D(k) > 0``
+    (``alpha:m``, ``beta:m``, residual sd
     ``resid:m``), the mean and relative sd of the round cost in mode 1 (``cost:1``, ``cost_rsd:1``) and in mode-2
     rounds after a mode-2 round (``cost:2``, ``cost_rsd:2``, thousands), and the sd of ``D(0)`` over runs
     (``d0_sd``). ``lane_weight`` ``(S, R)``: weights of lanes (bootstrap resampling; default 1, 0 for missing lanes).
@@ -352,7 +353,9 @@ def moments_from_traces(
     names, vals = [], []
     rounds = jnp.asarray(tr["rounds"], D.dtype)
     prev, cur = D[..., :-1], D[..., 1:]
-    ran = jnp.isfinite(cur) & jnp.isfinite(prev) & (prev > 0)
+    # a round into D = 0 exactly (every agent replied the same vector: seen with a small real model) has no
+    # log-rate; it is left out of the rate regressions (the rounds and tokens still count it)
+    ran = jnp.isfinite(cur) & jnp.isfinite(prev) & (prev > 0) & (cur > 0)
     for i, s in enumerate(strategies):
         wi = w[i]
         names += [f"rounds:{s}", f"tokens:{s}", f"d0:{s}", f"d_final:{s}", f"expand:{s}"]
