@@ -248,10 +248,16 @@ def test_split_half_holds_out_the_other_half(tmp_path):
     for t, n_req in (("chain", 1), ("star", 5), ("mesh", 8)):
         want = (df[df.topology == t].groupby("trial").n_abstained.sum() / (12 * n_req)).mean()
         assert got[f"{t}.abstained.mean"] == pytest.approx(float(want), rel=1e-12, abs=1e-15)
+    tol = lambda row: 4 * np.finfo(np.float32).eps * (1 + abs(row["lo"]) + abs(row["hi"]))  # noqa: E731 (float32 ties)
     assert r["n_moments"] == 18 + (12 + 3) + (16 + 3) + (16 + 3) and r["inside"] == sum(
-        row["lo"] <= row["held_out"] <= row["hi"] for row in r["rows"]
+        row["lo"] - tol(row) <= row["held_out"] <= row["hi"] + tol(row) for row in r["rows"]
     )
-    assert (tmp_path / "split" / "split_half.md").is_file() and (tmp_path / "split" / "fit" / "params.toml").is_file()
+    cov = r["coverage"]  # informative rows: a range of one value that the held-out value sits on is not counted
+    single = [row["moment"] for row in r["rows"] if row["hi"] - row["lo"] <= tol(row) and row["inside"]]
+    assert cov["constant"] == single and cov["counted"] == r["n_moments"] - len(single) - len(cov["repeats"])
+    text = (tmp_path / "split" / "split_half.md").read_text()
+    assert f"range: {cov['counted_inside']} of {cov['counted']}**" in text and "| half A (fitted) |" in text
+    assert (tmp_path / "split" / "fit" / "params.toml").is_file()
 
 
 def test_init_file_supplies_the_unfitted_parameters_and_the_run_judge_is_read(tmp_path):

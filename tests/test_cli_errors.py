@@ -550,7 +550,13 @@ def test_calibrate_trials_refuses_values_the_harness_never_writes(tmp_path):
     t = pq.read_table(run / "trials.parquet")
     i = 9
     where = t.slice(i, 1).to_pylist()[0]
-    for col, bad in (("value", float("nan")), ("value", 1e300), ("d_t", -1.0), ("value_true", float("inf"))):
+    for col, bad in (
+        ("value", float("nan")),
+        ("value", 1e300),
+        ("d_t", -1.0),
+        ("d_t", float("inf")),
+        ("value_true", float("inf")),
+    ):
         vals = t.column(col).to_pylist()
         vals[i] = bad
         edited = t.set_column(t.schema.get_field_index(col), col, pa.array(vals, t.schema.field(col).type))

@@ -164,18 +164,15 @@ def step_profile(df, steps: int | None = None) -> dict:
 def _check_values(df, pq) -> None:
     """Refuse, naming the first row, what the harness never writes (an edited file with valid checksums would be
     fitted as data): a non-finite ``value`` or ``value_true``, one past the parser's limit
-    (:data:`~mascot.kernels.state_tracking.MAX_ABS_VALUE`), a negative or (after step 0) non-finite ``d_t``."""
+    (:data:`~mascot.kernels.state_tracking.MAX_ABS_VALUE`), an infinite or negative ``d_t`` (NaN where undefined)."""
     from mascot.kernels.state_tracking import MAX_ABS_VALUE
 
     for col in ("value", "value_true", "d_t"):
         if col not in df:
             continue
         x = df[col].to_numpy(np.float64, na_value=np.nan)
-        need, ok = (  # D_t is not defined before the first step (NaN at step 0)
-            (
-                "a finite number >= 0 after step 0",
-                (np.isfinite(x) & (x >= 0)) | (np.isnan(x) & (df.step.to_numpy() == 0)),
-            )
+        need, ok = (  # D_t is NaN where undefined (step 0; fewer than two parsed replies to compare)
+            ("NaN or a finite number >= 0", np.isnan(x) | (np.isfinite(x) & (x >= 0)))
             if col == "d_t"
             else ("a finite number within +-1e9", np.isfinite(x) & (np.abs(x) <= MAX_ABS_VALUE))
         )
