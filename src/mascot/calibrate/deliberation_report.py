@@ -169,8 +169,18 @@ def _fig_rates(result: dict, out: Path, obs_traces: dict) -> list[str]:
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     xs = np.geomspace(max(np.nanmin(prev[ok]), 1e-3), np.nanmax(prev[ok]), 100)
     for m, col in ((1, "tab:red"), (2, "tab:green")):
-        sel = ok & (sig == m)
+        sel = ok & (sig == m) & (cur > 0)
         ax.scatter(prev[sel], cur[sel] / prev[sel], s=6, alpha=0.35, color=col, label=f"observed, mode {m}")
+        zero = ok & (sig == m) & (cur == 0)  # rounds into exact agreement: no log-rate, left out of the fit
+        if zero.any():
+            ax.scatter(
+                prev[zero],
+                np.zeros(int(zero.sum())),
+                s=14,
+                marker="x",
+                color=col,
+                label=f"mode {m} into D = 0 ({int(zero.sum())}; not fitted)",
+            )
         rate, slope = (p.rate1, p.slope1) if m == 1 else (p.rate2, p.slope2)
         lam = np.clip(rate * (xs / p.d_ref) ** slope, p.rate_min, p.rate_max)
         ax.plot(xs, lam, color=col, lw=2, label=f"fitted lambda_{m}(D) (slowest direction)")
