@@ -501,19 +501,20 @@ def test_coverage_counts_informative_moments_and_float32_ties_by_hand():
     assert in_range(5.199999809, 5.200000286, 5.9) and not in_range(5.19, 5.2, 5.9)
     assert not in_range(float("nan"), 0.0, 1.0)
     rows = held_out_rows(
-        ["rounds:a", "expand:a", "expand:b", "d0:a", "d0:b", "cost:1"],
-        np.array([5.199999809, 0.0, 0.5, 0.7, 0.7, 3.0]),
-        np.array([5.5, 0.0, 0.0, 0.71, 0.71, 2.0]),
-        np.array([5.200000286, 0.0, 0.0, 0.6, 0.6, 1.0]),
-        np.array([5.9, 0.0, 0.0, 0.8, 0.8, 2.5]),
+        ["rounds:a", "expand:a", "expand:b", "d0:a", "d0:b", "cost:1", "alpha:2"],
+        np.array([5.199999809, 0.0, 0.5, 0.7, 0.7, 3.0, np.nan]),  # alpha:2 not defined in the held-out half
+        np.array([5.5, 0.0, 0.0, 0.71, 0.71, 2.0, -0.2]),
+        np.array([5.200000286, 0.0, 0.0, 0.6, 0.6, 1.0, -0.3]),
+        np.array([5.9, 0.0, 0.0, 0.8, 0.8, 2.5, -0.1]),
     )
-    for row, a in zip(rows, [5.5, 0.0, 0.0, 0.9, 0.9, 2.0]):
+    for row, a in zip(rows, [5.5, 0.0, 0.0, 0.9, 0.9, 2.0, -0.2]):
         row["observed_half_a"] = a
     cov = coverage(rows)
-    assert [r["inside"] for r in rows] == [True, True, False, True, True, False]
+    assert [r["inside"] for r in rows] == [True, True, False, True, True, False, False]
+    assert cov["undefined"] == ["alpha:2"]
     assert cov["constant"] == ["expand:a"] and cov["repeats"] == {"d0:b": "d0:a"}
     assert (cov["counted_inside"], cov["counted"], cov["counted_outside"]) == (2, 4, ["expand:b", "cost:1"])
-    assert (cov["inside"], cov["n"]) == (4, 6)
+    assert (cov["inside"], cov["n"]) == (4, 7)
     # the counted rows' half-A values: 5.5 in [5.2, 5.9], 0.0 on expand:b's [0, 0], 0.9 off [0.6, 0.8], 2.0 in [1, 2.5]
     assert (cov["in_sample_inside"], cov["in_sample"]) == (3, 4)
 
@@ -547,6 +548,8 @@ def test_damaged_or_edited_records_are_refused_by_line_and_lane(harness_dir, tmp
         return edit
 
     lane = f"ring#{rows[k]['run']}"
+    msg = case("dx", with_row("D", rows[k]["D"] + 0.5))  # an edited D, its logged vectors X left alone
+    assert f"lane {lane} round 2: D = {rows[k]['D'] + 0.5!r} is not the disagreement of the logged vectors" in msg
     assert f"lane {lane} round 2: D = nan is not a finite number >= 0" in case("nan", with_row("D", float("nan")))
     assert f"lane {lane} round 2: D = -5 is not a finite number >= 0" in case("neg", with_row("D", -5))
     assert f"lane {lane} round 2: cost = 'abc' is not" in case("text", with_row("cost", "abc"))
@@ -611,9 +614,29 @@ def test_rounds_into_exact_agreement_leave_the_rate_regression_and_the_fit_start
     assert got["alpha:1"] == pytest.approx(alpha, rel=1e-5) and got["beta:1"] == pytest.approx(beta, rel=1e-5)
     assert got["resid:1"] == pytest.approx(resid, rel=1e-5)
     assert got["rounds:complete"] == 2.5 and got["d_final:complete"] == 0.0 and got["expand:complete"] == 0.5
+    from mascot.calibrate.deliberation_sim import moment_support
+
+    sup = moment_support(tr, ["complete"], names)  # mode 1 only: mode 2's moments rest on nothing
+    assert sup["alpha:1"] == 3 and sup["cost:1"] == 6 and sup["rounds:complete"] == 2 and sup["d0_sd"] == 2
+    assert sup["alpha:2"] == sup["beta:2"] == sup["cost:2"] == 0
     setup = prompt_layout(DeliberationConfig())
     t = {f"{k}:{s}": v for s in ("adaptive", "complete", "ring") for k, v in (("rounds", 2.0), ("tokens", 9.0))}
     t |= {f"d0:{s}": 0.6 for s in ("adaptive", "complete", "ring")} | {"switch": 1.0}
     t |= {f"d_final:{s}": 0.0 for s in ("adaptive", "complete", "ring")}
     g = initial_guess(setup, np.array(list(t.values())), list(t), RateLawParams())
     assert all(np.isfinite(v) for v in g.values())
+
+
+def test_config_refuses_a_blank_axis_name_and_a_single_agent():
+    """Found by an outside tester: an axis named "" ran (the prompt read "2. : 0 = ..."), and one role was refused
+    as "n_agents must be >= 2" though no n_agents was given."""
+    import dataclasses
+
+    from mascot.protocols.deliberation.config import Axis
+
+    c = DeliberationConfig()
+    with pytest.raises(ValueError, match="axis names must be non-empty text; axis 2 has ' '"):
+        dataclasses.replace(c, axes=[Axis("cost", "low", "high"), Axis(" ", "low", "high")])
+    with pytest.raises(ValueError, match="at least 2 agents: give 2 or more roles, or n_agents >= 2"):
+        dataclasses.replace(c, roles=c.roles[:1])
+    assert dataclasses.replace(c, roles=c.roles[:1], n_agents=3).n == 3  # one role, cycled

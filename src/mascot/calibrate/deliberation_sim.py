@@ -288,6 +288,8 @@ def traces_from_rows(rows: list[dict], strategies, max_rounds: int, b0: float) -
             if k > K:
                 raise InputError(f"lane {s}#{run} has round {k} > max_rounds = {K}")
             D[i, j, k] = _record_number(r, "D", s, run)
+            if "X" in r:  # D is the disagreement of the logged vectors: an edited D would be fitted as data
+                _check_d_of_x(r, s, run)
             _record_number(r, "b", s, run, nonnegative=False)  # the tokens are b0 minus the last b (< 0: BudgetFail)
             if k >= 1:
                 if r.get("sigma") not in (1, 2) or isinstance(r.get("sigma"), bool):
@@ -325,6 +327,60 @@ def _record_number(r: dict, key: str, s, run, *, nonnegative: bool = True) -> fl
         need = "a finite number >= 0" if nonnegative else "a finite number"
         raise InputError(f"lane {s}#{run} round {r.get('round')}: {key} = {v!r} is not {need}")
     return float(v)
+
+
+def _check_d_of_x(r: dict, s, run) -> None:
+    from mascot.theory.consensus import disagreement
+
+    try:
+        X = np.asarray(r["X"], dtype=np.float64)
+        ok = X.ndim == 2 and X.shape[0] >= 1 and bool(np.all(np.isfinite(X)))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise InputError(f"lane {s}#{run} round {r.get('round')}: X is not a finite (agents x axes) array")
+    d = float(disagreement(X))
+    if abs(d - r["D"]) > 1e-9 * max(abs(d), 1.0):
+        raise InputError(
+            f"lane {s}#{run} round {r.get('round')}: D = {r['D']!r} is not the disagreement of the logged vectors X "
+            f"({d!r}); the records were edited or damaged"
+        )
+
+
+def moment_support(tr: dict, strategies, names) -> dict:
+    """How many observations each moment of :func:`moments_from_traces` rests on in the traces ``tr`` (numpy): lanes
+    for a strategy's rounds, tokens, D(0), D_final and rises; adaptive lanes for ``switch``; rounds of mode ``m``
+    (into ``D > 0``) for its rate regression, of which a line needs two; costed rounds for the cost moments; runs for
+    ``d0_sd``, which needs two. A moment resting on fewer is not defined by these traces (the moments function
+    would give it as 0).
+
+    Returns: ``{name: count}`` for ``names``, with counts of a definition's minimum or more meaning defined."""
+    D = np.asarray(tr["D"], np.float64)
+    ok = np.asarray(tr.get("lane_ok", np.ones(D.shape[:2], bool)), bool)
+    prev, cur = D[..., :-1], D[..., 1:]
+    ran = np.isfinite(cur) & np.isfinite(prev) & (prev > 0) & (cur > 0) & ok[..., None]
+    sig = np.asarray(tr["sigma"])
+    cost = np.asarray(tr["cost"], np.float64)
+    prev_sig = np.concatenate([np.zeros_like(sig[..., :1]), sig[..., :-1]], axis=-1)
+    sel = {1: sig == 1, 2: (sig == 2) & (prev_sig == 2)}
+    out = {}
+    for nm in names:
+        kind, _, which = nm.partition(":")
+        if which in strategies and kind in ("rounds", "tokens", "d0", "d_final", "expand"):
+            out[nm] = int(ok[list(strategies).index(which)].sum())
+        elif nm == "switch":
+            out[nm] = int(ok[list(strategies).index("adaptive")].sum()) if "adaptive" in strategies else 0
+        elif kind in ("alpha", "beta", "resid"):
+            n = int((ran & (sig == int(which))).sum())
+            out[nm] = n if n >= 2 else 0
+        elif kind in ("cost", "cost_rsd"):
+            out[nm] = int((sel[int(which)] & np.isfinite(cost) & ok[..., None]).sum())
+        elif nm == "d0_sd":
+            n = int(ok[0].sum())
+            out[nm] = n if n >= 2 else 0
+        else:
+            out[nm] = 1
+    return out
 
 
 def _wmean(x, w):

@@ -44,7 +44,7 @@ def split_half_deliberation(
     :func:`~mascot.calibrate.deliberation.calibrate_deliberation`. Returns the ``split_half.json`` dict."""
     from mascot.calibrate.deliberation import calibrate_deliberation, observed_traces, select_runs
     from mascot.calibrate.deliberation_fit import Moments
-    from mascot.calibrate.deliberation_sim import prompt_layout, weighted_moments
+    from mascot.calibrate.deliberation_sim import moment_support, prompt_layout, weighted_moments
     from mascot.calibrate.fit import coverage, held_out_rows
     from mascot.protocols.deliberation.surrogate import RateLawParams
 
@@ -55,7 +55,10 @@ def split_half_deliberation(
     cfg, tr, dirs = observed_traces(run_dirs)
     R = int(tr["D"].shape[1])
     if R < 4:
-        raise InputError(f"a split-half test needs at least 4 runs (2 per half); the run directories hold {R}")
+        raise InputError(
+            f"a split-half test needs at least 4 runs (2 per half); the run directories hold {R}: run the deliberation "
+            "again with --runs 4 or more"
+        )
     perm = np.random.default_rng([seed, 23]).permutation(R)
     a, b = np.sort(perm[: R // 2]), np.sort(perm[R // 2 : 2 * (R // 2)])
     out = Path(out)
@@ -88,9 +91,13 @@ def split_half_deliberation(
     mom = Moments(setup, base, fitted, names, detail=True, runs=len(b))
     pred = np.vstack([mom(draws[i % len(draws)][None], seed + 5000 + i)[0] for i in range(n_pred)])
     lo, med, hi = (np.nanquantile(pred, q, axis=0) for q in (0.05, 0.5, 0.95))
+    # a moment with no observations in a half (no mode-2 rounds, no rounds at all) is not defined there: NaN, not
+    # the 0 the moments function gives it, so it is neither a hit nor a miss
+    sup_a, sup_b = (moment_support(select_runs(tr, h), setup.strategies, names) for h in (a, b))
+    held = np.array([v if sup_b[n] else np.nan for n, v in zip(names, held)])
     rows = held_out_rows(names, held, med, lo, hi)
     for row, a_value in zip(rows, fit["moments"]["observed"]):
-        row["observed_half_a"] = float(a_value)
+        row["observed_half_a"] = float(a_value) if sup_a[row["moment"]] else None
     res = {
         "source": {"run_dirs": [str(d) for d in dirs], "runs": R},
         "halves": [a.tolist(), b.tolist()],

@@ -80,7 +80,7 @@ def deliberation_rows() -> list[dict]:
         _row("axes[].name", "str", "-", "unique", "the axis"),
         _row("axes[].low", "str", "low", "", "what 0 means on it"),
         _row("axes[].high", "str", "high", "", "what 1 means on it"),
-        _row("n_agents", "int", "one per role", ">= 1", "agents (roles cycle when there are more agents than roles)"),
+        _row("n_agents", "int", "one per role", ">= 2", "agents (roles cycle when there are more agents than roles)"),
         _row(
             "weights.complete_self",
             "float",

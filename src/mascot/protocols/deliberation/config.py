@@ -161,11 +161,19 @@ class DeliberationConfig:
         names = [r.name for r in self.roles]
         if len(set(names)) != len(names):
             raise InputError(f"role names must be unique; got {names}")
+        if self.n_agents is None and len(self.roles) < 2:  # (agents are the roles unless n_agents is given)
+            raise InputError(
+                f"a deliberation needs at least 2 agents: give 2 or more roles, or n_agents >= 2 (roles cycle); got "
+                f"{len(self.roles)} role"
+            )
         n = self.n_agents if self.n_agents is not None else len(self.roles)
         check_int("n_agents", n, 2)
         if len(self.axes) < 1:
             raise InputError("axes must list at least one axis")
         axis_names = [a.name for a in self.axes]
+        blank = [i + 1 for i, a in enumerate(axis_names) if not isinstance(a, str) or not a.strip()]
+        if blank:  # the prompt would read "2. : 0 = ..., 1 = ..."
+            raise InputError(f"axis names must be non-empty text; axis {blank[0]} has {axis_names[blank[0] - 1]!r}")
         if len(set(axis_names)) != len(axis_names):
             raise InputError(f"axis names must be unique; got {axis_names}")
         if not isinstance(self.task, str) or not self.task.strip():
