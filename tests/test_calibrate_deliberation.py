@@ -640,3 +640,13 @@ def test_config_refuses_a_blank_axis_name_and_a_single_agent():
     with pytest.raises(ValueError, match="at least 2 agents: give 2 or more roles, or n_agents >= 2"):
         dataclasses.replace(c, roles=c.roles[:1])
     assert dataclasses.replace(c, roles=c.roles[:1], n_agents=3).n == 3  # one role, cycled
+
+
+def test_run_json_records_the_backend_description(tmp_path):
+    """deliberate's run.json lacked the backend's describe() (where the openai probe's findings go) that trials and
+    debate record; an outside tester looked for it."""
+    import json
+
+    out = _run(tmp_path, "d", TRUE, runs=1, max_rounds=2)
+    session = json.loads((out / "run.json").read_text())["sessions"][-1]
+    assert session["backend"]["describe"] == SurrogateDeliberationBackend(params=TRUE, seed=0).describe()

@@ -269,7 +269,9 @@ def test_deliberate_through_the_server(server, tmp_path):
     assert [x["round"] for x in rounds] == [0, 1] and rounds[-1]["status"] is not None
     assert rounds[1]["failures"] == sum(not x["parse"]["ok"] for x in logs if x["round"] == 1)
     assert [c for c in progress_counts(r.stderr) if c[0] == c[1]] == [(3, 3), (3, 3)], why(r, server)
-    assert json.loads((out / "run.json").read_text())["complete"]
+    meta = json.loads((out / "run.json").read_text())
+    assert meta["complete"]  # provenance as trials and debate record it (the probe's findings go there)
+    assert meta["sessions"][-1]["backend"]["describe"]["backend"] == "openai"
     again = mascot(*cmd)
     assert again.returncode == 0 and jsonl(out / "requests.jsonl") == logs, why(again, server)
 

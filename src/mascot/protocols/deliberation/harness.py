@@ -642,6 +642,8 @@ def run_deliberation(
         lane_rounds_run=rounds_run,
         backend_call_s=round(h.call_s, 3),
     )
+    if h.backend is not None and hasattr(h.backend, "describe"):  # provenance, after the run: the openai probe's
+        session["backend"] = {**session["backend"], "describe": h.backend.describe()}  # findings are in it by now
     if isinstance(h.backend, AnswerCache):  # every round is committed: its answers are in rounds.jsonl
         session["replayed"] = h.backend.replayed
         h.backend.clear()
