@@ -125,3 +125,18 @@ def test_show_reads_what_it_can_of_a_damaged_or_uncommitted_run(trials_run, tmp_
     (run / "answers.jsonl").write_text('{"key": "a"}\n{"key": "b"}\n')
     assert cli_main(["show", str(run)]) == 2
     assert "nothing is committed yet, and 2 answered request(s) wait in answers.jsonl" in capsys.readouterr().err
+
+
+def test_show_counts_clipped_deliberation_replies_of_the_real_run(capsys):
+    """The committed real-model deliberation (results/real-llm-deliberation): an outside tester found that the replies
+    clipped to [0, 1] (which can themselves make agents agree) were nowhere in `mascot show`; counted against the
+    records read here."""
+    run = ROOT / "results" / "real-llm-deliberation"
+    recs = [json.loads(x) for x in (run / "requests.jsonl").read_text().splitlines() if x.strip()]
+    parsed = [r for r in recs if not r["response"]["error"] and r["parse"]["ok"]]
+    clipped = sum(1 for r in parsed if r["parse"].get("clipped", 0) > 0)
+    assert cli_main(["show", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        clipped > 0 and f"warning: {clipped:,} of the {len(parsed):,} parsed replies had vector entries outside" in out
+    )

@@ -138,6 +138,7 @@ def _normal(command: str, r: dict) -> dict:
             parse_ok=None if resp.get("error") else bool(parse.get("ok")),
             parse_reason=parse.get("reason"),
             parsed=None,
+            clipped=parse.get("clipped") if isinstance(parse.get("clipped"), int) else None,
             prompt_tokens=resp.get("prompt_tokens"),
             completion_tokens=resp.get("completion_tokens"),
             latency_s=resp.get("latency_s"),
@@ -221,6 +222,8 @@ def summarise(records: list[dict], command: str | None = None, max_tokens: int |
         latency={s: (len(v), float(np.median(v)), float(np.quantile(v, 0.9))) for s, v in sorted(by_stage.items())},
         carried=Counter(r.get("carried") for r in records if "carried" in r),
         cut=watch.message(first=False) if watch.replies and watch.most_cut else None,
+        # deliberation: parsed replies with vector entries outside [0, 1], which the harness clips
+        clipped=sum(1 for r in answered if r["parse_ok"] and (r.get("clipped") or 0) > 0),
     )
 
 
@@ -238,6 +241,11 @@ def summary_text(command: str, meta: dict, s: dict, run) -> str:
             lines.append(f"{title}: " + "; ".join(f"{n:,} x {k}" for k, n in counts.most_common(5)))
     if s.get("cut"):
         lines.append(f"warning: {s['cut']}")
+    if s.get("clipped"):
+        lines.append(
+            f"warning: {s['clipped']:,} of the {s['parsed']:,} parsed replies had vector entries outside [0, 1], clipped "
+            "by the harness (clipping can itself make agents agree: read D with that in mind)"
+        )
     skipped = meta.get("_skipped") or []
     if skipped:
         lines.append(f"warning: {len(skipped):,} line(s) left out: {skipped[0]}" + (" ..." if len(skipped) > 1 else ""))
