@@ -16,6 +16,21 @@ from mascot.protocols.deliberation import DeliberationConfig
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def _surrogate_trials(run, n_trials: int = 4, steps: int = 3) -> None:
+    """A small finished surrogate trials run in ``run`` (the calibration tests' input)."""
+    argv = ["trials", "--backend", "surrogate", "--n-trials", str(n_trials), "--steps", str(steps), "--no-figures"]
+    assert mascot(*argv, "--out", run).returncode == 0
+
+
+def _with_column(table, col: str, row: int, value):
+    """``table`` (pyarrow) with ``col``'s entry at ``row`` replaced by ``value`` (its type kept)."""
+    import pyarrow as pa
+
+    vals = table.column(col).to_pylist()
+    vals[row] = value
+    return table.set_column(table.schema.get_field_index(col), col, pa.array(vals, table.schema.field(col).type))
+
+
 def _model_dir(tmp_path, config_text='{"model_type": "llama"}'):
     d = tmp_path / "model"
     d.mkdir()
@@ -180,12 +195,7 @@ def test_calibrate_trials_refuses_unusable_input_at_once(tmp_path):
     r = mascot("calibrate", "trials", f, "--out", tmp_path / "c")
     assert r.returncode == 2 and "is a file" in r.stderr
     run = tmp_path / "one"
-    assert (
-        mascot(
-            "trials", "--backend", "surrogate", "--n-trials", "1", "--steps", "2", "--no-figures", "--out", run
-        ).returncode
-        == 0
-    )
+    _surrogate_trials(run, n_trials=1, steps=2)
     r = mascot("calibrate", "trials", run, "--out", tmp_path / "c")
     assert r.returncode == 2 and "too few trials" in r.stderr and not (tmp_path / "c").exists()
     unp = tmp_path / "unpaired"
@@ -218,12 +228,7 @@ def test_calibrate_trials_refuses_missing_or_bad_run_records_and_clears_old_outp
     r = mascot("calibrate", "trials", "--paper-table2", "--out", "")
     assert r.returncode == 2 and "--out is empty" in r.stderr
     run = tmp_path / "run"
-    assert (
-        mascot(
-            "trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--no-figures", "--out", run
-        ).returncode
-        == 0
-    )
+    _surrogate_trials(run, n_trials=4, steps=3)
     bare = tmp_path / "bare"
     bare.mkdir()
     shutil.copy(run / "trials.parquet", bare / "trials.parquet")
@@ -348,12 +353,7 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
     import pyarrow.parquet as pq
 
     run = tmp_path / "run"
-    assert (
-        mascot(
-            "trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--no-figures", "--out", run
-        ).returncode
-        == 0
-    )
+    _surrogate_trials(run, n_trials=4, steps=3)
     old = tmp_path / "old"
     shutil.copytree(run, old)
     t = pq.read_table(run / "trials.parquet")
@@ -369,16 +369,7 @@ def test_calibrate_trials_without_abstention_counts_damaged_counts_and_a_hard_in
     assert "| chain.abstained.mean | not recorded | - |" in rep and "| nan |" not in rep
     assert "RuntimeWarning" not in r.stderr
     for bad in (-1, 99):
-        col = t.column("n_abstained").to_pylist()
-        col[7] = bad
-        pq.write_table(
-            t.set_column(
-                t.schema.get_field_index("n_abstained"),
-                "n_abstained",
-                __import__("pyarrow").array(col, t.schema.field("n_abstained").type),
-            ),
-            old / "trials.parquet",
-        )
+        pq.write_table(_with_column(t, "n_abstained", 7, bad), old / "trials.parquet")
         r = mascot("calibrate", "trials", old, "--out", tmp_path / "c2", "--quick", "--n-boot", "0")
         assert r.returncode == 2 and f"n_abstained = {bad}" in r.stderr and "Traceback" not in r.stderr, r.stderr
         assert "retried request counted once" in r.stderr
@@ -534,18 +525,12 @@ def test_reports_reproductions_designs_and_calibrations_refuse_a_run_directory_a
 def test_calibrate_trials_refuses_values_the_harness_never_writes(tmp_path):
     """Found by an outside tester (issue 31): NaN and 1e300 written into trials.parquet's `value` (the file
     rewritten, so its checksums hold) were calibrated with exit 0; each is refused naming the column and row."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     from mascot.calibrate.trials_targets import observed_from_run
 
     run = tmp_path / "run"
-    assert (
-        mascot(
-            "trials", "--backend", "surrogate", "--n-trials", "4", "--steps", "3", "--no-figures", "--out", run
-        ).returncode
-        == 0
-    )
+    _surrogate_trials(run, n_trials=4, steps=3)
     observed_from_run(run)  # the run as written is accepted
     t = pq.read_table(run / "trials.parquet")
     i = 9
@@ -557,10 +542,7 @@ def test_calibrate_trials_refuses_values_the_harness_never_writes(tmp_path):
         ("d_t", float("inf")),
         ("value_true", float("inf")),
     ):
-        vals = t.column(col).to_pylist()
-        vals[i] = bad
-        edited = t.set_column(t.schema.get_field_index(col), col, pa.array(vals, t.schema.field(col).type))
-        pq.write_table(edited, run / "trials.parquet")
+        pq.write_table(_with_column(t, col, i, bad), run / "trials.parquet")
         with pytest.raises(ValueError) as e:
             observed_from_run(run)
         msg = str(e.value)

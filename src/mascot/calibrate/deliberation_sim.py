@@ -36,6 +36,7 @@ from mascot.protocols.deliberation.config import STRATEGIES, DeliberationConfig
 from mascot.protocols.deliberation.prompts import initial_messages, round_messages
 from mascot.protocols.deliberation.surrogate import RateLawParams
 from mascot.theory.consensus import contraction_rate
+from mascot.theory.consensus import disagreement as disagreement_f64  # the harness's D (numpy float64)
 
 __all__ = [
     "SimSetup",
@@ -330,8 +331,6 @@ def _record_number(r: dict, key: str, s, run, *, nonnegative: bool = True) -> fl
 
 
 def _check_d_of_x(r: dict, s, run) -> None:
-    from mascot.theory.consensus import disagreement
-
     try:
         X = np.asarray(r["X"], dtype=np.float64)
         ok = X.ndim == 2 and X.shape[0] >= 1 and bool(np.all(np.isfinite(X)))
@@ -339,7 +338,7 @@ def _check_d_of_x(r: dict, s, run) -> None:
         ok = False
     if not ok:
         raise InputError(f"lane {s}#{run} round {r.get('round')}: X is not a finite (agents x axes) array")
-    d = float(disagreement(X))
+    d = float(disagreement_f64(X))
     if abs(d - r["D"]) > 1e-9 * max(abs(d), 1.0):
         raise InputError(
             f"lane {s}#{run} round {r.get('round')}: D = {r['D']!r} is not the disagreement of the logged vectors X "

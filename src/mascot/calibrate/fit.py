@@ -558,11 +558,16 @@ def linearized_bootstrap(
     return LinearizedBootstrap(values(du, coords.inv) if flat.any() else ident, G, names, ident, sd_raw)
 
 
+def _f32_tol(lo, hi) -> float:
+    """Four float32 units of rounding at the scale of ``[lo, hi]``: the moments are computed in JAX's float32."""
+    return 4 * float(np.finfo(np.float32).eps) * (1.0 + abs(lo) + abs(hi))
+
+
 def in_range(x, lo, hi) -> bool:
     """``lo <= x <= hi`` up to float32 rounding: moments are computed in JAX's float32, so a held-out mean of 5.2
     rounded to 5.1999998 against a range from 5.2000003 is a tie, inside (an outside tester found such ties among
     the misses; counts of whole rounds make them common); NaN is never inside."""
-    tol = 4 * float(np.finfo(np.float32).eps) * (1.0 + abs(lo) + abs(hi))
+    tol = _f32_tol(lo, hi)
     return bool(lo - tol <= x <= hi + tol)
 
 
@@ -575,8 +580,9 @@ def coverage(rows: list[dict]) -> dict:
     counted) and a moment equal to an earlier one in every number (``repeats``:
     e.g. D(0) under each strategy when the strategies share round 0). ``in_sample_inside`` of ``in_sample``: the
     fitted half's values inside the same ranges (the halves have equal sizes), which says whether the fit fitted
-    what it saw (reported as not when under two thirds, against the 90% a right model reaches). ``undefined``: rows whose held-out value is missing or NaN (the held-out half has no
-    observations of that moment, e.g. no mode-2 rounds): neither hits nor misses.
+    what it saw (``fit_failed`` when under two thirds, against the 90% a right model reaches). ``undefined``: rows
+    whose held-out value is missing or NaN (the held-out half has no observations of that moment, e.g. no mode-2
+    rounds): neither hits nor misses.
 
     Returns: a dict of the counts and lists above.
     """
@@ -586,7 +592,7 @@ def coverage(rows: list[dict]) -> dict:
             undefined.append(r["moment"])
             continue
         key = (r["held_out"], r["lo"], r["hi"], r.get("observed_half_a"))
-        single = not r["hi"] - r["lo"] > 4 * float(np.finfo(np.float32).eps) * (1.0 + abs(r["lo"]) + abs(r["hi"]))
+        single = not r["hi"] - r["lo"] > _f32_tol(r["lo"], r["hi"])
         if single and r["inside"]:  # (a held-out value off a single-valued range is a miss, counted)
             constant.append(r["moment"])
         elif key in seen:
@@ -604,8 +610,9 @@ def coverage(rows: list[dict]) -> dict:
         "constant": constant,
         "repeats": repeats,
         "undefined": undefined,
-        "in_sample_inside": int(sum(in_range(r["observed_half_a"], r["lo"], r["hi"]) for r in half_a)),
+        "in_sample_inside": (inside_a := int(sum(in_range(r["observed_half_a"], r["lo"], r["hi"]) for r in half_a))),
         "in_sample": len(half_a),
+        "fit_failed": inside_a < 2 * len(half_a) / 3,
     }
 
 
@@ -653,7 +660,7 @@ def coverage_markdown(cov: dict, *, quick: bool = False, loss: float | None = No
             + (
                 ": **the fit does not reproduce the data it was fitted to** (under two thirds inside, where a right "
                 "model holds about 90%), so the held-out count measures a failed calibration, not prediction."
-                if cov["in_sample_inside"] < 2 * cov["in_sample"] / 3
+                if cov["fit_failed"]
                 else "."
             ),
         ]

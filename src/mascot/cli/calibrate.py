@@ -108,8 +108,9 @@ def cmd_calibrate_trials(args) -> int:
             )
         source = args.run_dir
     out = Path(args.out)
-    if _out_writable(args.out, source):
-        return _fail(_out_writable(args.out, source))
+    why = _out_writable(args.out, source)
+    if why:
+        return _fail(why)
     from mascot.io import lock_dir
 
     # one calibration per output directory at a time (a second one is refused, naming the first's pid)
@@ -270,7 +271,7 @@ def _coverage_line(cov: dict) -> str:
         f"informative held-out moments inside their predicted 5-95% range: {cov['counted_inside']} of "
         f"{cov['counted']} (all rows: {cov['inside']} of {cov['n']}; in sample, the fitted half: "
         f"{cov['in_sample_inside']} of {cov['in_sample']}"
-        + (": the fit did not fit what it saw" if cov["in_sample_inside"] < 2 * cov["in_sample"] / 3 else "")
+        + (": the fit did not fit what it saw" if cov["fit_failed"] else "")
         + ")"
     )
 
@@ -325,8 +326,9 @@ def cmd_calibrate_deliberation(args) -> int:
 
     created = not Path(args.out).exists()
     out = Path(args.out)
-    if _out_writable(out, args.run_dir):
-        return _fail(_out_writable(out, args.run_dir))
+    why = _out_writable(out, args.run_dir)
+    if why:
+        return _fail(why)
     # one calibration per output directory at a time (the same lock as `calibrate trials`); the new files
     # replace the previous calibration's only when the fit has finished (_staged)
     lock = lock_dir(out, ".calibrate.lock", what="calibration output directory")  # noqa: F841 (held until exit)
