@@ -105,3 +105,48 @@ def test_tile_and_chunk_sizes():
     # the tiled CPU path takes 128 MiB chunks: 2^16 rows at N = 64, d = 6, float32, so 1e5 rows in 2 chunks
     assert ec._chunk_size(100_000, 64, 6, jnp.float32, True, None, "cpu", tiled=True) == 50_000
     assert ec._chunk_size(100_000, 64, 6, jnp.float32, True, None, "cpu") == 14_286  # untiled: 7 chunks
+
+
+@pytest.mark.parametrize("dtype,pad", [("float32", 16), ("float32", 4), ("float64", 8), ("float64", 48)])
+def test_unaligned_host_x0_read_in_place(dtype, pad, monkeypatch):
+    # a numpy X0 that does not start on a 64-byte boundary (numpy's usual 16 bytes past one): the tiled CPU
+    # path reads it from the boundary before it (no aligned copy), with the same numbers as an aligned X0
+    N, B, d = 64, 2600, 3
+    itemsize = np.dtype(dtype).itemsize
+    rng = np.random.default_rng(pad)
+    buf = np.empty((B * N * d + 128) * itemsize, np.uint8)
+    start = -buf.ctypes.data % 64 + pad
+    X0 = buf[start : start + B * N * d * itemsize].view(dtype).reshape(B, N, d)
+    X0[...] = rng.uniform(size=(B, N, d))
+    assert X0.ctypes.data % 64 == pad
+    aligned = ec._aligned(X0.copy() if X0.ctypes.data % 64 else X0)
+    assert aligned.ctypes.data % 64 == 0
+    kw = dict(c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=rng.uniform(0, 5000, B), max_rounds=40, dtype=dtype)
+    W1, W2 = complete_weights(N, 0.4), ring_weights(N, 0.6)
+    copies, seen = [], []
+    real_aligned, real_put = ec._aligned, ec.jax.device_put
+
+    def spy_aligned(a):
+        copies.append(a.shape)
+        return real_aligned(a)
+
+    def spy_put(x, *a, **k):
+        seen.append(getattr(x, "ctypes", None))
+        return real_put(x, *a, **k)
+
+    for chunk in (None, 1000):  # one chunk; three, the last padded by a (fresh, unaligned) copy of rows
+        ref = simulate_consensus(aligned, W1, W2, chunk_size=chunk, **kw)
+        copies.clear(), seen.clear()
+        monkeypatch.setattr(ec, "_aligned", spy_aligned)
+        monkeypatch.setattr(ec.jax, "device_put", spy_put)
+        res = simulate_consensus(X0, W1, W2, chunk_size=chunk, **kw)
+        monkeypatch.undo()
+        assert not copies, f"X0 was copied to aligned memory: {copies}"
+        flat = [c for c in seen if c is not None]
+        assert flat and all(c.data % 64 == 0 for c in flat)
+        assert any(c.data == X0.ctypes.data - pad for c in flat)  # the first chunk: X0's own memory
+        for f in ("rounds", "status", "tokens", "d_final", "d0"):
+            np.testing.assert_array_equal(getattr(res, f), getattr(ref, f), err_msg=f"{f}, chunk {chunk}")
+    c = X0.astype(np.float64) - X0.astype(np.float64).mean(axis=1, keepdims=True)
+    rtol = 1e-12 if dtype == "float64" else 2e-6
+    np.testing.assert_allclose(res.d0, np.sqrt(np.einsum("bnd,bnd->b", c, c) / N), rtol=rtol)

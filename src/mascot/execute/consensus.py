@@ -326,6 +326,29 @@ def _aligned(a: np.ndarray) -> np.ndarray:
     return out
 
 
+class _Span:
+    """``n`` entries of ``a``'s dtype from address ``ptr`` (numpy's array interface), keeping ``a`` alive."""
+
+    def __init__(self, a: np.ndarray, ptr: int, n: int):
+        self.a = a
+        self.__array_interface__ = dict(shape=(n,), typestr=a.dtype.str, data=(ptr, False), version=3)
+
+
+def _from_boundary(a: np.ndarray):
+    """``a`` (C-contiguous) as a flat array that starts at the 64-byte boundary at or before ``a``'s first entry
+    (XLA aliases host memory only from such a boundary): the few entries before ``a`` (under 64 bytes, on the
+    same memory page as ``a``'s first entry, so mapped) are padding the kernel skips. ``None`` when ``a``'s
+    address is not a multiple of its item size. Replaces the aligned copy of :func:`_aligned` on the tiled CPU
+    modal path (measured: 2 ms of a 13 ms call at N = 64, B = 2e4)."""
+    if not a.flags.c_contiguous:
+        return None
+    ptr = a.ctypes.data
+    pad = ptr % 64
+    if pad % a.itemsize:
+        return None
+    return np.asarray(_Span(a, ptr - pad, pad // a.itemsize + a.size))
+
+
 _COPY_POOL = None
 
 
@@ -360,6 +383,7 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             res = modal(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
             return lo, hi, src, _fetch(res)
         rows, hi, src = _layout(lo, B, C, shards)
+        shape = None
         whole = isinstance(rows, slice) and rows == slice(0, X0.shape[0])
         if shards is not None and isinstance(X0, jax.Array):  # gathered and split on the devices
             X = shards.take(X0, rows, dt)
@@ -370,12 +394,17 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
         elif shards is not None:
             X = np.asarray(X, dt)
         elif X.dtype == dt:
-            X = jax.device_put(_aligned(X), may_alias=True)
+            flat = _from_boundary(X) if cfg["tile"] is not None else None
+            if flat is not None:  # read in place from the 64-byte boundary before X's first entry
+                shape = X.shape
+                X = jax.device_put(flat, may_alias=True)
+            else:
+                X = jax.device_put(_aligned(X), may_alias=True)
         else:
             X = jnp.asarray(X, dt)
         p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
         if shards is None:
-            res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
+            res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static, shape=shape)
         else:  # every device runs the one-device rollout on its C rows
             X, p = shards.put(X), {key: shards.put(v) for key, v in p.items()}
             rollout = shards.local(
