@@ -15,14 +15,20 @@ eps = 0.03, a budget that never binds, max_rounds = 64):
 "roofline" is the floor a kernel cannot beat on this machine, both rates measured in this process:
 max(bytes read / copy bandwidth, FLOPs / GEMM rate), with bytes = X0 read once and FLOPs = the modal
 projection (2 B d N (N - 1)) or, on the matrix path, one N x N product per round (2 N^2 d B x mean
-rounds); the GEMM rate is XLA's on one (B d, N) @ (N, N) float32 product. "of roofline" is that floor
-divided by the JAX time. The closed-form (round-free) modal path is timed against the round loop it
-replaced at the issue's two cells (``--focus``).
+rounds); the GEMM rate is the faster of XLA's and numpy's (BLAS on every core) on one (B d, N) @ (N, N)
+float32 product. "of roofline" is that floor divided by the JAX time. The closed-form (round-free) modal path
+is timed against the round loop it replaced at the issue's two cells (``--focus``). OpenBLAS runs on one
+thread for the whole benchmark (numpy's baseline splits its batch over Python threads): after a
+multi-threaded OpenBLAS call its idle workers spin, and on a 2-core machine the JAX call timed next ran at
+half speed.
 
-``--profile`` splits the modal path's time at the target cell (N = 64, B = 2e4, float32) into the host
-copy to aligned memory, the kernel (projection and round loop) and the rest (dispatch, harvest), beside
-two floors: reading X0 once, and the projection's multiply-adds at the rate XLA reaches on one
-same-shaped matrix product (a CPU cannot beat either).
+``--profile`` splits the modal path's time at the two target cells (N = 64, B = 2e4 and N = 5, B = 1e5,
+float32) into the host copy to aligned memory (none where the kernel reads X0 in place), the kernel
+(projection and round-free rounds, beside the round loop) and the rest (dispatch, harvest), against the
+roofline: max(reading X0 once, the projection's multiply-adds at the best GEMM rate on one same-shaped
+product). Calls are timed back to back and, separately, each after 0.3 s with the cores idle (a call after
+other work: this VM's idle cores come back slower). It also times the matrix path at N = 64, B = 2e4 both
+ways against its roofline.
 
     python benchmarks/bench_consensus.py [--quick] [--json-out FILE] [--focus] [--profile]
 """
@@ -155,7 +161,11 @@ def gemm_rate(N, B):
         f = jax.jit(lambda a, b: jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST))
         jax.block_until_ready(f(x, u))
         out = np.empty((B * D, N), np.float32)
-        t = min(best_of(lambda: jax.block_until_ready(f(x, u)), 5), best_of(lambda: np.matmul(xh, uh, out=out), 5))
+        t_xla = best_of(lambda: jax.block_until_ready(f(x, u)), 5)
+        with threadpool_limits(os.cpu_count()):  # numpy's GEMM on every core (the rest of the run keeps one)
+            t_np = best_of(lambda: np.matmul(xh, uh, out=out), 5)
+        time.sleep(1.0)  # let OpenBLAS's workers stop spinning before anything else is timed
+        t = min(t_xla, t_np)
         _GEMM[(N, B)] = 2.0 * B * D * N * N / t
     return _GEMM[(N, B)]
 
@@ -329,6 +339,13 @@ def profile(N=64, B=20000, repeat=9):
     total = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
     unaligned = X0[1:] if X0.ctypes.data % 64 == 0 else X0  # the copy a typical (16-byte aligned) X0 gets
     copy = lambda: ec._aligned(unaligned)  # noqa: E731
+
+    def after_idle():  # the same call after 0.3 s with both cores idle (as a call after other work meets them)
+        time.sleep(0.3)
+        t0 = time.perf_counter()
+        total()
+        return time.perf_counter() - t0
+
     fns = dict(
         total=total,
         host_copy=copy,
@@ -346,6 +363,7 @@ def profile(N=64, B=20000, repeat=9):
             t = time.perf_counter()
             f()
             times[k].append(time.perf_counter() - t)
+    idle = min(after_idle() for _ in range(repeat))
     t = {k: min(v) for k, v in times.items()}
     t["product"] = min(t["product"], t.pop("product_np"))  # the faster GEMM of the two: the compute floor
     n_full = len(chunks) * C
@@ -354,6 +372,7 @@ def profile(N=64, B=20000, repeat=9):
     # the tiled path reads an unaligned X0 in place (from the 64-byte boundary before it); others copy it
     copies = X0.ctypes.data % 64 and (tile is None or not hasattr(ec, "_from_boundary"))
     host_copy = t["host_copy"] if copies else 0.0
+    avoided = t["host_copy"] if X0.ctypes.data % 64 and not copies else 0.0  # what reading in place saves
     flops = 2.0 * B * D * N * n_cols
     bw = copy_bandwidth()
     floor = X0.nbytes / (bw / 2)
@@ -373,6 +392,9 @@ def profile(N=64, B=20000, repeat=9):
         x0_read_floor_s=floor,
         roofline_s=roofline,
         roofline_fraction=roofline / t["total"],
+        total_after_idle_s=idle,
+        roofline_fraction_after_idle=roofline / idle,
+        aligned_copy_avoided_s=avoided,
         product_gflops=flops / t["product"] / 1e9,
         compute_floor_s=t["product"],
         compute_floor_fraction=t["product"] / t["total"],
@@ -383,13 +405,92 @@ def profile(N=64, B=20000, repeat=9):
         f"  N={N} B={B} chunk={C} tile={tile}: total {1e3 * t['total']:.2f} ms = host copy "
         f"{1e3 * host_copy:.2f} + projection {1e3 * proj:.2f} + rounds {1e3 * (kern - proj):.2f} (the round loop: "
         f"{1e3 * out['round_loop_s']:.2f}) + other "
-        f"{1e3 * out['other_s']:.2f}; roofline {1e3 * roofline:.2f} ms = max(X0 read {1e3 * floor:.2f}, "
+        f"{1e3 * out['other_s']:.2f} (X0 read in place: an aligned copy would add {1e3 * avoided:.2f}); roofline {1e3 * roofline:.2f} ms = max(X0 read {1e3 * floor:.2f}, "
         f"projection at the best GEMM rate {1e3 * t['product']:.2f} ({out['product_gflops']:.0f} GFLOP/s)): "
-        f"{100 * out['roofline_fraction']:.1f}% of the roofline",
+        f"{100 * out['roofline_fraction']:.1f}% of the roofline; the same call after 0.3 s idle: "
+        f"{1e3 * idle:.2f} ms ({100 * out['roofline_fraction_after_idle']:.1f}%)",
         file=sys.stderr,
         flush=True,
     )
     return out
+
+
+def profile_matrix(N=64, B=20000, repeat=7):
+    """The matrix path (non-commuting pair) at one cell: back-to-back calls and calls after 0.3 s idle, against
+    the roofline of its useful products (2 N^2 d B x mean rounds at the best GEMM rate)."""
+    rng = np.random.default_rng(0)
+    W1, W2 = pairs(N, rng)["non-commuting"]
+    X0 = rng.normal(0.5, 0.15, size=(B, N, D)).clip(0, 1).astype(np.float32)
+    call = lambda: simulate_consensus(X0, W1, W2, C1, C2, ETA, EPS, B0, max_rounds=MAX_ROUNDS, dtype="float32")  # noqa: E731
+    res = call()
+    steady = best_of(call, repeat)
+
+    def after_idle():
+        time.sleep(0.3)
+        t0 = time.perf_counter()
+        call()
+        return time.perf_counter() - t0
+
+    idle = min(after_idle() for _ in range(repeat))
+    roofline = 2.0 * N * N * D * B * float(res.rounds.mean()) / gemm_rate(N, B)
+    parts = _matrix_parts(call, repeat)
+    out = dict(
+        N=N,
+        B=B,
+        method=res.method,
+        mean_rounds=float(res.rounds.mean()),
+        total_s=steady,
+        total_after_idle_s=idle,
+        roofline_s=roofline,
+        roofline_fraction=roofline / steady,
+        roofline_fraction_after_idle=roofline / idle,
+        parts_s=parts,
+    )
+    print(
+        f"  matrix N={N} B={B}: {1e3 * steady:.1f} ms back to back, {1e3 * idle:.1f} ms after 0.3 s idle; roofline "
+        f"{1e3 * roofline:.1f} ms ({100 * out['roofline_fraction']:.1f}%, after idle "
+        f"{100 * out['roofline_fraction_after_idle']:.1f}%); one call with each kernel awaited: "
+        + ", ".join(f"{k} {1e3 * v:.1f}" for k, v in parts.items())
+        + " ms",
+        file=sys.stderr,
+        flush=True,
+    )
+    return out
+
+
+def _matrix_parts(call, repeat):
+    """Seconds of one matrix-path call spent in each compiled kernel (each awaited as it returns, so the call
+    runs serialised) and on the host between them: the fastest of ``repeat`` calls."""
+    from mascot.kernels import consensus as kc
+
+    names = ("matrix_init", "make_lanes", "matrix_segment", "gather", "gather_lanes")
+    real = {k: getattr(kc, k) for k in names}
+    spent = {}
+
+    def timed(name):
+        def run(*a, **k):
+            t0 = time.perf_counter()
+            r = jax.block_until_ready(real[name](*a, **k))
+            spent[name] = spent.get(name, 0.0) + time.perf_counter() - t0
+            return r
+
+        return run
+
+    best = None
+    try:
+        for k in names:
+            setattr(kc, k, timed(k))
+        for _ in range(repeat):
+            spent.clear()
+            t0 = time.perf_counter()
+            call()
+            total = time.perf_counter() - t0
+            if best is None or total < best["total"]:
+                best = dict(spent, total=total, host=total - sum(spent.values()))
+    finally:
+        for k, f in real.items():
+            setattr(kc, k, f)
+    return best
 
 
 def table(result):
@@ -421,8 +522,20 @@ def main():
         help="only the time split of the modal path at the target cells (host copy, kernel, rest) and its roofline",
     )
     args = ap.parse_args()
+    # OpenBLAS at one thread for the whole run (numpy's baseline splits its batch over Python threads itself):
+    # after a multi-threaded OpenBLAS call its idle workers spin for about 0.1 s, and on a 2-core machine the
+    # JAX call timed next ran at half speed (measured 12 -> 20-26 ms at N = 64, B = 2e4); the alternation of
+    # baseline and kernel then measured OpenBLAS's spinning, not the kernel
+    threadpool_limits(1)
     if args.focus or args.profile:
-        print(json.dumps(focus() if args.focus else [profile(64, 20000), profile(5, 100000)], indent=2))
+        if args.focus:
+            out = focus()
+        else:
+            out = dict(modal=[profile(64, 20000), profile(5, 100000)], matrix=profile_matrix())
+        print(json.dumps(out, indent=2))
+        if args.json_out:
+            with open(args.json_out, "w") as f:
+                json.dump(out, f, indent=2)
         return
     result = run(args.quick)
     print(json.dumps(result, indent=2))
