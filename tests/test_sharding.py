@@ -1,6 +1,8 @@
 """simulate_consensus with X0 already on the device (no host round trip of X0), and the CPU's tiled modal
 projection (the same numbers as one product, D(0) as numpy's float64 closed form)."""
 
+import mmap
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -107,19 +109,48 @@ def test_tile_and_chunk_sizes():
     assert ec._chunk_size(100_000, 64, 6, jnp.float32, True, None, "cpu") == 14_286  # untiled: 7 chunks
 
 
-@pytest.mark.parametrize("dtype,pad", [("float32", 16), ("float32", 4), ("float64", 8), ("float64", 48)])
-def test_unaligned_host_x0_read_in_place(dtype, pad, monkeypatch):
+def _placed(nbytes, pad, page_end=False):
+    """An ``nbytes`` buffer starting ``pad`` bytes past a 64-byte boundary (or ending exactly at a page end),
+    inside an anonymous mapping of whole pages that keeps it alive."""
+    pages = -(-(nbytes + 2 * mmap.PAGESIZE) // mmap.PAGESIZE)
+    m = np.frombuffer(mmap.mmap(-1, pages * mmap.PAGESIZE), np.uint8)  # page-aligned
+    if page_end:
+        start = m.size - mmap.PAGESIZE - nbytes
+    else:  # the 64 bytes after the buffer on its own last page (else the kernel copies: tested below)
+        start = next(s for s in range(64 + pad, 4096, 64) if 0 < (s + nbytes) % mmap.PAGESIZE <= mmap.PAGESIZE - 64)
+    return m[start : start + nbytes]
+
+
+def test_from_boundary_stays_on_the_arrays_pages():
+    # the flat view of an unaligned X0 spans 64 bytes more than X0, before and after it, never off X0's pages
+    x = _placed(600 * 64 * 4 * 4, 16).view(np.float32).reshape(600, 64, 4)
+    flat, skip = ec._from_boundary(x)
+    assert flat.ctypes.data % 64 == 0 and flat.ctypes.data == x.ctypes.data - 16 and skip == 4
+    assert flat.size == x.size + 16 and not flat.flags.writeable
+    np.testing.assert_array_equal(flat[skip : skip + x.size], x.ravel())
+    end = _placed(600 * 64 * 4 * 4, 0, page_end=True).view(np.float32).reshape(600, 64, 4)
+    assert (end.ctypes.data + end.nbytes) % mmap.PAGESIZE == 0
+    assert ec._from_boundary(end) is None  # its padding after the last entry would be on the next page
+    assert ec._from_boundary(end, room=64) is not None  # ... unless the caller knows those bytes are there
+    assert ec._from_boundary(_placed(4 * 100, 2).view(np.float32)) is None  # address no multiple of 4
+    assert ec._from_boundary(np.zeros((50, 64, 4), np.float32)[:, ::2]) is None  # not contiguous
+
+
+@pytest.mark.parametrize(
+    "dtype,pad,N,d", [("float32", 16, 64, 6), ("float32", 4, 13, 1), ("float64", 8, 64, 6), ("float64", 48, 13, 3)]
+)
+def test_unaligned_host_x0_read_in_place(dtype, pad, N, d, monkeypatch):
     # a numpy X0 that does not start on a 64-byte boundary (numpy's usual 16 bytes past one): the tiled CPU
-    # path reads it from the boundary before it (no aligned copy), with the same numbers as an aligned X0
-    N, B, d = 64, 2600, 3
+    # path reads it from the boundary before it (no aligned copy), with the same numbers as an aligned X0,
+    # and one compiled kernel serves every alignment
+    tile = ec._tile(N, d, jnp.dtype(dtype))
+    B = 2 * tile + 601  # the tiled loop runs, its last tile overlapping its predecessor
     itemsize = np.dtype(dtype).itemsize
     rng = np.random.default_rng(pad)
-    buf = np.empty((B * N * d + 128) * itemsize, np.uint8)
-    start = -buf.ctypes.data % 64 + pad
-    X0 = buf[start : start + B * N * d * itemsize].view(dtype).reshape(B, N, d)
+    X0 = _placed(B * N * d * itemsize, pad).view(dtype).reshape(B, N, d)
     X0[...] = rng.uniform(size=(B, N, d))
     assert X0.ctypes.data % 64 == pad
-    aligned = ec._aligned(X0.copy() if X0.ctypes.data % 64 else X0)
+    aligned = ec._aligned(X0.copy())
     assert aligned.ctypes.data % 64 == 0
     kw = dict(c1=600.0, c2=100.0, eta=0.1, eps=0.03, b0=rng.uniform(0, 5000, B), max_rounds=40, dtype=dtype)
     W1, W2 = complete_weights(N, 0.4), ring_weights(N, 0.6)
@@ -134,7 +165,9 @@ def test_unaligned_host_x0_read_in_place(dtype, pad, monkeypatch):
         seen.append(getattr(x, "ctypes", None))
         return real_put(x, *a, **k)
 
-    for chunk in (None, 1000):  # one chunk; three, the last padded by a (fresh, unaligned) copy of rows
+    # one chunk; then chunks of 1,700 rows (each at another alignment when a row is no multiple of 64 bytes,
+    # the last overlapping its predecessor instead of padded)
+    for chunk in (None, 1700):
         ref = simulate_consensus(aligned, W1, W2, chunk_size=chunk, **kw)
         copies.clear(), seen.clear()
         monkeypatch.setattr(ec, "_aligned", spy_aligned)
@@ -144,9 +177,16 @@ def test_unaligned_host_x0_read_in_place(dtype, pad, monkeypatch):
         assert not copies, f"X0 was copied to aligned memory: {copies}"
         flat = [c for c in seen if c is not None]
         assert flat and all(c.data % 64 == 0 for c in flat)
-        assert any(c.data == X0.ctypes.data - pad for c in flat)  # the first chunk: X0's own memory
+        assert flat[0].data == X0.ctypes.data - pad  # the first chunk: X0's own memory
         for f in ("rounds", "status", "tokens", "d_final", "d0"):
             np.testing.assert_array_equal(getattr(res, f), getattr(ref, f), err_msg=f"{f}, chunk {chunk}")
     c = X0.astype(np.float64) - X0.astype(np.float64).mean(axis=1, keepdims=True)
     rtol = 1e-12 if dtype == "float64" else 2e-6
     np.testing.assert_allclose(res.d0, np.sqrt(np.einsum("bnd,bnd->b", c, c) / N), rtol=rtol)
+    # another alignment of the same shape compiles nothing new
+    compiled = kc.modal_closed._cache_size()
+    other = _placed(X0.nbytes, (pad + 32) % 64).view(dtype).reshape(X0.shape)
+    other[...] = X0
+    again = simulate_consensus(other, W1, W2, chunk_size=1700, **kw)
+    assert kc.modal_closed._cache_size() == compiled
+    np.testing.assert_array_equal(again.d_final, res.d_final)

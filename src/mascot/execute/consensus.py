@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+import mmap
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
@@ -144,10 +145,12 @@ def simulate_consensus(
       segment_rounds: rounds between compactions (default: 4 for the matrix path; the modal path does
         not compact since a round costs O(N)).
       chunk_size: trajectories per kernel call and device (default: sized so a chunk's X0 fits in the
-        CPU's caches, or large on a GPU; the last chunk is padded so every chunk reuses one compiled shape).
-        Results do not depend on it beyond the last bits of floating-point sums, nor on the device count.
-        On a CPU, the modal path reads a device-resident (``jax.Array``) X0 in place and compiles one
-        kernel per (B, chunk_size); elsewhere one per chunk_size.
+        CPU's caches, or large on a GPU; the last chunk is padded, or overlaps its predecessor where X0 is
+        read in place, so every chunk reuses one compiled shape). Results do not depend on it beyond the last
+        bits of floating-point sums, nor on the device count. On a CPU, the modal path reads a device-resident
+        (``jax.Array``) X0 in place and compiles one kernel per (B, chunk_size); elsewhere one per chunk_size
+        (a numpy X0 with N > 12 and no noise is read in place too, from the 64-byte boundary before each chunk,
+        whatever its alignment).
 
     Returns:
       :class:`ConsensusResult` of numpy arrays.
@@ -327,26 +330,36 @@ def _aligned(a: np.ndarray) -> np.ndarray:
 
 
 class _Span:
-    """``n`` entries of ``a``'s dtype from address ``ptr`` (numpy's array interface), keeping ``a`` alive."""
+    """``n`` entries of ``a``'s dtype from address ``ptr`` (numpy's array interface, read-only), keeping ``a``
+    alive."""
 
     def __init__(self, a: np.ndarray, ptr: int, n: int):
         self.a = a
-        self.__array_interface__ = dict(shape=(n,), typestr=a.dtype.str, data=(ptr, False), version=3)
+        self.__array_interface__ = dict(shape=(n,), typestr=a.dtype.str, data=(ptr, True), version=3)
 
 
-def _from_boundary(a: np.ndarray):
-    """``a`` (C-contiguous) as a flat array that starts at the 64-byte boundary at or before ``a``'s first entry
-    (XLA aliases host memory only from such a boundary): the few entries before ``a`` (under 64 bytes, on the
-    same memory page as ``a``'s first entry, so mapped) are padding the kernel skips. ``None`` when ``a``'s
-    address is not a multiple of its item size. Replaces the aligned copy of :func:`_aligned` on the tiled CPU
-    modal path (measured: 2 ms of a 13 ms call at N = 64, B = 2e4)."""
-    if not a.flags.c_contiguous:
+_PAGE = mmap.PAGESIZE
+
+
+def _from_boundary(a: np.ndarray, room: int = 0):
+    """``(flat, skip)``: ``a`` (C-contiguous) inside a flat array of ``a.size + 64 / itemsize`` entries that starts
+    at the 64-byte boundary at or before ``a``'s first entry (XLA aliases host memory only from such a boundary),
+    ``a`` from entry ``skip`` on. The bytes before and after ``a`` (64 in all) are padding that the kernel never
+    reads. ``None`` (copy instead) when they could be unmapped memory: the bytes before ``a`` are on its first
+    page (a page boundary is a 64-byte boundary); those after it must fit in the ``room`` bytes known to follow
+    ``a`` (the rest of the array it is a slice of) or on its last page. Also ``None`` when ``a``'s address is no
+    multiple of its item size or the flat array is too long for int32 indices. One length per ``a.shape``
+    whatever the alignment, so one compiled kernel. Replaces the aligned copy of :func:`_aligned` on the tiled CPU
+    modal path (about 2 ms of a 13 ms call at N = 64, B = 2e4)."""
+    if not a.flags.c_contiguous or a.size == 0:
         return None
-    ptr = a.ctypes.data
-    pad = ptr % 64
-    if pad % a.itemsize:
+    ptr, pad = a.ctypes.data, a.ctypes.data % 64
+    n = a.size + 64 // a.itemsize
+    end = ptr + a.nbytes  # one past a's last byte; the flat array ends 64 - pad bytes later
+    after = 64 - pad  # bytes of padding after a
+    if pad % a.itemsize or n >= 2**31 or (after > room and (end - 1) // _PAGE != (end + after - 1) // _PAGE):
         return None
-    return np.asarray(_Span(a, ptr - pad, pad // a.itemsize + a.size))
+    return np.asarray(_Span(a, ptr - pad, n)), pad // a.itemsize
 
 
 _COPY_POOL = None
@@ -373,7 +386,28 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
     # (B, C). Accelerators slice (a copy at memory speed) and keep one compiled shape per C.
     in_place = shards is None and isinstance(X0, jax.Array) and X0.dtype == dt and B > C and cfg["platform"] == "cpu"
 
+    # a numpy X0 on the tiled CPU path: each chunk (the last one overlapping its predecessor, not padded) read in
+    # place from the 64-byte boundary before it, instead of copied to aligned memory
+    flat_ok = (
+        shards is None
+        and isinstance(X0, np.ndarray)
+        and X0.dtype == dt
+        and X0.flags.c_contiguous
+        and cfg["tile"] is not None
+    )
+
     def dispatch(lo):
+        if flat_ok:
+            start, hi = min(lo, B - C), min(lo + C, B)
+            view = _from_boundary(X0[start : start + C], room=(B - start - C) * X0[0].nbytes)
+            if view is not None:
+                p = {
+                    key: np.asarray(v if np.ndim(v) == 0 else v[start : start + C], dtype=dt)
+                    for key, v in params.items()
+                }
+                X = jax.device_put(view[0], may_alias=True)
+                res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, 0, view[1], shape=(C,) + X0.shape[1:], **static)
+                return lo, hi, slice(lo - start, hi - start), _fetch(res)
         if in_place:  # the kernel reads rows start:start + C of the device-resident X0 where they are (a sliced
             # copy per chunk cost more than the rollout on a CPU); the last window ends at row B, overlapping
             # its predecessor, instead of padding
@@ -383,7 +417,6 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
             res = modal(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
             return lo, hi, src, _fetch(res)
         rows, hi, src = _layout(lo, B, C, shards)
-        shape = None
         whole = isinstance(rows, slice) and rows == slice(0, X0.shape[0])
         if shards is not None and isinstance(X0, jax.Array):  # gathered and split on the devices
             X = shards.take(X0, rows, dt)
@@ -394,17 +427,12 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
         elif shards is not None:
             X = np.asarray(X, dt)
         elif X.dtype == dt:
-            flat = _from_boundary(X) if cfg["tile"] is not None else None
-            if flat is not None:  # read in place from the 64-byte boundary before X's first entry
-                shape = X.shape
-                X = jax.device_put(flat, may_alias=True)
-            else:
-                X = jax.device_put(_aligned(X), may_alias=True)
+            X = jax.device_put(_aligned(X), may_alias=True)
         else:
             X = jnp.asarray(X, dt)
         p = {key: np.asarray(v if np.ndim(v) == 0 else v[rows], dtype=dt) for key, v in params.items()}
         if shards is None:
-            res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static, shape=shape)
+            res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, **static)
         else:  # every device runs the one-device rollout on its C rows
             X, p = shards.put(X), {key: shards.put(v) for key, v in p.items()}
             rollout = shards.local(

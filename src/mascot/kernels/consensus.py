@@ -355,26 +355,26 @@ def _grouped_energies(X0, U, S):
     return _mm(jnp.sum(Y * Y, axis=1), S)
 
 
-def _rows(X0, first, count, shape):
+def _rows(X0, first, count, shape, skip):
     """Rows ``first:first + count`` of the batch, as ``(count, N, d)``: of ``X0`` itself, or (``shape`` given:
-    ``(B, N, d)``) of a flat ``X0`` whose last ``B N d`` entries are the batch (the entries before it are
-    alignment padding, never read)."""
+    ``(B, N, d)``) of a flat ``X0`` holding the batch from entry ``skip`` on (the entries before and after it
+    are alignment padding, never read)."""
     if shape is None:
         return jax.lax.dynamic_slice_in_dim(X0, first, count, 0)
     _, n, d = shape
-    skip = X0.shape[0] - math.prod(shape)
     return jax.lax.dynamic_slice_in_dim(X0, skip + first * n * d, count * n * d, 0).reshape(count, n, d)
 
 
 @partial(jax.jit, static_argnames=("noisy", "tile", "rows", "shape"))
-def modal_init(X0, U, S, start=0, *, noisy, tile=None, rows=None, shape=None):
+def modal_init(X0, U, S, start=0, skip=0, *, noisy, tile=None, rows=None, shape=None):
     """Modal coordinates ``U^T X0`` (the O(N^2 d) part, done once) and ``D(0)``.
 
     ``rows`` (static) with ``start``: work on rows ``start:start + rows`` of ``X0`` only, read in place (a
     sliced copy of a device-resident X0 cost more than the projection on a CPU: fresh pages for every chunk).
-    ``shape`` (static, ``(B, N, d)``): ``X0`` is flat and holds the ``(B, N, d)`` batch in its last entries (a
-    host array aliased from the 64-byte boundary before its first entry: XLA reads host memory in place only
-    from such a boundary, so a typical 16-byte aligned numpy X0 is read where it is instead of copied).
+    ``shape`` (static, ``(B, N, d)``) with ``skip``: ``X0`` is flat and holds the ``(B, N, d)`` batch from
+    entry ``skip`` on (a host array aliased from the 64-byte boundary before its first entry: XLA reads host
+    memory in place only from such a boundary, so a typical 16-byte aligned numpy X0 is read where it is
+    instead of copied; ``skip`` is traced, so every alignment shares one compiled kernel).
 
     One ``(B*d, N) @ (N, N-1)`` product. A NaN or inf anywhere in a trajectory's X0 makes its ``D(0)``
     non-finite (every row of ``U`` is nonzero), which the caller checks instead of a separate pass.
@@ -392,7 +392,7 @@ def modal_init(X0, U, S, start=0, *, noisy, tile=None, rows=None, shape=None):
 
         def body(i, acc):  # the last tile ends at row B (overlapping its predecessor): every product has
             lo = jnp.minimum(i * tile, B - tile)  # `tile` rows (XLA:CPU's products of a few rows sum in
-            x = _rows(X0, start + lo, tile, shape)  # another order: other last bits)
+            x = _rows(X0, start + lo, tile, shape, skip)  # another order: other last bits)
             return jax.lax.dynamic_update_slice_in_dim(acc, _grouped_energies(x, U, S), lo, 0)
 
         sq = jax.lax.fori_loop(0, -(-B // tile), body, jnp.zeros((B, S.shape[1]), X0.dtype))
@@ -400,7 +400,7 @@ def modal_init(X0, U, S, start=0, *, noisy, tile=None, rows=None, shape=None):
         zeros = jnp.zeros(B, jnp.int32)
         return (sq, zeros, zeros), jnp.sqrt(jnp.sum(sq, axis=1) / n)
     if rows is not None or shape is not None:
-        X0 = _rows(X0, start, B, shape)
+        X0 = _rows(X0, start, B, shape, skip)
     if n <= SMALL_N and d <= KRON_MAX_D:
         # small N: X0 as (B, N*d) @ kron(U, I_d) reads X0 in place (no transpose); d-fold more flops
         # than needed but on tiny matrices (measured 3x faster at N = 5, B = 1e5). Its (N d)^2 entries and
@@ -452,14 +452,16 @@ def make_lanes(d0, params, keys, *, max_rounds):
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds", "tile", "rows", "shape"))
-def modal_rollout(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds, tile=None, rows=None, shape=None):
+def modal_rollout(
+    X0, U, S, lam1, lam2, params, start=0, skip=0, *, strategy, max_rounds, tile=None, rows=None, shape=None
+):
     """The whole modal rollout of one chunk without noise or traces in one compiled call: projection,
     energies, the round loop to the last active lane; no host round trips in between. ``tile``, ``start``,
-    ``rows`` (the chunk is rows ``start:start + rows`` of ``X0``) and ``shape`` (a flat ``X0``): see
+    ``rows`` (the chunk is rows ``start:start + rows`` of ``X0``), ``shape`` and ``skip`` (a flat ``X0``): see
     :func:`modal_init`."""
     B, n, _ = X0.shape if shape is None else shape
     B = B if rows is None else rows
-    carry, d0 = modal_init(X0, U, S, start, noisy=False, tile=tile, rows=rows, shape=shape)
+    carry, d0 = modal_init(X0, U, S, start, skip, noisy=False, tile=tile, rows=rows, shape=shape)
     lanes, finite = make_lanes(d0, params, jnp.zeros(B, jnp.int32), max_rounds=max_rounds)
     carry, lanes, _ = modal_segment(
         carry,
@@ -608,11 +610,13 @@ def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: i
 
 
 @partial(jax.jit, static_argnames=("strategy", "max_rounds", "tile", "rows", "shape"))
-def modal_closed(X0, U, S, lam1, lam2, params, start=0, *, strategy, max_rounds, tile=None, rows=None, shape=None):
+def modal_closed(
+    X0, U, S, lam1, lam2, params, start=0, skip=0, *, strategy, max_rounds, tile=None, rows=None, shape=None
+):
     """:func:`modal_rollout` without its round loop (:func:`modal_closed_form`), for whole-number round
     costs: the projection, then a few dense products with tables of eigenvalue powers."""
     n = X0.shape[1] if shape is None else shape[1]
-    (e, _, _), d0 = modal_init(X0, U, S, start, noisy=False, tile=tile, rows=rows, shape=shape)
+    (e, _, _), d0 = modal_init(X0, U, S, start, skip, noisy=False, tile=tile, rows=rows, shape=shape)
     out = modal_closed_form(e, d0, lam1, lam2, params, strategy=strategy, max_rounds=max_rounds, n_agents=n)
     return dict(out, finite=jnp.all(jnp.isfinite(d0)))  # a NaN or inf in X0 reaches D(0), as in modal_rollout
 
