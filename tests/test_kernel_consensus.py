@@ -246,6 +246,42 @@ def test_results_independent_of_segments_and_order():
     np.testing.assert_allclose(base.d_final[perm], shuf.d_final, rtol=1e-13, atol=0)
 
 
+@pytest.mark.parametrize("noise", [0.0, 0.002])
+def test_chunks_in_turn_equal_chunks_one_by_one(noise, monkeypatch):
+    # the matrix and noisy paths run two chunks in turn (one's host work beside the other's kernels): every
+    # number is the one a chunk gives alone, with final beliefs, and a NaN in the last chunk still stops the call
+    import mascot.execute.consensus as ec
+
+    rng = np.random.default_rng(12)
+    W1, W2 = random_doubly_stochastic(rng, 9), random_doubly_stochastic(rng, 9)
+    B = 2300
+    args = _random_problem(rng, B, 9, 3, W1, W2, 60)
+    kw = dict(max_rounds=60, dtype="float64", return_x=True, chunk_size=500)  # 5 chunks, the last padded
+    if noise:
+        kw.update(noise=noise, key=jax.random.split(jax.random.key(3), B))
+    real, widths = ec._interleave, []
+
+    def one_by_one(steps, width):
+        widths.append(width)
+        return real(steps, 1)
+
+    turns = simulate_consensus(*args, **kw)
+    monkeypatch.setattr(ec, "_interleave", one_by_one)
+    alone = simulate_consensus(*args, **kw)
+    assert widths == [2]
+    for f in ("rounds", "status", "tokens", "d_final", "d0", "x_final"):
+        np.testing.assert_array_equal(getattr(turns, f), getattr(alone, f), err_msg=f)
+    if not noise:  # the first trajectories against the plain-Python Algorithm 1
+        sub = tuple(a[:40] if getattr(a, "shape", ()) and a.shape[0] == B else a for a in args)
+        refs = _reference(sub, "adaptive", 60)
+        _assert_exact(simulate_consensus(*sub, max_rounds=60, dtype="float64", chunk_size=10), refs)
+    monkeypatch.undo()
+    X0 = args[0].copy()
+    X0[B - 3, 4, 1] = np.nan
+    with pytest.raises(InputError, match="NaN"):
+        simulate_consensus(X0, *args[1:], **kw)
+
+
 def test_compaction_keeps_final_beliefs():
     rng = np.random.default_rng(10)
     W1, W2 = random_doubly_stochastic(rng, 5), random_doubly_stochastic(rng, 5)

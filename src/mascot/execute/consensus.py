@@ -272,7 +272,8 @@ def simulate_consensus(
     if use_modal and not noisy and not trace:
         _modal_pipelined(X0, params, starts, C, B, cfg, out)
     else:
-        for lo in starts:
+
+        def chunk(lo):
             rows, hi, src = _layout(lo, B, C, shards)
             take = lambda a, rows=rows: a if np.ndim(a) == 0 else a[rows]  # noqa: E731
             if shards is None:
@@ -281,9 +282,11 @@ def simulate_consensus(
             else:  # a jax.Array's rows are gathered (and split over the devices) on the devices
                 chunk_keys = None if keys is None else shards.take(keys, rows)
                 X = shards.take(X0, rows, dt) if isinstance(X0, jax.Array) else X0[rows]
-            res = _run_chunk(X, {k: take(v) for k, v in params.items()}, chunk_keys, cfg)
+            res = yield from _chunk_steps(X, {k: take(v) for k, v in params.items()}, chunk_keys, cfg)
             for k, v in res.items():
                 out[k][lo:hi] = v[src]
+
+        _interleave([chunk(lo) for lo in starts], 2)
 
     spent = np.asarray(b0a, dtype=dt) - out["b"]
     result = ConsensusResult(
@@ -570,9 +573,25 @@ def _gather_local(carry, idx, *, axes):
     return kc.gather(carry, axes, idx)
 
 
-def _run_chunk(X0, params, keys, cfg):
+def _interleave(steps, width):
+    """Run the generators ``steps`` to their ends, ``width`` at a time in turn: each yields after dispatching work
+    to the device and before waiting for it, so one chunk's host work (harvesting, compaction) overlaps another's
+    kernels."""
+    queue, live = list(steps), []
+    while queue or live:
+        while queue and len(live) < width:
+            live.append(queue.pop(0))
+        for g in list(live):
+            try:
+                next(g)
+            except StopIteration:
+                live.remove(g)
+
+
+def _chunk_steps(X0, params, keys, cfg):
     """Run Algorithm 1 on one chunk of trajectories (with several devices: ``cfg["shards"]``, each device
-    running the one-device kernels on its rows, compacting its own lanes); returns host arrays."""
+    running the one-device kernels on its rows, compacting its own lanes); a generator that yields before each
+    wait for the device (see :func:`_interleave`) and returns host arrays."""
     dt, noisy, trace, max_rounds = cfg["dt"], cfg["noisy"], cfg["trace"], cfg["max_rounds"]
     use_modal, return_x, consts, shards = cfg["use_modal"], cfg["return_x"], cfg["consts"], cfg["shards"]
     B, N, d = X0.shape
@@ -616,6 +635,7 @@ def _run_chunk(X0, params, keys, cfg):
         (lane_specs, P("batch")),
         max_rounds=max_rounds,
     )(d0, p, lane_keys)
+    yield
     if not bool(np.all(np.asarray(finite))):  # a NaN/inf in X0 always reaches D(0)
         raise InputError(_NONFINITE)
     if trace:  # traces are indexed by round: run in one segment, no compaction
@@ -683,6 +703,7 @@ def _run_chunk(X0, params, keys, cfg):
     while offset < max_rounds:
         n_steps = min(seg, max_rounds - offset)
         carry, lanes, traces = segment(carry, lanes, traces, *mats, cfg["sigma"], jnp.int32(n_steps), jnp.int32(offset))
+        yield
         offset += n_steps
         active = np.asarray(lanes["active"])
         finished = valid & ~active
