@@ -290,6 +290,18 @@ def focus(trials=7):
     return out
 
 
+def after_idle(fn, repeat):
+    """Best of ``repeat`` timings of ``fn()``, each after 0.3 s with both cores idle (as a call after other work
+    meets them)."""
+    ts = []
+    for _ in range(repeat):
+        time.sleep(0.3)
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return min(ts)
+
+
 def profile(N=64, B=20000, repeat=9):
     """Where the modal path's time goes at one cell (float32, numpy X0 as the benchmark makes it)."""
     import jax.numpy as jnp
@@ -340,12 +352,6 @@ def profile(N=64, B=20000, repeat=9):
     unaligned = X0[1:] if X0.ctypes.data % 64 == 0 else X0  # the copy a typical (16-byte aligned) X0 gets
     copy = lambda: ec._aligned(unaligned)  # noqa: E731
 
-    def after_idle():  # the same call after 0.3 s with both cores idle (as a call after other work meets them)
-        time.sleep(0.3)
-        t0 = time.perf_counter()
-        total()
-        return time.perf_counter() - t0
-
     fns = dict(
         total=total,
         host_copy=copy,
@@ -363,7 +369,7 @@ def profile(N=64, B=20000, repeat=9):
             t = time.perf_counter()
             f()
             times[k].append(time.perf_counter() - t)
-    idle = min(after_idle() for _ in range(repeat))
+    idle = after_idle(total, repeat)
     t = {k: min(v) for k, v in times.items()}
     t["product"] = min(t["product"], t.pop("product_np"))  # the faster GEMM of the two: the compute floor
     n_full = len(chunks) * C
@@ -425,13 +431,7 @@ def profile_matrix(N=64, B=20000, repeat=7):
     res = call()
     steady = best_of(call, repeat)
 
-    def after_idle():
-        time.sleep(0.3)
-        t0 = time.perf_counter()
-        call()
-        return time.perf_counter() - t0
-
-    idle = min(after_idle() for _ in range(repeat))
+    idle = after_idle(call, repeat)
     roofline = 2.0 * N * N * D * B * float(res.rounds.mean()) / gemm_rate(N, B)
     parts = _matrix_parts(call, repeat)
     out = dict(

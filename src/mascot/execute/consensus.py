@@ -356,7 +356,8 @@ def _from_boundary(a: np.ndarray, room: int = 0):
     modal path (about 2 ms of a 13 ms call at N = 64, B = 2e4)."""
     if not a.flags.c_contiguous or a.size == 0:
         return None
-    ptr, pad = a.ctypes.data, a.ctypes.data % 64
+    ptr = a.ctypes.data
+    pad = ptr % 64
     n = a.size + 64 // a.itemsize
     end = ptr + a.nbytes  # one past a's last byte; the flat array ends 64 - pad bytes later
     after = 64 - pad  # bytes of padding after a
@@ -399,24 +400,24 @@ def _modal_pipelined(X0, params, starts, C, B, cfg, out):
         and cfg["tile"] is not None
     )
 
+    def in_place_rows(lo):
+        """Rows ``start:start + C`` read in place for the chunk at ``lo``: the last window ends at row B, overlapping
+        its predecessor, instead of padding. Returns ``(start, hi, src, params of the window)``."""
+        start, hi = min(lo, B - C), min(lo + C, B)
+        p = {key: np.asarray(v if np.ndim(v) == 0 else v[start : start + C], dtype=dt) for key, v in params.items()}
+        return start, hi, slice(lo - start, hi - start), p
+
     def dispatch(lo):
         if flat_ok:
-            start, hi = min(lo, B - C), min(lo + C, B)
+            start, hi, src, p = in_place_rows(lo)
             view = _from_boundary(X0[start : start + C], room=(B - start - C) * X0[0].nbytes)
             if view is not None:
-                p = {
-                    key: np.asarray(v if np.ndim(v) == 0 else v[start : start + C], dtype=dt)
-                    for key, v in params.items()
-                }
                 X = jax.device_put(view[0], may_alias=True)
                 res = modal(X, c["U"], c["S"], c["lam1"], c["lam2"], p, 0, view[1], shape=(C,) + X0.shape[1:], **static)
-                return lo, hi, slice(lo - start, hi - start), _fetch(res)
+                return lo, hi, src, _fetch(res)
         if in_place:  # the kernel reads rows start:start + C of the device-resident X0 where they are (a sliced
-            # copy per chunk cost more than the rollout on a CPU); the last window ends at row B, overlapping
-            # its predecessor, instead of padding
-            start, hi = min(lo, B - C), min(lo + C, B)
-            src = slice(lo - start, hi - start)
-            p = {key: np.asarray(v if np.ndim(v) == 0 else v[start : start + C], dtype=dt) for key, v in params.items()}
+            # copy per chunk cost more than the rollout on a CPU)
+            start, hi, src, p = in_place_rows(lo)
             res = modal(X0, c["U"], c["S"], c["lam1"], c["lam2"], p, start, rows=C, **static)
             return lo, hi, src, _fetch(res)
         rows, hi, src = _layout(lo, B, C, shards)
