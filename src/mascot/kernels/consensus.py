@@ -496,7 +496,6 @@ def _affordable(b, c, max_rounds: int):
     """How many rounds of cost ``c`` the budget ``b`` pays, as Algorithm 1 deducts them (``b_k >= c`` before
     each): the largest ``q <= max_rounds`` with ``b - q c >= 0`` (``int32``). Exact for whole-number costs:
     every ``b - q c`` is then a number the dtype holds exactly, equal to ``q`` deductions one by one."""
-    c = jnp.broadcast_to(c, jnp.shape(b))
     q = jnp.floor(b / jnp.where(c > 0, c, 1))
     q = jnp.where(b - q * c < 0, q - 1, q)  # the division rounded up past an exact multiple
     q = jnp.where(b - (q + 1) * c >= 0, q + 1, q)  # ... or down below one
@@ -523,7 +522,7 @@ def _first_crossing(e, ell, d_start, thr, limit, inv_n, *, max_rounds: int, firs
             T = _sq_powers(ks[:, None], ell[None, :], e.dtype)  # (width, G)
             D = jnp.sqrt(jnp.maximum(_mm(e, T.T), 0) * inv_n)  # (B, width)
             D = jnp.where(ks[None, :] == 0, d_start[:, None], D)
-            hit = (D <= thr[:, None]) & (ks[None, :] <= limit[:, None])
+            hit = (D <= thr[..., None]) & (ks[None, :] <= limit[..., None])
             any_hit = jnp.any(hit, axis=1)
             at_limit = (limit >= k0) & (limit < k0 + width)
             idx = jnp.where(any_hit, jnp.argmax(hit, axis=1), jnp.clip(limit - k0, 0, width - 1)).astype(jnp.int32)
@@ -570,9 +569,9 @@ def modal_closed_form(e, d0, lam1, lam2, params, *, strategy: str, max_rounds: i
     B = e.shape[0]
     dt = e.dtype
     inv_n = jnp.asarray(1.0 / n_agents, dt)
-    c1, c2, eta, eps, b0 = (
-        jnp.broadcast_to(jnp.asarray(params[k], dt), (B,)) for k in ("c1", "c2", "eta", "eps", "b0")
-    )
+    # shared (0-d) parameters stay 0-d: broadcast to (B,) they were materialised (fresh pages) and carried
+    # through both crossing searches
+    c1, c2, eta, eps, b0 = (jnp.asarray(params[k], dt) for k in ("c1", "c2", "eta", "eps", "b0"))
     l1, l2 = _log_sq(lam1), _log_sq(lam2)
     crossing = partial(_first_crossing, inv_n=inv_n, max_rounds=max_rounds)
     zero = jnp.zeros(B, jnp.int32)
