@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import tempfile
@@ -135,6 +136,7 @@ def main():
             simulate_consensus(*a, **k)
 
     times = {"pipeline": [], "sampling": [], "kernel": []}
+    cpu = {}  # CPU seconds (all threads) per repetition: on a CPU the kernel and the host work share the cores
     cache_bytes = sweep_kinds.X0_CACHE_BYTES
 
     def pipeline_before(r):  # every chunk draws its X0 on the host and copies it to the device
@@ -156,14 +158,22 @@ def main():
             if args.before:  # before and after alternate which goes first
                 pipes.insert(r % 2, ("pipeline_before", lambda r=r: pipeline_before(r)))
             for name, fn in pipes + [("sampling", sample), ("kernel", rollout)]:
-                t = time.perf_counter()
+                t, c = time.perf_counter(), time.process_time()
                 fn()
                 times[name].append(time.perf_counter() - t)
+                cpu.setdefault(name, []).append(time.process_time() - c)  # every thread of this process
         floor_s, bound, bw, gemm = roofline(calls)
     med = {k: float(np.median(v)) for k, v in times.items()}
     t_pipe, t_sample, t_kernel = med["pipeline"], med["sampling"], med["kernel"]
     t_compute = t_sample + t_kernel
     per_rep = [k / p for p, k in zip(times["pipeline"], times["kernel"])]
+    cpu_med = {k: float(np.median(v)) for k, v in cpu.items()}
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    # the pipeline cannot finish before its CPU work, spread over every core, is done: with the kernel's own CPU
+    # seconds and the host work's (pipeline CPU - kernel CPU - sampling CPU), the best fraction of the kernel alone
+    # it can reach on this machine
+    host_cpu = cpu_med["pipeline"] - cpu_med["kernel"] - cpu_med["sampling"]
+    ceiling = t_kernel / max(t_kernel + t_sample, cpu_med["pipeline"] / cores)
     res = dict(
         machine=dict(platform=platform.platform(), jax=jax.__version__, devices=[str(d) for d in jax.devices()]),
         points=cfg.n_points,
@@ -181,6 +191,10 @@ def main():
         pipeline_fraction_of_kernel=t_kernel / t_pipe,
         pipeline_fraction_of_kernel_per_rep=per_rep,
         pipeline_fraction_of_compute=t_compute / t_pipe,
+        cpu_s=cpu_med,
+        cores=cores,
+        host_cpu_s=host_cpu,
+        pipeline_fraction_ceiling=ceiling,
         kernel_calls=len(calls),
         roofline_s=floor_s,
         roofline_bound=bound,
@@ -209,24 +223,42 @@ def main():
             + f"; medians: before {100 * res['pipeline_before_fraction_of_kernel']:.0f}%, "
             f"after {100 * res['pipeline_fraction_of_kernel']:.0f}% of the kernel alone"
         )
+    print(
+        f"CPU seconds (all threads, medians): pipeline {cpu_med['pipeline']:.2f}, kernel alone {cpu_med['kernel']:.2f}, "
+        f"sampling {cpu_med['sampling']:.2f}; host work beyond them {host_cpu:.2f}. On {cores} cores the pipeline "
+        f"needs at least {cpu_med['pipeline'] / cores:.2f} s: at most {100 * ceiling:.0f}% of the kernel alone"
+    )
     print()
-    print("| what | seconds | points/s | trajectories/s | pipeline throughput as % of this |")
-    print("|---|---|---|---|---|")
+    print("| what | seconds | CPU seconds | points/s | trajectories/s | pipeline throughput as % of this |")
+    print("|---|---|---|---|---|---|")
     rows = [
-        ("whole pipeline (`mascot run`: grid, X0 sampling, kernel, certificates, Parquet)", t_pipe),
-        ("X0 sampling + kernel (the experiment's device compute)", t_compute),
-        ("kernel alone (`simulate_consensus` on the same batches)", t_kernel),
-        ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample),
+        (
+            "whole pipeline (`mascot run`: grid, X0 sampling, kernel, certificates, Parquet)",
+            t_pipe,
+            cpu_med["pipeline"],
+        ),
+        ("X0 sampling + kernel (the experiment's device compute)", t_compute, cpu_med["sampling"] + cpu_med["kernel"]),
+        ("kernel alone (`simulate_consensus` on the same batches)", t_kernel, cpu_med["kernel"]),
+        ("X0 sampling alone (PCG64 words + inverse-CDF truncated normal)", t_sample, cpu_med["sampling"]),
         (
             f"roofline of the kernel calls ({bound} bound: X0 read at {bw / 1e9:.0f} GB/s, projection at "
             f"{gemm / 1e9:.0f} GFLOP/s)",
             floor_s,
+            None,
         ),
     ]
     if args.before:
-        rows.insert(1, ("whole pipeline without the device X0 cache (before)", res["pipeline_before_s"]))
-    for name, t in rows:
-        print(f"| {name} | {t:.2f} | {cfg.n_points / t:,.0f} | {total / t:,.0f} | {100 * t / t_pipe:.0f}% |")
+        rows.insert(
+            1,
+            (
+                "whole pipeline without the device X0 cache (before)",
+                res["pipeline_before_s"],
+                cpu_med["pipeline_before"],
+            ),
+        )
+    for name, t, c in rows:
+        c = "" if c is None else f"{c:.2f}"
+        print(f"| {name} | {t:.2f} | {c} | {cfg.n_points / t:,.0f} | {total / t:,.0f} | {100 * t / t_pipe:.0f}% |")
     if args.json_out:
         json.dump(res, open(args.json_out, "w"), indent=2)
 
