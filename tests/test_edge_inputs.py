@@ -117,6 +117,14 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
     # float32 with whole-token costs is exact for any b0 up to 2^24, fractional b0 included
     r = mascot.simulate_consensus(X, W1, W2, 600, 600, 0.5, 1e-6, 1077.2173, max_rounds=10, dtype="float32")
     assert float(r.tokens[0]) == 600 * int(r.rounds[0])
+    # ... unless float32 rounds it across a whole number: 29.9999999 became 30 and paid a round of 30 that the
+    # Python Algorithm 1 (float64) refuses (an outside tester); refused, for a shared budget and per trajectory
+    assert algorithm1(X, W1, W2, 30, 100, 0.1, 0.03, 29.9999999, strategy="mode1").rounds == 0
+    for b0 in (29.9999999, [40.0, 29.9999999], 8388609.5):
+        with pytest.raises(ValueError, match="becomes 30.0 in float32|becomes 8388610.0 in float32"):
+            mascot.simulate_consensus(X[None].repeat(np.size(b0), 0), W1, W2, 30, 100, 0.1, 0.03, b0, dtype="float32")
+    r = mascot.simulate_consensus(X, W1, W2, 30, 100, 0.1, 0.03, 29.5, strategy="mode1", dtype="float32")
+    assert (int(r.rounds[0]), float(r.tokens[0]), int(r.status[0])) == (0, 0.0, 1)  # a b0 that keeps its floor runs
     ref = algorithm1(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", max_rounds=64)
     with float64():
         r = mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float64")
@@ -124,6 +132,14 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
     # float32 is exact for integer budgets up to 2^24
     r32 = mascot.simulate_consensus(X, W1, W2, 3, 1, 0.1, 1e-3, 2**24, strategy="mode2", dtype="float32")
     assert float(r32.tokens[0]) == ref.rounds
+
+
+@pytest.mark.parametrize("seg", [0, -1, 1.5, True])
+def test_bad_segment_rounds_are_refused(seg):
+    """0 and -1 were taken silently (as the default and as 1), found by an outside tester."""
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    with pytest.raises(ValueError, match="segment_rounds must be None or an integer >= 1"):
+        mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, method="matrix", segment_rounds=seg)
 
 
 def test_eps_below_the_dtype_resolution_is_refused():

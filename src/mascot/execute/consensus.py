@@ -163,6 +163,10 @@ def simulate_consensus(
             f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); got {max_rounds!r}"
         )
     max_rounds = int(max_rounds)
+    if segment_rounds is not None and (
+        isinstance(segment_rounds, bool) or int(segment_rounds) != segment_rounds or segment_rounds < 1
+    ):  # (0 and -1 were taken silently, as the default and as 1)
+        raise InputError(f"segment_rounds must be None or an integer >= 1; got {segment_rounds!r}")
     dt = resolve_dtype(dtype)
     if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)
         X0 = np.asarray(X0)
