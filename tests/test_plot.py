@@ -240,6 +240,42 @@ def test_rows_that_stopped_short_of_consensus_are_said_and_can_be_filtered_by_la
     assert "did not reach consensus" in capsys.readouterr().err
 
 
+def test_a_share_of_rows_is_plotted_with_wilson_intervals_and_a_status_code_is_not_averaged(tmp_path, capsys):
+    """Found by an outside tester: `--y status` drew the mean of the codes 1 and 2 (1.17) with no word. A status is
+    refused as y; `--y status=consensus` plots the share of rows that reached it, with Wilson's score interval
+    (scipy.stats.binomtest's, an independent implementation)."""
+    rng = np.random.default_rng(3)
+    status = rng.choice(np.array([0, 1, 2], dtype=np.int8), size=60, p=[0.6, 0.3, 0.1])
+    df = pd.DataFrame({"point": np.repeat([0, 1, 2], 20), "n": np.repeat([5, 8, 16], 20), "status": status})
+    df.loc[df.n == 16, "status"] = 0  # a share of 1: Student's t would give a zero-width band
+    with pytest.raises(InputError, match="status' is a code.*--y status=consensus"):
+        summarize(df, "n", "status")
+    for y in ("status=consensus", "status=0"):
+        got = summarize(df, "n", y, ci=90)
+        for _, r in got.iterrows():
+            k = int((df[df.n == r.n].status == 0).sum())
+            ci = stats.binomtest(k, 20).proportion_ci(confidence_level=0.90, method="wilson")
+            assert r[y] == k / 20 and r.rows == 20 and "unfinished_rows" not in got
+            assert (r.lo, r.hi) == (pytest.approx(ci.low, abs=1e-12), pytest.approx(ci.high, abs=1e-12))
+    assert got.loc[got.n == 16, "lo"].item() < 1.0 == got.loc[got.n == 16, y].item()
+    with pytest.raises(InputError, match="share of rows: aggregate it with the mean"):
+        summarize(df, "n", "status=consensus", agg="median")
+    with pytest.raises(InputError, match="status is numeric \\(or a status label"):
+        summarize(df, "n", "status=finished")
+    with pytest.raises(InputError, match="no column 'state'"):
+        summarize(df, "n", "state=consensus")
+    path = tmp_path / "t.csv"
+    df.to_csv(path, index=False)
+    out = tmp_path / "share.png"
+    assert main(["plot", str(path), "--x", "n", "--y", "status=BudgetFail", "--out", str(out)]) == 0
+    plotted = pd.read_csv(out.with_suffix(".csv"))
+    assert plotted["status=BudgetFail"].tolist() == [float((df[df.n == n].status == 1).mean()) for n in (5, 8, 16)]
+    # FIG.csv next to FIG.png was written over the data when they shared a name (t.csv -> t.png + t.csv)
+    before = path.read_bytes()
+    assert main(["plot", str(path), "--x", "n", "--y", "status=0", "--out", str(tmp_path / "t.png")]) == 2
+    assert "the data being plotted" in capsys.readouterr().err and path.read_bytes() == before
+
+
 def test_deliberation_figure_names_the_graphs_of_the_run():
     """Found by an outside tester: the legend said K5/C5 for 7 agents."""
     from mascot.analysis.deliberation_report import _mode_names

@@ -15,6 +15,10 @@ give it a role. A column that only follows the plotted ones (a cost computed fro
 Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
 t interval (mean +- t_(1+ci)/2,n-1 s / sqrt(n)); for the median, the distribution-free interval between the
 order statistics a binomial(n, 1/2) puts ``ci`` % of the probability between.
+
+``y`` may also be ``"COL=VALUE"``: the share of rows whose ``COL`` is ``VALUE`` (matched as ``where`` matches, so
+``"status=consensus"`` is the share of trajectories that reached consensus), with Wilson's score interval. A
+consensus ``status`` itself is a code and is refused as ``y``.
 """
 
 from __future__ import annotations
@@ -93,28 +97,33 @@ def _kind_params(df: pd.DataFrame) -> set[str] | None:
     return None
 
 
+def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray:
+    """Which of ``vals`` (column ``col``) equal ``want``, a value as typed on the command line or a Python value:
+    numbers by value (floats to 1e-9), booleans as true/false, a consensus status also by its label."""
+    if isinstance(want, (list, tuple, set)):
+        raise InputError(f"{what} {col}: give one value (filter once per column)")
+    if isinstance(want, str) and vals.dtype.kind == "b" and want.lower() in ("true", "false"):
+        want = want.lower() == "true"
+    elif isinstance(want, str) and vals.dtype.kind in "biuf":
+        if col == "status" and want in {v: k for k, v in STATUS_NAMES.items()}:
+            want = float({v: k for k, v in STATUS_NAMES.items()}[want])  # a consensus status by its label
+        else:
+            try:
+                want = float(want)
+            except ValueError:
+                labels = f" (or a status label: {', '.join(STATUS_NAMES.values())})" if col == "status" else ""
+                raise InputError(f"{what} {col}={want!r}: {col} is numeric{labels}") from None
+    if vals.dtype.kind == "f" and isinstance(want, float):
+        return np.isclose(vals.to_numpy(), want, rtol=1e-9, atol=0.0)
+    return (vals.astype(str) == str(want)).to_numpy() if isinstance(want, str) else (vals == want).to_numpy()
+
+
 def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> pd.DataFrame:
     for col, want in (where or {}).items():
         if col not in df.columns:
             raise InputError(f"where: no column {col!r}; columns: {', '.join(df.columns)}")
         vals = df[col]
-        if isinstance(want, (list, tuple, set)):
-            raise InputError(f"where {col}: give one value (filter once per column)")
-        if isinstance(want, str) and vals.dtype.kind == "b" and want.lower() in ("true", "false"):
-            want = want.lower() == "true"
-        elif isinstance(want, str) and vals.dtype.kind in "biuf":
-            if col == "status" and want in {v: k for k, v in STATUS_NAMES.items()}:
-                want = float({v: k for k, v in STATUS_NAMES.items()}[want])  # a consensus status by its label
-            else:
-                try:
-                    want = float(want)
-                except ValueError:
-                    labels = f" (or a status label: {', '.join(STATUS_NAMES.values())})" if col == "status" else ""
-                    raise InputError(f"where {col}={want!r}: {col} is numeric{labels}") from None
-        if vals.dtype.kind == "f" and isinstance(want, float):
-            keep = np.isclose(vals.to_numpy(), want, rtol=1e-9, atol=0.0)
-        else:
-            keep = (vals.astype(str) == str(want)).to_numpy() if isinstance(want, str) else (vals == want).to_numpy()
+        keep = _matches(vals, col, want)
         if not keep.any():
             shown = ", ".join(map(str, pd.unique(vals)[:12]))
             raise InputError(f"where {col}={want!r} keeps no row; {col} takes {shown}")
@@ -126,6 +135,12 @@ def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
     from scipy import stats
 
     n = v.size
+    if agg == "share":  # 0/1 values: Wilson's score interval (Student's t gives a zero-width band at 0 and 1)
+        p = float(np.mean(v))
+        z = float(stats.norm.ppf(0.5 + ci / 200.0))
+        mid = (p + z * z / (2 * n)) / (1 + z * z / n)
+        h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+        return p, max(mid - h, 0.0), min(mid + h, 1.0)
     if agg == "mean":
         c = float(np.mean(v))
         if n < 2:
@@ -160,7 +175,8 @@ def summarize(
     median) over the group's rows, its ``ci`` % interval (``lo``, ``hi``; NaN with one row or ``ci=None``) and
     the number of finite ``y`` values aggregated, ``rows`` (``nonfinite_rows``: NaN or inf, left out).
 
-    Arguments: ``data`` a DataFrame or a path as :func:`plot`; ``x``, ``y`` the columns; ``hue``, ``facet``
+    Arguments: ``data`` a DataFrame or a path as :func:`plot`; ``x``, ``y`` the columns (``y`` also
+    ``"COL=VALUE"``: the share of rows with that value, see the module docstring); ``hue``, ``facet``
     optional grouping columns; ``agg`` "mean" or "median"; ``ci`` the interval's level in percent (None: none);
     ``where`` column -> value filters applied first. Returns the summary DataFrame; raises ``InputError`` when a
     sweep parameter varies within a plotted point.
@@ -170,6 +186,18 @@ def summarize(
         raise InputError(f"agg must be mean or median; got {agg!r}")
     if ci is not None and not 0 < ci < 100:
         raise InputError(f"ci must be a level in percent, 0 < ci < 100 (None or --ci 0: no intervals); got {ci!r}")
+    share_of = None  # y = "COL=VALUE": the share of rows whose COL is VALUE (e.g. status=consensus)
+    if y not in df.columns and "=" in y:
+        share_of, _, want = y.partition("=")
+        if share_of not in df.columns:
+            raise InputError(f"y = {y!r}: no column {share_of!r}; columns: {', '.join(df.columns)}")
+        if share_of in (x, hue, facet):
+            raise InputError(f"y = {y!r}: {share_of} is also the x, hue or facet column")
+        if agg != "mean":
+            raise InputError(
+                f"y = {y!r} is a share of rows: aggregate it with the mean (the median of 0s and 1s is 0 or 1)"
+            )
+        df = df.assign(**{y: _matches(df[share_of], share_of, want, what="y").astype(np.float64)})
     roles = {"x": x, "y": y, "hue": hue, "facet": facet}
     for role, col in roles.items():
         if col is not None and col not in df.columns:
@@ -178,6 +206,12 @@ def summarize(
         raise InputError(f"y = {y!r} is also the x, hue or facet column")
     if df[y].dtype.kind not in "biuf":
         raise InputError(f"y = {y!r} is not numeric ({df[y].dtype}); plot a numeric column")
+    if y == "status":  # a code, not a quantity: a mean of 1s and 2s read as "1.17" (an outside tester)
+        labels = ", ".join(f"{k} {v}" for k, v in STATUS_NAMES.items())
+        raise InputError(
+            f"y = 'status' is a code ({labels}); its mean means nothing. Plot the share of rows with one status, "
+            "e.g. --y status=consensus, or split the rows by it (--hue status)"
+        )
     df = _filter(df, where)
     keys = [c for c in (facet, hue, x) if c is not None]
     if "point" in df.columns:  # a sweep: refuse to average over a parameter the figure does not show
@@ -201,13 +235,14 @@ def summarize(
     finite = np.isfinite(vals)
     # a consensus table's status: rows that stopped short of consensus hold where they stopped, not a result
     stopped = None
-    if "status" in df.columns and df["status"].dtype.kind in "biu" and y not in ("status",):
+    if "status" in df.columns and df["status"].dtype.kind in "biu" and share_of is None:
         stopped = (df["status"].to_numpy() != 0) & finite
     rows = []
     for key, idx in df.groupby(keys, sort=True, observed=True, dropna=False).indices.items():
         key = key if isinstance(key, tuple) else (key,)
         v = vals[idx][finite[idx]]
-        c, lo, hi = _interval(v, agg, 95.0 if ci is None else ci) if v.size else (math.nan, math.nan, math.nan)
+        how = "share" if share_of is not None else agg
+        c, lo, hi = _interval(v, how, 95.0 if ci is None else ci) if v.size else (math.nan, math.nan, math.nan)
         if ci is None:
             lo = hi = math.nan
         rows.append(
@@ -225,6 +260,9 @@ def summarize(
 
 
 def _label(col: str) -> str:
+    if "=" in col:  # y = "COL=VALUE" (summarize): a share of rows
+        name, _, value = col.partition("=")
+        return f"share of rows with {name.replace('_', ' ')} = {value}"
     return col.replace("_", " ")
 
 
@@ -414,8 +452,11 @@ def draw(
                 ax.set_yscale("log")
             ax.set_xlabel(_label(x))
             if k % ncol == 0:
-                band = "" if ci is None else f" ({ci:g}% CI)"
-                ax.set_ylabel(f"{_label(y)}, {agg}{band}")
+                if "=" in y:  # a share of rows (summarize): Wilson's interval
+                    ax.set_ylabel(_label(y) + ("" if ci is None else f" ({ci:g}% Wilson CI)"))
+                else:
+                    band = "" if ci is None else f" ({ci:g}% CI)"
+                    ax.set_ylabel(f"{_label(y)}, {agg}{band}")
         for k in range(len(facets), nrow * ncol):
             axes[k // ncol][k % ncol].set_visible(False)
         if hue is not None:

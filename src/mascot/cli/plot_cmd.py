@@ -22,6 +22,11 @@ def _cmd_plot(args) -> int:
         raise InputError(f"--out {out}: give a .png or .pdf file")
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a .png or .pdf file")
+    numbers = out.with_suffix(".csv")  # the plotted numbers are written here: never over the data read
+    if numbers.exists() and Path(args.data).exists() and numbers.resolve() == Path(args.data).resolve():
+        raise InputError(
+            f"--out {out} would write the plotted numbers to {numbers}, the data being plotted; give another name"
+        )
     where = {}
     for item in args.where or ():
         col, sep, val = item.partition("=")
@@ -46,10 +51,10 @@ def _cmd_plot(args) -> int:
     import matplotlib.pyplot as plt
 
     plt.close(fig)
-    write_csv(table, out.with_suffix(".csv"), index=False)
+    write_csv(table, numbers, index=False)
     for w in warnings_for(table, args.x, args.y, logx=args.logx, logy=args.logy):
         print(f"mascot: warning: {w}", file=sys.stderr)
-    print(f"wrote {out} and {out.with_suffix('.csv')} ({len(table)} plotted points, {int(table.rows.sum()):,} rows)")
+    print(f"wrote {out} and {numbers} ({len(table)} plotted points, {int(table.rows.sum()):,} rows)")
     return 0
 
 
@@ -64,7 +69,11 @@ def add_parser(sub) -> None:
     )
     p.add_argument("data", help="a .parquet or .csv file, or a run directory (merged.parquet / trials.parquet)")
     p.add_argument("--x", required=True, help="column on the x axis")
-    p.add_argument("--y", required=True, help="numeric column on the y axis")
+    p.add_argument(
+        "--y",
+        required=True,
+        help="numeric column on the y axis, or COL=VALUE: the share of rows whose COL is VALUE (e.g. status=consensus)",
+    )
     p.add_argument("--hue", help="one line per value of this column")
     p.add_argument("--facet", help="one panel per value of this column")
     p.add_argument("--agg", choices=("mean", "median"), default="mean", help="aggregate of the rows (default mean)")
