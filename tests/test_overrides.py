@@ -84,8 +84,14 @@ def test_overridden_config_equals_the_same_config_written_by_hand():
     assert [a[0] for a in removed.axes] == [("n",), ("strategy",)]
     with pytest.raises(ConfigError, match="not an \\[experiment\\] key or a parameter of kind 'consensus'"):
         apply_overrides(BASE, ["nosuch=1"])
-    with pytest.raises(ConfigError, match="grid.eta is not in"):
+    with pytest.raises(ConfigError, match="grid.eta is not in the config$"):
         apply_overrides(BASE, ["~grid.eta"])
+    # an earlier override that moved the key is named (an outside tester read "grid.n is not in" as a typo)
+    with pytest.raises(
+        ConfigError, match="grid.n is not in the config any more: the earlier override 'fixed.n=48' moved"
+    ):
+        apply_overrides(BASE, ["fixed.n=48", "~grid.n"])
+    assert "n = 48" in apply_overrides(BASE, ["~grid.n", "fixed.n=48"])  # the other order removes, then sets
     with pytest.raises(ConfigError, match="out of range"):  # the kind's own checks still apply
         parse_config(apply_overrides(BASE, ["grid.n=1,2"]))
 

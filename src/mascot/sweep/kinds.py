@@ -127,8 +127,23 @@ CONSENSUS_PARAMS = {
         "",
         _USES_MODE2,
     ),
-    "x0_mean": Param(float, 0.5, lambda v: 0 < v < 1, "0 < x0_mean < 1", "mean of the initial beliefs X0", "belief"),
-    "x0_spread": Param(float, 0.15, _POS, "x0_spread > 0", "spread of the initial beliefs around x0_mean", "belief"),
+    "x0_mean": Param(
+        float,
+        0.5,
+        lambda v: 0 < v < 1,
+        "0 < x0_mean < 1",
+        "initial beliefs: every entry of X0 is x0_mean + x0_spread Z, Z standard normal truncated so the entry lies "
+        "in [0, 1] (x0_mean is the mean before truncation)",
+        "belief",
+    ),
+    "x0_spread": Param(
+        float,
+        0.15,
+        _POS,
+        "x0_spread > 0",
+        "standard deviation of the initial beliefs' normal before its truncation to [0, 1] (see x0_mean)",
+        "belief",
+    ),
     "noise": Param(
         float,
         0.0,
