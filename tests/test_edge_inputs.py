@@ -117,14 +117,20 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
     # float32 with whole-token costs is exact for any b0 up to 2^24, fractional b0 included
     r = mascot.simulate_consensus(X, W1, W2, 600, 600, 0.5, 1e-6, 1077.2173, max_rounds=10, dtype="float32")
     assert float(r.tokens[0]) == 600 * int(r.rounds[0])
-    # ... unless float32 rounds it across a whole number: 29.9999999 became 30 and paid a round of 30 that the
-    # Python Algorithm 1 (float64) refuses (an outside tester); refused, for a shared budget and per trajectory
-    assert algorithm1(X, W1, W2, 30, 100, 0.1, 0.03, 29.9999999, strategy="mode1").rounds == 0
-    for b0 in (29.9999999, [40.0, 29.9999999], 8388609.5):
-        with pytest.raises(ValueError, match="becomes 30.0 in float32|becomes 8388610.0 in float32"):
-            mascot.simulate_consensus(X[None].repeat(np.size(b0), 0), W1, W2, 30, 100, 0.1, 0.03, b0, dtype="float32")
-    r = mascot.simulate_consensus(X, W1, W2, 30, 100, 0.1, 0.03, 29.5, strategy="mode1", dtype="float32")
-    assert (int(r.rounds[0]), float(r.tokens[0]), int(r.status[0])) == (0, 0.0, 1)  # a b0 that keeps its floor runs
+    # ... also where float32 rounds b0 across a whole number: 29.9999999 became 30 and paid a round of cost 30 that
+    # the Python Algorithm 1 (float64) refuses (an outside tester); the float32 path runs floor(b0)
+    for b0, c in ((29.9999999, 30), (8388609.5, 8388610), (4707.999828489586, 4708), (29.5, 30), (60.0, 30)):
+        for strategy in ("mode1", "mode2"):
+            ref = algorithm1(X, W1, W2, c, c, 0.1, 1e-6, b0, strategy=strategy, max_rounds=5)
+            r = mascot.simulate_consensus(
+                X, W1, W2, c, c, 0.1, 1e-6, b0, strategy=strategy, max_rounds=5, dtype="float32"
+            )
+            assert (int(r.rounds[0]), float(r.tokens[0]), int(r.status[0])) == (ref.rounds, ref.tokens, ref.status)
+    b0 = np.array([40.0, 29.9999999, 59.99999, 60.0])  # per trajectory, through the tiled path's chunks too
+    r = mascot.simulate_consensus(
+        np.repeat(X[None], 4, 0), W1, W2, 30, 30, 0.1, 1e-6, b0, strategy="mode1", max_rounds=5
+    )
+    assert r.rounds.tolist() == [1, 0, 1, 2] and r.tokens.tolist() == [30.0, 0.0, 30.0, 60.0]
     ref = algorithm1(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", max_rounds=64)
     with float64():
         r = mascot.simulate_consensus(X, W1, W2, 1, 1, 0.1, 1e-3, 3e7, strategy="mode2", dtype="float64")

@@ -34,9 +34,9 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_co
     or a round cost below ``b0 * 2^-24`` (``2^-53``): deductions would be rounded or lost entirely (b0 = 3e7,
     c = 1 in float32 reported ``spent = 0`` after 18 rounds). ``integer_costs``: float32 also needs whole
     token costs -- with them every ``b_k = b0 - spent`` and every ``b_k >= c`` test is exact for any b0 up to
-    2^24, while a fractional cost is rounded at every deduction (b0 = 1e7, c = 0.7: 10 rounds "spent" 10); and a
-    budget whose float32 value has the same floor as ``b0`` (the run depends on that floor only: b0 = 29.9999999
-    becomes 30 and would pay a round of cost 30). ``ValueError`` naming the values and ``fix``."""
+    2^24 once the caller runs ``floor(b0)`` (the run depends on it only; b0 = 29.9999999 is 30 in float32), while
+    a fractional cost is rounded at every deduction (b0 = 1e7, c = 0.7: 10 rounds "spent" 10). ``ValueError``
+    naming the values and ``fix``."""
     name = _name(dtype)
     if name not in _EXACT:
         return
@@ -63,20 +63,6 @@ def check_budget(b0, costs, dtype, fix: str = "pass dtype='float64'", integer_co
             + (fix if name == "float32" else "scale the budget down")
         )
     if integer_costs and name == "float32":
-        # with whole-token costs the run depends on floor(b0) only (b_k >= c compares whole numbers); a budget
-        # whose float32 value has another floor pays for rounds it cannot (29.9999999 becomes 30 and paid a
-        # round of 30: an outside tester)
-        if isinstance(b0, (int, float)):
-            moved = b0 if math.floor(float(np.float32(b0))) != math.floor(b0) else None
-        else:
-            b64 = np.asarray(b0, dtype=np.float64)
-            off = np.floor(b64.astype(np.float32).astype(np.float64)) != np.floor(b64)
-            moved = float(b64[off].flat[0]) if off.any() else None
-        if moved is not None:
-            raise InputError(
-                f"b0 = {moved!r} becomes {float(np.float32(moved))!r} in float32, which pays for whole-token rounds "
-                f"that b0 does not; {fix}, or round the budget down"
-            )
         for x in costs:
             if not (float(x).is_integer() if isinstance(x, (int, float)) else bool(np.all(np.mod(x, 1) == 0))):
                 frac = x if isinstance(x, (int, float)) else np.asarray(x)[np.mod(x, 1) != 0].flat[0]

@@ -267,7 +267,11 @@ def simulate_consensus(
         out["d_trace"] = np.zeros((B, max_rounds + 1), dt)
         out["b_trace"] = np.zeros((B, max_rounds + 1), dt)
         out["sigma_trace"] = np.zeros((B, max_rounds), np.int32)
-    params = dict(c1=c1a, c2=c2a, eta=eta_a, eps=eps_a, b0=np.broadcast_to(b0a, (B,)))
+    # float32 (whole-token costs, checked above): a run depends on floor(b0) only (every b_k >= c compares whole
+    # numbers), and floor(b0) <= 2^24 is exact in float32 where b0 itself may round up across a whole number
+    # (29.9999999 became 30 and paid a round of cost 30: an outside tester)
+    b0k = np.floor(b0a) if jnp.dtype(dt) == jnp.float32 else b0a
+    params = dict(c1=c1a, c2=c2a, eta=eta_a, eps=eps_a, b0=np.broadcast_to(b0k, (B,)))
 
     # Chunks are independent and every trajectory's numbers are the same whichever chunk (and device)
     # it runs in, so results are identical with 1 or many devices.
@@ -292,7 +296,7 @@ def simulate_consensus(
 
         _interleave([chunk(lo) for lo in starts], 2)
 
-    spent = np.asarray(b0a, dtype=dt) - out["b"]
+    spent = np.asarray(b0k, dtype=dt) - out["b"]
     result = ConsensusResult(
         rounds=out["rounds"],
         tokens=spent,
