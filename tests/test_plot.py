@@ -270,10 +270,35 @@ def test_a_share_of_rows_is_plotted_with_wilson_intervals_and_a_status_code_is_n
     assert main(["plot", str(path), "--x", "n", "--y", "status=BudgetFail", "--out", str(out)]) == 0
     plotted = pd.read_csv(out.with_suffix(".csv"))
     assert plotted["status=BudgetFail"].tolist() == [float((df[df.n == n].status == 1).mean()) for n in (5, 8, 16)]
+    # found by a second outside tester: a share that matches no row was plotted as 0 (a typo reads as a result),
+    # except a known status, which may be absent; the column list of an error named the made-up y column; a
+    # sweep parameter's share was refused as a hidden variable and then as "also the hue"; exact interval ends
+    with pytest.raises(InputError, match="no row has status = '7'; status takes 0, 1, 2"):
+        summarize(df, "n", "status=7")
+    none = summarize(df[df.status != 3], "n", "status=predicted_BudgetFail")
+    assert none["status=predicted_BudgetFail"].tolist() == [0.0] * 3 and (none.lo == 0.0).all()
+    with pytest.raises(InputError, match="no such column; columns: point, n, status$"):
+        summarize(df, "n", "status=0", hue="nosuch")
+    sweep = _sweep_like(np.random.default_rng(4))
+    ring = summarize(sweep, "n", "strategy=ring", facet="eta")
+    assert ring["strategy=ring"].tolist() == [0.5] * 6 and ring.rows.tolist() == [32] * 6
     # FIG.csv next to FIG.png was written over the data when they shared a name (t.csv -> t.png + t.csv)
     before = path.read_bytes()
     assert main(["plot", str(path), "--x", "n", "--y", "status=0", "--out", str(tmp_path / "t.png")]) == 2
     assert "the data being plotted" in capsys.readouterr().err and path.read_bytes() == before
+
+
+def test_facets_and_the_plotted_numbers_follow_natural_order():
+    """Facet panels and FIG.csv rows sorted as text (n1, n10, n2) while x and hue sorted naturally (an outside
+    tester)."""
+    df = pd.DataFrame(
+        {"g": ["n10", "n2", "n1"] * 4, "h": ["b10", "b9"] * 6, "x": [1, 2, 3, 4] * 3, "y": np.arange(12.0)}
+    )
+    s = summarize(df, "x", "y", hue="h", facet="g", ci=None)
+    assert list(dict.fromkeys(s.g)) == ["n1", "n2", "n10"]
+    assert s.groupby("g", sort=False).h.apply(lambda h: list(dict.fromkeys(h))).tolist() == [["b9", "b10"]] * 3
+    fig = plot(df, "x", "y", hue="h", facet="g", ci=None)
+    assert [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()] == ["g = n1", "g = n2", "g = n10"]
 
 
 def test_deliberation_figure_names_the_graphs_of_the_run():

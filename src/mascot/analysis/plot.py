@@ -140,7 +140,7 @@ def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
         z = float(stats.norm.ppf(0.5 + ci / 200.0))
         mid = (p + z * z / (2 * n)) / (1 + z * z / n)
         h = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-        return p, max(mid - h, 0.0), min(mid + h, 1.0)
+        return p, 0.0 if p == 0 else max(mid - h, 0.0), 1.0 if p == 1 else min(mid + h, 1.0)  # exact ends
     if agg == "mean":
         c = float(np.mean(v))
         if n < 2:
@@ -197,11 +197,17 @@ def summarize(
             raise InputError(
                 f"y = {y!r} is a share of rows: aggregate it with the mean (the median of 0s and 1s is 0 or 1)"
             )
-        df = df.assign(**{y: _matches(df[share_of], share_of, want, what="y").astype(np.float64)})
     roles = {"x": x, "y": y, "hue": hue, "facet": facet}
     for role, col in roles.items():
-        if col is not None and col not in df.columns:
+        if col is not None and col not in df.columns and not (role == "y" and share_of is not None):
             raise InputError(f"{role} = {col!r}: no such column; columns: {', '.join(df.columns)}")
+    if share_of is not None:
+        hit = _matches(df[share_of], share_of, want, what="y")
+        known_status = share_of == "status" and (want in STATUS_NAMES.values() or want in map(str, STATUS_NAMES))
+        if not hit.any() and not known_status:  # a typo would plot as a share of 0 everywhere
+            shown = ", ".join(map(str, _natural(df[share_of])[:12]))
+            raise InputError(f"y = {y!r}: no row has {share_of} = {want!r}; {share_of} takes {shown}")
+        df = df.assign(**{y: hit.astype(np.float64)})
     if y in (x, hue, facet):
         raise InputError(f"y = {y!r} is also the x, hue or facet column")
     if df[y].dtype.kind not in "biuf":
@@ -220,7 +226,7 @@ def summarize(
         params = [
             c
             for c in per_point.columns
-            if (per_point[c] <= 1).all() and c not in keys and c != y and (known is None or c in known)
+            if (per_point[c] <= 1).all() and c not in keys and c not in (y, share_of) and (known is None or c in known)
         ]
         within = df.groupby(keys, observed=True, dropna=False)[params].nunique(dropna=False) if params else None
         varying = [c for c in params if (within[c] > 1).any()]  # several values inside one plotted point
@@ -256,7 +262,14 @@ def summarize(
                 **({} if stopped is None else {"unfinished_rows": int(stopped[idx].sum())}),
             }
         )
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if len(out):  # rows in natural order (n2 before n10), as the figure draws them
+        ranks = []
+        for c in keys:
+            order = {v: i for i, v in enumerate(_natural(out[c]))}
+            ranks.append(out[c].map(lambda v, order=order: order.get(v, len(order))).to_numpy())
+        out = out.iloc[np.lexsort(ranks[::-1])].reset_index(drop=True)
+    return out
 
 
 def _label(col: str) -> str:
@@ -392,7 +405,7 @@ def draw(
     s = s[keep]
     # an axis with one value is not drawn as a dimension
     hue = hue if hue is not None and s[hue].nunique(dropna=False) > 1 else None
-    facets = list(pd.unique(s[facet])) if facet is not None else [None]
+    facets = _natural(s[facet]) if facet is not None else [None]
     numeric_x = s[x].dtype.kind in "biuf"
     xcats = None if numeric_x else _natural(s[x])
     hues = _natural(s[hue]) if hue else [None]
