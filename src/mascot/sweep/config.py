@@ -601,6 +601,10 @@ def load_config(path, overrides=()) -> SweepConfig:
         raise ConfigError(str(e)) from None
     try:
         text = apply_overrides(text, list(overrides), source=str(path))
-        return parse_config(text, str(path))
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
+    try:
+        return parse_config(text, str(path))
+    except ConfigError as e:  # a bad value may come from an override, not the file: say which were applied
+        where = f"{path} with the overrides {' '.join(overrides)}" if overrides else str(path)
+        raise ConfigError(f"{where}: {e}") from None

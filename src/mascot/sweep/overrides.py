@@ -129,7 +129,7 @@ def apply_overrides(text: str, overrides: Sequence[str], source: str = "the conf
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"not valid TOML: {e}") from None
-    moved = {}  # (section, key) -> (the earlier override that took it out of that section, where it put it)
+    moved = {}  # (section, key) -> (the earlier override that took it out of that section, what it did)
     for item in overrides:
         key, value, remove = parse_override(item)
         path = _locate(key, raw, value, remove)
@@ -147,16 +147,17 @@ def apply_overrides(text: str, overrides: Sequence[str], source: str = "the conf
                 why = moved.get(tuple(path))  # (fixed.n=48 took n out of [grid]: "grid.n is not in" read as a typo)
                 raise ConfigError(
                     f"override {item!r}: {'.'.join(path)} is not in {source}"
-                    + (f" any more: the earlier override {why[0]!r} moved it to [{why[1]}]" if why else "")
+                    + (f" any more: the earlier override {why[0]!r} {why[1]}" if why else "")
                 )
             del node[last]
+            moved[tuple(path)] = (item, "removed it")
             continue
         node[last] = value
         # a parameter lives in [fixed] or in one [grid] axis, not both
         other = "grid" if path[0] == "fixed" else "fixed"
         if len(path) == 2 and path[0] in ("fixed", "grid") and last not in ("zip", "random"):
             if raw.get(other, {}).pop(last, None) is not None:
-                moved[(other, last)] = (item, path[0])
+                moved[(other, last)] = (item, f"moved it to [{path[0]}]")
     header = f"# {source} with the command-line overrides: {' '.join(overrides)}\n"
     return header + dumps_toml(raw)
 
