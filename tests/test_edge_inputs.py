@@ -140,9 +140,17 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
     assert float(r32.tokens[0]) == ref.rounds
 
 
-@pytest.mark.parametrize("seg", [0, -1, 1.5, True])
+@pytest.mark.parametrize("mr", ["abc", float("nan"), float("inf"), [3], 2.5, -1, True])
+def test_bad_max_rounds_are_refused_by_name(mr):
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    with pytest.raises(ValueError, match="max_rounds must be an integer in \\[0, "):
+        mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, max_rounds=mr)
+
+
+@pytest.mark.parametrize("seg", [0, -1, 1.5, True, "3", "abc", float("nan"), float("inf"), [3], np.array([3])])
 def test_bad_segment_rounds_are_refused(seg):
-    """0 and -1 were taken silently (as the default and as 1), found by an outside tester."""
+    """0 and -1 were taken silently (as the default and as 1), "abc", nan, inf and lists raised Python's own errors
+    without naming the parameter (found by two outside testers)."""
     X = np.random.default_rng(0).uniform(size=(5, 6))
     with pytest.raises(ValueError, match="segment_rounds must be None or an integer >= 1"):
         mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, method="matrix", segment_rounds=seg)

@@ -69,6 +69,16 @@ def _single_thread_blas():
 _SETUP_LOCK = threading.Lock()  # one thread at a time changes OpenBLAS's (process-global) thread count
 
 
+def _whole(v, lo: int, hi: float) -> bool:
+    """Whether ``v`` is a whole number in ``[lo, hi]`` (an int, or a float with no fraction, also 0-d arrays of
+    them; not a bool, string, longer array, NaN or inf)."""
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        v = v.item()
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        return False
+    return math.isfinite(v) and v == int(v) and lo <= v <= hi
+
+
 def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
     raw = np.asarray(value)
@@ -137,7 +147,9 @@ def simulate_consensus(
       noise: standard deviation of i.i.d. Gaussian perturbations added to every belief entry after each
         round (the LLM stochasticity of Remark 3). Needs ``key``.
       key: one PRNG key (split into one key per trajectory) or a batch of B keys.
-      trace: also return per-round ``D``, ``b`` and ``sigma``.
+      trace: also return per-round ``D``, ``b`` and ``sigma`` (in float32 ``b_trace`` holds ``floor(b0)`` minus
+        the tokens spent: with whole-token costs the run depends on ``floor(b0)`` only, which float32 keeps
+        exactly where it may round ``b0`` itself up).
       dtype: float32 or float64 (default: float64 if ``jax_enable_x64`` is on, else float32).
       method: ``"auto"`` (modal when W1, W2 are symmetric and commute, else matrix), ``"modal"``,
         ``"matrix"``.
@@ -158,14 +170,13 @@ def simulate_consensus(
     strategy = switching.canonical_strategy(strategy)  # "complete"/"ring" name modes 1/2 as everywhere else
     if method not in ("auto", "modal", "matrix"):
         raise InputError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
-    if isinstance(max_rounds, bool) or int(max_rounds) != max_rounds or not 0 <= max_rounds <= MAX_ROUNDS_LIMIT:
+    if not _whole(max_rounds, 0, MAX_ROUNDS_LIMIT):
         raise InputError(
             f"max_rounds must be an integer in [0, {MAX_ROUNDS_LIMIT}] (int32 round counters); got {max_rounds!r}"
         )
     max_rounds = int(max_rounds)
-    if segment_rounds is not None and (
-        isinstance(segment_rounds, bool) or int(segment_rounds) != segment_rounds or segment_rounds < 1
-    ):  # (0 and -1 were taken silently, as the default and as 1)
+    if segment_rounds is not None and not _whole(segment_rounds, 1, math.inf):
+        # (0 and -1 were taken silently, as the default and as 1; "abc", nan and inf raised Python's own errors)
         raise InputError(f"segment_rounds must be None or an integer >= 1; got {segment_rounds!r}")
     dt = resolve_dtype(dtype)
     if not isinstance(X0, jax.Array):  # JAX arrays stay on their device (no host round trip)

@@ -128,7 +128,11 @@ def rollout(
 
     Shapes are checked (they are known when the function is traced); values are not, since under ``jit`` they
     are not known: ``W1`` and ``W2`` doubly stochastic, a finite ``x0``, ``eps > 0`` and ``c1, c2 > 0`` are the
-    caller's to ensure (:func:`mascot.simulate_consensus` checks them). A non-finite ``x0`` has ``D(0) = NaN``
+    caller's to ensure (:func:`mascot.simulate_consensus` checks them). So are budgets the dtype keeps: the core
+    deducts in the working dtype as given (float32 holds b0 = 29.9999999 as 30 and pays a round of cost 30;
+    b0 = 3e7 with cost 1 loses every deduction). On concrete inputs, ``mascot.limits.check_budget(b0, (c1, c2),
+    dtype, integer_costs=True)`` refuses what float32 cannot keep, and ``floor(b0)`` gives the same run with
+    whole-token costs; :func:`mascot.simulate_consensus` does both. A non-finite ``x0`` has ``D(0) = NaN``
     and stops at once, with ``rounds = 0`` and the MaxRounds status.
     """
     if not isinstance(modes, Modes):
