@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from mascot.analysis.plot import plot, summarize
+from mascot.analysis.plot import plot, summarize, warnings_for
 from mascot.cli import main
 from mascot.errors import InputError
 
@@ -286,6 +286,38 @@ def test_a_share_of_rows_is_plotted_with_wilson_intervals_and_a_status_code_is_n
     before = path.read_bytes()
     assert main(["plot", str(path), "--x", "n", "--y", "status=0", "--out", str(tmp_path / "t.png")]) == 2
     assert "the data being plotted" in capsys.readouterr().err and path.read_bytes() == before
+
+
+def test_third_outside_tester_findings(tmp_path, capsys):
+    """Status codes against a column of labels; rows without an x, hue or facet value left out and said; a
+    missing value in the share's column is no 'not VALUE'; a merged consensus table with one trajectory per
+    point keeps its outputs out of the hidden-variable check; FIG.csv next to a folder made on the way."""
+    df = pd.DataFrame(
+        {
+            "x": [1.0, 1.0, 2.0, 2.0, np.nan, 2.0],
+            "g": ["a", "a", "a", None, "a", "a"],
+            "status": ["consensus", "BudgetFail", "consensus", "consensus", "consensus", "max_rounds"],
+            "k": [1.0, np.nan, 1.0, 0.0, 1.0, 0.0],
+        }
+    )
+    got = summarize(df, "x", "status=0", hue="g", ci=None)
+    assert got["status=0"].tolist() == [0.5, 0.5] and got.rows.tolist() == [2, 2]
+    assert any("2 rows with no value in the x, hue or facet column" in w for w in warnings_for(got, "x", "status=0"))
+    k = summarize(df, "x", "k=1", ci=None)  # x = NaN left out; k = NaN neither 1 nor not 1
+    assert k["k=1"].tolist() == [1.0, 1 / 3] and k.nonfinite_rows.tolist() == [1, 0]
+    one = pd.DataFrame(  # a consensus sweep's columns, one trajectory per point: rounds etc. vary by point only
+        {"point": [0, 1, 2, 3], "trajectory": 0, "n": [5, 5, 8, 8], "strategy": ["adaptive", "ring"] * 2,
+         "eta": 0.1, "eps": 0.03, "b0": 1e4, "c1": 600.0, "c2": 100.0, "d": 6, "max_rounds": 64, "noise": 0.0,
+         "self_weight_complete": 0.4, "self_weight_ring": 0.6, "x0_mean": 0.5, "x0_spread": 0.15,
+         "rounds": [3, 7, 4, 9], "tokens": [1.0, 2.0, 3.0, 4.0], "certified": [True, False, True, True]}
+    )  # fmt: skip
+    assert summarize(one, "n", "tokens", hue="strategy", ci=None).tokens.tolist() == [1.0, 3.0, 2.0, 4.0]
+    data = tmp_path / "t.csv"
+    df.to_csv(data, index=False)
+    before = data.read_bytes()
+    out = tmp_path / "nosub" / ".." / "t.png"  # t.csv once nosub exists
+    assert main(["plot", str(data), "--x", "x", "--y", "k=1", "--out", str(out)]) == 2
+    assert "the data being plotted" in capsys.readouterr().err and data.read_bytes() == before
 
 
 def test_facets_and_the_plotted_numbers_follow_natural_order():

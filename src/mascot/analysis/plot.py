@@ -91,10 +91,13 @@ def _kind_params(df: pd.DataFrame) -> set[str] | None:
     from mascot.sweep.kinds import KINDS
 
     cols = set(df.columns)
-    for kind in KINDS.values():
-        if set(kind.params) <= cols:
-            return set(kind.params)
-    return None
+    best = None
+    for kind in KINDS.values():  # the kind whose row key is here and most of whose parameters are columns (a
+        # merged consensus table has no `trajectories` or `tokens_*` column: derived or stored per row)
+        have = set(kind.params) & cols
+        if set(kind.row_key) <= cols and 2 * len(have) >= len(kind.params) and (best is None or len(have) > len(best)):
+            best = have
+    return best
 
 
 def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray:
@@ -104,6 +107,8 @@ def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray
         raise InputError(f"{what} {col}: give one value (filter once per column)")
     if isinstance(want, str) and vals.dtype.kind == "b" and want.lower() in ("true", "false"):
         want = want.lower() == "true"
+    elif isinstance(want, str) and col == "status" and vals.dtype.kind in "OSU" and want in map(str, STATUS_NAMES):
+        want = STATUS_NAMES[int(want)]  # a status code against a column of labels
     elif isinstance(want, str) and vals.dtype.kind in "biuf":
         if col == "status" and want in {v: k for k, v in STATUS_NAMES.items()}:
             want = float({v: k for k, v in STATUS_NAMES.items()}[want])  # a consensus status by its label
@@ -186,6 +191,7 @@ def summarize(
         raise InputError(f"agg must be mean or median; got {agg!r}")
     if ci is not None and not 0 < ci < 100:
         raise InputError(f"ci must be a level in percent, 0 < ci < 100 (None or --ci 0: no intervals); got {ci!r}")
+    df = _filter(df, where)  # (before the share column is made: an error lists the table's own columns)
     share_of = None  # y = "COL=VALUE": the share of rows whose COL is VALUE (e.g. status=consensus)
     if y not in df.columns and "=" in y:
         share_of, _, want = y.partition("=")
@@ -205,9 +211,10 @@ def summarize(
         hit = _matches(df[share_of], share_of, want, what="y")
         known_status = share_of == "status" and (want in STATUS_NAMES.values() or want in map(str, STATUS_NAMES))
         if not hit.any() and not known_status:  # a typo would plot as a share of 0 everywhere
-            shown = ", ".join(map(str, _natural(df[share_of])[:12]))
+            shown = ", ".join(map(str, _natural(df[share_of].dropna())[:12]))
             raise InputError(f"y = {y!r}: no row has {share_of} = {want!r}; {share_of} takes {shown}")
-        df = df.assign(**{y: hit.astype(np.float64)})
+        # a row whose COL is missing is neither VALUE nor not: NaN, left out and counted as nonfinite
+        df = df.assign(**{y: np.where(df[share_of].isna().to_numpy(), np.nan, hit.astype(np.float64))})
     if y in (x, hue, facet):
         raise InputError(f"y = {y!r} is also the x, hue or facet column")
     if df[y].dtype.kind not in "biuf":
@@ -218,8 +225,10 @@ def summarize(
             f"y = 'status' is a code ({labels}); its mean means nothing. Plot the share of rows with one status, "
             "e.g. --y status=consensus, or split the rows by it (--hue status)"
         )
-    df = _filter(df, where)
     keys = [c for c in (facet, hue, x) if c is not None]
+    missing = df[keys].isna().any(axis=1).to_numpy() if keys else np.zeros(len(df), bool)
+    if missing.any():  # a row without an x, hue or facet value has no place in the figure: left out, and said
+        df = df[~missing]
     if "point" in df.columns:  # a sweep: refuse to average over a parameter the figure does not show
         per_point = df.groupby("point", sort=False).nunique(dropna=False)
         known = _kind_params(df)  # a sweep kind's table: its parameters, not the outputs fixed per point
@@ -263,6 +272,7 @@ def summarize(
             }
         )
     out = pd.DataFrame(rows)
+    out.attrs["missing_key_rows"] = int(missing.sum())  # (read by warnings_for)
     if len(out):  # rows in natural order (n2 before n10), as the figure draws them
         ranks = []
         for c in keys:
@@ -275,7 +285,7 @@ def summarize(
 def _label(col: str) -> str:
     if "=" in col:  # y = "COL=VALUE" (summarize): a share of rows
         name, _, value = col.partition("=")
-        return f"share of rows with {name.replace('_', ' ')} = {value}"
+        return f"share with {name.replace('_', ' ')} = {value}"
     return col.replace("_", " ")
 
 
@@ -304,6 +314,9 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
     Returns: a list of sentences (empty when nothing is left out).
     """
     out = []
+    gone = int(s.attrs.get("missing_key_rows", 0))
+    if gone:
+        out.append(f"{gone:,} rows with no value in the x, hue or facet column were left out")
     bad = int(s["nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0
     if bad:
         out.append(f"{bad:,} rows with a NaN or infinite {y} were left out of the aggregates")

@@ -3,6 +3,7 @@ mascot writes (:func:`mascot.analysis.plot.plot`), and beside it the numbers it 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from mascot.errors import InputError
@@ -23,10 +24,6 @@ def _cmd_plot(args) -> int:
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a .png or .pdf file")
     numbers = out.with_suffix(".csv")  # the plotted numbers are written here: never over the data read
-    if numbers.exists() and Path(args.data).exists() and numbers.resolve() == Path(args.data).resolve():
-        raise InputError(
-            f"--out {out} would write the plotted numbers to {numbers}, the data being plotted; give another name"
-        )
     where = {}
     for item in args.where or ():
         col, sep, val = item.partition("=")
@@ -42,6 +39,12 @@ def _cmd_plot(args) -> int:
     title = args.title if args.title is not None else (", ".join(f"{c} = {v}" for c, v in where.items()) or None)
     fig = draw(table, args.x, args.y, logx=args.logx, logy=args.logy, title=title, **opts)
     out.parent.mkdir(parents=True, exist_ok=True)
+    # compared once the folders exist (nosub/../t.csv named t.csv only after nosub was made), by inode
+    # (symlinks, relative paths, hard links)
+    if numbers.exists() and Path(args.data).is_file() and os.path.samefile(numbers, args.data):
+        raise InputError(
+            f"--out {out} would write the plotted numbers to {numbers}, the data being plotted; give another name"
+        )
     import matplotlib as mpl
 
     from mascot.analysis.plot import STYLE
