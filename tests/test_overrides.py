@@ -94,23 +94,25 @@ def test_overridden_config_equals_the_same_config_written_by_hand():
     assert "n = 48" in apply_overrides(BASE, ["~grid.n", "fixed.n=48"])  # the other order removes, then sets
     with pytest.raises(ConfigError, match="grid.b0 is not in the config any more: the earlier override '~b0' removed"):
         apply_overrides(BASE, ["~b0", "~grid.b0"])
+    with pytest.raises(ConfigError, match="out of range"):  # the kind's own checks still apply
+        parse_config(apply_overrides(BASE, ["grid.n=1,2"]))
 
 
 def test_a_bad_value_from_an_override_is_not_blamed_on_the_file(tmp_path):
-    """`fixed.eps=-1` was reported as the file's error (an outside tester): the message names the overrides."""
+    """`fixed.eps=-1` was reported as the file's error (an outside tester): the message names the override
+    after which the error appears, and a file's own error stays the file's."""
     from mascot.sweep.config import load_config
 
     cfg = tmp_path / "c.toml"
     cfg.write_text(BASE)
-    with pytest.raises(
-        ConfigError, match=f"^{cfg} with the overrides fixed.eps=-1 seed=2: .*eps = -1.0 is out of range"
-    ):
-        load_config(cfg, ["fixed.eps=-1", "seed=2"])
+    with pytest.raises(ConfigError, match=f"^{cfg} with the override 'fixed.eps=-1': .*eps = -1.0 is out of range"):
+        load_config(cfg, ["seed=2", "fixed.eps=-1", "fixed.trajectories=5"])
     cfg.write_text(BASE.replace("eta = 0.1", "eta = -0.1"))
-    with pytest.raises(ConfigError, match=f"^{cfg}: .*eta = -0.1 is out of range"):
-        load_config(cfg)
-    with pytest.raises(ConfigError, match="out of range"):  # the kind's own checks still apply
-        parse_config(apply_overrides(BASE, ["grid.n=1,2"]))
+    for ov in ([], ["seed=3"]):
+        with pytest.raises(ConfigError, match=f"^{cfg}: .*eta = -0.1 is out of range"):
+            load_config(cfg, ov)
+    with pytest.raises(ConfigError, match="'~strategy': strategy is not in the config any more: the earlier override"):
+        apply_overrides(BASE, ["~grid.strategy", "~strategy"])  # a bare ~KEY after its removal (a third tester)
 
 
 def test_run_records_the_overrides_and_resumes_only_with_them(tmp_path, capsys):

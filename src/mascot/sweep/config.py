@@ -599,12 +599,28 @@ def load_config(path, overrides=()) -> SweepConfig:
         text = read_text_file(path)
     except ValueError as e:
         raise ConfigError(str(e)) from None
+    overrides = list(overrides)
     try:
-        text = apply_overrides(text, list(overrides), source=str(path))
+        changed = apply_overrides(text, overrides, source=str(path))
     except ConfigError as e:
         raise ConfigError(f"{path}: {e}") from None
     try:
-        return parse_config(text, str(path))
-    except ConfigError as e:  # a bad value may come from an override, not the file: say which were applied
-        where = f"{path} with the overrides {' '.join(overrides)}" if overrides else str(path)
-        raise ConfigError(f"{where}: {e}") from None
+        return parse_config(changed, str(path))
+    except ConfigError as e:
+        raise ConfigError(f"{_blame(text, overrides, path, str(e))}: {e}") from None
+
+
+def _blame(text: str, overrides: list, path, error: str) -> str:
+    """Who a config error belongs to: the file (it has the error without the overrides), the first override
+    after which it appears, or (not found) the file with all of them. Runs only on the error path."""
+    if not overrides:
+        return str(path)
+    from mascot.sweep.overrides import apply_overrides
+
+    for k in range(len(overrides) + 1):  # k = 0: the file alone
+        try:
+            parse_config(apply_overrides(text, overrides[:k], source=str(path)), str(path))
+        except ConfigError as e:
+            if str(e) == error:
+                return str(path) if k == 0 else f"{path} with the override {overrides[k - 1]!r}"
+    return f"{path} with the overrides {' '.join(overrides)}"

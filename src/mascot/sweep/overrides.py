@@ -145,8 +145,10 @@ def apply_overrides(text: str, overrides: Sequence[str], source: str = "the conf
         if remove:
             if last not in node:
                 why = moved.get(tuple(path))  # (fixed.n=48 took n out of [grid]: "grid.n is not in" read as a typo)
+                if why is None and "." not in key:  # a bare ~KEY after an override removed or moved it
+                    why = moved.get(("grid", last)) or moved.get(("fixed", last))
                 raise ConfigError(
-                    f"override {item!r}: {'.'.join(path)} is not in {source}"
+                    f"override {item!r}: {key if why and '.' not in key else '.'.join(path)} is not in {source}"
                     + (f" any more: the earlier override {why[0]!r} {why[1]}" if why else "")
                 )
             del node[last]
