@@ -140,6 +140,15 @@ def test_float32_refuses_budgets_it_cannot_keep_and_float64_keeps_them():
     assert float(r32.tokens[0]) == ref.rounds
 
 
+def test_max_rounds_as_a_0d_array_is_taken():
+    import jax.numpy as jnp
+
+    X = np.random.default_rng(0).uniform(size=(5, 6))
+    want = mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, max_rounds=3).rounds
+    for mr in (np.array(3), jnp.array(3), np.int64(3), 3.0):
+        assert mascot.simulate_consensus(X, W1, W2, 600, 100, 0.1, 0.03, 2000, max_rounds=mr).rounds == want
+
+
 @pytest.mark.parametrize("mr", ["abc", float("nan"), float("inf"), [3], 2.5, -1, True])
 def test_bad_max_rounds_are_refused_by_name(mr):
     X = np.random.default_rng(0).uniform(size=(5, 6))

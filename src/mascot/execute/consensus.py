@@ -72,7 +72,7 @@ _SETUP_LOCK = threading.Lock()  # one thread at a time changes OpenBLAS's (proce
 def _whole(v, lo: int, hi: float) -> bool:
     """Whether ``v`` is a whole number in ``[lo, hi]`` (an int, or a float with no fraction, also 0-d arrays of
     them; not a bool, string, longer array, NaN or inf)."""
-    if isinstance(v, np.ndarray) and v.ndim == 0:
+    if isinstance(v, (np.ndarray, jax.Array)) and v.ndim == 0:  # (a 0-d jax.Array: an outside tester)
         v = v.item()
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         return False
