@@ -100,6 +100,9 @@ def _kind_params(df: pd.DataFrame) -> set[str] | None:
     return best
 
 
+_STATUS_CODES = {label: code for code, label in STATUS_NAMES.items()}  # consensus, BudgetFail, ... -> 0, 1, ...
+
+
 def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray:
     """Which of ``vals`` (column ``col``) equal ``want``, a value as typed on the command line or a Python value:
     numbers by value (floats to 1e-9), booleans as true/false, a consensus status also by its label."""
@@ -110,8 +113,8 @@ def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray
     elif isinstance(want, str) and col == "status" and vals.dtype.kind in "OSU" and want in map(str, STATUS_NAMES):
         want = STATUS_NAMES[int(want)]  # a status code against a column of labels
     elif isinstance(want, str) and vals.dtype.kind in "biuf":
-        if col == "status" and want in {v: k for k, v in STATUS_NAMES.items()}:
-            want = float({v: k for k, v in STATUS_NAMES.items()}[want])  # a consensus status by its label
+        if col == "status" and want in _STATUS_CODES:
+            want = float(_STATUS_CODES[want])  # a consensus status by its label
         else:
             try:
                 want = float(want)
@@ -209,7 +212,7 @@ def summarize(
             raise InputError(f"{role} = {col!r}: no such column; columns: {', '.join(df.columns)}")
     if share_of is not None:
         hit = _matches(df[share_of], share_of, want, what="y")
-        known_status = share_of == "status" and (want in STATUS_NAMES.values() or want in map(str, STATUS_NAMES))
+        known_status = share_of == "status" and (want in _STATUS_CODES or want in map(str, STATUS_NAMES))
         if not hit.any() and not known_status:  # a typo would plot as a share of 0 everywhere
             shown = ", ".join(map(str, _natural(df[share_of].dropna())[:12]))
             raise InputError(f"y = {y!r}: no row has {share_of} = {want!r}; {share_of} takes {shown}")
