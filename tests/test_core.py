@@ -156,6 +156,11 @@ def test_float32_and_bad_input():
             mascot.rollout(xx, modes, mascot.Policy())
     with pytest.raises(InputError, match="int32"):
         mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), max_rounds=2**40)
+    # found by an outside tester: bfloat16 beliefs kept the budget in bfloat16 (10 rounds of cost 3 from b0 = 2000
+    # counted 0 tokens; float16 counted 40 for 30); half precision and complex beliefs are refused when traced
+    for dt in (jnp.bfloat16, jnp.float16, jnp.complex64):
+        with pytest.raises(InputError, match=f"x0 has dtype {jnp.dtype(dt).name}: rollout works in float32 or float64"):
+            jax.jit(lambda x: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy()).tokens)(x.astype(dt))
     # values are the caller's (unknown under jit): a non-finite x0 stops at once, as the docstring says
     nan = mascot.rollout(np.full((N, D), np.nan), mascot.Modes(W1, W2, C1, C2), mascot.Policy())
     assert int(nan.rounds) == 0 and int(nan.status) == int(mascot.Status.MAX_ROUNDS)

@@ -39,6 +39,37 @@ def test_one_simulation_gives_every_budget(b0):
     assert np.mean(ref_need > r.budget_for_alpha) <= 0.05 < np.mean(ref_need >= r.budget_for_alpha)
 
 
+@pytest.mark.parametrize("n, q", [(100, 0.999), (100, 0.95), (1000, 0.99), (37, 0.3), (5000, 0.999), (150, 0.02)])
+def test_quantile_interval_is_the_binomial_order_statistics(n, q):
+    """The budget's interval against ranks computed by hand from the binomial law (K ~ Bin(n, q) runs below
+    the quantile): t_(r), r the largest rank with P(K <= r - 1) <= 2.5%, and t_(s), s the smallest with
+    P(K <= s - 1) >= 97.5%; beyond the sample the bound is inf (0 below). Found by an outside tester: a normal
+    approximation clipped to the sample called the maximum of 100 runs a 95% interval for the 0.999 quantile."""
+    from scipy.stats import binom
+
+    from mascot.design.budget import _quantile_ci
+
+    t = np.sort(np.random.default_rng(n).exponential(size=n))
+    cdf = binom.cdf(np.arange(n + 1), n, q)
+    r = int(np.flatnonzero(cdf <= 0.025).max()) + 1 if cdf[0] <= 0.025 else 0
+    s = int(np.flatnonzero(cdf >= 0.975).min()) + 1
+    want = (t[r - 1] if r >= 1 else 0.0, t[s - 1] if s <= n else np.inf)
+    assert _quantile_ci(t, q) == want
+    if (n, q) == (100, 0.999):
+        assert want[1] == np.inf and want[0] == t[98]
+
+
+def test_too_few_runs_for_the_risk_say_so(capsys):
+    from mascot.cli import main
+
+    assert main(["design", "budget", "--runs", "100", "--alpha", "0.001", "--noise", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert ".. inf)" in out and "cannot bound the 0.999 quantile from above" in out and "3,688 runs" in out
+    assert main(["design", "budget", "--runs", "100", "--alpha", "0.001", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["budget_ci95"][1] is None  # strict JSON: no upper bound
+    assert main(["design", "budget", "--max-rounds", "0"]) == 2
+
+
 def test_noise_needs_more_budget_and_cli(capsys):
     from mascot.cli import main
 

@@ -197,6 +197,21 @@ def test_noise_matrix_path_equals_reference_with_same_draws():
     # a single key is split into one key per trajectory
     res2 = simulate_consensus(*args, max_rounds=R, noise=sigma, key=jax.random.key(42), dtype="float64")
     _assert_exact(res2, refs)
+    # an int seed is jax.random.key(seed), as affine_noise_error takes it (found by an outside tester: key=42
+    # raised IndexError), also as a numpy integer or 0-d array
+    for seed in (42, np.int64(42), np.array(42)):
+        _assert_exact(simulate_consensus(*args, max_rounds=R, noise=sigma, key=seed, dtype="float64"), refs)
+    for bad, match in [
+        (True, "int seed; got True"),
+        (1.5, "got an array of float"),
+        ("k", "int seed; got 'k'"),
+        (keys[:3], f"or a batch of {B} keys; got shape"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            simulate_consensus(*args, max_rounds=R, noise=sigma, key=bad, dtype="float64")
+    # a host driver under a JAX transformation says what to use instead (it raised ConcretizationTypeError)
+    with pytest.raises(InputError, match="use mascot.rollout"):
+        jax.jit(lambda x: simulate_consensus(x, *args[1:], max_rounds=R, dtype="float64").rounds)(args[0])
 
 
 def test_noise_modal_and_matrix_agree_in_distribution():

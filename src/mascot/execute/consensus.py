@@ -35,6 +35,7 @@ from threadpoolctl import ThreadpoolController
 from mascot.errors import InputError
 from mascot.execute.devices import shards as _shards
 from mascot.execute.devices import spec as _spec
+from mascot.execute.keys import as_key
 from mascot.kernels import consensus as kc
 from mascot.kernels import switching
 from mascot.kernels.consensus import ConsensusResult
@@ -96,17 +97,6 @@ def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     return arr
 
 
-def _batch_keys(key, B):
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-    single = key.shape == () if typed else key.shape == (2,)
-    if single:
-        return jax.random.split(key, B)
-    if key.shape[0] != B:
-        raise InputError(f"key must be one PRNG key or a batch of {B} keys; got shape {key.shape}")
-    return key
-
-
 # ----------------------------------------------------------------------------- public entry point
 def simulate_consensus(
     X0,
@@ -146,7 +136,8 @@ def simulate_consensus(
       max_rounds: the most rounds any trajectory runs (status 2 when exceeded).
       noise: standard deviation of i.i.d. Gaussian perturbations added to every belief entry after each
         round (the LLM stochasticity of Remark 3). Needs ``key``.
-      key: one PRNG key (split into one key per trajectory) or a batch of B keys.
+      key: one PRNG key (``jax.random.key(seed)`` or ``jax.random.PRNGKey(seed)``; split into one key per
+        trajectory), an int seed (taken as ``jax.random.key(seed)``) or a batch of B keys.
       trace: also return per-round ``D``, ``b`` and ``sigma`` (in float32 ``b_trace`` holds ``floor(b0)`` minus
         the tokens spent: with whole-token costs the run depends on ``floor(b0)`` only, which float32 keeps
         exactly where it may round ``b0`` itself up).
@@ -167,6 +158,12 @@ def simulate_consensus(
     Returns:
       :class:`ConsensusResult` of numpy arrays.
     """
+    if any(isinstance(v, jax.core.Tracer) for v in (X0, W1, W2, c1, c2, eta, eps, b0, noise, key)):
+        raise InputError(
+            "simulate_consensus is a host driver (it checks values, chunks the batch and returns numpy arrays) "
+            "and cannot run under jax.jit, vmap or grad; inside a transformed function use mascot.rollout, "
+            "the pure core (vmap it over trajectories)"
+        )
     strategy = switching.canonical_strategy(strategy)  # "complete"/"ring" name modes 1/2 as everywhere else
     if method not in ("auto", "modal", "matrix"):
         raise InputError(f"method must be 'auto', 'modal' or 'matrix'; got {method!r}")
@@ -232,7 +229,7 @@ def simulate_consensus(
     else:
         U = lam1 = lam2 = None
         consts = dict(W1=jnp.asarray(W1, dt), W2=jnp.asarray(W2, dt))
-    keys = _batch_keys(key, B) if noisy else None
+    keys = as_key(key, B) if noisy else None
     platform = next(iter(X0.devices())).platform if isinstance(X0, jax.Array) else jax.default_backend()
     shards = _shards()
     # CPU, one device, no noise: the modal projection runs in cache-sized tiles (see kc.modal_init)

@@ -19,6 +19,7 @@ from jax.sharding import PartitionSpec as PS
 
 from mascot.errors import InputError
 from mascot.execute.devices import Shards
+from mascot.execute.keys import as_key
 from mascot.kernels import noise as kn
 from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
 from mascot.theory.noise import validate_noise_params
@@ -26,16 +27,6 @@ from mascot.theory.noise import validate_noise_params
 __all__ = ["affine_noise_error", "rule_noise_error"]
 
 _CHUNK_ELEMS = 1 << 24  # output values (E_ceg and trace) of one chunk
-
-
-def _as_key(key):
-    if isinstance(key, (int, np.integer)):
-        return jax.random.key(int(key))
-    key = jnp.asarray(key) if not isinstance(key, jax.Array) else key
-    typed = jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
-    if (typed and key.shape != ()) or (not typed and key.shape != (2,)):
-        raise InputError(f"key must be one PRNG key (jax.random.key(seed)) or an int seed; got shape {key.shape}")
-    return key
 
 
 def _positive_int(name, value, minimum=1):
@@ -210,7 +201,7 @@ def affine_noise_error(
         raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
     trials = _positive_int("trials", trials)
     dt = resolve_dtype(dtype)
-    key = _as_key(key)
+    key = as_key(key)
     raw = dict(k=k, rho_c=rho_c, sigma=sigma, T=T, L=L)
     p = validate_noise_params(**raw)
     arrays, P, scalar, ids = _points(p, point_ids)
@@ -303,7 +294,7 @@ def rule_noise_error(
             "rule_noise_error needs 64-bit JAX (the state-tracking rule is exact int64/float64 "
             "arithmetic; jax_enable_x64): run inside `with mascot.kernels.precision.float64():`"
         )
-    key = _as_key(key)
+    key = as_key(key)
     p = validate_noise_params(k=k, rho_c=rho_c, sigma=sigma, T=T)
     v0, p0, l0 = _rule_state0(value0, parity0, level0)
     arrays, P, scalar, ids = _points(dict(p, value0=v0, parity0=p0, level0=l0), point_ids)

@@ -72,7 +72,12 @@ def sr_spectra(
       ``"closed:star"``, ..., ``"eigh"``, ``"eig"``) and ``solver``.
 
     Inside ``jax.jit`` (traced ``A`` or ``gamma``) pass ``method="eigh"`` or ``"eig"``: no validation, no
-    closed forms, kappa from singular values; the host LAPACK calls become callbacks.
+    closed forms, kappa from singular values; the host LAPACK calls become callbacks. ``"eigh"`` there is for
+    symmetric ``A`` only: it reads one triangle, so on a directed graph it returns wrong numbers without an
+    error (outside ``jit`` a non-symmetric ``A`` is refused); use ``"eig"`` for directed graphs.
+
+    Derivatives: none. The host LAPACK calls are callbacks without derivative rules (``jax.grad`` fails with
+    "Pure callbacks do not support JVP"); differentiate ``jnp.linalg`` expressions of your own instead.
     """
     T = default_threads() if threads is None else int(threads)
     if T < 1:

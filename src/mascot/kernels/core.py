@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels import switching
@@ -105,10 +106,12 @@ class Rollout(NamedTuple):
 def rollout(
     x0, modes: Modes, policy: Policy, *, max_rounds: int = 64, noise=0.0, key=None, trace: bool = False
 ) -> Rollout:
-    """Algorithm 1 of the consensus paper for one trajectory, as a pure function (jit, vmap, grad-free).
+    """Algorithm 1 of the consensus paper for one trajectory, as a pure function (jit, vmap; see below for
+    derivatives).
 
     Args:
-      x0: initial beliefs, ``(N, d)`` (an integer array is taken as float32, or float64 under x64).
+      x0: initial beliefs, ``(N, d)``, float32 or float64 (an integer array is taken as float32, or float64
+        under x64; half precision is refused: it cannot keep a budget).
       modes: the :class:`Modes` (``W1``, ``W2``, ``c1``, ``c2``).
       policy: the :class:`Policy` (``eta``, ``eps``, ``b0``, ``strategy``).
       max_rounds: the most rounds the trajectory runs (static).
@@ -134,6 +137,12 @@ def rollout(
     dtype, integer_costs=True)`` refuses what float32 cannot keep, and ``floor(b0)`` gives the same run with
     whole-token costs; :func:`mascot.simulate_consensus` does both. A non-finite ``x0`` has ``D(0) = NaN``
     and stops at once, with ``rounds = 0`` and the MaxRounds status.
+
+    Derivatives: ``rounds``, ``tokens``, ``status`` and the switching decisions are piecewise constant in every
+    input, so their derivatives are 0 wherever they exist (``jax.grad`` of tokens with respect to ``eta`` is 0.0:
+    tune thresholds by search or a gradient-free method, not by gradients through the rollout). ``d_final``
+    and the final beliefs are differentiable in ``x0`` and the weights between decisions by forward mode
+    (``jax.jvp``, ``jax.jacfwd``); reverse mode (``jax.grad``) fails, as for any ``lax.while_loop``.
     """
     if not isinstance(modes, Modes):
         raise TypeError(f"modes must be a mascot.Modes(W1, W2, c1, c2); got {type(modes).__name__}")
@@ -143,6 +152,18 @@ def rollout(
         raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
     if key is None and _nonzero(noise):
         raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
+    dt = getattr(x0, "dtype", None)
+    dt = jnp.asarray(x0).dtype if dt is None else np.dtype(dt)
+    if (
+        jnp.issubdtype(dt, jnp.floating)
+        and dt not in (np.float32, np.float64)
+        or jnp.issubdtype(dt, jnp.complexfloating)
+    ):
+        # (bfloat16 kept the budget in 8 bits: 10 rounds of cost 3 from b0 = 2000 spent 0 tokens)
+        raise InputError(
+            f"x0 has dtype {dt}: rollout works in float32 or float64 (beliefs and the budget take x0's dtype); "
+            "cast it, e.g. x0.astype(jnp.float32)"
+        )
     return _rollout(
         x0,
         modes,

@@ -7,8 +7,10 @@ ground truth that the JAX kernels in :mod:`mascot.kernels` are tested against.
 
 Conventions that go beyond the paper (each one documented where it is implemented):
 
-* ``rounds_to_reach`` treats a log-ratio within 1e-9 of an integer as that integer, so that e.g.
-  ``0.25**2 * D0`` is reached in 2 rounds, not 3, despite floating-point rounding.
+* ``rounds_to_reach`` (and Theorem 1's round counts) round a computed log-ratio up with a margin of its own
+  rounding error (:func:`ceil_rounds`, 16 ulps): where the ratio lies within that margin of an integer ``k``
+  (an exact tie such as ``0.25**2 * D0``) they count ``k + 1``, the round a floating-point run may need, so a
+  certificate never claims fewer rounds than the run takes.
 * Theorem 1 assumes ``D(0) > eta > eps``. Outside that range we define: ``D(0) <= eps`` needs no round
   (K1 = K2 = 0); ``eps < D(0) <= eta`` needs no mode-1 round (K1 = 0) and
   ``K2 = ceil(log(eps/D0)/log lambda2)``, which is never larger than the paper's ``K2`` from eta and so
