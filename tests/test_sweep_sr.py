@@ -128,6 +128,46 @@ def test_reports(tmp_path, capsys):
 
 
 @pytest.mark.x64
+def test_spectra_report_keeps_apart_what_a_family_reads(tmp_path, capsys):
+    """Found by an outside tester: the report pooled malicious stars of alpha 1, 5 and 50 (and complete graphs of
+    self-weights 0 and 0.5) into one row of "random graph" quantiles, and an alpha axis that Watts-Strogatz does
+    not read doubled its graph count. Each (family, parameters it reads, n, gamma) is one row, against
+    sr_diagnostics on the family's own graph."""
+    text = """
+[experiment]
+kind = "spectra"
+name = "reads"
+seed = 2
+dtype = "float64"
+chunk_size = 7
+
+[fixed]
+n = 8
+gamma = 0.9
+graphs = 3
+
+[grid]
+family = ["malicious_star", "complete", "watts_strogatz"]
+alpha = [1.0, 5.0, 50.0]
+a = [0.0, 0.5]
+"""
+    _run(tmp_path, text, "r")
+    out = tmp_path / "rep"
+    assert main(["report", "spectra-sweep", str(tmp_path / "r.parquet"), "--out", str(out)]) == 0
+    summ = pd.read_csv(out / "sweep_summary.csv").set_index("graph_family")
+    want = {f"malicious_star alpha={a:g}": tp.build("malicious_star", 8, a) for a in (1.0, 5.0, 50.0)}
+    want |= {f"complete a={a:g}": tp.build("complete", 8, a) for a in (0.0, 0.5)}
+    assert set(summ.index) == set(want) | {"WS k=4 beta=0.1"}
+    for label, A in want.items():
+        ref = sr_diagnostics(A / A.sum(axis=1, keepdims=True), 0.9)  # the sweep row-normalises
+        assert summ.loc[label, "graphs"] == 1
+        assert summ.loc[label, "kappa_median"] == pytest.approx(ref.kappa, rel=1e-5)  # the CSV keeps 6 digits
+    assert summ.loc["WS k=4 beta=0.1", "graphs"] == 3  # six points (alpha x a) hold the same three graphs
+    kappas = [summ.loc[f"malicious_star alpha={a:g}", "kappa_median"] for a in (1.0, 5.0, 50.0)]
+    assert len(set(kappas)) == 3
+
+
+@pytest.mark.x64
 def test_noise_report_refuses_a_dataset_given_twice_and_writes_strict_json(tmp_path, capsys):
     """Found by an outside tester: the same merged file given twice was paired with itself (16 ratio rows
     instead of 4, every claim counted twice), and a slope with one T >= 12 was written as bare NaN."""

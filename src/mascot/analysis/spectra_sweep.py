@@ -9,14 +9,16 @@ import pandas as pd
 
 from mascot.analysis.figures import save_figure
 from mascot.errors import InputError
+from mascot.graphs import RANDOM_FAMILIES
 from mascot.io import read_parquet_verified, significant, write_csv
 
 __all__ = ["report"]
 
-_DET = ("chain", "ring", "mesh", "star")
+_DET = ("chain", "ring", "mesh", "star")  # the canonical families, drawn first, each in its own colour and marker
 
 
 def _label(r) -> str:
+    """The graph family with the parameters it reads: points that differ in them are summarised apart."""
     f = r["family"]
     if f == "erdos_renyi":
         return f"ER p={r['p']:g}"
@@ -24,7 +26,24 @@ def _label(r) -> str:
         return f"WS k={int(r['degree'])} beta={r['beta']:g}"
     if f == "random_regular":
         return f"regular d={int(r['degree'])}"
+    if f == "malicious_star":
+        return f"malicious_star alpha={r['alpha']:g}"
+    if f == "complete":
+        return f"complete a={r['a']:g}"
     return f
+
+
+def _deterministic(summ) -> list[tuple[str, str, int]]:
+    """``(label, family, style index)`` of the summary's one-graph families: the canonical four at their fixed
+    indices (the same colours in every report), then the others (a malicious star per alpha, a complete graph
+    per self-weight) in natural order."""
+    from mascot.analysis.plot import _natural
+
+    det = summ[~summ.family.isin(RANDOM_FAMILIES)]
+    labels = dict(zip(det.graph_family, det.family))
+    out = [(f, f, j) for j, f in enumerate(_DET) if f in labels]
+    rest = _natural(lab for lab in labels if lab not in _DET)
+    return out + [(lab, labels[lab], len(_DET) + i) for i, lab in enumerate(rest)]
 
 
 def report(data, out="results/spectra") -> pd.DataFrame:
@@ -37,6 +56,9 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         raise InputError(f"{data} holds no rows: nothing to report")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
+    # points that differ only in parameters their family does not read (stored as missing) hold the same graphs:
+    # count each graph once (an unread alpha axis doubled a Watts-Strogatz family's graph count)
+    df = df.drop_duplicates(subset=[c for c in df.columns if c != "point"])
     df["graph_family"] = df.apply(_label, axis=1)
     q = lambda x, p: x.quantile(p)  # noqa: E731
     summ = (
@@ -68,12 +90,13 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     # curves coincide (ring and the chain's limit (1+g)/(1-g), star and mesh Delta, chain and large-ring Delta),
     # so each family has its own marker, each curve its markers at its own gammas (no two curves share one),
     # and later-drawn lines are thinner.
-    rand = summ[~summ.family.isin(_DET)]
+    rand = summ[summ.family.isin(RANDOM_FAMILIES)]
     fig, ax = plt.subplots(1, 3 if len(rand) else 2, figsize=(17.5 if len(rand) else 12, 4.6))
-    colors = dict(zip(_DET, ("C0", "C1", "C2", "C3")))
-    markers = dict(zip(_DET, ("o", "s", "^", "D")))
-    for j, fam in enumerate(_DET):
-        d = summ[(summ.family == fam)]
+    color = lambda j: f"C{j % 10}"  # noqa: E731
+    marker = lambda j: "os^DvPX*<>"[j % 10]  # noqa: E731
+    deterministic = _deterministic(summ)
+    for lab, _, j in deterministic:
+        d = summ[(summ.graph_family == lab)]
         sizes = sorted(d.n.unique())
         if not sizes:
             continue
@@ -85,17 +108,17 @@ def report(data, out="results/spectra") -> pd.DataFrame:
             # gammas left most curves with none, though the legend shows one)
             stagger = ((2 * j + i) % 8, 8) if len(e) >= 16 else None
             kw = dict(
-                color=colors[fam],
-                marker=markers[fam],
+                color=color(j),
+                marker=marker(j),
                 ms=5,
-                mfc=mfc or colors[fam],
-                lw=2.2 - 0.4 * j,
+                mfc=mfc or color(j),
+                lw=max(2.2 - 0.4 * j, 0.6),
                 markevery=stagger,
-                label=f"{fam} n={n}",
+                label=f"{lab} n={n}",
             )
             ax[0].plot(e.gamma, e.kappa_median, ls, **kw)
             ax[1].plot(e.gamma, e.delta_median, ls, **kw)
-    det = summ[summ.family.isin(_DET)]
+    det = summ[~summ.family.isin(RANDOM_FAMILIES)]
     if len(det):  # the ring's kappa and the long chain's limit, over the gammas the curves span (no further)
         g = np.linspace(det.gamma.min(), det.gamma.max(), 100)
         ax[0].plot(g, (1 + g) / (1 - g), ":", color="k", lw=1, label="(1+g)/(1-g)")
@@ -105,7 +128,7 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         if a.has_data():
             a.legend(fontsize=7, ncol=2)
         else:  # a sweep of random families only
-            _empty(a, "no chain, ring, mesh or star rows\nin this sweep")
+            _empty(a, "no one-graph family\n(chain, ring, mesh, star, ...) in this sweep")
     if len(rand):  # random families: median and 10-90% band over their graphs, at each family's largest n
         for i, (lab, d) in enumerate(rand.groupby("graph_family", sort=True)):
             e = d[d.n == d.n.max()].sort_values("gamma")
@@ -131,16 +154,16 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     # size scaling at gamma = 0.9: deterministic families, and random families with 10-90% bands
     g9 = summ[np.isclose(summ.gamma, 0.9)]
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
-    for fam in _DET:
-        d = g9[g9.family == fam]
+    for lab, _, j in deterministic:
+        d = g9[g9.graph_family == lab]
         if len(d):
-            ax[0].plot(d.n, d.kappa_median, "o-", color=colors[fam], label=fam)
-    for i, (lab, d) in enumerate(g9[~g9.family.isin(_DET)].groupby("graph_family")):
+            ax[0].plot(d.n, d.kappa_median, "o-", color=color(j), label=lab)
+    for i, (lab, d) in enumerate(g9[g9.family.isin(RANDOM_FAMILIES)].groupby("graph_family")):
         c = plt.cm.tab10(i % 10)
         ax[1].plot(d.n, d.kappa_median, "o-", color=c, label=lab)
         ax[1].fill_between(d.n, d.kappa_q10, d.kappa_q90, color=c, alpha=0.15)
     for a, t, what in zip(
-        ax, ("Canonical graphs", "Random graphs (median, 10-90% band)"), ("chain, ring, mesh or star", "random-family")
+        ax, ("Canonical graphs", "Random graphs (median, 10-90% band)"), ("one-graph family", "random-family")
     ):
         a.set(xlabel="agents n", ylabel="kappa(M) at gamma = 0.9", title=t)
         if not a.has_data():  # nothing of this kind at gamma = 0.9 (log scales need data)
