@@ -128,6 +128,45 @@ def test_reports(tmp_path, capsys):
 
 
 @pytest.mark.x64
+def test_noise_report_draws_a_users_own_grid(tmp_path, monkeypatch):
+    """Found by an outside tester: on k = 1, 3, 4, 8 at one T the report drew k = 1 and 4 only, no exact values
+    and no y labels, and eq. 5's panel drew theory curves for the paper's k = 2 and 16 (not in the data) and
+    left out k = 3. Every k is drawn, with its exact value, and eq. 5's curves are the data's k."""
+    text = """
+[experiment]
+kind = "affine_noise"
+name = "own_noise"
+seed = 4
+dtype = "float64"
+chunk_size = 16
+
+[fixed]
+model = "linear"
+trials = 500
+T = 12
+
+[grid]
+k = [1, 3, 4, 8]
+L = [0.9, 1.0]
+rho_c = [0.0, 0.3]
+"""
+    _run(tmp_path, text, "own")
+    import mascot.analysis.noise_sweep as ns
+
+    figs = []
+    monkeypatch.setattr(ns, "save_figure", lambda fig, path: figs.append(fig))
+    ns.report(tmp_path / "own.parquet", tmp_path / "rep")
+    ax = figs[0].axes
+    assert ax[0].get_legend_handles_labels()[1] == ["k = 1", "k = 3", "k = 4", "k = 8"]
+    exact = [ln for ln in ax[0].lines if ln.get_marker() == "_"]  # one T: each exact value a dash
+    assert len(exact) == 4
+    assert len([t for t in ax[0].get_yticklabels() if t.get_text()]) >= 2  # labelled ticks on a short log axis
+    curves = [ln for ln in ax[1].lines if len(ln.get_xdata()) == 200]  # eq. 5 over rho_c in [0, 1]
+    np.testing.assert_allclose(sorted(ln.get_ydata()[0] for ln in curves), np.sqrt([3, 4, 8]))  # rho_c = 0: sqrt(k)
+    assert ax[1].get_title() == "eq. 5 (lines) vs MC, T = 12, L = 1"
+
+
+@pytest.mark.x64
 def test_spectra_report_keeps_apart_what_a_family_reads(tmp_path, capsys):
     """Found by an outside tester: the report pooled malicious stars of alpha 1, 5 and 50 (and complete graphs of
     self-weights 0 and 0.5) into one row of "random graph" quantiles, and an alpha axis that Watts-Strogatz does

@@ -46,6 +46,24 @@ def _slope(x, y):
     return float(np.polyfit(np.log(x[keep]), np.log(y[keep]), 1)[0])
 
 
+def _some(ks, most: int = 4) -> list:
+    """The distinct ``ks`` a panel draws: all of them, or every other one where there are more than ``most``
+    (the SR paper's k = 1, 2, 3, 4, 6, 8, 12, 16 gives 1, 3, 6, 12; its ratios' k > 1 give 2, 4, 8, 16)."""
+    ks = sorted(pd.unique(ks))
+    return ks if len(ks) <= most else ks[::2]
+
+
+def _label_short_log_axis(axis, lims) -> None:
+    """Tick labels at 1, 2, 3 and 5 times the powers of ten on a log axis with fewer than two powers of ten
+    inside (it would have one labelled tick, or none)."""
+    from matplotlib.ticker import LogFormatter, LogLocator
+
+    lo, hi = (v for v in lims)
+    if lo > 0 and math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) < 1:
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
+        axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
+
+
 def report(data, out="results/spectra") -> dict:
     import matplotlib.pyplot as plt
 
@@ -91,12 +109,13 @@ def report(data, out="results/spectra") -> dict:
         )
         a = m[(m.L == 1.0) & (m.rho_c == 0.0)]
         pos = a[(a.sigma > 0) & (a.ceg_mean > 0)]  # (a log-log panel: sigma = 0 gives E_ceg = 0)
-        for k, c in zip(sorted(pos.k.unique())[::2], plt.cm.viridis(np.linspace(0, 0.9, 8))):
+        for k, c in zip(_some(pos.k), plt.cm.viridis(np.linspace(0, 0.9, 8))):
             d = pos[pos.k == k].sort_values("T")
             ax[0].errorbar(
                 d["T"], d.ceg_mean / d.sigma, yerr=1.96 * d.ceg_se / d.sigma, fmt="o", color=c, ms=4, label=f"k = {k}"
             )
-            ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-", color=c, lw=1)
+            # the exact value: a line over the Ts, a dash at a single T (a one-point line is not drawn)
+            ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-" if len(d) > 1 else "_", color=c, lw=1, ms=14)
         big = a[a["T"] >= 12]
         claims["trials"] = dict(min=int(m.trials.min()), max=int(m.trials.max())) if "trials" in m else {}
         claims["slope_in_T_at_L1"] = {int(k): _slope(d["T"], d.ceg_mean) for k, d in big.groupby("k")}
@@ -106,8 +125,11 @@ def report(data, out="results/spectra") -> dict:
         if len(pos):
             ax[0].set(xscale="log", yscale="log")
             ts = sorted(pos["T"].unique())
+            if len(ts) == 1:  # one T: centred, not at the edge of an empty axis
+                ax[0].set_xlim(ts[0] / 1.5, ts[0] * 1.5)
             ax[0].set_xticks(ts, labels=[str(int(t)) for t in ts])
             ax[0].minorticks_off()
+            _label_short_log_axis(ax[0].yaxis, ax[0].get_ylim())
         else:
             ax[0].text(
                 0.5,
@@ -120,11 +142,16 @@ def report(data, out="results/spectra") -> dict:
                 color="0.35",
             )
         legend(ax[0], fontsize=7)
-        rr = ratios[(ratios.model == "linear") & (ratios.L == 1.0) & (ratios["T"] == 12)]
+        # eq. 5 at the SR paper's T = 12 and L = 1 (or the sweep's largest T and L where it has no such rows)
+        rl = ratios[ratios.model == "linear"]
+        T5 = 12 if (rl["T"] == 12).any() else (rl["T"].max() if len(rl) else 12)
+        L5 = 1.0 if (rl.L == 1.0).any() else (rl.L.max() if len(rl) else 1.0)
+        rr = rl[(rl.L == L5) & (rl["T"] == T5)]
+        colors = {k: f"C{i}" for i, k in enumerate(_some(rr.k))}
         for (agg, k), d in rr.groupby(["aggregate", "k"]):
-            if k not in (2, 4, 8, 16):
+            if k not in colors:
                 continue
-            c = {2: "C0", 4: "C1", 8: "C2", 16: "C3"}[k]
+            c = colors[k]
             d = d.sort_values("rho_c")
             ax[1].errorbar(
                 d.rho_c,
@@ -137,11 +164,13 @@ def report(data, out="results/spectra") -> dict:
                 label=f"k = {k} ({agg})",
             )
         rc = np.linspace(0, 1, 200)
-        for k, c in zip((2, 4, 8, 16), ("C0", "C1", "C2", "C3")):
+        for k, c in colors.items():
             ax[1].plot(rc, np.sqrt(k / (1 + (k - 1) * rc)), "-", color=c, lw=1)
         ax[1].axhline(1.77, color="k", ls=":", lw=1)
         ax[1].text(0.55, 1.83, "paper's chain/star 1.77", fontsize=7)
-        ax[1].set(xlabel="rho_c", ylabel="E_ceg(k = 1) / E_ceg(k)", title="eq. 5 (lines) vs MC, T = 12, L = 1")
+        ax[1].set(
+            xlabel="rho_c", ylabel="E_ceg(k = 1) / E_ceg(k)", title=f"eq. 5 (lines) vs MC, T = {T5:g}, L = {L5:g}"
+        )
         legend(ax[1], fontsize=6, ncol=2)
         sel = ratios[
             (ratios.model == "linear") & (ratios["aggregate"] == "mean") & (ratios.L == 1.0) & np.isfinite(ratios.ratio)
@@ -161,8 +190,9 @@ def report(data, out="results/spectra") -> dict:
     claims["rho_c_from_ratio_1.69_k4"] = float(infer_rho_c(1.69, 4))
     if len(rule):
         rr = ratios[(ratios.model == "rule")]
-        for k, c in zip((2, 4, 8), ("C0", "C1", "C2")):
-            for T, ls in zip((3, 12), (":", "-")):
+        ts = sorted(rr["T"].unique())
+        for k, c in zip(_some(rr.k), (f"C{i}" for i in range(10))):
+            for T, ls in zip(dict.fromkeys(ts[:1] + ts[-1:]), (":", "-")):  # the shortest and the longest T
                 d = rr[
                     (rr.k == k)
                     & (rr["T"] == T)
@@ -194,7 +224,7 @@ def report(data, out="results/spectra") -> dict:
             ax[2].text(
                 0.5,
                 0.5,
-                "no rule-model ratio with sigma > 0 at\nk = 2, 4, 8, T = 3, 12, rho_c = 0",
+                "no rule-model ratio with sigma > 0\nat rho_c = 0",
                 ha="center",
                 va="center",
                 transform=ax[2].transAxes,
