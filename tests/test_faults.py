@@ -515,10 +515,12 @@ def test_malformed_adjacency_file_is_one_line(tmp_path, capsys, name):
 def test_3d_directory_and_overflowing_adjacency(tmp_path, capsys):
     np.save(tmp_path / "stack.npy", np.ones((2, 3, 3)))
     (tmp_path / "huge.csv").write_text("0,1e308,1e308\n1,0,1\n1,1,0\n")
+    (tmp_path / "semi.csv").write_text("0;1\n1;0\n")
     for f, why in (
         (tmp_path / "stack.npy", "got shape (2, 3, 3)"),
         (tmp_path, "is a directory"),
         (tmp_path / "huge.csv", "row 0: weights sum to inf"),
+        (tmp_path / "semi.csv", "values are separated by ';'"),  # (it said "must be square ... shape (1, 0)")
     ):
         assert main(["diagnose", "--adjacency", str(f)]) == 2
         err = _err_line(capsys)

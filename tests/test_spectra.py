@@ -710,9 +710,26 @@ def test_diagnose_says_when_a_graph_is_not_one_team(capsys):
     apart[4:, 4:] = K
     from mascot.analysis.diagnose import diagnose, triage_text
 
-    rows = diagnose({"ring": tp.ring(8), "apart": apart, "silent": np.zeros((5, 5)), "chain": tp.chain(6)})
-    got = {r["name"]: (r["components"], r["silent_agents"]) for r in rows}
-    assert got == {"ring": (1, 0), "apart": (2, 0), "silent": (5, 5), "chain": (1, 0)}
+    # found by a later tester: agent 1 reads agents 0 and 2, who read nobody: weakly one component, but two sources
+    # of opinion (closed groups of the read graph), so no consensus and no warning; and a leader that reads nobody
+    # while everyone else reads each other and it (one source: everyone follows the leader)
+    two_roots = np.array([[0, 0, 0], [1, 0, 1], [0, 0, 0]], float)
+    leader = np.ones((5, 5)) - np.eye(5)
+    leader[0] = 0
+    graphs = {"ring": tp.ring(8), "apart": apart, "silent": np.zeros((5, 5)), "chain": tp.chain(6)}
+    rows = diagnose(graphs | {"two_roots": two_roots, "leader": leader, "star": tp.star(5)})
+    got = {r["name"]: (r["components"], r["silent_agents"], r["reads_nobody"], r["sources"]) for r in rows}
+    assert got == {
+        "ring": (1, 0, 0, 1),
+        "apart": (2, 0, 0, 2),
+        "silent": (5, 5, 5, 5),
+        "chain": (1, 0, 1, 1),  # its last agent reads nobody: the one source
+        "two_roots": (1, 0, 2, 2),
+        "leader": (1, 0, 1, 1),
+        "star": (1, 0, 0, 1),
+    }
     text = triage_text(rows)
-    assert "Warning: not one team" in text and "apart: 2 separate groups" in text
-    assert "silent: 5 separate groups, 5 agent(s) with no edge at all" in text and "ring:" not in text
+    assert "Warning: not one team" in text and "apart: 2 separate groups, 2 sources" in text
+    assert "silent: 5 separate groups, 5 sources, 5 agent(s) with no edge at all" in text
+    assert "two_roots: 2 sources, 2 agent(s) that read nobody" in text
+    assert not any(f"  {g}:" in text for g in ("ring", "chain", "leader", "star"))

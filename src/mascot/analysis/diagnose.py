@@ -6,7 +6,8 @@ writes the paper's reading: kappa first (perturbation robustness), Delta second 
 caveat (a lower bound on consensus speed where judges or votes aggregate), rho~ for cumulative drift.
 
 Aggregation profile k_i: the effective number of proposals agent i averages per step. Default: the
-number of agents i reads (nonzeros of row i of A), at least 1; so the star's judge has k = leaves, its
+number of agents i reads (nonzeros of row i of A), at least 1 (an agent that reads nobody keeps its own
+view: one input); so the star's judge has k = leaves, its
 leaves k = 1, the mesh k = n - 1, the chain k = 1. Pass ``k_profile`` to override it (e.g. the paper's
 "k = 4 per step" for both star and mesh).
 """
@@ -78,6 +79,8 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]  # (# comments)
     if not lines:
         raise InputError("no numeric rows")
+    if any(";" in ln for ln in lines):  # (a semicolon-separated file read as one header cell per line: "shape (1, 0)")
+        raise InputError("values are separated by ';': separate them by commas, spaces or tabs")
     header = None
     try:
         float(lines[0].replace(",", " ").split()[0])
@@ -115,7 +118,11 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
 
     Keys: name, n, gamma, rho, delta, kappa, aggregation_factor (mean_i 1/sqrt(k_i)), rho_tilde (eq. 4),
     rho_tilde_c (eq. 6 at ``rho_c``), k_profile, components (groups of agents with no edge between them, either
-    direction) and silent_agents (agents with no edge at all).
+    direction), silent_agents (agents with no edge at all), reads_nobody (agents whose row of A is zero: they
+    keep their own view; the ``isolated`` column of a ``spectra`` sweep) and sources (groups of agents that read
+    no one outside their group: the closed classes of P; every agent's view ends up a mix of the sources it
+    hears, so one team has one source: the chain's last agent, the star's or mesh's whole team; two agents that
+    read nobody, both read by a third, are two).
 
     Arguments: ``graphs`` name -> adjacency; ``gamma`` the discount; ``rho_c`` the shared-bias fraction;
     ``k_profiles`` name -> inputs aggregated per agent (default: the number of agents each reads).
@@ -152,9 +159,22 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
                 k_profile=[float(x) for x in k],
                 components=int(connected_components(A != 0, directed=True, connection="weak")[0]),
                 silent_agents=int(np.sum(~(A != 0).any(axis=0) & ~(A != 0).any(axis=1))),
+                reads_nobody=int(np.sum(~(A != 0).any(axis=1))),
+                sources=_sources(A != 0),
             )
         )
     return out
+
+
+def _sources(reads: np.ndarray) -> int:
+    """The number of closed groups of the read graph (``reads[i, j]``: agent i reads agent j): its strongly
+    connected components from which no agent reads anyone outside."""
+    from scipy.sparse.csgraph import connected_components
+
+    _, label = connected_components(reads, directed=True, connection="strong")
+    i, j = np.nonzero(reads)
+    leaks = np.unique(label[i[label[i] != label[j]]])  # groups with an agent that reads outside them
+    return int(label.max() + 1 - leaks.size)
 
 
 def rank(rows: list[dict]) -> dict:
@@ -182,15 +202,18 @@ def triage_text(rows: list[dict]) -> str:
     lines.append("  3. Cumulative drift: not rho alone; rho~ (eq. 4) and rho~_c (eq. 6) discount it by the")
     lines.append("     aggregation profile. Note: with rho from Table 1, eq. 4 still ranks the chain lowest")
     lines.append("     (rho = 1); the aggregation factor mean(1/sqrt(k_i)) alone carries the paper's drift ordering.")
-    apart = [r for r in rows if r.get("components", 1) > 1]
+    apart = [r for r in rows if r.get("components", 1) > 1 or r.get("sources", 1) > 1]
     if apart:
         lines.append("")
-        lines.append("Warning: not one team. In these graphs some agents never hear from others, so the group never")
-        lines.append("reaches one consensus; kappa and Delta then describe the separate groups, and a low kappa is")
-        lines.append("no robustness of the whole:")
+        lines.append("Warning: not one team. In these graphs the agents hear more than one source (a group that reads")
+        lines.append("no one outside itself: separate groups, or agents that read nobody), so the team never reaches")
+        lines.append("one consensus; kappa and Delta then describe the parts, and a low kappa is no robustness of the")
+        lines.append("whole:")
         for r in apart:
             silent = f", {r['silent_agents']} agent(s) with no edge at all" if r.get("silent_agents") else ""
-            lines.append(f"  {r['name']}: {r['components']} separate groups{silent}")
+            nobody = f", {r['reads_nobody']} agent(s) that read nobody" if r.get("reads_nobody") else ""
+            groups = f"{r['components']} separate groups, " if r["components"] > 1 else ""
+            lines.append(f"  {r['name']}: {groups}{r['sources']} sources{silent}{nobody}")
     if len(rows) > 1:
         rk = rank(rows)
         lines.append("")
