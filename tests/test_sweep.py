@@ -1,6 +1,7 @@
 """Sweep engine: config validation, grid expansion, determinism across shards and chunk sizes,
 resume, crash safety (SIGKILL), merge and status."""
 
+import json
 import re
 import signal
 import subprocess
@@ -228,8 +229,19 @@ def test_resume_skips_complete_chunks_and_rejects_other_runs(tmp_path):
     assert (again.chunks_run, again.chunks_skipped) == (3, 3)
     assert all(p.stat().st_mtime_ns == t for p, t in mtimes.items())  # complete chunks untouched
     assert RunDir(tmp_path).status()["complete"]
-    with pytest.raises(ValueError, match="holds a different run"):
+    with pytest.raises(ValueError, match="holds a different run .* \\(a different config, or a mascot version"):
         run_sweep(parse_config(cfg_text(4).replace("seed = 3", "seed = 5")), tmp_path, progress=False)
+    # found by an outside tester: another chunk size or grid read "run.json does not match ... the run directory
+    # cannot be trusted", as if the directory were damaged; that message is left for an edited run.json
+    with pytest.raises(ValueError, match=r"24 points in 5 chunks of 5 \(another chunk_size: a run keeps the chunking"):
+        run_sweep(parse_config(cfg_text(5)), tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"holds a different run .* 36 points in 9 chunks of 4 \(a different config"):
+        run_sweep(parse_config(cfg_text(4).replace("n = [5, 7]", "n = [5, 7, 9]")), tmp_path, progress=False)
+    plan = json.loads((tmp_path / "run.json").read_text())
+    plan["identity"].update(n_points=28, n_chunks=7)  # edited consistently (an inconsistent plan is "corrupt")
+    (tmp_path / "run.json").write_text(json.dumps(plan))
+    with pytest.raises(ValueError, match="run.json was edited or damaged and the run directory cannot be trusted"):
+        run_sweep(cfg, tmp_path, progress=False)
 
 
 def test_provenance_in_parquet_metadata(tmp_path):

@@ -314,28 +314,29 @@ class RunDir:
                 atomic_write_text(self.path / "config.toml", cfg.text)
                 return
         old = self._read_plan(pf)
-        if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:
-            started = self._started_with()
-            raise RunDirError(
-                f"{pf} does not match this config ({old['n_points']} points in {old['n_chunks']} "
-                f"chunks there, {plan['n_points']} in {plan['n_chunks']} here): "
-                + (
-                    f"it holds another run, started with the overrides {started!r}; give the same overrides to "
-                    "resume it, or use another --out"
-                    if started
-                    else "the run directory cannot be trusted: use another --out"
-                )
-            )
+        shape = lambda p: f"{p.get('n_points')} points in {p.get('n_chunks')} chunks of {p.get('chunk_size')}"  # noqa: E731
         if old.get("hash") != plan["hash"] or old.get("chunk_size") != plan["chunk_size"]:
             ov = self._started_with()
             started = (
-                f" It was started with the overrides {ov!r} (its config.toml holds the whole config)." if ov else ""
+                f" It was started with the overrides {ov!r} (its config.toml holds the whole config): give the same "
+                "overrides to resume it."
+                if ov
+                else ""
+            )
+            why = (
+                "another chunk_size: a run keeps the chunking it started with"
+                if old.get("hash") == plan["hash"]
+                else "a different config, or a mascot version whose results for it differ"
             )
             raise RunDirError(
-                f"{self.path} holds a different run (experiment hash {old.get('hash')}, chunk_size "
-                f"{old.get('chunk_size')}); this config has hash {plan['hash']}, chunk_size "
-                f"{plan['chunk_size']} (a different config, or a mascot version whose results for it "
-                f"differ). Use another --out directory.{started}"
+                f"{self.path} holds a different run (experiment hash {old.get('hash')}, {shape(old)}); this config "
+                f"has hash {plan['hash']}, {shape(plan)} ({why}). Use another --out directory.{started}"
+            )
+        if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:  # the same experiment and
+            # chunk size cannot have another grid: run.json was edited or damaged
+            raise RunDirError(
+                f"{pf} does not match this config ({shape(old)} there, {shape(plan)} here, under the same experiment "
+                "hash): run.json was edited or damaged and the run directory cannot be trusted: use another --out"
             )
         if not (self.path / "config.toml").exists():  # lost (or its writer was killed): the same experiment's
             atomic_write_text(self.path / "config.toml", cfg.text)  # text restores it
