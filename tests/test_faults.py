@@ -1044,3 +1044,9 @@ def test_a_sweep_and_a_trials_run_never_take_each_others_directory(run_dir, tmp_
     err = _err_line(capsys)
     assert "is not a mascot trials directory" in err and "'mascot-sweep'" in err, err
     assert before == {p: p.read_bytes() for p in before} and not (trials / "chunks").exists()
+
+
+def test_a_non_integer_k_profile_is_named_by_its_values(capsys):
+    """Found by an outside tester: ``--k-profile 2.5`` printed numpy's ``array([2.5, 2.5, 2.5, 2.5, 2.5])``."""
+    assert main(["diagnose", "--topology", "star:5", "--k-profile", "2.5"]) == 2
+    assert _err_line(capsys).rstrip().endswith("k_profile must be an integer >= 1; got non-integer value(s) 2.5")

@@ -352,3 +352,22 @@ def test_sampling_values_of_the_wrong_type_are_refused_by_name(bad, tmp_path):
     path.write_text(f'task = "t"\n[[agents]]\nname = "a"\ndescription = "d"\n[sampling]\n{bad}\n')
     with pytest.raises(InputError, match=f"{bad.split(' =')[0]} must be a number"):
         load_debate_config(path)
+
+
+def test_a_bad_value_of_a_parameter_a_point_does_not_read_says_so():
+    """Found by an outside tester: ``grid.alpha=0,1`` over ring and malicious_star blamed "grid point 0
+    (family='ring')" with no word that a ring never reads alpha. The value is still refused (it is written), and
+    the message says why a ring's point names it; a point that reads it gets the plain message."""
+    from mascot.sweep import parse_config
+    from mascot.sweep.config import ConfigError
+
+    text = '[experiment]\nkind = "spectra"\nname = "x"\n[grid]\nfamily = [{}]\nalpha = [0.0, 1.0]\n'
+    with pytest.raises(ConfigError) as e:
+        parse_config(text.format('"ring", "malicious_star"'))
+    assert str(e.value) == (
+        "grid point 0 (family='ring', alpha=0.0): alpha = 0.0 is out of range: alpha > 0 (every value written is "
+        "checked, also at points whose family = 'ring' does not read alpha)"
+    )
+    with pytest.raises(ConfigError) as e:
+        parse_config(text.format('"malicious_star", "ring"'))
+    assert str(e.value) == "grid point 0 (family='malicious_star', alpha=0.0): alpha = 0.0 is out of range: alpha > 0"

@@ -484,7 +484,22 @@ def _no_repeats(where: str, values: list[tuple], dtype: str = "float64") -> None
 
 
 def _check_point(spec, p: dict, dtype: str) -> None:
-    """Every check of one grid point (``p``: fixed and grid values as written), as the kind defines them."""
+    """Every check of one grid point (``p``: fixed and grid values as written), as the kind defines them. Each
+    value's own type and range come first; where the point does not read that parameter (alpha on a ring), the
+    message says so (every value written is checked, also where no simulation reads it)."""
+    for k, v in p.items():
+        if k not in spec.params:
+            continue
+        try:
+            spec._check_value(k, v)
+        except ValueError as e:
+            reads = spec.params[k].reads
+            by = reads and p.get(reads[0], spec.params[reads[0]].default)
+            if reads and by not in reads[1]:
+                raise InputError(
+                    f"{e} (every value written is checked, also at points whose {reads[0]} = {by!r} does not read {k})"
+                ) from None
+            raise
     full = spec.complete(p)
     spec.validate(full)
     if dtype == "float32":

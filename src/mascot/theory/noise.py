@@ -68,7 +68,9 @@ def _counts(name, value, minimum=1):
     if kind not in "iuf":  # no bools, strings or objects
         raise InputError(f"{name} must be an integer >= {minimum}; got {value!r}")
     if not np.all(np.isfinite(arr)) or not np.all(arr == np.round(arr)):
-        raise InputError(f"{name} must be an integer >= {minimum}; got non-integer value(s) {value!r}")
+        bad = arr[~np.isfinite(arr) | (arr != np.round(arr))]
+        shown = ", ".join(f"{v:g}" for v in np.unique(bad)[:5])
+        raise InputError(f"{name} must be an integer >= {minimum}; got non-integer value(s) {shown}")
     if not np.all(arr >= minimum):
         raise InputError(f"{name} must be an integer >= {minimum}; got min {arr.min():g}")
     return arr.astype(np.int64)
