@@ -733,3 +733,15 @@ def test_diagnose_says_when_a_graph_is_not_one_team(capsys):
     assert "silent: 5 separate groups, 5 sources, 5 agent(s) with no edge at all" in text
     assert "two_roots: 2 sources, 2 agent(s) that read nobody" in text
     assert not any(f"  {g}:" in text for g in ("ring", "chain", "leader", "star"))
+
+
+def test_diagnose_keeps_the_command_lines_order_of_graphs(tmp_path, capsys):
+    """Found by an outside tester: every --topology was listed before every --adjacency, whatever the order."""
+    from mascot.cli import main
+
+    np.save(tmp_path / "a.npy", tp.ring(5))
+    (tmp_path / "b.csv").write_text("0,1\n1,0\n")
+    argv = ["diagnose", "--adjacency", str(tmp_path / "a.npy"), "--topology", "chain:6", "--adjacency"]
+    assert main(argv + [str(tmp_path / "b.csv"), "--topology", "paper", "--json"]) == 0
+    names = [r["name"] for r in json.loads(capsys.readouterr().out)]
+    assert names == ["a.npy", "chain:6", "b.csv", "chain:12", "star:5", "mesh:4"]

@@ -235,14 +235,17 @@ def _chain(rows: list[dict], order: list[str], key: str, sep: str) -> str:
     return "".join(out)
 
 
-def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) -> dict:
-    graphs, canonical = {}, {}
+def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None, order: list | None = None) -> dict:
+    """``{name: adjacency}`` of the ``--topology`` specs and ``--adjacency`` files; ``order``: the
+    ``("topology" | "adjacency", value)`` pairs as the command line gave them (the graphs keep that order;
+    default: topologies first)."""
+    graphs, canonical, named = {}, {}, {}
     for spec in topologies or []:
         graph, key = from_spec(spec), canonical_spec(spec)
         if key in canonical:
             same = "" if canonical[key] == spec else f" (as {canonical[key]})"
             raise InputError(f"--topology {spec} is given twice{same}")
-        canonical[key], graphs[spec] = spec, graph
+        canonical[key], graphs[spec], named["topology", spec] = spec, graph, spec
     seen = set()
     names = [Path(p).name for p in adjacency or []]
     for path in adjacency or []:
@@ -255,7 +258,9 @@ def graphs_from_args(topologies: list[str] | None, adjacency: list[str] | None) 
         name = base if names.count(base) == 1 and base not in graphs else path
         if name in graphs:
             raise InputError(f"--adjacency {path}: its name clashes with another graph's; rename the file")
-        graphs[name] = load_adjacency(path)
+        graphs[name], named["adjacency", path] = load_adjacency(path), name
     if not graphs:
         raise InputError("give at least one --topology SPEC or --adjacency FILE")
+    if order:
+        graphs = {named[o]: graphs[named[o]] for o in dict.fromkeys(order) if o in named} | graphs
     return graphs

@@ -244,10 +244,15 @@ def _cmd_diagnose(args) -> int:
 
     from mascot.analysis.diagnose import diagnose, graphs_from_args, triage_text
 
-    specs = []
-    for t in args.topology or []:
-        specs += ["chain:12", "star:5", "mesh:4"] if t == "paper" else [t]
-    graphs = graphs_from_args(specs, args.adjacency)
+    specs, order = [], []
+    for kind, value in getattr(args, "graph_order", None) or []:  # the graphs in the order given
+        if kind == "topology" and value == "paper":
+            specs += ["chain:12", "star:5", "mesh:4"]
+            order += [("topology", t) for t in ("chain:12", "star:5", "mesh:4")]
+        else:
+            specs += [value] if kind == "topology" else []
+            order.append((kind, value))
+    graphs = graphs_from_args(specs, args.adjacency, order)
     kp = None
     if args.k_profile:
         try:
@@ -472,6 +477,16 @@ def _warn_carried(out: Path, limit: float = 0.5) -> None:
         )
 
 
+class _InOrder(argparse._AppendAction):
+    """``append``, also recording ``(option, value)`` in ``graph_order``: graphs keep the command line's order
+    across ``--topology`` and ``--adjacency``."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        super().__call__(parser, namespace, values, option_string)
+        order = list(getattr(namespace, "graph_order", None) or [])
+        namespace.graph_order = order + [(self.dest, values)]
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mascot", description="mascot: Multi-Agent Spectral Consensus Toolkit.")
     from mascot import __version__
@@ -519,13 +534,13 @@ def build_parser() -> argparse.ArgumentParser:
     dg = sub.add_parser("diagnose", help="SR spectral triage of communication graphs (rho, Delta, kappa, rho~)")
     dg.add_argument(
         "--topology",
-        action="append",
+        action=_InOrder,
         metavar="SPEC",
         help=f"{SPEC_SYNTAX}, or 'paper' (chain:12, star:5, mesh:4); repeat to compare",
     )
     dg.add_argument(
         "--adjacency",
-        action="append",
+        action=_InOrder,
         metavar="FILE",
         help="weighted adjacency (.npy, .csv, .json; A[i, j] > 0: agent i reads agent j); repeatable",
     )
