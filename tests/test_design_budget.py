@@ -219,6 +219,13 @@ def test_design_policy_exits_1_when_no_eta_meets_the_constraints(capsys):
     assert "no eta meets the constraints" in capsys.readouterr().out
     assert main(["design", "policy", "--runs", "200", "--max-mean-rounds", "3", "--b0", "1000", "--json"]) == 1
     assert json.loads(capsys.readouterr().out)["best_eta"] is None
+    # found by an outside tester: one column mixed "2.613e+04" and "8256"; each column now has one format
+    assert main(["design", "policy", "--runs", "200", "--c1", "6000", "--c2", "1000", "--b0", "10000"]) == 0
+    table = capsys.readouterr().out.splitlines()[1:16]
+    assert table[0].split() == ["eta", "mean_tokens", "p95_tokens", "mean_rounds", "p_fail"]
+    rows = [r.split() for r in table[1:]]
+    assert all("e+" not in v for r in rows for v in r[1:])
+    assert all(len(r[1].rsplit(".", 1)[1]) == 1 and "." not in r[2] and len(r[3].split(".")[1]) == 3 for r in rows)
 
 
 def test_design_policy_never_recommends_an_eta_whose_runs_never_reach_consensus(capsys):

@@ -144,7 +144,9 @@ def cmd_design_weights(args) -> int:
         return 0
     print(f"{name}: n = {n}, {len(res.edges)} edges")
     print(f"  lambda(W) designed     {res.rate:.6f}")
-    print(f"  lambda(W) Metropolis   {metro:.6f}  (w_e = 1 / (1 + max degree), the usual default)")
+    print(
+        f"  lambda(W) Metropolis   {metro:.6f}  (w_e = 1 / (1 + max(d_i, d_j)) on edge ij: Metropolis-Hastings, the usual default)"
+    )
     if args.cost_weight:
         print(f"  objective              {res.objective:.6f}  (lambda + {args.cost_weight:g} * sum_e c_e w_e)")
     what = "an objective" if args.cost_weight else "a lambda"
@@ -371,7 +373,16 @@ def cmd_design_policy(args) -> int:
         f"{args.runs:,} simulated runs per eta (X0 like Sec. V-A, noise {args.noise:g})"
     )
     cols = ["eta", "mean_tokens", "p95_tokens", "mean_rounds"] + (["p_fail"] if args.b0 is not None else [])
-    print(fr[cols].to_string(index=False, float_format=lambda x: f"{x:.4g}"))
+    # one format a column (%.4g gave "2.613e+04" beside "8256"): eta and p_fail to 4 significant digits,
+    # tokens and rounds with a fixed number of decimals
+    fmt = {
+        "eta": "{:.4g}",
+        "mean_tokens": "{:,.1f}",
+        "p95_tokens": "{:,.0f}",
+        "mean_rounds": "{:.3f}",
+        "p_fail": "{:.4f}",
+    }
+    print(fr[cols].to_string(index=False, formatters={c: fmt[c].format for c in cols}))
     if best is None:
         never = fr[fr.no_consensus > 0]
         shares = ", ".join(f"{r.eta:g}: {100 * r.no_consensus:.0f}%" for r in never.itertuples())
