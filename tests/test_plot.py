@@ -333,6 +333,35 @@ def test_facets_and_the_plotted_numbers_follow_natural_order():
     assert [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()] == ["g = n1", "g = n2", "g = n10"]
 
 
+def test_a_hue_of_one_value_is_named_in_the_title():
+    """Found by an outside tester: --hue family after a --where that left one family drew no legend and named the
+    family nowhere. A one-value hue is no dimension; the title names it (after any --where filters)."""
+    df = pd.DataFrame({"family": ["star"] * 4, "x": [1, 2, 1, 2], "y": [1.0, 2.0, 3.0, 4.0]})
+    fig = plot(df, "x", "y", hue="family", ci=None)
+    assert fig._suptitle.get_text() == "family = star" and fig.axes[0].get_legend() is None
+    fig = plot(df, "x", "y", hue="family", ci=None, title="n = 8")
+    assert fig._suptitle.get_text() == "n = 8, family = star"
+
+
+def test_a_parameter_missing_where_a_family_does_not_read_it_is_not_a_hidden_variable():
+    """Found by an outside tester: ``--y family=star`` on a spectra sweep with a fixed degree was refused because
+    degree "varies": it is missing on the star's rows (a star does not read it). Missing values do not count;
+    two values do."""
+    df = pd.DataFrame(  # a star (one graph) and two Watts-Strogatz graphs per gamma
+        {
+            "point": [0, 1, 1, 2, 3, 3],
+            "family": ["star", "watts_strogatz", "watts_strogatz"] * 2,
+            "degree": [np.nan, 4.0, 4.0] * 2,
+            "gamma": [0.5, 0.5, 0.5, 0.9, 0.9, 0.9],
+            "kappa": [3.0, 5.0, 6.0, 28.0, 16.0, 17.0],
+        }
+    )
+    s = summarize(df, "gamma", "family=star", ci=None)
+    assert s["family=star"].tolist() == pytest.approx([1 / 3, 1 / 3])
+    with pytest.raises(InputError, match="degree \\(2 values at one plotted point\\)"):
+        summarize(df.assign(degree=[np.nan, 4.0, 4.0, np.nan, 6.0, 6.0], gamma=0.5), "gamma", "family=star")
+
+
 def test_deliberation_figure_names_the_graphs_of_the_run():
     """Found by an outside tester: the legend said K5/C5 for 7 agents."""
     from mascot.analysis.deliberation_report import _mode_names

@@ -240,8 +240,10 @@ def summarize(
             for c in per_point.columns
             if (per_point[c] <= 1).all() and c not in keys and c not in (y, share_of) and (known is None or c in known)
         ]
-        within = df.groupby(keys, observed=True, dropna=False)[params].nunique(dropna=False) if params else None
-        varying = [c for c in params if (within[c] > 1).any()]  # several values inside one plotted point
+        # several values inside one plotted point; a missing value is a parameter the row's family or strategy
+        # does not read (a star's degree), not another setting
+        within = df.groupby(keys, observed=True, dropna=False)[params].nunique(dropna=True) if params else None
+        varying = [c for c in params if (within[c] > 1).any()]
         if varying:
             raise InputError(
                 "these parameters vary across the rows but are not x, hue or facet: "
@@ -419,8 +421,10 @@ def draw(
     if not keep.any():
         raise InputError("nothing to plot on log axes: every plotted point is <= 0 there")
     s = s[keep]
-    # an axis with one value is not drawn as a dimension
-    hue = hue if hue is not None and s[hue].nunique(dropna=False) > 1 else None
+    # an axis with one value is not drawn as a dimension: a hue of one value is named in the title instead
+    if hue is not None and s[hue].nunique(dropna=False) <= 1:
+        one = f"{hue} = {s[hue].iloc[0]}"
+        title, hue = (one if not title else title if one in title else f"{title}, {one}"), None
     facets = _natural(s[facet]) if facet is not None else [None]
     numeric_x = s[x].dtype.kind in "biuf"
     xcats = None if numeric_x else _natural(s[x])
