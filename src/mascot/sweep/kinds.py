@@ -207,7 +207,12 @@ _RANDOM_FAMILIES = _graphs.RANDOM_FAMILIES
 SPECTRA_PARAMS = {
     "family": Param(str, "star", lambda v: v in _FAMILIES, "one of " + ", ".join(_FAMILIES), "graph family"),
     "n": Param(
-        int, 5, lambda v: 2 <= v <= 2048, "2 <= n <= 2048", "number of agents (a star has n - 1 leaves)", "agents"
+        int,
+        5,
+        lambda v: 2 <= v <= 2048,
+        "2 <= n <= 2048 (ring and watts_strogatz: n >= 3)",
+        "number of agents (a star has n - 1 leaves)",
+        "agents",
     ),
     "gamma": Param(float, 0.9, lambda v: 0 <= v < 1, "0 <= gamma < 1", "SR discount in M = (I - gamma P)^-1"),
     "p": Param(
