@@ -7,6 +7,7 @@ from mascot.sweep.config import ConfigError, SweepConfig, expand_grid, load_conf
 from mascot.sweep.kinds import estimate_chunk_bytes  # noqa: F401
 
 _LAZY = {
+    "consensus_inputs": "evaluate",
     "RunSummary": "runner",
     "parse_shard": "runner",
     "run_sweep": "runner",
