@@ -243,9 +243,13 @@ def test_own_study_worked_example(tmp_path, monkeypatch, capsys):
     means = rows.groupby(["eta", "strategy", "n"])["tokens"].mean()
     for r in plotted.itertuples():
         assert abs(r.tokens - means.loc[(r.eta, r.strategy, r.n)]) <= 1e-9 * abs(r.tokens) + 1e-9
-    (py,) = [b for _, b in _blocks(page, ("python",))][:1]
-    exec(compile(py, "docs/tutorials/own-study.md", "exec"), {})
+    blocks = [b for _, b in _blocks(page, ("python",))]
+    assert len(blocks) == 2  # the figure from Python, then a row recomputed by its library call
+    scope: dict = {}
+    for py in blocks:  # one session: the second block reads the first's rows
+        exec(compile(py, "docs/tutorials/own-study.md", "exec"), scope)
     assert (tmp_path / "figs" / "rounds_from_python.pdf").exists()
+    assert len(scope["res"].rounds) == 256 and scope["i"] == 23
 
 
 def test_readme_is_short_and_its_quickstart_is_what_ci_runs():

@@ -33,7 +33,7 @@ import pandas as pd
 from mascot.errors import InputError
 from mascot.status import STATUS_NAMES
 
-__all__ = ["load_table", "summarize", "plot", "draw", "warnings_for", "STYLE"]
+__all__ = ["load_table", "summarize", "plot", "draw", "warnings_for", "natural_order", "STYLE"]
 
 #: The figures' one style (matplotlib rcParams), applied inside :func:`plot` only.
 STYLE = {
@@ -214,7 +214,7 @@ def summarize(
         hit = _matches(df[share_of], share_of, want, what="y")
         known_status = share_of == "status" and (want in _STATUS_CODES or want in map(str, STATUS_NAMES))
         if not hit.any() and not known_status:  # a typo would plot as a share of 0 everywhere
-            shown = ", ".join(map(str, _natural(df[share_of].dropna())[:12]))
+            shown = ", ".join(map(str, natural_order(df[share_of].dropna())[:12]))
             raise InputError(f"y = {y!r}: no row has {share_of} = {want!r}; {share_of} takes {shown}")
         # a row whose COL is missing is neither VALUE nor not: NaN, left out and counted as nonfinite
         df = df.assign(**{y: np.where(df[share_of].isna().to_numpy(), np.nan, hit.astype(np.float64))})
@@ -281,7 +281,7 @@ def summarize(
     if len(out):  # rows in natural order (n2 before n10), as the figure draws them
         ranks = []
         for c in keys:
-            order = {v: i for i, v in enumerate(_natural(out[c]))}
+            order = {v: i for i, v in enumerate(natural_order(out[c]))}
             ranks.append(out[c].map(lambda v, order=order: order.get(v, len(order))).to_numpy())
         out = out.iloc[np.lexsort(ranks[::-1])].reset_index(drop=True)
     return out
@@ -294,9 +294,11 @@ def _label(col: str) -> str:
     return col.replace("_", " ")
 
 
-def _natural(values) -> list:
+def natural_order(values) -> list:
     """Distinct values in natural order: numbers by value, strings with their digit runs compared as numbers
-    (``n2 < n10``, ``chain:8 < chain:12``), missing values last."""
+    (``n2 < n10``, ``chain:8 < chain:12``), missing values last.
+
+    Arguments: ``values`` any iterable of numbers, strings or missing values. Returns a list."""
     import re
 
     def key(v):
@@ -425,10 +427,10 @@ def draw(
     if hue is not None and s[hue].nunique(dropna=False) <= 1:
         one = f"{hue} = {s[hue].iloc[0]}"
         title, hue = (one if not title else title if one in title else f"{title}, {one}"), None
-    facets = _natural(s[facet]) if facet is not None else [None]
+    facets = natural_order(s[facet]) if facet is not None else [None]
     numeric_x = s[x].dtype.kind in "biuf"
-    xcats = None if numeric_x else _natural(s[x])
-    hues = _natural(s[hue]) if hue else [None]
+    xcats = None if numeric_x else natural_order(s[x])
+    hues = natural_order(s[hue]) if hue else [None]
     numeric_hue = hue is not None and s[hue].dtype.kind in "biuf" and len(hues) > 6
     with mpl.rc_context(STYLE):
         ncol = 2 if len(facets) == 4 else min(len(facets), 3)  # 2 x 2, not 3 + 1

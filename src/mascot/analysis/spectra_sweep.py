@@ -37,12 +37,12 @@ def _deterministic(summ) -> list[tuple[str, str, int]]:
     """``(label, family, style index)`` of the summary's one-graph families: the canonical four at their fixed
     indices (the same colours in every report), then the others (a malicious star per alpha, a complete graph
     per self-weight) in natural order."""
-    from mascot.analysis.plot import _natural
+    from mascot.analysis.plot import natural_order
 
     det = summ[~summ.family.isin(RANDOM_FAMILIES)]
     labels = dict(zip(det.graph_family, det.family))
     out = [(f, f, j) for j, f in enumerate(_DET) if f in labels]
-    rest = _natural(lab for lab in labels if lab not in _DET)
+    rest = natural_order(lab for lab in labels if lab not in _DET)
     return out + [(lab, labels[lab], len(_DET) + i) for i, lab in enumerate(rest)]
 
 

@@ -4,17 +4,25 @@ Reading and checking a config (:func:`load_config`, :func:`estimate_chunk_bytes`
 pyarrow; the runner and the run directory load on first use."""
 
 from mascot.sweep.config import ConfigError, SweepConfig, expand_grid, load_config, parse_config  # noqa: F401
-from mascot.sweep.kinds import estimate_chunk_bytes  # noqa: F401
+from mascot.sweep.kinds import consensus_inputs, estimate_chunk_bytes  # noqa: F401
 
 _LAZY = {
-    "consensus_inputs": "evaluate",
     "RunSummary": "runner",
     "parse_shard": "runner",
     "run_sweep": "runner",
     "MissingChunksError": "store",
     "RunDir": "store",
 }
-__all__ = ["ConfigError", "SweepConfig", "expand_grid", "load_config", "parse_config", "estimate_chunk_bytes", *_LAZY]
+__all__ = [
+    "ConfigError",
+    "SweepConfig",
+    "expand_grid",
+    "load_config",
+    "parse_config",
+    "estimate_chunk_bytes",
+    "consensus_inputs",
+    *_LAZY,
+]
 
 
 def __getattr__(name):

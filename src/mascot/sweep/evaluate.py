@@ -22,7 +22,7 @@ __all__ = [
     "DeviceCache",
     "point_keys",
     "consensus_evaluate",
-    "consensus_inputs",
+    "consensus_call",
     "spectra_evaluate",
     "noise_evaluate",
     "X0_CACHE_BYTES",
@@ -300,40 +300,19 @@ def consensus_evaluate(
     return pa.table(arrays)
 
 
-def consensus_inputs(cfg, index: int) -> dict:
-    """The arguments of the :func:`mascot.simulate_consensus` call that simulates grid point ``index`` of the
-    consensus sweep ``cfg``, as ``mascot run`` makes it: the point's X0 (the common draw its (n, d, x0_mean,
-    x0_spread) shares, a numpy ``(trajectories, n, d)`` array), the weights it simulates with (a self-weight
-    its strategy does not read is the parameter's default, as in the sweep), its costs, thresholds, budget,
-    strategy (the kernel's name: ``mode1`` for complete, ``mode2`` for ring), ``max_rounds``, ``noise`` with its
-    per-trajectory keys (``None`` without noise) and ``dtype``.
-
-    ``mascot.simulate_consensus(**consensus_inputs(cfg, i))`` gives the point's rows: ``rounds``, ``tokens`` and
-    ``status`` equal the merged dataset's; ``d0`` and ``d_final`` may differ in the last float32 bit (the sweep
-    runs points in batches of other sizes). For a float64 config, call it under
-    ``mascot.kernels.precision.float64()``.
-
-    Arguments: ``cfg`` a consensus :class:`~mascot.sweep.SweepConfig` (:func:`~mascot.sweep.load_config`);
-    ``index`` a grid point, ``0 <= index < cfg.n_points`` (a row's ``point`` column). Returns a dict.
-    """
-    from mascot.errors import InputError
+def consensus_call(p: dict, index: int, key_seed: int, dtype: str, reads: dict, unread: dict) -> dict:
+    """The :func:`mascot.simulate_consensus` arguments that simulate the completed consensus point ``p`` (grid
+    point ``index`` of a sweep seeded by ``key_seed``) as :func:`consensus_evaluate` does: see
+    :func:`mascot.sweep.consensus_inputs`, which fills ``p``, ``reads`` and ``unread`` from a config."""
     from mascot.kernels.precision import float64
-    from mascot.sweep.kinds import CONSENSUS_PARAMS, KINDS
 
-    if cfg.kind != "consensus":
-        raise InputError(f"consensus_inputs takes a consensus sweep; this config's kind is {cfg.kind!r}")
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < cfg.n_points:
-        raise InputError(f"index must be a grid point, an integer in [0, {cfg.n_points}); got {index!r}")
-    index = int(index)
-    p = KINDS["consensus"].complete(cfg.points(index, index + 1)[0])
-    reads = {k: q.reads[1] for k, q in CONSENSUS_PARAMS.items() if q.reads}
     weights = ("self_weight_complete", "self_weight_ring")
-    a1, a2 = (CONSENSUS_PARAMS[k].default if v is None else v for k, v in zip(weights, _simulated(p, reads, weights)))
+    a1, a2 = (unread[k] if v is None else v for k, v in zip(weights, _simulated(p, reads, weights)))
     W1, W2, _, _ = _consensus_pair(p["n"], a1, a2)
     T = p["trajectories"]
-    with float64(cfg.dtype == "float64"):
-        X0 = np.asarray(_initial_beliefs(cfg.key_seed, T, p["n"], p["d"], p["x0_mean"], p["x0_spread"], cfg.dtype))
-        key = _noise_keys(cfg.key_seed, np.array([index], np.uint32), T=T) if p["noise"] > 0 else None
+    with float64(dtype == "float64"):
+        X0 = np.asarray(_initial_beliefs(key_seed, T, p["n"], p["d"], p["x0_mean"], p["x0_spread"], dtype))
+        key = _noise_keys(key_seed, np.array([index], np.uint32), T=T) if p["noise"] > 0 else None
     return dict(
         X0=X0,
         W1=W1,
@@ -347,7 +326,7 @@ def consensus_inputs(cfg, index: int) -> dict:
         max_rounds=p["max_rounds"],
         noise=p["noise"],
         key=key,
-        dtype=cfg.dtype,
+        dtype=dtype,
     )
 
 

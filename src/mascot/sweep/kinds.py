@@ -34,7 +34,7 @@ from mascot.limits import F32_GAMMA_MAX, check_budget, check_noise
 from mascot.status import STATUS_NAMES
 from mascot.sweep.schema import Kind, Param  # the kinds' schema types (re-exported)
 
-__all__ = ["Param", "Kind", "KINDS", "estimate_chunk_bytes"]
+__all__ = ["Param", "Kind", "KINDS", "estimate_chunk_bytes", "consensus_inputs"]
 
 
 def _evaluator(name: str, **bound):
@@ -163,6 +163,10 @@ CONSENSUS_PARAMS = {
 }
 
 
+#: the self-weight a consensus simulation builds a mode its strategy does not read with (the parameter's default)
+_UNREAD = {k: CONSENSUS_PARAMS[k].default for k in ("self_weight_complete", "self_weight_ring")}
+
+
 def _consensus_costs(p):
     """The paper's cost model generalised: c1 = N (N - 1) tokens_complete, c2 = 2 N tokens_ring."""
     n = p["n"]
@@ -192,6 +196,35 @@ def _consensus_dtype_check(p, dtype):
             f"eps = {p['eps']:g} is below {dtype}'s resolution {_EPS[dtype]:.3g}; use a larger eps"
             + (' or experiment.dtype = "float64"' if dtype == "float32" else "")
         )
+
+
+def consensus_inputs(cfg, index: int) -> dict:
+    """The arguments of the :func:`mascot.simulate_consensus` call that simulates grid point ``index`` of the
+    consensus sweep ``cfg``, as ``mascot run`` makes it: the point's X0 (the common draw its (n, d, x0_mean,
+    x0_spread) shares, a numpy ``(trajectories, n, d)`` array), the weights it simulates with (a self-weight
+    its strategy does not read is the parameter's default, as in the sweep), its costs, thresholds, budget,
+    strategy (the kernel's name: ``mode1`` for complete, ``mode2`` for ring), ``max_rounds``, ``noise`` with its
+    per-trajectory keys (``None`` without noise) and ``dtype``.
+
+    ``mascot.simulate_consensus(**consensus_inputs(cfg, i))`` gives the point's rows: ``rounds``, ``tokens`` and
+    ``status`` equal the merged dataset's; ``d0`` and ``d_final`` may differ in the last float32 bit (the sweep
+    runs points in batches of other sizes). For a float64 config, call it under
+    ``mascot.kernels.precision.float64()``.
+
+    Arguments: ``cfg`` a consensus :class:`~mascot.sweep.SweepConfig` (:func:`~mascot.sweep.load_config`, with
+    the run's overrides); ``index`` a grid point, ``0 <= index < cfg.n_points`` (a row's ``point``). Returns a
+    dict.
+    """
+    from mascot.sweep.evaluate import consensus_call
+
+    if cfg.kind != "consensus":
+        raise InputError(f"consensus_inputs takes a consensus sweep; this config's kind is {cfg.kind!r}")
+    if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < cfg.n_points:
+        raise InputError(f"index must be a grid point, an integer in [0, {cfg.n_points}); got {index!r}")
+    index = int(index)
+    p = KINDS["consensus"].complete(cfg.points(index, index + 1)[0])
+    reads = {k: q.reads[1] for k, q in CONSENSUS_PARAMS.items() if q.reads}
+    return consensus_call(p, index, cfg.key_seed, cfg.dtype, reads, _UNREAD)
 
 
 def _consensus_bytes(p) -> int:
@@ -350,9 +383,7 @@ KINDS = {
         CONSENSUS_PARAMS,
         # points that simulate the same thing run once (issue 29); the strategies that read each parameter
         _evaluator(
-            "consensus_evaluate",
-            reads={k: p.reads[1] for k, p in CONSENSUS_PARAMS.items() if p.reads},
-            unread={k: CONSENSUS_PARAMS[k].default for k in ("self_weight_complete", "self_weight_ring")},
+            "consensus_evaluate", reads={k: p.reads[1] for k, p in CONSENSUS_PARAMS.items() if p.reads}, unread=_UNREAD
         ),
         _consensus_bytes,
         _consensus_extra,
