@@ -161,6 +161,8 @@ def test_float32_and_bad_input():
     for dt in (jnp.bfloat16, jnp.float16, jnp.complex64):
         with pytest.raises(InputError, match=f"x0 has dtype {jnp.dtype(dt).name}: rollout works in float32 or float64"):
             jax.jit(lambda x: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy()).tokens)(x.astype(dt))
+    with pytest.raises(InputError, match="is a rbg key; mascot takes threefry2x32 keys"):  # (shared noise under vmap)
+        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1, key=jax.random.key(0, impl="rbg"))
     # values are the caller's (unknown under jit): a non-finite x0 stops at once, as the docstring says
     nan = mascot.rollout(np.full((N, D), np.nan), mascot.Modes(W1, W2, C1, C2), mascot.Policy())
     assert int(nan.rounds) == 0 and int(nan.status) == int(mascot.Status.MAX_ROUNDS)

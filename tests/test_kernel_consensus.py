@@ -1,6 +1,7 @@
 """The JAX consensus kernel against the plain-Python Algorithm 1 reference (mascot.theory.algorithm1)."""
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -202,13 +203,33 @@ def test_noise_matrix_path_equals_reference_with_same_draws():
     for seed in (42, np.int64(42), np.array(42)):
         _assert_exact(simulate_consensus(*args, max_rounds=R, noise=sigma, key=seed, dtype="float64"), refs)
     for bad, match in [
-        (True, "int seed; got True"),
+        (True, r"int seed in \[0, 2\^32\); got True"),
         (1.5, "got an array of float"),
-        ("k", "int seed; got 'k'"),
+        ("k", r"2\^32\); got 'k'"),
         (keys[:3], f"or a batch of {B} keys; got shape"),
     ]:
         with pytest.raises(InputError, match=match):
             simulate_consensus(*args, max_rounds=R, noise=sigma, key=bad, dtype="float64")
+    # found by a later tester: rbg keys are not independent under vmap (195 of 2000 trajectories shared their noise
+    # and stuck at max_rounds), a seed of 2**40 was seed 0 without 64-bit types, float16 weights passed a 5e-3
+    # tolerance; a 0-d JAX integer is a seed like a numpy one
+    for bad, match in [
+        (jax.random.key(42, impl="rbg"), "is a rbg key; mascot takes threefry2x32 keys"),
+        (2**40, "got the seed 1099511627776"),
+        (-1, "got the seed -1"),
+    ]:
+        with pytest.raises(InputError, match=match):
+            simulate_consensus(*args, max_rounds=R, noise=sigma, key=bad, dtype="float64")
+    _assert_exact(simulate_consensus(*args, max_rounds=R, noise=sigma, key=jnp.array(42), dtype="float64"), refs)
+    jax.config.update("jax_default_prng_impl", "rbg")
+    try:
+        with pytest.raises(InputError, match="JAX's default PRNG is 'rbg'"):
+            simulate_consensus(*args, max_rounds=R, noise=sigma, key=42, dtype="float64")
+    finally:
+        jax.config.update("jax_default_prng_impl", "threefry2x32")
+    for half in (np.float16, jnp.bfloat16):
+        with pytest.raises(InputError, match="W1 has dtype (b)?float16: give the weights in float32 or float64"):
+            simulate_consensus(args[0], np.asarray(jnp.asarray(W1, half)), *args[2:], max_rounds=R, dtype="float64")
     # a host driver under a JAX transformation says what to use instead (it raised ConcretizationTypeError)
     with pytest.raises(InputError, match="use mascot.rollout"):
         jax.jit(lambda x: simulate_consensus(x, *args[1:], max_rounds=R, dtype="float64").rounds)(args[0])

@@ -714,6 +714,14 @@ def main(argv=None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {printable(str(e))}", file=sys.stderr)
         return 2
+    impl = os.environ.get("JAX_DEFAULT_PRNG_IMPL", "")
+    if impl not in ("", "threefry2x32"):  # (checked without loading JAX: every command's seeds are threefry draws)
+        print(
+            f"mascot: error: JAX_DEFAULT_PRNG_IMPL={printable(impl)}: mascot draws with threefry2x32 keys (another "
+            "implementation gives other numbers for the same seed; rbg keys are not independent under vmap); unset it",
+            file=sys.stderr,
+        )
+        return 2
     _process_switches(args)
     if argv_given_by_console:  # the mascot command itself (not main([...]) from Python): say when JAX compiles
         from mascot.log import want_compile_notice

@@ -37,6 +37,7 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels import switching
+from mascot.kernels.prng import check_key_impl
 
 __all__ = ["Modes", "Policy", "Rollout", "disagreement", "rollout"]
 
@@ -152,6 +153,8 @@ def rollout(
         raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
     if key is None and _nonzero(noise):
         raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
+    if key is not None and hasattr(key, "dtype"):
+        check_key_impl(key)  # (an rbg key's draws are not independent under vmap)
     dt = getattr(x0, "dtype", None)
     dt = jnp.asarray(x0).dtype if dt is None else np.dtype(dt)
     if (

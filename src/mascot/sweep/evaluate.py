@@ -96,7 +96,7 @@ class DeviceCache:
 
 def point_keys(key_seed: int, indices) -> jax.Array:
     """One PRNG key per grid point: ``fold_in(key(key_seed), point_index)`` (independent of sharding)."""
-    base = jax.random.key(key_seed)
+    base = jax.random.key(key_seed, impl="threefry2x32")  # (explicit: whatever JAX's default PRNG)
     return jax.vmap(lambda i: jax.random.fold_in(base, i))(jnp.asarray(indices, dtype=jnp.uint32))
 
 

@@ -99,6 +99,9 @@ def run_sweep(cfg: SweepConfig, out_dir=None, shard=(0, 1), progress: bool = Tru
     """
     if isinstance(workers, bool) or int(workers) != workers or workers < 1:
         raise InputError(f"workers must be an integer >= 1; got {workers!r}")
+    from mascot.kernels.prng import check_default_prng
+
+    check_default_prng()  # a sweep's noise keys and seeds are threefry2x32 draws
     if shard[0] >= cfg.n_chunks:
         raise InputError(
             f"shard {shard[0]}/{shard[1]} owns no chunks: this sweep has {cfg.n_chunks} chunk(s) "

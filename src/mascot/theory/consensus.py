@@ -107,6 +107,9 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
     src = np.asarray(W)
     if np.iscomplexobj(src):  # (the imaginary part was dropped with only a warning)
         raise InputError(f"{name} must hold real numbers; got dtype {src.dtype}")
+    if src.dtype.name in ("float16", "bfloat16") or (np.issubdtype(src.dtype, np.floating) and src.dtype.itemsize < 4):
+        # (float16 held to its own rounding took row sums off by 5e-3 and ran them as doubly stochastic)
+        raise InputError(f"{name} has dtype {src.dtype}: give the weights in float32 or float64")
     W = np.asarray(src, dtype=np.float64)
     if np.issubdtype(src.dtype, np.floating) and src.dtype.itemsize < 8 and W.ndim == 2:
         atol = max(atol, 2 * W.shape[0] * float(np.finfo(src.dtype).eps))
