@@ -1055,8 +1055,11 @@ def test_a_non_integer_k_profile_is_named_by_its_values(capsys):
 def test_another_default_prng_is_refused_before_anything_runs(monkeypatch, capsys):
     """Found by an outside tester: under JAX_DEFAULT_PRNG_IMPL=rbg a sweep kept its experiment hash but drew other
     rows (459 of 1,536 round counts), and rbg keys are not independent under vmap."""
+    from pathlib import Path
+
+    study = str(Path(__file__).resolve().parents[1] / "examples" / "my_study.toml")
     monkeypatch.setenv("JAX_DEFAULT_PRNG_IMPL", "rbg")
-    assert main(["validate", "examples/my_study.toml"]) == 2
+    assert main(["validate", study]) == 2
     assert "JAX_DEFAULT_PRNG_IMPL=rbg: mascot draws with threefry2x32 keys" in _err_line(capsys)
     monkeypatch.setenv("JAX_DEFAULT_PRNG_IMPL", "threefry2x32")
-    assert main(["validate", "examples/my_study.toml"]) == 0
+    assert main(["validate", study]) == 0
