@@ -183,12 +183,12 @@ chunk_size = 7
 [fixed]
 n = 8
 gamma = 0.9
-graphs = 3
 
 [grid]
 family = ["malicious_star", "complete", "watts_strogatz"]
 alpha = [1.0, 5.0, 50.0]
 a = [0.0, 0.5]
+graphs = [2, 3]
 """
     _run(tmp_path, text, "r")
     out = tmp_path / "rep"
@@ -196,12 +196,20 @@ a = [0.0, 0.5]
     summ = pd.read_csv(out / "sweep_summary.csv").set_index("graph_family")
     want = {f"malicious_star alpha={a:g}": tp.build("malicious_star", 8, a) for a in (1.0, 5.0, 50.0)}
     want |= {f"complete a={a:g}": tp.build("complete", 8, a) for a in (0.0, 0.5)}
-    assert set(summ.index) == set(want) | {"WS k=4 beta=0.1"}
+    assert set(summ.index) == set(want) | {"WS k=4 beta=0.1 graphs=2", "WS k=4 beta=0.1 graphs=3"}
     for label, A in want.items():
         ref = sr_diagnostics(A / A.sum(axis=1, keepdims=True), 0.9)  # the sweep row-normalises
         assert summ.loc[label, "graphs"] == 1
         assert summ.loc[label, "kappa_median"] == pytest.approx(ref.kappa, rel=1e-5)  # the CSV keeps 6 digits
-    assert summ.loc["WS k=4 beta=0.1", "graphs"] == 3  # six points (alpha x a) hold the same three graphs
+    # six points (alpha x a) hold the same graphs; points of 2 and 3 graphs are not pooled (a later tester)
+    assert summ.loc["WS k=4 beta=0.1 graphs=2", "graphs"] == 2 and summ.loc["WS k=4 beta=0.1 graphs=3", "graphs"] == 3
+    # mascot plot counts each simulation once too: 2 + 3 Watts-Strogatz graphs, not 6 copies of each (its
+    # interval was 3.3x too narrow)
+    from mascot.analysis.plot import summarize, warnings_for
+
+    s = summarize(str(tmp_path / "r.parquet"), "gamma", "kappa", where={"family": "watts_strogatz"})
+    assert s["rows"].tolist() == [5]
+    assert "counted once" in " ".join(warnings_for(s, "gamma", "kappa"))
     kappas = [summ.loc[f"malicious_star alpha={a:g}", "kappa_median"] for a in (1.0, 5.0, 50.0)]
     assert len(set(kappas)) == 3
 

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import save_figure
+from mascot.analysis.plot import copied_points, natural_order
 from mascot.errors import InputError
 from mascot.graphs import RANDOM_FAMILIES
 from mascot.io import read_parquet_verified, significant, write_csv
@@ -37,8 +38,6 @@ def _deterministic(summ) -> list[tuple[str, str, int]]:
     """``(label, family, style index)`` of the summary's one-graph families: the canonical four at their fixed
     indices (the same colours in every report), then the others (a malicious star per alpha, a complete graph
     per self-weight) in natural order."""
-    from mascot.analysis.plot import natural_order
-
     det = summ[~summ.family.isin(RANDOM_FAMILIES)]
     labels = dict(zip(det.graph_family, det.family))
     out = [(f, f, j) for j, f in enumerate(_DET) if f in labels]
@@ -58,13 +57,15 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     out.mkdir(parents=True, exist_ok=True)
     # points that differ only in parameters their family does not read (stored as missing) hold the same graphs:
     # count each graph once (an unread alpha axis doubled a Watts-Strogatz family's graph count)
-    df = df.drop_duplicates(subset=[c for c in df.columns if c != "point"])
+    df = df[~df["point"].isin(copies[copies].index)] if (copies := copied_points(df)).any() else df
     df["graph_family"] = df.apply(_label, axis=1)
+    # a point's graph count (the config's `graphs` for a random family, 1 otherwise) keeps apart samples of other
+    # sizes: points with graphs = 2 and 5 were pooled into one median of 7 graphs
+    df["graphs"] = df.groupby("point")["point"].transform("size")
     q = lambda x, p: x.quantile(p)  # noqa: E731
     summ = (
-        df.groupby(["graph_family", "family", "n", "gamma"], sort=True)
+        df.groupby(["graph_family", "family", "n", "gamma", "graphs"], sort=True)
         .agg(
-            graphs=("kappa", "size"),
             isolated_mean=("isolated", "mean"),
             rho_median=("rho", "median"),
             delta_median=("delta", "median"),
@@ -76,6 +77,10 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         )
         .reset_index()
     )
+    mixed = summ.duplicated(["graph_family", "n", "gamma"], keep=False)  # one family's points of other graph counts
+    if mixed.any():
+        named = summ.graph_family.isin(summ.graph_family[mixed])
+        summ.loc[named, "graph_family"] = summ.graph_family[named] + " graphs=" + summ.graphs[named].astype(str)
     # the last bits of LAPACK's results depend on the CPU's BLAS kernels: the statistics keep 10 significant
     # digits (so the table and the figures drawn from it are the same on every machine), and a gap that is
     # exactly 0 (a repeated leading eigenvalue: isolated agents), which comes out as 0 or a few 1e-16, is 0
