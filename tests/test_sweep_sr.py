@@ -167,6 +167,27 @@ rho_c = [0.0, 0.3]
 
 
 @pytest.mark.x64
+@pytest.mark.parametrize(
+    "grid, says",
+    [  # found by a later tester: a median-only sweep raised "cannot convert float NaN to integer"
+        ('model = "linear"\naggregate = "median"\ntrials = 200\n[grid]\nT = [2, 7]\nk = [1, 2]', "aggregate = mean"),
+        ('model = "rule"\ntrials = 100\n[grid]\nk = [1, 4]', "no linear-model rows in this sweep"),
+        ('model = "linear"\nk = 4\ntrials = 200\n[grid]\nT = [5, 20]', "no ratio to draw"),
+    ],
+)
+def test_noise_report_on_grids_it_cannot_fill_says_why(tmp_path, monkeypatch, grid, says):
+    text = f'[experiment]\nkind = "affine_noise"\nname = "odd"\nseed = 2\ndtype = "float64"\n[fixed]\n{grid}\n'
+    _run(tmp_path, text, "odd")
+    import mascot.analysis.noise_sweep as ns
+
+    figs = []
+    monkeypatch.setattr(ns, "save_figure", lambda fig, path: figs.append(fig))
+    ns.report(tmp_path / "odd.parquet", tmp_path / "rep")
+    notes = [t.get_text() for a in figs[0].axes for t in a.texts]
+    assert any(says in n for n in notes), notes
+
+
+@pytest.mark.x64
 def test_spectra_report_keeps_apart_what_a_family_reads(tmp_path, capsys):
     """Found by an outside tester: the report pooled malicious stars of alpha 1, 5 and 50 (and complete graphs of
     self-weights 0 and 0.5) into one row of "random graph" quantiles, and an alpha axis that Watts-Strogatz does

@@ -53,6 +53,11 @@ def _some(ks, most: int = 4) -> list:
     return ks if len(ks) <= most else ks[::2]
 
 
+def _say(ax, text: str) -> None:
+    """A note in the middle of an empty panel."""
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8, color="0.35")
+
+
 def _label_short_log_axis(axis, lims) -> None:
     """Tick labels at 1, 2, 3 and 5 times the powers of ten on a log axis with fewer than two powers of ten
     inside (it would have one labelled tick, or none)."""
@@ -117,7 +122,7 @@ def report(data, out="results/spectra") -> dict:
             # the exact value: a line over the Ts, a dash at a single T (a one-point line is not drawn)
             ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-" if len(d) > 1 else "_", color=c, lw=1, ms=14)
         big = a[a["T"] >= 12]
-        claims["trials"] = dict(min=int(m.trials.min()), max=int(m.trials.max())) if "trials" in m else {}
+        claims["trials"] = dict(min=int(m.trials.min()), max=int(m.trials.max())) if "trials" in m and len(m) else {}
         claims["slope_in_T_at_L1"] = {int(k): _slope(d["T"], d.ceg_mean) for k, d in big.groupby("k")}
         claims["slope_in_T_theory_at_L1"] = {int(k): _slope(d["T"], d.ceg_theory) for k, d in big.groupby("k")}
         claims["slope_in_k_at_L1_rho0"] = {int(T): _slope(d.k, d.ceg_mean) for T, d in a.groupby("T")}
@@ -134,14 +139,14 @@ def report(data, out="results/spectra") -> dict:
             ax[0].text(
                 0.5,
                 0.5,
-                "no linear-model row with L = 1, rho_c = 0\nand E_ceg > 0 (sigma > 0)",
+                "no linear-model row with aggregate = mean,\nL = 1, rho_c = 0 and E_ceg > 0 (sigma > 0)",
                 ha="center",
                 va="center",
                 transform=ax[0].transAxes,
                 fontsize=8,
                 color="0.35",
             )
-        legend(ax[0], fontsize=7)
+        legend(ax[0], fontsize=7, title="every other k" if len(_some(pos.k)) < pos.k.nunique() else None)
         # eq. 5 at the SR paper's T = 12 and L = 1 (or the sweep's largest T and L where it has no such rows)
         rl = ratios[ratios.model == "linear"]
         T5 = 12 if (rl["T"] == 12).any() else (rl["T"].max() if len(rl) else 12)
@@ -166,12 +171,28 @@ def report(data, out="results/spectra") -> dict:
         rc = np.linspace(0, 1, 200)
         for k, c in colors.items():
             ax[1].plot(rc, np.sqrt(k / (1 + (k - 1) * rc)), "-", color=c, lw=1)
-        ax[1].axhline(1.77, color="k", ls=":", lw=1)
-        ax[1].text(0.55, 1.83, "paper's chain/star 1.77", fontsize=7)
+        if len(rr):
+            ax[1].axhline(1.77, color="k", ls=":", lw=1)
+            ax[1].text(0.55, 1.83, "paper's chain/star 1.77", fontsize=7)
+        others = sorted(set(rl.L) - {L5})
         ax[1].set(
-            xlabel="rho_c", ylabel="E_ceg(k = 1) / E_ceg(k)", title=f"eq. 5 (lines) vs MC, T = {T5:g}, L = {L5:g}"
+            xlabel="rho_c",
+            ylabel="E_ceg(k = 1) / E_ceg(k)",
+            title=f"eq. 5 (lines) vs MC, T = {T5:g}, L = {L5:g}" if len(rr) else "eq. 5: E_ceg(k = 1) / E_ceg(k)",
         )
-        legend(ax[1], fontsize=6, ncol=2)
+        if not len(rr):
+            _say(ax[1], "no ratio to draw: it needs linear rows\nwith k = 1 and k > 1 at equal parameters")
+        elif others:  # (the ratios at the other L are in noise_ratios.csv)
+            ax[1].text(
+                0.02,
+                0.02,
+                "other L in noise_ratios.csv: " + ", ".join(f"{v:g}" for v in others),
+                transform=ax[1].transAxes,
+                fontsize=7,
+                color="0.35",
+            )
+        title = "every other k" if len(_some(rr.k)) < rr.k.nunique() else None
+        legend(ax[1], fontsize=6, ncol=2, title=title)
         sel = ratios[
             (ratios.model == "linear") & (ratios["aggregate"] == "mean") & (ratios.L == 1.0) & np.isfinite(ratios.ratio)
         ]  # (a ratio 0/0 at sigma = 0 tests nothing)
@@ -186,6 +207,9 @@ def report(data, out="results/spectra") -> dict:
         claims["median_ratio_over_mean_formula_rho0"] = {
             int(k): float(d.rel_dev_from_formula.mean() + 1) for k, d in sel.groupby("k")
         }
+    else:  # a sweep of the state-tracking rule only
+        for a in ax[:2]:
+            _say(a, "no linear-model rows in this sweep")
     claims["rho_c_from_ratio_1.77_k4"] = float(infer_rho_c(1.77, 4))
     claims["rho_c_from_ratio_1.69_k4"] = float(infer_rho_c(1.69, 4))
     if len(rule):
