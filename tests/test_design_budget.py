@@ -68,6 +68,14 @@ def test_too_few_runs_for_the_risk_say_so(capsys):
     assert main(["design", "budget", "--runs", "100", "--alpha", "0.001", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["budget_ci95"][1] is None  # strict JSON: no upper bound
     assert main(["design", "budget", "--max-rounds", "0"]) == 2
+    # a later tester: with enough runs, an infinite limit comes from runs that never reach consensus; raising
+    # --runs cannot help, and the message said it would
+    capsys.readouterr()
+    assert main(["design", "budget", "--runs", "200", "--max-rounds", "4"]) == 0
+    out = capsys.readouterr().out
+    assert "upper 95% limit is a run that never reached D <= eps within 4 rounds" in out and "raise --runs" not in out
+    assert main(["design", "budget", "--runs", "200", "--alpha", "1e-9"]) == 0
+    assert "the 0.999999999 quantile" in capsys.readouterr().out
 
 
 def test_noise_needs_more_budget_and_cli(capsys):

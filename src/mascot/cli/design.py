@@ -251,12 +251,19 @@ def cmd_design_budget(args) -> int:
         f"  budget for risk <= {r.alpha:g}: {r.budget_for_alpha:g} tokens  (95% CI {r.budget_ci[0]:g} .. "
         f"{r.budget_ci[1]:g})"
     )
-    if math.isinf(r.budget_ci[1]):  # fewer runs than the quantile needs: the sample cannot bound it from above
+    if math.isinf(r.budget_ci[1]):
         need = math.ceil(math.log(0.025) / math.log1p(-r.alpha))
-        print(
-            f"  {obj['runs']:,} runs cannot bound the {1 - r.alpha:g} quantile from above (its upper 95% limit "
-            f"needs at least {need:,} runs): raise --runs before trusting this budget"
-        )
+        q = f"{1 - r.alpha:.10g}"
+        if obj["runs"] < need:  # fewer runs than the quantile needs: the sample cannot bound it from above
+            print(
+                f"  {obj['runs']:,} runs cannot bound the {q} quantile from above (its upper 95% limit "
+                f"needs at least {need:,} runs): raise --runs before trusting this budget"
+            )
+        else:  # the limit's order statistic is a run that never reached consensus: no budget covers it
+            print(
+                f"  the {q} quantile's upper 95% limit is a run that never reached D <= eps within {args.max_rounds} "
+                "rounds: no budget bounds it; raise --max-rounds (or lower the noise) to price this risk"
+            )
     print(f"  Theorem 1 worst case B*(D0): {r.b_star_median:g} at the median D0, {r.b_star_max:g} at the largest")
     if r.never:
         print(f"  {r.never:.2%} of runs did not reach D <= eps within {args.max_rounds} rounds (they fail any budget)")
