@@ -733,6 +733,12 @@ def test_diagnose_says_when_a_graph_is_not_one_team(capsys):
     assert "silent: 5 separate groups, 5 sources, 5 agent(s) with no edge at all" in text
     assert "two_roots: 2 sources, 2 agent(s) that read nobody" in text
     assert not any(f"  {g}:" in text for g in ("ring", "chain", "leader", "star"))
+    # two sources give a repeated leading eigenvalue: Delta is 0, not 7e-15 ranked "fastest" (a later tester);
+    # an agent with a self-loop only is silent
+    delta = {r["name"]: r["delta"] for r in rows}
+    assert delta["apart"] == 0.0 and delta["two_roots"] == 0.0 and delta["ring"] > 0
+    (loop,) = diagnose({"loop": np.array([[1.0, 0, 0], [0, 0, 1], [0, 1, 0]])})  # agent 0: a self-loop only
+    assert loop["silent_agents"] == 1
 
 
 def test_diagnose_keeps_the_command_lines_order_of_graphs(tmp_path, capsys):

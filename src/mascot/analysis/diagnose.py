@@ -118,7 +118,8 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
 
     Keys: name, n, gamma, rho, delta, kappa, aggregation_factor (mean_i 1/sqrt(k_i)), rho_tilde (eq. 4),
     rho_tilde_c (eq. 6 at ``rho_c``), k_profile, components (groups of agents with no edge between them, either
-    direction), silent_agents (agents with no edge at all), reads_nobody (agents whose row of A is zero: they
+    direction), silent_agents (agents with no edge to or from another agent; a self-loop alone counts as
+    silent), reads_nobody (agents whose row of A is zero: they
     keep their own view; the ``isolated`` column of a ``spectra`` sweep) and sources (groups of agents that read
     no one outside their group: the closed classes of P; every agent's view ends up a mix of the sources it
     hears, so one team has one source: the chain's last agent, the star's or mesh's whole team; two agents that
@@ -138,19 +139,24 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
     out = []
     for name, A in graphs.items():
         A = validate_adjacency(A, name)
+        off = A * (1 - np.eye(A.shape[0]))  # edges between agents (a self-loop alone leaves an agent silent)
         k = (k_profiles or {}).get(name)
         k = default_k_profile(A) if k is None else np.broadcast_to(np.asarray(k, dtype=np.float64), A.shape[:1])
         # a handful of graphs: float64 numpy is exact and takes milliseconds (no compilation);
         # batches of thousands belong to mascot.kernels.sr_spectra
         s = sr_diagnostics(row_normalize(A, name), float(check_gamma(gamma)))
         rho = float(s.rho)
+        # a gap that is 0 in exact arithmetic (a repeated leading eigenvalue: several sources or groups) comes out
+        # as rounding noise, 7e-15, which ranked a team that never agrees "fastest"; below 1e-12 of rho it is 0,
+        # as in the spectra report
+        delta = float(s.delta) if abs(float(s.delta)) > 1e-12 * abs(rho) else 0.0
         out.append(
             dict(
                 name=name,
                 n=int(A.shape[0]),
                 gamma=float(gamma),
                 rho=rho,
-                delta=float(s.delta),
+                delta=delta,
                 kappa=float(s.kappa),
                 aggregation_factor=float(np.mean(1.0 / np.sqrt(k))),
                 rho_tilde=float(drift_corrected_gain(rho, k)),
@@ -158,7 +164,7 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
                 rho_c=float(rho_c),
                 k_profile=[float(x) for x in k],
                 components=int(connected_components(A != 0, directed=True, connection="weak")[0]),
-                silent_agents=int(np.sum(~(A != 0).any(axis=0) & ~(A != 0).any(axis=1))),
+                silent_agents=int(np.sum(~(off != 0).any(axis=0) & ~(off != 0).any(axis=1))),
                 reads_nobody=int(np.sum(~(A != 0).any(axis=1))),
                 sources=_sources(A != 0),
             )
@@ -186,10 +192,11 @@ def rank(rows: list[dict]) -> dict:
 
 
 def triage_text(rows: list[dict]) -> str:
-    lines = [f"{'topology':<22}{'n':>5}{'rho':>10}{'Delta':>10}{'kappa':>10}{'rho~':>10}{'rho~_c':>10}"]
+    w = max(22, *(len(r["name"]) + 2 for r in rows))  # (long names pushed the columns out of line)
+    lines = [f"{'topology':<{w}}{'n':>5}{'rho':>10}{'Delta':>10}{'kappa':>10}{'rho~':>10}{'rho~_c':>10}"]
     for r in rows:
         lines.append(
-            f"{r['name']:<22}{r['n']:>5}{r['rho']:>10.4g}{r['delta']:>10.4g}{r['kappa']:>10.4g}"
+            f"{r['name']:<{w}}{r['n']:>5}{r['rho']:>10.4g}{r['delta']:>10.4g}{r['kappa']:>10.4g}"
             f"{r['rho_tilde']:>10.4g}{r['rho_tilde_c']:>10.4g}"
         )
     g, rc = rows[0]["gamma"], rows[0]["rho_c"]
