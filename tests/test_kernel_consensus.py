@@ -230,6 +230,8 @@ def test_noise_matrix_path_equals_reference_with_same_draws():
     for half in (np.float16, jnp.bfloat16):
         with pytest.raises(InputError, match="W1 has dtype (b)?float16: give the weights in float32 or float64"):
             simulate_consensus(args[0], np.asarray(jnp.asarray(W1, half)), *args[2:], max_rounds=R, dtype="float64")
+    with pytest.raises(InputError, match="noise must be one number"):  # (numpy's "only 0-dimensional arrays")
+        simulate_consensus(*args, max_rounds=R, noise=np.array([0.0, sigma]), key=42, dtype="float64")
     # a host driver under a JAX transformation says what to use instead (it raised ConcretizationTypeError)
     with pytest.raises(InputError, match="use mascot.rollout"):
         jax.jit(lambda x: simulate_consensus(x, *args[1:], max_rounds=R, dtype="float64").rounds)(args[0])

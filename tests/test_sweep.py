@@ -710,6 +710,8 @@ noise = [0.0, 0.01]
     assert consensus_inputs(cfg, 0)["key"] is None and consensus_inputs(cfg, 1)["key"].shape == (24,)
     other = parse_config(text.replace('"adaptive", "ring"', '"complete"'))
     assert consensus_inputs(other, 0)["strategy"] == "mode1"
+    with pytest.raises(InputError, match="takes a SweepConfig"):
+        consensus_inputs("inputs.toml", 0)
     for bad in (-1, cfg.n_points, 1.5, True):
         with pytest.raises(InputError, match="index must be a grid point"):
             consensus_inputs(cfg, bad)

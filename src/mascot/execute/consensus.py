@@ -212,7 +212,12 @@ def simulate_consensus(
             "eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
             "selected; use strategy='complete')"
         )
-    noise = float(noise)
+    if isinstance(noise, bool) or np.ndim(noise) != 0:
+        raise InputError(f"noise must be one number >= 0 (the s.d. of every belief's noise); got {noise!r}")
+    try:
+        noise = float(noise)
+    except (TypeError, ValueError):
+        raise InputError(f"noise must be one number >= 0; got {noise!r}") from None
     if not (math.isfinite(noise) and noise >= 0):
         raise InputError(f"noise must be a finite standard deviation >= 0; got {noise}")
     check_noise(noise, max_rounds, N, d, dt)

@@ -218,6 +218,10 @@ def consensus_inputs(cfg, index: int) -> dict:
     """
     from mascot.sweep.evaluate import consensus_call
 
+    if not hasattr(cfg, "kind") or not hasattr(cfg, "points"):
+        raise InputError(
+            f"consensus_inputs takes a SweepConfig (mascot.sweep.load_config(path, overrides)); got {cfg!r}"
+        )
     if cfg.kind != "consensus":
         raise InputError(f"consensus_inputs takes a consensus sweep; this config's kind is {cfg.kind!r}")
     if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < cfg.n_points:
