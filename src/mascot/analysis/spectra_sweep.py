@@ -128,7 +128,9 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         g = np.linspace(det.gamma.min(), det.gamma.max(), 100)
         ax[0].plot(g, (1 + g) / (1 - g), ":", color="k", lw=1, label="(1+g)/(1-g)")
     ax[0].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Condition number vs discount")
-    ax[1].set(yscale="symlog", xlabel="gamma", ylabel="Delta(M)", title="Spectral gap vs discount")
+    ax[1].set(
+        yscale="symlog", xlabel="gamma", ylabel="Delta(M) (log above 1, linear below)", title="Spectral gap vs discount"
+    )
     for a in ax[:2]:
         if a.has_data():
             a.legend(fontsize=7, ncol=2)
