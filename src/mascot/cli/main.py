@@ -23,6 +23,7 @@ import os
 import sys
 from pathlib import Path
 
+from mascot.cli.graph_args import InOrder
 from mascot.errors import InputError, MascotError, exit_code
 from mascot.log import printable
 
@@ -477,16 +478,6 @@ def _warn_carried(out: Path, limit: float = 0.5) -> None:
         )
 
 
-class _InOrder(argparse._AppendAction):
-    """``append``, also recording ``(option, value)`` in ``graph_order``: graphs keep the command line's order
-    across ``--topology`` and ``--adjacency``."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        super().__call__(parser, namespace, values, option_string)
-        order = list(getattr(namespace, "graph_order", None) or [])
-        namespace.graph_order = order + [(self.dest, values)]
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mascot", description="mascot: Multi-Agent Spectral Consensus Toolkit.")
     from mascot import __version__
@@ -534,13 +525,13 @@ def build_parser() -> argparse.ArgumentParser:
     dg = sub.add_parser("diagnose", help="SR spectral triage of communication graphs (rho, Delta, kappa, rho~)")
     dg.add_argument(
         "--topology",
-        action=_InOrder,
+        action=InOrder,
         metavar="SPEC",
         help=f"{SPEC_SYNTAX}, or 'paper' (chain:12, star:5, mesh:4); repeat to compare",
     )
     dg.add_argument(
         "--adjacency",
-        action=_InOrder,
+        action=InOrder,
         metavar="FILE",
         help="weighted adjacency (.npy, .csv, .json; A[i, j] > 0: agent i reads agent j); repeatable",
     )
