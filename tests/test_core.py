@@ -163,6 +163,14 @@ def test_float32_and_bad_input():
             jax.jit(lambda x: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy()).tokens)(x.astype(dt))
     with pytest.raises(InputError, match="is a rbg key; mascot takes threefry2x32 keys"):  # (shared noise under vmap)
         mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1, key=jax.random.key(0, impl="rbg"))
+    with pytest.raises(InputError, match="key must be a PRNG key .*, not an int"):  # (JAX's "invalid PRNG key data")
+        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1, key=3)
+    jax.config.update("jax_default_prng_impl", "rbg")  # raw key data would be read as rbg data
+    try:
+        with pytest.raises(InputError, match="JAX's default PRNG is 'rbg'"):
+            mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1, key=np.zeros(4, np.uint32))
+    finally:
+        jax.config.update("jax_default_prng_impl", "threefry2x32")
     # values are the caller's (unknown under jit): a non-finite x0 stops at once, as the docstring says
     nan = mascot.rollout(np.full((N, D), np.nan), mascot.Modes(W1, W2, C1, C2), mascot.Policy())
     assert int(nan.rounds) == 0 and int(nan.status) == int(mascot.Status.MAX_ROUNDS)

@@ -730,7 +730,7 @@ def test_diagnose_says_when_a_graph_is_not_one_team(capsys):
     }
     text = triage_text(rows)
     assert "Warning: not one team" in text and "apart: 2 separate groups, 2 sources" in text
-    assert "silent: 5 separate groups, 5 sources, 5 agent(s) with no edge at all" in text
+    assert "silent: 5 separate groups, 5 sources, 5 agent(s) with no edge to or from another" in text
     assert "two_roots: 2 sources, 2 agent(s) that read nobody" in text
     assert not any(f"  {g}:" in text for g in ("ring", "chain", "leader", "star"))
     # two sources give a repeated leading eigenvalue: Delta is 0, not 7e-15 ranked "fastest" (a later tester);

@@ -217,7 +217,9 @@ def triage_text(rows: list[dict]) -> str:
         lines.append("one consensus; kappa and Delta then describe the parts, and a low kappa is no robustness of the")
         lines.append("whole:")
         for r in apart:
-            silent = f", {r['silent_agents']} agent(s) with no edge at all" if r.get("silent_agents") else ""
+            silent = (
+                f", {r['silent_agents']} agent(s) with no edge to or from another" if r.get("silent_agents") else ""
+            )
             nobody = f", {r['reads_nobody']} agent(s) that read nobody" if r.get("reads_nobody") else ""
             groups = f"{r['components']} separate groups, " if r["components"] > 1 else ""
             lines.append(f"  {r['name']}: {groups}{r['sources']} sources{silent}{nobody}")

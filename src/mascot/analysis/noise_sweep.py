@@ -122,7 +122,7 @@ def report(data, out="results/spectra") -> dict:
             # the exact value: a line over the Ts, a dash at a single T (a one-point line is not drawn)
             ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-" if len(d) > 1 else "_", color=c, lw=1, ms=14)
         big = a[a["T"] >= 12]
-        claims["trials"] = dict(min=int(m.trials.min()), max=int(m.trials.max())) if "trials" in m and len(m) else {}
+        claims["trials"] = dict(min=int(lin.trials.min()), max=int(lin.trials.max())) if "trials" in lin else {}
         claims["slope_in_T_at_L1"] = {int(k): _slope(d["T"], d.ceg_mean) for k, d in big.groupby("k")}
         claims["slope_in_T_theory_at_L1"] = {int(k): _slope(d["T"], d.ceg_theory) for k, d in big.groupby("k")}
         claims["slope_in_k_at_L1_rho0"] = {int(T): _slope(d.k, d.ceg_mean) for T, d in a.groupby("T")}

@@ -253,7 +253,7 @@ def cmd_design_budget(args) -> int:
     )
     if math.isinf(r.budget_ci[1]):
         need = math.ceil(math.log(0.025) / math.log1p(-r.alpha))
-        q = f"{1 - r.alpha:.10g}"
+        q = f"{1 - r.alpha:.15g}"
         if obj["runs"] < need:  # fewer runs than the quantile needs: the sample cannot bound it from above
             print(
                 f"  {obj['runs']:,} runs cannot bound the {q} quantile from above (its upper 95% limit "

@@ -37,7 +37,7 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels import switching
-from mascot.kernels.prng import check_key_impl
+from mascot.kernels.prng import check_default_prng, check_key_impl
 
 __all__ = ["Modes", "Policy", "Rollout", "disagreement", "rollout"]
 
@@ -153,8 +153,14 @@ def rollout(
         raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
     if key is None and _nonzero(noise):
         raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
-    if key is not None and hasattr(key, "dtype"):
-        check_key_impl(key)  # (an rbg key's draws are not independent under vmap)
+    if key is not None:
+        check_default_prng()  # (raw key data of another default implementation is read as that implementation's)
+        if isinstance(key, (int, np.integer)) or (
+            hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jnp.integer) and getattr(key, "ndim", 1) == 0
+        ):
+            raise InputError(f"key must be a PRNG key (jax.random.key(seed)), not an int: got {key!r}")
+        if hasattr(key, "dtype"):
+            check_key_impl(key)  # (an rbg key's draws are not independent under vmap)
     dt = getattr(x0, "dtype", None)
     dt = jnp.asarray(x0).dtype if dt is None else np.dtype(dt)
     if (
