@@ -33,7 +33,17 @@ import pandas as pd
 from mascot.errors import InputError
 from mascot.status import STATUS_NAMES
 
-__all__ = ["load_table", "summarize", "plot", "draw", "warnings_for", "natural_order", "copied_points", "STYLE"]
+__all__ = [
+    "load_table",
+    "summarize",
+    "plot",
+    "draw",
+    "warnings_for",
+    "natural_order",
+    "copied_points",
+    "drop_copied_points",
+    "STYLE",
+]
 
 #: The figures' one style (matplotlib rcParams), applied inside :func:`plot` only.
 STYLE = {
@@ -234,10 +244,7 @@ def summarize(
         df = df[~missing]
     copies = 0
     if "point" in df.columns:  # a sweep: points that repeat another point's rows are one simulation, counted once
-        repeated = copied_points(df)
-        copies = int(repeated.sum())
-        if copies:
-            df = df[~df["point"].isin(repeated[repeated].index)]
+        df, copies = drop_copied_points(df)
     if "point" in df.columns:  # a sweep: refuse to average over a parameter the figure does not show
         per_point = df.groupby("point", sort=False).nunique(dropna=False)
         known = _kind_params(df)  # a sweep kind's table: its parameters, not the outputs fixed per point
@@ -318,6 +325,16 @@ def copied_points(df: pd.DataFrame) -> pd.Series:
             .agg(a=("a", "sum"), b=("b", "sum"), n=("a", "size"))
         )
     return sig.duplicated(keep="first")
+
+
+def drop_copied_points(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``df`` without the rows of the points :func:`copied_points` finds, and how many points those were.
+
+    Arguments: ``df`` a sweep's rows. Returns ``(rows, points dropped)``."""
+    copies = copied_points(df)
+    if not copies.any():
+        return df, 0
+    return df[~df["point"].isin(copies[copies].index)], int(copies.sum())
 
 
 def natural_order(values) -> list:

@@ -35,11 +35,11 @@ from threadpoolctl import ThreadpoolController
 from mascot.errors import InputError
 from mascot.execute.devices import shards as _shards
 from mascot.execute.devices import spec as _spec
-from mascot.execute.keys import as_key
 from mascot.kernels import consensus as kc
 from mascot.kernels import switching
 from mascot.kernels.consensus import ConsensusResult
 from mascot.kernels.precision import MAX_ROUNDS_LIMIT, check_budget, check_noise, resolve_dtype
+from mascot.kernels.prng import as_key
 from mascot.theory.consensus import validate_doubly_stochastic
 
 __all__ = ["simulate_consensus", "ConsensusResult"]

@@ -19,9 +19,9 @@ from jax.sharding import PartitionSpec as PS
 
 from mascot.errors import InputError
 from mascot.execute.devices import Shards
-from mascot.execute.keys import as_key
 from mascot.kernels import noise as kn
 from mascot.kernels.precision import float64, resolve_dtype, x64_enabled
+from mascot.kernels.prng import as_key
 from mascot.theory.noise import validate_noise_params
 
 __all__ = ["affine_noise_error", "rule_noise_error"]

@@ -37,7 +37,7 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels import switching
-from mascot.kernels.prng import check_default_prng, check_key_impl
+from mascot.kernels.prng import check_default_prng, check_key_impl, is_int_seed
 
 __all__ = ["Modes", "Policy", "Rollout", "disagreement", "rollout"]
 
@@ -155,9 +155,7 @@ def rollout(
         raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
     if key is not None:
         check_default_prng()  # (raw key data of another default implementation is read as that implementation's)
-        if isinstance(key, (int, np.integer)) or (
-            hasattr(key, "dtype") and jnp.issubdtype(key.dtype, jnp.integer) and getattr(key, "ndim", 1) == 0
-        ):
+        if is_int_seed(key):
             raise InputError(f"key must be a PRNG key (jax.random.key(seed)), not an int: got {key!r}")
         if hasattr(key, "dtype"):
             check_key_impl(key)  # (an rbg key's draws are not independent under vmap)

@@ -491,7 +491,7 @@ def _check_point(spec, p: dict, dtype: str) -> None:
         if k not in spec.params:
             continue
         try:
-            spec._check_value(k, v)
+            spec.check_values({k: v})
         except ValueError as e:
             reads = spec.params[k].reads
             by = reads and p.get(reads[0], spec.params[reads[0]].default)

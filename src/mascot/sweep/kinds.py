@@ -165,6 +165,8 @@ CONSENSUS_PARAMS = {
 
 #: the self-weight a consensus simulation builds a mode its strategy does not read with (the parameter's default)
 _UNREAD = {k: CONSENSUS_PARAMS[k].default for k in ("self_weight_complete", "self_weight_ring")}
+#: parameter -> the strategies whose simulation reads it
+_READS = {k: p.reads[1] for k, p in CONSENSUS_PARAMS.items() if p.reads}
 
 
 def _consensus_costs(p):
@@ -228,8 +230,7 @@ def consensus_inputs(cfg, index: int) -> dict:
         raise InputError(f"index must be a grid point, an integer in [0, {cfg.n_points}); got {index!r}")
     index = int(index)
     p = KINDS["consensus"].complete(cfg.points(index, index + 1)[0])
-    reads = {k: q.reads[1] for k, q in CONSENSUS_PARAMS.items() if q.reads}
-    return consensus_call(p, index, cfg.key_seed, cfg.dtype, reads, _UNREAD)
+    return consensus_call(p, index, cfg.key_seed, cfg.dtype, _READS, _UNREAD)
 
 
 def _consensus_bytes(p) -> int:
@@ -387,9 +388,7 @@ KINDS = {
         "consensus",
         CONSENSUS_PARAMS,
         # points that simulate the same thing run once (issue 29); the strategies that read each parameter
-        _evaluator(
-            "consensus_evaluate", reads={k: p.reads[1] for k, p in CONSENSUS_PARAMS.items() if p.reads}, unread=_UNREAD
-        ),
+        _evaluator("consensus_evaluate", reads=_READS, unread=_UNREAD),
         _consensus_bytes,
         _consensus_extra,
         _consensus_costs,
