@@ -372,3 +372,30 @@ def test_deliberation_figure_names_the_graphs_of_the_run():
     W1 = complete_weights(4, 0.4).tolist()
     assert _mode_names({"n_agents": 4, "W1": W1, "W2": ring_weights(4, 0.6).tolist()}) == ("complete K4", "ring C4")
     assert _mode_names({"n_agents": 4, "W1": W1, "W2": np.full((4, 4), 0.25).tolist()}) == ("complete K4", "W2")
+
+
+def test_points_that_differ_only_in_their_trajectory_count_share_their_first_trajectories(tmp_path, capsys):
+    """Found in review: a consensus sweep with a ``trajectories`` axis draws trajectory t alike at every count
+    (common random numbers), so the rows of the 8-trajectory point are 8 of the 24-trajectory point's samples;
+    pooled as 32 rows they made the interval too narrow. The plotted numbers equal scipy's t interval over the
+    24 distinct trajectories, though the copies' d0 can differ in its last float32 bit (other batch sizes)."""
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[experiment]\nkind = "consensus"\nseed = 3\n[fixed]\nn = 5\n[grid]\ntrajectories = [8, 24]\neta = [0.1, 0.2]\n'
+    )
+    run = tmp_path / "r"
+    assert main(["run", str(cfg), "--out", str(run)]) == 0
+    assert main(["merge", str(run)]) == 0
+    capsys.readouterr()
+    df = pd.read_parquet(run / "merged.parquet")
+    s = summarize(df, "eta", "rounds")
+    assert s["rows"].tolist() == [24, 24]
+    assert "16 rows repeat rows of other grid points" in " ".join(warnings_for(s, "eta", "rounds"))
+    for eta, got in zip((0.1, 0.2), s.itertuples()):
+        big = df[(df.eta == eta) & (df.groupby("point")["point"].transform("size") == 24)]
+        v = big["rounds"].to_numpy(dtype=np.float64)
+        lo, hi = stats.t.interval(0.95, v.size - 1, v.mean(), stats.sem(v))
+        assert (got.rounds, got.lo, got.hi) == pytest.approx((v.mean(), lo, hi), rel=1e-12)
+    # a user's own table with a point column: equal values in two points are not taken for one sample
+    own = pd.DataFrame({"point": [0, 0, 1, 1, 2, 2], "n": [5] * 6, "rounds": [3.0, 4.0, 3.0, 5.0, 3.0, 4.0]})
+    assert summarize(own, "n", "rounds")["rows"].tolist() == [4]  # point 2 repeats point 0 whole; 1 does not

@@ -12,6 +12,9 @@ What is averaged: in a sweep's table (it has a ``point`` column) the rows of one
 none) that varies across the plotted rows but is none of ``x``, ``hue`` and
 ``facet`` at one plotted point is refused (averaging over a study variable hides it): fix it with ``where`` or
 give it a role. A column that only follows the plotted ones (a cost computed from n) is not averaged over.
+A sample count (consensus ``trajectories``, spectra ``graphs``) is no column and is not refused: the rows of
+points that differ only in it are pooled, and a row that repeats a row of another point (the same sample:
+trajectory t is drawn alike at every count, see :func:`copied_rows`) is counted once.
 Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
 t interval (mean +- t_(1+ci)/2,n-1 s / sqrt(n)); for the median, the distribution-free interval between the
 order statistics a binomial(n, 1/2) puts ``ci`` % of the probability between.
@@ -40,8 +43,8 @@ __all__ = [
     "draw",
     "warnings_for",
     "natural_order",
-    "copied_points",
-    "drop_copied_points",
+    "copied_rows",
+    "drop_copied_rows",
     "STYLE",
 ]
 
@@ -94,20 +97,31 @@ def load_table(data) -> pd.DataFrame:
     raise InputError(f"{p}: give a .parquet or .csv file, or a run directory")
 
 
-def _kind_params(df: pd.DataFrame) -> set[str] | None:
-    """The parameters of the sweep kind whose table ``df`` is (every parameter of the kind is a column), or
-    ``None`` for another table: then every column constant within a grid point counts as one, outputs such
-    as a certificate's verdict included."""
+def _kind_of(df: pd.DataFrame):
+    """The sweep kind (:class:`mascot.sweep.schema.Kind`) whose table ``df`` is, or ``None`` for another table:
+    the kind whose row key is here and most of whose parameters are columns (a merged consensus table has no
+    ``trajectories`` or ``tokens_*`` column: derived or stored per row)."""
     from mascot.sweep.kinds import KINDS
 
     cols = set(df.columns)
-    best = None
-    for kind in KINDS.values():  # the kind whose row key is here and most of whose parameters are columns (a
-        # merged consensus table has no `trajectories` or `tokens_*` column: derived or stored per row)
+    best, best_have = None, set()
+    for kind in KINDS.values():
         have = set(kind.params) & cols
-        if set(kind.row_key) <= cols and 2 * len(have) >= len(kind.params) and (best is None or len(have) > len(best)):
-            best = have
+        if (
+            set(kind.row_key) <= cols
+            and 2 * len(have) >= len(kind.params)
+            and (best is None or len(have) > len(best_have))
+        ):
+            best, best_have = kind, have
     return best
+
+
+def _kind_params(df: pd.DataFrame) -> set[str] | None:
+    """The parameters of the sweep kind whose table ``df`` is that are its columns, or ``None`` for another
+    table: then every column constant within a grid point counts as one, outputs such as a certificate's
+    verdict included."""
+    kind = _kind_of(df)
+    return None if kind is None else set(kind.params) & set(df.columns)
 
 
 _STATUS_CODES = {label: code for code, label in STATUS_NAMES.items()}  # consensus, BudgetFail, ... -> 0, 1, ...
@@ -243,8 +257,8 @@ def summarize(
     if missing.any():  # a row without an x, hue or facet value has no place in the figure: left out, and said
         df = df[~missing]
     copies = 0
-    if "point" in df.columns:  # a sweep: points that repeat another point's rows are one simulation, counted once
-        df, copies = drop_copied_points(df)
+    if "point" in df.columns:  # a sweep: rows that repeat another point's rows are one simulation, counted once
+        df, copies = drop_copied_rows(df)
     if "point" in df.columns:  # a sweep: refuse to average over a parameter the figure does not show
         per_point = df.groupby("point", sort=False).nunique(dropna=False)
         known = _kind_params(df)  # a sweep kind's table: its parameters, not the outputs fixed per point
@@ -291,7 +305,7 @@ def summarize(
         )
     out = pd.DataFrame(rows)
     out.attrs["missing_key_rows"] = int(missing.sum())  # (read by warnings_for)
-    out.attrs["copied_points"] = copies
+    out.attrs["copied_rows"] = copies
     if len(out):  # rows in natural order (n2 before n10), as the figure draws them
         ranks = []
         for c in keys:
@@ -308,33 +322,54 @@ def _label(col: str) -> str:
     return col.replace("_", " ")
 
 
-def copied_points(df: pd.DataFrame) -> pd.Series:
-    """Per grid point (the ``point`` column), whether its rows repeat those of an earlier point in every other
-    column: the same simulation listed twice, as a sweep writes points that differ only in parameters their
-    family or strategy does not read (stored as missing). Averaging over such copies counts one sample several
-    times (an outside tester: intervals 3.3x too narrow).
+def copied_rows(df: pd.DataFrame) -> np.ndarray:
+    """Which rows of a sweep's table (it has a ``point`` column) are a sample that an earlier grid point's rows
+    already hold. A sweep writes such rows for points that differ only in parameters their family or strategy
+    does not read (stored as missing) and, through its common random numbers, for points that differ only in a
+    sample count the rows do not hold: trajectory t of a consensus point with ``trajectories = 50`` is
+    trajectory t of the same point with 200. Averaging over such copies counts one sample several times (an
+    outside tester: intervals 3.3x too narrow).
 
-    Arguments: ``df`` a sweep's rows. Returns a boolean Series indexed by point."""
-    h = pd.util.hash_pandas_object(df.drop(columns="point"), index=False).to_numpy(dtype=np.uint64)
-    point = df["point"].to_numpy()
-    pos = df.groupby("point", sort=False).cumcount().to_numpy(dtype=np.uint64) + np.uint64(1)
-    with np.errstate(over="ignore"):  # (sums of 64-bit hashes wrap around: a signature, not a number)
-        sig = (
-            pd.DataFrame({"point": point, "a": h, "b": h * pos})
-            .groupby("point", sort=True)
-            .agg(a=("a", "sum"), b=("b", "sum"), n=("a", "size"))
-        )
-    return sig.duplicated(keep="first")
+    In a sweep kind's table a sample is its parameter columns and its row key but ``point`` (``trajectory``,
+    ``graph``), and for a kind whose samples are seeded with their count (spectra's random families) also the
+    point's row count; the outputs are not compared (a sample computed in batches of another size can differ
+    in its last float32 bit). In another table only whole points are copies: every row of the point, in
+    order, equal to a row of an earlier point in every column but ``point``.
+
+    Arguments: ``df`` a sweep's rows. Returns a boolean array, one entry per row of ``df``."""
+    if df.empty or "point" not in df.columns:
+        return np.zeros(len(df), bool)
+    flat = df.reset_index(drop=True)
+    kind = _kind_of(flat)
+    if kind is not None:
+        cols = [c for c in flat.columns if c in kind.params or (c in kind.row_key and c != "point")]
+        key = flat[cols]
+        if kind.count_reseeds:
+            key = key.assign(_rows=flat.groupby("point", sort=False)["point"].transform("size"))
+    else:  # whole points only: in a table of unknown rows, equal values need not be one sample
+        h = pd.util.hash_pandas_object(flat.drop(columns="point"), index=False).to_numpy(dtype=np.uint64)
+        pos = flat.groupby("point", sort=False).cumcount().to_numpy(dtype=np.uint64) + np.uint64(1)
+        with np.errstate(over="ignore"):  # (sums of 64-bit hashes wrap around: a signature, not a number)
+            sig = (
+                pd.DataFrame({"point": flat["point"], "a": h, "b": h * pos})
+                .groupby("point", sort=True)
+                .agg(a=("a", "sum"), b=("b", "sum"), n=("a", "size"))
+            )
+        copied = sig.index[sig.duplicated(keep="first").to_numpy()]
+        return flat["point"].isin(copied).to_numpy()
+    order = np.argsort(flat["point"].to_numpy(), kind="stable")  # (earlier points keep their rows)
+    out = np.empty(len(df), bool)
+    out[order] = key.iloc[order].duplicated(keep="first").to_numpy()
+    return out
 
 
-def drop_copied_points(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """``df`` without the rows of the points :func:`copied_points` finds, and how many points those were.
+def drop_copied_rows(df: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """``df`` without the rows :func:`copied_rows` finds, and how many rows those were.
 
-    Arguments: ``df`` a sweep's rows. Returns ``(rows, points dropped)``."""
-    copies = copied_points(df)
-    if not copies.any():
-        return df, 0
-    return df[~df["point"].isin(copies[copies].index)], int(copies.sum())
+    Arguments: ``df`` a sweep's rows. Returns ``(rows, rows dropped)``."""
+    copies = copied_rows(df)
+    k = int(copies.sum())
+    return (df[~copies], k) if k else (df, 0)
 
 
 def natural_order(values) -> list:
@@ -367,11 +402,12 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
     gone = int(s.attrs.get("missing_key_rows", 0))
     if gone:
         out.append(f"{gone:,} rows with no value in the x, hue or facet column were left out")
-    copies = int(s.attrs.get("copied_points", 0))
+    copies = int(s.attrs.get("copied_rows", 0))
     if copies:
         out.append(
-            f"{copies:,} grid point(s) repeat another point's rows (they differ only in parameters their family or "
-            "strategy does not read) and were counted once"
+            f"{copies:,} rows repeat rows of other grid points (the same samples: the points differ only in "
+            "parameters their family or strategy does not read, or in a sample count such as trajectories) and were "
+            "counted once"
         )
     bad = int(s["nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0
     if bad:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import save_figure
-from mascot.analysis.plot import drop_copied_points, natural_order
+from mascot.analysis.plot import drop_copied_rows, natural_order
 from mascot.errors import InputError
 from mascot.graphs import RANDOM_FAMILIES
 from mascot.io import read_parquet_verified, significant, write_csv
@@ -57,7 +57,7 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     out.mkdir(parents=True, exist_ok=True)
     # points that differ only in parameters their family does not read (stored as missing) hold the same graphs:
     # count each graph once (an unread alpha axis doubled a Watts-Strogatz family's graph count)
-    df, _ = drop_copied_points(df)
+    df, _ = drop_copied_rows(df)
     df["graph_family"] = df.apply(_label, axis=1)
     # a point's graph count (the config's `graphs` for a random family, 1 otherwise) keeps apart samples of other
     # sizes: points with graphs = 2 and 5 were pooled into one median of 7 graphs

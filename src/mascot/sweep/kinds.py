@@ -415,6 +415,7 @@ KINDS = {
         _spectra_bytes,
         _spectra_extra,
         row_key=("point", "graph"),
+        count_reseeds=True,  # the graph count enters the random families' seeds
         max_workers=1,
         version=2,
         dtype_check=_spectra_dtype_check,

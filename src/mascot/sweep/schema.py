@@ -68,6 +68,10 @@ class Kind:
     required: bool = False
     # integer-coded columns: column -> {code: label}, written into the merged file's field metadata
     codes: dict = field(default_factory=dict)
+    # whether a point's samples depend on how many it draws (its row count): a spectra point's graphs are
+    # seeded with the count, while trajectory t of a consensus point is the same at every trajectory count.
+    # Rows with equal parameters and row key are one sample (mascot.analysis.plot.copied_rows)
+    count_reseeds: bool = False
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values (integers given for float parameters become floats)."""
