@@ -399,3 +399,22 @@ def test_points_that_differ_only_in_their_trajectory_count_share_their_first_tra
     # a user's own table with a point column: equal values in two points are not taken for one sample
     own = pd.DataFrame({"point": [0, 0, 1, 1, 2, 2], "n": [5] * 6, "rounds": [3.0, 4.0, 3.0, 5.0, 3.0, 4.0]})
     assert summarize(own, "n", "rounds")["rows"].tolist() == [4]  # point 2 repeats point 0 whole; 1 does not
+
+
+def test_empty_key_columns_and_missing_intervals_are_explained():
+    """Found by an outside tester: ``--x p --where family=chain`` (a chain reads no p: stored as missing) said only
+    "no rows", and a median over 3 rows drew no interval without a word. The fewest rows for a 95% median
+    interval is 6 by hand: with n = 5 even [min, max] covers 1 - 2 * 2^-5 = 0.9375 < 0.95; with 6, 0.969."""
+    df = pd.DataFrame(
+        {"point": [0, 0, 0, 1, 1, 1], "family": ["chain"] * 3 + ["er"] * 3, "p": [np.nan] * 3 + [0.3] * 3}
+    ).assign(kappa=np.arange(6.0), graph=[0, 1, 2] * 2)
+    with pytest.raises(InputError, match="none of the 3 rows kept has a value in the x column p"):
+        summarize(df, "p", "kappa", where={"family": "chain"})
+    s = summarize(df, "p", "kappa", agg="median", where={"family": "er"})
+    assert "1 plotted point(s) have no interval: a 95% interval of the median needs at least 6 rows" in warnings_for(
+        s, "p", "kappa"
+    )
+    big = pd.concat([df[df.family == "er"].assign(graph=g) for g in range(2)])  # 6 rows at one point
+    big = big.assign(point=1, graph=range(6), kappa=np.arange(6.0))
+    assert not any("no interval" in m for m in warnings_for(summarize(big, "p", "kappa", agg="median"), "p", "kappa"))
+    assert summarize(df, "p", "kappa", ci=None, where={"family": "er"}).attrs["interval"] is None

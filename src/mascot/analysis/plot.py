@@ -192,6 +192,16 @@ def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
     return c, float(s[lo]), float(s[hi])
 
 
+def _rows_for_interval(agg: str, ci: float) -> int:
+    """The fewest finite rows :func:`_interval` draws a ``ci`` % interval of ``agg`` from."""
+    if agg != "median":
+        return 2 if agg == "mean" else 1
+    n = 2
+    while math.isnan(_interval(np.arange(float(n)), "median", ci)[1]):
+        n += 1
+    return n
+
+
 def summarize(
     data,
     x: str,
@@ -255,6 +265,13 @@ def summarize(
     keys = [c for c in (facet, hue, x) if c is not None]
     missing = df[keys].isna().any(axis=1).to_numpy() if keys else np.zeros(len(df), bool)
     if missing.any():  # a row without an x, hue or facet value has no place in the figure: left out, and said
+        if missing.all():
+            empty = [f"the {role} column {col}" for role, col in roles.items() if col in keys and df[col].isna().all()]
+            what = " and ".join(empty) or "the x, hue or facet column"
+            raise InputError(
+                f"nothing to plot: none of the {len(df):,} rows kept has a value in {what} (a sweep stores a "
+                "parameter as missing where the point's family or strategy does not read it)"
+            )
         df = df[~missing]
     copies = 0
     if "point" in df.columns:  # a sweep: rows that repeat another point's rows are one simulation, counted once
@@ -306,6 +323,7 @@ def summarize(
     out = pd.DataFrame(rows)
     out.attrs["missing_key_rows"] = int(missing.sum())  # (read by warnings_for)
     out.attrs["copied_rows"] = copies
+    out.attrs["interval"] = None if ci is None else ("share" if share_of is not None else agg, ci)
     if len(out):  # rows in natural order (n2 before n10), as the figure draws them
         ranks = []
         for c in keys:
@@ -412,6 +430,15 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
     bad = int(s["nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0
     if bad:
         out.append(f"{bad:,} rows with a NaN or infinite {y} were left out of the aggregates")
+    how = s.attrs.get("interval")
+    if how is not None and {"rows", "lo"} <= set(s.columns):
+        thin = int(((s["rows"] > 0) & s["lo"].isna()).sum())
+        if thin:
+            need = _rows_for_interval(*how)
+            out.append(
+                f"{thin} plotted point(s) have no interval: a {how[1]:g}% interval of the {how[0]} needs at least "
+                f"{need} rows"
+            )
     empty = int((s["rows"] == 0).sum()) if "rows" in s else 0
     if empty:
         out.append(f"{empty} plotted point(s) have no finite {y} at all and are not drawn")
