@@ -66,7 +66,11 @@ def test_too_few_runs_for_the_risk_say_so(capsys):
     out = capsys.readouterr().out
     assert ".. inf)" in out and "cannot bound the 0.999 quantile from above" in out and "3,688 runs" in out
     assert main(["design", "budget", "--runs", "100", "--alpha", "0.001", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["budget_ci95"][1] is None  # strict JSON: no upper bound
+    got = json.loads(capsys.readouterr().out)
+    assert got["budget_ci95"][1] is None  # strict JSON: no upper bound, and why
+    assert "cannot bound the 0.999 quantile from above" in got["budget_ci95_unbounded"]
+    assert main(["design", "budget", "--runs", "200", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["budget_ci95_unbounded"] is None
     assert main(["design", "budget", "--max-rounds", "0"]) == 2
     # a later tester: with enough runs, an infinite limit comes from runs that never reach consensus; raising
     # --runs cannot help, and the message said it would

@@ -4,6 +4,7 @@ stays short with the same two quickstart commands as .ci/run."""
 
 import importlib
 import inspect
+import json
 import os
 import re
 import shlex
@@ -262,3 +263,23 @@ def test_readme_is_short_and_its_quickstart_is_what_ci_runs():
     ci = (ROOT / ".ci" / "run").read_text()
     install, test = lines[1].split(" && ")
     assert install in ci and test in ci
+
+
+def test_design_worked_example_quotes_the_committed_results():
+    """The design tutorial's numbers on the paper's scenario are those the commands wrote to results/design/."""
+    page = " ".join((ROOT / "docs" / "tutorials" / "design.md").read_text().split())
+    res = ROOT / "results" / "design"
+    calm = json.loads((res / "budget" / "design_budget.json").read_text())
+    noisy = json.loads((res / "budget_noise" / "design_budget.json").read_text())
+    pol = json.loads((res / "policy" / "design_policy.json").read_text())
+    lo, hi = calm["p_fail_ci95"]
+    assert f"P(BudgetFail) = {calm['p_fail']:.3f} (95% CI {lo:.3f}-{hi:.3f})" in page
+    assert f"the budget for 5% risk is {calm['budget_for_alpha']:.0f}" in page
+    assert f"largest sampled D0 is {calm['theorem1_b_star_max_d0']:.0f}" in page
+    assert f"rises to {noisy['p_fail']:.2f} and the 5%-risk budget to {noisy['budget_for_alpha']:.0f}" in page
+    row = {f["eta"]: f for f in pol["frontier"]}
+    paper, best = row[0.1], row[pol["best_eta"]]
+    assert f"spends {paper['mean_tokens']:.0f} tokens in {paper['mean_rounds']:.1f} rounds" in page
+    assert f"eta = {best['eta']:.2f} spends {best['mean_tokens']:.0f} in {best['mean_rounds']:.1f} rounds" in page
+    cert = pol["certificate"]
+    assert f"certificate for D0 = {cert['d0']:g} is smallest ({cert['b_star']:.0f}, ring-only)" in page

@@ -219,12 +219,28 @@ def cmd_design_budget(args) -> int:
         b0=args.b0,
         seed=args.seed,
     )
+    runs = int(r.tokens.size)
+    unbounded = None  # why the interval's upper limit is infinite (JSON null), in words
+    if math.isinf(r.budget_ci[1]):
+        need = math.ceil(math.log(0.025) / math.log1p(-r.alpha))
+        q = f"{1 - r.alpha:.15g}"
+        if runs < need:  # fewer runs than the quantile needs: the sample cannot bound it from above
+            unbounded = (
+                f"{runs:,} runs cannot bound the {q} quantile from above (its upper 95% limit needs at least "
+                f"{need:,} runs): raise --runs before trusting this budget"
+            )
+        else:  # the limit's order statistic is a run that never reached consensus: no budget covers it
+            unbounded = (
+                f"the {q} quantile's upper 95% limit is a run that never reached D <= eps within {args.max_rounds} "
+                "rounds: no budget bounds it; raise --max-rounds (or lower the noise) to price this risk"
+            )
     obj = {
-        "runs": int(r.tokens.size),
+        "runs": runs,
         "noise": args.noise,
         "alpha": r.alpha,
         "budget_for_alpha": r.budget_for_alpha,
         "budget_ci95": list(r.budget_ci),
+        "budget_ci95_unbounded": unbounded,
         "b0": r.b0,
         "p_fail": r.p_fail,
         "p_fail_ci95": list(r.p_fail_ci) if r.p_fail_ci else None,
@@ -251,19 +267,8 @@ def cmd_design_budget(args) -> int:
         f"  budget for risk <= {r.alpha:g}: {r.budget_for_alpha:g} tokens  (95% CI {r.budget_ci[0]:g} .. "
         f"{r.budget_ci[1]:g})"
     )
-    if math.isinf(r.budget_ci[1]):
-        need = math.ceil(math.log(0.025) / math.log1p(-r.alpha))
-        q = f"{1 - r.alpha:.15g}"
-        if obj["runs"] < need:  # fewer runs than the quantile needs: the sample cannot bound it from above
-            print(
-                f"  {obj['runs']:,} runs cannot bound the {q} quantile from above (its upper 95% limit "
-                f"needs at least {need:,} runs): raise --runs before trusting this budget"
-            )
-        else:  # the limit's order statistic is a run that never reached consensus: no budget covers it
-            print(
-                f"  the {q} quantile's upper 95% limit is a run that never reached D <= eps within {args.max_rounds} "
-                "rounds: no budget bounds it; raise --max-rounds (or lower the noise) to price this risk"
-            )
+    if unbounded:
+        print(f"  {unbounded}")
     print(f"  Theorem 1 worst case B*(D0): {r.b_star_median:g} at the median D0, {r.b_star_max:g} at the largest")
     if r.never:
         print(f"  {r.never:.2%} of runs did not reach D <= eps within {args.max_rounds} rounds (they fail any budget)")
