@@ -287,6 +287,10 @@ def test_cli_json(capsys, tmp_path):
     assert main(["design", "weights", "--topology", "ring:6"]) == 0
     said = capsys.readouterr().out
     assert "no weights on this graph give a lambda below" in said and "certified gap" in said
+    # equal weights are listed in edge order (a tester saw 0-1, 0-3, 0-2, 0-4 on a star)
+    assert main(["design", "weights", "--topology", "star:5"]) == 0
+    rows = [ln.split() for ln in capsys.readouterr().out.splitlines() if ln.strip()[:1].isdigit()]
+    assert [(r[0], r[2]) for r in rows] == [("0", "1"), ("0", "2"), ("0", "3"), ("0", "4")]
 
 
 def test_outside_tester_findings_on_the_certificate(tmp_path, capsys):

@@ -237,6 +237,20 @@ def test_noise_matrix_path_equals_reference_with_same_draws():
         jax.jit(lambda x: simulate_consensus(x, *args[1:], max_rounds=R, dtype="float64").rounds)(args[0])
 
 
+def test_costs_in_any_float_type_are_numbers_and_strings_are_not():
+    """Found by an outside tester: a bfloat16 cost (numpy dtype kind "V") was refused as "must be a number"."""
+    rng = np.random.default_rng(2)
+    W1, W2 = random_doubly_stochastic(rng, 4), random_doubly_stochastic(rng, 4)
+    X0 = rng.random((6, 4, 2))
+    run = lambda c1: simulate_consensus(X0, W1, W2, c1, 1.0, 0.1, 0.01, 100.0, dtype="float64")  # noqa: E731
+    want = run(3.0)
+    for c1 in (jnp.bfloat16(3), np.float16(3), jnp.asarray(3.0, jnp.bfloat16), np.int8(3)):
+        np.testing.assert_array_equal(run(c1).tokens, want.tokens)
+    for bad in ("3", True, 3 + 0j):
+        with pytest.raises(InputError, match="c1 must be a number or an array of numbers"):
+            run(bad)
+
+
 def test_noise_modal_and_matrix_agree_in_distribution():
     W1, W2 = PAIRS["complete_ring_N12"]
     rng = np.random.default_rng(8)

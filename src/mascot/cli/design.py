@@ -163,7 +163,10 @@ def cmd_design_weights(args) -> int:
         if len(res.edges) > k
         else "  edge weights:"
     )
-    order = np.argsort(-res.edge_weights)[:k]
+    # largest first, ties (to the printed digits) in edge order
+    order = sorted(range(len(res.edges)), key=lambda e: (-round(float(res.edge_weights[e]), 4), tuple(res.edges[e])))[
+        :k
+    ]
     for e in order:
         i, j = res.edges[e]
         print(f"    {i:>3d} - {j:<3d} {res.edge_weights[e]:.4f}")

@@ -83,7 +83,8 @@ def _whole(v, lo: int, hi: float) -> bool:
 def _per_trajectory(name, value, B, *, positive=False, nonnegative=False):
     """Validate a scalar or ``(B,)`` parameter; scalars stay 0-d (broadcast inside the kernel)."""
     raw = np.asarray(value)
-    if raw.dtype.kind not in "biuf" or raw.dtype.kind == "b":  # "600" or True is a mistake, not a cost
+    # "600" or True is a mistake, not a cost; bfloat16 and other ml_dtypes floats are numbers (numpy kind "V")
+    if not (raw.dtype.kind in "iuf" or jax.numpy.issubdtype(raw.dtype, jax.numpy.floating)):
         raise InputError(f"{name} must be a number or an array of numbers; got {value!r:.60}")
     arr = raw.astype(np.float64)
     if arr.ndim != 0 and arr.shape != (B,):
