@@ -1049,7 +1049,15 @@ def test_a_sweep_and_a_trials_run_never_take_each_others_directory(run_dir, tmp_
 def test_a_non_integer_k_profile_is_named_by_its_values(capsys):
     """Found by an outside tester: ``--k-profile 2.5`` printed numpy's ``array([2.5, 2.5, 2.5, 2.5, 2.5])``."""
     assert main(["diagnose", "--topology", "star:5", "--k-profile", "2.5"]) == 2
-    assert _err_line(capsys).rstrip().endswith("k_profile must be an integer >= 1; got non-integer value(s) 2.5")
+    assert (
+        _err_line(capsys)
+        .rstrip()
+        .endswith("--k-profile values must be whole numbers >= 1 (agents aggregated per step); got 2.5")
+    )
+    # a later tester: the option's messages named it two ways, and an empty --k-profile was silently ignored
+    for bad, said in [("1,0", "got 0"), ("inf", "got inf"), ("", "comma-separated whole numbers; got ''")]:
+        assert main(["diagnose", "--topology", "star:5", "--k-profile", bad]) == 2
+        assert _err_line(capsys).rstrip().endswith(said)
 
 
 def test_another_default_prng_is_refused_before_anything_runs(monkeypatch, capsys):

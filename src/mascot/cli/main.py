@@ -23,7 +23,7 @@ import os
 import sys
 from pathlib import Path
 
-from mascot.cli.graph_args import InOrder
+from mascot.cli.graph_args import InOrder, k_profiles
 from mascot.errors import InputError, MascotError, exit_code
 from mascot.log import printable
 
@@ -254,18 +254,7 @@ def _cmd_diagnose(args) -> int:
             specs += [value] if kind == "topology" else []
             order.append((kind, value))
     graphs = graphs_from_args(specs, args.adjacency, order)
-    kp = None
-    if args.k_profile:
-        try:
-            k = [float(x) for x in args.k_profile.split(",")]
-        except ValueError:
-            raise InputError(f"--k-profile must be comma-separated numbers; got {args.k_profile!r}") from None
-        if any(x < 1 for x in k):
-            raise InputError("--k-profile values must be >= 1 (agents aggregated per step)")
-        for name, A in graphs.items():
-            if len(k) not in (1, A.shape[0]):
-                raise InputError(f"--k-profile has {len(k)} values but {name} has {A.shape[0]} agents")
-        kp = {name: (k[0] if len(k) == 1 else k) for name in graphs}
+    kp = k_profiles(args.k_profile, graphs)
     rows = diagnose(graphs, gamma=args.gamma, rho_c=args.rho_c, k_profiles=kp)
     if args.json:
         print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
