@@ -572,6 +572,15 @@ def test_jit_with_explicit_method(rng):
     np.testing.assert_allclose(np.asarray(fg(0.9)), np.asarray(sr_spectra(A, 0.9).rho), rtol=1e-12)
     with pytest.raises(ValueError, match="method='eigh'"):
         jax.jit(lambda a: sr_spectra(a, 0.9).rho)(A)
+    # no derivatives, said in words on every route and in either order of grad and jit (JAX's own error named
+    # pure callbacks, or differentiated the device path's eigh where eigenvalues may meet)
+    for solver in ("host", "device"):
+        f = lambda g, solver=solver: sr_spectra(A, g, method="eigh", solver=solver).rho.sum()  # noqa: E731
+        for t in (jax.grad(f), jax.grad(jax.jit(f)), jax.jit(jax.grad(f))):
+            with pytest.raises(ValueError, match="sr_spectra has no derivatives"):
+                t(0.9)
+    with pytest.raises(ValueError, match="sr_spectra has no derivatives"):
+        jax.jacfwd(lambda a: sr_spectra(a, 0.9, method="eig").kappa)(D)
 
 
 @pytest.mark.parametrize("n", [2, 3, 12, 100, 1000])

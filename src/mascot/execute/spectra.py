@@ -76,8 +76,10 @@ def sr_spectra(
     symmetric ``A`` only: it reads one triangle, so on a directed graph it returns wrong numbers without an
     error (outside ``jit`` a non-symmetric ``A`` is refused); use ``"eig"`` for directed graphs.
 
-    Derivatives: none. The host LAPACK calls are callbacks without derivative rules (``jax.grad`` fails with
-    "Pure callbacks do not support JVP"); differentiate ``jnp.linalg`` expressions of your own instead.
+    Derivatives: none, on every route (``jax.grad``, ``jax.jvp`` and ``jacfwd`` raise ``InputError`` "sr_spectra
+    has no derivatives"): the host LAPACK calls are callbacks without derivative rules, and rho, Delta and
+    kappa are not differentiable where eigenvalues or singular values meet; differentiate ``jnp.linalg``
+    expressions of your own instead.
     """
     T = default_threads() if threads is None else int(threads)
     if T < 1:

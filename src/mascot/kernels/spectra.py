@@ -442,11 +442,26 @@ def _solve(out, route, proute, normal, X, P, idx, gflat, host, host_map, workers
             kappa[part[fm]] = r2[fm]
 
 
+@jax.custom_jvp
+def _no_derivatives(x):
+    """``x``; differentiating through it raises a clear ``InputError`` (JAX's own error names pure callbacks)."""
+    return x
+
+
+@_no_derivatives.defjvp
+def _no_derivatives_jvp(primals, tangents):
+    raise InputError(
+        "sr_spectra has no derivatives: its eigenvalues come from LAPACK on the host and from closed forms, "
+        "and rho, Delta and kappa are not differentiable where eigenvalues or singular values meet; use "
+        "finite differences in gamma or A"
+    )
+
+
 def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
     """sr_spectra inside a trace: explicit method, no validation or closed-form detection, kappa from SVDs."""
+    A, gamma = _no_derivatives(jnp.asarray(A)), _no_derivatives(jnp.asarray(gamma))
     if method == "auto":
         raise InputError("inside jax.jit, sr_spectra needs method='eigh' (symmetric A) or method='eig'")
-    A = jnp.asarray(A)
     dt = (
         jnp.dtype(dtype)
         if dtype is not None
