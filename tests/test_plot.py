@@ -376,24 +376,27 @@ def test_deliberation_figure_names_the_graphs_of_the_run():
 
 def test_points_that_differ_only_in_their_trajectory_count_share_their_first_trajectories(tmp_path, capsys):
     """Found in review: a consensus sweep with a ``trajectories`` axis draws trajectory t alike at every count
-    (common random numbers), so the rows of the 8-trajectory point are 8 of the 24-trajectory point's samples;
-    pooled as 32 rows they made the interval too narrow. The plotted numbers equal scipy's t interval over the
-    24 distinct trajectories, though the copies' d0 can differ in its last float32 bit (other batch sizes)."""
+    (common random numbers), so without belief noise the rows of the 8-trajectory point are 8 of the
+    24-trajectory point's samples; pooled as 32 rows they made the interval too narrow. With noise each point
+    draws its own (an outside tester: counting those as shared dropped distinct samples). The plotted numbers
+    equal scipy's t interval over the distinct samples, though a copy's d0 can differ in its last float32 bit."""
     cfg = tmp_path / "c.toml"
     cfg.write_text(
-        '[experiment]\nkind = "consensus"\nseed = 3\n[fixed]\nn = 5\n[grid]\ntrajectories = [8, 24]\neta = [0.1, 0.2]\n'
+        '[experiment]\nkind = "consensus"\nseed = 3\n[fixed]\nn = 5\n[grid]\ntrajectories = [8, 24]\n'
+        "eta = [0.1, 0.2]\nnoise = [0.0, 0.01]\n"
     )
     run = tmp_path / "r"
     assert main(["run", str(cfg), "--out", str(run)]) == 0
     assert main(["merge", str(run)]) == 0
     capsys.readouterr()
     df = pd.read_parquet(run / "merged.parquet")
-    s = summarize(df, "eta", "rounds")
-    assert s["rows"].tolist() == [24, 24]
+    s = summarize(df, "eta", "rounds", hue="noise")
+    assert s["rows"].tolist() == [24, 24, 32, 32]  # noise 0: 24 distinct runs; noise 0.01: 8 + 24
     assert "16 rows repeat rows of other grid points" in " ".join(warnings_for(s, "eta", "rounds"))
-    for eta, got in zip((0.1, 0.2), s.itertuples()):
-        big = df[(df.eta == eta) & (df.groupby("point")["point"].transform("size") == 24)]
-        v = big["rounds"].to_numpy(dtype=np.float64)
+    size = df.groupby("point")["point"].transform("size")
+    for got in s.itertuples():
+        at = df[(df.eta == got.eta) & (df.noise == got.noise)]
+        v = (at if got.noise > 0 else at[size[at.index] == 24])["rounds"].to_numpy(dtype=np.float64)
         lo, hi = stats.t.interval(0.95, v.size - 1, v.mean(), stats.sem(v))
         assert (got.rounds, got.lo, got.hi) == pytest.approx((v.mean(), lo, hi), rel=1e-12)
     # a user's own table with a point column: equal values in two points are not taken for one sample

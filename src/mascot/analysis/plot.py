@@ -14,7 +14,8 @@ none) that varies across the plotted rows but is none of ``x``, ``hue`` and
 give it a role. A column that only follows the plotted ones (a cost computed from n) is not averaged over.
 A sample count (consensus ``trajectories``, spectra ``graphs``) is no column and is not refused: the rows of
 points that differ only in it are pooled, and a row that repeats a row of another point (the same sample:
-trajectory t is drawn alike at every count, see :func:`copied_rows`) is counted once.
+trajectory t starts from the same X0 at every count and, without belief noise, is the same run, see
+:func:`copied_rows`) is counted once.
 Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
 t interval (mean +- t_(1+ci)/2,n-1 s / sqrt(n)); for the median, the distribution-free interval between the
 order statistics a binomial(n, 1/2) puts ``ci`` % of the probability between.
@@ -344,13 +345,14 @@ def copied_rows(df: pd.DataFrame) -> np.ndarray:
     """Which rows of a sweep's table (it has a ``point`` column) are a sample that an earlier grid point's rows
     already hold. A sweep writes such rows for points that differ only in parameters their family or strategy
     does not read (stored as missing) and, through its common random numbers, for points that differ only in a
-    sample count the rows do not hold: trajectory t of a consensus point with ``trajectories = 50`` is
-    trajectory t of the same point with 200. Averaging over such copies counts one sample several times (an
+    sample count the rows do not hold: without belief noise, trajectory t of a consensus point with
+    ``trajectories = 50`` is trajectory t of the same point with 200. Averaging over such copies counts one sample several times (an
     outside tester: intervals 3.3x too narrow).
 
     In a sweep kind's table a sample is its parameter columns and its row key but ``point`` (``trajectory``,
     ``graph``), and for a kind whose samples are seeded with their count (spectra's random families) also the
-    point's row count; the outputs are not compared (a sample computed in batches of another size can differ
+    point's row count; a row drawn with its point's own key (consensus belief noise > 0) is a sample of that
+    point alone; the outputs are not compared (a sample computed in batches of another size can differ
     in its last float32 bit). In another table only whole points are copies: every row of the point, in
     order, equal to a row of an earlier point in every column but ``point``.
 
@@ -364,6 +366,9 @@ def copied_rows(df: pd.DataFrame) -> np.ndarray:
         key = flat[cols]
         if kind.count_reseeds:
             key = key.assign(_rows=flat.groupby("point", sort=False)["point"].transform("size"))
+        if kind.point_draws in flat.columns:  # rows drawn with their point's own key belong to it alone
+            own = flat[kind.point_draws].fillna(0).to_numpy() > 0
+            key = key.assign(_own=np.where(own, flat["point"].to_numpy(), -1))
     else:  # whole points only: in a table of unknown rows, equal values need not be one sample
         h = pd.util.hash_pandas_object(flat.drop(columns="point"), index=False).to_numpy(dtype=np.uint64)
         pos = flat.groupby("point", sort=False).cumcount().to_numpy(dtype=np.uint64) + np.uint64(1)

@@ -72,6 +72,9 @@ class Kind:
     # seeded with the count, while trajectory t of a consensus point is the same at every trajectory count.
     # Rows with equal parameters and row key are one sample (mascot.analysis.plot.copied_rows)
     count_reseeds: bool = False
+    # a parameter that, where > 0, draws with the point's own key (consensus belief noise, keyed by the point
+    # index): such rows are samples of their point alone
+    point_draws: str | None = None
 
     def complete(self, p: dict) -> dict:
         """Fill defaults and derived values (integers given for float parameters become floats)."""
