@@ -155,6 +155,27 @@ def test_bad_submissions(config, capsys):
     assert "exceeds the 4 chunks" in capsys.readouterr().err
 
 
+def test_a_submission_into_another_runs_directory_is_refused_before_sbatch(config, tmp_path, capsys, monkeypatch):
+    """Found by an outside tester: submitting with another chunk size into an existing run's --out submitted
+    the jobs; every array task then failed and the merge job waited forever on its dependency."""
+    import mascot.cli.slurm as slurm
+
+    out = tmp_path / "run"
+    run_sweep(parse_config(CONFIG), out, progress=False)
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    calls = []
+    monkeypatch.setattr(slurm, "_sbatch", lambda *a, **k: calls.append(a) or "1")
+    argv = ["slurm", "submit", str(config), "--shards", "2", "--out", str(out)]
+    assert main([*argv, "experiment.chunk_size=2"]) == 2
+    assert (
+        "a run keeps the chunking it started with. Resume it with experiment.chunk_size = 3" in capsys.readouterr().err
+    )
+    assert main([*argv, "seed=5"]) == 2
+    assert "holds a different run" in capsys.readouterr().err
+    assert not calls and before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(argv) == 0 and len(calls) == 2  # the same run: its array and merge jobs (a resume)
+
+
 def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_cluster):
     out = tmp_path / "slurm-run"
     res = subprocess.run(

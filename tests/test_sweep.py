@@ -233,7 +233,10 @@ def test_resume_skips_complete_chunks_and_rejects_other_runs(tmp_path):
         run_sweep(parse_config(cfg_text(4).replace("seed = 3", "seed = 5")), tmp_path, progress=False)
     # found by an outside tester: another chunk size or grid read "run.json does not match ... the run directory
     # cannot be trusted", as if the directory were damaged; that message is left for an edited run.json
-    with pytest.raises(ValueError, match=r"24 points in 5 chunks of 5 \(another chunk_size: a run keeps the chunking"):
+    with pytest.raises(
+        ValueError,
+        match=r"in chunks of 4 points .* asks for chunks of 5 \(24 points in 5 chunks of 5\): a run keeps the chunking it started with. Resume it with experiment.chunk_size = 4",
+    ):
         run_sweep(parse_config(cfg_text(5)), tmp_path, progress=False)
     with pytest.raises(ValueError, match=r"holds a different run .* 36 points in 9 chunks of 4 \(a different config"):
         run_sweep(parse_config(cfg_text(4).replace("n = [5, 7]", "n = [5, 7, 9]")), tmp_path, progress=False)

@@ -218,6 +218,14 @@ def submit(config: str, shards: int | None = None, dry_run: bool = False, **kw) 
     sub = render(config, shards, **kw)
     if dry_run:
         return sub
+    if sub.kind == "sweep":  # an --out holding another run (another config or chunk size) is refused now, not
+        # by every array task once the jobs start (the merge job then waited forever on a failed dependency)
+        from mascot.sweep.store import RunDir
+
+        run = RunDir(sub.out)
+        if run.plan_file().is_file():
+            run.plan()  # (a damaged or older plan is refused as `mascot run` refuses it)
+        run.init(load_config(config, kw.get("overrides", ())))
     Path(sub.out, "slurm").mkdir(parents=True, exist_ok=True)
     sub.array_job = _sbatch(sub.array_script)
     if sub.kind == "trials":

@@ -323,14 +323,17 @@ class RunDir:
                 if ov
                 else ""
             )
-            why = (
-                "another chunk_size: a run keeps the chunking it started with"
-                if old.get("hash") == plan["hash"]
-                else "a different config, or a mascot version whose results for it differ"
-            )
+            if old.get("hash") == plan["hash"]:
+                raise RunDirError(
+                    f"{self.path} holds this experiment in chunks of {old.get('chunk_size')} points ({shape(old)}); "
+                    f"this config asks for chunks of {plan['chunk_size']} ({shape(plan)}): a run keeps the chunking "
+                    f"it started with. Resume it with experiment.chunk_size = {old.get('chunk_size')}, or use another "
+                    f"--out directory.{started}"
+                )
             raise RunDirError(
                 f"{self.path} holds a different run (experiment hash {old.get('hash')}, {shape(old)}); this config "
-                f"has hash {plan['hash']}, {shape(plan)} ({why}). Use another --out directory.{started}"
+                f"has hash {plan['hash']}, {shape(plan)} (a different config, or a mascot version whose results for it "
+                f"differ). Use another --out directory.{started}"
             )
         if old["n_points"] != plan["n_points"] or old["n_chunks"] != plan["n_chunks"]:  # the same experiment and
             # chunk size cannot have another grid: run.json was edited or damaged
