@@ -478,7 +478,12 @@ def test_out_pointing_at_a_file_is_refused(tmp_path, capsys):
     assert f.read_text() == "x"
 
 
-def test_corrupt_run_json_is_named(run_dir, tmp_path, capsys):
+def test_corrupt_run_json_is_named_and_written_anew_by_the_same_run(run_dir, tmp_path, capsys):
+    """A damaged run.json stops every command. Found by an outside tester: its advice (delete the directory)
+    threw away every chunk, and deleting run.json alone was refused ("holds chunks"). Each chunk carries its
+    experiment hash and point range, so the same config run again writes run.json anew and keeps them."""
+    before = pd.read_parquet(RunDir(run_dir).merge(tmp_path / "before.parquet"))
+    mtimes = {p: p.stat().st_mtime_ns for p in (run_dir / "chunks").iterdir()}
     (run_dir / "run.json").write_text('{"hash": "abc", ')
     for cmd in (
         ["status", str(run_dir)],
@@ -487,7 +492,16 @@ def test_corrupt_run_json_is_named(run_dir, tmp_path, capsys):
     ):
         assert main(cmd) == 2
         err = _err_line(capsys)
-        assert "run.json is corrupt" in err
+        assert "run.json is corrupt" in err and "delete it and run the same config" in err
+    (run_dir / "run.json").unlink()
+    other = sweep_text(**{"chunk_size = 3": "chunk_size = 2"})  # not the chunks' run: refused, nothing written
+    assert main(["run", str(write(tmp_path, other)), "--out", str(run_dir), "--quiet"]) == 2
+    assert "its chunks are of another experiment or chunk size" in _err_line(capsys)
+    assert main(["run", str(write(tmp_path, sweep_text(2))), "--out", str(run_dir), "--quiet"]) == 2
+    assert not (run_dir / "run.json").exists()
+    assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 0
+    assert {p: p.stat().st_mtime_ns for p in (run_dir / "chunks").iterdir()} == mtimes  # no chunk recomputed
+    pd.testing.assert_frame_equal(pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet")), before)
 
 
 BAD_ADJACENCY = {

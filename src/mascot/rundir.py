@@ -49,20 +49,26 @@ def lock_run_dir(out) -> DirLock:
 
 
 def read_run_json(
-    path: Path, *, kind: str | None = None, error: type[Exception] = InputError, kind_optional: bool = False
+    path: Path,
+    *,
+    kind: str | None = None,
+    error: type[Exception] = InputError,
+    kind_optional: bool = False,
+    hint: str = "use another --out, or delete the directory",
 ) -> dict | None:
     """The ``run.json`` at ``path`` as a dict, or ``None`` when there is none. Raises ``error`` naming the file
-    when it does not parse or is not an object, and, given ``kind``, when it belongs to a run of another kind
-    (``kind_optional``: a file without a ``kind``, as older versions of some runs wrote, is accepted)."""
+    when it does not parse or is not an object (followed by ``hint``, what to do), and, given ``kind``, when it
+    belongs to a run of another kind (``kind_optional``: a file without a ``kind``, as older versions of some
+    runs wrote, is accepted)."""
     path = Path(path)
     if not path.exists():
         return None
     try:
         meta = json.loads(path.read_bytes())
     except (ValueError, OSError) as e:
-        raise error(f"{path} is corrupt ({e}); use another --out, or delete the directory") from None
+        raise error(f"{path} is corrupt ({e}); {hint}") from None
     if not isinstance(meta, dict):
-        raise error(f"{path} is corrupt (not an object); use another --out, or delete the directory")
+        raise error(f"{path} is corrupt (not an object); {hint}")
     if kind is not None and meta.get("kind") != kind and not (kind_optional and "kind" not in meta):
         raise error(
             f"{path.parent} is not a {kind.replace('-', ' ')} directory (its run.json is of "

@@ -124,25 +124,57 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
         raise OSError(e.errno, f"cannot write {path}: {os.strerror(e.errno) if e.errno else e}") from None
 
 
-def _ours_before_plan(p: Path, config_text: str) -> bool:
-    """Whether ``p`` may stand in a run directory that has no run.json yet: our locks, an empty chunks/, the
-    Slurm log folder, an atomic write in flight, or the config.toml another shard of the same run wrote just
-    before its plan."""
+def _chunk_of(p: Path, cfg) -> bool:
+    """Whether ``p`` is a chunk file of a run of ``cfg`` (its name, experiment hash and point range)."""
+    m = re.fullmatch(r"chunk-(\d{6})\.parquet", p.name)
+    if not m or not p.is_file():
+        return False
+    c = int(m.group(1))
+    try:
+        meta = json.loads((pq.read_metadata(p).metadata or {}).get(META_KEY, b"null"))
+    except (OSError, ValueError, pa.ArrowException):
+        return False
+    start = c * cfg.chunk_size
+    return (
+        isinstance(meta, dict)
+        and meta.get("config_hash") == cfg.hash
+        and meta.get("chunk") == c
+        and meta.get("points") == [start, min(start + cfg.chunk_size, cfg.n_points)]
+    )
+
+
+def _ours_before_plan(p: Path, cfg) -> bool:
+    """Whether ``p`` may stand in a run directory of ``cfg`` that has no run.json (yet, or any more): our locks,
+    chunks/ holding nothing but chunks of this run (a lost or deleted run.json is written again; each chunk
+    carries its experiment hash), the Slurm log folder, an atomic write in flight, or the config.toml another
+    shard of the same run wrote just before its plan."""
     name = p.name
     if name.startswith(".mascot") and name.endswith(".lock"):
         return True
     if name.startswith(".") and name.endswith(".tmp"):
         return True
     if name == "chunks":
-        return p.is_dir() and not any(p.iterdir())
+        return p.is_dir() and all(
+            (q.name.startswith(".") and q.name.endswith(".tmp")) or _chunk_of(q, cfg) for q in p.iterdir()
+        )
     if name == "slurm":  # `mascot slurm submit` makes the array tasks' log folder before they start
         return p.is_dir()
+    if name == "merged.parquet":  # this run's merged dataset (a run.json lost after the merge)
+        meta = merged_metadata(p) if p.is_file() else None
+        return meta is not None and meta["plan"].get("hash") == cfg.hash
     if name == "config.toml":
         try:
-            return p.is_file() and p.read_text() == config_text
+            return p.is_file() and p.read_text() == cfg.text
         except (OSError, UnicodeDecodeError):
             return False
     return False
+
+
+# what to do about a damaged run.json: the chunks prove which run the directory holds
+_REBUILD = (
+    "delete it and run the same config (with the same overrides) into this directory again: it is written anew "
+    "and the chunks already there are kept (each carries its experiment hash)"
+)
 
 
 def _plan_of(cfg) -> dict:
@@ -295,13 +327,19 @@ class RunDir:
         pf = self.plan_file()
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
             # (another shard of this run may write run.json meanwhile: it is checked below like any plan)
-            other = [p.name for p in self.path.iterdir() if p.name != RUN_JSON and not _ours_before_plan(p, cfg.text)]
+            other = [p.name for p in self.path.iterdir() if p.name != RUN_JSON and not _ours_before_plan(p, cfg)]
             if other and not pf.exists():  # (a runner started beside this one may have just published its plan
                 # and config.toml: then its plan is checked below and this run refused as a different run)
                 raise RunDirError(
                     f"--out {self.path} is not empty and is not a mascot run directory (no run.json; "
                     f"it holds {', '.join(sorted(other)[:3])}{', ...' if len(other) > 3 else ''}): "
                     "give a new or empty directory"
+                    + (
+                        ", or, for a run whose run.json was lost, the config, overrides and chunk size it was run "
+                        "with (its chunks are of another experiment or chunk size)"
+                        if "chunks" in other
+                        else ""
+                    )
                 )
         self.chunks.mkdir(parents=True, exist_ok=True)
         if not pf.exists():
@@ -357,7 +395,7 @@ class RunDir:
     @staticmethod
     def _read_plan(pf: Path) -> dict:
         current = pf.name == RUN_JSON  # (else plan.json of a directory written before run.json: the plan itself)
-        meta = read_run_json(pf, kind=SWEEP_KIND if current else None, error=RunDirError)
+        meta = read_run_json(pf, kind=SWEEP_KIND if current else None, error=RunDirError, hint=_REBUILD)
         if meta is None:
             raise RunDirError(f"{pf} vanished while it was read; the run directory cannot be trusted")
         plan = meta.get("identity") if current else meta
@@ -369,8 +407,7 @@ class RunDir:
         )
         if not ok:
             raise RunDirError(
-                f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); use "
-                "another --out or delete the directory"
+                f"{pf} is corrupt (needs a string hash and integers >= 1 for {', '.join(counts)}); {_REBUILD}"
             )
         if isinstance(plan.get("identity"), int) and plan["identity"] > IDENTITY:
             raise RunDirError(
