@@ -399,6 +399,12 @@ def test_points_that_differ_only_in_their_trajectory_count_share_their_first_tra
         v = (at if got.noise > 0 else at[size[at.index] == 24])["rounds"].to_numpy(dtype=np.float64)
         lo, hi = stats.t.interval(0.95, v.size - 1, v.mean(), stats.sem(v))
         assert (got.rounds, got.lo, got.hi) == pytest.approx((v.mean(), lo, hi), rel=1e-12)
+    # the sample count itself can be a role (a tester: "--hue trajectories: no such column"): each point's rows
+    by = summarize(df, "eta", "rounds", hue="trajectories", where={"noise": 0.0})
+    assert by["trajectories"].tolist() == [8, 8, 24, 24] and by["rows"].tolist() == [8, 8, 24, 24]
+    first8 = df[(df.noise == 0) & (size == 8) & (df.eta == 0.1)]["rounds"].mean()
+    assert by["rounds"].iloc[0] == pytest.approx(first8, rel=1e-12)
+    assert summarize(df, "eta", "rounds", where={"trajectories": 8, "noise": 0.0})["rows"].tolist() == [8, 8]
     # a user's own table with a point column: equal values in two points are not taken for one sample
     own = pd.DataFrame({"point": [0, 0, 1, 1, 2, 2], "n": [5] * 6, "rounds": [3.0, 4.0, 3.0, 5.0, 3.0, 4.0]})
     assert summarize(own, "n", "rounds")["rows"].tolist() == [4]  # point 2 repeats point 0 whole; 1 does not

@@ -13,7 +13,8 @@ none) that varies across the plotted rows but is none of ``x``, ``hue`` and
 ``facet`` at one plotted point is refused (averaging over a study variable hides it): fix it with ``where`` or
 give it a role. A column that only follows the plotted ones (a cost computed from n) is not averaged over.
 A sample count (consensus ``trajectories``, spectra ``graphs``) is no column and is not refused: the rows of
-points that differ only in it are pooled, and a row that repeats a row of another point (the same sample:
+points that differ only in it are pooled (a consensus table's ``trajectories`` may be named as ``x``, ``hue``,
+``facet`` or in ``where``: it is then each point's row count), and a row that repeats a row of another point (the same sample:
 trajectory t starts from the same X0 at every count and, without belief noise, is the same run, see
 :func:`copied_rows`) is counted once.
 Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
@@ -225,6 +226,11 @@ def summarize(
     sweep parameter varies within a plotted point.
     """
     df = load_table(data)
+    named = {x, y.partition("=")[0], hue, facet, *(where or {})}
+    kind = _kind_of(df) if "point" in df.columns else None
+    if kind is not None and kind.count_param in named and kind.count_param not in df.columns:
+        # a sample count the rows do not hold (consensus trajectories): each point's row count, before any filter
+        df = df.assign(**{kind.count_param: df.groupby("point", sort=False)["point"].transform("size")})
     if agg not in ("mean", "median"):
         raise InputError(f"agg must be mean or median; got {agg!r}")
     if ci is not None and not 0 < ci < 100:

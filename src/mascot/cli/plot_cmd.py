@@ -68,8 +68,9 @@ def add_parser(sub) -> None:
         description="y against x from a merged sweep (.parquet or its run directory), a trials run "
         "(trials.parquet) or any .csv; each point the mean (or median) over the replicate rows with a "
         "confidence band. A sweep parameter that varies but is not x, hue or facet is refused: give it a "
-        "role or fix it with --where (a sample count, trajectories or graphs, is pooled instead; rows that repeat "
-        "another point's rows are counted once). Writes FIG and FIG.csv (the plotted numbers).",
+        "role or fix it with --where (a sample count, trajectories or graphs, is pooled instead, or split by "
+        "naming trajectories as a role; rows that repeat another point's rows are counted once). Writes FIG and "
+        "FIG.csv (the plotted numbers).",
     )
     p.add_argument("data", help="a .parquet or .csv file, or a run directory (merged.parquet / trials.parquet)")
     p.add_argument("--x", required=True, help="column on the x axis")

@@ -400,6 +400,7 @@ KINDS = {
         dtype_check=_consensus_dtype_check,
         codes={"status": STATUS_NAMES},
         point_draws="noise",  # belief noise is keyed by the point: noisy points share no samples
+        count_param="trajectories",
     ),
     # version 2: closed forms for chain/star/mesh/ring/complete rows and LAPACK's eigenvalue-only drivers
     # (float32 values differ from version 1's XLA eigh in the last digits)
