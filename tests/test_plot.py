@@ -427,3 +427,27 @@ def test_empty_key_columns_and_missing_intervals_are_explained():
     big = big.assign(point=1, graph=range(6), kappa=np.arange(6.0))
     assert not any("no interval" in m for m in warnings_for(summarize(big, "p", "kappa", agg="median"), "p", "kappa"))
     assert summarize(df, "p", "kappa", ci=None, where={"family": "er"}).attrs["interval"] is None
+
+
+def test_fixing_a_parameter_keeps_the_rows_that_do_not_read_it():
+    """Found by an outside tester: ``--where p=0.25`` (Erdos-Renyi's p) dropped the rings and Watts-Strogatz
+    graphs, whose p is missing (not read), without a word; fixing p for one family and beta for another in one
+    figure was impossible. In a sweep kind's table the filter keeps them, and says so."""
+    from mascot.sweep.kinds import KINDS
+
+    base = {k: np.nan if p.reads else p.default for k, p in KINDS["spectra"].params.items() if k != "graphs"}
+    rows, point = [], 0
+    for fam, extra in [("ring", {}), ("erdos_renyi", {"p": 0.25}), ("erdos_renyi", {"p": 0.5})]:
+        for beta in (0.1,) if fam == "ring" else (np.nan,):
+            for g in range(3 if fam != "ring" else 1):
+                rows.append({**base, **extra, "family": fam, "point": point, "graph": g, "kappa": 10.0 * point + g})
+            point += 1
+    df = pd.DataFrame(rows)
+    s = summarize(df, "n", "kappa", hue="family", where={"p": 0.25})
+    assert s["family"].tolist() == ["erdos_renyi", "ring"] and s["rows"].tolist() == [3, 1]
+    assert s["kappa"].tolist() == [11.0, 0.0]  # point 1's graphs 0-2; the ring (point 0)
+    assert "where p=0.25 also keeps the 1 rows that do not read p (stored as missing)" in warnings_for(s, "n", "kappa")
+    with pytest.raises(InputError, match="where p=0.3 keeps no row; p takes 0.25, 0.5"):
+        summarize(df, "n", "kappa", hue="family", where={"p": 0.3})
+    own = df.drop(columns="graph")  # not a sweep kind's table: a missing value is no value
+    assert summarize(own.drop(columns=["point"]), "n", "kappa", where={"p": 0.25})["rows"].tolist() == [3]

@@ -152,17 +152,30 @@ def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray
     return (vals.astype(str) == str(want)).to_numpy() if isinstance(want, str) else (vals == want).to_numpy()
 
 
-def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> pd.DataFrame:
+def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> tuple[pd.DataFrame, list[str]]:
+    """``df`` filtered by ``where`` and what the filters kept beside the asked values, in words. In a sweep
+    kind's table a parameter stored as missing is one the row's family does not read, so fixing it keeps those
+    rows too: ``--where p=0.25 --where beta=0.1`` is Erdos-Renyi graphs at p 0.25, Watts-Strogatz at beta 0.1
+    and the rings (an outside tester: the filter dropped every family without p, without a word)."""
+    params = _kind_params(df) if "point" in df.columns else None
+    notes = []
     for col, want in (where or {}).items():
         if col not in df.columns:
             raise InputError(f"where: no column {col!r}; columns: {', '.join(df.columns)}")
         vals = df[col]
         keep = _matches(vals, col, want)
         if not keep.any():
-            shown = ", ".join(map(str, pd.unique(vals)[:12]))
+            shown = ", ".join(map(str, natural_order(vals.dropna())[:12]))
             raise InputError(f"where {col}={want!r} keeps no row; {col} takes {shown}")
+        unread = vals.isna().to_numpy() & ~keep if params is not None and col in params else None
+        if unread is not None and unread.any():
+            keep = keep | unread
+            notes.append(
+                f"where {col}={want} also keeps the {int(unread.sum()):,} rows that do not read {col} (stored as "
+                "missing)"
+            )
         df = df[keep]
-    return df
+    return df, notes
 
 
 def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
@@ -226,16 +239,17 @@ def summarize(
     sweep parameter varies within a plotted point.
     """
     df = load_table(data)
-    named = {x, y.partition("=")[0], hue, facet, *(where or {})}
+    named = {x, y.partition("=")[0], hue, facet, *(where or {})} - {None}
     kind = _kind_of(df) if "point" in df.columns else None
-    if kind is not None and kind.count_param in named and kind.count_param not in df.columns:
+    count = kind.count_param if kind is not None else None
+    if count is not None and count in named and count not in df.columns:
         # a sample count the rows do not hold (consensus trajectories): each point's row count, before any filter
-        df = df.assign(**{kind.count_param: df.groupby("point", sort=False)["point"].transform("size")})
+        df = df.assign(**{count: df.groupby("point", sort=False)["point"].transform("size")})
     if agg not in ("mean", "median"):
         raise InputError(f"agg must be mean or median; got {agg!r}")
     if ci is not None and not 0 < ci < 100:
         raise InputError(f"ci must be a level in percent, 0 < ci < 100 (None or --ci 0: no intervals); got {ci!r}")
-    df = _filter(df, where)  # (before the share column is made: an error lists the table's own columns)
+    df, kept_unread = _filter(df, where)  # (before the share column is made: an error lists the table's columns)
     share_of = None  # y = "COL=VALUE": the share of rows whose COL is VALUE (e.g. status=consensus)
     if y not in df.columns and "=" in y:
         share_of, _, want = y.partition("=")
@@ -330,6 +344,7 @@ def summarize(
     out = pd.DataFrame(rows)
     out.attrs["missing_key_rows"] = int(missing.sum())  # (read by warnings_for)
     out.attrs["copied_rows"] = copies
+    out.attrs["where_notes"] = kept_unread
     out.attrs["interval"] = None if ci is None else ("share" if share_of is not None else agg, ci)
     if len(out):  # rows in natural order (n2 before n10), as the figure draws them
         ranks = []
@@ -427,7 +442,7 @@ def warnings_for(s: pd.DataFrame, x: str, y: str, *, logx: bool = False, logy: b
 
     Returns: a list of sentences (empty when nothing is left out).
     """
-    out = []
+    out = list(s.attrs.get("where_notes", []))
     gone = int(s.attrs.get("missing_key_rows", 0))
     if gone:
         out.append(f"{gone:,} rows with no value in the x, hue or facet column were left out")
