@@ -381,3 +381,44 @@ def test_reports_refuse_missing_and_empty_inputs_and_draw_partial_sweeps(tmp_pat
     for name in ("random", "no09"):
         assert main(["report", "spectra-sweep", str(tmp_path / f"{name}.parquet"), "--out", str(tmp_path / name)]) == 0
         assert (tmp_path / name / "fig_sweep_size.png").stat().st_size > 5_000
+
+
+@pytest.mark.x64
+def test_sweep_reports_check_and_name_their_source(tmp_path, capsys):
+    """Found by an outside tester: `report spectra-sweep` on one chunk file wrote a full report from 20 of 216
+    points, a merged noise table filtered after the merge (metadata kept) was reported with exit 0, and neither
+    report named the experiment and hash it describes (docs/reference/reliability.md says every report does)."""
+    import pyarrow.parquet as pq
+
+    _run(tmp_path, SPECTRA.format(chunk=3), "s")
+    merged = tmp_path / "s.parquet"
+    chunk = tmp_path / "s" / "chunks" / "chunk-000000.parquet"
+    assert main(["report", "spectra-sweep", str(chunk), "--out", str(tmp_path / "c")]) == 2
+    assert "is one chunk of a run (chunk 0, points [0, 3]), not a merged dataset" in capsys.readouterr().err
+    cut = tmp_path / "cut.parquet"
+    pq.write_table(pq.read_table(merged).slice(0, 5), cut)  # (pyarrow keeps the schema's metadata)
+    for what, data in (("spectra-sweep", cut), ("consensus-sweep", chunk)):
+        assert main(["report", what, str(data), "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err
+        assert "not the file `mascot merge` wrote" in err or "is one chunk of a run" in err
+    assert not (tmp_path / "c").exists() and not (tmp_path / "x").exists()
+    assert main(["report", "spectra-sweep", str(merged), "--out", str(tmp_path / "ok")]) == 0
+    plan = json.loads((tmp_path / "s" / "run.json").read_text())["identity"]
+    text = (tmp_path / "ok" / "spectra_sweep.md").read_text()
+    rows = len(pd.read_parquet(merged))
+    assert (
+        f"experiment `{plan['name']}` (hash {plan['hash']}); its {rows:,} rows and {plan['n_points']:,} points" in text
+    )
+    _run(tmp_path, NOISE.format(chunk=16), "n")
+    noise = tmp_path / "n.parquet"
+    import pyarrow.compute as pc
+
+    table = pq.read_table(noise)
+    pq.write_table(table.filter(pc.greater(table["k"], 1)), tmp_path / "nk.parquet")
+    assert main(["report", "noise-sweep", str(tmp_path / "nk.parquet"), "--out", str(tmp_path / "y")]) == 2
+    assert "not the file `mascot merge` wrote" in capsys.readouterr().err
+    assert main(["report", "noise-sweep", str(noise), "--out", str(tmp_path / "nr")]) == 0
+    claims = json.loads((tmp_path / "nr" / "noise_claims.json").read_text())
+    nplan = json.loads((tmp_path / "n" / "run.json").read_text())["identity"]
+    assert len(claims["sources"]) == 1 and f"(hash {nplan['hash']})" in claims["sources"][0]
+    assert claims["linear_mean_vs_exact_theory"]["points_nonfinite"] == 0

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import plt, save_figure
+from mascot.analysis.sources import check_merged, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.io import (
     atomic_write_text,
@@ -183,29 +184,6 @@ def _impossible(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(name for name, wrong in checks if wrong.any()))
 
 
-def _merged_meta(path) -> dict | None:
-    """The metadata ``mascot merge`` wrote into a merged dataset (plan, rows), or None (another file)."""
-    from mascot.sweep.store import merged_metadata
-
-    meta = merged_metadata(path)
-    return meta if meta is not None and isinstance(meta.get("rows"), int) else None
-
-
-def _check_against_meta(data, meta: dict | None, rows: int, points: int) -> None:
-    """A merged dataset holds the rows and points its metadata records: a file concatenated with another, cut
-    or filtered after ``mascot merge`` wrote it is refused (it would report other trajectories as this run's)."""
-    if meta is None:
-        return
-    want_points = meta["plan"].get("n_points")
-    if rows != meta["rows"] or (isinstance(want_points, int) and points != want_points):
-        raise InputError(
-            f"{data}: holds {rows:,} rows of {points:,} grid points, but the run it was merged from has "
-            f"{meta['rows']:,} rows of {want_points:,} points (experiment {meta['plan'].get('name')!r}, hash "
-            f"{meta['plan'].get('hash')}): not the file `mascot merge` wrote (concatenated, cut or filtered "
-            "since?); merge the run again, or strip the metadata to report on the rows as they are"
-        )
-
-
 def _summary_of(data, batch_rows: int) -> tuple[pd.DataFrame, int, int]:
     """(:func:`summarise`'s table, rows, grid points) of a DataFrame or a merged dataset's path, reading only the
     columns the report needs, one batch of whole points at a time."""
@@ -247,9 +225,9 @@ def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 18)
     """Write the report of a consensus sweep (a merged dataset's path, or its rows as a DataFrame) to
     ``out_dir``. A path is read a batch of ``batch_rows`` rows at a time and only in the columns the report
     uses, so memory does not grow with the number of trajectories (it grows with the number of grid points)."""
-    meta = None if isinstance(data, pd.DataFrame) else _merged_meta(data)
+    meta = None if isinstance(data, pd.DataFrame) else merged_meta(data)
     s, n_rows, n_points = _summary_of(data, batch_rows)
-    _check_against_meta(data, meta, n_rows, n_points)
+    check_merged(data, meta, n_rows, n_points)
     dom = dominance(s)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -264,7 +242,9 @@ def report(data, out_dir="results/sweeps", log=print, batch_rows: int = 1 << 18)
     funded = dom[dom.success_adaptive >= 0.99]
     figs = _fig_success(s, out) + _fig_tightness(s, out) + _fig_dominance(funded, out)
     agree = (funded.adaptive_between == funded.corollary_condition).mean()
-    text = _readme(n_rows, n_points, s, funded, agree, source=_source_line(data, meta))
+    text = _readme(
+        n_rows, n_points, s, funded, agree, source=source_line(data, meta, "mascot.analysis.consensus_sweep.report")
+    )
     atomic_write_text(out / "README.md", text)
     log(f"wrote {out}/: summary.csv dominance.csv README.md " + " ".join(p.name for p in figs))
     return dict(summary=s, dominance=dom)
@@ -522,18 +502,6 @@ _OUTPUTS = ["README.md"] + [
     f"{f}.{e}" for f in ("fig_success", "fig_tightness", "fig_dominance") for e in ("png", "pdf")
 ]
 _OUTPUTS += ["summary.csv", "dominance.csv"]
-
-
-def _source_line(data, meta: dict | None) -> str:
-    if isinstance(data, pd.DataFrame):
-        return "From a DataFrame passed to `mascot.analysis.consensus_sweep.report`."
-    if meta is None:
-        return f"From `{data}` (not a dataset `mascot merge` wrote: its rows were not checked against a run)."
-    pl = meta["plan"]
-    return (
-        f"From `{data}`: experiment `{pl.get('name')}` (hash {pl.get('hash')}); its {meta['rows']:,} rows and "
-        f"{pl.get('n_points'):,} points checked against the run it was merged from."
-    )
 
 
 def _readme(n_rows: int, n_points: int, s, dom, agree, source: str = "") -> str:

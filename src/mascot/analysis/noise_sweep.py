@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import legend, save_figure
+from mascot.analysis.sources import check_merged, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean, read_parquet_verified, significant, write_csv
 
@@ -76,7 +77,14 @@ def report(data, out="results/spectra") -> dict:
 
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     paths = sorted(paths, key=lambda p: str(Path(p).resolve()))  # the report does not depend on the argument order
-    df = pd.concat([read_parquet_verified(p, "; merge the run again").to_pandas() for p in paths], ignore_index=True)
+    frames, sources = [], []
+    for p in paths:  # each file checked against the run it was merged from (a chunk or a cut file is refused)
+        meta = merged_meta(p)
+        part = read_parquet_verified(p, "; merge the run again").to_pandas()
+        check_merged(p, meta, len(part), part["point"].nunique() if "point" in part else len(part))
+        frames.append(part)
+        sources.append(source_line(p, meta))
+    df = pd.concat(frames, ignore_index=True)
     if "ceg_mean" not in df.columns:
         raise InputError(f"{paths} is not a merged 'affine_noise' sweep (no ceg_mean column)")
     if df.empty:
@@ -109,8 +117,13 @@ def report(data, out="results/spectra") -> dict:
         m = lin[(lin["aggregate"] == "mean")]
         # z over the points with a spread (sigma = 0: E_ceg and its theory are both exactly 0, z is 0/0)
         z = ((m.ceg_mean - m.ceg_theory) / m.ceg_se)[m.ceg_se > 0]
+        # points whose runs overflowed (|L| > 1 over many steps: E_ceg is inf or NaN) test nothing: counted apart
+        lost = int((m.sigma > 0).sum() - len(z))
         claims["linear_mean_vs_exact_theory"] = dict(
-            points=int(len(z)), max_abs_z=float(z.abs().max()), share_abs_z_below_3=float((z.abs() < 3).mean())
+            points=int(len(z)),
+            points_nonfinite=lost,
+            max_abs_z=float(z.abs().max()),
+            share_abs_z_below_3=float((z.abs() < 3).mean()),
         )
         a = m[(m.L == 1.0) & (m.rho_c == 0.0)]
         pos = a[(a.sigma > 0) & (a.ceg_mean > 0)]  # (a log-log panel: sigma = 0 gives E_ceg = 0)
@@ -123,6 +136,9 @@ def report(data, out="results/spectra") -> dict:
             ax[0].plot(d["T"], d.ceg_theory / d.sigma, "-" if len(d) > 1 else "_", color=c, lw=1, ms=14)
         big = a[a["T"] >= 12]
         claims["trials"] = dict(min=int(lin.trials.min()), max=int(lin.trials.max())) if "trials" in lin else {}
+        # eq. 3's T^(3/2) is a large-T law: slopes are fitted over T >= 12 (the SR paper's horizon), null where
+        # a k has fewer than two such T
+        claims["slope_in_T_fitted_over"] = "T >= 12, L = 1, rho_c = 0, mean aggregation; null: fewer than two such T"
         claims["slope_in_T_at_L1"] = {int(k): _slope(d["T"], d.ceg_mean) for k, d in big.groupby("k")}
         claims["slope_in_T_theory_at_L1"] = {int(k): _slope(d["T"], d.ceg_theory) for k, d in big.groupby("k")}
         claims["slope_in_k_at_L1_rho0"] = {int(T): _slope(d.k, d.ceg_mean) for T, d in a.groupby("T")}
@@ -279,5 +295,6 @@ def report(data, out="results/spectra") -> dict:
     plt.close(fig)
     # 12 significant digits: the last bits of these fits depend on the CPU's BLAS kernels
     # (a slope that cannot be fitted is null: JSON has no NaN)
+    claims["sources"] = sources  # the experiments and hashes the claims describe
     atomic_write_text(out / "noise_claims.json", json.dumps(json_clean(significant(claims, 12)), indent=2) + "\n")
     return claims

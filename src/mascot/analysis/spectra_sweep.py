@@ -9,9 +9,10 @@ import pandas as pd
 
 from mascot.analysis.figures import save_figure
 from mascot.analysis.plot import drop_copied_rows, natural_order
+from mascot.analysis.sources import check_merged, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.graphs import RANDOM_FAMILIES
-from mascot.io import read_parquet_verified, significant, write_csv
+from mascot.io import atomic_write_text, read_parquet_verified, significant, write_csv
 
 __all__ = ["report"]
 
@@ -48,11 +49,14 @@ def _deterministic(summ) -> list[tuple[str, str, int]]:
 def report(data, out="results/spectra") -> pd.DataFrame:
     import matplotlib.pyplot as plt
 
+    meta = merged_meta(data)  # (a chunk file is refused: one chunk is a fraction of the grid)
     df = read_parquet_verified(data, "; merge the run again").to_pandas()
     if "kappa" not in df.columns or "family" not in df.columns:
         raise InputError(f"{data} is not a merged 'spectra' sweep (no family/kappa columns)")
     if df.empty:
         raise InputError(f"{data} holds no rows: nothing to report")
+    check_merged(data, meta, len(df), df["point"].nunique())
+    n_rows, n_points = len(df), df["point"].nunique()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     # points that differ only in parameters their family does not read (stored as missing) hold the same graphs:
@@ -100,14 +104,15 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     color = lambda j: f"C{j % 10}"  # noqa: E731
     marker = lambda j: "os^DvPX*<>"[j % 10]  # noqa: E731
     deterministic = _deterministic(summ)
+    drawn = []  # (label, the sizes drawn, of how many) for the report's words
     for lab, _, j in deterministic:
         d = summ[(summ.graph_family == lab)]
         sizes = sorted(d.n.unique())
         if not sizes:
             continue
-        for i, (n, ls, mfc) in enumerate(
-            zip(sorted({sizes[len(sizes) // 3], sizes[-1]}), ("-", "--"), (None, "white"))
-        ):
+        shown = sorted({sizes[len(sizes) // 3], sizes[-1]})
+        drawn.append((lab, shown, len(sizes)))
+        for i, (n, ls, mfc) in enumerate(zip(shown, ("-", "--"), (None, "white"))):
             e = d[d.n == n].sort_values("gamma")
             # staggered markers need a long gamma axis; on a short one every gamma has a marker (a stagger of 2
             # gammas left most curves with none, though the legend shows one)
@@ -139,6 +144,7 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     if len(rand):  # random families: median and 10-90% band over their graphs, at each family's largest n
         for i, (lab, d) in enumerate(rand.groupby("graph_family", sort=True)):
             e = d[d.n == d.n.max()].sort_values("gamma")
+            drawn.append((lab, [int(e.n.iloc[0])], d.n.nunique()))
             c = plt.cm.tab10(i % 10)
             ax[2].plot(e.gamma, e.kappa_median, "o-", ms=3, color=c, label=f"{lab} n={int(e.n.iloc[0])}")
             ax[2].fill_between(e.gamma, e.kappa_q10, e.kappa_q90, color=c, alpha=0.15)
@@ -150,7 +156,9 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         -0.01,
         "Coinciding curves are drawn in decreasing width; "
         + ("each curve has its markers at its own gammas" if long_axis else "every gamma has a marker")
-        + " (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values.",
+        + " (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values. "
+        + "Lines join the computed gammas. Sizes drawn: a third up each family's sizes and its largest (random "
+        + "families: the largest); every size is in sweep_summary.csv.",
         fontsize=7.5,
         ha="left",
         va="top",
@@ -182,6 +190,24 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         a.legend(fontsize=7)
     save_figure(fig, out / "fig_sweep_size")
     plt.close(fig)
+    sizes = "; ".join(
+        f"{lab} n = {', '.join(map(str, shown))}" + (f" (of {k} sizes)" if k > len(shown) else "")
+        for lab, shown, k in drawn
+    )
+    text = [
+        "# Spectra sweep report",
+        "",
+        source_line(data, meta, "mascot.analysis.spectra_sweep.report"),
+        "",
+        f"{n_rows:,} rows (one per grid point and graph) of {n_points:,} grid points; {len(summ):,} (graph setting, "
+        "gamma) rows in `sweep_summary.csv` (medians and 10/90% quantiles of rho, Delta and kappa over each "
+        "setting's graphs, each graph counted once). Written by `mascot report spectra-sweep`.",
+        "",
+        f"- `fig_sweep_gamma`: kappa and Delta against gamma, at {sizes or 'no size (no rows)'}.",
+        "- `fig_sweep_size`: kappa against n at gamma = 0.9"
+        + ("." if len(g9) else " (this sweep has no gamma = 0.9: its panels say so)."),
+    ]
+    atomic_write_text(out / "spectra_sweep.md", "\n".join(text) + "\n")
     return summ
 
 

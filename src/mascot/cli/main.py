@@ -226,7 +226,7 @@ def _cmd_report(args) -> int:
     report(args.data if args.what == "noise-sweep" else args.data[0], out)
     if args.what != "consensus-sweep":  # (the consensus report names its files itself)
         files = {
-            "spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf",
+            "spectra-sweep": "sweep_summary.csv fig_sweep_gamma.png/.pdf fig_sweep_size.png/.pdf spectra_sweep.md",
             "noise-sweep": "noise_ratios.csv noise_claims.json fig_noise.png/.pdf",
         }[args.what]
         print(f"wrote {out}/: {files}")
