@@ -343,6 +343,9 @@ class FakeOpenAIServer:
             return self._send(h, 400, {"error": {"message": "bad request: max_tokens too large"}})
         if action == "echo400":  # a careless server that echoes the credentials back
             return self._send(h, 400, {"error": f"invalid key {h.headers.get('Authorization')}"})
+        if action == "echorepr400":  # ... as a Python repr inside its JSON body
+            key = h.headers.get("Authorization", "").removeprefix("Bearer ")
+            return self._send(h, 400, {"error": f"invalid key repr={key!r}"})
         if action == "close":
             h.close_connection = True
             return None  # no status line at all -> RemoteDisconnected on the client
@@ -1149,11 +1152,12 @@ def test_openai_refuses_an_unusable_key_without_showing_it(monkeypatch, bad):
     assert "SECR" not in str(e.value) and "🔑" not in str(e.value)
 
 
-def test_openai_redacts_a_key_the_server_echoes_escaped(srv, monkeypatch):
+@pytest.mark.parametrize("echo", ["echo400", "echorepr400"])  # (the repr inside JSON: a later outside tester)
+def test_openai_redacts_a_key_the_server_echoes_escaped(srv, monkeypatch, echo):
     secret = 'sk-"quote\\back/slash+plus'
     monkeypatch.setenv("MASCOT_TEST_KEY", secret)
     be = client(srv, max_retries=0)
-    srv.plan[CONVERSATIONS[1][-1]["content"]] = ["echo400"]
+    srv.plan[CONVERSATIONS[1][-1]["content"]] = [echo]
     (r,) = be.generate([Request(CONVERSATIONS[1], GREEDY)])
     assert r.error and "HTTP 400" in r.error and "***" in r.error
     for form in (secret, json.dumps(secret)[1:-1], "quote", "back"):
@@ -1261,6 +1265,27 @@ def test_openai_refuses_a_base_url_with_a_bad_port_or_a_query(url, said):
     with pytest.raises(ValueError, match=said) as e:
         OpenAIBackend("m", base_url=url)
     assert "sk-abc" not in str(e.value)
+
+
+@pytest.mark.parametrize("path", ["/sk-test-SECRET123/v1", "/v1/sk-test%2DSECRET123", "/x/SK%2Dtest-SECRET123"])
+def test_a_base_url_holding_the_key_is_refused_without_showing_either(monkeypatch, tmp_path, capsys, path):
+    """Found by an outside tester: a key in the URL's path (some gateways route by it) was printed and stored in
+    run.json (as the command line and the backend's base_url). It is refused before anything is written."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET123")
+    url = f"http://127.0.0.1:9{path}"
+    from mascot.cli import main
+
+    if "SK%2D" in path:  # another key's case: not this key, so the URL is an address like any other
+        assert OpenAIBackend("m", base_url=url).base_url == url
+        return
+    with pytest.raises(ValueError, match=r"base_url holds the value of \$OPENAI_API_KEY") as e:
+        OpenAIBackend("m", base_url=url)
+    assert "SECRET" not in str(e.value)
+    out = tmp_path / "run"
+    argv = ["trials", "--backend", "openai", "--model", "m", "--base-url", url, "--n-trials", "1", "--steps", "1"]
+    assert main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "base_url holds the value" in err and "SECRET" not in err and not out.exists()
 
 
 def test_openai_a_server_nobody_runs_is_reported_at_once(monkeypatch, dead_port):

@@ -90,6 +90,27 @@ def check_options(
     """Validate :class:`OpenAIBackend`'s options without building it (the CLI checks them before it writes a
     run directory); returns the API key read from ``$api_key_env`` (None when unset). ``ValueError`` naming
     the option; never the key's value."""
+    if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
+        # never echoed: a key pasted here instead of a variable's name must not reach a log
+        raise InputError(
+            "api_key_env must be the NAME of an environment variable (letters, digits and _, not "
+            "starting with a digit), not the key itself"
+        )
+    key = os.environ.get(api_key_env) or None
+    if key is not None and not _KEY_CHARS.fullmatch(key):
+        raise InputError(
+            f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
+            "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
+            "(its value is not shown)"
+        )
+    if key is not None and len(key) >= MIN_SECRET and isinstance(base_url, str):
+        plain = urllib.parse.unquote_plus(base_url)
+        if any(form in base_url or form in plain for form in (key, urllib.parse.quote(key, safe=""))):
+            # (every later message names the URL, and run.json records it)
+            raise InputError(
+                f"base_url holds the value of ${api_key_env} (the API key; the URL is not shown): give the "
+                f"server's address only: the key is sent in the Authorization header from ${api_key_env}"
+            )
     if not isinstance(model, str) or not model:
         raise InputError(f"model must be a non-empty string; got {model!r}")
     if not isinstance(base_url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):
@@ -117,19 +138,6 @@ def check_options(
         raise InputError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
     if budget_s is not None and not (0 < float(budget_s) < math.inf):
         raise InputError(f"budget_s (--request-budget) must be > 0 seconds and finite; got {budget_s!r}")
-    if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
-        # never echoed: a key pasted here instead of a variable's name must not reach a log
-        raise InputError(
-            "api_key_env must be the NAME of an environment variable (letters, digits and _, not "
-            "starting with a digit), not the key itself"
-        )
-    key = os.environ.get(api_key_env) or None
-    if key is not None and not _KEY_CHARS.fullmatch(key):
-        raise InputError(
-            f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
-            "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
-            "(its value is not shown)"
-        )
     return key
 
 
@@ -483,20 +491,19 @@ class OpenAIBackend:
         key = self.__api_key
         if key:  # the key as sent, and as a server or a library may echo it: JSON-escaped (also "\/", Go's
             # \u003c, twice), repr-, URL- or HTML-escaped
-            j = json.dumps(key)[1:-1]
-            go = j.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            forms = {
+            plain = {
                 key,
-                j,
-                j.replace("/", "\\/"),
-                go,
-                json.dumps(j)[1:-1],
                 repr(key)[1:-1],
                 html.escape(key),
                 urllib.parse.quote(key, safe=""),
                 urllib.parse.quote(key),
                 urllib.parse.quote_plus(key),
             }
+            forms = set(plain)
+            for f in plain:  # each also JSON-escaped (a server's error body quoting it), once or twice
+                j = json.dumps(f)[1:-1]
+                go = j.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+                forms |= {j, j.replace("/", "\\/"), go, json.dumps(j)[1:-1]}
             for form in sorted(forms, key=len, reverse=True):
                 text = text.replace(form, "***")
         return text
