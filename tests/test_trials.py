@@ -791,6 +791,10 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
     # a command-line option comes after the file's, so it wins
     assert cli_main(["trials", f"--config={cfg}", "--steps", "2", "--out", str(tmp_path / "over"), "--quiet"]) == 0
     assert pd.read_parquet(tmp_path / "over" / "trials.parquet").step.max() == 2
+    # found by an outside tester: a command-line --topology was added to the file's list (more requests than asked)
+    args = ["trials", f"--config={cfg}", "--topology", "mesh", "--steps", "1", "--quiet"]
+    assert cli_main([*args, "--out", str(tmp_path / "topo")]) == 0
+    assert set(pd.read_parquet(tmp_path / "topo" / "trials.parquet").topology) == {"mesh"}
     capsys.readouterr()
     for text, msg in (
         ("[trials]\nn_trial = 5\n", "unknown key 'n_trial'"),
@@ -800,6 +804,10 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
         ("[trials\n", "invalid TOML"),
         # found by an outside tester: both were taken, the last one silently winning
         ("[trials]\ntemperature = 0.5\ntemp = 0.9\n", "'temp' and 'temperature' set the same option"),
+        # a later tester: an empty list ran every topology; a bad value was named only as its option
+        ("[trials]\ntopology = []\n", "'topology' is an empty list"),
+        ('[trials]\ntopology = "ring"\n', "'topology' = 'ring': one of chain, star, mesh, all"),
+        ("[trials]\nmax_tokens = 64.7\n", "t.toml: 'max_tokens' = 64.7: takes a whole number"),
     ):
         cfg.write_text(text)
         assert cli_main(["trials", "--config", str(cfg)]) == 2

@@ -662,7 +662,7 @@ def _with_trials_config(argv: list[str], parser) -> list[str]:
         return argv
     from mascot.cli.trials_config import trials_argv
 
-    return ["trials", *trials_argv(path, parser.trials_parser), *rest]
+    return ["trials", *trials_argv(path, parser.trials_parser, rest), *rest]
 
 
 def _process_switches(args) -> None:

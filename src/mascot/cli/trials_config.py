@@ -6,7 +6,7 @@ runs is the one a user can run (or dry-run) by hand. Keys are the long options w
 a string or a list, ``initial_state`` a string ``"50,A,3"`` or a list ``[50, "A", 3]`` (the task's initial state:
 the SR paper gives none, mascot's default is its own choice). ``[output] dir`` is ``--out``. Options given on the
 command line come after the
-file's, so they win (``--topology`` accumulates). Example (``configs/trials/qwen25_paper.toml``)::
+file's, so they win (a ``--topology`` on the command line replaces the file's list). Example (``configs/trials/qwen25_paper.toml``)::
 
     [trials]
     backend = "vllm"
@@ -80,9 +80,11 @@ def load_trials_config(path) -> dict:
     return out
 
 
-def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
+def trials_argv(path, parser: argparse.ArgumentParser, command_line=()) -> list[str]:
     """``mascot trials`` arguments equivalent to the file, checked against ``parser`` (the trials
-    sub-parser): unknown keys and wrongly typed values are errors naming the key."""
+    sub-parser): unknown keys and wrongly typed values are errors naming the key. A repeatable option
+    (``--topology``) that ``command_line`` (the arguments after the file) also gives is left out: the command
+    line's list replaces the file's, as its other options override the file's values."""
     table = load_trials_config(path)
     actions = {}
     for a in parser._actions:
@@ -109,11 +111,24 @@ def trials_argv(path, parser: argparse.ArgumentParser) -> list[str]:
                     f"{path}: 'initial_state' takes [VALUE, PARITY, LEVEL] or \"VALUE,PARITY,LEVEL\"; got {value!r}"
                 )
             value = ",".join(str(v) for v in value)
-        values = value if isinstance(value, list) and isinstance(action, argparse._AppendAction) else [value]
+        repeatable = isinstance(action, argparse._AppendAction)
+        values = value if isinstance(value, list) and repeatable else [value]
+        if repeatable and not values:  # (an empty list used to mean the option's default: every topology)
+            raise InputError(f"{path}: '{key}' is an empty list; give at least one value, or leave the key out")
+        if repeatable and any(a == flag or a.startswith(flag + "=") for a in command_line):
+            continue  # the command line's own list replaces the file's
         for v in values:
             if isinstance(v, (dict, list)) or isinstance(v, bool):
                 raise InputError(
                     f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}; got {v!r}"
                 )
+            if callable(action.type):  # checked here, so the error names the file's key, not only the option
+                try:
+                    action.type(str(v))
+                except (ValueError, TypeError, argparse.ArgumentTypeError) as e:
+                    why = {int: "takes a whole number", float: "takes a number"}.get(action.type, str(e))
+                    raise InputError(f"{path}: '{key}' = {v!r}: {why}") from None
+            if action.choices is not None and str(v) not in map(str, action.choices):
+                raise InputError(f"{path}: '{key}' = {v!r}: one of {', '.join(map(str, action.choices))}")
             argv += [flag, str(v)]
     return argv
