@@ -349,9 +349,12 @@ class FakeOpenAIServer:
         if action == "close":
             h.close_connection = True
             return None  # no status line at all -> RemoteDisconnected on the client
-        if action in ("negtok", "inftok"):  # a server that reports impossible token counts
-            usage = '{"prompt_tokens": -50}' if action == "negtok" else '{"prompt_tokens": 1e999}'
-            body = '{"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}], "usage": ' + usage + "}"
+        if action in ("negtok", "inftok", "nullcontent"):  # impossible token counts, or no content at all
+            usage = {"negtok": '{"prompt_tokens": -50}', "inftok": '{"prompt_tokens": 1e999}'}.get(
+                action, '{"prompt_tokens": 5, "completion_tokens": 3}'
+            )
+            message = '{"content": null, "refusal": "no"}' if action == "nullcontent" else '{"content": "x"}'
+            body = '{"choices": [{"message": ' + message + ', "finish_reason": "stop"}], "usage": ' + usage + "}"
             self.done(h)
             h.send_response(200)
             h.send_header("Content-Length", str(len(body)))
@@ -1191,6 +1194,15 @@ def test_openai_refuses_impossible_token_counts(srv, fault):
     srv.plan[CONVERSATIONS[0][-1]["content"]] = [fault]
     (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
     assert r.error and "usage.prompt_tokens" in r.error and "not a token count" in r.error
+
+
+def test_a_reply_without_content_is_an_error_not_an_empty_answer(srv):
+    """Found by an outside tester: ``"content": null`` became an empty reply, then a parse failure, then a
+    carried state, and the run ended with exit 0 and a table: a malformed reply recorded as the model's."""
+    be = client(srv, max_retries=0)
+    srv.plan[CONVERSATIONS[0][-1]["content"]] = ["nullcontent"]
+    (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
+    assert r.text == "" and r.error and "'message.content' is null (the message has refusal)" in r.error
 
 
 def test_sampling_refuses_a_non_finite_temperature():

@@ -777,7 +777,10 @@ class OpenAIBackend:
         if not isinstance(message, dict):
             raise malformed("'message' is not an object")
         text = message.get("content")
-        if not isinstance(text, (str, type(None))):
+        if text is None:  # no answer (a refusal, a tool call, a reasoning model cut off): never an empty reply
+            seen = [k for k in ("refusal", "tool_calls", "reasoning_content") if message.get(k)]
+            raise malformed("'message.content' is null" + (f" (the message has {', '.join(seen)})" if seen else ""))
+        if not isinstance(text, str):
             raise malformed("'message.content' is not a string")
         usage = data.get("usage")
         if not isinstance(usage, dict):  # budgets are charged by the server's counts: never a silent 0
