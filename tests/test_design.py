@@ -309,3 +309,18 @@ def test_outside_tester_findings_on_the_certificate(tmp_path, capsys):
     for f in ("labels.csv", "comment.csv"):
         assert main(["design", "weights", "--adjacency", str(tmp_path / f), "--json"]) == 0
         assert json.loads(capsys.readouterr().out)["lambda"] == pytest.approx(cycle_rate(5), abs=1e-6)
+    # a later tester: pandas' other to_csv layouts were refused ("row 0 holds ''", "must be square")
+    from mascot.analysis.diagnose import load_adjacency
+
+    layouts = {
+        "default.csv": dict(df=pd.DataFrame(A)),  # ",0,1,2,3,4" then "0,..." rows
+        "named_index.csv": dict(df=pd.DataFrame(A).rename_axis("agent")),  # "agent,0,1,..."
+        "names_int_index.csv": dict(df=pd.DataFrame(A, columns=list("abcde"))),  # ",a,b,..." then "0,..."
+        "no_index.csv": dict(df=pd.DataFrame(A), index=False),  # "0,1,2,3,4" as the header
+    }
+    for name, kw in layouts.items():
+        kw["df"].to_csv(tmp_path / name, **{k: v for k, v in kw.items() if k != "df"})
+        np.testing.assert_array_equal(load_adjacency(tmp_path / name), A, err_msg=name)
+    (tmp_path / "rect.csv").write_text("0,1,2\n1,0,1\n")  # 2 x 3 without a header: still refused
+    with pytest.raises(ValueError, match="square"):
+        load_adjacency(tmp_path / "rect.csv")

@@ -81,14 +81,9 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         raise InputError("no numeric rows")
     if any(";" in ln for ln in lines):  # (a semicolon-separated file read as one header cell per line: "shape (1, 0)")
         raise InputError("values are separated by ';': separate them by commas, spaces or tabs")
-    header = None
-    try:
-        float(lines[0].replace(",", " ").split()[0])
-    except ValueError:
-        header, lines = lines[0], lines[1:]  # header row
-    if not lines:
-        raise InputError("no numeric rows")
-    cells = [ln.replace(",", " ").split() if "," not in ln else [c.strip() for c in ln.split(",")] for ln in lines]
+
+    def split(ln):
+        return ln.replace(",", " ").split() if "," not in ln else [c.strip() for c in ln.split(",")]
 
     def number(c):
         try:
@@ -96,17 +91,35 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         except ValueError:
             return None
 
-    # a first column of row labels (what pandas' to_csv writes: an index beside a header of column names)
-    if header is not None and cells and all(r and number(r[0]) is None for r in cells):
-        cells = [r[1:] for r in cells]
-        names = [c.strip() for c in (header.split(",") if "," in header else header.split())]
-        header = ",".join(names[1:] if names and len(names) == len(cells[0]) + 1 else names)
+    header = None
+    first = split(lines[0])
+    if not first or first[0] == "" or number(first[0]) is None:  # a header row (pandas' to_csv starts its
+        header, lines = lines[0], lines[1:]  # with an empty cell above the index: ",0,1,2")
+    if not lines:
+        raise InputError("no numeric rows")
+    cells = [split(ln) for ln in lines]
+    # a first column of row labels, as pandas' to_csv writes its index beside a header of column names: labels
+    # that are not numbers, an empty header cell above them, or n rows of n + 1 cells under a header
+    if header is not None and cells:
+        names = split(header)
+        widths = {len(r) for r in cells}
+        labels = (
+            all(r and number(r[0]) is None for r in cells)
+            or (names[:1] == [""] and widths == {len(names)})
+            or (widths == {len(cells) + 1} and len(names) == len(cells) + 1)
+        )
+        if labels:
+            cells = [r[1:] for r in cells]
+            header = ",".join(names[1:] if names and len(names) == len(cells[0]) + 1 else names)
     bad = next(((i, c) for i, r in enumerate(cells) for c in r if number(c) is None), None)
     if bad is not None:
         raise InputError(f"row {bad[0]} holds {bad[1]!r}, not a number")
     rows = [[float(c) for c in r] for r in cells]
     if len({len(r) for r in rows}) != 1:
         raise InputError(f"rows have different lengths {sorted({len(r) for r in rows})}")
+    n = len(rows[0])
+    if header is None and len(rows) == n + 1 and rows[0] == list(range(n)):  # pandas' column names 0..n-1 (to_csv
+        header, rows = ",".join(cells[0]), rows[1:]  # with index=False): n + 1 rows are no adjacency otherwise
     names = None if header is None else header.split(",") if "," in header else header.split()
     if names is not None and len(names) != len(rows[0]):
         raise InputError(f"the header names {len(names)} columns but rows have {len(rows[0])}")
