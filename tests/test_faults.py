@@ -1074,6 +1074,26 @@ def test_a_non_integer_k_profile_is_named_by_its_values(capsys):
         assert _err_line(capsys).rstrip().endswith(said)
 
 
+def test_diagnose_says_how_many_digits_a_gamma_next_to_one_leaves(capsys):
+    """Found by an outside tester: at gamma = 1 - 1e-15 a ring's rho was 1.9% off its exact 1 / (1 - gamma) with
+    no word, and the table said "(gamma = 1; ...)", a value diagnose refuses. The gamma is printed as given, and
+    a gamma within ~2e-8 of 1 is said to leave fewer digits (an eigenvalue 1 - gamma computed to ~1e-16)."""
+    import math
+
+    for g, digits in (("0.999999999", 6), ("0.999999999999999", 0)):
+        assert main(["diagnose", "--topology", "ring:6", "--gamma", g]) == 0
+        out = capsys.readouterr().out
+        assert f"(gamma = {g};" in out and f"carry about {digits} correct significant digits" in out
+        assert main(["diagnose", "--topology", "ring:6", "--gamma", g, "--json"]) == 0
+        got = capsys.readouterr()
+        assert "ill-conditioned" in got.err and json.loads(got.out)["rho"] > 1e8
+        # the digits said are no more than those kept: rho's error against the exact 1 / (1 - gamma)
+        err = abs(json.loads(got.out)["rho"] * (1 - float(g)) - 1)
+        assert err < 10.0 ** (-digits) and (digits == 0 or -math.log10(err) >= digits)
+    assert main(["diagnose", "--topology", "ring:6", "--gamma", "0.99"]) == 0
+    assert "ill-conditioned" not in capsys.readouterr().out
+
+
 def test_another_default_prng_is_refused_before_anything_runs(monkeypatch, capsys):
     """Found by an outside tester: under JAX_DEFAULT_PRNG_IMPL=rbg a sweep kept its experiment hash but drew other
     rows (459 of 1,536 round counts), and rbg keys are not independent under vmap."""

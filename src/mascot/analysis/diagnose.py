@@ -23,7 +23,7 @@ import numpy as np
 from mascot.errors import InputError, NotFoundError
 from mascot.graphs import canonical_spec, from_spec, validate_adjacency
 
-__all__ = ["diagnose", "default_k_profile", "load_adjacency", "triage_text", "rank"]
+__all__ = ["diagnose", "default_k_profile", "load_adjacency", "triage_text", "rank", "gamma_warning"]
 
 
 def default_k_profile(A) -> np.ndarray:
@@ -204,6 +204,20 @@ def rank(rows: list[dict]) -> dict:
     return {"kappa": by("kappa", False), "delta": by("delta", True), "rho_tilde_c": by("rho_tilde_c", False)}
 
 
+def gamma_warning(gamma: float) -> str | None:
+    """A sentence on the float64 digits left when ``gamma`` is so close to 1 that M = (I - gamma P)^-1 is
+    ill-conditioned (an eigenvalue 1 - gamma of I - gamma P is computed to about 1e-16 absolute, so rho and kappa
+    lose about log10(1e-16 / (1 - gamma)) digits), or None when at least 8 remain."""
+    gap = 1.0 - float(gamma)
+    if gap <= 0 or gap >= 1e-8 * 2.3:
+        return None
+    digits = max(0, math.floor(math.log10(gap / np.finfo(np.float64).eps)))
+    return (
+        f"gamma = {float(gamma)!r} is within {gap:.1e} of 1: M = (I - gamma P)^-1 is ill-conditioned there, and rho "
+        f"and kappa carry about {digits} correct significant digits in float64 (1 - gamma itself is rounded)"
+    )
+
+
 def triage_text(rows: list[dict]) -> str:
     w = max(22, *(len(r["name"]) + 2 for r in rows))  # (long names pushed the columns out of line)
     lines = [f"{'topology':<{w}}{'n':>5}{'rho':>10}{'Delta':>10}{'kappa':>10}{'rho~':>10}{'rho~_c':>10}"]
@@ -213,7 +227,10 @@ def triage_text(rows: list[dict]) -> str:
             f"{r['rho_tilde']:>10.4g}{r['rho_tilde_c']:>10.4g}"
         )
     g, rc = rows[0]["gamma"], rows[0]["rho_c"]
-    lines.append(f"(gamma = {g:g}; rho~_c at rho_c = {rc:g}; k_i = inputs per agent unless --k-profile)")
+    # (the shortest form that reads back as gamma: 0.999999999999999 printed as "1", a value diagnose refuses)
+    lines.append(f"(gamma = {float(g)!r}; rho~_c at rho_c = {rc:g}; k_i = inputs per agent unless --k-profile)")
+    if gamma_warning(g):
+        lines.append(f"Warning: {gamma_warning(g)}.")
     lines.append("")
     lines.append("Triage (SR paper, Sec. 5.6):")
     lines.append("  1. kappa first: the cleanest predictor of perturbation sensitivity; lower is more robust.")

@@ -243,7 +243,7 @@ _REPORT_OUT = {
 def _cmd_diagnose(args) -> int:
     import json
 
-    from mascot.analysis.diagnose import diagnose, graphs_from_args, triage_text
+    from mascot.analysis.diagnose import diagnose, gamma_warning, graphs_from_args, triage_text
 
     specs, order = [], []
     for kind, value in getattr(args, "graph_order", None) or []:  # the graphs in the order given
@@ -256,6 +256,8 @@ def _cmd_diagnose(args) -> int:
     graphs = graphs_from_args(specs, args.adjacency, order)
     kp = k_profiles(args.k_profile, graphs)
     rows = diagnose(graphs, gamma=args.gamma, rho_c=args.rho_c, k_profiles=kp)
+    if args.json and gamma_warning(args.gamma):
+        print(f"mascot: warning: {gamma_warning(args.gamma)}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows[0] if len(rows) == 1 else rows, indent=2))
     else:
