@@ -1074,6 +1074,26 @@ def test_a_non_integer_k_profile_is_named_by_its_values(capsys):
         assert _err_line(capsys).rstrip().endswith(said)
 
 
+def test_an_out_path_through_a_file_names_the_file(tmp_path, capsys):
+    """Found by an outside tester: ``--out notes/fig.png`` with ``notes`` a file said "File exists" or "Not a
+    directory"; a .npy that is no array file showed numpy's advice to load pickles."""
+    notes = tmp_path / "notes"
+    notes.write_text("x")
+    table = tmp_path / "x.csv"
+    pd.DataFrame({"a": [1, 2], "b": [1.0, 2.0]}).to_csv(table, index=False)
+    for argv in (
+        ["run", str(write(tmp_path, sweep_text())), "--out", str(notes / "sub"), "--quiet"],
+        ["deliberate", "--runs", "1", "--no-report", "--out", str(notes / "d")],
+        ["plot", str(table), "--x", "a", "--y", "b", "--out", str(notes / "f.png")],
+    ):
+        assert main(argv) == 1
+        assert f"{notes} is a file, not a directory" in _err_line(capsys)
+    (tmp_path / "w.npy").write_bytes(b"not an array")
+    assert main(["diagnose", "--adjacency", str(tmp_path / "w.npy")]) == 2
+    err = _err_line(capsys)
+    assert "no .npy array header" in err and "allow_pickle" not in err
+
+
 def test_diagnose_says_how_many_digits_a_gamma_next_to_one_leaves(capsys):
     """Found by an outside tester: at gamma = 1 - 1e-15 a ring's rho was 1.9% off its exact 1 / (1 - gamma) with
     no word, and the table said "(gamma = 1; ...)", a value diagnose refuses. The gamma is printed as given, and

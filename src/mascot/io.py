@@ -19,6 +19,7 @@ from mascot.errors import DirectoryLocked, InputError
 
 __all__ = [
     "atomic_path",
+    "file_in_the_way",
     "atomic_write_text",
     "atomic_write_bytes",
     "write_csv",
@@ -335,3 +336,13 @@ def iter_parquet_verified(path, columns, damaged: str = "", batch_rows: int = 1 
         if isinstance(e, (FileNotFoundError, IsADirectoryError, PermissionError)):
             raise
         raise InputError(f"{path}: unreadable or damaged Parquet data ({e}){damaged}") from None
+
+
+def file_in_the_way(path) -> str | None:
+    """The first part of ``path`` (``path`` included) that exists and is not a directory: what a "File exists"
+    or "Not a directory" error about making or entering ``path`` is about (``--out notes.txt/fig.png`` said
+    only "notes.txt: File exists"), or None."""
+    if not path:
+        return None
+    p = Path(os.fsdecode(path))
+    return next((str(q) for q in [*reversed(p.parents), p] if q.exists() and not q.is_dir()), None)

@@ -57,7 +57,14 @@ def load_adjacency(path, what: str = "adjacency") -> np.ndarray:
 
 def _read_matrix(p: Path, suf: str) -> np.ndarray:
     if suf == ".npy":
-        return np.asarray(np.load(p, allow_pickle=False))
+        try:
+            return np.asarray(np.load(p, allow_pickle=False))
+        except ValueError as e:  # numpy's advice to load a pickle "unsafely" is no advice for a weights file
+            if "pickle" not in str(e):
+                raise
+            raise InputError(
+                "no .npy array header (a file of another kind, or an object array; mascot never loads pickles)"
+            ) from None
     text = p.read_bytes().decode("utf-8").removeprefix("\ufeff")  # (a byte-order mark: not a header row)
     if not text.strip():
         raise InputError("the file is empty")

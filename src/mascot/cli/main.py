@@ -17,6 +17,7 @@ mascot trials [--backend surrogate|vllm|openai|hf] [--topology all] --out DIR   
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import math
 import os
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from mascot.cli.graph_args import InOrder, k_profiles
 from mascot.errors import InputError, MascotError, exit_code
+from mascot.io import file_in_the_way
 from mascot.log import printable
 
 __all__ = ["main"]
@@ -781,7 +783,9 @@ def _run(args) -> int:
         return 141
     except OSError as e:  # disk full, permissions, ...: one line naming the file
         where = f"{e.filename}: " if e.filename else ""
-        print(f"mascot: error: {where}{e.strerror or e}", file=sys.stderr)
+        file = file_in_the_way(e.filename) if e.errno in (errno.ENOTDIR, errno.EEXIST) else None
+        why = f"{file} is a file, not a directory: give an --out path that does not go through it" if file else None
+        print(f"mascot: error: {where}{why or e.strerror or e}", file=sys.stderr)
         return 1
 
 
