@@ -84,7 +84,8 @@ def wilson(k: int, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     den = 1 + z * z / n
     mid = (p + z * z / (2 * n)) / den
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
-    return max(0.0, mid - half), min(1.0, mid + half)
+    # the ends are exact at k = 0 and k = n (rounding left 0.9999999999999999 where the interval reaches 1)
+    return (0.0 if k == 0 else max(0.0, mid - half)), (1.0 if k == n else min(1.0, mid + half))
 
 
 def _quantile_ci(sorted_t: np.ndarray, q: float, level: float = 0.95) -> tuple[float, float]:
