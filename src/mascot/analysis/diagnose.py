@@ -6,7 +6,7 @@ writes the paper's reading: kappa first (perturbation robustness), Delta second 
 caveat (a lower bound on consensus speed where judges or votes aggregate), rho~ for cumulative drift.
 
 Aggregation profile k_i: the effective number of proposals agent i averages per step. Default: the
-number of agents i reads (nonzeros of row i of A), at least 1 (an agent that reads nobody keeps its own
+number of agents i reads (nonzeros of row i of A: itself too when A has a self-loop), at least 1 (an agent that reads nobody keeps its own
 view: one input); so the star's judge has k = leaves, its
 leaves k = 1, the mesh k = n - 1, the chain k = 1. Pass ``k_profile`` to override it (e.g. the paper's
 "k = 4 per step" for both star and mesh).
@@ -146,7 +146,8 @@ def diagnose(graphs: dict, gamma: float = 0.9, rho_c: float = 0.0, k_profiles: d
     read nobody, both read by a third, are two).
 
     Arguments: ``graphs`` name -> adjacency; ``gamma`` the discount; ``rho_c`` the shared-bias fraction;
-    ``k_profiles`` name -> inputs aggregated per agent (default: the number of agents each reads).
+    ``k_profiles`` name -> inputs aggregated per agent (default: the number of agents each reads, itself
+    included when A has a self-loop).
     """
     from scipy.sparse.csgraph import connected_components
 
