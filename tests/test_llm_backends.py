@@ -607,7 +607,7 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
         with pytest.raises(Exception, match="malformed response"):
             be._reply(body)
     usage = b'"usage": {"prompt_tokens": 3, "completion_tokens": 0}'
-    assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b"}").text == ""
+    assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b"}").text == ""  # no token
     with pytest.raises(Exception, match="no .usage. object"):  # budgets are charged by these counts
         be._reply(b'{"choices": [{"message": {"content": "x"}}]}')
 
@@ -1202,7 +1202,7 @@ def test_a_reply_without_content_is_an_error_not_an_empty_answer(srv):
     be = client(srv, max_retries=0)
     srv.plan[CONVERSATIONS[0][-1]["content"]] = ["nullcontent"]
     (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
-    assert r.text == "" and r.error and "'message.content' is null (the message has refusal)" in r.error
+    assert r.text == "" and r.error and "'message.content' is null after 3 completion tokens (refusal)" in r.error
 
 
 def test_sampling_refuses_a_non_finite_temperature():

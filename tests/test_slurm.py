@@ -1,5 +1,6 @@
 """Slurm submission: rendered scripts, and a real 4-shard array + merge job on a live cluster."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -174,6 +175,9 @@ def test_a_submission_into_another_runs_directory_is_refused_before_sbatch(confi
     assert "holds a different run" in capsys.readouterr().err
     assert not calls and before == {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert main(argv) == 0 and len(calls) == 2  # the same run: its array and merge jobs (a resume)
+    fresh = tmp_path / "new" / "run"  # a new --out (and its parent) is made, with the run's plan in it
+    assert main(["slurm", "submit", str(config), "--shards", "2", "--out", str(fresh)]) == 0 and len(calls) == 4
+    assert json.loads((fresh / "run.json").read_text())["identity"]["hash"] == parse_config(CONFIG).hash
 
 
 def test_real_slurm_array_and_merge_equal_local_run(config, tmp_path, slurm_cluster):

@@ -43,13 +43,10 @@ from __future__ import annotations
 
 import email.utils
 import errno
-import html
 import http.client
 import json
-import math
 import os
 import random
-import re
 import socket
 import threading
 import time
@@ -59,6 +56,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
+from mascot.backends.openai_options import MIN_SECRET, check_options, redact
 from mascot.errors import BackendUnreachable, InputError
 from mascot.log import get_logger, printable
 
@@ -67,78 +65,10 @@ _log = get_logger(__name__)
 __all__ = ["OpenAIBackend", "build_payload", "check_options"]
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_KEY_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header value carries unchanged
 _MAX_BODY_IN_ERROR = 500
 # said with every timeout: the client closed its connection, but a server that generates one request at a time
 # goes on with the abandoned one, and later requests queue behind it
 _BUSY = "; the request was abandoned (a server that answers one request at a time may still be generating it)"
-
-
-def check_options(
-    *,
-    model,
-    base_url="http://127.0.0.1:8000/v1",
-    api_key_env="OPENAI_API_KEY",
-    concurrency=8,
-    max_retries=5,
-    timeout_s=120.0,
-    backoff_s=1.0,
-    budget_s=None,
-    **_ignored,
-) -> str | None:
-    """Validate :class:`OpenAIBackend`'s options without building it (the CLI checks them before it writes a
-    run directory); returns the API key read from ``$api_key_env`` (None when unset). ``ValueError`` naming
-    the option; never the key's value."""
-    if not isinstance(api_key_env, str) or not _ENV_NAME.fullmatch(api_key_env):
-        # never echoed: a key pasted here instead of a variable's name must not reach a log
-        raise InputError(
-            "api_key_env must be the NAME of an environment variable (letters, digits and _, not "
-            "starting with a digit), not the key itself"
-        )
-    key = os.environ.get(api_key_env) or None
-    if key is not None and not _KEY_CHARS.fullmatch(key):
-        raise InputError(
-            f"the value of ${api_key_env} is not a usable API key: it holds whitespace, a control "
-            "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
-            "(its value is not shown)"
-        )
-    if key is not None and len(key) >= MIN_SECRET and isinstance(base_url, str):
-        plain = urllib.parse.unquote_plus(base_url)
-        if any(form in base_url or form in plain for form in (key, urllib.parse.quote(key, safe=""))):
-            # (every later message names the URL, and run.json records it)
-            raise InputError(
-                f"base_url holds the value of ${api_key_env} (the API key; the URL is not shown): give the "
-                f"server's address only: the key is sent in the Authorization header from ${api_key_env}"
-            )
-    if not isinstance(model, str) or not model:
-        raise InputError(f"model must be a non-empty string; got {model!r}")
-    if not isinstance(base_url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):
-        raise InputError(f"base_url must not hold spaces or control characters; got {base_url!r}")
-    parsed = urllib.parse.urlsplit(str(base_url))
-    if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise InputError(f"base_url must be an http(s) URL such as http://127.0.0.1:8000/v1; got {base_url!r}")
-    if parsed.username is not None or parsed.password is not None:
-        raise InputError("base_url must not carry credentials (user:password@); put the key in api_key_env")
-    if parsed.query or parsed.fragment:  # (?api_key=... would be stored in run.json)
-        raise InputError("base_url must not carry a query or fragment (?...#...); put a key in api_key_env")
-    try:
-        port = parsed.port
-    except ValueError:
-        port = -1
-    if port is not None and not 1 <= port <= 65535:
-        raise InputError(f"base_url has no valid port (1-65535): {parsed.netloc!r}")
-    if int(concurrency) != concurrency or concurrency < 1:
-        raise InputError(f"concurrency must be an integer >= 1; got {concurrency!r}")
-    if int(max_retries) != max_retries or max_retries < 0:
-        raise InputError(f"max_retries must be an integer >= 0; got {max_retries!r}")
-    if not (0 < float(timeout_s) < math.inf):
-        raise InputError(f"timeout_s must be > 0 and finite; got {timeout_s!r}")
-    if not (0 <= float(backoff_s) < math.inf):
-        raise InputError(f"backoff_s must be >= 0 and finite; got {backoff_s!r}")
-    if budget_s is not None and not (0 < float(budget_s) < math.inf):
-        raise InputError(f"budget_s (--request-budget) must be > 0 seconds and finite; got {budget_s!r}")
-    return key
 
 
 SILENT_TIMEOUTS = 3  # attempts timed out in a row, with no answer ever, before a server is declared down
@@ -176,8 +106,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         return None  # urllib then raises HTTPError(code) for the 3xx reply
 
-
-MIN_SECRET = 8  # shorter keys are placeholders, not secrets: replies are not checked for them
 
 # -- one deadline per request: a watchdog shuts the request's socket down when --timeout runs out, whatever
 # phase it is in (a server trickling header lines or body bytes never trips the per-read socket timeout)
@@ -488,25 +416,7 @@ class OpenAIBackend:
     # -- internals -----------------------------------------------------------------------------------
 
     def _redact(self, text: str) -> str:
-        key = self.__api_key
-        if key:  # the key as sent, and as a server or a library may echo it: JSON-escaped (also "\/", Go's
-            # \u003c, twice), repr-, URL- or HTML-escaped
-            plain = {
-                key,
-                repr(key)[1:-1],
-                html.escape(key),
-                urllib.parse.quote(key, safe=""),
-                urllib.parse.quote(key),
-                urllib.parse.quote_plus(key),
-            }
-            forms = set(plain)
-            for f in plain:  # each also JSON-escaped (a server's error body quoting it), once or twice
-                j = json.dumps(f)[1:-1]
-                go = j.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-                forms |= {j, j.replace("/", "\\/"), go, json.dumps(j)[1:-1]}
-            for form in sorted(forms, key=len, reverse=True):
-                text = text.replace(form, "***")
-        return text
+        return redact(text, self.__api_key)
 
     def _headers(self) -> tuple[dict, dict]:
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -777,10 +687,7 @@ class OpenAIBackend:
         if not isinstance(message, dict):
             raise malformed("'message' is not an object")
         text = message.get("content")
-        if text is None:  # no answer (a refusal, a tool call, a reasoning model cut off): never an empty reply
-            seen = [k for k in ("refusal", "tool_calls", "reasoning_content") if message.get(k)]
-            raise malformed("'message.content' is null" + (f" (the message has {', '.join(seen)})" if seen else ""))
-        if not isinstance(text, str):
+        if not isinstance(text, (str, type(None))):
             raise malformed("'message.content' is not a string")
         usage = data.get("usage")
         if not isinstance(usage, dict):  # budgets are charged by the server's counts: never a silent 0
@@ -791,6 +698,13 @@ class OpenAIBackend:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**31) or v != int(v):
                 raise malformed(f"usage.{k} = {v!r} is not a token count (an integer in [0, 2^31))")
             tokens.append(int(v))
+        if text is None and tokens[1] > 0:  # tokens generated, none of them an answer (a refusal, a tool call, a
+            # reasoning model cut off): never recorded as an empty reply (null for no token at all is "")
+            seen = [k for k in ("refusal", "tool_calls", "reasoning_content") if message.get(k)]
+            raise malformed(
+                f"'message.content' is null after {tokens[1]} completion tokens"
+                + (f" ({', '.join(seen)})" if seen else "")
+            )
         finish = choice.get("finish_reason")
         if not isinstance(finish, (str, type(None))):
             raise malformed("'finish_reason' is not a string")

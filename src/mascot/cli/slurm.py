@@ -223,6 +223,7 @@ def submit(config: str, shards: int | None = None, dry_run: bool = False, **kw) 
         from mascot.sweep.store import RunDir
 
         run = RunDir(sub.out)
+        Path(sub.out).mkdir(parents=True, exist_ok=True)
         if run.plan_file().is_file():
             run.plan()  # (a damaged or older plan is refused as `mascot run` refuses it)
         run.init(load_config(config, kw.get("overrides", ())))
