@@ -227,6 +227,14 @@ def test_rows_that_stopped_short_of_consensus_are_said_and_can_be_filtered_by_la
     )
     s = summarize(df, "n", "tokens")
     assert s["unfinished_rows"].tolist() == [0, 3]
+    # the figure marks the point with an x and says why (a tester: a figure copied into a paper lost the warning)
+    from mascot.analysis.plot import draw
+
+    fig = draw(s, "n", "tokens")
+    marks = [ln for ln in fig.axes[0].lines if ln.get_marker() == "x"]
+    assert len(marks) == 1 and marks[0].get_xdata().tolist() == [32] and marks[0].get_ydata().tolist() == [397.5]
+    assert any("did not reach consensus" in t.get_text() for t in fig.texts)
+    assert not any(t.get_text().startswith("x:") for t in draw(s.iloc[:1], "n", "tokens").texts)
     w = warnings_for(s, "n", "tokens")
     assert any("3 of 8 aggregated rows did not reach consensus" in m and "75%" in m for m in w), w
     kept = summarize(df, "n", "tokens", where={"status": "consensus"})

@@ -591,6 +591,7 @@ def draw(
         # a marker shape per hue too: lines that coincide (adaptive under complete) still show both
         shapes = ["o", "s", "^", "D", "v", "P", "X", "<", ">", "h"]
         markers = {hv: shapes[i % len(shapes)] if len(hues) <= 10 else "o" for i, hv in enumerate(hues)}
+        censored = False
         for k, fv in enumerate(facets):
             ax = axes[k // ncol][k % ncol]
             sub = s if facet is None else s[s[facet] == fv]
@@ -610,7 +611,13 @@ def draw(
                 else:  # categories: points with error bars, the hues side by side
                     j = hues.index(hv)
                     dx = (j - (len(hues) - 1) / 2) * min(0.6 / len(hues), 0.15)
-                    _errorbars(ax, xs + dx, line, y, color, label)
+                    xs = xs + dx
+                    _errorbars(ax, xs, line, y, color, label)
+                if "unfinished_rows" in line:  # points resting on runs that stopped short of consensus: marked
+                    cut = (line["unfinished_rows"] > 0).to_numpy()
+                    if cut.any():
+                        censored = True
+                        ax.plot(np.asarray(xs)[cut], line[y].to_numpy()[cut], "x", color="k", ms=5, zorder=5)
             if facet is not None:
                 ax.set_title(f"{_label(facet)} = {fv:g}" if isinstance(fv, float) else f"{_label(facet)} = {fv}")
             if not numeric_x:
@@ -651,4 +658,14 @@ def draw(
         if title:
             fig.suptitle(title)
         fig.tight_layout()
+        if censored:  # (a figure copied into a paper without the command's warnings still says it)
+            fig.text(
+                0.01,
+                0.0,
+                f"x: a point with rows that did not reach consensus; for them, {_label(y)} is where they stopped, not "
+                "what consensus cost",
+                fontsize=7,
+                ha="left",
+                va="top",
+            )
     return fig
