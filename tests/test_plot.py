@@ -456,5 +456,13 @@ def test_fixing_a_parameter_keeps_the_rows_that_do_not_read_it():
     assert "where p=0.25 also keeps the 1 rows that do not read p (stored as missing)" in warnings_for(s, "n", "kappa")
     with pytest.raises(InputError, match="where p=0.3 keeps no row; p takes 0.25, 0.5"):
         summarize(df, "n", "kappa", hue="family", where={"p": 0.3})
+    # the filters' order does not matter (a later tester: family=ring before p=0.25 kept no row)
+    for where in ({"family": "ring", "p": 0.25}, {"p": 0.25, "family": "ring"}):
+        s = summarize(df, "n", "kappa", where=where)
+        assert s["rows"].tolist() == [1] and s.attrs["where_notes"] == [
+            "where p=0.25 also keeps the 1 rows that do not read p (stored as missing)"
+        ]
+    with pytest.raises(InputError, match="no row meets every filter together"):
+        summarize(df, "n", "kappa", where={"family": "ring", "p": 0.25, "kappa": 10.0})
     own = df.drop(columns="graph")  # not a sweep kind's table: a missing value is no value
     assert summarize(own.drop(columns=["point"]), "n", "kappa", where={"p": 0.25})["rows"].tolist() == [3]

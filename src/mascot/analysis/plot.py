@@ -156,26 +156,32 @@ def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> tuple[pd.Da
     """``df`` filtered by ``where`` and what the filters kept beside the asked values, in words. In a sweep
     kind's table a parameter stored as missing is one the row's family does not read, so fixing it keeps those
     rows too: ``--where p=0.25 --where beta=0.1`` is Erdos-Renyi graphs at p 0.25, Watts-Strogatz at beta 0.1
-    and the rings (an outside tester: the filter dropped every family without p, without a word)."""
+    and the rings (an outside tester: the filter dropped every family without p, without a word). Each filter is
+    matched against the whole table, so their order does not matter, and a value no row holds is an error."""
     params = _kind_params(df) if "point" in df.columns else None
-    notes = []
+    passed, keep = [], np.ones(len(df), bool)
     for col, want in (where or {}).items():
         if col not in df.columns:
             raise InputError(f"where: no column {col!r}; columns: {', '.join(df.columns)}")
         vals = df[col]
-        keep = _matches(vals, col, want)
-        if not keep.any():
+        hit = _matches(vals, col, want)
+        if not hit.any():
             shown = ", ".join(map(str, natural_order(vals.dropna())[:12]))
-            raise InputError(f"where {col}={want!r} keeps no row; {col} takes {shown}")
-        unread = vals.isna().to_numpy() & ~keep if params is not None and col in params else None
-        if unread is not None and unread.any():
-            keep = keep | unread
-            notes.append(
-                f"where {col}={want} also keeps the {int(unread.sum()):,} rows that do not read {col} (stored as "
-                "missing)"
-            )
-        df = df[keep]
-    return df, notes
+            raise InputError(f"where {col}={want!r} keeps no row; {col} takes {shown or 'no value (all missing)'}")
+        unread = vals.isna().to_numpy() & ~hit if params is not None and col in params else None
+        if unread is not None:
+            passed.append((col, want, unread))
+        keep &= hit | unread if unread is not None else hit
+    if not keep.any():
+        said = ", ".join(f"{c}={v}" for c, v in (where or {}).items())
+        raise InputError(f"where {said}: no row meets every filter together")
+    notes = [
+        f"where {col}={want} also keeps the {int((unread & keep).sum()):,} rows that do not read {col} (stored as "
+        "missing)"
+        for col, want, unread in passed
+        if (unread & keep).any()
+    ]
+    return df[keep], notes
 
 
 def _interval(v: np.ndarray, agg: str, ci: float) -> tuple[float, float, float]:
