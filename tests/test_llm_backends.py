@@ -1279,7 +1279,9 @@ def test_openai_refuses_a_base_url_with_a_bad_port_or_a_query(url, said):
     assert "sk-abc" not in str(e.value)
 
 
-@pytest.mark.parametrize("path", ["/sk-test-SECRET123/v1", "/v1/sk-test%2DSECRET123", "/x/SK%2Dtest-SECRET123"])
+@pytest.mark.parametrize(
+    "path", ["/sk-test-SECRET123/v1", "/v1/sk-test%2DSECRET123", "/x/SK%2Dtest-SECRET123", "/v1/sk-test-OTHER"]
+)
 def test_a_base_url_holding_the_key_is_refused_without_showing_either(monkeypatch, tmp_path, capsys, path):
     """Found by an outside tester: a key in the URL's path (some gateways route by it) was printed and stored in
     run.json (as the command line and the backend's base_url). It is refused before anything is written."""
@@ -1287,8 +1289,8 @@ def test_a_base_url_holding_the_key_is_refused_without_showing_either(monkeypatc
     url = f"http://127.0.0.1:9{path}"
     from mascot.cli import main
 
-    if "SK%2D" in path:  # another key's case: not this key, so the URL is an address like any other
-        assert OpenAIBackend("m", base_url=url).base_url == url
+    if "OTHER" in path:  # not this key: an address like any other (another case of it is refused: hosts
+        assert OpenAIBackend("m", base_url=url).base_url == url  # ignore case)
         return
     with pytest.raises(ValueError, match=r"base_url holds the value of \$OPENAI_API_KEY") as e:
         OpenAIBackend("m", base_url=url)
@@ -1333,3 +1335,69 @@ def test_openai_a_body_cut_off_is_a_dropped_connection_and_retried(srv):
     srv.plan[CONVERSATIONS[0][-1]["content"]] = ["short", "short"]
     (r,) = be.generate([Request(CONVERSATIONS[0], GREEDY)])
     assert r.error and "80 bytes short of the response's Content-Length" in r.error and "2 attempt(s)" in r.error
+
+
+def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echoes_too():
+    """Found by an outside tester: .NET's \\u0022/\\u002B, every character as \\uXXXX, MarkupSafe's &#34;, base64,
+    OpenAI's masked form (the key's ends) and a key split over two fields all leaked into messages and run.json;
+    a reply holding half the key or its base64 was recorded. Each form below is made by the standard library."""
+    import base64
+    import html
+    import urllib.parse
+
+    from mascot.backends.openai_options import holds_key, redact
+
+    key = "sk-Zq\"9\\x/Pl+u%2F&a<b>c'QWERTY7788"
+    forms = {
+        "raw": key,
+        "json": json.dumps(key),
+        "json twice": json.dumps(json.dumps(key)),
+        "repr in json": json.dumps(repr(key)),
+        ".net": "".join(f"\\u{ord(c):04X}" if c in "\"+'<>&" else c for c in json.dumps(key)[1:-1]),
+        "all \\u": "".join(f"\\u{ord(c):04x}" for c in key),
+        "html": html.escape(key),
+        "html, quotes kept": html.escape(key, quote=False),
+        "markupsafe": key.replace("&", "&amp;").replace("<", "&lt;").replace('"', "&#34;").replace("'", "&#39;"),
+        "url": urllib.parse.quote(key, safe=""),
+        "url plus": urllib.parse.quote_plus(key),
+        "base64": base64.b64encode(key.encode()).decode(),
+        "bearer base64": base64.urlsafe_b64encode(f"Bearer {key}".encode()).decode(),
+        "split": json.dumps({"a": key[:15], "b": key[15:]}),
+    }
+    for name, form in forms.items():
+        out = redact(f"HTTP 400: {form} (end)", key)
+        assert "QWERTY" not in out and "Zq" not in out and "7788" not in out and out.endswith("(end)"), (name, out)
+        assert holds_key(f"Value: {form}", key), name
+    masked = key[:8] + "*****" + key[-6:]  # OpenAI's own masking: the first 8 and last 6 characters
+    assert "Zq" not in redact(masked, key) and "7788" not in redact(masked, key)
+    assert holds_key("reply " + key[:17], key) and not holds_key("reply " + key[:11], key)
+    # ordinary text is left alone, and a short placeholder key is not looked for
+    assert redact("Value: 12.5, Parity: A, Level: 3", key) == "Value: 12.5, Parity: A, Level: 3"
+    assert not holds_key("EMPTY", "EMPTY") and redact("0.1234", "") == "0.1234"
+
+
+def test_a_served_model_list_holding_the_key_is_redacted(srv, monkeypatch):
+    """Found by an outside tester: the list of models in "does not serve model" was printed as the server sent it."""
+    secret = "sk-test-LISTED-0123456789"
+    monkeypatch.setenv("MASCOT_TEST_KEY", secret)
+    be = client(srv)
+    served = [f"tiny-{secret}", "other"]
+
+    class Reply:
+        def __init__(self):
+            self.body = json.dumps({"data": [{"id": i} for i in served]}).encode()
+
+        def read(self, n):
+            return self.body
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(be._opener, "open", lambda *a, **k: Reply())
+    be.model = "missing"
+    with pytest.raises(ValueError, match="does not serve model 'missing'") as e:
+        be._served_models()
+    assert secret not in str(e.value) and "LISTED" not in str(e.value) and "'tiny-***'" in str(e.value)

@@ -56,7 +56,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
-from mascot.backends.openai_options import MIN_SECRET, check_options, redact
+from mascot.backends.openai_options import check_options, holds_key, redact
 from mascot.errors import BackendUnreachable, InputError
 from mascot.log import get_logger, printable
 
@@ -581,13 +581,13 @@ class OpenAIBackend:
         except (ValueError, KeyError, TypeError) as e:
             return {"verdict": "unknown", "error": f"not a model list: {type(e).__name__}"}
         if ids and self.model not in ids:
-            shown = ", ".join(repr(printable(i)) for i in ids[:10]) + (
+            shown = ", ".join(repr(printable(self._redact(i))) for i in ids[:10]) + (
                 f" and {len(ids) - 10} more" if len(ids) > 10 else ""
             )
             raise InputError(
                 f"{endpoint(self)} does not serve model {self.model!r}; it serves {shown}: pass one of them to --model"
             )
-        return {"verdict": "listed", "served": [printable(i) for i in ids[:20]]}
+        return {"verdict": "listed", "served": [printable(self._redact(i)) for i in ids[:20]]}
 
     def _attempt(self, body: bytes, timeout_s: float | None = None) -> Response:
         timeout_s = self.timeout_s if timeout_s is None else max(float(timeout_s), 0.001)
@@ -718,7 +718,5 @@ class OpenAIBackend:
         return Response(text=text or "", prompt_tokens=tokens[0], completion_tokens=tokens[1], finish_reason=finish)
 
     def _holds_key(self, text: str) -> bool:
-        """Whether ``text`` holds the key in any escaped form; keys shorter than MIN_SECRET characters are not
-        looked for in replies (``0`` or ``EMPTY``, the placeholders local servers take, are ordinary text)."""
-        key = self.__api_key
-        return bool(key) and len(key) >= MIN_SECRET and self._redact(text) != text
+        """Whether a reply's ``text`` holds the key (:func:`mascot.backends.openai_options.holds_key`)."""
+        return holds_key(text, self.__api_key)

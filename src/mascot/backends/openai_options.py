@@ -5,8 +5,8 @@ and scrubbed from any text in every escaped form a server or library may echo it
 
 from __future__ import annotations
 
-import html
-import json
+import base64
+import functools
 import math
 import os
 import re
@@ -14,7 +14,7 @@ import urllib.parse
 
 from mascot.errors import InputError
 
-__all__ = ["check_options", "redact", "MIN_SECRET"]
+__all__ = ["check_options", "redact", "holds_key", "MIN_SECRET"]
 
 MIN_SECRET = 8  # shorter keys are placeholders, not secrets: replies are not checked for them
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -50,8 +50,8 @@ def check_options(
             "(its value is not shown)"
         )
     if key is not None and len(key) >= MIN_SECRET and isinstance(base_url, str):
-        plain = urllib.parse.unquote_plus(base_url)
-        if any(form in base_url or form in plain for form in (key, urllib.parse.quote(key, safe=""))):
+        plain = urllib.parse.unquote_plus(base_url).lower()
+        if _patterns(key)[0].search(base_url) or key.lower() in plain:  # (host names ignore case)
             # (every later message names the URL, and run.json records it)
             raise InputError(
                 f"base_url holds the value of ${api_key_env} (the API key; the URL is not shown): give the "
@@ -87,24 +87,67 @@ def check_options(
     return key
 
 
+_NAMED = {'"': "quot", "&": "amp", "<": "lt", ">": "gt", "'": "(?:apos|#x27)"}
+
+
+def _hex(n: int, width: int) -> str:
+    """Regex for ``n`` in hexadecimal, ``width`` digits (more leading zeros allowed), either case."""
+    return "".join(f"[{d}{d.upper()}]" if d.isalpha() else d for d in f"{n:0{width}x}")
+
+
+def _char(c: str) -> str:
+    """Regex for one character of a key as text may carry it: itself, backslash-escaped (JSON, repr, escaped
+    twice), as \\uXXXX or \\xXX (JSON, Go, .NET: either case), URL-escaped, or as an HTML entity."""
+    o = ord(c)
+    alts = [
+        re.escape(c),
+        r"\\+" + re.escape(c),
+        r"\\+u" + _hex(o, 4),
+        r"\\+x" + _hex(o, 2),
+        "%" + _hex(o, 2),
+        f"&#0*{o};",
+        "&#[xX]0*" + _hex(o, 1) + ";",
+    ]
+    if c in _NAMED:
+        alts.append(f"&{_NAMED[c]};")
+    return "(?:" + "|".join(alts) + ")"
+
+
+@functools.lru_cache(maxsize=4)
+def _patterns(key: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
+    """(the whole key in any of :func:`_char`'s encodings, character by character, or base64-encoded; any 12
+    consecutive characters of it so encoded; any 6)."""
+    chars = [_char(c) for c in key]
+    b64 = set()
+    for raw in (key, f"Bearer {key}", f":{key}"):  # (as sent in a header, or as basic-auth's password)
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            b64.add(enc(raw.encode()).decode().rstrip("="))
+    whole = "|".join(["".join(chars), *map(re.escape, sorted(b64, key=len, reverse=True))])
+
+    def windows(k: int) -> re.Pattern:
+        if len(key) < k:
+            return re.compile("(?!)")  # (matches nothing)
+        return re.compile("|".join("".join(chars[i : i + k]) for i in range(len(key) - k + 1)))
+
+    return re.compile(whole), windows(12), windows(6)
+
+
 def redact(text: str, key: str | None) -> str:
-    """``text`` with ``key`` replaced by ``***`` in every form a server or a library may echo it in: as sent,
-    repr-, URL- or HTML-escaped, and each of those JSON-escaped (also "\\/", Go's \\u003c), once or twice."""
+    """``text`` with ``key`` replaced by ``***``: the whole key in every form a server or a library may echo it in
+    (character by character as such, backslash-escaped, \\u/\\x-escaped, URL-escaped or an HTML entity, in any
+    mix, or base64-encoded), and any 6 consecutive characters of it so written (a server masking a key shows
+    its ends: ``sk-abc*****wxyz``)."""
     if not key:
         return text
-    plain = {
-        key,
-        repr(key)[1:-1],
-        html.escape(key),
-        urllib.parse.quote(key, safe=""),
-        urllib.parse.quote(key),
-        urllib.parse.quote_plus(key),
-    }
-    forms = set(plain)
-    for f in plain:  # each also JSON-escaped (a server's error body quoting it), once or twice
-        j = json.dumps(f)[1:-1]
-        go = j.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-        forms |= {j, j.replace("/", "\\/"), go, json.dumps(j)[1:-1]}
-    for form in sorted(forms, key=len, reverse=True):
-        text = text.replace(form, "***")
-    return text
+    whole, _, six = _patterns(key)
+    return six.sub("***", whole.sub("***", text))
+
+
+def holds_key(text: str, key: str | None) -> bool:
+    """Whether ``text`` (a reply) holds ``key`` whole in any form :func:`redact` knows, or 12 consecutive
+    characters of it; keys shorter than ``MIN_SECRET`` are not looked for (``0`` or ``EMPTY``, the placeholders
+    local servers take, are ordinary text)."""
+    if not key or len(key) < MIN_SECRET:
+        return False
+    whole, twelve, _ = _patterns(key)
+    return bool(whole.search(text) or twelve.search(text))
