@@ -499,7 +499,9 @@ def test_corrupt_run_json_is_named_and_written_anew_by_the_same_run(run_dir, tmp
     assert "its chunks are of another experiment or chunk size" in _err_line(capsys)
     assert main(["run", str(write(tmp_path, sweep_text(2))), "--out", str(run_dir), "--quiet"]) == 2
     assert not (run_dir / "run.json").exists()
+    (run_dir / "chunks" / "notes.txt").write_text("mine")  # (a later tester: a stray file blocked the rebuild)
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 0
+    (run_dir / "chunks" / "notes.txt").unlink()
     assert {p: p.stat().st_mtime_ns for p in (run_dir / "chunks").iterdir()} == mtimes  # no chunk recomputed
     pd.testing.assert_frame_equal(pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet")), before)
 

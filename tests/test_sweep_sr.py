@@ -394,7 +394,7 @@ def test_sweep_reports_check_and_name_their_source(tmp_path, capsys):
     merged = tmp_path / "s.parquet"
     chunk = tmp_path / "s" / "chunks" / "chunk-000000.parquet"
     assert main(["report", "spectra-sweep", str(chunk), "--out", str(tmp_path / "c")]) == 2
-    assert "is one chunk of a run (chunk 0, points [0, 3]), not a merged dataset" in capsys.readouterr().err
+    assert "is one chunk of a run (chunk 0), not a merged dataset" in capsys.readouterr().err
     cut = tmp_path / "cut.parquet"
     pq.write_table(pq.read_table(merged).slice(0, 5), cut)  # (pyarrow keeps the schema's metadata)
     for what, data in (("spectra-sweep", cut), ("consensus-sweep", chunk)):
@@ -402,6 +402,18 @@ def test_sweep_reports_check_and_name_their_source(tmp_path, capsys):
         err = capsys.readouterr().err
         assert "not the file `mascot merge` wrote" in err or "is one chunk of a run" in err
     assert not (tmp_path / "c").exists() and not (tmp_path / "x").exists()
+    # a later tester: rows duplicated inside their points (counts kept, metadata kept) were reported as checked
+    table = pq.read_table(merged).to_pandas()
+    i = int(table.index[table.duplicated("point")][0])  # a point's second graph becomes a copy of its first
+    table.loc[i, ["kappa", "graph"]] = table.loc[i - 1, ["kappa", "graph"]].to_numpy()
+    import pyarrow as pa
+
+    twin = tmp_path / "twin.parquet"
+    pq.write_table(
+        pa.Table.from_pandas(table, preserve_index=False).replace_schema_metadata(pq.read_schema(merged).metadata), twin
+    )
+    assert main(["report", "spectra-sweep", str(twin), "--out", str(tmp_path / "t")]) == 2
+    assert "rows repeat the point and graph of another row" in capsys.readouterr().err
     assert main(["report", "spectra-sweep", str(merged), "--out", str(tmp_path / "ok")]) == 0
     plan = json.loads((tmp_path / "s" / "run.json").read_text())["identity"]
     text = (tmp_path / "ok" / "spectra_sweep.md").read_text()
@@ -417,6 +429,8 @@ def test_sweep_reports_check_and_name_their_source(tmp_path, capsys):
     pq.write_table(table.filter(pc.greater(table["k"], 1)), tmp_path / "nk.parquet")
     assert main(["report", "noise-sweep", str(tmp_path / "nk.parquet"), "--out", str(tmp_path / "y")]) == 2
     assert "not the file `mascot merge` wrote" in capsys.readouterr().err
+    assert main(["report", "noise-sweep", str(noise), str(merged), "--out", str(tmp_path / "y")]) == 2
+    assert f"{merged} is not a merged 'affine_noise' sweep" in capsys.readouterr().err  # (it read "model = nan")
     assert main(["report", "noise-sweep", str(noise), "--out", str(tmp_path / "nr")]) == 0
     claims = json.loads((tmp_path / "nr" / "noise_claims.json").read_text())
     nplan = json.loads((tmp_path / "n" / "run.json").read_text())["identity"]

@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from mascot.analysis.figures import plt, save_figure
-from mascot.analysis.sources import check_merged, merged_meta, source_line
+from mascot.analysis.sources import check_merged, check_unique_rows, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.io import (
     atomic_write_text,
@@ -191,7 +191,7 @@ def _summary_of(data, batch_rows: int) -> tuple[pd.DataFrame, int, int]:
     lost = [c for c in dict.fromkeys(_NEED + _REQUIRED) if c not in have]
     if lost:
         raise InputError(f"{data}: not a consensus sweep dataset (missing column(s) {', '.join(lost)})")
-    wanted = _NEED + _REQUIRED + _OPTIONAL + ["d0", "d_final", "trajectories"]
+    wanted = _NEED + _REQUIRED + _OPTIONAL + ["d0", "d_final", "trajectories", "trajectory"]
     columns = [c for c in dict.fromkeys(wanted) if c in have]
     if isinstance(data, pd.DataFrame):
         frames = [data[columns]]
@@ -213,6 +213,7 @@ def _summarise_frames(data, frames) -> tuple[pd.DataFrame, int, int]:
                 "max_rounds; tokens >= 0; strategy adaptive, complete or ring; finite parameters and D): not an "
                 "unmodified consensus sweep dataset"
             )
+        check_unique_rows(data, df, ["point", "trajectory"])  # (a batch holds whole points)
         parts.append(summarise(df))
         rows += len(df)
         points += df["point"].nunique()

@@ -81,6 +81,8 @@ def report(data, out="results/spectra") -> dict:
     for p in paths:  # each file checked against the run it was merged from (a chunk or a cut file is refused)
         meta = merged_meta(p)
         part = read_parquet_verified(p, "; merge the run again").to_pandas()
+        if "ceg_mean" not in part.columns:  # (a consensus file beside a noise one read as "model = nan" rows)
+            raise InputError(f"{p} is not a merged 'affine_noise' sweep (no ceg_mean column)")
         check_merged(p, meta, len(part), part["point"].nunique() if "point" in part else len(part))
         frames.append(part)
         sources.append(source_line(p, meta))

@@ -14,7 +14,7 @@ import pandas as pd
 
 from mascot.errors import InputError
 
-__all__ = ["merged_meta", "check_merged", "source_line"]
+__all__ = ["merged_meta", "check_merged", "check_unique_rows", "source_line"]
 
 
 def merged_meta(path) -> dict | None:
@@ -34,7 +34,7 @@ def merged_meta(path) -> dict | None:
         return None
     if isinstance(own, dict) and "chunk" in own and "config_hash" in own:
         raise InputError(
-            f"{path} is one chunk of a run (chunk {own.get('chunk')}, points {own.get('points')}), not a merged "
+            f"{path} is one chunk of a run (chunk {own.get('chunk')}), not a merged "
             "dataset: merge the run first (mascot merge RUN_DIR) and report on RUN_DIR/merged.parquet"
         )
     return None
@@ -53,6 +53,22 @@ def check_merged(data, meta: dict | None, rows: int, points: int) -> None:
             f"{meta['rows']:,} rows of {want_points:,} points (experiment {meta['plan'].get('name')!r}, hash "
             f"{meta['plan'].get('hash')}): not the file `mascot merge` wrote (concatenated, cut or filtered "
             "since?); merge the run again, or strip the metadata to report on the rows as they are"
+        )
+
+
+def check_unique_rows(data, df: pd.DataFrame, key: list[str]) -> None:
+    """Refuse rows that repeat a row key (``point`` and ``trajectory`` or ``graph``): a file whose rows were
+    duplicated inside their points keeps its row and point counts, so :func:`check_merged` cannot see it."""
+    cols = [c for c in key if c in df.columns]
+    if len(cols) < 2:
+        return
+    dup = df.duplicated(cols)
+    if dup.any():
+        first = df[dup].iloc[0]
+        raise InputError(
+            f"{data}: {int(dup.sum()):,} rows repeat the {' and '.join(cols)} of another row (e.g. "
+            + ", ".join(f"{c} {first[c]}" for c in cols)
+            + "): not the file `mascot merge` wrote; merge the run again"
         )
 
 

@@ -9,7 +9,7 @@ import pandas as pd
 
 from mascot.analysis.figures import save_figure
 from mascot.analysis.plot import drop_copied_rows, natural_order
-from mascot.analysis.sources import check_merged, merged_meta, source_line
+from mascot.analysis.sources import check_merged, check_unique_rows, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.graphs import RANDOM_FAMILIES
 from mascot.io import atomic_write_text, read_parquet_verified, significant, write_csv
@@ -56,6 +56,7 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     if df.empty:
         raise InputError(f"{data} holds no rows: nothing to report")
     check_merged(data, meta, len(df), df["point"].nunique())
+    check_unique_rows(data, df, ["point", "graph"])
     n_rows, n_points = len(df), df["point"].nunique()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

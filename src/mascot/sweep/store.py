@@ -124,9 +124,12 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
         raise OSError(e.errno, f"cannot write {path}: {os.strerror(e.errno) if e.errno else e}") from None
 
 
+_CHUNK_NAME = re.compile(r"chunk-(\d{6})\.parquet")
+
+
 def _chunk_of(p: Path, cfg) -> bool:
     """Whether ``p`` is a chunk file of a run of ``cfg`` (its name, experiment hash and point range)."""
-    m = re.fullmatch(r"chunk-(\d{6})\.parquet", p.name)
+    m = _CHUNK_NAME.fullmatch(p.name)
     if not m or not p.is_file():
         return False
     c = int(m.group(1))
@@ -153,10 +156,8 @@ def _ours_before_plan(p: Path, cfg) -> bool:
         return True
     if name.startswith(".") and name.endswith(".tmp"):
         return True
-    if name == "chunks":
-        return p.is_dir() and all(
-            (q.name.startswith(".") and q.name.endswith(".tmp")) or _chunk_of(q, cfg) for q in p.iterdir()
-        )
+    if name == "chunks":  # files that are no chunk-NNNNNN.parquet are ignored there, as a run ignores them
+        return p.is_dir() and all(_chunk_of(q, cfg) for q in p.iterdir() if _CHUNK_NAME.fullmatch(q.name))
     if name == "slurm":  # `mascot slurm submit` makes the array tasks' log folder before they start
         return p.is_dir()
     if name == "merged.parquet":  # this run's merged dataset (a run.json lost after the merge)
@@ -448,7 +449,8 @@ class RunDir:
         if any(plan.get(k) != v for k, v in mine.items()):
             diff = ", ".join(f"{k} {plan.get(k)} there, {v} in the config" for k, v in mine.items() if plan.get(k) != v)
             raise RunDirError(
-                f"{pf} does not match {f} ({diff}); the run directory cannot be trusted: run the "
+                f"{pf} does not match {f} ({diff}): one of them was edited. If the chunks are of the config "
+                f"the run was started with, {_REBUILD.replace('delete it', f'delete {pf.name}')}; else run the "
                 "config again into a new --out"
             )
         return text
