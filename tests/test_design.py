@@ -317,6 +317,10 @@ def test_outside_tester_findings_on_the_certificate(tmp_path, capsys):
         "named_index.csv": dict(df=pd.DataFrame(A).rename_axis("agent")),  # "agent,0,1,..."
         "names_int_index.csv": dict(df=pd.DataFrame(A, columns=list("abcde"))),  # ",a,b,..." then "0,..."
         "no_index.csv": dict(df=pd.DataFrame(A), index=False),  # "0,1,2,3,4" as the header
+        # a later tester: tabs with the index, a 1-based header, names quoted because they hold a comma
+        "tabs.csv": dict(df=pd.DataFrame(A), sep="\t"),
+        "one_based.csv": dict(df=pd.DataFrame(A, columns=range(1, 6)), index=False),
+        "commas.csv": dict(df=pd.DataFrame(A, columns=[f"agent {i}, team" for i in range(5)])),
     }
     for name, kw in layouts.items():
         kw["df"].to_csv(tmp_path / name, **{k: v for k, v in kw.items() if k != "df"})
@@ -324,3 +328,6 @@ def test_outside_tester_findings_on_the_certificate(tmp_path, capsys):
     (tmp_path / "rect.csv").write_text("0,1,2\n1,0,1\n")  # 2 x 3 without a header: still refused
     with pytest.raises(ValueError, match="square"):
         load_adjacency(tmp_path / "rect.csv")
+    (tmp_path / "gap.csv").write_text("0,,1\n1,0,1\n1,1,0\n")  # a missing weight, said as such
+    with pytest.raises(ValueError, match="row 0 holds an empty cell"):
+        load_adjacency(tmp_path / "gap.csv")

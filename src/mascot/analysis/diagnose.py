@@ -14,6 +14,7 @@ leaves k = 1, the mesh k = n - 1, the chain k = 1. Pass ``k_profile`` to overrid
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 from pathlib import Path
@@ -89,8 +90,10 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
     if any(";" in ln for ln in lines):  # (a semicolon-separated file read as one header cell per line: "shape (1, 0)")
         raise InputError("values are separated by ';': separate them by commas, spaces or tabs")
 
-    def split(ln):
-        return ln.replace(",", " ").split() if "," not in ln else [c.strip() for c in ln.split(",")]
+    def split(ln):  # commas (quoted names may hold one), tabs (empty cells kept), else any whitespace
+        if "," in ln:
+            return [c.strip() for c in next(csv.reader([ln]))]
+        return [c.strip() for c in ln.split("\t")] if "\t" in ln else ln.split()
 
     def number(c):
         try:
@@ -117,17 +120,19 @@ def _read_matrix(p: Path, suf: str) -> np.ndarray:
         )
         if labels:
             cells = [r[1:] for r in cells]
-            header = ",".join(names[1:] if names and len(names) == len(cells[0]) + 1 else names)
+            header = names[1:] if names and len(names) == len(cells[0]) + 1 else names
     bad = next(((i, c) for i, r in enumerate(cells) for c in r if number(c) is None), None)
     if bad is not None:
-        raise InputError(f"row {bad[0]} holds {bad[1]!r}, not a number")
+        what = "an empty cell (a missing weight: write 0 for no edge)" if bad[1] == "" else f"{bad[1]!r}, not a number"
+        raise InputError(f"row {bad[0]} holds {what}")
     rows = [[float(c) for c in r] for r in cells]
     if len({len(r) for r in rows}) != 1:
         raise InputError(f"rows have different lengths {sorted({len(r) for r in rows})}")
     n = len(rows[0])
-    if header is None and len(rows) == n + 1 and rows[0] == list(range(n)):  # pandas' column names 0..n-1 (to_csv
-        header, rows = ",".join(cells[0]), rows[1:]  # with index=False): n + 1 rows are no adjacency otherwise
-    names = None if header is None else header.split(",") if "," in header else header.split()
+    # pandas' column names 0..n-1 or 1..n as a header (to_csv with index=False): n + 1 rows are no adjacency
+    if header is None and len(rows) == n + 1 and rows[0] in (list(range(n)), list(range(1, n + 1))):
+        header, rows = cells[0], rows[1:]
+    names = None if header is None else header if isinstance(header, list) else split(header)
     if names is not None and len(names) != len(rows[0]):
         raise InputError(f"the header names {len(names)} columns but rows have {len(rows[0])}")
     return np.array(rows)
