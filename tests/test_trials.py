@@ -808,6 +808,9 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
         ("[trials]\ntopology = []\n", "'topology' is an empty list"),
         ('[trials]\ntopology = "ring"\n', "'topology' = 'ring': one of chain, star, mesh, all"),
         ("[trials]\nmax_tokens = 64.7\n", "t.toml: 'max_tokens' = 64.7: takes a whole number"),
+        ("n_trials = 3\n[trials]\nseed = 1\n", "key(s) ['n_trials'] outside any table"),
+        ("[trials]\nn_trials = true\n", "'n_trials' takes a whole number; got True"),
+        ("[trials]\nseed = 1\n[output]\ndir = 5\n", "[output] dir must be a path (a string); got 5"),
     ):
         cfg.write_text(text)
         assert cli_main(["trials", "--config", str(cfg)]) == 2

@@ -66,6 +66,9 @@ def load_trials_config(path) -> dict:
     doc = read_toml(path)
     unknown = set(doc) - {"trials", "output"}
     if unknown:
+        keys = sorted(k for k in unknown if not isinstance(doc[k], dict))
+        if keys:  # (an option written above the tables: "unknown table(s) ['n_trials']" misled)
+            raise InputError(f"{path}: key(s) {keys} outside any table; options go in the [trials] table")
         raise InputError(f"{path}: unknown table(s) {sorted(unknown)}; a trials config has [trials] and [output]")
     if "trials" not in doc or not isinstance(doc["trials"], dict):
         raise InputError(f"{path}: no [trials] table")
@@ -74,6 +77,8 @@ def load_trials_config(path) -> dict:
     if set(output) - {"dir"}:
         raise InputError(f"{path}: [output] takes only 'dir'; got {sorted(output)}")
     if "dir" in output:
+        if not isinstance(output["dir"], str) or not output["dir"]:  # (dir = 5 wrote into a directory "5")
+            raise InputError(f"{path}: [output] dir must be a path (a string); got {output['dir']!r}")
         if "out" in out:
             raise InputError(f"{path}: give the run directory once ([output] dir or [trials] out)")
         out["out"] = output["dir"]
@@ -119,9 +124,8 @@ def trials_argv(path, parser: argparse.ArgumentParser, command_line=()) -> list[
             continue  # the command line's own list replaces the file's
         for v in values:
             if isinstance(v, (dict, list)) or isinstance(v, bool):
-                raise InputError(
-                    f"{path}: '{key}' takes a {'string' if action.type is None else action.type.__name__}; got {v!r}"
-                )
+                kind = {None: "a string", int: "a whole number", float: "a number"}.get(action.type, "a value")
+                raise InputError(f"{path}: '{key}' takes {kind}; got {v!r}")
             if callable(action.type):  # checked here, so the error names the file's key, not only the option
                 try:
                     action.type(str(v))
