@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import html
 import math
 import os
 import re
@@ -50,8 +51,7 @@ def check_options(
             "(its value is not shown)"
         )
     if key is not None and len(key) >= MIN_SECRET and isinstance(base_url, str):
-        plain = urllib.parse.unquote_plus(base_url).lower()
-        if _patterns(key)[0].search(base_url) or key.lower() in plain:  # (host names ignore case)
+        if key.lower() in _plain(base_url).lower():  # (any escape; host names ignore case)
             # (every later message names the URL, and run.json records it)
             raise InputError(
                 f"base_url holds the value of ${api_key_env} (the API key; the URL is not shown): give the "
@@ -114,40 +114,82 @@ def _char(c: str) -> str:
 
 
 @functools.lru_cache(maxsize=4)
-def _patterns(key: str) -> tuple[re.Pattern, re.Pattern, re.Pattern]:
-    """(the whole key in any of :func:`_char`'s encodings, character by character, or base64-encoded; any 12
-    consecutive characters of it so encoded; any 6)."""
-    chars = [_char(c) for c in key]
+def _forms(key: str) -> dict:
+    """The key's base64 forms (of it, of its header, of basic-auth's password) and its windows of 12 and of 6
+    characters, as written (``raw``) and with its own escape-like parts undone as :func:`_plain` undoes them in
+    a text (``plain``: a key holding ``%2F`` or ``\\x`` reads otherwise there)."""
     b64 = set()
-    for raw in (key, f"Bearer {key}", f":{key}"):  # (as sent in a header, or as basic-auth's password)
+    for raw in (key, f"Bearer {key}", f":{key}"):
         for enc in (base64.b64encode, base64.urlsafe_b64encode):
             b64.add(enc(raw.encode()).decode().rstrip("="))
-    whole = "|".join(["".join(chars), *map(re.escape, sorted(b64, key=len, reverse=True))])
+    plain = _plain(key)
 
-    def windows(k: int) -> re.Pattern:
-        if len(key) < k:
-            return re.compile("(?!)")  # (matches nothing)
-        return re.compile("|".join("".join(chars[i : i + k]) for i in range(len(key) - k + 1)))
+    def windows(s: str, k: int) -> tuple[str, ...]:
+        return tuple({s[i : i + k] for i in range(len(s) - k + 1)}) or (s,)
 
-    return re.compile(whole), windows(12), windows(6)
+    return {
+        "b64": tuple(b64),
+        **{f"{w}{k}": windows(v, k) for w, v in (("raw", key), ("plain", plain)) for k in (12, 6)},
+    }
+
+
+@functools.lru_cache(maxsize=4)
+def _patterns(key: str) -> tuple[re.Pattern, re.Pattern]:
+    """(the whole key in any of :func:`_char`'s encodings, character by character, or base64-encoded; any 6
+    consecutive characters of it so encoded)."""
+    chars = [_char(c) for c in key]
+    b64 = sorted(_forms(key)["b64"], key=len, reverse=True)
+    whole = re.compile("|".join(["".join(chars), *map(re.escape, b64)]))
+    six = re.compile("|".join("".join(chars[i : i + 6]) for i in range(len(key) - 5)) if len(key) >= 6 else "(?!)")
+    return whole, six
+
+
+_U = re.compile(r"\\+u([0-9a-fA-F]{4})")
+_X = re.compile(r"\\+x([0-9a-fA-F]{2})")
+_BS = re.compile(r"\\+(.)", re.S)
+
+
+def _plain(text: str) -> str:
+    """``text`` with its escapes undone (HTML entities, %XX, \\uXXXX, \\xXX, backslashes; nested ones too): what
+    a key anywhere in it reads as. For finding the key only: never shown."""
+    for _ in range(4):
+        before = text
+        text = html.unescape(urllib.parse.unquote(text))
+        text = _BS.sub(r"\1", _X.sub(lambda m: chr(int(m[1], 16)), _U.sub(lambda m: chr(int(m[1], 16)), text)))
+        if text == before:
+            break
+    return text
+
+
+def _seen(text: str, key: str, k: int) -> bool:
+    """Whether ``text`` holds ``k`` consecutive characters of ``key`` as written or once escapes are undone in
+    both, or the key base64-encoded."""
+    f = _forms(key)
+    if any(w in text for w in f[f"raw{k}"]) or any(b in text for b in f["b64"]):
+        return True
+    plain = _plain(text)
+    return any(w in plain for w in f[f"plain{k}"])
 
 
 def redact(text: str, key: str | None) -> str:
     """``text`` with ``key`` replaced by ``***``: the whole key in every form a server or a library may echo it in
     (character by character as such, backslash-escaped, \\u/\\x-escaped, URL-escaped or an HTML entity, in any
     mix, or base64-encoded), and any 6 consecutive characters of it so written (a server masking a key shows
-    its ends: ``sk-abc*****wxyz``)."""
-    if not key:
+    its ends: ``sk-abc*****wxyz``). A text that still holds 6 of its characters once its escapes are undone (an
+    encoding rewritten in no other way) is withheld whole."""
+    if not key or not _seen(text, key, 6):  # (the common case, found fast: no part of the key)
         return text
-    whole, _, six = _patterns(key)
-    return six.sub("***", whole.sub("***", text))
+    if len(text) > 20_000:  # (rewriting in place costs ~0.1 ms a character: a long text is withheld whole)
+        return "*** (withheld: this text held the API key)"
+    whole, six = _patterns(key)
+    out = six.sub("***", whole.sub("***", text))
+    return out if not _seen(out, key, 6) else "*** (withheld: this text held the API key)"
 
 
 def holds_key(text: str, key: str | None) -> bool:
-    """Whether ``text`` (a reply) holds ``key`` whole in any form :func:`redact` knows, or 12 consecutive
-    characters of it; keys shorter than ``MIN_SECRET`` are not looked for (``0`` or ``EMPTY``, the placeholders
-    local servers take, are ordinary text)."""
+    """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, once its escapes are undone
+    (any mix of the forms :func:`redact` knows), or the key base64-encoded; keys shorter than ``MIN_SECRET`` are
+    not looked for (``0`` or ``EMPTY``, the placeholders local servers take, are ordinary text)."""
     if not key or len(key) < MIN_SECRET:
         return False
-    whole, twelve, _ = _patterns(key)
-    return bool(whole.search(text) or twelve.search(text))
+    return _seen(text, key, 12)
