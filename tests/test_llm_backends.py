@@ -1363,17 +1363,31 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
         "base64": base64.b64encode(key.encode()).decode(),
         "bearer base64": base64.urlsafe_b64encode(f"Bearer {key}".encode()).decode(),
         "split": json.dumps({"a": key[:15], "b": key[15:]}),
+        # a later tester: other cases, nested and rarer escapes, base64 cut short or inside another encoding, hex
+        "upper case": key.upper(),
+        "url twice": urllib.parse.quote(urllib.parse.quote(key, safe=""), safe=""),
+        "html twice": html.escape(html.escape(key)),
+        "\\U and octal": "".join(f"\\U{ord(c):08x}" if i % 2 else f"\\{ord(c):03o}" for i, c in enumerate(key)),
+        "zero-width": "\u200b".join(key),
+        "base64 cut": "x" * 470 + base64.b64encode(f"Bearer {key}".encode()).decode()[:30],
+        "base64 inside": base64.b64encode(json.dumps({"authorization": f"Bearer {key}"}).encode()).decode(),
+        "hex": key.encode().hex(),
     }
     for name, form in forms.items():
         out = redact(f"HTTP 400: {form} (end)", key)
-        assert "QWERTY" not in out and "Zq" not in out and "7788" not in out and out.endswith("(end)"), (name, out)
+        assert "QWERTY" not in out and "Zq" not in out and "7788" not in out, (name, out)
+        assert out.endswith("(end)") or out == "*** (withheld: this text held the API key)", (name, out)
         assert holds_key(f"Value: {form}", key), name
     masked = key[:8] + "*****" + key[-6:]  # OpenAI's own masking: the first 8 and last 6 characters
     assert "Zq" not in redact(masked, key) and "7788" not in redact(masked, key)
     assert holds_key("reply " + key[:17], key) and not holds_key("reply " + key[:11], key)
-    # ordinary text is left alone, and a short placeholder key is not looked for
+    # ordinary text is left alone, and a short placeholder key is not looked for, nor a placeholder's runs of one
+    # character (a reply {"value": 1000000000000} was refused under the key sk-000000000000000000000000)
     assert redact("Value: 12.5, Parity: A, Level: 3", key) == "Value: 12.5, Parity: A, Level: 3"
     assert not holds_key("EMPTY", "EMPTY") and redact("0.1234", "") == "0.1234"
+    assert not holds_key('{"value": 1000000000000}', "sk-000000000000000000000000")
+    # runs of backslashes cost time in proportion to their length (a square before: 8,000 took 17 s)
+    assert not holds_key("\\" * 200_000, "sk-" + "ab1" * 60) and redact("\\" * 200_000, "sk-" + "ab1" * 60)
 
 
 def test_a_served_model_list_holding_the_key_is_redacted(srv, monkeypatch):

@@ -696,7 +696,7 @@ class OpenAIBackend:
         for k in ("prompt_tokens", "completion_tokens"):
             v = usage.get(k)
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**31) or v != int(v):
-                raise malformed(f"usage.{k} = {v!r} is not a token count (an integer in [0, 2^31))")
+                raise malformed(f"usage.{k} = {v!r:.60} is not a token count (an integer in [0, 2^31))")
             tokens.append(int(v))
         if text is None and tokens[1] > 0:  # tokens generated, none of them an answer (a refusal, a tool call, a
             # reasoning model cut off): never recorded as an empty reply (null for no token at all is "")

@@ -97,13 +97,14 @@ def _hex(n: int, width: int) -> str:
 
 def _char(c: str) -> str:
     """Regex for one character of a key as text may carry it: itself, backslash-escaped (JSON, repr, escaped
-    twice), as \\uXXXX or \\xXX (JSON, Go, .NET: either case), URL-escaped, or as an HTML entity."""
+    twice), as \\uXXXX or \\xXX (JSON, Go, .NET: either case), URL-escaped, or as an HTML entity. Backslash runs are
+    bounded (an unbounded ``\\+`` made a run of backslashes cost the square of its length)."""
     o = ord(c)
     alts = [
         re.escape(c),
-        r"\\+" + re.escape(c),
-        r"\\+u" + _hex(o, 4),
-        r"\\+x" + _hex(o, 2),
+        r"\\{1,8}" + re.escape(c),
+        r"\\{1,8}u" + _hex(o, 4),
+        r"\\{1,8}x" + _hex(o, 2),
         "%" + _hex(o, 2),
         f"&#0*{o};",
         "&#[xX]0*" + _hex(o, 1) + ";",
@@ -113,83 +114,117 @@ def _char(c: str) -> str:
     return "(?:" + "|".join(alts) + ")"
 
 
+def _windows(s: str, k: int) -> tuple[str, ...]:
+    """``s``'s windows of ``k`` characters that hold at least 4 distinct ones (a placeholder key's ``000000000000``
+    or ``xxxxxxxxxxxx`` is ordinary text), or ``s`` itself when none does."""
+    found = {s[i : i + k] for i in range(len(s) - k + 1)}
+    return tuple(w for w in found if len(set(w)) >= 4) or (s,)
+
+
+def _b64_windows(data: bytes) -> set[str]:
+    """Base64 text (standard and URL-safe) found in any encoded text that holds 6 consecutive bytes of ``data``,
+    wherever they start: for each of the 3 byte offsets, the encoding's whole groups of 4 characters that carry
+    ``data``'s bytes alone, taken 2 groups (6 bytes) at a time."""
+    out = set()
+    for pad in range(3):
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            text = enc(b"\0" * pad + data).decode()
+            # (not the first group after padding bytes, nor the last: it may carry other bytes' bits, or "=")
+            groups = [text[i : i + 4] for i in range(4 if pad else 0, len(text) - 4, 4)]
+            out |= {a + b for a, b in zip(groups, groups[1:])}
+    return out
+
+
 @functools.lru_cache(maxsize=4)
 def _forms(key: str) -> dict:
-    """The key's base64 forms (of it, of its header, of basic-auth's password) and its windows of 12 and of 6
-    characters, as written (``raw``) and with its own escape-like parts undone as :func:`_plain` undoes them in
-    a text (``plain``: a key holding ``%2F`` or ``\\x`` reads otherwise there)."""
-    b64 = set()
-    for raw in (key, f"Bearer {key}", f":{key}"):
-        for enc in (base64.b64encode, base64.urlsafe_b64encode):
-            b64.add(enc(raw.encode()).decode().rstrip("="))
-    plain = _plain(key)
-
-    def windows(s: str, k: int) -> tuple[str, ...]:
-        return tuple({s[i : i + k] for i in range(len(s) - k + 1)}) or (s,)
-
+    """What marks the key in a text: its windows of 12 and of 6 characters, lower-cased, as written (``raw``) and
+    with its own escape-like parts undone as :func:`_plain` undoes them in a text (``plain``: a key holding
+    ``%2F`` or ``\\x`` reads otherwise there); windows of 8 characters of its base64 encodings (at any offset, of
+    it alone or inside a longer encoded text) and of its hexadecimal digits."""
+    low, plain = key.lower(), _plain(key).lower()
+    hexed = key.encode().hex()  # (6 bytes at a time, at every third byte: an echo of 9 or more bytes holds one)
+    encoded = _b64_windows(key.encode()) | {hexed[i : i + 12] for i in range(0, len(hexed) - 11, 6)}
     return {
-        "b64": tuple(b64),
-        **{f"{w}{k}": windows(v, k) for w, v in (("raw", key), ("plain", plain)) for k in (12, 6)},
+        "encoded": tuple(encoded),
+        **{f"{w}{k}": _windows(v, k) for w, v in (("raw", low), ("plain", plain)) for k in (12, 6)},
     }
 
 
-@functools.lru_cache(maxsize=4)
-def _patterns(key: str) -> tuple[re.Pattern, re.Pattern]:
-    """(the whole key in any of :func:`_char`'s encodings, character by character, or base64-encoded; any 6
-    consecutive characters of it so encoded)."""
-    chars = [_char(c) for c in key]
-    b64 = sorted(_forms(key)["b64"], key=len, reverse=True)
-    whole = re.compile("|".join(["".join(chars), *map(re.escape, b64)]))
-    six = re.compile("|".join("".join(chars[i : i + 6]) for i in range(len(key) - 5)) if len(key) >= 6 else "(?!)")
-    return whole, six
+# one backslash each (the loop in _plain undoes escaped backslashes first): a run of backslashes before
+# a failing alternative cost the square of its length with \\+
+_U = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
+_OCT = re.compile(r"\\([0-3][0-7]{2})")
+_BS = re.compile(r"\\(.)", re.S)
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 
 
-_U = re.compile(r"\\+u([0-9a-fA-F]{4})")
-_X = re.compile(r"\\+x([0-9a-fA-F]{2})")
-_BS = re.compile(r"\\+(.)", re.S)
+def _code(m: re.Match) -> str:
+    n = int(next(g for g in m.groups() if g is not None), 16)
+    return chr(n) if n < 0x110000 else m[0]
 
 
 def _plain(text: str) -> str:
-    """``text`` with its escapes undone (HTML entities, %XX, \\uXXXX, \\xXX, backslashes; nested ones too): what
-    a key anywhere in it reads as. For finding the key only: never shown."""
+    """``text`` with its escapes undone, nested ones too (HTML entities, %XX, \\uXXXX, \\u{X}, \\UXXXXXXXX, \\xXX,
+    octal, backslashes) and invisible characters dropped: what a key anywhere in it reads as. For finding the
+    key only: never shown."""
     for _ in range(4):
         before = text
-        text = html.unescape(urllib.parse.unquote(text))
-        text = _BS.sub(r"\1", _X.sub(lambda m: chr(int(m[1], 16)), _U.sub(lambda m: chr(int(m[1], 16)), text)))
+        text = html.unescape(urllib.parse.unquote(text)).translate(_INVISIBLE)
+        text = _BS.sub(r"\1", _OCT.sub(lambda m: chr(int(m[1], 8)), _U.sub(_code, text)))
         if text == before:
             break
     return text
 
 
 def _seen(text: str, key: str, k: int) -> bool:
-    """Whether ``text`` holds ``k`` consecutive characters of ``key`` as written or once escapes are undone in
-    both, or the key base64-encoded."""
+    """Whether ``text`` holds ``k`` consecutive characters of ``key`` (in any case) as written or once escapes are
+    undone in both, or 8 characters of its base64 or 12 of its hexadecimal encoding."""
     f = _forms(key)
-    if any(w in text for w in f[f"raw{k}"]) or any(b in text for b in f["b64"]):
+    low = text.lower()
+    if any(w in low for w in f[f"raw{k}"]) or any(w in text or w in low for w in f["encoded"]):
         return True
     plain = _plain(text)
-    return any(w in plain for w in f[f"plain{k}"])
+    return any(w in plain.lower() for w in f[f"plain{k}"]) or any(w in plain for w in f["encoded"])
+
+
+@functools.lru_cache(maxsize=4)
+def _patterns(key: str) -> tuple[re.Pattern, re.Pattern]:
+    """(the whole key in any of :func:`_char`'s encodings, character by character, in any case; any 6
+    consecutive characters of it so encoded)."""
+    chars = [_char(c) for c in key]
+    whole = re.compile("".join(chars), re.IGNORECASE)
+    six = (
+        re.compile("|".join("".join(chars[i : i + 6]) for i in range(len(key) - 5)), re.IGNORECASE)
+        if len(key) >= 6
+        else re.compile("(?!)")
+    )
+    return whole, six
+
+
+_WITHHELD = "*** (withheld: this text held the API key)"
 
 
 def redact(text: str, key: str | None) -> str:
     """``text`` with ``key`` replaced by ``***``: the whole key in every form a server or a library may echo it in
-    (character by character as such, backslash-escaped, \\u/\\x-escaped, URL-escaped or an HTML entity, in any
-    mix, or base64-encoded), and any 6 consecutive characters of it so written (a server masking a key shows
-    its ends: ``sk-abc*****wxyz``). A text that still holds 6 of its characters once its escapes are undone (an
-    encoding rewritten in no other way) is withheld whole."""
+    (in any case, character by character as such, backslash-escaped, \\u/\\x-escaped, URL-escaped or an HTML
+    entity, in any mix), and any 6 consecutive characters of it so written (a server masking a key shows its
+    ends: ``sk-abc*****wxyz``). A text that still holds part of the key after that (a base64 or hexadecimal
+    copy, an encoding rewritten in no other way, an invisible character between its letters) or that is over
+    4,000 characters long is withheld whole."""
     if not key or not _seen(text, key, 6):  # (the common case, found fast: no part of the key)
         return text
-    if len(text) > 20_000:  # (rewriting in place costs ~0.1 ms a character: a long text is withheld whole)
-        return "*** (withheld: this text held the API key)"
+    if len(text) > 4000:
+        return _WITHHELD
     whole, six = _patterns(key)
     out = six.sub("***", whole.sub("***", text))
-    return out if not _seen(out, key, 6) else "*** (withheld: this text held the API key)"
+    return out if not _seen(out, key, 6) else _WITHHELD
 
 
 def holds_key(text: str, key: str | None) -> bool:
-    """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, once its escapes are undone
-    (any mix of the forms :func:`redact` knows), or the key base64-encoded; keys shorter than ``MIN_SECRET`` are
-    not looked for (``0`` or ``EMPTY``, the placeholders local servers take, are ordinary text)."""
+    """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, in any case, once its escapes
+    are undone (any mix of the forms :func:`redact` knows), or 8 characters of its base64 or 12 of its
+    hexadecimal encoding; keys shorter than ``MIN_SECRET`` are not looked for (``0`` or ``EMPTY``, the
+    placeholders local servers take, are ordinary text), nor windows of fewer than 4 distinct characters."""
     if not key or len(key) < MIN_SECRET:
         return False
     return _seen(text, key, 12)
