@@ -953,12 +953,3 @@ def test_the_committed_deliberation_readme_is_generated_from_its_summary(tmp_pat
     other["text_harness_monitor"]["all"]["precision"] = 0.5
     text = write_readme(tmp_path, other, PAPER_TOKEN_SCALES, "runs/x").read_text()
     assert "| Tokens (mean) | 34,704 | 30,566 | 12,345 |" in text and "(precision 0.50)" in text
-
-
-def test_debate_prompt_ends_a_description_once():
-    """Found by an outside tester: a description ending in a period read "Looks for injections.." in the prompt."""
-    from mascot.protocols.debate.prompts import debate_system_prompt
-
-    for desc in ("Looks for injections.", "Looks for injections", "Looks for injections.  "):
-        p = debate_system_prompt(DebateAgent("Sec", desc), ask_confidence=False)
-        assert p.startswith("Role: Sec. Description: Looks for injections. Always prefix your output with")

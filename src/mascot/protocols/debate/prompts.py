@@ -16,10 +16,8 @@ def debate_system_prompt(agent: DebateAgent, ask_confidence: bool = True) -> str
 
     Returns: the prompt text.
     """
-    desc = agent.description.rstrip()
-    end = "" if desc.endswith((".", "!", "?")) else "."  # (a description that ends a sentence itself: no "..")
     s = (
-        f"Role: {agent.name}. Description: {desc}{end} "
+        f"Role: {agent.name}. Description: {agent.description}. "
         "Always prefix your output with [DECISION: PASS] or [DECISION: FAIL]."
     )
     if ask_confidence:
