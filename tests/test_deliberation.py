@@ -953,3 +953,15 @@ def test_the_committed_deliberation_readme_is_generated_from_its_summary(tmp_pat
     other["text_harness_monitor"]["all"]["precision"] = 0.5
     text = write_readme(tmp_path, other, PAPER_TOKEN_SCALES, "runs/x").read_text()
     assert "| Tokens (mean) | 34,704 | 30,566 | 12,345 |" in text and "(precision 0.50)" in text
+
+
+def test_debate_prompt_is_the_articles_word_for_word():
+    """An outside tester saw "Looks for injections.." and took it for a bug; it is the article's template (a period
+    after the description, whose own personas end theirs with one), kept word for word and documented."""
+    from mascot.protocols.debate.prompts import debate_system_prompt
+
+    p = debate_system_prompt(DebateAgent("Security Agent", "Focuses on injections."), ask_confidence=False)
+    assert p == (
+        "Role: Security Agent. Description: Focuses on injections.. "
+        "Always prefix your output with [DECISION: PASS] or [DECISION: FAIL]."
+    )
