@@ -128,22 +128,10 @@ _CHUNK_NAME = re.compile(r"chunk-(\d{6})\.parquet")
 
 
 def _chunk_of(p: Path, cfg) -> bool:
-    """Whether ``p`` is a chunk file of a run of ``cfg`` (its name, experiment hash and point range)."""
+    """Whether ``p`` (in a run directory's ``chunks/``) is a complete chunk of a run of ``cfg``, by the footer and
+    metadata check a run makes of its chunks (:meth:`RunDir.check_chunk` without reading the data)."""
     m = _CHUNK_NAME.fullmatch(p.name)
-    if not m or not p.is_file():
-        return False
-    c = int(m.group(1))
-    try:
-        meta = json.loads((pq.read_metadata(p).metadata or {}).get(META_KEY, b"null"))
-    except (OSError, ValueError, pa.ArrowException):
-        return False
-    start = c * cfg.chunk_size
-    return (
-        isinstance(meta, dict)
-        and meta.get("config_hash") == cfg.hash
-        and meta.get("chunk") == c
-        and meta.get("points") == [start, min(start + cfg.chunk_size, cfg.n_points)]
-    )
+    return bool(m) and RunDir(p.parent.parent)._read_chunk(int(m.group(1)), _plan_of(cfg), data=False)[0] is None
 
 
 def _ours_before_plan(p: Path, cfg) -> bool:
