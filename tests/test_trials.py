@@ -647,7 +647,7 @@ def test_sigkill_mid_run_then_resume_is_identical(tmp_path):
     args = [
         "trials",
         "--n-trials",
-        "400",
+        "100",  # (5 steps of about 0.7 s each on 2 cores: the kill lands between steps 2 and 5)
         "--steps",
         "5",
         "--sigma",
