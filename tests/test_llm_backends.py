@@ -1342,6 +1342,7 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
     OpenAI's masked form (the key's ends) and a key split over two fields all leaked into messages and run.json;
     a reply holding half the key or its base64 was recorded. Each form below is made by the standard library."""
     import base64
+    import functools
     import html
     import urllib.parse
 
@@ -1372,6 +1373,19 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
         "base64 cut": "x" * 470 + base64.b64encode(f"Bearer {key}".encode()).decode()[:30],
         "base64 inside": base64.b64encode(json.dumps({"authorization": f"Bearer {key}"}).encode()).decode(),
         "hex": key.encode().hex(),
+        # the last tester (2026-12-05): other invisible characters, spaces, fullwidth letters, separated hex, deep
+        # URL encoding
+        "invisible separator": "\u2063".join(key),
+        "bidi marks": "\u202a" + "\u200e".join(key) + "\u202c",
+        "variation selectors": "\ufe0f".join(key),
+        "tag characters": "\U000e0020".join(key),
+        "spaced": " ".join(key),
+        "no-break spaces": "\u00a0".join(key),
+        "fullwidth": "".join(chr(ord(c) + 0xFEE0) for c in key),
+        "hex spaced": " ".join(f"{b:02x}" for b in key.encode()),
+        "hex colons": ":".join(f"{b:02X}" for b in key.encode()),
+        "hex 0x": ", ".join(f"0x{b:02x}" for b in key.encode()),
+        "url 8 times": functools.reduce(lambda t, _: urllib.parse.quote(t, safe=""), range(8), key),
     }
     for name, form in forms.items():
         out = redact(f"HTTP 400: {form} (end)", key)
@@ -1386,6 +1400,14 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
     assert redact("Value: 12.5, Parity: A, Level: 3", key) == "Value: 12.5, Parity: A, Level: 3"
     assert not holds_key("EMPTY", "EMPTY") and redact("0.1234", "") == "0.1234"
     assert not holds_key('{"value": 1000000000000}', "sk-000000000000000000000000")
+    # spaces and invisible characters are dropped to look for the key, not to read ordinary text as holding it
+    assert not holds_key("Value: 12.5, Parity: A, Level: 3 \u200e\u00a0 0x12:0x34", key)
+    # a key holding %XX, echoed %-encoded twice more: no 6 of its characters in a row survive
+    key2 = "sk-live%41bcd%2Fxyz0123456789"
+    out = redact("HTTP 401: " + urllib.parse.quote(urllib.parse.quote(key2, safe=""), safe="") + " (end)", key2)
+    assert holds_key(urllib.parse.quote(key2, safe=""), key2) and out.endswith("(end)")
+    decoded = functools.reduce(lambda t, _: urllib.parse.unquote(t), range(4), out).lower()
+    assert not any(key2[i : i + 6].lower() in decoded for i in range(len(key2) - 5)), out
     # runs of backslashes cost time in proportion to their length (a square before: 8,000 took 17 s)
     assert not holds_key("\\" * 200_000, "sk-" + "ab1" * 60) and redact("\\" * 200_000, "sk-" + "ab1" * 60)
 

@@ -11,6 +11,7 @@ import html
 import math
 import os
 import re
+import unicodedata
 import urllib.parse
 
 from mascot.errors import InputError
@@ -140,13 +141,21 @@ def _forms(key: str) -> dict:
     """What marks the key in a text: its windows of 12 and of 6 characters, lower-cased, as written (``raw``) and
     with its own escape-like parts undone as :func:`_plain` undoes them in a text (``plain``: a key holding
     ``%2F`` or ``\\x`` reads otherwise there); windows of 8 characters of its base64 encodings (at any offset, of
-    it alone or inside a longer encoded text) and of its hexadecimal digits."""
+    it alone or inside a longer encoded text) and of its hexadecimal digits (``hex`` alone too); and the
+    ``plain`` windows with whitespace and invisible characters dropped, in NFKC (``squeezed``)."""
     low, plain = key.lower(), _plain(key).lower()
     hexed = key.encode().hex()  # (6 bytes at a time, at every third byte: an echo of 9 or more bytes holds one)
-    encoded = _b64_windows(key.encode()) | {hexed[i : i + 12] for i in range(0, len(hexed) - 11, 6)}
+    hex_windows = {hexed[i : i + 12] for i in range(0, len(hexed) - 11, 6)}
+    squeezed = _squeeze(plain)
     return {
-        "encoded": tuple(encoded),
-        **{f"{w}{k}": _windows(v, k) for w, v in (("raw", low), ("plain", plain)) for k in (12, 6)},
+        "encoded": tuple(_b64_windows(key.encode()) | hex_windows),
+        "hex": tuple(hex_windows),
+        "spaced": squeezed != plain,
+        **{
+            f"{w}{k}": _windows(v, k)
+            for w, v in (("raw", low), ("plain", plain), ("squeezed", squeezed))
+            for k in (12, 6)
+        },
     }
 
 
@@ -156,6 +165,14 @@ _U = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8
 _OCT = re.compile(r"\\([0-3][0-7]{2})")
 _BS = re.compile(r"\\(.)", re.S)
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+# Unicode's Default_Ignorable_Code_Point characters (DerivedCoreProperties.txt: drawn as nothing, among them
+# bidirectional marks, variation selectors and tag characters): dropped from a text, with whitespace of any kind,
+# and its compatibility forms (fullwidth letters) folded by NFKC, before the key is looked for once more
+_IGNORABLE = re.compile(
+    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
+    r"\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
+)
+_HEX_SEP = str.maketrans("", "", ":,;.-")  # (hexadecimal written 6b:65, 6b-65, 0x6b, 0x65; spaces squeezed already)
 
 
 def _code(m: re.Match) -> str:
@@ -163,11 +180,21 @@ def _code(m: re.Match) -> str:
     return chr(n) if n < 0x110000 else m[0]
 
 
+_LEVELS = 16  # nested escapes undone, at most (each level that changes the text shortens it; bounded: linear time)
+
+
+def _squeeze(text: str) -> str:
+    """``text`` without whitespace or invisible characters, in NFKC (fullwidth ``ｓｋ`` reads ``sk``)."""
+    if not text.isascii():
+        text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
+    return "".join(text.split())  # (str.split: every kind of Unicode whitespace, the no-break space too)
+
+
 def _plain(text: str) -> str:
     """``text`` with its escapes undone, nested ones too (HTML entities, %XX, \\uXXXX, \\u{X}, \\UXXXXXXXX, \\xXX,
     octal, backslashes) and invisible characters dropped: what a key anywhere in it reads as. For finding the
     key only: never shown."""
-    for _ in range(4):
+    for _ in range(_LEVELS):
         before = text
         text = html.unescape(urllib.parse.unquote(text)).translate(_INVISIBLE)
         text = _BS.sub(r"\1", _OCT.sub(lambda m: chr(int(m[1], 8)), _U.sub(_code, text)))
@@ -178,13 +205,25 @@ def _plain(text: str) -> str:
 
 def _seen(text: str, key: str, k: int) -> bool:
     """Whether ``text`` holds ``k`` consecutive characters of ``key`` (in any case) as written or once escapes are
-    undone in both, or 8 characters of its base64 or 12 of its hexadecimal encoding."""
+    undone in both (and then whitespace and invisible characters dropped, in NFKC), or 8 characters of its base64 or
+    12 of its hexadecimal encoding (its digits also separated by spaces, colons or 0x)."""
     f = _forms(key)
     low = text.lower()
     if any(w in low for w in f[f"raw{k}"]) or any(w in text or w in low for w in f["encoded"]):
         return True
     plain = _plain(text)
-    return any(w in plain.lower() for w in f[f"plain{k}"]) or any(w in plain for w in f["encoded"])
+    if f["spaced"]:  # (the key's own escapes decode to whitespace or an invisible character: looked for as such)
+        low = plain.lower()
+        if any(w in low for w in f[f"plain{k}"]):
+            return True
+    # whitespace and invisible characters dropped: the key spaced, an invisible character between its letters,
+    # fullwidth letters; what the key's windows match in ``plain`` they match here too
+    squeezed = _squeeze(plain)
+    low = squeezed.lower()
+    if any(w in low for w in f[f"squeezed{k}"]) or any(w in squeezed for w in f["encoded"]):
+        return True
+    hexed = low.translate(_HEX_SEP).replace("0x", "")  # (hexadecimal digits separated: 6b:65, 0x6b 0x65)
+    return hexed != low and any(w in hexed for w in f["hex"])
 
 
 @functools.lru_cache(maxsize=4)
@@ -209,8 +248,8 @@ def redact(text: str, key: str | None) -> str:
     (in any case, character by character as such, backslash-escaped, \\u/\\x-escaped, URL-escaped or an HTML
     entity, in any mix), and any 6 consecutive characters of it so written (a server masking a key shows its
     ends: ``sk-abc*****wxyz``). A text that still holds part of the key after that (a base64 or hexadecimal
-    copy, an encoding rewritten in no other way, an invisible character between its letters) or that is over
-    4,000 characters long is withheld whole."""
+    copy, an encoding rewritten in no other way, whitespace or an invisible character between its letters,
+    fullwidth letters) or that is over 4,000 characters long is withheld whole."""
     if not key or not _seen(text, key, 6):  # (the common case, found fast: no part of the key)
         return text
     if len(text) > 4000:
@@ -222,8 +261,8 @@ def redact(text: str, key: str | None) -> str:
 
 def holds_key(text: str, key: str | None) -> bool:
     """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, in any case, once its escapes
-    are undone (any mix of the forms :func:`redact` knows), or 8 characters of its base64 or 12 of its
-    hexadecimal encoding; keys shorter than ``MIN_SECRET`` are not looked for (``0`` or ``EMPTY``, the
+    are undone (any mix of the forms :func:`redact` knows) or once whitespace and invisible characters are dropped,
+    or 8 characters of its base64 or 12 of its hexadecimal encoding; keys shorter than ``MIN_SECRET`` are not looked for (``0`` or ``EMPTY``, the
     placeholders local servers take, are ordinary text), nor windows of fewer than 4 distinct characters."""
     if not key or len(key) < MIN_SECRET:
         return False
