@@ -466,3 +466,29 @@ def test_fixing_a_parameter_keeps_the_rows_that_do_not_read_it():
         summarize(df, "n", "kappa", where={"family": "ring", "p": 0.25, "kappa": 10.0})
     own = df.drop(columns="graph")  # not a sweep kind's table: a missing value is no value
     assert summarize(own.drop(columns=["point"]), "n", "kappa", where={"p": 0.25})["rows"].tolist() == [3]
+
+
+def test_a_spectra_sweep_splits_by_its_graph_count_which_deterministic_families_do_not_read(tmp_path, capsys):
+    """Left open by an outside tester: ``--hue graphs`` on a spectra sweep was "no such column". Each point's
+    graph count is its row count; a ring (one graph, ``graphs`` not read) has none, so a hue leaves it out and a
+    filter keeps it, as for any parameter a family does not read. Means against numpy over the same rows."""
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(
+        '[experiment]\nkind = "spectra"\n[fixed]\ngamma = 0.9\n[grid]\nfamily = ["erdos_renyi", "ring"]\n'
+        "n = [8, 12]\ngraphs = [4, 8]\n"
+    )
+    run = tmp_path / "r"
+    assert main(["run", str(cfg), "--out", str(run)]) == 0 and main(["merge", str(run)]) == 0
+    capsys.readouterr()
+    df = pd.read_parquet(run / "merged.parquet")
+    assert "graphs" not in df.columns
+    by = summarize(df, "n", "kappa", hue="graphs")
+    assert by["graphs"].tolist() == [4, 4, 8, 8] and by["rows"].tolist() == [4, 4, 8, 8]
+    size = df.groupby("point")["point"].transform("size")
+    for got in by.itertuples():
+        v = df[(df.family == "erdos_renyi") & (df.n == got.n) & (size == got.graphs)]["kappa"].to_numpy(np.float64)
+        assert v.size == got.graphs and got.kappa == pytest.approx(v.mean(), rel=1e-12)
+    assert "rows with no value in the x, hue or facet column were left out" in " ".join(warnings_for(by, "n", "kappa"))
+    kept = summarize(df, "n", "kappa", hue="family", where={"graphs": 8})
+    assert kept["rows"].tolist() == [8, 8, 1, 1]  # the rings kept (their two points one graph: counted once)
+    assert "also keeps the 4 rows that do not read graphs" in " ".join(kept.attrs["where_notes"])

@@ -13,8 +13,8 @@ none) that varies across the plotted rows but is none of ``x``, ``hue`` and
 ``facet`` at one plotted point is refused (averaging over a study variable hides it): fix it with ``where`` or
 give it a role. A column that only follows the plotted ones (a cost computed from n) is not averaged over.
 A sample count (consensus ``trajectories``, spectra ``graphs``) is no column and is not refused: the rows of
-points that differ only in it are pooled (a consensus table's ``trajectories`` may be named as ``x``, ``hue``,
-``facet`` or in ``where``: it is then each point's row count), and a row that repeats a row of another point (the same sample:
+points that differ only in it are pooled (it may be named as ``x``, ``hue``, ``facet`` or in ``where``: it is
+then each point's row count, missing for a spectra point of a deterministic family, which reads no ``graphs``), and a row that repeats a row of another point (the same sample:
 trajectory t starts from the same X0 at every count and, without belief noise, is the same run, see
 :func:`copied_rows`) is counted once.
 Other tables (trials, metrics) are aggregated over every row of a group. The interval: for the mean, Student's
@@ -249,8 +249,13 @@ def summarize(
     kind = _kind_of(df) if "point" in df.columns else None
     count = kind.count_param if kind is not None else None
     if count is not None and count in named and count not in df.columns:
-        # a sample count the rows do not hold (consensus trajectories): each point's row count, before any filter
-        df = df.assign(**{count: df.groupby("point", sort=False)["point"].transform("size")})
+        # a sample count the rows do not hold (consensus trajectories, spectra graphs): each point's row count,
+        # before any filter; missing where the point does not read it (a deterministic family's one graph)
+        rows = df.groupby("point", sort=False)["point"].transform("size").astype("float64")
+        reads = kind.params[count].reads
+        if reads is not None and reads[0] in df.columns:
+            rows = rows.where(df[reads[0]].isin(reads[1]))
+        df = df.assign(**{count: rows})
     if agg not in ("mean", "median"):
         raise InputError(f"agg must be mean or median; got {agg!r}")
     if ci is not None and not 0 < ci < 100:

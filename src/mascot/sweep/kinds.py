@@ -418,6 +418,7 @@ KINDS = {
         _spectra_extra,
         row_key=("point", "graph"),
         count_reseeds=True,  # the graph count enters the random families' seeds
+        count_param="graphs",  # (missing where the family is deterministic: one graph, graphs not read)
         max_workers=1,
         version=2,
         dtype_check=_spectra_dtype_check,

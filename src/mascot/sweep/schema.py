@@ -75,8 +75,9 @@ class Kind:
     # a parameter that, where > 0, draws with the point's own key (consensus belief noise, keyed by the point
     # index): such rows are samples of their point alone
     point_draws: str | None = None
-    # the parameter that is a point's row count and no column of its rows (consensus trajectories): mascot plot
-    # makes it a column from the row counts when a figure names it
+    # the parameter that is a point's row count and no column of its rows (consensus trajectories, spectra
+    # graphs): mascot plot makes it a column from the row counts when a figure names it (missing in the rows of
+    # points that do not read it, as other unread parameters are)
     count_param: str | None = None
 
     def complete(self, p: dict) -> dict:
