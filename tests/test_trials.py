@@ -811,10 +811,16 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
         ("n_trials = 3\n[trials]\nseed = 1\n", "key(s) ['n_trials'] outside any table"),
         ("[trials]\nn_trials = true\n", "'n_trials' takes a whole number; got True"),
         ("[trials]\nseed = 1\n[output]\ndir = 5\n", "[output] dir must be a path (a string); got 5"),
+        # a range checked after parsing names the file's key beside the option (a later tester)
+        ("[trials]\nn_trials = 0\n", "--n-trials must be an integer >= 1; got 0 (set by 'n_trials' in "),
+        ("[trials]\ntop_p = 0\n", "--top-p must be in (0, 1]; got 0.0 (set by 'top_p' in "),
     ):
         cfg.write_text(text)
         assert cli_main(["trials", "--config", str(cfg)]) == 2
         assert msg in capsys.readouterr().err
+    cfg.write_text("[trials]\nn_trials = 0\n")  # the command line's value replaces it: nothing to name
+    assert cli_main(["trials", "--config", str(cfg), "--n-trials", "-1"]) == 2
+    assert capsys.readouterr().err.strip().endswith("got -1")
     with pytest.raises(SystemExit):  # (argparse: exit 2)
         cli_main(["trials", "--initial-state", "1e300,A,3"])
     assert "|VALUE| must be at most 1e9" in capsys.readouterr().err

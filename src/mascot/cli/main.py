@@ -666,7 +666,10 @@ def _with_trials_config(argv: list[str], parser) -> list[str]:
         return argv
     from mascot.cli.trials_config import trials_argv
 
-    return ["trials", *trials_argv(path, parser.trials_parser, rest), *rest]
+    keys: dict[str, str] = {}
+    argv = ["trials", *trials_argv(path, parser.trials_parser, rest, keys), *rest]
+    parser.config_keys = (path, keys)  # (an error about an option the file set names the file's key: _run)
+    return argv
 
 
 def _process_switches(args) -> None:
@@ -706,6 +709,7 @@ def main(argv=None) -> int:
             file=sys.stderr,
         )
         return 2
+    args.config_keys = getattr(parser, "config_keys", None)
     _process_switches(args)
     if argv_given_by_console:  # the mascot command itself (not main([...]) from Python): say when JAX compiles
         from mascot.log import want_compile_notice
@@ -735,6 +739,20 @@ def main(argv=None) -> int:
                 signal.signal(sig, handler)
 
 
+def _with_config_key(msg: str, args) -> str:
+    """``msg`` with the config file's key named where it starts with an option that the file set (``--n-trials must
+    be ...`` from ``n_trials = 0`` in a trials config: the user wrote the key, not the option)."""
+    path, keys = getattr(args, "config_keys", None) or (None, {})
+    for flag, key in keys.items():
+        if (
+            msg.startswith(flag)
+            and not msg[len(flag) : len(flag) + 1].isalnum()
+            and msg[len(flag) : len(flag) + 1] != "-"
+        ):
+            return f"{msg} (set by '{key}' in {path})"
+    return msg
+
+
 _SIGNAL_WORDS = {2: "interrupted", 15: "terminated (SIGTERM)"}
 
 
@@ -752,7 +770,7 @@ def _run(args) -> int:
     try:
         return args.func(args)
     except MascotError as e:  # what mascot raises on purpose: one line (a bug in mascot shows its traceback)
-        print(f"mascot: error: {printable(str(e))}", file=sys.stderr)
+        print(f"mascot: error: {printable(_with_config_key(str(e), args))}", file=sys.stderr)
         return exit_code(e)
     except KeyboardInterrupt as e:
         signum = 15 if isinstance(e, Terminated) else 2

@@ -85,11 +85,13 @@ def load_trials_config(path) -> dict:
     return out
 
 
-def trials_argv(path, parser: argparse.ArgumentParser, command_line=()) -> list[str]:
+def trials_argv(path, parser: argparse.ArgumentParser, command_line=(), keys: dict | None = None) -> list[str]:
     """``mascot trials`` arguments equivalent to the file, checked against ``parser`` (the trials
     sub-parser): unknown keys and wrongly typed values are errors naming the key. A repeatable option
     (``--topology``) that ``command_line`` (the arguments after the file) also gives is left out: the command
-    line's list replaces the file's, as its other options override the file's values."""
+    line's list replaces the file's, as its other options override the file's values. ``keys``, if given, is
+    filled with option -> the file's key for each option the file sets and ``command_line`` does not (a later
+    error about the option names the key too)."""
     table = load_trials_config(path)
     actions = {}
     for a in parser._actions:
@@ -135,4 +137,6 @@ def trials_argv(path, parser: argparse.ArgumentParser, command_line=()) -> list[
             if action.choices is not None and str(v) not in map(str, action.choices):
                 raise InputError(f"{path}: '{key}' = {v!r}: one of {', '.join(map(str, action.choices))}")
             argv += [flag, str(v)]
+        if keys is not None and not any(a == flag or a.startswith(flag + "=") for a in command_line):
+            keys[flag] = key
     return argv
