@@ -136,6 +136,13 @@ def test_float32_and_bad_input():
         mascot.Policy(strategy="sometimes")
     with pytest.raises(ValueError, match="needs key"):
         mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1)
+    # found by an outside tester: noise vmapped over levels without a key ran every level without noise
+    with pytest.raises(ValueError, match="noise is traced .* give key too"):
+        jax.vmap(lambda s: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=s).rounds)(
+            jnp.array([0.0, 0.05])
+        )
+    with pytest.raises(ValueError, match="noise must be >= 0"):
+        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=-0.01, key=jax.random.key(0))
     with pytest.raises(ValueError, match=r"shape \(N, d\)"):
         mascot.rollout(x[None], mascot.Modes(W1, W2, C1, C2), mascot.Policy())
     with pytest.raises(TypeError, match="mascot.Modes"):
@@ -184,6 +191,23 @@ def test_the_library_s_subpackages_load_on_first_use():
     code = "import sys, mascot; assert 'mascot.graphs' not in sys.modules; print(mascot.graphs.star(5).shape)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "(5, 5)", r.stderr
+    # a later tester: the docs' dotted paths (mascot.limits.check_budget, mascot.analysis.plot.plot, ...) failed after
+    # a plain `import mascot`, and mascot.kernels.core worked only once something had loaded it
+    names = [
+        "limits.check_budget",
+        "analysis.plot.plot",
+        "sweep.store.status_labels",
+        "sweep.evaluate.DeviceCache",
+        "kernels.core.rollout",
+        "kernels.spectra.gat_transition",
+        "theory.spectra.time_varying_sr",
+        "backends.openai_options.redact",
+    ]
+    code = "import functools, mascot; print(all(callable(functools.reduce(getattr, n.split('.'), mascot)) for n in %r))"
+    r = subprocess.run([sys.executable, "-c", code % names], capture_output=True, text=True)
+    assert r.returncode == 0 and r.stdout.strip() == "True", r.stderr
+    with pytest.raises(AttributeError, match="module 'mascot.analysis' has no attribute 'nope'"):
+        mascot.analysis.nope  # noqa: B018
     assert set(mascot._SUBMODULES) <= set(dir(mascot)) and "studies" not in mascot._SUBMODULES
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         mascot.nope  # noqa: B018
@@ -210,3 +234,13 @@ def test_noise_model_core_under_jit_and_vmap_equals_the_driver():
     got = core(jnp.arange(3, dtype=jnp.uint32), sig)
     ref = mascot.affine_noise_error(key, 3, 0.25, np.asarray(sig), 6, 0.9, trials=200, dtype="float64")
     np.testing.assert_allclose(got, ref, rtol=1e-12)
+    # found by an outside tester: k > max_k aggregated max_k outputs (a plausible, wrong E_ceg); outside its
+    # compiled ranges the core gives NaN, inside them the same numbers
+    at = jax.jit(
+        lambda k, T: mascot.affine_noise_point(key, k, 0.25, 1.0, T, 0.9, trials=50, max_k=3, max_T=6, trace=True)
+    )
+    for k, T in ((4, 6), (0, 6), (3, 7), (3, 0)):
+        ceg, steps = at(k, T)
+        assert np.isnan(ceg).all() and np.isnan(steps).all(), (k, T)
+    ceg, steps = at(3, 5)
+    assert np.isfinite(ceg).all() and np.isfinite(steps[:, :5]).all() and np.isnan(steps[:, 5]).all()

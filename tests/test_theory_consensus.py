@@ -327,3 +327,23 @@ def test_a_float32_circulant_is_held_to_float32s_rounding_like_any_float32_w():
         assert contraction_rate(W.astype(np.float32)) == pytest.approx(contraction_rate(W), abs=1e-6)
     with pytest.raises(ValueError, match=r"first row sums to 1\.1"):
         circulant_contraction_rate([0.5, 0.3, 0.3])
+
+
+def test_errors_name_the_argument_as_the_function_names_it():
+    """Found by an outside tester: in_certificate_region named its ``d`` as ``d0``; a doubly stochastic matrix
+    rounded to 6 digits was refused without a word on why; a trajectory with eta <= eps was not named."""
+    import mascot
+    from mascot.errors import InputError
+    from mascot.graphs import complete_weights, ring_weights
+
+    with pytest.raises(InputError, match="^d must be a real number"):
+        mascot.in_certificate_region(np.array([0.5, 1.0]), 2000, 0.1, 0.03, 0.25, 0.72, 600, 100)
+    assert mascot.in_certificate_region(0.5, 2000, 0.1, 0.03, 0.25, 0.72, 600, 100)
+    W = np.round(ring_weights(7, 0.3) + 1e-6 * np.eye(7), 6)
+    with pytest.raises(InputError, match="rounded to a few digits"):
+        mascot.contraction_rate(W)
+    X0 = np.random.default_rng(0).uniform(size=(3, 5, 2))
+    with pytest.raises(InputError, match="trajectory 1 has eta = 0.01, eps = 0.02"):
+        mascot.simulate_consensus(
+            X0, complete_weights(5, 0.4), ring_weights(5, 0.6), 600, 100, [0.1, 0.01, 0.1], 0.02, 1e4
+        )

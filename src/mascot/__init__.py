@@ -43,7 +43,8 @@ _EXPORTS = {
     "Status": "mascot.status",
 }
 
-# the library's subpackages, loaded on first use too (``mascot.graphs.star(8)`` after ``import mascot``)
+# the library's subpackages and modules, loaded on first use too (``mascot.graphs.star(8)`` after ``import
+# mascot``); a subpackage loads its own modules the same way (``mascot.analysis.plot.plot`` after ``import mascot``)
 _SUBMODULES = (
     "analysis",
     "backends",
@@ -54,6 +55,7 @@ _SUBMODULES = (
     "graphs",
     "io",
     "kernels",
+    "limits",
     "papers",
     "protocols",
     "rundir",
@@ -62,6 +64,22 @@ _SUBMODULES = (
     "sweep",
     "theory",
 )
+
+
+def submodule_loader(package: str, path) -> callable:
+    """A module ``__getattr__`` for ``package`` that imports its submodule ``name`` on first use (PEP 562), so that
+    ``package.name`` works after ``import package`` alone, whatever was imported before."""
+    import pkgutil
+
+    names = frozenset(m.name for m in pkgutil.iter_modules(path))
+
+    def __getattr__(name: str):
+        if name in names:
+            return importlib.import_module(f"{package}.{name}")  # (the import binds it in the package)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__
+
 
 __all__ = sorted(_EXPORTS) + ["__version__"]
 

@@ -73,3 +73,8 @@ def run_spec(identity: dict) -> dict:
     name = rest.pop("backend", rest.pop("name", None))
     model = rest.pop("model", None)
     return {"name": name, "model": model, "options": {k: v for k, v in rest.items() if v is not None}}
+
+
+from mascot import submodule_loader  # noqa: E402
+
+__getattr__ = submodule_loader(__name__, __path__)  # (mascot.backends.MODULE after import mascot)

@@ -739,20 +739,6 @@ def main(argv=None) -> int:
                 signal.signal(sig, handler)
 
 
-def _with_config_key(msg: str, args) -> str:
-    """``msg`` with the config file's key named where it starts with an option that the file set (``--n-trials must
-    be ...`` from ``n_trials = 0`` in a trials config: the user wrote the key, not the option)."""
-    path, keys = getattr(args, "config_keys", None) or (None, {})
-    for flag, key in keys.items():
-        if (
-            msg.startswith(flag)
-            and not msg[len(flag) : len(flag) + 1].isalnum()
-            and msg[len(flag) : len(flag) + 1] != "-"
-        ):
-            return f"{msg} (set by '{key}' in {path})"
-    return msg
-
-
 _SIGNAL_WORDS = {2: "interrupted", 15: "terminated (SIGTERM)"}
 
 
@@ -765,12 +751,14 @@ def _terminate(signum, frame):
 
 
 def _run(args) -> int:
-    """``args.func(args)``, with what mascot raises on purpose (and interrupts, broken pipes, full disks, out of
+    """``args.func(args)`` (``args`` from :func:`main`), with what mascot raises on purpose (and interrupts, broken pipes, full disks, out of
     memory) turned into one line and an exit status."""
     try:
         return args.func(args)
     except MascotError as e:  # what mascot raises on purpose: one line (a bug in mascot shows its traceback)
-        print(f"mascot: error: {printable(_with_config_key(str(e), args))}", file=sys.stderr)
+        from mascot.cli.trials_config import name_config_key  # (an option a config file set: its key named too)
+
+        print(f"mascot: error: {printable(name_config_key(str(e), args.config_keys))}", file=sys.stderr)
         return exit_code(e)
     except KeyboardInterrupt as e:
         signum = 15 if isinstance(e, Terminated) else 2

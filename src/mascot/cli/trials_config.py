@@ -140,3 +140,15 @@ def trials_argv(path, parser: argparse.ArgumentParser, command_line=(), keys: di
         if keys is not None and not any(a == flag or a.startswith(flag + "=") for a in command_line):
             keys[flag] = key
     return argv
+
+
+def name_config_key(msg: str, config_keys: tuple | None) -> str:
+    """``msg`` with the config file's key named where it starts with an option that the file set (``--n-trials must
+    be ...`` from ``n_trials = 0`` in a trials config: the user wrote the key, not the option). ``config_keys``:
+    ``(path, {option: key})`` as :func:`trials_argv` fills it, or None."""
+    path, keys = config_keys or (None, {})
+    for flag, key in keys.items():
+        after = msg[len(flag) : len(flag) + 1]
+        if msg.startswith(flag) and not (after.isalnum() or after == "-"):
+            return f"{msg} (set by '{key}' in {path})"
+    return msg

@@ -206,12 +206,16 @@ def simulate_consensus(
         raise InputError(
             f"eps = {np.min(eps_a):g} is below {jnp.dtype(dt).name}'s resolution {res:.3g}: disagreements "
             "that small are rounding noise for beliefs of order 1 (the modal and matrix paths would "
-            "disagree); use a larger eps, float64, or rescale the beliefs"
+            "disagree); use a larger eps"
+            + (", float64," if jnp.dtype(dt) != jnp.float64 else "")
+            + " or rescale the beliefs"
         )
     if strategy == "adaptive" and not np.all(eta_a > eps_a):
+        e1, e2 = np.broadcast_arrays(np.atleast_1d(eta_a), np.atleast_1d(eps_a))
+        i = int(np.argmin(e1 > e2))  # (the first trajectory that fails: an outside tester)
         raise InputError(
             "eta must be > eps for strategy='adaptive' (with eta <= eps mode 2 is never "
-            "selected; use strategy='complete')"
+            f"selected; use strategy='complete'); trajectory {i} has eta = {e1[i]:g}, eps = {e2[i]:g}"
         )
     if isinstance(noise, bool) or np.ndim(noise) != 0:
         raise InputError(f"noise must be one number >= 0 (the s.d. of every belief's noise); got {noise!r}")

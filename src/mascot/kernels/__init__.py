@@ -25,3 +25,7 @@ def _listen_for_compiles() -> None:
 
 
 _listen_for_compiles()
+
+from mascot import submodule_loader  # noqa: E402
+
+__getattr__ = submodule_loader(__name__, __path__)  # (mascot.kernels.MODULE after import mascot)

@@ -151,8 +151,17 @@ def rollout(
         raise TypeError(f"policy must be a mascot.Policy(eta, eps, b0, strategy); got {type(policy).__name__}")
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or not 0 <= max_rounds < 2**31 - 1:
         raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
-    if key is None and _nonzero(noise):
-        raise InputError("noise > 0 needs key (e.g. key=jax.random.key(0))")
+    level = _concrete(noise)
+    if level is not None and np.any(level < 0):
+        raise InputError(f"noise must be >= 0 (a standard deviation); got {noise!r}")
+    if key is None and (level is None or np.any(level != 0)):
+        # (a traced noise, e.g. vmapped over levels, without a key ran without noise: an outside tester)
+        raise InputError(
+            "noise > 0 needs key (e.g. key=jax.random.key(0))"
+            if level is not None
+            else "noise is traced (under jit or vmap), so it may be > 0: give key too (e.g. key=jax.random.key(0)), "
+            "or leave noise out for a run without noise"
+        )
     if key is not None:
         check_default_prng()  # (raw key data of another default implementation is read as that implementation's)
         if is_int_seed(key):
@@ -191,12 +200,14 @@ def disagreement(X):
     return jnp.sqrt(jnp.sum(c * c, axis=(-2, -1)) / X.shape[-2])
 
 
-def _nonzero(v) -> bool:
-    """Whether ``v`` is known to be nonzero (a traced value is not known: the caller's business)."""
+def _concrete(v):
+    """``v`` as a numpy array where its value is known, else None (a traced value)."""
+    if isinstance(v, jax.core.Tracer):
+        return None
     try:
-        return bool(jnp.any(jnp.asarray(v) != 0))
-    except jax.errors.ConcretizationTypeError:
-        return False
+        return np.asarray(v)
+    except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError):
+        return None
 
 
 @partial(jax.jit, static_argnames=("max_rounds", "trace", "strategy"))

@@ -169,8 +169,8 @@ def affine_noise_point(
 
     ``e_t = L e_{t-1} + agg_i eta_t^(i)`` for ``t = 1..T``, ``e_0 = 0`` (Sec. 3.5 of the predictive-maps
     paper). jit/vmap-ready: ``key`` is this point's PRNG key, ``k``, ``T`` integer scalars with
-    ``1 <= k <= max_k``, ``1 <= T <= max_T`` (may be traced), ``rho_c``, ``sigma``, ``L`` float scalars; no
-    validation is done here (see :func:`affine_noise_error`). ``dtype``: float32 or float64 (default:
+    ``1 <= k <= max_k``, ``1 <= T <= max_T`` (may be traced; outside those ranges ``ceg`` is NaN), ``rho_c``,
+    ``sigma``, ``L`` float scalars; no other validation is done here (see :func:`affine_noise_error`). ``dtype``: float32 or float64 (default:
     float64 if ``jax_enable_x64`` is on, else float32). Returns ``(ceg, steps)``: ``ceg`` of shape
     ``(trials,)`` and, with ``trace=True``, ``steps`` of shape ``(trials, max_T)`` with ``|e_t|`` for
     ``t <= T`` and NaN after (else ``None``).
@@ -204,7 +204,15 @@ def affine_noise_point(
 
     zeros = jnp.zeros((trials,), dt)
     (_, ceg), steps = jax.lax.scan(step, (zeros, zeros), jnp.arange(1, max_T + 1, dtype=jnp.uint32))
-    return ceg, (steps.T if trace else None)
+    return _outside_is_nan(ceg, steps if trace else None, k, T, max_k, max_T)
+
+
+def _outside_is_nan(ceg, steps, k, T, max_k, max_T):
+    """``(ceg, steps.T)`` with NaN where ``k`` or ``T`` is outside ``1..max_k``, ``1..max_T`` (the kernel is not
+    validated under jit: k > max_k aggregated max_k outputs and T > max_T ran max_T steps, plausible numbers)."""
+    bad = (k < 1) | (k > max_k) | (T < 1) | (T > max_T)
+    ceg = jnp.where(bad, jnp.nan, ceg)
+    return ceg, (None if steps is None else jnp.where(bad, jnp.nan, steps.T))
 
 
 @partial(jax.jit, static_argnames=("trials", "max_k", "max_T", "aggregate", "trace", "dtype"))
@@ -277,7 +285,7 @@ def rule_noise_point(
 
     init = (true0, est0, jnp.zeros((trials,), dt))
     (_, _, ceg), steps = jax.lax.scan(step, init, jnp.arange(1, max_T + 1, dtype=jnp.uint32))
-    return ceg, (steps.T if trace else None)
+    return _outside_is_nan(ceg, steps if trace else None, k, T, max_k, max_T)
 
 
 @partial(jax.jit, static_argnames=("trials", "max_k", "max_T", "aggregate", "trace"))

@@ -30,4 +30,9 @@ def __getattr__(name):
         import importlib
 
         return getattr(importlib.import_module(f"mascot.sweep.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _submodule(name)  # (mascot.sweep.store after import mascot)
+
+
+from mascot import submodule_loader  # noqa: E402
+
+_submodule = submodule_loader(__name__, __path__)

@@ -1,5 +1,6 @@
 """Closed forms in float64 numpy: the ground truth that :mod:`mascot.kernels` is tested against."""
 
+from mascot import submodule_loader  # noqa: E402
 from mascot.theory.consensus import (  # noqa: F401
     STATUS_NAMES,
     Algorithm1Result,
@@ -36,3 +37,5 @@ from mascot.theory.spectra import (  # noqa: F401
     successor_representation,
 )
 from mascot.theory.state_tracking import apply_rules  # noqa: F401
+
+__getattr__ = submodule_loader(__name__, __path__)  # (mascot.theory.MODULE after import mascot)

@@ -123,12 +123,14 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
     if np.max(np.abs(rows - 1.0)) > atol:
         raise InputError(
             f"{name} is not doubly stochastic: row sums must be 1 within {atol:g}; "
-            f"worst row sums to {rows[np.argmax(np.abs(rows - 1.0))]:.12g}"
+            f"worst row sums to {rows[np.argmax(np.abs(rows - 1.0))]:.12g} (weights rounded to a few digits? give "
+            "them at full precision)"
         )
     if np.max(np.abs(cols - 1.0)) > atol:
         raise InputError(
             f"{name} is not doubly stochastic: column sums must be 1 within {atol:g}; "
-            f"worst column sums to {cols[np.argmax(np.abs(cols - 1.0))]:.12g}"
+            f"worst column sums to {cols[np.argmax(np.abs(cols - 1.0))]:.12g} (weights rounded to a few digits? "
+            "give them at full precision)"
         )
     return W
 
@@ -279,6 +281,9 @@ def theorem1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Certificate:
     ``eps`` the consensus tolerance > 0; ``lambda1``, ``lambda2`` the contraction rates of mode 1 (complete) and
     mode 2 (ring), in [0, 1]; ``c1``, ``c2`` the tokens one round of each mode costs. Returns a
     :class:`Certificate` (``K1``, ``K2``, ``K_star``, ``B_star``).
+
+    Scalars only, checked; for arrays (many trajectories' ``D(X0)``): :func:`certificate_budget` (``B*`` per
+    entry, checked) or :func:`theorem1_batch` (``K1``, ``K2``, ``B*``, vectorised, unchecked).
     """
     d0 = _check_scalar("d0", d0, nonnegative=True, finite=True)
     eta = _check_scalar("eta", eta, positive=True)
@@ -335,6 +340,7 @@ def in_certificate_region(d, b, eta, eps, lambda1, lambda2, c1, c2) -> bool:
     Returns: True or False.
     """
     b = _check_scalar("b", b)
+    d = _check_scalar("d", d, nonnegative=True, finite=True)  # (named as this function names it, not d0)
     return b >= 0 and theorem1(d, eta, eps, lambda1, lambda2, c1, c2).certifies(b)
 
 
