@@ -126,6 +126,12 @@ def test_bad_gamma(gamma):
         th.sr_diagnostics(tp.row_normalize(tp.star(5)), gamma)
 
 
+@pytest.mark.parametrize("chunk_size", [0, -3, 2.5, True])
+def test_bad_chunk_size(chunk_size):  # (an outside tester: 0 was taken without a word on the closed-form route)
+    with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
+        sr_spectra(tp.star(5), 0.9, chunk_size=chunk_size)
+
+
 def test_not_stochastic_is_named():
     with pytest.raises(ValueError, match="row-stochastic"):
         sr_spectra(np.array([[0.5, 0.2], [0.3, 0.7]]), 0.9, normalize=False)
