@@ -16,9 +16,17 @@ import urllib.parse
 
 from mascot.errors import InputError
 
-__all__ = ["check_options", "redact", "holds_key", "MIN_SECRET"]
+__all__ = ["check_options", "redact", "holds_key", "MIN_SECRET", "MIN_REPLY_SECRET", "MAX_CHECKED"]
 
-MIN_SECRET = 8  # shorter keys are placeholders, not secrets: replies are not checked for them
+# Keys shorter than MIN_SECRET are placeholders (0, EMPTY, none, ollama): not looked for anywhere (masking "0"
+# garbled every error). Keys shorter than MIN_REPLY_SECRET (anything, lm-studio, not-needed, token-abc123: the
+# placeholders servers document; every provider's key is longer: OpenAI 51+, Hugging Face 37, UUIDs 36) are
+# masked in errors as written or escaped, and not looked for in replies, which they match as ordinary words
+# (an outside tester: "anything" refused "There are many things to weigh"). Longer keys are looked for in every
+# form below, in errors and in replies.
+MIN_SECRET = 8
+MIN_REPLY_SECRET = 16
+MAX_CHECKED = 1_000_000  # characters of one reply checked for the key; a longer reply is refused (openai.py)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header value carries unchanged
 
@@ -138,24 +146,26 @@ def _b64_windows(data: bytes) -> set[str]:
 
 @functools.lru_cache(maxsize=4)
 def _forms(key: str) -> dict:
-    """What marks the key in a text: its windows of 12 and of 6 characters, lower-cased, as written (``raw``) and
-    with its own escape-like parts undone as :func:`_plain` undoes them in a text (``plain``: a key holding
-    ``%2F`` or ``\\x`` reads otherwise there); windows of 8 characters of its base64 encodings (at any offset, of
-    it alone or inside a longer encoded text) and of its hexadecimal digits (``hex`` alone too); and the
-    ``plain`` windows with whitespace and invisible characters dropped, in NFKC (``squeezed``)."""
+    """What marks the key in a text, lower-cased where case does not matter: its windows of 12 and of 6
+    characters as written (``raw``), with its own escape-like parts undone as :func:`_plain` undoes them in a text
+    (``plain``: a key holding ``%2F`` or ``\\x`` reads otherwise there) and its letters and digits alone
+    (``alnum``); windows of 8 characters of its base64 encodings (at any offset, of it alone or inside a longer
+    encoded text; ``wide``: of its UTF-16) and of 12 of its hexadecimal digits (``hex``: UTF-8 and UTF-16)."""
     low, plain = key.lower(), _plain(key).lower()
-    hexed = key.encode().hex()  # (6 bytes at a time, at every third byte: an echo of 9 or more bytes holds one)
-    hex_windows = {hexed[i : i + 12] for i in range(0, len(hexed) - 11, 6)}
-    squeezed = _squeeze(plain)
+    alnum = _NOT_ALNUM.sub("", _visible(plain))
+
+    def hex_windows(data: bytes, step: int) -> set[str]:  # (an echo of 9 or more bytes holds one)
+        h = data.hex()
+        return {h[i : i + 2 * step] for i in range(0, len(h) - 2 * step + 1, step)}
+
+    hexes = hex_windows(key.encode(), 6)
+    wide = {w for enc in ("utf-16-le", "utf-16-be") for w in hex_windows(key.encode(enc), 12)}
     return {
-        "encoded": tuple(_b64_windows(key.encode()) | hex_windows),
-        "hex": tuple(hex_windows),
-        "spaced": squeezed != plain,
-        **{
-            f"{w}{k}": _windows(v, k)
-            for w, v in (("raw", low), ("plain", plain), ("squeezed", squeezed))
-            for k in (12, 6)
-        },
+        "encoded": tuple(_b64_windows(key.encode()) | hexes),
+        "wide": tuple(_b64_windows(key.encode("utf-16-le")) | _b64_windows(key.encode("utf-16-be"))),
+        "hex": tuple(hexes | wide),
+        "secret": len(key) >= MIN_REPLY_SECRET,
+        **{f"{w}{k}": _windows(v, k) for w, v in (("raw", low), ("plain", plain), ("alnum", alnum)) for k in (12, 6)},
     }
 
 
@@ -163,16 +173,16 @@ def _forms(key: str) -> dict:
 # a failing alternative cost the square of its length with \\+
 _U = re.compile(r"\\(?:u\{([0-9a-fA-F]{1,6})\}|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|x([0-9a-fA-F]{2}))")
 _OCT = re.compile(r"\\([0-3][0-7]{2})")
+_JSON_ESC = re.compile(r"\\([bfnrt])")  # (JSON's \\b is a backspace, not the letter b)
+_JSON_CHAR = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _BS = re.compile(r"\\(.)", re.S)
+_LONG_ENTITY = re.compile(r"&#0*[1-9][0-9]{7,};?")  # (no code point: html.unescape's int() of 4,301 digits raised)
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
-# Unicode's Default_Ignorable_Code_Point characters (DerivedCoreProperties.txt: drawn as nothing, among them
-# bidirectional marks, variation selectors and tag characters): dropped from a text, with whitespace of any kind,
-# and its compatibility forms (fullwidth letters) folded by NFKC, before the key is looked for once more
-_IGNORABLE = re.compile(
-    r"[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f\u3164"
-    r"\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0000-\U000e0fff]+"
-)
-_HEX_SEP = str.maketrans("", "", ":,;.-")  # (hexadecimal written 6b:65, 6b-65, 0x6b, 0x65; spaces squeezed already)
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")  # terminal colour codes
+_NOT_VISIBLE = re.compile(r"[^\x21-\x7e]+")
+_NOT_ALNUM = re.compile(r"[^a-z0-9]+")
+_NOT_HEX = re.compile(r"0x|[^0-9a-f]+")
+_NUMBER = re.compile(r"[0-9]+")
 
 
 def _code(m: re.Match) -> str:
@@ -183,57 +193,85 @@ def _code(m: re.Match) -> str:
 _LEVELS = 16  # nested escapes undone, at most (each level that changes the text shortens it; bounded: linear time)
 
 
-def _squeeze(text: str) -> str:
-    """``text`` without whitespace or invisible characters, in NFKC (fullwidth ``ｓｋ`` reads ``sk``)."""
-    if not text.isascii():
-        text = _IGNORABLE.sub("", unicodedata.normalize("NFKC", text))
-    return "".join(text.split())  # (str.split: every kind of Unicode whitespace, the no-break space too)
-
-
 def _plain(text: str) -> str:
     """``text`` with its escapes undone, nested ones too (HTML entities, %XX, \\uXXXX, \\u{X}, \\UXXXXXXXX, \\xXX,
-    octal, backslashes) and invisible characters dropped: what a key anywhere in it reads as. For finding the
-    key only: never shown."""
+    octal, JSON's \\b \\f \\n \\r \\t, backslashes) and zero-width characters dropped: what a key anywhere in it reads
+    as. For finding the key only: never shown."""
     for _ in range(_LEVELS):
         before = text
-        text = html.unescape(urllib.parse.unquote(text)).translate(_INVISIBLE)
-        text = _BS.sub(r"\1", _OCT.sub(lambda m: chr(int(m[1], 8)), _U.sub(_code, text)))
+        text = html.unescape(_LONG_ENTITY.sub("\ufffd", urllib.parse.unquote(text))).translate(_INVISIBLE)
+        text = _OCT.sub(lambda m: chr(int(m[1], 8)), _U.sub(_code, text))
+        text = _BS.sub(r"\1", _JSON_ESC.sub(lambda m: _JSON_CHAR[m[1]], text))
         if text == before:
             break
     return text
 
 
+def _visible(text: str) -> str:
+    """The visible ASCII characters of ``text`` in NFKD (``ｓ`` and ``ś`` read ``s``), terminal colour codes
+    removed: a key with anything between its letters that is not visible ASCII (spaces, NULs of UTF-16, control
+    or invisible characters, combining marks) reads as itself here."""
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKD", text)
+    return _NOT_VISIBLE.sub("", text)
+
+
+def _bytes_view(text: str) -> str:
+    """The numbers 0..255 in ``text`` read as bytes, decimal (``[115, 107, 45]``: Node's Buffer.toJSON, Java's
+    Arrays.toString, Go's %v) and then octal (``163 153 055``), lower-cased."""
+    nums = _NUMBER.findall(text)
+    if len(nums) < 6:
+        return ""
+    dec = "".join(chr(int(n)) for n in nums if len(n) <= 3 and int(n) < 256)
+    octal = "".join(chr(int(n, 8)) for n in nums if len(n) == 3 and n < "400" and "8" not in n and "9" not in n)
+    return (dec + "\n" + octal).lower()
+
+
+def _any(text: str, windows: tuple[str, ...]) -> bool:
+    """Whether any of ``windows`` (of 6 characters or more) is in ``text``. A long text against many windows (a
+    long bearer token) is searched once for its 6-character pieces instead of once per window."""
+    if len(text) * len(windows) <= 8_000_000:
+        return any(w in text for w in windows)
+    grams = {text[i : i + 6] for i in range(len(text) - 5)}
+    return any(w[:6] in grams and w in text for w in windows)
+
+
 def _seen(text: str, key: str, k: int) -> bool:
     """Whether ``text`` holds ``k`` consecutive characters of ``key`` (in any case) as written or once escapes are
-    undone in both (and then whitespace and invisible characters dropped, in NFKC), or 8 characters of its base64 or
-    12 of its hexadecimal encoding (its digits also separated by spaces, colons or 0x)."""
+    undone in both, or 8 characters of its base64 or 12 of its hexadecimal encoding. For a key of
+    ``MIN_REPLY_SECRET`` characters or more also: with anything that is not visible ASCII between its characters,
+    in compatibility forms (fullwidth), its letters and digits with anything between them (``s,k,-,p``,
+    ``['s', 'k']``), hexadecimal with separators (``6b:65``, ``0x6b 0x65``, ``=6B``, UTF-16), base64 spaced or of
+    its UTF-16, and its bytes as decimal or octal numbers."""
     f = _forms(key)
     low = text.lower()
-    if any(w in low for w in f[f"raw{k}"]) or any(w in text or w in low for w in f["encoded"]):
+    if _any(low, f[f"raw{k}"]) or _any(text, f["encoded"]) or _any(low, f["encoded"]):
         return True
     plain = _plain(text)
-    if f["spaced"]:  # (the key's own escapes decode to whitespace or an invisible character: looked for as such)
-        low = plain.lower()
-        if any(w in low for w in f[f"plain{k}"]):
-            return True
-    # whitespace and invisible characters dropped: the key spaced, an invisible character between its letters,
-    # fullwidth letters; what the key's windows match in ``plain`` they match here too
-    squeezed = _squeeze(plain)
-    low = squeezed.lower()
-    if any(w in low for w in f[f"squeezed{k}"]) or any(w in squeezed for w in f["encoded"]):
+    if _any(plain.lower(), f[f"plain{k}"]):
         return True
-    hexed = low.translate(_HEX_SEP).replace("0x", "")  # (hexadecimal digits separated: 6b:65, 0x6b 0x65)
-    return hexed != low and any(w in hexed for w in f["hex"])
+    if not f["secret"]:
+        return False
+    vis = _visible(plain)
+    if _any(vis, f["encoded"]) or _any(vis, f["wide"]):
+        return True
+    vlow = vis.lower()
+    if _any(_NOT_ALNUM.sub("", vlow), f[f"alnum{k}"]) or _any(_NOT_HEX.sub("", vlow), f["hex"]):
+        return True
+    return _any(_bytes_view(plain), f[f"raw{k}"])
 
 
 @functools.lru_cache(maxsize=4)
 def _patterns(key: str) -> tuple[re.Pattern, re.Pattern]:
-    """(the whole key in any of :func:`_char`'s encodings, character by character, in any case; any 6
-    consecutive characters of it so encoded)."""
+    """(the whole key in any of :func:`_char`'s encodings, character by character, in any case; a lookahead at
+    each of its windows of 6 characters so encoded, to find every place such a window starts, overlaps
+    included)."""
     chars = [_char(c) for c in key]
     whole = re.compile("".join(chars), re.IGNORECASE)
     six = (
-        re.compile("|".join("".join(chars[i : i + 6]) for i in range(len(key) - 5)), re.IGNORECASE)
+        re.compile("(?=(" + "|".join("".join(chars[i : i + 6]) for i in range(len(key) - 5)) + "))", re.IGNORECASE)
         if len(key) >= 6
         else re.compile("(?!)")
     )
@@ -241,29 +279,41 @@ def _patterns(key: str) -> tuple[re.Pattern, re.Pattern]:
 
 
 _WITHHELD = "*** (withheld: this text held the API key)"
+_LONGEST_REWRITTEN = 256  # a longer key (a JWT) is not rewritten in place: its pattern took seconds to compile
 
 
 def redact(text: str, key: str | None) -> str:
     """``text`` with ``key`` replaced by ``***``: the whole key in every form a server or a library may echo it in
     (in any case, character by character as such, backslash-escaped, \\u/\\x-escaped, URL-escaped or an HTML
-    entity, in any mix), and any 6 consecutive characters of it so written (a server masking a key shows its
-    ends: ``sk-abc*****wxyz``). A text that still holds part of the key after that (a base64 or hexadecimal
-    copy, an encoding rewritten in no other way, whitespace or an invisible character between its letters,
-    fullwidth letters) or that is over 4,000 characters long is withheld whole."""
-    if not key or not _seen(text, key, 6):  # (the common case, found fast: no part of the key)
+    entity, in any mix), and every run of 6 or more consecutive characters of it so written (a server masking a
+    key shows its ends: ``sk-abc*****wxyz``; a key split over several fields). A text that still holds part of the
+    key after that (a base64 or hexadecimal copy, an encoding rewritten in no other way, anything between its
+    letters; see :func:`_seen`), a text over 4,000 characters long, or any text holding part of a key over 256
+    characters long is withheld whole. Keys shorter than ``MIN_SECRET`` are placeholders and are not looked for."""
+    if not key or len(key) < MIN_SECRET or not _seen(text, key, 6):  # (the common case: no part of the key)
         return text
-    if len(text) > 4000:
+    if len(text) > 4000 or len(key) > _LONGEST_REWRITTEN:
         return _WITHHELD
     whole, six = _patterns(key)
-    out = six.sub("***", whole.sub("***", text))
+    out = whole.sub("***", text)
+    spans: list[list[int]] = []
+    for m in six.finditer(out):  # every window's start, overlapping ones too: runs of the key masked whole
+        a, b = m.start(1), m.end(1)
+        if spans and a <= spans[-1][1]:
+            spans[-1][1] = max(spans[-1][1], b)
+        else:
+            spans.append([a, b])
+    for a, b in reversed(spans):
+        out = out[:a] + "***" + out[b:]
     return out if not _seen(out, key, 6) else _WITHHELD
 
 
 def holds_key(text: str, key: str | None) -> bool:
-    """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, in any case, once its escapes
-    are undone (any mix of the forms :func:`redact` knows) or once whitespace and invisible characters are dropped,
-    or 8 characters of its base64 or 12 of its hexadecimal encoding; keys shorter than ``MIN_SECRET`` are not looked for (``0`` or ``EMPTY``, the
-    placeholders local servers take, are ordinary text), nor windows of fewer than 4 distinct characters."""
-    if not key or len(key) < MIN_SECRET:
+    """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, in any form :func:`_seen`
+    knows (in any case; escapes undone, in any mix; with anything between its characters; base64, hexadecimal,
+    decimal or octal bytes). Keys shorter than ``MIN_REPLY_SECRET`` are not looked for (placeholders such as
+    ``EMPTY``, ``anything`` or ``token-abc123`` are ordinary text: ``{"Value": 50}`` and "many things" held
+    them), nor windows of fewer than 4 distinct characters."""
+    if not key or len(key) < MIN_REPLY_SECRET:
         return False
     return _seen(text, key, 12)

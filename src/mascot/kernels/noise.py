@@ -37,7 +37,8 @@ import numpy as np
 
 from mascot.kernels.precision import resolve_dtype
 
-__all__ = ["AGGREGATES", "affine_noise_point", "affine_chunk", "rule_noise_point", "rule_chunk", "aggregate_outputs"]
+# (affine_chunk and rule_chunk, the drivers' jitted batches, are importable but not part of the documented API)
+__all__ = ["AGGREGATES", "affine_noise_point", "rule_noise_point", "aggregate_outputs"]
 
 AGGREGATES = ("mean", "median")
 _UNROLLED_MAX = 16  # sorting networks up to this (padded) size are unrolled comparator by comparator
@@ -125,6 +126,9 @@ def aggregate_outputs(outs, k, aggregate):
 
     ``"mean"``: masked sum over ``k``. ``"median"``: sort with ``+inf`` in the masked rows, then the middle
     element of the first ``k`` (mean of the two middle ones for even ``k``).
+
+    Arguments: ``outs`` the agents' outputs, ``(max_k, trials)``; ``k`` how many rows count (an integer array,
+    may be traced); ``aggregate`` "mean" or "median". Returns the ``(trials,)`` aggregates.
     """
     mask = (jnp.arange(outs.shape[0]) < k)[:, None]
     if aggregate == "mean":

@@ -55,7 +55,8 @@ from mascot.kernels.spectra_closed import FAMILIES, FAMILY_CODES, chain_kappa, c
 from mascot.limits import F32_GAMMA_MAX
 from mascot.theory.spectra import check_gamma, check_stochastic
 
-__all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "sr_spectra", "time_varying_kappa", "time_varying_sr"]
+# (sr_spectra here is the kernel behind mascot.sr_spectra, documented there)
+__all__ = ["SRSpectra", "TimeVaryingKappa", "gat_transition", "time_varying_kappa", "time_varying_sr"]
 
 _METHODS = ("auto", "eigh", "eig")
 _SOLVERS = ("auto", "host", "device")
@@ -516,6 +517,10 @@ def gat_transition(h, adjacency, W, a, reliability=None, beta: float = 0.0, nega
     reliability: (..., n) running scores r_j (default none); phi: monotone map (default identity; with
     r_j estimating 1/sigma_j^2, ``phi = jnp.log`` and beta = 1 give the variance-optimal weights of A.5).
     Agents without neighbours keep a zero row. Leading axes of h (e.g. time) are batched.
+
+    Arguments: ``h``, ``adjacency``, ``W``, ``a``, ``reliability``, ``phi`` as above; ``beta`` the weight of the
+    reliability term; ``negative_slope`` the LeakyReLU's slope for negative scores. Returns ``P``, ``(..., n, n)``,
+    each row with neighbours summing to 1.
     """
     h = jnp.asarray(h)
     mask = jnp.asarray(adjacency) > 0
@@ -538,7 +543,10 @@ def gat_transition(h, adjacency, W, a, reliability=None, beta: float = 0.0, nega
 
 @jax.jit
 def time_varying_sr(P_seq, gamma):
-    """M(t) = I + gamma P(t) M(t+1), t = H-1 .. 0, with M(H) = I (SR paper A.5). P_seq (..., H, n, n)."""
+    """M(t) = I + gamma P(t) M(t+1), t = H-1 .. 0, with M(H) = I (SR paper A.5).
+
+    Arguments: ``P_seq`` the transitions, ``(..., H, n, n)``; ``gamma`` the discount. Returns the ``M(t)``,
+    ``(..., H, n, n)`` (JAX; unchecked: see :func:`time_varying_kappa` for the checked reductions)."""
     P_seq = jnp.asarray(P_seq)
     n = P_seq.shape[-1]
     eye = jnp.eye(n, dtype=P_seq.dtype)
@@ -570,7 +578,10 @@ def _tv_kappa(P_seq, gamma):
 
 
 def time_varying_kappa(P_seq, gamma) -> TimeVaryingKappa:
-    """The three reductions of SR paper A.5 for a sequence of row-stochastic P(t) (..., H, n, n)."""
+    """The three reductions of SR paper A.5 for a sequence of row-stochastic P(t).
+
+    Arguments: ``P_seq`` the transitions, ``(..., H, n, n)``, each row-stochastic (checked); ``gamma`` the
+    discount in [0, 1). Returns a :class:`TimeVaryingKappa` (instantaneous, time-averaged and worst-case kappa)."""
     P = np.asarray(P_seq)
     if P.ndim < 3:
         raise InputError(f"P_seq must be (..., H, n, n); got shape {P.shape}")
