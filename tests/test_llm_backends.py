@@ -346,6 +346,13 @@ class FakeOpenAIServer:
         if action == "echorepr400":  # ... as a Python repr inside its JSON body
             key = h.headers.get("Authorization", "").removeprefix("Bearer ")
             return self._send(h, 400, {"error": f"invalid key repr={key!r}"})
+        if action == "302":  # a redirect (never followed: the key would go with it)
+            return self._send(h, 302, {"error": "moved"}, [("Location", "http://127.0.0.1:9/v1/chat/completions")])
+        if action == "banner":  # not an HTTP server at all (an SSH port): its banner and CR LF
+            self.done(h)
+            h.wfile.write(b"SSH-2.0-OpenSSH_9.6\r\n")
+            h.close_connection = True
+            return None
         if action == "close":
             h.close_connection = True
             return None  # no status line at all -> RemoteDisconnected on the client
@@ -1263,6 +1270,39 @@ def test_a_short_placeholder_key_never_rewrites_replies(monkeypatch, key):
     assert r.text == reply and r.finish_reason == "stop"
 
 
+@pytest.mark.parametrize("key", ["anything", "lm-studio", "not-needed", "token-abc123", "placeholder"])
+def test_a_placeholder_key_under_16_characters_never_refuses_a_reply(monkeypatch, key):
+    """Found by an outside tester: the placeholders servers document ("anything" for LiteLLM, "lm-studio",
+    vLLM's "token-abc123") refused ordinary replies that held the word, with spaces dropped too ("many things")."""
+    monkeypatch.setenv("MASCOT_TEST_KEY", key)
+    be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key_env="MASCOT_TEST_KEY")
+    reply = f"There are many things to weigh; {key} is fine, not needed, lm studio, a place holder token abc123"
+    body = {"choices": [{"message": {"content": reply}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 1}}
+    body["usage"]["completion_tokens"] = 1
+    assert be._reply(json.dumps(body).encode()).text == reply
+
+
+def test_hostile_replies_are_malformed_not_crashes(monkeypatch):
+    """Found by an outside tester: a reply of "[" * 200000 raised RecursionError, and an HTML entity of 4,301
+    digits made the key check raise ValueError (both tracebacks); a 16 MB reply took 19 s and 2 GB to check."""
+    from mascot.backends.openai_options import MAX_CHECKED
+
+    monkeypatch.setenv("MASCOT_TEST_KEY", "sk-proj-Xq7RmP2vLk9TzW4nBc8HdY1sFg6JuE3aQo5iVr0tNbMx")
+    be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key_env="MASCOT_TEST_KEY")
+    with pytest.raises(Exception, match="malformed response .*RecursionError"):
+        be._reply(b"[" * 200_000)
+
+    def body(text):
+        return json.dumps(
+            {"choices": [{"message": {"content": text}}], "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+        ).encode()
+
+    entity = "&#" + "9" * 5000 + "65;"
+    assert be._reply(body(entity)).text == entity
+    with pytest.raises(Exception, match=f"more than mascot checks for the API key \\({MAX_CHECKED:,}\\)"):
+        be._reply(body("x" * (MAX_CHECKED + 1)))
+
+
 # ----------------------------------------------------------------------------- found by an outside tester, 2026-12-01 (2)
 @pytest.mark.parametrize(
     "url, said",
@@ -1386,6 +1426,22 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
         "hex colons": ":".join(f"{b:02X}" for b in key.encode()),
         "hex 0x": ", ".join(f"0x{b:02x}" for b in key.encode()),
         "url 8 times": functools.reduce(lambda t, _: urllib.parse.quote(t, safe=""), range(8), key),
+        # and a later one: byte lists, UTF-16, anything between the characters
+        "node buffer": json.dumps({"type": "Buffer", "data": list(key.encode())}),
+        "go %v bytes": "[" + " ".join(map(str, key.encode())) + "]",
+        "octal bytes": " ".join(f"{b:03o}" for b in key.encode()),
+        "utf-16": key.encode("utf-16-le").decode("latin-1"),
+        "utf-16 json": json.dumps("\0".join(key)),
+        ".net BitConverter": "-".join(f"{b:02X}" for b in key.encode("utf-16-le")),
+        "utf-16 base64": base64.b64encode(key.encode("utf-16-le")).decode(),
+        "json backspaces": json.dumps("\b".join(key)),
+        "ansi colours": "".join(f"\x1b[3{i % 7}m{c}" for i, c in enumerate(key)) + "\x1b[0m",
+        "combining marks": "\u0301".join(key),
+        "braille blanks": "\u2800".join(key),
+        "python char list": str(list(key)),
+        "comma separated": ",".join(key),
+        "hex pipes": "|".join(f"{b:02x}" for b in key.encode()),
+        "quoted-printable": "".join(f"={b:02X}" for b in key.encode()),
     }
     for name, form in forms.items():
         out = redact(f"HTTP 400: {form} (end)", key)
@@ -1394,6 +1450,9 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
         assert holds_key(f"Value: {form}", key), name
     masked = key[:8] + "*****" + key[-6:]  # OpenAI's own masking: the first 8 and last 6 characters
     assert "Zq" not in redact(masked, key) and "7788" not in redact(masked, key)
+    # a key split over fields of 11 characters: each run is masked whole (6-character windows overlapping), no tail
+    split = " ".join(f"{n}={key[i : i + 11]}" for n, i in zip("abc", range(0, 33, 11)))
+    assert redact(split, key) == "a=*** b=*** c=***", redact(split, key)
     assert holds_key("reply " + key[:17], key) and not holds_key("reply " + key[:11], key)
     # ordinary text is left alone, and a short placeholder key is not looked for, nor a placeholder's runs of one
     # character (a reply {"value": 1000000000000} was refused under the key sk-000000000000000000000000)
@@ -1437,3 +1496,14 @@ def test_a_served_model_list_holding_the_key_is_redacted(srv, monkeypatch):
     with pytest.raises(ValueError, match="does not serve model 'missing'") as e:
         be._served_models()
     assert secret not in str(e.value) and "LISTED" not in str(e.value) and "'tiny-***'" in str(e.value)
+
+
+def test_a_redirect_is_named_and_a_banner_stays_on_one_line(srv):
+    """Found by an outside tester: "HTTP 302 from ..." did not say that redirects are refused; a server that is no
+    HTTP server (an SSH banner ending in CR LF) split the one-line error in two."""
+    be = client(srv, max_retries=0)
+    k0, k1 = CONVERSATIONS[0][-1]["content"], CONVERSATIONS[1][-1]["content"]
+    srv.plan[k0], srv.plan[k1] = ["302"], ["banner"]
+    r0, r1 = be.generate([Request(CONVERSATIONS[0], GREEDY), Request(CONVERSATIONS[1], GREEDY)])
+    assert "HTTP 302" in r0.error and "a redirect: mascot follows none" in r0.error, r0.error
+    assert "SSH-2.0-OpenSSH_9.6" in r1.error and "\n" not in r1.error and "\r" not in r1.error, r1.error

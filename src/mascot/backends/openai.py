@@ -56,7 +56,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
-from mascot.backends.openai_options import check_options, holds_key, redact
+from mascot.backends.openai_options import MAX_CHECKED, MIN_REPLY_SECRET, check_options, holds_key, redact
 from mascot.errors import BackendUnreachable, InputError
 from mascot.log import get_logger, printable
 
@@ -66,6 +66,13 @@ __all__ = ["OpenAIBackend", "build_payload", "check_options"]
 
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _MAX_BODY_IN_ERROR = 500
+
+
+def _one_line(text: str) -> str:
+    """A server's text inside an error message, on one line (an SSH banner's CR LF split the error in two)."""
+    return text.strip().replace("\r", "\\r").replace("\n", "\\n")
+
+
 # said with every timeout: the client closed its connection, but a server that generates one request at a time
 # goes on with the abandoned one, and later requests queue behind it
 _BUSY = "; the request was abandoned (a server that answers one request at a time may still be generating it)"
@@ -578,7 +585,7 @@ class OpenAIBackend:
             if _unreachable(e):
                 self._down = self._redact(f"connection error to {self.base_url}/models: {getattr(e, 'reason', e)}")
             return {"verdict": "unknown", "error": self._redact(f"{type(e).__name__}: {e}")[:300]}
-        except (ValueError, KeyError, TypeError) as e:
+        except (ValueError, KeyError, TypeError, RecursionError) as e:
             return {"verdict": "unknown", "error": f"not a model list: {type(e).__name__}"}
         if ids and self.model not in ids:
             shown = ", ".join(repr(printable(self._redact(i))) for i in ids[:10]) + (
@@ -638,7 +645,9 @@ class OpenAIBackend:
                 detail = ""
             finally:
                 e.close()
-            msg = self._redact(f"HTTP {e.code} from {self.url}: {detail}".rstrip(": "))
+            msg = self._redact(f"HTTP {e.code} from {self.url}: {_one_line(detail)}".rstrip(": "))
+            if 300 <= e.code < 400:  # (refused by _NoRedirect: the key is never sent to another address)
+                msg += " (a redirect: mascot follows none, so that the key goes nowhere else; give the final address)"
             if e.code == 429 or 500 <= e.code < 600:
                 raise _RetryableError(
                     msg, _parse_retry_after(e.headers.get("Retry-After") if e.headers else None)
@@ -664,7 +673,8 @@ class OpenAIBackend:
                     timed_out=kind == "timeout",
                 ) from None
             raise _RetryableError(
-                self._redact(f"connection error to {self.url}: {type(e).__name__}: {e}"), unreachable=_unreachable(e)
+                self._redact(f"connection error to {self.url}: {type(e).__name__}: {_one_line(str(e))}"),
+                unreachable=_unreachable(e),
             ) from None
         return self._reply(raw)
 
@@ -677,7 +687,7 @@ class OpenAIBackend:
 
         try:
             data = json.loads(raw)
-        except ValueError as e:  # JSONDecodeError, UnicodeDecodeError
+        except (ValueError, RecursionError) as e:  # JSONDecodeError, UnicodeDecodeError; "[" * 200000 (a tester)
             raise malformed(f"{type(e).__name__}: {e}") from None
         choices = data.get("choices") if isinstance(data, dict) else None
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
@@ -708,6 +718,11 @@ class OpenAIBackend:
         finish = choice.get("finish_reason")
         if not isinstance(finish, (str, type(None))):
             raise malformed("'finish_reason' is not a string")
+        if self._checks_replies and len(text or "") + len(finish or "") > MAX_CHECKED:  # (16 MB took 19 s and 2 GB)
+            raise _FatalError(
+                f"the reply holds {len(text or '') + len(finish or ''):,} characters, more than mascot checks for the API "
+                f"key ({MAX_CHECKED:,}); nothing from it is recorded"
+            )
         if self._holds_key(text or "") or self._holds_key(finish or ""):
             # refused, not scrubbed: scrubbing rewrote replies (a key "0" or "Value" changed every number or
             # field name before parsing, exit 0); nothing of a reply that echoes the key is kept
@@ -720,3 +735,8 @@ class OpenAIBackend:
     def _holds_key(self, text: str) -> bool:
         """Whether a reply's ``text`` holds the key (:func:`mascot.backends.openai_options.holds_key`)."""
         return holds_key(text, self.__api_key)
+
+    @property
+    def _checks_replies(self) -> bool:
+        """Whether replies are checked for the key (a key of ``MIN_REPLY_SECRET`` characters or more)."""
+        return bool(self.__api_key) and len(self.__api_key) >= MIN_REPLY_SECRET

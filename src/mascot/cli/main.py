@@ -415,6 +415,8 @@ def _say_plan(plan: dict, cfg, backend, dry: bool) -> None:
             f"at that pace the first tries take {_duration(per * plan['requests'])} one at a time; longer replies take "
             "longer, a batching server answers several at once"
         )
+    elif dry and probe and (probe.get("sampling") or {}).get("error"):  # (a rejected key went unsaid: a tester)
+        lines.append(f"time: not estimated: the server probe's request failed: {probe['sampling']['error']}")
     elif dry and getattr(backend, "name", None) != "surrogate":
         lines.append("time: not estimated (only an openai server's probe times a request before the run)")
     text = "\n".join(("plan: " if i == 0 else "      ") + line for i, line in enumerate(lines))
@@ -422,12 +424,9 @@ def _say_plan(plan: dict, cfg, backend, dry: bool) -> None:
 
 
 def _duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 2 * 3600:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 2 * 86400:
-        return f"{seconds / 3600:.1f} h"
+    for limit, unit, fmt in ((120, 1, "{:.0f} s"), (7200, 60, "{:.0f} min"), (172800, 3600, "{:.1f} h")):
+        if seconds < limit:
+            return fmt.format(seconds / unit)
     return f"{seconds / 86400:.1f} days"
 
 
