@@ -114,6 +114,11 @@ def test_reports(tmp_path, capsys):
     said = capsys.readouterr()
     assert f"wrote {out}/: sweep_summary.csv" in said.out and f"wrote {out}/: noise_ratios.csv" in said.out
     assert "RankWarning" not in said.err
+    # without --out a report goes beside its data, never into the repository's results/ (an outside tester's
+    # first report replaced the committed spectra files)
+    assert main(["report", "noise-sweep", str(tmp_path / "n.parquet")]) == 0
+    assert f"wrote {tmp_path / 'n_report'}/: noise_ratios.csv" in capsys.readouterr().out
+    assert (tmp_path / "n_report" / "noise_claims.json").is_file()
     summ = pd.read_csv(out / "sweep_summary.csv")
     assert set(summ.family) == set(spec.family)
     claims = json.loads((out / "noise_claims.json").read_text())

@@ -221,7 +221,9 @@ def _cmd_report(args) -> int:
                 f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
                 "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)"
             )
-    out = args.out or _REPORT_OUT[args.what]
+    # beside the (first) data file, never the repository's committed results/ (an outside tester's first report
+    # replaced the papers' files there)
+    out = args.out or str(Path(args.data[0]).parent / f"{Path(args.data[0]).stem}_report")
     bad = next((q for q in (Path(out), *Path(out).parents) if q.exists() and not q.is_dir()), None)
     if bad is not None:
         raise InputError(f"--out {out}: {bad} is a file; give a directory for the report's files")
@@ -233,13 +235,6 @@ def _cmd_report(args) -> int:
         }[args.what]
         print(f"wrote {out}/: {files}")
     return 0
-
-
-_REPORT_OUT = {
-    "consensus-sweep": "results/sweeps",
-    "spectra-sweep": "results/spectra",
-    "noise-sweep": "results/spectra",
-}
 
 
 def _cmd_diagnose(args) -> int:
@@ -556,7 +551,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="merged Parquet file (mascot merge DIR --out FILE); noise-sweep takes several (non-overlapping grids), "
         "the others one",
     )
-    rp.add_argument("--out", help="output directory (default results/sweeps or results/spectra)")
+    rp.add_argument("--out", help="output directory (default: DATA_report beside the (first) data file)")
     rp.set_defaults(func=_cmd_report)
 
     tr = sub.add_parser(
