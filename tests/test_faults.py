@@ -752,6 +752,9 @@ def test_more_shards_than_chunks_and_odd_merge_outputs_are_refused(run_dir, tmp_
     (tmp_path / "f.parquet").write_text("x")
     assert main(["merge", str(run_dir), "--out", str(tmp_path / "f.parquet" / "x.parquet")]) == 2
     assert "is a file, not a directory" in _err_line(capsys)
+    assert main(["merge", str(run_dir), "--out", str(tmp_path / "m.csv")]) == 2  # (Parquet under a .csv name)
+    assert "the merged dataset is a Parquet file; name it .parquet" in _err_line(capsys)
+    assert not (tmp_path / "m.csv").exists()
 
 
 def test_consensus_report_names_missing_columns(run_dir, tmp_path, capsys):

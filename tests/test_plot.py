@@ -492,3 +492,16 @@ def test_a_spectra_sweep_splits_by_its_graph_count_which_deterministic_families_
     kept = summarize(df, "n", "kappa", hue="family", where={"graphs": 8})
     assert kept["rows"].tolist() == [8, 8, 1, 1]  # the rings kept (their two points one graph: counted once)
     assert "also keeps the 4 rows that do not read graphs" in " ".join(kept.attrs["where_notes"])
+
+
+def test_a_column_in_two_roles_is_refused_and_names_are_shown_as_written(tmp_path):
+    """Found by an outside tester: --x b0 --hue b0 drew one point per colour without a word; d_t was labelled
+    "d t"; the share's y label ran taller than the axes."""
+    df = pd.DataFrame({"b0": [1.0, 1.0, 2.0, 2.0], "d_t": [0.5, 0.7, 0.2, 0.4], "ok": [1, 0, 1, 1]})
+    for kw in ({"hue": "b0"}, {"facet": "b0"}):
+        with pytest.raises(InputError, match="are both 'b0': give each role its own column"):
+            summarize(df, "b0", "d_t", **kw)
+    fig = plot(df, x="b0", y="d_t")
+    assert fig.axes[0].get_ylabel().startswith("d_t") and fig.axes[0].get_xlabel() == "b0"
+    fig = plot(df, x="b0", y="ok=1")
+    assert fig.axes[0].get_ylabel() == "share with ok = 1\n(95% Wilson CI)"

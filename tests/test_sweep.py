@@ -92,6 +92,7 @@ def test_hash_ignores_chunk_size_and_comments():
             ('kind = "consensus"', 'kind = "voting"'),
             "experiment.kind must be one of affine_noise, consensus, spectra; got .voting.",
         ),
+        (('kind = "consensus"', ""), "\\[experiment\\] has no kind: add kind = one of affine_noise"),
         (("seed = 3", 'seed = "x"'), "experiment.seed must be an integer"),
         (("n = [5, 7]", "n = [5, 2]"), "n = 2 is out of range: 3 <= n <= 4096"),
         (("n = [5, 7]", "n = [5, 7.5]"), "n must be of type int"),

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.analysis.figures import plt, save_figure
+from mascot.analysis.figures import plt, readable_log_axis, save_figure
 from mascot.analysis.sources import check_merged, check_unique_rows, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.io import (
@@ -326,6 +326,8 @@ def _fig_success(s, out):
             if len(ns) > 1 or len(b0s) > 1:
                 ax.set_xscale("log")
                 ax.set_xlabel(label)
+                if key == "n":  # each N labelled as itself (6x10^0, 10^1, 2x10^1 named none of 5, 8, 16, 32)
+                    readable_log_axis(ax, "x", values=ns)
             else:
                 ax.set_xticks([])
             ax.set(ylim=(-0.03, 1.03))

@@ -4,13 +4,14 @@ a machine without a display)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 
 from mascot.io import atomic_path
 
-__all__ = ["plt", "save_figure", "legend"]
+__all__ = ["plt", "save_figure", "legend", "readable_log_axis"]
 
 
 def save_figure(fig, path_stem: Path) -> list[Path]:
@@ -35,3 +36,24 @@ def legend(ax, **kw):
     if ax.get_legend_handles_labels()[0]:
         return ax.legend(**kw)
     return None
+
+
+def readable_log_axis(ax, which: str = "y", values=None) -> None:
+    """Tick labels a reader can read on ``ax``'s log ``which`` axis ("x" or "y"), as plain numbers (``20``, not
+    ``2x10^1``), minor ticks unlabelled: at ``values`` where given (an axis of sizes: 5, 8, 16, 32), else, where
+    the axis spans under two powers of ten (one labelled tick, or none, by default), at 1, 2 and 5 times the
+    powers of ten (1, 2, 3 and 5 under one power of ten); a wider axis keeps matplotlib's powers of ten. Call it
+    after plotting (it reads the axis limits)."""
+    from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
+
+    axis = ax.yaxis if which == "y" else ax.xaxis
+    if values is not None:
+        axis.set_major_locator(FixedLocator(sorted({float(v) for v in values})))
+    else:
+        lo, hi = ax.get_ylim() if which == "y" else ax.get_xlim()
+        lo, hi = min(lo, hi), max(lo, hi)
+        if not (lo > 0 and math.isfinite(hi)) or math.log10(hi / lo) >= 2:
+            return
+        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if math.log10(hi / lo) >= 1 else (1.0, 2.0, 3.0, 5.0)))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(NullFormatter())

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from mascot.analysis.figures import legend, save_figure
+from mascot.analysis.figures import legend, readable_log_axis, save_figure
 from mascot.analysis.sources import check_merged, merged_meta, source_line
 from mascot.errors import InputError
 from mascot.io import atomic_write_text, json_clean, read_parquet_verified, significant, write_csv
@@ -59,21 +59,8 @@ def _say(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=8, color="0.35")
 
 
-def _label_short_log_axis(axis, lims) -> None:
-    """Tick labels at 1, 2, 3 and 5 times the powers of ten on a log axis with fewer than two powers of ten
-    inside (it would have one labelled tick, or none)."""
-    from matplotlib.ticker import LogFormatter, LogLocator
-
-    lo, hi = (v for v in lims)
-    if lo > 0 and math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) < 1:
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 3.0, 5.0)))
-        axis.set_major_formatter(LogFormatter(labelOnlyBase=False))
-
-
 def report(data, out="results/spectra") -> dict:
     import matplotlib.pyplot as plt
-
-    from mascot.theory.noise import infer_rho_c
 
     paths = [data] if isinstance(data, (str, Path)) else list(data)
     paths = sorted(paths, key=lambda p: str(Path(p).resolve()))  # the report does not depend on the argument order
@@ -152,7 +139,7 @@ def report(data, out="results/spectra") -> dict:
                 ax[0].set_xlim(ts[0] / 1.5, ts[0] * 1.5)
             ax[0].set_xticks(ts, labels=[str(int(t)) for t in ts])
             ax[0].minorticks_off()
-            _label_short_log_axis(ax[0].yaxis, ax[0].get_ylim())
+            readable_log_axis(ax[0], "y")
         else:
             ax[0].text(
                 0.5,
@@ -228,8 +215,6 @@ def report(data, out="results/spectra") -> dict:
     else:  # a sweep of the state-tracking rule only
         for a in ax[:2]:
             _say(a, "no linear-model rows in this sweep")
-    claims["rho_c_from_ratio_1.77_k4"] = float(infer_rho_c(1.77, 4))
-    claims["rho_c_from_ratio_1.69_k4"] = float(infer_rho_c(1.69, 4))
     if len(rule):
         rr = ratios[(ratios.model == "rule")]
         ts = sorted(rr["T"].unique())

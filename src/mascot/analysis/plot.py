@@ -273,6 +273,11 @@ def summarize(
                 f"y = {y!r} is a share of rows: aggregate it with the mean (the median of 0s and 1s is 0 or 1)"
             )
     roles = {"x": x, "y": y, "hue": hue, "facet": facet}
+    given = [(r, c) for r, c in roles.items() if c is not None and r != "y"]
+    for i, (r1, c1) in enumerate(given):  # (--x b0 --hue b0 drew one point per colour, without a word)
+        for r2, c2 in given[i + 1 :]:
+            if c1 == c2:
+                raise InputError(f"{r1} and {r2} are both {c1!r}: give each role its own column")
     for role, col in roles.items():
         if col is not None and col not in df.columns and not (role == "y" and share_of is not None):
             raise InputError(f"{role} = {col!r}: no such column; columns: {', '.join(df.columns)}")
@@ -367,10 +372,12 @@ def summarize(
 
 
 def _label(col: str) -> str:
+    """A column's name as the figure shows it: as written (an outside tester: d_t shown as "d t" read as something
+    else); ``COL=VALUE`` as the share of rows with that value."""
     if "=" in col:  # y = "COL=VALUE" (summarize): a share of rows
         name, _, value = col.partition("=")
-        return f"share with {name.replace('_', ' ')} = {value}"
-    return col.replace("_", " ")
+        return f"share with {name} = {value}"
+    return col
 
 
 def copied_rows(df: pd.DataFrame) -> np.ndarray:
@@ -644,7 +651,8 @@ def draw(
             ax.set_xlabel(_label(x))
             if k % ncol == 0:
                 if "=" in y:  # a share of rows (summarize): Wilson's interval
-                    ax.set_ylabel(_label(y) + ("" if ci is None else f" ({ci:g}% Wilson CI)"))
+                    # on two lines: on one it ran taller than the axes (an outside tester)
+                    ax.set_ylabel(_label(y) + ("" if ci is None else f"\n({ci:g}% Wilson CI)"))
                 else:
                     band = "" if ci is None else f" ({ci:g}% CI)"
                     ax.set_ylabel(f"{_label(y)}, {agg}{band}")

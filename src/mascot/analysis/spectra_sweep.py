@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from mascot.analysis.figures import save_figure
+from mascot.analysis.figures import readable_log_axis, save_figure
 from mascot.analysis.plot import drop_copied_rows, natural_order
 from mascot.analysis.sources import check_merged, check_unique_rows, merged_meta, source_line
 from mascot.errors import InputError
@@ -121,9 +122,11 @@ def report(data, out="results/spectra") -> pd.DataFrame:
             kw = dict(
                 color=color(j),
                 marker=marker(j),
-                ms=5,
+                # the smaller n wider, with larger filled markers, under the larger n's: a size that gives the
+                # same values stays visible around it (an outside tester: star n = 16 hid under n = 32)
+                ms=7 if i == 0 and len(shown) > 1 else 4.5,
                 mfc=mfc or color(j),
-                lw=max(2.2 - 0.4 * j, 0.6),
+                lw=max(2.2 - 0.4 * j, 0.6) + (1.6 if i == 0 and len(shown) > 1 else 0.0),
                 markevery=stagger,
                 label=f"{lab} n={n}",
             )
@@ -151,24 +154,26 @@ def report(data, out="results/spectra") -> pd.DataFrame:
             ax[2].fill_between(e.gamma, e.kappa_q10, e.kappa_q90, color=c, alpha=0.15)
         ax[2].set(yscale="log", xlabel="gamma", ylabel="kappa(M)", title="Random graphs (median, 10-90% band)")
         ax[2].legend(fontsize=7)
+        readable_log_axis(ax[2], "y")
+    if ax[0].has_data():
+        readable_log_axis(ax[0], "y")
     long_axis = summ.groupby(["family", "n"]).gamma.nunique().max() >= 16
-    fig.text(
-        0.01,
-        -0.01,
+    caption = (
         "Coinciding curves are drawn in decreasing width; "
         + ("each curve has its markers at its own gammas" if long_axis else "every gamma has a marker")
-        + " (filled: smaller n, open: largest n), so a marker sitting on another curve means equal values. "
-        + "Lines join the computed gammas. Sizes drawn: a third up each family's sizes and its largest (random "
-        + "families: the largest); every size is in sweep_summary.csv.",
-        fontsize=7.5,
-        ha="left",
-        va="top",
+        + " (filled and wider: smaller n, open: largest n), so a marker sitting on another curve means equal "
+        + "values. Lines join the computed gammas. Sizes drawn: a third up each family's sizes and its largest "
+        + "(random families: the largest); every size is in sweep_summary.csv."
     )
+    # wrapped to the figure's width (one long line widened the saved canvas, leaving a blank strip at the right)
+    fig.text(0.01, -0.01, "\n".join(textwrap.wrap(caption, 200 if len(rand) else 140)), fontsize=7.5, va="top")
     save_figure(fig, out / "fig_sweep_gamma")
     plt.close(fig)
 
-    # size scaling at gamma = 0.9: deterministic families, and random families with 10-90% bands
-    g9 = summ[np.isclose(summ.gamma, 0.9)]
+    # size scaling at gamma = 0.9, or the sweep's gamma nearest it (a grid without 0.9 left both panels empty):
+    # deterministic families, and random families with 10-90% bands
+    g_at = float(summ.gamma.iloc[np.argmin(np.abs(summ.gamma.to_numpy() - 0.9))]) if len(summ) else 0.9
+    g9 = summ[np.isclose(summ.gamma, g_at)]
     fig, ax = plt.subplots(1, 2, figsize=(11, 4.2))
     for lab, _, j in deterministic:
         d = g9[g9.graph_family == lab]
@@ -181,13 +186,15 @@ def report(data, out="results/spectra") -> pd.DataFrame:
     for a, t, what in zip(
         ax, ("Canonical graphs", "Random graphs (median, 10-90% band)"), ("one-graph family", "random-family")
     ):
-        a.set(xlabel="agents n", ylabel="kappa(M) at gamma = 0.9", title=t)
-        if not a.has_data():  # nothing of this kind at gamma = 0.9 (log scales need data)
-            _empty(a, f"no {what} rows\nat gamma = 0.9 in this sweep")
+        a.set(xlabel="agents n", ylabel=f"kappa(M) at gamma = {g_at:g}", title=t)
+        if not a.has_data():  # nothing of this kind in this sweep (log scales need data)
+            _empty(a, f"no {what} rows\nin this sweep")
             continue
         if a is ax[0]:
             a.set_yscale("log")
+            readable_log_axis(a, "y")
         a.set_xscale("log", base=2)
+        readable_log_axis(a, "x", values=g9.n.unique())
         a.legend(fontsize=7)
     save_figure(fig, out / "fig_sweep_size")
     plt.close(fig)
@@ -205,8 +212,8 @@ def report(data, out="results/spectra") -> pd.DataFrame:
         "setting's graphs, each graph counted once). Written by `mascot report spectra-sweep`.",
         "",
         f"- `fig_sweep_gamma`: kappa and Delta against gamma, at {sizes or 'no size (no rows)'}.",
-        "- `fig_sweep_size`: kappa against n at gamma = 0.9"
-        + ("." if len(g9) else " (this sweep has no gamma = 0.9: its panels say so)."),
+        f"- `fig_sweep_size`: kappa against n at gamma = {g_at:g}"
+        + ("." if np.isclose(g_at, 0.9) else " (the sweep's gamma nearest 0.9)."),
     ]
     atomic_write_text(out / "spectra_sweep.md", "\n".join(text) + "\n")
     return summ

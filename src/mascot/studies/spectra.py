@@ -599,6 +599,8 @@ def _noise_lines(out: Path) -> list[str]:
         return []
     from scipy.stats import norm
 
+    from mascot.theory.noise import infer_rho_c
+
     c = json.loads(claims_p.read_text())
     md = ["## Affine-noise claims: `noise_claims.json`, `noise_ratios.csv`, `fig_noise.png`", ""]
     lin = c.get("linear_mean_vs_exact_theory")
@@ -659,8 +661,8 @@ def _noise_lines(out: Path) -> list[str]:
             + ("; the median loses efficiency as k grows" if trend < 0 else "")
             + f"; the large-k Gaussian limit is sqrt(2/pi) = {np.sqrt(2 / np.pi):.2f})."
         )
-    if "rho_c_from_ratio_1.77_k4" in c:
-        md.append(f"- rho_c from the paper's chain/star 1.77: {c['rho_c_from_ratio_1.77_k4']:.3f} (errata 1).")
+    # (the paper's ratio, not the sweep's: computed here, where the paper is, not in the general noise report)
+    md.append(f"- rho_c from the paper's chain/star 1.77: {float(infer_rho_c(1.77, 4)):.3f} (errata 1).")
     md += _rule_lines(out, c)
     md.append("")
     return md

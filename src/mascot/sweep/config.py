@@ -283,6 +283,8 @@ def parse_config(text: str, path: str | None = None, check_points: bool = True, 
         if k in exp and (not isinstance(exp[k], t) or isinstance(exp[k], bool)):
             raise ConfigError(f"experiment.{k} must be {_type_name(t)}; got {exp[k]!r}")
     kind = exp.get("kind")
+    if kind is None:  # ("got None" read as if the file had said None)
+        raise ConfigError(f"[experiment] has no kind: add kind = one of {', '.join(sorted(KINDS))}")
     if kind not in KINDS:
         raise ConfigError(f"experiment.kind must be one of {', '.join(sorted(KINDS))}; got {kind!r}")
     spec = KINDS[kind]

@@ -580,6 +580,9 @@ class RunDir:
 
     def _check_merge_out(self, out: Path) -> None:
         ro, rd = out.resolve(), self.path.resolve()
+        if out.suffix.lower() in (".csv", ".tsv", ".json", ".txt", ".xlsx", ".feather", ".arrow"):
+            # (an outside tester: --out m.csv wrote Parquet under a .csv name)
+            raise InputError(f"--out {out}: the merged dataset is a Parquet file; name it .parquet")
         if out.exists() and out.is_dir():
             eg = (
                 out / "merged.parquet"
