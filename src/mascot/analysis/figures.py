@@ -42,13 +42,18 @@ def readable_log_axis(ax, which: str = "y", values=None) -> None:
     """Tick labels a reader can read on ``ax``'s log ``which`` axis ("x" or "y"), as plain numbers (``20``, not
     ``2x10^1``), minor ticks unlabelled: at ``values`` where given (an axis of sizes: 5, 8, 16, 32), else, where
     the axis spans under two powers of ten (one labelled tick, or none, by default), at 1, 2 and 5 times the
-    powers of ten (1, 2, 3 and 5 under one power of ten); a wider axis keeps matplotlib's powers of ten. Call it
-    after plotting (it reads the axis limits)."""
+    powers of ten (1, 2, 3 and 5 under one power of ten); a wider axis keeps matplotlib's powers of ten. Of
+    ``values`` within 25% of each other only the smallest is labelled. Call it after plotting (it reads the axis
+    limits)."""
     from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullFormatter
 
     axis = ax.yaxis if which == "y" else ax.xaxis
-    if values is not None:
-        axis.set_major_locator(FixedLocator(sorted({float(v) for v in values})))
+    if values is not None:  # each labelled, but none within 25% of a labelled one (8 and 9, 16 and 17 overlapped)
+        kept: list[float] = []
+        for v in sorted({float(v) for v in values if v > 0}):
+            if not kept or v >= 1.25 * kept[-1]:
+                kept.append(v)
+        axis.set_major_locator(FixedLocator(kept))
     else:
         lo, hi = ax.get_ylim() if which == "y" else ax.get_xlim()
         lo, hi = min(lo, hi), max(lo, hi)
