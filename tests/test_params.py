@@ -149,6 +149,9 @@ eta = [0.05, 0.1]
     # ... by hand: chunk 0 = n5 adaptive x2, complete x2 (one), ring 0.05: 4; chunk 1 = n5 ring 0.1, n8 adaptive
     # x2, complete x2 (one): 4; chunk 2 = n8 ring x2 (one): 1
     assert "simulations run: 9 " in capsys.readouterr().out
+    cfg_file.write_text(text.replace("b0 = 1e6", "b0 = 1e6\nnoise = 0.01"))  # every point its own: said too
+    assert main(["validate", str(cfg_file)]) == 0
+    assert "distinct simulations: all 12 points" in capsys.readouterr().out
 
 
 def test_points_that_simulate_the_same_thing_run_once_and_match_running_alone(tmp_path, monkeypatch):
