@@ -61,6 +61,7 @@ def _cmd_reproduce(args) -> int:
         consensus_paper.reproduce(Path(args.out or "results/consensus"))
     elif args.what == "spectra":
         spectra_paper.reproduce(Path(args.out or "results/spectra"))
+        print(f"wrote {Path(args.out or 'results/spectra')}/: {spectra_paper.FILES}")
     elif args.what == "deliberation":
         from mascot.studies.deliberation import reproduce as reproduce_deliberation
 
@@ -73,6 +74,7 @@ def _cmd_reproduce(args) -> int:
         root = Path(args.out or "results")
         consensus_paper.reproduce(root / "consensus")
         spectra_paper.reproduce(root / "spectra")
+        print(f"wrote {root / 'spectra'}/: {spectra_paper.FILES}")
         _sweep_and_report(Path("configs/sweeps/consensus_scaling.toml"), consensus_report, root / "sweeps")
         _sweep_and_report(Path("configs/sweeps/spectra_families.toml"), spectra_report, root / "spectra")
         _sweep_and_report_many(

@@ -380,12 +380,13 @@ def _reproduce(out) -> dict:
     dg = drift_gains(out)
     tv = time_varying(out)
     write_readme(out)
-    # (said as the consensus reproduction says it: `mascot reproduce spectra` printed nothing, an outside tester)
-    print(
-        f"wrote {out}/: table1.csv table1_full.csv malicious_leaf.csv drift_gains.csv drift_gains.json "
-        "time_varying.csv errata.md README.md fig_malicious_leaf.png/.pdf fig_time_varying.png/.pdf"
-    )
     return dict(table1=t1, malicious_leaf=ml, drift_gains=dg, time_varying=tv)
+
+
+FILES = (
+    "table1.csv table1_full.csv malicious_leaf.csv drift_gains.csv drift_gains.json time_varying.csv errata.md "
+    "README.md fig_malicious_leaf.png/.pdf fig_time_varying.png/.pdf"
+)  # what reproduce writes (the command line says so: `mascot reproduce spectra` printed nothing, an outside tester)
 
 
 # --------------------------------------------------------------------------------------------------

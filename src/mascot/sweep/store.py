@@ -580,9 +580,6 @@ class RunDir:
 
     def _check_merge_out(self, out: Path) -> None:
         ro, rd = out.resolve(), self.path.resolve()
-        if out.suffix.lower() in (".csv", ".tsv", ".json", ".txt", ".xlsx", ".feather", ".arrow"):
-            # (an outside tester: --out m.csv wrote Parquet under a .csv name)
-            raise InputError(f"--out {out}: the merged dataset is a Parquet file; name it .parquet")
         if out.exists() and out.is_dir():
             eg = (
                 out / "merged.parquet"
@@ -601,6 +598,9 @@ class RunDir:
                 f"--out {out} would overwrite the run directory's own files; write the merged dataset "
                 f"to {self.path / 'merged.parquet'} or outside {self.path}"
             )
+        if out.suffix.lower() in (".csv", ".tsv", ".json", ".txt", ".xlsx", ".feather", ".arrow"):
+            # (an outside tester: --out m.csv wrote Parquet under a .csv name)
+            raise InputError(f"--out {out}: the merged dataset is a Parquet file; name it .parquet")
         if out.exists():  # replace an earlier merged dataset of this experiment, never another file
             meta = merged_metadata(out)
             if meta is None:
