@@ -466,7 +466,7 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
 
     write_csv(pd.DataFrame(res.W), out / "weights.csv", index=False, header=False, float_format="%.10g")
     atomic_write_text(out / "design_weights.json", dumps(obj, indent=2) + "\n")
-    fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.8), gridspec_kw={"wspace": 0.45})  # (b's label met a's bar)
     im = a.imshow(res.W, cmap="viridis", vmin=0)
     a.set_title(f"designed W, lambda = {res.rate:.4f}")
     a.set_xlabel("j")
@@ -478,7 +478,14 @@ def _write_outputs(out: Path, obj: dict, res) -> None:
     if not costly:  # (with costs the objective adds the token term: the Metropolis rate is not comparable)
         b.axhline(obj["metropolis_lambda"], color="gray", ls="--", label="Metropolis weights")
     b.set_xlabel("barrier stage")
-    b.set_ylabel("lambda(W) + cost_weight * sum c_e w_e" if costly else "lambda(W)")
+    from matplotlib.ticker import MaxNLocator
+
+    b.set_xlim(0.5, len(res.history) + 0.5)  # (one stage was ticked 0.96 ... 1.04)
+    if len(res.history) <= 12:
+        b.set_xticks(range(1, len(res.history) + 1))
+    else:
+        b.xaxis.set_major_locator(MaxNLocator(integer=True))
+    b.set_ylabel("lambda(W) + cost_weight *\nsum c_e w_e" if costly else "lambda(W)")
     b.set_title("objective per stage" if costly else "contraction rate per stage")
     b.legend(fontsize=8)
     fig.tight_layout()
