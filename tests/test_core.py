@@ -141,8 +141,16 @@ def test_float32_and_bad_input():
         jax.vmap(lambda s: mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=s).rounds)(
             jnp.array([0.0, 0.05])
         )
-    with pytest.raises(ValueError, match="noise must be >= 0"):
-        mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=-0.01, key=jax.random.key(0))
+    for bad in (-0.01, float("nan"), "0.1"):  # (a later tester: NaN ran, "0.1" raised numpy's UFuncTypeError)
+        with pytest.raises(ValueError, match="noise must be a finite standard deviation >= 0"):
+            mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=bad, key=jax.random.key(0))
+    for key, said in (
+        (jax.random.split(jax.random.key(0), 3), r"key must be one key \(vmap over a batch of keys\)"),
+        (np.zeros(3, np.int32), r"raw uint32 key data of shape \(2,\)"),
+    ):
+        with pytest.raises(ValueError, match=said):
+            mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), noise=0.1, key=key)
+    assert int(mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), max_rounds=np.int64(3)).rounds) <= 3
     with pytest.raises(ValueError, match=r"shape \(N, d\)"):
         mascot.rollout(x[None], mascot.Modes(W1, W2, C1, C2), mascot.Policy())
     with pytest.raises(TypeError, match="mascot.Modes"):
@@ -202,6 +210,9 @@ def test_the_library_s_subpackages_load_on_first_use():
         "kernels.spectra.gat_transition",
         "theory.spectra.time_varying_sr",
         "backends.openai_options.redact",
+        "protocols.state_tracking.baselines.EchoBackend",
+        "protocols.deliberation.harness.run_deliberation",
+        "stable.log",
     ]
     code = "import functools, mascot; print(all(callable(functools.reduce(getattr, n.split('.'), mascot)) for n in %r))"
     r = subprocess.run([sys.executable, "-c", code % names], capture_output=True, text=True)
@@ -244,3 +255,13 @@ def test_noise_model_core_under_jit_and_vmap_equals_the_driver():
         assert np.isnan(ceg).all() and np.isnan(steps).all(), (k, T)
     ceg, steps = at(3, 5)
     assert np.isfinite(ceg).all() and np.isfinite(steps[:, :5]).all() and np.isnan(steps[:, 5]).all()
+    # a later tester: k = 2.7 ran 2 agents, sigma < 0 ran |sigma|, a typo in aggregate ran the median, and an rbg
+    # key's results depended on the batch
+    point = partial(mascot.affine_noise_point, trials=20, max_k=3, max_T=6)
+    assert (
+        np.isnan(point(key, 2.7, 0.25, 1.0, 6, 0.9)[0]).all() and np.isnan(point(key, 2, 0.25, -1.0, 6, 0.9)[0]).all()
+    )
+    with pytest.raises(ValueError, match="aggregate must be one of mean, median; got 'MEAN'"):
+        point(key, 2, 0.25, 1.0, 6, 0.9, aggregate="MEAN")
+    with pytest.raises(ValueError, match="is a rbg key"):
+        point(jax.random.key(0, impl="rbg"), 2, 0.25, 1.0, 6, 0.9)

@@ -339,6 +339,16 @@ def test_errors_name_the_argument_as_the_function_names_it():
     with pytest.raises(InputError, match="^d must be a real number"):
         mascot.in_certificate_region(np.array([0.5, 1.0]), 2000, 0.1, 0.03, 0.25, 0.72, 600, 100)
     assert mascot.in_certificate_region(0.5, 2000, 0.1, 0.03, 0.25, 0.72, 600, 100)
+    # a later tester: a mode that is not needed costs nothing even at c = inf ("unavailable"): 0 * inf was NaN
+    from mascot.theory import certificate_budget, theorem1_batch
+
+    assert mascot.theorem1(0.05, 0.1, 0.03, 0.25, 0.7, float("inf"), 100).B_star == 200.0
+    assert mascot.theorem1(0.01, 0.1, 0.03, 0.25, 0.7, float("inf"), float("inf")).B_star == 0.0
+    np.testing.assert_array_equal(
+        theorem1_batch(np.array([0.05, 0.5, 0.01]), 0.1, 0.03, 0.25, 0.7, np.inf, 100.0)[2], [200.0, np.inf, 0.0]
+    )
+    with pytest.raises(InputError, match="^d must hold finite disagreements"):
+        certificate_budget([np.nan], 0.1, 0.03, 0.25, 0.7, 600, 100)
     W = np.round(ring_weights(7, 0.3) + 1e-6 * np.eye(7), 6)
     with pytest.raises(InputError, match="rounded to a few digits"):
         mascot.contraction_rate(W)

@@ -60,6 +60,7 @@ _SUBMODULES = (
     "protocols",
     "rundir",
     "seeds",
+    "stable",
     "status",
     "sweep",
     "theory",

@@ -37,7 +37,7 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels import switching
-from mascot.kernels.prng import check_default_prng, check_key_impl, is_int_seed
+from mascot.kernels.prng import check_key
 
 __all__ = ["Modes", "Policy", "Rollout", "disagreement", "rollout"]
 
@@ -127,8 +127,10 @@ def rollout(
     Returns:
       A :class:`Rollout`.
 
-    Works under ``jax.jit`` and ``jax.vmap`` (over ``x0``, any field of ``modes`` or ``policy``, and ``key``)
-    and inside a user's own jitted function. Arrays take ``x0``'s floating dtype.
+    Works under ``jax.jit`` and ``jax.vmap`` (over ``x0``, any field of ``modes`` or ``policy``, and ``noise`` and
+    ``key``, which are keyword-only: map them through a lambda, ``jax.vmap(lambda x, k: rollout(x, modes, policy,
+    max_rounds=64, noise=0.01, key=k))(x0s, jax.random.split(key, B))``) and inside a user's own jitted
+    function. Arrays take ``x0``'s floating dtype.
 
     Shapes are checked (they are known when the function is traced); values are not, since under ``jit`` they
     are not known: ``W1`` and ``W2`` doubly stochastic, a finite ``x0``, ``eps > 0`` and ``c1, c2 > 0`` are the
@@ -149,11 +151,13 @@ def rollout(
         raise TypeError(f"modes must be a mascot.Modes(W1, W2, c1, c2); got {type(modes).__name__}")
     if not isinstance(policy, Policy):
         raise TypeError(f"policy must be a mascot.Policy(eta, eps, b0, strategy); got {type(policy).__name__}")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or not 0 <= max_rounds < 2**31 - 1:
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or not 0 <= max_rounds < 2**31 - 1:
         raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
     level = _concrete(noise)
-    if level is not None and np.any(level < 0):
-        raise InputError(f"noise must be >= 0 (a standard deviation); got {noise!r}")
+    if level is not None and (
+        level.dtype.kind not in "biuf" or level.dtype.kind == "b" or not np.all(np.isfinite(level) & (level >= 0))
+    ):
+        raise InputError(f"noise must be a finite standard deviation >= 0 (a number); got {noise!r:.60}")
     if key is None and (level is None or np.any(level != 0)):
         # (a traced noise, e.g. vmapped over levels, without a key ran without noise: an outside tester)
         raise InputError(
@@ -163,11 +167,7 @@ def rollout(
             "or leave noise out for a run without noise"
         )
     if key is not None:
-        check_default_prng()  # (raw key data of another default implementation is read as that implementation's)
-        if is_int_seed(key):
-            raise InputError(f"key must be a PRNG key (jax.random.key(seed)), not an int: got {key!r}")
-        if hasattr(key, "dtype"):
-            check_key_impl(key)  # (an rbg key's draws are not independent under vmap)
+        check_key(key)  # one threefry key (an rbg key's draws are not independent under vmap)
     dt = getattr(x0, "dtype", None)
     dt = jnp.asarray(x0).dtype if dt is None else np.dtype(dt)
     if (
@@ -186,7 +186,7 @@ def rollout(
         policy,
         noise,
         key,
-        max_rounds=max_rounds,
+        max_rounds=int(max_rounds),
         trace=bool(trace),
         strategy=switching.canonical_strategy(policy.strategy),
     )

@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from mascot.errors import InputError
 from mascot.kernels.precision import resolve_dtype
 
 # (affine_chunk and rule_chunk, the drivers' jitted batches, are importable but not part of the documented API)
@@ -183,6 +184,8 @@ def affine_noise_point(
     kernel is compiled for; ``trials`` runs at this point.
     """
     dt = resolve_dtype(dtype)
+    _check_point(key, aggregate)
+    k_in, T_in = jnp.asarray(k), jnp.asarray(T)
     k = jnp.asarray(k, jnp.int32)
     T = jnp.asarray(T, jnp.int32)
     rho_c, sigma, L = (jnp.asarray(x, dt) for x in (rho_c, sigma, L))
@@ -208,13 +211,24 @@ def affine_noise_point(
 
     zeros = jnp.zeros((trials,), dt)
     (_, ceg), steps = jax.lax.scan(step, (zeros, zeros), jnp.arange(1, max_T + 1, dtype=jnp.uint32))
-    return _outside_is_nan(ceg, steps if trace else None, k, T, max_k, max_T)
+    return _outside_is_nan(ceg, steps if trace else None, k_in, T_in, max_k, max_T, sigma)
 
 
-def _outside_is_nan(ceg, steps, k, T, max_k, max_T):
-    """``(ceg, steps.T)`` with NaN where ``k`` or ``T`` is outside ``1..max_k``, ``1..max_T`` (the kernel is not
-    validated under jit: k > max_k aggregated max_k outputs and T > max_T ran max_T steps, plausible numbers)."""
-    bad = (k < 1) | (k > max_k) | (T < 1) | (T > max_T)
+def _check_point(key, aggregate) -> None:
+    """What a point's pure kernel can check when it is traced: one threefry key, a known aggregate (a typo ran the
+    median: an outside tester)."""
+    from mascot.kernels.prng import check_key
+
+    check_key(key)
+    if aggregate not in AGGREGATES:
+        raise InputError(f"aggregate must be one of {', '.join(AGGREGATES)}; got {aggregate!r}")
+
+
+def _outside_is_nan(ceg, steps, k, T, max_k, max_T, sigma):
+    """``(ceg, steps.T)`` with NaN where ``k`` or ``T`` is outside ``1..max_k``, ``1..max_T`` or not whole, or
+    ``sigma`` is negative (the kernel is not validated under jit: k > max_k aggregated max_k outputs, T > max_T ran
+    max_T steps, k = 2.7 ran 2 and sigma = -1 ran |sigma|: plausible numbers)."""
+    bad = (k < 1) | (k > max_k) | (T < 1) | (T > max_T) | (k != jnp.floor(k)) | (T != jnp.floor(T)) | (sigma < 0)
     ceg = jnp.where(bad, jnp.nan, ceg)
     return ceg, (None if steps is None else jnp.where(bad, jnp.nan, steps.T))
 
@@ -262,6 +276,8 @@ def rule_noise_point(
     from mascot.kernels.state_tracking import rule_step
 
     dt = jnp.dtype(jnp.float64)
+    _check_point(key, aggregate)
+    k_in, T_in = jnp.asarray(k), jnp.asarray(T)
     k = jnp.asarray(k, jnp.int32)
     T = jnp.asarray(T, jnp.int32)
     rho_c, sigma = jnp.asarray(rho_c, dt), jnp.asarray(sigma, dt)
@@ -289,7 +305,7 @@ def rule_noise_point(
 
     init = (true0, est0, jnp.zeros((trials,), dt))
     (_, _, ceg), steps = jax.lax.scan(step, init, jnp.arange(1, max_T + 1, dtype=jnp.uint32))
-    return _outside_is_nan(ceg, steps if trace else None, k, T, max_k, max_T)
+    return _outside_is_nan(ceg, steps if trace else None, k_in, T_in, max_k, max_T, sigma)
 
 
 @partial(jax.jit, static_argnames=("trials", "max_k", "max_T", "aggregate", "trace"))

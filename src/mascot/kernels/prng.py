@@ -12,7 +12,7 @@ import numpy as np
 
 from mascot.errors import InputError
 
-__all__ = ["THREEFRY", "check_default_prng", "check_key_impl", "is_int_seed", "as_key"]
+__all__ = ["THREEFRY", "check_default_prng", "check_key_impl", "check_key", "is_int_seed", "as_key"]
 
 THREEFRY = "threefry2x32"
 
@@ -51,6 +51,26 @@ def is_int_seed(key) -> bool:
             and not jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
         )
     )
+
+
+def check_key(key, name: str = "key") -> None:
+    """``InputError`` unless ``key`` is one threefry2x32 PRNG key, known at trace time: a typed key of shape ``()``
+    or raw ``uint32`` key data of shape ``(2,)`` (one trajectory's or point's; vmap over a batch of keys). For the
+    pure cores (:func:`mascot.rollout`, :func:`mascot.affine_noise_point`), which take keys, not seeds."""
+    check_default_prng()  # (raw key data of another default implementation is read as that implementation's)
+    if is_int_seed(key):
+        raise InputError(f"{name} must be a PRNG key (jax.random.key(seed)), not an int: got {key!r}")
+    if not hasattr(key, "dtype") or not hasattr(key, "shape"):
+        raise InputError(f"{name} must be a PRNG key (jax.random.key(seed)); got {type(key).__name__} {key!r:.40}")
+    if jnp.issubdtype(key.dtype, jax.dtypes.prng_key):
+        check_key_impl(key)
+        if key.shape != ():
+            raise InputError(f"{name} must be one key (vmap over a batch of keys); got keys of shape {key.shape}")
+    elif key.dtype != jnp.uint32 or key.shape != (2,):
+        raise InputError(
+            f"{name} must be a PRNG key (jax.random.key(seed)) or raw uint32 key data of shape (2,) "
+            f"(jax.random.PRNGKey(seed)); got dtype {key.dtype}, shape {tuple(key.shape)}"
+        )
 
 
 _WHAT = "a PRNG key (jax.random.key(seed)) or an int seed in [0, 2^32)"

@@ -239,7 +239,9 @@ def sr_spectra(
         raise InputError(f"method must be one of {_METHODS}; got {method!r}")
     if solver not in _SOLVERS:
         raise InputError(f"solver must be one of {_SOLVERS}; got {solver!r}")
-    if chunk_size is not None and (isinstance(chunk_size, bool) or not isinstance(chunk_size, int) or chunk_size < 1):
+    if chunk_size is not None and (
+        isinstance(chunk_size, bool) or not isinstance(chunk_size, (int, np.integer)) or chunk_size < 1
+    ):
         # (0 was taken without a word on the closed-form route: an outside tester)
         raise InputError(f"chunk_size must be an integer >= 1 (or None: about 64 MB a call); got {chunk_size!r}")
     fams = _families(family)

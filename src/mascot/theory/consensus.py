@@ -311,8 +311,8 @@ def theorem1(d0, eta, eps, lambda1, lambda2, c1, c2) -> Certificate:
     if bad:
         reason = "no certificate: " + "; ".join(bad)
         b_star = math.inf
-    else:
-        b_star = k1 * c1 + k2 * c2
+    else:  # (a mode not needed costs nothing, whatever its cost: 0 * inf was NaN for c1 = inf, "mode 1 unavailable")
+        b_star = (k1 * c1 if k1 else 0.0) + (k2 * c2 if k2 else 0.0)
     return Certificate(d0, eta, eps, lambda1, lambda2, c1, c2, k1, k2, k1 + k2, b_star, reason)
 
 
@@ -325,6 +325,10 @@ def certificate_budget(d, eta, eps, lambda1, lambda2, c1, c2) -> np.ndarray | fl
     same shape.
     """
     d_arr = np.asarray(d, dtype=np.float64)
+    if np.isnan(d_arr).any() or (d_arr < 0).any() or np.isinf(d_arr).any():  # (named as this function names it)
+        raise InputError(
+            f"d must hold finite disagreements >= 0; got {d_arr[~(np.isfinite(d_arr) & (d_arr >= 0))][:3]}"
+        )
     out = np.array([theorem1(x, eta, eps, lambda1, lambda2, c1, c2).B_star for x in d_arr.ravel()])
     out = out.reshape(d_arr.shape)
     return float(out) if out.ndim == 0 else out
@@ -503,6 +507,8 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
         np.where(d0 <= eps, 0.0, np.where(phase1, rounds(eta_eff, eps, l2), rounds(d0, eps, l2))), shape
     )
     with np.errstate(invalid="ignore"):
-        b = np.where(np.isinf(k1) | np.isinf(k2), np.inf, k1 * c1 + k2 * c2)
+        b = np.where(
+            np.isinf(k1) | np.isinf(k2), np.inf, np.where(k1 > 0, k1 * c1, 0.0) + np.where(k2 > 0, k2 * c2, 0.0)
+        )
     k1, k2 = np.array(k1), np.array(k2)  # writable copies, like the inputs' broadcast shape
     return k1, k2, b

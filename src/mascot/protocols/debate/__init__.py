@@ -44,3 +44,7 @@ __all__ = [
     "run_debate",
     "DebateRun",
 ]
+
+from mascot import submodule_loader  # noqa: E402
+
+__getattr__ = submodule_loader(__name__, __path__)  # (mascot.protocols.debate.MODULE after import mascot)

@@ -59,3 +59,7 @@ __all__ = [
     "STATUSES",
     "count_tokens",
 ]
+
+from mascot import submodule_loader  # noqa: E402
+
+__getattr__ = submodule_loader(__name__, __path__)  # (mascot.protocols.deliberation.MODULE after import mascot)

@@ -28,8 +28,13 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str):
     if name in _EXPORTS:
         return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _submodule(name)  # (.baselines, .harness after import mascot)
 
 
 def __dir__():
     return sorted(set(globals()) | set(_EXPORTS))
+
+
+from mascot import submodule_loader  # noqa: E402
+
+_submodule = submodule_loader(__name__, __path__)
