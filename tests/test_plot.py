@@ -505,3 +505,19 @@ def test_a_column_in_two_roles_is_refused_and_names_are_shown_as_written(tmp_pat
     assert fig.axes[0].get_ylabel().startswith("d_t") and fig.axes[0].get_xlabel() == "b0"
     fig = plot(df, x="b0", y="ok=1")
     assert fig.axes[0].get_ylabel() == "share with ok = 1\n(95% Wilson CI)"
+
+
+def test_readable_axes_and_labels(tmp_path):
+    """Found by an outside tester: log y ticks read 6x10^0, integer n was ticked 7.5, a long title widened the
+    figure, and "mean (95% CI)" labelled points of one row each (no interval drawn)."""
+    df = pd.DataFrame({"n": [6, 7, 12, 24] * 2, "v": [3.0, 4.5, 9.0, 20.0, 3.2, 4.4, 9.5, 21.0]})
+    fig = plot(df, x="n", y="v", logy=True, title="a long title " * 20)
+    ax = fig.axes[0]
+    fig.canvas.draw()
+    labels = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert labels and all("times" not in t and "^" not in t for t in labels), labels  # plain numbers
+    assert all(float(t.get_text()).is_integer() for t in ax.get_xticklabels() if t.get_text())
+    assert "\n" in fig._suptitle.get_text()
+    assert ax.get_ylabel() == "v, mean (95% CI)"
+    one = plot(df.iloc[:4], x="n", y="v")
+    assert one.axes[0].get_ylabel() == "v"  # one row a point: no interval, none named

@@ -29,6 +29,7 @@ consensus ``status`` itself is a code and is refused as ``y``.
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -90,9 +91,9 @@ def load_table(data) -> pd.DataFrame:
     if not p.is_file():
         raise InputError(f"{p}: no such file or directory")
     try:
-        if p.suffix == ".parquet":
+        if p.suffix.lower() == ".parquet":  # (merge wrote noise.PARQUET, which plot then refused)
             return pd.read_parquet(p)
-        if p.suffix == ".csv":
+        if p.suffix.lower() == ".csv":
             return pd.read_csv(p)
     except Exception as e:  # a damaged file: say which and why
         raise InputError(f"{p}: cannot read it as {p.suffix[1:]}: {e}") from None
@@ -567,6 +568,8 @@ def draw(
     import matplotlib as mpl
     import matplotlib.pyplot as plt
 
+    from mascot.analysis.figures import readable_log_axis
+
     if s.empty:
         raise InputError("nothing to plot: no rows")
     if "rows" in s and not (s["rows"] > 0).any():
@@ -648,14 +651,17 @@ def draw(
                     ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
             if logy:
                 ax.set_yscale("log")
+            elif numeric_x and not logx and pd.api.types.is_integer_dtype(s[x]):  # (n ticked 7.5, 12.5)
+                ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
             ax.set_xlabel(_label(x))
             if k % ncol == 0:
                 if "=" in y:  # a share of rows (summarize): Wilson's interval
                     # on two lines: on one it ran taller than the axes (an outside tester)
                     ax.set_ylabel(_label(y) + ("" if ci is None else f"\n({ci:g}% Wilson CI)"))
-                else:
-                    band = "" if ci is None else f" ({ci:g}% CI)"
-                    ax.set_ylabel(f"{_label(y)}, {agg}{band}")
+                else:  # (no band is said where none is drawn: one row a point has no interval, an outside tester)
+                    drawn = "lo" not in s or np.isfinite(s["lo"]).any()
+                    band = "" if ci is None or not drawn else f" ({ci:g}% CI)"
+                    ax.set_ylabel(f"{_label(y)}, {agg}{band}" if "rows" not in s or s["rows"].max() > 1 else _label(y))
         for k in range(len(facets), nrow * ncol):
             axes[k // ncol][k % ncol].set_visible(False)
         if hue is not None:
@@ -674,8 +680,12 @@ def draw(
                 frameon=False,
                 ncol=math.ceil(len(labels) / 16),
             )
-        if title:
-            fig.suptitle(title)
+        if logy:  # plain numbers where the axis spans under two powers of ten (6x10^0 read badly)
+            for a in axes.ravel():
+                if a.get_visible() and a.has_data():
+                    readable_log_axis(a, "y")
+        if title:  # wrapped to the panels' width (eight filters widened the figure to 1,740 px around one panel)
+            fig.suptitle("\n".join(textwrap.wrap(title, max(40, int(14 * fig.get_size_inches()[0])))))
         fig.tight_layout()
         if censored:  # (a figure copied into a paper without the command's warnings still says it)
             fig.text(

@@ -598,9 +598,6 @@ class RunDir:
                 f"--out {out} would overwrite the run directory's own files; write the merged dataset "
                 f"to {self.path / 'merged.parquet'} or outside {self.path}"
             )
-        if out.suffix.lower() in (".csv", ".tsv", ".json", ".txt", ".xlsx", ".feather", ".arrow"):
-            # (an outside tester: --out m.csv wrote Parquet under a .csv name)
-            raise InputError(f"--out {out}: the merged dataset is a Parquet file; name it .parquet")
         if out.exists():  # replace an earlier merged dataset of this experiment, never another file
             meta = merged_metadata(out)
             if meta is None:
@@ -614,6 +611,9 @@ class RunDir:
                     f"hash {meta['plan'].get('hash')}; this run is {plan['name']!r}, hash {plan['hash']}): "
                     "remove it or give another path"
                 )
+        if out.suffix.lower() != ".parquet":
+            # (outside testers: --out m.csv wrote Parquet under a .csv name; a name without one, plot then refused)
+            raise InputError(f"--out {out}: the merged dataset is a Parquet file; name it .parquet")
 
     def merge(self, out=None) -> Path:
         """Check completeness and write one Parquet file sorted by (point, ...)."""
