@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import http.client
+import io
 import json
 import math
 import os
@@ -1450,6 +1451,24 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
         assert holds_key(f"Value: {form}", key), name
     masked = key[:8] + "*****" + key[-6:]  # OpenAI's own masking: the first 8 and last 6 characters
     assert "Zq" not in redact(masked, key) and "7788" not in redact(masked, key)
+    # a later tester: octal bytes unpadded (Go's %o) or 0o-prefixed, every character backslash-escaped, a
+    # UUID's 12 characters spaced (its dashes left fewer than 12 letters and digits)
+    uuid_key = "a2642bab-be9c-4681-8f67-6543bb461714"
+    for form in (
+        "[" + " ".join(f"{b:o}" for b in uuid_key.encode()) + "]",
+        str([oct(b) for b in uuid_key.encode()]),
+        "".join("\\" + c for c in uuid_key),
+        " ".join(uuid_key[5:17]),
+        "\0".join(uuid_key[5:17]),
+    ):
+        assert holds_key(f"echo: {form}", uuid_key), form
+    # ... and placeholders: words (llama.cpp's sk-no-key-required) and runs (sk-1234567890abcdef) are no secrets
+    assert not holds_key("no key required; " + " ".join(map(str, range(20, 60))), "sk-no-key-required")
+    assert not holds_key(" ".join(map(str, range(20, 60))), "sk-1234567890abcdef")
+    assert redact("HTTP 422: Field required", "sk-no-key-required") == "HTTP 422: Field required"
+    assert redact("HTTP 401: sk-no-key-required", "sk-no-key-required") == "HTTP 401: ***"
+    entity = "&#" + "0" * 5000 + "65;"  # (leading zeros: html.unescape's int() limit raised)
+    assert not holds_key(entity, uuid_key) and redact(entity, uuid_key) == entity
     # a key split over fields of 11 characters: each run is masked whole (6-character windows overlapping), no tail
     split = " ".join(f"{n}={key[i : i + 11]}" for n, i in zip("abc", range(0, 33, 11)))
     assert redact(split, key) == "a=*** b=*** c=***", redact(split, key)
@@ -1496,6 +1515,31 @@ def test_a_served_model_list_holding_the_key_is_redacted(srv, monkeypatch):
     with pytest.raises(ValueError, match="does not serve model 'missing'") as e:
         be._served_models()
     assert secret not in str(e.value) and "LISTED" not in str(e.value) and "'tiny-***'" in str(e.value)
+
+
+def test_a_model_list_holding_the_key_in_pieces_is_withheld_and_malformed_bodies_stay_on_one_line(monkeypatch):
+    """Found by an outside tester: model ids of 5 characters each were redacted one by one and showed a whole
+    UUID key; a malformed body's newline split the one-line error."""
+    key = "a2642bab-be9c-4681-8f67-6543bb461714"
+    monkeypatch.setenv("MASCOT_TEST_KEY", key)
+    be = OpenAIBackend("m", base_url="http://127.0.0.1:9/v1", api_key_env="MASCOT_TEST_KEY")
+    ids = [key[i : i + 5] for i in range(0, len(key), 5)]
+    body = json.dumps({"data": [{"id": i} for i in ids]}).encode()
+
+    class Reply(io.BytesIO):
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *a):
+            return False
+
+    monkeypatch.setattr(be._opener, "open", lambda *a, **k: Reply(body))
+    with pytest.raises(ValueError) as e:
+        be._served_models()
+    assert "withheld: the list of models held the API key" in str(e.value) and "bab-b" not in str(e.value)
+    with pytest.raises(Exception) as e:
+        be._reply(b"not json\nsecond line")
+    assert "\n" not in str(e.value) and "second line" in str(e.value)
 
 
 def test_a_redirect_is_named_and_a_banner_stays_on_one_line(srv):

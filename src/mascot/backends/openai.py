@@ -56,7 +56,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from mascot.backends.base import Request, Response, constructor_options, endpoint, report_progress
-from mascot.backends.openai_options import MAX_CHECKED, MIN_REPLY_SECRET, check_options, holds_key, redact
+from mascot.backends.openai_options import MAX_CHECKED, check_options, holds_key, is_secret, redact
 from mascot.errors import BackendUnreachable, InputError
 from mascot.log import get_logger, printable
 
@@ -587,14 +587,17 @@ class OpenAIBackend:
             return {"verdict": "unknown", "error": self._redact(f"{type(e).__name__}: {e}")[:300]}
         except (ValueError, KeyError, TypeError, RecursionError) as e:
             return {"verdict": "unknown", "error": f"not a model list: {type(e).__name__}"}
+        # each id redacted, then the list as one text: a key cut into ids of 5 characters showed whole (a tester)
+        ids = [printable(self._redact(i)) for i in ids]
+        listed = ", ".join(ids[:20])
+        if self._redact(listed) != listed:
+            ids = ["*** (withheld: the list of models held the API key)"]
         if ids and self.model not in ids:
-            shown = ", ".join(repr(printable(self._redact(i))) for i in ids[:10]) + (
-                f" and {len(ids) - 10} more" if len(ids) > 10 else ""
-            )
+            shown = ", ".join(repr(i) for i in ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
             raise InputError(
                 f"{endpoint(self)} does not serve model {self.model!r}; it serves {shown}: pass one of them to --model"
             )
-        return {"verdict": "listed", "served": [printable(self._redact(i)) for i in ids[:20]]}
+        return {"verdict": "listed", "served": ids[:20]}
 
     def _attempt(self, body: bytes, timeout_s: float | None = None) -> Response:
         timeout_s = self.timeout_s if timeout_s is None else max(float(timeout_s), 0.001)
@@ -682,7 +685,7 @@ class OpenAIBackend:
         """The :class:`Response` in a chat-completions body; ``_FatalError`` naming what is malformed."""
 
         def malformed(why: str) -> _FatalError:
-            snippet = raw[:200].decode("utf-8", "replace")
+            snippet = _one_line(raw[:200].decode("utf-8", "replace"))  # (a body's newlines split the error line)
             return _FatalError(self._redact(f"malformed response ({why}): {snippet}"))
 
         try:
@@ -738,5 +741,5 @@ class OpenAIBackend:
 
     @property
     def _checks_replies(self) -> bool:
-        """Whether replies are checked for the key (a key of ``MIN_REPLY_SECRET`` characters or more)."""
-        return bool(self.__api_key) and len(self.__api_key) >= MIN_REPLY_SECRET
+        """Whether replies are checked for the key (:func:`mascot.backends.openai_options.is_secret`)."""
+        return is_secret(self.__api_key)

@@ -16,7 +16,7 @@ import urllib.parse
 
 from mascot.errors import InputError
 
-__all__ = ["check_options", "redact", "holds_key", "MIN_SECRET", "MIN_REPLY_SECRET", "MAX_CHECKED"]
+__all__ = ["check_options", "redact", "holds_key", "is_secret", "MIN_SECRET", "MIN_REPLY_SECRET", "MAX_CHECKED"]
 
 # Keys shorter than MIN_SECRET are placeholders (0, EMPTY, none, ollama): not looked for anywhere (masking "0"
 # garbled every error). Keys shorter than MIN_REPLY_SECRET (anything, lm-studio, not-needed, token-abc123: the
@@ -127,7 +127,13 @@ def _windows(s: str, k: int) -> tuple[str, ...]:
     """``s``'s windows of ``k`` characters that hold at least 4 distinct ones (a placeholder key's ``000000000000``
     or ``xxxxxxxxxxxx`` is ordinary text), or ``s`` itself when none does."""
     found = {s[i : i + k] for i in range(len(s) - k + 1)}
-    return tuple(w for w in found if len(set(w)) >= 4) or (s,)
+    return tuple(w for w in found if len(set(w)) >= 4 and not _steady(w.encode())) or (s,)
+
+
+def _steady(data: bytes) -> bool:
+    """Whether ``data`` steps by one constant (``123456``, ``abcdef``): a placeholder's run, which counting
+    text holds (an outside tester: the numbers 30 31 32 ... held sk-1234567890abcdef's hex ``313233343536``)."""
+    return len({b - a for a, b in zip(data, data[1:])}) <= 1
 
 
 def _b64_windows(data: bytes) -> set[str]:
@@ -144,6 +150,13 @@ def _b64_windows(data: bytes) -> set[str]:
     return out
 
 
+def _random_looking(key: str) -> bool:
+    """Whether ``key`` looks like a secret rather than a placeholder made of words (llama.cpp's
+    ``sk-no-key-required``, whose words ordinary replies hold): it holds a digit, or a run of 12 or more
+    characters between separators (``hf_`` and 34 letters)."""
+    return any(c.isdigit() for c in key) or max(map(len, re.split(r"[-_.:/]", key))) >= 12
+
+
 @functools.lru_cache(maxsize=4)
 def _forms(key: str) -> dict:
     """What marks the key in a text, lower-cased where case does not matter: its windows of 12 and of 6
@@ -156,7 +169,8 @@ def _forms(key: str) -> dict:
 
     def hex_windows(data: bytes, step: int) -> set[str]:  # (an echo of 9 or more bytes holds one)
         h = data.hex()
-        return {h[i : i + 2 * step] for i in range(0, len(h) - 2 * step + 1, step)}
+        found = {h[i : i + 2 * step] for i in range(0, len(h) - 2 * step + 1, step)}
+        return {w for w in found if not _steady(bytes.fromhex(w).replace(b"\0", b""))}
 
     hexes = hex_windows(key.encode(), 6)
     wide = {w for enc in ("utf-16-le", "utf-16-be") for w in hex_windows(key.encode(enc), 12)}
@@ -164,8 +178,11 @@ def _forms(key: str) -> dict:
         "b64": tuple(_b64_windows(key.encode())),
         "b64 wide": tuple(_b64_windows(key.encode("utf-16-le")) | _b64_windows(key.encode("utf-16-be"))),
         "hex": tuple(hexes | wide),
-        "secret": len(key) >= MIN_REPLY_SECRET,
-        **{f"{w}{k}": _windows(v, k) for w, v in (("raw", low), ("plain", plain), ("alnum", alnum)) for k in (12, 6)},
+        "secret": len(key) >= MIN_REPLY_SECRET and _random_looking(key),
+        **{f"{w}{k}": _windows(v, k) for w, v in (("raw", low), ("plain", plain)) for k in (12, 6)},
+        # letters and digits alone: 10 stand for a reply's 12 characters (a UUID's 12 hold up to 2 dashes)
+        "alnum12": _windows(alnum, 10),
+        "alnum6": _windows(alnum, 6),
     }
 
 
@@ -176,7 +193,15 @@ _OCT = re.compile(r"\\([0-3][0-7]{2})")
 _JSON_ESC = re.compile(r"\\([bfnrt])")  # (JSON's \\b is a backspace, not the letter b)
 _JSON_CHAR = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 _BS = re.compile(r"\\(.)", re.S)
-_LONG_ENTITY = re.compile(r"&#0*[1-9][0-9]{7,};?")  # (no code point: html.unescape's int() of 4,301 digits raised)
+# a decimal character reference of 8+ digits, leading zeros too (html.unescape's int() of 4,301 digits raised)
+_LONG_ENTITY = re.compile(r"&#([0-9]{8,});?")
+
+
+def _short_entity(m: re.Match) -> str:
+    digits = m[1].lstrip("0") or "0"
+    return f"&#{digits};" if len(digits) <= 7 else "\ufffd"
+
+
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")  # terminal colour codes
 _NOT_VISIBLE = re.compile(r"[^\x21-\x7e]+")
@@ -195,15 +220,19 @@ def _code(m: re.Match) -> str:
 _LEVELS = 16  # nested escapes undone, at most (each level that changes the text shortens it; bounded: linear time)
 
 
-def _plain(text: str) -> str:
+def _plain(text: str, json_escapes: bool = False) -> str:
     """``text`` with its escapes undone, nested ones too (HTML entities, %XX, \\uXXXX, \\u{X}, \\UXXXXXXXX, \\xXX,
-    octal, JSON's \\b \\f \\n \\r \\t, backslashes) and zero-width characters dropped: what a key anywhere in it reads
-    as. For finding the key only: never shown."""
+    octal, backslashes) and zero-width characters dropped: what a key anywhere in it reads as. A backslash before
+    any other character is dropped (``\\b`` reads ``b``: a key with every character escaped); ``json_escapes``
+    reads JSON's ``\\b \\f \\n \\r \\t`` as the control characters instead (a key with a backspace between its
+    characters). For finding the key only: never shown."""
     for _ in range(_LEVELS):
         before = text
-        text = html.unescape(_LONG_ENTITY.sub("\ufffd", urllib.parse.unquote(text))).translate(_INVISIBLE)
+        text = html.unescape(_LONG_ENTITY.sub(_short_entity, urllib.parse.unquote(text))).translate(_INVISIBLE)
         text = _OCT.sub(lambda m: chr(int(m[1], 8)), _U.sub(_code, text))
-        text = _BS.sub(r"\1", _JSON_ESC.sub(lambda m: _JSON_CHAR[m[1]], text))
+        if json_escapes:
+            text = _JSON_ESC.sub(lambda m: _JSON_CHAR[m[1]], text)
+        text = _BS.sub(r"\1", text)
         if text == before:
             break
     return text
@@ -227,7 +256,9 @@ def _bytes_view(text: str) -> str:
     if len(nums) < 6:
         return ""
     dec = "".join(chr(int(n)) for n in nums if len(n) <= 3 and int(n) < 256)
-    octal = "".join(chr(int(n, 8)) for n in nums if len(n) == 3 and n < "400" and "8" not in n and "9" not in n)
+    # octal with or without leading zeros (Go's %o prints 55 for "-"), or 0o-prefixed (Python's oct())
+    octs = _NUMBER.findall(text.replace("0o", " ")) if "0o" in text else nums
+    octal = "".join(chr(int(n, 8)) for n in octs if len(n) <= 4 and "8" not in n and "9" not in n and int(n, 8) < 256)
     return (dec + "\n" + octal).lower()
 
 
@@ -255,7 +286,8 @@ def _seen(text: str, key: str, k: int) -> bool:
         return True
     if not f["secret"]:  # (a shorter key: as written or escaped only)
         return False
-    vis = _visible(plain)  # (a base64 or hexadecimal run of the text runs on here: each is looked for here only)
+    # (a base64 or hexadecimal run of the text runs on here: each is looked for here only)
+    vis = _visible(_plain(text, json_escapes=True) if "\\" in text else plain)
     if _any(vis, f["b64"]) or _any(vis, f["b64 wide"]):
         return True
     vlow = vis.lower()
@@ -293,7 +325,11 @@ def redact(text: str, key: str | None) -> str:
     key after that (a base64 or hexadecimal copy, an encoding rewritten in no other way, anything between its
     letters; see :func:`_seen`), a text over 4,000 characters long, or any text holding part of a key over 256
     characters long is withheld whole. Keys shorter than ``MIN_SECRET`` are placeholders and are not looked for."""
-    if not key or len(key) < MIN_SECRET or not _seen(text, key, 6):  # (the common case: no part of the key)
+    if not key or len(key) < MIN_SECRET:
+        return text
+    if not is_secret(key):  # a placeholder: masked whole, as written or escaped ("everything" held "anything"'s run)
+        return _patterns(key)[0].sub("***", text) if len(text) <= 100_000 else text
+    if not _seen(text, key, 6):  # (the common case: no part of the key)
         return text
     if len(text) > 4000 or len(key) > _LONGEST_REWRITTEN:
         return _WITHHELD
@@ -314,9 +350,15 @@ def redact(text: str, key: str | None) -> str:
 def holds_key(text: str, key: str | None) -> bool:
     """Whether ``text`` (a reply) holds ``key``, or 12 consecutive characters of it, in any form :func:`_seen`
     knows (in any case; escapes undone, in any mix; with anything between its characters; base64, hexadecimal,
-    decimal or octal bytes). Keys shorter than ``MIN_REPLY_SECRET`` are not looked for (placeholders such as
-    ``EMPTY``, ``anything`` or ``token-abc123`` are ordinary text: ``{"Value": 50}`` and "many things" held
-    them), nor windows of fewer than 4 distinct characters."""
-    if not key or len(key) < MIN_REPLY_SECRET:
+    decimal or octal bytes). Keys shorter than ``MIN_REPLY_SECRET``, or made of words (``sk-no-key-required``),
+    are not looked for (placeholders such as ``EMPTY``, ``anything`` or ``token-abc123`` are ordinary text:
+    ``{"Value": 50}`` and "many things" held them), nor windows of fewer than 4 distinct characters."""
+    if not is_secret(key):
         return False
     return _seen(text, key, 12)
+
+
+def is_secret(key: str | None) -> bool:
+    """Whether replies are checked for ``key``: ``MIN_REPLY_SECRET`` characters or more, and not a placeholder
+    made of words (a digit, or 12 or more characters between separators)."""
+    return bool(key) and _forms(key)["secret"]
