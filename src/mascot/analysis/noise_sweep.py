@@ -251,7 +251,12 @@ def report(data, out="results/spectra") -> dict:
             ax[2].text(
                 0.5,
                 0.5,
-                "no rule-model ratio with sigma > 0\nat rho_c = 0",
+                # (a sweep without k = 1 was told it had no sigma > 0: an outside tester)
+                "no rule-model ratio: it needs k = 1 and k > 1\nat equal parameters, sigma > 0, rho_c = 0"
+                if (rule.k == 1).any() and (rule.k > 1).any()
+                else "no rule-model ratio: it needs rows with k = 1\nbeside k > 1 (E_ceg(k = 1) / E_ceg(k))"
+                if not (rule.k == 1).any()
+                else "no rule-model ratio: it needs rows with k > 1",
                 ha="center",
                 va="center",
                 transform=ax[2].transAxes,
@@ -260,6 +265,8 @@ def report(data, out="results/spectra") -> dict:
             )
         legend(ax[2], fontsize=7)
         m = rr[(rr["aggregate"] == "mean") & (rr.rho_c == 0)]
+        if m.empty:  # (an empty {} said nothing of why)
+            claims["rule_ratio_note"] = "no ratio: it needs rule rows with k = 1 and k > 1 at sigma > 0, rho_c = 0"
         claims["rule_ratio_rel_dev_from_sqrt_k"] = {
             f"k={int(k)},T={int(T)}": {f"{s:g}": float(v) for s, v in zip(d.sigma, d.rel_dev_from_formula)}
             for (k, T), d in m.groupby(["k", "T"])
