@@ -252,11 +252,8 @@ def report(data, out="results/spectra") -> dict:
                 0.5,
                 0.5,
                 # (a sweep without k = 1 was told it had no sigma > 0: an outside tester)
-                "no rule-model ratio: it needs k = 1 and k > 1\nat equal parameters, sigma > 0, rho_c = 0"
-                if (rule.k == 1).any() and (rule.k > 1).any()
-                else "no rule-model ratio: it needs rows with k = 1\nbeside k > 1 (E_ceg(k = 1) / E_ceg(k))"
-                if not (rule.k == 1).any()
-                else "no rule-model ratio: it needs rows with k > 1",
+                "no rule-model ratio E_ceg(k = 1) / E_ceg(k): it needs rows\nwith k = 1 and k > 1 at equal "
+                "parameters, sigma > 0, rho_c = 0",
                 ha="center",
                 va="center",
                 transform=ax[2].transAxes,

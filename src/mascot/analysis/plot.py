@@ -651,7 +651,7 @@ def draw(
                     ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
             if logy:
                 ax.set_yscale("log")
-            elif numeric_x and not logx and pd.api.types.is_integer_dtype(s[x]):  # (n ticked 7.5, 12.5)
+            if numeric_x and not logx and pd.api.types.is_integer_dtype(s[x]):  # (n ticked 7.5, 12.5)
                 ax.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
             ax.set_xlabel(_label(x))
             if k % ncol == 0:

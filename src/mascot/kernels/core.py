@@ -154,9 +154,7 @@ def rollout(
     if isinstance(max_rounds, bool) or not isinstance(max_rounds, (int, np.integer)) or not 0 <= max_rounds < 2**31 - 1:
         raise InputError(f"max_rounds must be an integer in [0, 2**31 - 2] (rounds are int32); got {max_rounds!r}")
     level = _concrete(noise)
-    if level is not None and (
-        level.dtype.kind not in "biuf" or level.dtype.kind == "b" or not np.all(np.isfinite(level) & (level >= 0))
-    ):
+    if level is not None and (level.dtype.kind not in "iuf" or not np.all(np.isfinite(level) & (level >= 0))):
         raise InputError(f"noise must be a finite standard deviation >= 0 (a number); got {noise!r:.60}")
     if key is None and (level is None or np.any(level != 0)):
         # (a traced noise, e.g. vmapped over levels, without a key ran without noise: an outside tester)

@@ -37,6 +37,7 @@ import numpy as np
 
 from mascot.errors import InputError
 from mascot.kernels.precision import resolve_dtype
+from mascot.kernels.prng import check_key
 
 # (affine_chunk and rule_chunk, the drivers' jitted batches, are importable but not part of the documented API)
 __all__ = ["AGGREGATES", "affine_noise_point", "rule_noise_point", "aggregate_outputs"]
@@ -131,6 +132,8 @@ def aggregate_outputs(outs, k, aggregate):
     Arguments: ``outs`` the agents' outputs, ``(max_k, trials)``; ``k`` how many rows count (an integer array,
     may be traced); ``aggregate`` "mean" or "median". Returns the ``(trials,)`` aggregates.
     """
+    if aggregate not in AGGREGATES:  # (anything but "mean" ran the median: an outside tester's "MEAN")
+        raise InputError(f"aggregate must be one of {', '.join(AGGREGATES)}; got {aggregate!r}")
     mask = (jnp.arange(outs.shape[0]) < k)[:, None]
     if aggregate == "mean":
         return jnp.sum(jnp.where(mask, outs, 0), axis=0) / k.astype(outs.dtype)
@@ -184,7 +187,7 @@ def affine_noise_point(
     kernel is compiled for; ``trials`` runs at this point.
     """
     dt = resolve_dtype(dtype)
-    _check_point(key, aggregate)
+    check_key(key)  # one threefry key (an rbg key's draws depend on the batch: an outside tester)
     k_in, T_in = jnp.asarray(k), jnp.asarray(T)
     k = jnp.asarray(k, jnp.int32)
     T = jnp.asarray(T, jnp.int32)
@@ -212,16 +215,6 @@ def affine_noise_point(
     zeros = jnp.zeros((trials,), dt)
     (_, ceg), steps = jax.lax.scan(step, (zeros, zeros), jnp.arange(1, max_T + 1, dtype=jnp.uint32))
     return _outside_is_nan(ceg, steps if trace else None, k_in, T_in, max_k, max_T, sigma)
-
-
-def _check_point(key, aggregate) -> None:
-    """What a point's pure kernel can check when it is traced: one threefry key, a known aggregate (a typo ran the
-    median: an outside tester)."""
-    from mascot.kernels.prng import check_key
-
-    check_key(key)
-    if aggregate not in AGGREGATES:
-        raise InputError(f"aggregate must be one of {', '.join(AGGREGATES)}; got {aggregate!r}")
 
 
 def _outside_is_nan(ceg, steps, k, T, max_k, max_T, sigma):
@@ -276,7 +269,7 @@ def rule_noise_point(
     from mascot.kernels.state_tracking import rule_step
 
     dt = jnp.dtype(jnp.float64)
-    _check_point(key, aggregate)
+    check_key(key)  # one threefry key (an rbg key's draws depend on the batch: an outside tester)
     k_in, T_in = jnp.asarray(k), jnp.asarray(T)
     k = jnp.asarray(k, jnp.int32)
     T = jnp.asarray(T, jnp.int32)

@@ -62,11 +62,9 @@ def estimate_chunk_bytes(cfg) -> int:
     n, cap = cfg.n_points, 50_000
     if n <= cap:
         pts = cfg.points(0, n)
-    else:  # every k-th point for k coprime with the axes' lengths is not guaranteed; stride plus the last axis whole
+    else:  # every step-th point, and the first points, which hold every value of the fastest axis
         step = -(-n // cap)
-        pts = [p for i in range(0, n, step) for p in cfg.points(i, min(i + 1, n))]
-        last = len(cfg.axes[-1][1]) if cfg.axes else 1
-        pts += cfg.points(0, min(n, last))  # (the fastest axis's every value at least once)
+        pts = [cfg.points(i, i + 1)[0] for i in range(0, n, step)] + cfg.points(0, min(n, len(cfg.axes[-1][1])))
     per = max(kind.bytes_per_point(kind.complete(p)) for p in pts)
     return per * min(cfg.chunk_size, cfg.n_points)
 
