@@ -1467,6 +1467,18 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_use_and_partial_echo
     assert not holds_key(" ".join(map(str, range(20, 60))), "sk-1234567890abcdef")
     assert redact("HTTP 422: Field required", "sk-no-key-required") == "HTTP 422: Field required"
     assert redact("HTTP 401: sk-no-key-required", "sk-no-key-required") == "HTTP 401: ***"
+    # the last tester: UTF-16 bytes as decimal numbers, 12 characters holding 3 dashes spaced, a key with every
+    # character escaped and spaced; and a provider's public prefix is no secret ("task project", "disk-pro...")
+    hf = "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"
+    assert holds_key(str(list(hf.encode("utf-16-le"))), hf) and holds_key(str(list(hf.encode("utf-16"))), hf)
+    u2 = "79740d27-ab16-45d7-8dc4-a66675194f64"
+    assert holds_key(" ".join(u2[8:20]), u2) and holds_key(",".join(u2[8:20]), u2)
+    sk = "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"
+    assert holds_key(" ".join("\\" + c for c in sk), sk)
+    proj = "sk-proj-Xq7RmP2vLk9TzW4nBc8HdY1sFg6JuE3aQo5iVr0tNbMx"
+    for text in ("HTTP 404: task project 7 not found", "HTTP 500: disk-provisioning error"):
+        assert redact(text, proj) == text
+    assert redact("bad key " + proj, proj) == "bad key ***"
     entity = "&#" + "0" * 5000 + "65;"  # (leading zeros: html.unescape's int() limit raised)
     assert not holds_key(entity, uuid_key) and redact(entity, uuid_key) == entity
     # a key split over fields of 11 characters: each run is masked whole (6-character windows overlapping), no tail

@@ -123,10 +123,20 @@ def _char(c: str) -> str:
     return "(?:" + "|".join(alts) + ")"
 
 
-def _windows(s: str, k: int) -> tuple[str, ...]:
+# providers' public key prefixes: the same in every key, so no secret (an outside tester: "task project" and
+# "disk-provisioning" held sk-proj-'s windows, and an error was withheld)
+_PUBLIC_PREFIXES = ("sk-ant-api03-", "sk-svcacct-", "sk-admin-", "sk-proj-", "gsk_", "hf_", "sk-")
+
+
+def _public_prefix(key: str) -> str:
+    """The provider's public prefix ``key`` starts with (``sk-proj-``), or ``""``."""
+    return next((p for p in _PUBLIC_PREFIXES if key.startswith(p)), "")
+
+
+def _windows(s: str, k: int, skip: int = 0) -> tuple[str, ...]:
     """``s``'s windows of ``k`` characters that hold at least 4 distinct ones (a placeholder key's ``000000000000``
     or ``xxxxxxxxxxxx`` is ordinary text), or ``s`` itself when none does."""
-    found = {s[i : i + k] for i in range(len(s) - k + 1)}
+    found = {s[i : i + k] for i in range(max(0, skip - k + 1), len(s) - k + 1)}  # (none inside the first skip)
     return tuple(w for w in found if len(set(w)) >= 4 and not _steady(w.encode())) or (s,)
 
 
@@ -166,6 +176,8 @@ def _forms(key: str) -> dict:
     encoded text; ``wide``: of its UTF-16) and of 12 of its hexadecimal digits (``hex``: UTF-8 and UTF-16)."""
     low, plain = key.lower(), _plain(key).lower()
     alnum = _visible(plain).lower().translate(_KEEP_ALNUM)
+    pub = _public_prefix(key)
+    pub_alnum = pub.lower().translate(_KEEP_ALNUM)
 
     def hex_windows(data: bytes, step: int) -> set[str]:  # (an echo of 9 or more bytes holds one)
         h = data.hex()
@@ -179,10 +191,10 @@ def _forms(key: str) -> dict:
         "b64 wide": tuple(_b64_windows(key.encode("utf-16-le")) | _b64_windows(key.encode("utf-16-be"))),
         "hex": tuple(hexes | wide),
         "secret": len(key) >= MIN_REPLY_SECRET and _random_looking(key),
-        **{f"{w}{k}": _windows(v, k) for w, v in (("raw", low), ("plain", plain)) for k in (12, 6)},
-        # letters and digits alone: 10 stand for a reply's 12 characters (a UUID's 12 hold up to 2 dashes)
-        "alnum12": _windows(alnum, 10),
-        "alnum6": _windows(alnum, 6),
+        **{f"{w}{k}": _windows(v, k, len(pub)) for w, v in (("raw", low), ("plain", plain)) for k in (12, 6)},
+        # letters and digits alone: 9 stand for a reply's 12 characters (a UUID's 12 hold up to 3 dashes)
+        "alnum12": _windows(alnum, 9, len(pub_alnum)),
+        "alnum6": _windows(alnum, 6, len(pub_alnum)),
     }
 
 
@@ -259,7 +271,8 @@ def _bytes_view(text: str) -> str:
     # octal with or without leading zeros (Go's %o prints 55 for "-"), or 0o-prefixed (Python's oct())
     octs = _NUMBER.findall(text.replace("0o", " ")) if "0o" in text else nums
     octal = "".join(chr(int(n, 8)) for n in octs if len(n) <= 4 and "8" not in n and "9" not in n and int(n, 8) < 256)
-    return (dec + "\n" + octal).lower()
+    # (UTF-16's NUL bytes and a byte-order mark dropped: a key's UTF-16 bytes read as the key; an outside tester)
+    return (dec.translate(_DROP_INVISIBLE) + "\n" + octal.translate(_DROP_INVISIBLE)).lower()
 
 
 def _any(text: str, windows: tuple[str, ...]) -> bool:
@@ -286,16 +299,18 @@ def _seen(text: str, key: str, k: int) -> bool:
         return True
     if not f["secret"]:  # (a shorter key: as written or escaped only)
         return False
-    # (a base64 or hexadecimal run of the text runs on here: each is looked for here only)
-    vis = _visible(_plain(text, json_escapes=True) if "\\" in text else plain)
-    if _any(vis, f["b64"]) or _any(vis, f["b64 wide"]):
-        return True
-    vlow = vis.lower()
-    if _any(vlow.translate(_KEEP_ALNUM), f[f"alnum{k}"]):
-        return True
-    if _any(vlow.replace("0x", "").translate(_KEEP_HEX), f["hex"]):
-        return True
-    return _any(_bytes_view(plain), f[f"raw{k}"])
+    # what is not visible ASCII dropped, JSON's \\b etc. read as letters and, where the text has a backslash, as
+    # control characters too (a base64 or hexadecimal run of the text runs on here: each is looked for here only)
+    for vis in (_visible(plain), *([_visible(_plain(text, json_escapes=True))] if "\\" in text else [])):
+        vlow = vis.lower()
+        if _any(vis, f["b64"]) or _any(vis, f["b64 wide"]) or _any(vlow, f[f"raw{k}"]):
+            return True
+        if _any(vlow.translate(_KEEP_ALNUM), f[f"alnum{k}"]):
+            return True
+        if _any(vlow.replace("0x", "").translate(_KEEP_HEX), f["hex"]):
+            return True
+    b = _bytes_view(plain)
+    return _any(b, f[f"raw{k}"]) or _any(b.translate(_KEEP_ALNUM), f[f"alnum{k}"])
 
 
 @functools.lru_cache(maxsize=4)
@@ -305,9 +320,12 @@ def _patterns(key: str) -> tuple[re.Pattern, re.Pattern]:
     included)."""
     chars = [_char(c) for c in key]
     whole = re.compile("".join(chars), re.IGNORECASE)
+    skip = max(0, len(_public_prefix(key)) - 5)  # (no window inside the public prefix)
     six = (
-        re.compile("(?=(" + "|".join("".join(chars[i : i + 6]) for i in range(len(key) - 5)) + "))", re.IGNORECASE)
-        if len(key) >= 6
+        re.compile(
+            "(?=(" + "|".join("".join(chars[i : i + 6]) for i in range(skip, len(key) - 5)) + "))", re.IGNORECASE
+        )
+        if len(key) - 5 > skip
         else re.compile("(?!)")
     )
     return whole, six
