@@ -826,6 +826,46 @@ def test_trials_config_file_equals_the_same_flags_and_flags_win(tmp_path, capsys
     assert "|VALUE| must be at most 1e9" in capsys.readouterr().err
 
 
+def test_a_flag_the_config_sets_can_be_unset_on_the_command_line(tmp_path):
+    # found by an outside tester: a flag set in a trials config could not be turned off for one run
+    from mascot.cli.main import _with_trials_config, build_parser
+
+    cfg = tmp_path / "t.toml"
+    cfg.write_text(
+        "[trials]\nunpaired = true\nstructured_output = true\nno_figures = true\nquiet = true\n"
+        "no_probe = true\nenforce_eager = true\nallow_large = false\n"
+    )
+
+    def parse(*extra):
+        parser = build_parser()
+        return parser.parse_args(_with_trials_config(["trials", "--config", str(cfg), *extra], parser))
+
+    a = parse()
+    assert (a.unpaired, a.structured_output, a.no_figures, a.quiet, a.no_probe, a.enforce_eager, a.allow_large) == (
+        True,
+        True,
+        True,
+        True,
+        True,
+        True,
+        False,
+    )
+    b = parse(
+        "--no-unpaired", "--no-structured-output", "--figures", "--no-quiet", "--probe", "--no-enforce-eager",
+        "--allow-large",
+    )  # fmt: skip
+    assert (b.unpaired, b.structured_output, b.no_figures, b.quiet, b.allow_large) == (False, False, False, False, True)
+    assert not b.no_probe and not b.enforce_eager  # (False: the backend's default, as if never given)
+    cfg.write_text("[trials]\nfigures = false\nprobe = false\n")  # the positive spelling, written false
+    c = parse()
+    assert c.no_figures is True and c.no_probe is True
+    cfg.write_text("[trials]\nfigures = true\nno_figures = true\n")
+    from mascot.errors import InputError
+
+    with pytest.raises(InputError, match="'no_figures' and 'figures' set the same option"):
+        parse()
+
+
 def test_results_without_run_json_are_refused(tmp_path, capsys):
     (tmp_path / "steps").mkdir()
     (tmp_path / "steps" / "step_001.parquet").write_bytes(b"")

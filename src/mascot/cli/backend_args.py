@@ -107,7 +107,12 @@ def add_backend_args(
     g.add_argument("--seed", type=int, default=sd.get("seed"), help=_SAMPLING_HELP["seed"] + dflt("seed"))
 
     g = parser.add_argument_group("vllm")
-    g.add_argument("--enforce-eager", action="store_true", default=None, help="disable CUDA graphs (faster start)")
+    g.add_argument(
+        "--enforce-eager",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="disable CUDA graphs (faster start; default off)",
+    )
     g.add_argument("--gpu-memory-utilization", type=float, help="fraction of GPU memory vLLM may take (default 0.9)")
     g.add_argument("--max-model-len", type=int, help="context length cap (default: the model's)")
     g.add_argument("--dtype", help="vllm/hf: weights dtype, e.g. auto, float32, float16, bfloat16 (default auto)")
@@ -133,6 +138,9 @@ def add_backend_args(
         default=None,
         help="do not probe the server before the first stage (the probe warns when the server ignores "
         "sampling or structured output; a few tiny requests)",
+    )
+    g.add_argument(
+        "--probe", dest="no_probe", action="store_false", default=None, help="probe the server first (the default)"
     )
 
     g = parser.add_argument_group("hf")

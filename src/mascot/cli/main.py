@@ -590,7 +590,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tr.add_argument(
         "--unpaired",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=False,
         help="independent seeds for the perturbed arm (default: the same seeds as the unperturbed arm)",
     )
     tr.add_argument(
@@ -599,24 +600,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="requests.jsonl content (default all; surrogate none)",
     )
     tr.add_argument(
-        "--structured-output", action="store_true", help="vllm/openai: constrain replies to the JSON schema"
+        "--structured-output",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="vllm/openai: constrain replies to the JSON schema",
     )
     tr.add_argument("--d-floor", type=float, default=1e-6, help="floor on D_t in R_cdr (default 1e-6)")
     tr.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs (default 2000)")
     tr.add_argument("--no-figures", action="store_true", help="skip Figs 2-6")
+    tr.add_argument("--figures", dest="no_figures", action="store_false", help="write Figs 2-6 (the default)")
     tr.add_argument(
         "--dry-run",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=False,
         help="print the run's size (units, requests, prompt and reply tokens) and, from the server probe, a time; "
         "send no trial request and write nothing",
     )
     tr.add_argument(
         "--allow-large",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=False,
         help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_UNIT_STEPS:,} unit-steps; {MAX_STEPS:,} steps; 100,000 first-try "
         "requests to a model; 20 --retries or --max-retries)",
     )
-    tr.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    tr.add_argument("--quiet", action=argparse.BooleanOptionalAction, default=False, help="no progress on stderr")
     from mascot.backends.base import Sampling
     from mascot.cli.backend_args import add_backend_args
 

@@ -6,7 +6,8 @@ runs is the one a user can run (or dry-run) by hand. Keys are the long options w
 a string or a list, ``initial_state`` a string ``"50,A,3"`` or a list ``[50, "A", 3]`` (the task's initial state:
 the SR paper gives none, mascot's default is its own choice). ``[output] dir`` is ``--out``. Options given on the
 command line come after the
-file's, so they win (a ``--topology`` on the command line replaces the file's list). Example (``configs/trials/qwen25_paper.toml``)::
+file's, so they win (a ``--topology`` on the command line replaces the file's list; ``--no-unpaired``,
+``--figures``, ``--probe`` and the other negations undo a flag the file turns on). Example (``configs/trials/qwen25_paper.toml``)::
 
     [trials]
     backend = "vllm"
@@ -110,7 +111,7 @@ def trials_argv(path, parser: argparse.ArgumentParser, command_line=(), keys: di
         if isinstance(action, (argparse._StoreTrueAction, argparse._StoreConstAction)) or action.nargs == 0:
             if not isinstance(value, bool):
                 raise InputError(f"{path}: '{key}' is a flag: true or false; got {value!r}")
-            argv += [flag] if value else []
+            argv += [flag] if value else _opposite(parser, action)  # (false written out: the file says so)
             continue
         if key == "initial_state" and isinstance(value, list):  # [50, "A", 3] -> "50,A,3"
             if len(value) != 3 or any(isinstance(v, (dict, list, bool)) for v in value):
@@ -140,6 +141,17 @@ def trials_argv(path, parser: argparse.ArgumentParser, command_line=(), keys: di
         if keys is not None and not any(a == flag or a.startswith(flag + "=") for a in command_line):
             keys[flag] = key
     return argv
+
+
+def _opposite(parser: argparse.ArgumentParser, action) -> list[str]:
+    """The flag that undoes ``action`` (a flag): ``--no-X`` of a ``--X/--no-X`` pair, or the other flag that
+    sets the same option the other way (``--figures`` for ``--no-figures``); none where there is none."""
+    if isinstance(action, argparse.BooleanOptionalAction):
+        return [s for s in action.option_strings if s.startswith("--no-")][:1]
+    for other in parser._actions:
+        if other is not action and other.dest == action.dest and other.nargs == 0 and other.const != action.const:
+            return [s for s in other.option_strings if s.startswith("--")][:1]
+    return []
 
 
 def name_config_key(msg: str, config_keys: tuple | None) -> str:
