@@ -795,7 +795,7 @@ def _run(args) -> int:
         file = file_in_the_way(e.filename) if e.errno in (errno.ENOTDIR, errno.EEXIST) else None
         why = f"{file} is a file, not a directory: give an --out path that does not go through it" if file else None
         print(f"mascot: error: {where}{why or e.strerror or e}", file=sys.stderr)
-        return 1
+        return 2 if file else 1  # a file in the way of the path given is bad input, as `--out afile` is
 
 
 if __name__ == "__main__":
