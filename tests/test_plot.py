@@ -184,6 +184,9 @@ def test_nothing_finite_to_plot_is_an_error_and_log_axes_leave_out_what_they_can
     fig = plot(g, "x", "y", logx=True, logy=True)
     (line,) = fig.axes[0].get_lines()
     assert list(line.get_xdata()) == [1.0, 2.0, 4.0]  # the point at 0 is left out, not drawn off the axis
+    # ... and the figure says so, not only the command's stderr (a later tester)
+    assert [t.get_text() for t in fig.texts] == ["1 point <= 0 not shown (log axis)"]
+    assert not plot(g, "x", "y").texts  # (linear axes show every point: no note)
 
 
 def test_outputs_fixed_per_point_are_not_parameters():

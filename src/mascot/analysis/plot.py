@@ -581,6 +581,7 @@ def draw(
         keep &= (s[x] > 0).to_numpy()
     if not keep.any():
         raise InputError("nothing to plot on log axes: every plotted point is <= 0 there")
+    dropped = int((~keep).sum())
     s = s[keep]
     # an axis with one value is not drawn as a dimension: a hue of one value is named in the title instead
     if hue is not None and s[hue].nunique(dropna=False) <= 1:
@@ -687,14 +688,14 @@ def draw(
         if title:  # wrapped to the panels' width (eight filters widened the figure to 1,740 px around one panel)
             fig.suptitle("\n".join(textwrap.wrap(title, max(40, int(14 * fig.get_size_inches()[0])))))
         fig.tight_layout()
-        if censored:  # (a figure copied into a paper without the command's warnings still says it)
-            fig.text(
-                0.01,
-                0.0,
+        notes = []  # (a figure copied into a paper without the command's warnings still says these)
+        if censored:
+            notes.append(
                 f"x: a point with rows that did not reach consensus; for them, {_label(y)} is where they stopped, not "
-                "what consensus cost",
-                fontsize=7,
-                ha="left",
-                va="top",
+                "what consensus cost"
             )
+        if dropped:
+            notes.append(f"{dropped} point{'s' if dropped > 1 else ''} <= 0 not shown (log axis)")
+        if notes:
+            fig.text(0.01, 0.0, "\n".join(notes), fontsize=7, ha="left", va="top")
     return fig

@@ -295,6 +295,18 @@ def _budget_outputs(out: Path, obj: dict, r) -> None:
     ax.axvline(r.budget_for_alpha, color="C1", ls="--", label=f"budget for risk {r.alpha:g}: {r.budget_for_alpha:g}")
     if np.isfinite(r.b_star_max):
         ax.axvline(r.b_star_max, color="C3", ls="-.", label=f"Theorem 1 B* at max D0: {r.b_star_max:g}")
+    if r.b0 is not None:  # the budget asked about, at its failure probability (CI as an error bar)
+        lo, hi = r.p_fail_ci
+        ax.errorbar(
+            [r.b0],
+            [r.p_fail],
+            yerr=[[r.p_fail - lo], [hi - r.p_fail]],
+            fmt="o",
+            color="C2",
+            capsize=3,
+            zorder=5,
+            label=f"b0 = {r.b0:g}: P(BudgetFail) = {r.p_fail:.3g}",
+        )
     ax.set_xlabel("budget b0 (tokens)")
     ax.set_ylabel("P(BudgetFail)")
     ax.set_title(f"token need of Algorithm 1, {r.tokens.size:,} runs")

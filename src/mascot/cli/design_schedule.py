@@ -250,6 +250,12 @@ def _schedule_outputs(out: Path, obj: dict, r, model, args) -> None:
             label="single threshold (text-level agents)",
         )
         b.axhline(tl["rows"][0][1]["mean_tokens"], color="C4", ls=":", label="designed schedule (text-level agents)")
+        for name, d in tl["rows"]:
+            if name.startswith("best of the 2^") and np.isfinite(d["mean_tokens"]):  # the exhaustive bin search
+                n_bins = name.split()[3]
+                b.axhline(
+                    d["mean_tokens"], color="C5", ls="-.", label=f"best of the {n_bins} bin schedules (text-level)"
+                )
     if obj["paper_eta"] is not None:
         b.axvline(obj["paper_eta"]["eta"], color="gray", ls=":", label=f"eta = {obj['paper_eta']['eta']:g}")
     from matplotlib.ticker import FixedLocator, NullLocator, ScalarFormatter
