@@ -171,6 +171,11 @@ def test_float32_and_bad_input():
             mascot.rollout(xx, modes, mascot.Policy())
     with pytest.raises(InputError, match="int32"):
         mascot.rollout(x, mascot.Modes(W1, W2, C1, C2), mascot.Policy(), max_rounds=2**40)
+    # found by an outside tester: a row-stochastic (DeGroot) W ran 200 rounds to MaxRounds with D = 0.077 while the
+    # final beliefs agreed to 1e-16 (the rollout keeps the mean fixed); refused where W's values are known
+    degroot = np.array([[0.6, 0.4, 0.0], [0.0, 0.6, 0.4], [0.3, 0.3, 0.4]])
+    with pytest.raises(InputError, match="modes.W2 is not doubly stochastic: column sums must be 1"):
+        mascot.rollout(np.ones((3, 1)), mascot.Modes(np.eye(3), degroot, 1.0, 1.0), mascot.Policy(strategy="ring"))
     # found by an outside tester: bfloat16 beliefs kept the budget in bfloat16 (10 rounds of cost 3 from b0 = 2000
     # counted 0 tokens; float16 counted 40 for 30); half precision and complex beliefs are refused when traced
     for dt in (jnp.bfloat16, jnp.float16, jnp.complex64):
@@ -265,3 +270,32 @@ def test_noise_model_core_under_jit_and_vmap_equals_the_driver():
         point(key, 2, 0.25, 1.0, 6, 0.9, aggregate="MEAN")
     with pytest.raises(ValueError, match="is a rbg key"):
         point(jax.random.key(0, impl="rbg"), 2, 0.25, 1.0, 6, 0.9)
+
+
+def test_theory_and_drivers_under_jit_say_what_to_use_and_small_api_fixes():
+    """Found by an outside tester: mascot.theory under jax.jit raised TracerArrayConversionError or "d0 must be a
+    real number; got JitTracer", the noise drivers "k must be an integer >= 1; got JitTracer"; rule_noise_error
+    without x64 raised a RuntimeError (not caught by ``except ValueError``); bias_aware_gain refused the scalar
+    k_profile its docstring allowed; sr_spectra took the string "0.5" as a gamma."""
+    from mascot.errors import InputError
+    from mascot.theory.noise import bias_aware_gain, drift_corrected_gain
+
+    for f, said in (
+        (lambda x: mascot.disagreement(x), "X is traced"),
+        (lambda w: mascot.contraction_rate(w), "W is traced"),
+        (lambda d: mascot.theorem1(d[0, 0], 0.1, 0.03, 0.25, 0.7, 600, 100), "d0 is traced"),
+    ):
+        with pytest.raises(InputError, match=f"{said} .*mascot.theory's functions are float64 numpy references"):
+            jax.jit(f)(jnp.eye(3))
+    with pytest.raises(InputError, match="affine_noise_error is a host driver .* use mascot.affine_noise_point"):
+        jax.jit(lambda s: mascot.affine_noise_error(0, 4, 0.0, s, 10, trials=10))(0.1)
+    from mascot.kernels.precision import _context
+
+    with _context(False), pytest.raises(InputError, match="rule_noise_error needs 64-bit JAX"):  # (this module: x64)
+        mascot.rule_noise_error(0, k=4, rho_c=0.1, sigma=1.0, T=3, trials=10)
+    # one count for every step: the mean over steps does not depend on how many there are (eq. 6 by hand)
+    assert bias_aware_gain(2.0, 4, 0.3) == bias_aware_gain(2.0, [4, 4, 4], 0.3) == 2.0 * np.sqrt(1.9 / 4)
+    assert drift_corrected_gain(2.0, 4) == 1.0
+    for g in ("0.5", True):
+        with pytest.raises(InputError, match="gamma must be a number"):
+            mascot.sr_spectra(np.ones((3, 3)) - np.eye(3), g)

@@ -126,6 +126,25 @@ def test_bad_gamma(gamma):
         th.sr_diagnostics(tp.row_normalize(tp.star(5)), gamma)
 
 
+@pytest.mark.parametrize(
+    "args, match",
+    [
+        # found by an outside tester: a = 2 gave rho = 6 > 1/(1 - gamma); bad sizes raised ZeroDivisionError,
+        # IndexError or numpy's "negative dimensions"
+        (("complete", 4, 0.5, 2.0), r"a \(the complete graph's self-weight\) must be in \[0, 1\]; got 2.0"),
+        (("mesh", 1, 0.5), "n must be an integer >= 2; got 1"),
+        (("star", 1, 0.5), "n must be an integer >= 2; got 1"),
+        (("chain", 0, 0.5), "n must be an integer >= 1; got 0"),
+        (("ring", 2, 0.5), "n must be an integer >= 3; got 2"),
+        (("mesh", 2.5, 0.5), "n must be an integer >= 2; got 2.5"),
+        (("torus", 4, 0.5), "no closed form for topology 'torus'; one of chain, star, mesh, ring, complete"),
+    ],
+)
+def test_closed_forms_refuse_what_the_graph_builders_refuse(args, match):
+    with pytest.raises(ValueError, match=match):
+        th.closed_form_diagnostics(*args)
+
+
 @pytest.mark.parametrize("chunk_size", [0, -3, 2.5, True])
 def test_bad_chunk_size(chunk_size):  # (an outside tester: 0 was taken without a word on the closed-form route)
     with pytest.raises(ValueError, match="chunk_size must be an integer >= 1"):
@@ -557,6 +576,7 @@ def test_threaded_driver_is_bitwise_the_serial_kernel(rng):
 
 def test_jit_with_explicit_method(rng):
     import jax
+    import jax.numpy as jnp
 
     A = tp.erdos_renyi(10, 0.4, 6, seed=rng)
     D = (rng.random((4, 10, 10)) < 0.4) * rng.random((4, 10, 10))
@@ -578,6 +598,18 @@ def test_jit_with_explicit_method(rng):
     np.testing.assert_allclose(np.asarray(fg(0.9)), np.asarray(sr_spectra(A, 0.9).rho), rtol=1e-12)
     with pytest.raises(ValueError, match="method='eigh'"):
         jax.jit(lambda a: sr_spectra(a, 0.9).rho)(A)
+    # found by an outside tester: under jit a NaN adjacency gave rho = kappa = 1 (its rows were taken as isolated
+    # agents) and a NaN gamma made LAPACK raise inside the callback; both give NaN, the rest of the batch its numbers
+    bad_A = np.concatenate([A[:2], np.full((1, 10, 10), np.nan)])
+    bad_A[1, 0, 3] = bad_A[1, 3, 0] = np.inf
+    gam = jnp.array([np.nan, -0.1, 1.0, 0.9])
+    for method, solver in (("eigh", "host"), ("eigh", "device"), ("eig", "host")):
+        f = jax.jit(lambda a, g, m=method, s=solver: jnp.stack(sr_spectra(a, g, method=m, solver=s)[:3]))
+        out = np.asarray(f(bad_A[:, None], gam))  # (3, graphs, gammas)
+        ok = np.zeros((3, 4), bool)
+        ok[0, 3] = True
+        assert np.array_equal(np.isfinite(out).all(0), ok), (method, solver)
+        np.testing.assert_allclose(out[:, 0, 3], _stack(sr_spectra(A[0], 0.9)), rtol=1e-9)
     # no derivatives, said in words on every route and in either order of grad and jit (JAX's own error named
     # pure callbacks, or differentiated the device path's eigh where eigenvalues may meet)
     for solver in ("host", "device"):

@@ -588,10 +588,10 @@ def build_parser() -> argparse.ArgumentParser:
         default="first",
         help="mesh vote tie rule: tied tuple of the lowest agent index (default) or median Value",
     )
+    flag = dict(action=argparse.BooleanOptionalAction, default=False)  # --X and --no-X (undoes a config's X)
     tr.add_argument(
         "--unpaired",
-        action=argparse.BooleanOptionalAction,
-        default=False,
+        **flag,
         help="independent seeds for the perturbed arm (default: the same seeds as the unperturbed arm)",
     )
     tr.add_argument(
@@ -599,31 +599,24 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["all", "failures", "none"],
         help="requests.jsonl content (default all; surrogate none)",
     )
-    tr.add_argument(
-        "--structured-output",
-        action=argparse.BooleanOptionalAction,
-        default=False,
-        help="vllm/openai: constrain replies to the JSON schema",
-    )
+    tr.add_argument("--structured-output", **flag, help="vllm/openai: constrain replies to the JSON schema")
     tr.add_argument("--d-floor", type=float, default=1e-6, help="floor on D_t in R_cdr (default 1e-6)")
     tr.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples for the CIs (default 2000)")
     tr.add_argument("--no-figures", action="store_true", help="skip Figs 2-6")
     tr.add_argument("--figures", dest="no_figures", action="store_false", help="write Figs 2-6 (the default)")
     tr.add_argument(
         "--dry-run",
-        action=argparse.BooleanOptionalAction,
-        default=False,
+        **flag,
         help="print the run's size (units, requests, prompt and reply tokens) and, from the server probe, a time; "
         "send no trial request and write nothing",
     )
     tr.add_argument(
         "--allow-large",
-        action=argparse.BooleanOptionalAction,
-        default=False,
+        **flag,
         help=f"run past the size limits ({MAX_UNITS:,} units; {MAX_UNIT_STEPS:,} unit-steps; {MAX_STEPS:,} steps; 100,000 first-try "
         "requests to a model; 20 --retries or --max-retries)",
     )
-    tr.add_argument("--quiet", action=argparse.BooleanOptionalAction, default=False, help="no progress on stderr")
+    tr.add_argument("--quiet", **flag, help="no progress on stderr")
     from mascot.backends.base import Sampling
     from mascot.cli.backend_args import add_backend_args
 

@@ -151,6 +151,14 @@ def _run_sharded(run, arrays, ids, key, P, C, devs):
 
 
 # ----------------------------------------------------------------------------- linear model, public
+def _refuse_traced(driver: str, core: str, *values) -> None:
+    if any(isinstance(v, jax.core.Tracer) for v in values):  # (said "k must be an integer >= 1; got JitTracer")
+        raise InputError(
+            f"{driver} is a host driver (it checks values, chunks the points and returns numpy arrays) and cannot "
+            f"run under jax.jit, vmap or grad; inside a transformed function use {core}, the pure core"
+        )
+
+
 def affine_noise_error(
     key,
     k,
@@ -197,6 +205,7 @@ def affine_noise_error(
       ``dtype``; with ``trace=True`` the pair ``(ceg, steps)``, ``steps`` of shape ``(..., max_T)`` holding
       ``|e_t|`` for ``t <= T`` and NaN after.
     """
+    _refuse_traced("affine_noise_error", "mascot.affine_noise_point", key, k, rho_c, sigma, T, L)
     if aggregate not in kn.AGGREGATES:
         raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
     trials = _positive_int("trials", trials)
@@ -286,11 +295,14 @@ def rule_noise_error(
     Arguments: ``key`` a PRNG key or an int seed; ``k``, ``rho_c``, ``sigma``, ``T``, ``trials``, ``aggregate``,
     ``max_k``, ``max_T``, ``trace``, ``point_ids`` and ``chunk_points`` as in :func:`affine_noise_error`.
     """
+    _refuse_traced(
+        "rule_noise_error", "mascot.kernels.noise.rule_noise_point", key, k, rho_c, sigma, T, value0, parity0, level0
+    )
     if aggregate not in kn.AGGREGATES:
         raise InputError(f"aggregate must be one of {kn.AGGREGATES}; got {aggregate!r}")
     trials = _positive_int("trials", trials)
     if not x64_enabled():
-        raise RuntimeError(
+        raise InputError(
             "rule_noise_error needs 64-bit JAX (the state-tracking rule is exact int64/float64 "
             "arithmetic; jax_enable_x64): run inside `with mascot.kernels.precision.float64():`"
         )

@@ -71,8 +71,10 @@ def sr_spectra(
       structural label: ``"eigh"``, ``"eig"`` or ``"mixed"``), ``methods`` (per pair, the route taken:
       ``"closed:star"``, ..., ``"eigh"``, ``"eig"``) and ``solver``.
 
-    Inside ``jax.jit`` (traced ``A`` or ``gamma``) pass ``method="eigh"`` or ``"eig"``: no validation, no
-    closed forms, kappa from singular values; the host LAPACK calls become callbacks. ``"eigh"`` there is for
+    Inside ``jax.jit`` (traced ``A`` or ``gamma``) pass ``method="eigh"`` or ``"eig"``: no errors for bad values
+    (a graph with a NaN or inf entry, or a gamma outside [0, 1) or NaN, gives NaN rho, Delta and kappa; other bad
+    values, such as negative weights, are not checked), no closed forms, kappa from singular values; the host
+    LAPACK calls become callbacks. ``"eigh"`` there is for
     symmetric ``A`` only: it reads one triangle, so on a directed graph it returns wrong numbers without an
     error (outside ``jit`` a non-symmetric ``A`` is refused); use ``"eig"`` for directed graphs.
 

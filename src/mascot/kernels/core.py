@@ -132,9 +132,12 @@ def rollout(
     max_rounds=64, noise=0.01, key=k))(x0s, jax.random.split(key, B))``) and inside a user's own jitted
     function. Arrays take ``x0``'s floating dtype.
 
-    Shapes are checked (they are known when the function is traced); values are not, since under ``jit`` they
-    are not known: ``W1`` and ``W2`` doubly stochastic, a finite ``x0``, ``eps > 0`` and ``c1, c2 > 0`` are the
-    caller's to ensure (:func:`mascot.simulate_consensus` checks them). So are budgets the dtype keeps: the core
+    Shapes are checked (they are known when the function is traced). ``W1`` and ``W2`` are checked to be doubly
+    stochastic where their values are known (an eager call); under ``jit``, or ``vmap`` over them, they are not,
+    and a row-stochastic (DeGroot) ``W`` then gives a wrong ``D``: the rollout keeps the beliefs' mean fixed, which
+    only a doubly stochastic ``W`` does, so ``D`` is measured from the initial mean and the stopping rule reads
+    it. Other values are not checked: a finite ``x0``, ``eps > 0`` and ``c1, c2 > 0`` are the caller's to ensure
+    (:func:`mascot.simulate_consensus` checks them). So are budgets the dtype keeps: the core
     deducts in the working dtype as given (float32 holds b0 = 29.9999999 as 30 and pays a round of cost 30;
     b0 = 3e7 with cost 1 loses every deduction). On concrete inputs, ``mascot.limits.check_budget(b0, (c1, c2),
     dtype, integer_costs=True)`` refuses what float32 cannot keep, and ``floor(b0)`` gives the same run with
@@ -166,6 +169,13 @@ def rollout(
         )
     if key is not None:
         check_key(key)  # one threefry key (an rbg key's draws are not independent under vmap)
+    for name in ("W1", "W2"):  # checked where the weights are known (eager calls; not under jit or vmap over them)
+        w = _concrete(getattr(modes, name))
+        if w is not None and w.ndim == 2:
+            # (a row-stochastic DeGroot W ran, and D, measured from the initial mean, never fell: an outside tester)
+            from mascot.theory.consensus import validate_doubly_stochastic
+
+            validate_doubly_stochastic(w, f"modes.{name}")
     dt = getattr(x0, "dtype", None)
     dt = jnp.asarray(x0).dtype if dt is None else np.dtype(dt)
     if (

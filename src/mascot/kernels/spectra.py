@@ -481,6 +481,10 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
     except ValueError:
         raise InputError(f"gamma of shape {g.shape} does not broadcast against the graph batch {batch}") from None
     flatA = A.reshape(-1, n, n)
+    # a graph with a NaN or inf entry gives NaN (unvalidated here, it ran as isolated agents, rho = kappa = 1, and
+    # LAPACK refuses non-finite input): the solvers get the identity in its place, its results are set NaN below
+    bad = ~jnp.all(jnp.isfinite(flatA), axis=(-2, -1))
+    flatA = jnp.where(bad[:, None, None], jnp.eye(n, dtype=dt), flatA)
     if normalize:
         s = flatA.sum(-1, keepdims=True)
         P = jnp.where(s > 0, flatA / jnp.where(s > 0, s, 1.0), 0.0)
@@ -493,6 +497,8 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
         mu = lp.callback_eigvals(P)
     idx = np.broadcast_to(np.arange(flatA.shape[0]).reshape(batch), out_shape).ravel()
     gf = jnp.broadcast_to(g, out_shape).ravel()
+    bad_g = ~((gf >= 0) & (gf < 1))  # NaN and gamma outside [0, 1) give NaN too (0 in their place meanwhile)
+    gf = jnp.where(bad_g, 0, gf)
     if host:
         kappa = lp.callback_svd_kappa(P, jnp.asarray(idx), gf)
     else:
@@ -503,7 +509,8 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
             batch_size=min(size, idx.size),
         )
     rho, delta, kappa = _finish(mu, jnp.asarray(idx), gf, kappa, jnp.zeros(idx.size, bool))
-    rho, delta, kappa = (x.reshape(out_shape) for x in (rho, delta, kappa))
+    nan = bad[jnp.asarray(idx)] | bad_g
+    rho, delta, kappa = (jnp.where(nan, jnp.nan, x).reshape(out_shape) for x in (rho, delta, kappa))
     return SRSpectra(
         rho, delta, kappa, method, np.broadcast_to(np.array(method), out_shape), "host" if host else "device"
     )

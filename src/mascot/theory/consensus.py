@@ -54,7 +54,7 @@ __all__ = [
     "STATUS_NAMES",
 ]
 
-from mascot.errors import InputError
+from mascot.errors import InputError, refuse_traced
 from mascot.status import STATUS_NAMES, canonical_strategy  # noqa: E402  (STATUS_NAMES re-exported)
 
 _ROUND_ULPS = 16  # log-ratio tolerance, in units of the dtype's eps (see ceil_rounds)
@@ -86,6 +86,7 @@ def disagreement(X) -> np.ndarray | float:
 
     Returns: a float for ``X`` of shape ``(N, d)``, an array ``(B,)`` for a stack ``(B, N, d)``.
     """
+    refuse_traced("X", X)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim < 2:
         raise InputError(f"X must have shape (..., N, d); got shape {X.shape}")
@@ -104,6 +105,7 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
     Raises ``ValueError`` naming the matrix (``name``) and the violated condition. A matrix given in a
     lower precision (e.g. float32) is held to that precision's rounding: ``atol`` grows to ``2 N eps``.
     """
+    refuse_traced(name, W)
     src = np.asarray(W)
     if np.iscomplexobj(src):  # (the imaginary part was dropped with only a warning)
         raise InputError(f"{name} must hold real numbers; got dtype {src.dtype}")
@@ -207,6 +209,7 @@ def _circulant_rate(w: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------- Theorem 1
 def _check_scalar(name: str, value, *, positive=False, nonnegative=False, finite=False) -> float:
+    refuse_traced(name, value)
     try:
         v = float(value)
     except (TypeError, ValueError):

@@ -31,7 +31,7 @@ import math
 
 import numpy as np
 
-from mascot.errors import InputError
+from mascot.errors import InputError, refuse_traced
 
 __all__ = [
     "validate_noise_params",
@@ -49,6 +49,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 # ----------------------------------------------------------------------------- validation
 def _finite(name, value):
+    refuse_traced(name, value)
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -235,6 +236,8 @@ def _profile(k_profile):
         arr = np.asarray(k_profile, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got {k_profile!r}") from None
+    if arr.ndim == 0:  # one count for every step (the gains average over steps: n does not matter)
+        arr = arr.reshape(1)
     if arr.ndim != 1 or arr.size == 0:
         raise InputError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got shape {arr.shape}")
     return _counts("k_profile", arr).astype(np.float64)
@@ -252,9 +255,10 @@ def drift_corrected_gain(rho, k_profile):
 
     ``rho`` is the spectral radius ``rho(M)`` (``>= 0``) and ``k_profile`` the aggregation counts
     ``k_1..k_n`` (integers ``>= 1``) of the ``n`` steps: each step's independent noise is reduced by
-    ``1/sqrt(k_i)`` (Sec. 3.5). Equals :func:`bias_aware_gain` at ``rho_c = 0``.
+    ``1/sqrt(k_i)`` (Sec. 3.5); a single integer is every step's count. Equals :func:`bias_aware_gain` at
+    ``rho_c = 0``.
 
-    Returns: rho~ (float, or an array for array input).
+    Returns: rho~ (a float; ``rho`` is a scalar).
     """
     k = _profile(k_profile)
     return _rho(rho) * float(np.mean(1.0 / np.sqrt(k)))
@@ -269,9 +273,9 @@ def bias_aware_gain(rho, k_profile, rho_c):
     buys nothing and ``rho~_c = rho(M)``.
 
     Arguments: ``rho`` rho(M) of the topology; ``k_profile`` the number of outputs each agent aggregates (length
-    n, or a scalar for all); ``rho_c`` the shared-bias fraction in [0, 1].
+    n, or one integer for all); ``rho_c`` the shared-bias fraction in [0, 1] (a scalar).
 
-    Returns: rho~_c (float, or an array for array input).
+    Returns: rho~_c (a float; ``rho`` and ``rho_c`` are scalars).
     """
     k = _profile(k_profile)
     rc = float(validate_noise_params(rho_c=rho_c)["rho_c"]) if np.ndim(rho_c) == 0 else None

@@ -46,6 +46,8 @@ class SRDiagnostics(NamedTuple):
 
 def check_gamma(gamma) -> np.ndarray:
     """gamma must be finite and in [0, 1) (eq. 1 converges only there); returns it as a float64 array."""
+    if np.asarray(gamma).dtype.kind not in "iuf":  # ("0.5" was taken as 0.5, True as 1: an outside tester)
+        raise InputError(f"gamma must be a number (or an array of numbers) in [0, 1); got {gamma!r:.60}")
     g = np.asarray(gamma, dtype=np.float64)
     if not np.all(np.isfinite(g)) or np.any(g < 0.0) or np.any(g >= 1.0):
         bad = g[~(np.isfinite(g) & (g >= 0.0) & (g < 1.0))].ravel()[:3]
@@ -110,6 +112,9 @@ def sr_diagnostics(P, gamma: float) -> SRDiagnostics:
     return SRDiagnostics(rho, delta, float(s[0] / s[-1]))
 
 
+_MIN_N = {"chain": 1, "star": 2, "mesh": 2, "ring": 3, "complete": 2}  # as mascot.graphs builds them
+
+
 def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None = None) -> np.ndarray:
     """Eigenvalues of M for the families of the SR paper's Appendix A.1, generalised to any size.
 
@@ -123,6 +128,16 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
     discount in [0, 1); ``a`` the complete graph's self-weight (complete only). Returns the n eigenvalues of M.
     """
     g = float(check_gamma(gamma))
+    if topology not in _MIN_N:
+        raise InputError(f"no closed form for topology {topology!r}; one of {', '.join(_MIN_N)}")
+    # the sizes and self-weights the graph builders take (mesh at n = 1 divided by zero; complete with a = 2 gave
+    # rho = 6 > 1/(1 - gamma): an outside tester)
+    lo = _MIN_N[topology]
+    if isinstance(n, bool) or not isinstance(n, (int, float, np.number)) or int(n) != n or n < lo:
+        raise InputError(f"n must be an integer >= {lo}; got {n!r}")
+    n = int(n)
+    if topology == "complete" and a is not None and not (isinstance(a, (int, float, np.number)) and 0 <= a <= 1):
+        raise InputError(f"a (the complete graph's self-weight) must be in [0, 1]; got {a!r}")
     if topology == "chain":
         mu = np.zeros(n)
     elif topology == "star":
@@ -131,12 +146,10 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
         mu = np.concatenate([[1.0], np.full(n - 1, -1.0 / (n - 1))])
     elif topology == "ring":
         mu = np.cos(2 * np.pi * np.arange(n) / n)
-    elif topology == "complete":
+    else:  # complete
         if a is None:
             raise InputError("complete needs the self-weight a")
         mu = np.concatenate([[1.0], np.full(n - 1, a - (1 - a) / (n - 1))])
-    else:
-        raise InputError(f"no closed form for topology {topology!r}")
     return 1.0 / (1.0 - g * mu)
 
 
