@@ -1343,6 +1343,28 @@ def test_a_base_url_holding_the_key_is_refused_without_showing_either(monkeypatc
     assert "base_url holds the value" in err and "SECRET" not in err and not out.exists()
 
 
+def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(monkeypatch, tmp_path, capsys):
+    """Found by an outside tester: the key given as --model named the run directory, was stored twice in run.json
+    (model and command line) and printed in the "does not serve model" error."""
+    key = "sk-tB9fQ2xLm7Rk4vZp1Wc8Hn3Yd6Js0TgEaUoXb5Ni"
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    from mascot.cli import main
+
+    with pytest.raises(ValueError, match=r"model holds the value of \$OPENAI_API_KEY") as e:
+        OpenAIBackend(key.upper(), base_url="http://127.0.0.1:9/v1")
+    assert key[3:] not in str(e.value).lower()
+    common = ["deliberate", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--runs", "1"]
+    for argv, says in (
+        ([*common, "--model", key, "--out", str(tmp_path / "a")], "model holds the value"),
+        ([*common, "--model", "m", "--out", str(tmp_path / f"b{key}")], "the command line holds the value"),
+    ):
+        monkeypatch.setattr("sys.argv", ["mascot", *argv])  # (run records keep the console's command line)
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert says in err and key[3:] not in err
+    assert not any(tmp_path.iterdir())  # refused before anything is written
+
+
 def test_openai_a_server_nobody_runs_is_reported_at_once(monkeypatch, dead_port):
     """A wrong port took every request's six attempts, three times over (minutes for 80 requests, hours for a
     paper-sized run). The probe now names it at once; without the probe one request's retries decide for the

@@ -16,7 +16,16 @@ import urllib.parse
 
 from mascot.errors import InputError
 
-__all__ = ["check_options", "redact", "holds_key", "is_secret", "MIN_SECRET", "MIN_REPLY_SECRET", "MAX_CHECKED"]
+__all__ = [
+    "check_options",
+    "contains_key",
+    "redact",
+    "holds_key",
+    "is_secret",
+    "MIN_SECRET",
+    "MIN_REPLY_SECRET",
+    "MAX_CHECKED",
+]
 
 # Keys shorter than MIN_SECRET are placeholders (0, EMPTY, none, ollama): not looked for anywhere (masking "0"
 # garbled every error). Keys shorter than MIN_REPLY_SECRET (anything, lm-studio, not-needed, token-abc123: the
@@ -29,6 +38,13 @@ MIN_REPLY_SECRET = 16
 MAX_CHECKED = 1_000_000  # characters of one reply checked for the key; a longer reply is refused (openai.py)
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _KEY_CHARS = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what an HTTP header value carries unchanged
+
+
+def contains_key(text: str, key: str | None) -> bool:
+    """Whether ``text`` (an option's value) holds the API key ``key`` whole (under any escaping, in any case; a
+    reply is checked more thoroughly, for fragments too: :func:`holds_key`); keys under
+    ``MIN_SECRET`` characters are never looked for (placeholders such as ``EMPTY``)."""
+    return key is not None and len(key) >= MIN_SECRET and key.lower() in _plain(str(text)).lower()
 
 
 def check_options(
@@ -59,13 +75,20 @@ def check_options(
             "or a non-ASCII character (a trailing newline or \\r from a file?); fix the variable "
             "(its value is not shown)"
         )
-    if key is not None and len(key) >= MIN_SECRET and isinstance(base_url, str):
-        if key.lower() in _plain(base_url).lower():  # (any escape; host names ignore case)
+    if isinstance(base_url, str):
+        if contains_key(base_url, key):  # (any escape; host names ignore case)
             # (every later message names the URL, and run.json records it)
             raise InputError(
                 f"base_url holds the value of ${api_key_env} (the API key; the URL is not shown): give the "
                 f"server's address only: the key is sent in the Authorization header from ${api_key_env}"
             )
+    if isinstance(model, str) and contains_key(model, key):
+        # (an outside tester: the key given as --model named the run directory, reached run.json twice and the
+        # "does not serve model" error)
+        raise InputError(
+            f"model holds the value of ${api_key_env} (the API key; the name is not shown): give the served "
+            "model's name (the server's /v1/models lists them)"
+        )
     if not isinstance(model, str) or not model:
         raise InputError(f"model must be a non-empty string; got {model!r}")
     if not isinstance(base_url, str) or any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in base_url):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -297,6 +298,14 @@ def build_backend(
 
         key = check_options(**options)
         env = options.get("api_key_env")
+        from mascot.backends.openai_options import contains_key
+
+        for a in sys.argv[1:]:  # run records keep the command line: no key in it
+            if contains_key(a, key):
+                raise InputError(
+                    f"the command line holds the value of ${env or 'OPENAI_API_KEY'} (the API key; the argument "
+                    "is not shown), and run records keep the command line: give the key only in the variable"
+                )
         if env is not None and key is None:
             raise InputError(
                 "the environment variable named by --api-key-env is not set (or empty); export it, or "
