@@ -138,10 +138,10 @@ def _check_lane_bookkeeping(rows, cfg):
     return lanes
 
 
-def test_surrogate_end_to_end(tmp_path):
+def test_surrogate_end_to_end(tmp_path, capsys):
     cfg = DeliberationConfig(runs=2, b0=32_000, max_rounds=25)
     be = Counting(SurrogateDeliberationBackend(malformed=0.08, seed=3))
-    res = run_deliberation(cfg, tmp_path, be, backend_spec=_spec(be.inner), progress=False)
+    res = run_deliberation(cfg, tmp_path, be, backend_spec=_spec(be.inner), progress=True)
     rows = read_rounds(tmp_path)
     lanes = _check_lane_bookkeeping(rows, cfg)
     assert len(lanes) == 6
@@ -151,6 +151,9 @@ def test_surrogate_end_to_end(tmp_path):
     for run in range(2):
         x0s = [lanes[(s, run)][0]["X"] for s in cfg.strategies]
         assert x0s[0] == x0s[1] == x0s[2]
+    # ... and progress gives each run's D(0) once (it showed run 0's twice: an outside tester)
+    said = ", ".join(f"{lanes[(cfg.strategies[0], run)][0]['D']:.4f}" for run in range(2))
+    assert f"D(0) = {said}\n" in capsys.readouterr().err
     # parse failures are recorded; retries happened; every request is logged
     assert sum(x["parse_errors"] for x in res.summaries) > 0
     assert len(read_jsonl(tmp_path / "requests.jsonl")) == res.requests == sum(len(c) for c in be.calls)
@@ -685,7 +688,18 @@ def test_cli_json_keys(tmp_path, capsys):
 
 # ----------------------------------------------------------------------------- issue 12: seed examples and figures
 def test_fig4_helpers_tick_labels_and_mode_switch():
-    from mascot.analysis.deliberation_report import _k_tokens, _mode_runs, _switches
+    from mascot.analysis.deliberation_report import _k_ticks, _k_tokens, _mode_runs, _switches
+
+    # found by an outside tester: at b0 = 12,000 the ticks at 12,500, 7,500 and 2,500 read 12k, 8k and 2k
+    assert [_k_ticks(v) for v in (12_500.0, 7_500.0, 2_500.0, -2_500.0, 0.0, 20_000.0, 500.0)] == [
+        "12.5k",
+        "7.5k",
+        "2.5k",
+        "-2.5k",
+        "0",
+        "20k",
+        "500",
+    ]
 
     assert [_k_tokens(v) for v in (0.0, 1e-9, -0.0, 20_000.0, 100_000.0, -10_000.0, 500.0)] == [
         "0",

@@ -213,10 +213,17 @@ _SWITCH = "*"  # marker of a mode switch (mode 1 -> mode 2)
 
 
 def _k_tokens(v, _=None) -> str:
-    """Budget tick labels: 0, 20k, 100k, -10k (no "0k")."""
+    """Token counts in words: 0, 20k, 100k, -10k (no "0k"), to the nearest thousand."""
     if abs(v) < 0.5:
         return "0"
     return f"{v / 1000:.0f}k" if abs(v) >= 1000 else f"{v:.0f}"
+
+
+def _k_ticks(v, _=None) -> str:
+    """Budget tick labels: as :func:`_k_tokens`, but exact (a tick at 12,500 read "12k": an outside tester)."""
+    if abs(v) < 0.5:
+        return "0"
+    return f"{v / 1000:g}k" if abs(v) >= 1000 else f"{v:g}"
 
 
 def _mode_runs(sigma) -> list[tuple[int, int, int]]:
@@ -330,7 +337,7 @@ def _plot_panel(ax, runs, strategy, what, eta, eps, b0):
         ax.axhline(0, color="k", lw=1)
         ax.set_ylabel("remaining budget $b_k$ (tokens)")
         ax.set_ylim(min(-0.08 * b0, ax.get_ylim()[0]), 1.05 * b0)
-        ax.yaxis.set_major_formatter(plt.FuncFormatter(_k_tokens))
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(_k_ticks))
     ax.set_xlabel("round k")
     from matplotlib.ticker import MaxNLocator
 

@@ -611,10 +611,14 @@ def run_deliberation(
         new = h.round0(lanes)
         append_jsonl(out / "rounds.jsonl", new)
         rounds_run += len(new)
-        if new:
+        if new:  # one D(0) per run where the strategies share their initial beliefs, else one per lane
+            # (the first rows were one run under several strategies: "D(0) = 0.4785, 0.4785" for two runs)
+            d0 = {}
+            for r in new:
+                d0.setdefault(r["run"] if config.shared_initial else f"{r['strategy']}#{r['run']}", r["D"])
             h.say(
                 "round 0 (every agent's first reply; role priors stand in for replies that did not parse): D(0) = "
-                + ", ".join(f"{r['D']:.4f}" for r in new[: config.runs])
+                + ", ".join(f"{v:.4f}" if config.shared_initial else f"{k} {v:.4f}" for k, v in d0.items())
             )
         while any(ln.status is None for ln in lanes):
             t0 = time.perf_counter()
