@@ -618,6 +618,12 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
     assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b"}").text == ""  # no token
     with pytest.raises(Exception, match="no .usage. object"):  # budgets are charged by these counts
         be._reply(b'{"choices": [{"message": {"content": "x"}}]}')
+    # a server that counts no prompt token ran a deliberation's rounds for free, then stopped at "c1 must be > 0"
+    # (an outside tester)
+    with pytest.raises(Exception, match="usage.prompt_tokens = 0 for a prompt that is not empty"):
+        be._reply(
+            b'{"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 0, "completion_tokens": 1}}'
+        )
 
     def bug(body, *timeout):
         raise AttributeError("a bug, not a request error")

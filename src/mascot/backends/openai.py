@@ -711,6 +711,11 @@ class OpenAIBackend:
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not (0 <= v < 2**31) or v != int(v):
                 raise malformed(f"usage.{k} = {v!r:.60} is not a token count (an integer in [0, 2^31))")
             tokens.append(int(v))
+        if tokens[0] == 0:  # every request sends a prompt (a server that counts none ran rounds for free, then
+            # stopped at "c1 must be > 0" in the budget monitor: an outside tester)
+            raise malformed(
+                "usage.prompt_tokens = 0 for a prompt that is not empty (budgets charge the server's counts)"
+            )
         if text is None and tokens[1] > 0:  # tokens generated, none of them an answer (a refusal, a tool call, a
             # reasoning model cut off): never recorded as an empty reply (null for no token at all is "")
             seen = [k for k in ("refusal", "tool_calls", "reasoning_content") if message.get(k)]
