@@ -660,11 +660,27 @@ def test_cli_json_keys(tmp_path, capsys):
     assert _cli(["deliberate", "--runs", "1", "--dry-run", "--out", str(tmp_path / "dry")]) == 0
     plan = capsys.readouterr().out
     assert "at most 455 requests at their first tries (5 in round 0" in plan and not (tmp_path / "dry").exists()
+    assert "at most b0 = 100,000 per lane plus the round that crosses it, over 3 lanes" in plan
     # (5 agents in round 0, then 3 strategies x 5 agents x 30 rounds at most: 5 + 450)
     with pytest.raises(ValueError, match="300,000,000 lanes .* pass --allow-large"):  # --runs 1e8 sat building lanes
         _cli(["deliberate", "--runs", "100000000", "--out", str(tmp_path / "big")])
     with pytest.raises(ValueError, match="200,000 debates"):
         _cli(["debate", str(Path(__file__).parents[1] / "configs/debate/code_review.toml"), "--runs", "200000"])
+    # ... and the dry run refuses what the run refuses (it planned them: an outside tester)
+    with pytest.raises(ValueError, match="300,000,000 lanes .* pass --allow-large"):
+        _cli(["deliberate", "--runs", "100000000", "--dry-run"])
+    with pytest.raises(ValueError, match="200,000 debates"):
+        _cli(
+            [
+                "debate",
+                str(Path(__file__).parents[1] / "configs/debate/code_review.toml"),
+                "--runs",
+                "200000",
+                "--dry-run",
+            ]
+        )
+    with pytest.raises(ValueError, match="--timeout must be > 0"):
+        _cli(["deliberate", "--backend", "openai", "--model", "m", "--timeout", "0", "--dry-run"])
     assert not (tmp_path / "big").exists()
     # the console table: charged tokens beside round 0's uncharged ones, the accounting rule stated (issue 33)
     assert _cli(["deliberate", "--runs", "1", "--out", str(tmp_path / "dl"), "--quiet", "--no-report"]) == 0

@@ -129,6 +129,12 @@ def cmd_deliberate(args) -> int:
     # the run's size before a request (issue 33): an upper bound, lanes stop early
     first = cfg.runs * cfg.n * (1 if cfg.shared_initial else len(cfg.strategies))
     later = cfg.runs * len(cfg.strategies) * cfg.n * cfg.max_rounds
+    args.retries = cfg.retries  # the config's value when --retries is not given: checked like the flag
+    lanes = cfg.runs * len(cfg.strategies)
+    check_run_size(args, lanes, MAX_LANES, "lanes (runs x strategies)", first + later, "--runs")
+    if cfg.structured_output and args.backend == "openai":
+        args.structured_output = True  # the config asks for it: the server probe checks it is honoured
+    backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
     if args.dry_run:
         most = (first + later) * (cfg.retries + 1)
         print(
@@ -136,16 +142,12 @@ def cmd_deliberate(args) -> int:
             f"agents: at most {first + later:,} requests at their first tries ({first:,} in round 0, then at most "
             f"{cfg.max_rounds} rounds per lane; a lane stops at consensus or when its budget b0 = {cfg.b0:,.0f} "
             f"is spent), up to {most:,} if every reply is re-asked --retries {cfg.retries} times; replies at most "
-            f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens})"
+            f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens}); the budget "
+            f"charges prompt tokens (x token_scale {cfg.token_scale:g}): at most b0 = {cfg.b0:,.0f} per lane plus "
+            f"the round that crosses it, over {lanes:,} lanes"
+            + ("" if cfg.charge_initial else " (round 0's prompts are not charged)")
         )
         return 0
-    args.retries = cfg.retries  # the config's value when --retries is not given: checked like the flag
-    check_run_size(
-        args, cfg.runs * len(cfg.strategies), MAX_LANES, "lanes (runs x strategies)", first + later, "--runs"
-    )
-    if cfg.structured_output and args.backend == "openai":
-        args.structured_output = True  # the config asks for it: the server probe checks it is honoured
-    backend, spec = _backend(args, sur, ("noise", "compliance", "malformed"), SurrogateDeliberationBackend)
     name = cfg.name if args.strategy in (None, "all") else f"{cfg.name}-{args.strategy}"
     out = Path(args.out) if args.out else _default_out("deliberate", name, args)
     res = run_deliberation(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
@@ -240,6 +242,8 @@ def cmd_debate(args) -> int:
         SurrogateDebateBackend,
         priors={a.name: a.prior_pass for a in cfg.agents},
     )
+    # the dry run after the checks the run makes (--runs 100000 passed the dry run: an outside tester)
+    check_run_size(args, cfg.runs, MAX_LANES, "debates (--runs)", len(cfg.agents) * cfg.runs * cfg.max_rounds, "--runs")
     if args.dry_run:  # the run's size before a request (issue 33)
         from mascot.protocols.debate.harness import REASK
 
@@ -251,7 +255,6 @@ def cmd_debate(args) -> int:
             f"replies at most {n * cfg.sampling.max_tokens:,} tokens (max_tokens {cfg.sampling.max_tokens})"
         )
         return 0
-    check_run_size(args, cfg.runs, MAX_LANES, "debates (--runs)", len(cfg.agents) * cfg.runs * cfg.max_rounds, "--runs")
     out = Path(args.out) if args.out else _default_out("debate", cfg.name, args)
     res = run_debate(cfg, out, backend, backend_spec=spec, progress=not args.quiet, command=sys.argv)
     replies = sum(o["rounds"] for o in res.outcomes) * len(cfg.agents)
