@@ -144,5 +144,10 @@ def keep_answers(backend, out):
         return backend
     cache = AnswerCache(backend, Path(out) / FILE)
     if len(cache):
-        _log.warning(f"{len(cache)} answered requests of an interrupted run are kept: they are not asked again")
+        # (not "they are not asked again": some answer rounds committed before the interruption, which are not
+        # asked at all; run.json's `replayed` counts those reused: an outside tester)
+        _log.warning(
+            f"{len(cache)} answers of an interrupted run are kept ({cache.path.name}): a request one of them answers "
+            "is not asked again"
+        )
     return cache
