@@ -390,6 +390,9 @@ def test_certify_non_contracting_and_bad_input(tmp_path, capsys):
     assert js["certified"] is False and js["B_star"] == "inf" and "does not contract" in js["reason"]
     assert main(base + ["--lambda1", "0.25"]) == 2
     assert "--lambda2" in capsys.readouterr().err
+    # found by an outside tester: a rate above 1, which no doubly stochastic W has, was certified as "K_ring c2 <= B*"
+    assert main(base + ["--lambda1", "1.2", "--lambda2", "0.7"]) == 2
+    assert "--lambda1 must be in [0, 1] (a doubly stochastic W's contraction rate); got 1.2" in capsys.readouterr().err
     bad = np.array([[0.5, 0.5], [0.6, 0.4]])
     np.save(tmp_path / "bad.npy", bad)
     assert main(base + ["--w1", str(tmp_path / "bad.npy"), "--lambda2", "0.7"]) == 2

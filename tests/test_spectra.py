@@ -74,6 +74,7 @@ def test_from_spec():
         ("star", "must be written star:N"),
         ("star:5:1", "must be written star:N"),
         ("watts_strogatz:8:4", r"watts_strogatz:N:K:BETA\[:SEED\]"),
+        ("complete:6", r"complete:N:A \(N = agents; A = the self-weight, in \[0, 1\]\)"),  # (A unsaid: a tester)
         ("ring:5.5", "bad numbers"),
         ("erdos_renyi:8:nan", "non-finite"),
         ("erdos_renyi:8:0.5:-1", "SEED must be >= 0"),

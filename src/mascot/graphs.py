@@ -342,6 +342,14 @@ _FAMILY_PARAMS = {
     "watts_strogatz": (("k", int), ("beta", float)),
     "random_regular": (("d", int),),
 }
+_PARAM_WORDS = {  # what each family parameter is, for error messages
+    "a": "the self-weight, in [0, 1]",
+    "alpha": "the malicious leaf's weight, > 0",
+    "p": "the edge probability",
+    "k": "each agent's neighbours in the ring lattice",
+    "beta": "the rewiring probability",
+    "d": "each agent's degree",
+}
 RANDOM_FAMILIES = ("erdos_renyi", "watts_strogatz", "random_regular")
 FAMILIES = tuple(_FAMILY_PARAMS)
 SPEC_SYNTAX = (
@@ -410,7 +418,8 @@ def _parse_spec(spec: str):
     ok = len(args) in ((n_args, n_args + 1) if family in RANDOM_FAMILIES else (n_args,))
     if not ok:
         form = ":".join([family, "N", *(k.upper() for k, _ in want)]) + ("[:SEED]" if family in RANDOM_FAMILIES else "")
-        raise InputError(f"topology {spec!r} must be written {form} (N = agents)")
+        words = "; ".join(["N = agents", *(f"{k.upper()} = {_PARAM_WORDS[k]}" for k, _ in want)])
+        raise InputError(f"topology {spec!r} must be written {form} ({words})")
     try:
         n = _int_arg(args[0])
         params = [typ(a) if typ is float else _int_arg(a) for (_, typ), a in zip(want, args[1:])]

@@ -136,6 +136,8 @@ def _cmd_certify(args) -> int:
         v = getattr(args, flag)
         if v is not None and not math.isfinite(v):
             raise InputError(f"--{flag} must be a finite number; got {v}")
+        if flag.startswith("lambda") and v is not None and not 0 <= v <= 1:  # (1.2 was certified: an outside tester)
+            raise InputError(f"--{flag} must be in [0, 1] (a doubly stochastic W's contraction rate); got {v}")
     W1 = _load_matrix(args.w1, "--w1") if args.w1 else None
     W2 = _load_matrix(args.w2, "--w2") if args.w2 else None
     if W1 is not None and W2 is not None and W1.shape != W2.shape:
