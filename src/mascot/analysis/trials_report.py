@@ -433,10 +433,12 @@ def _box_strip(ax, metrics, col, rng, max_points=1500, log=False, paper=None):
 def _ecdf(ax, metrics, col, log=False):
     for t in _topos(metrics):
         x = np.sort(metrics.loc[metrics.topology == t, col].dropna().to_numpy())
-        if x.size:
-            ax.step(x, np.arange(1, x.size + 1) / x.size, where="post", color=COLORS[t], label=t, lw=1.6)
+        if x.size:  # from 0 below the smallest value (the first jump was not drawn: an outside tester)
+            frac = np.arange(0, x.size + 1) / x.size
+            ax.step(np.r_[x[0], x], frac, where="post", color=COLORS[t], label=t, lw=1.6)
     if log:
         _symlog(ax.xaxis, ax.set_xscale)
+    ax.set_ylim(-0.02, 1.02)
     ax.set_ylabel("fraction of trials")
     ax.grid(alpha=0.3)
     legend(ax, fontsize=9)
