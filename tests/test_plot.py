@@ -524,3 +524,16 @@ def test_readable_axes_and_labels(tmp_path):
     assert ax.get_ylabel() == "v, mean (95% CI)"
     one = plot(df.iloc[:4], x="n", y="v")
     assert one.axes[0].get_ylabel() == "v"  # one row a point: no interval, none named
+
+
+def test_values_left_out_for_nan_or_inf_are_said_on_the_figure(tmp_path):
+    """Found by an outside tester: a hue whose every value was inf (a ring that never contracts: K* = inf) stood in
+    the legend with no line, and an inf row was left out of a mean, both said on stderr only."""
+    df = pd.DataFrame({"x": [2, 2, 3, 2, 3], "y": [np.inf, 3.0, 4.0, np.nan, np.inf], "g": ["a", "a", "a", "b", "b"]})
+    fig = plot(df, "x", "y", hue="g")
+    labels = fig.axes[0].get_legend().get_texts()
+    assert [t.get_text() for t in labels] == ["a", "b (no finite value)"]
+    assert [t.get_text() for t in fig.texts] == [
+        "2 points not drawn: no finite y (NaN or inf)\n1 row with NaN or inf y left out of the points"
+    ]
+    assert not plot(df[np.isfinite(df.y)], "x", "y").texts  # (every value finite: no note)

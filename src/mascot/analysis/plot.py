@@ -624,6 +624,8 @@ def draw(
                 line = line.sort_values(x)
                 xs = line[x].to_numpy() if numeric_x else np.array([xcats.index(v) for v in line[x]])
                 label = None if hue is None else f"{hv:g}" if isinstance(hv, float) else str(hv)
+                if label is not None and "rows" in s and not (s.loc[s[hue] == hv, "rows"] > 0).any():
+                    label += " (no finite value)"  # (listed, never drawn, and unexplained: an outside tester)
                 if numeric_x and len(line) == 1:  # one x value: a point with its error bar (a band has no width)
                     _errorbars(ax, xs, line, y, color, label)
                 elif numeric_x:  # a line with its band
@@ -696,6 +698,15 @@ def draw(
             )
         if dropped:
             notes.append(f"{dropped} point{'s' if dropped > 1 else ''} <= 0 not shown (log axis)")
+        if "rows" in s:  # NaN or inf values: whole points, or rows of drawn points, left out
+            empty = int((s["rows"] == 0).sum())
+            partial = int(s.loc[s["rows"] > 0, "nonfinite_rows"].sum()) if "nonfinite_rows" in s else 0
+            if empty:
+                notes.append(f"{empty} point{'s' if empty > 1 else ''} not drawn: no finite {_label(y)} (NaN or inf)")
+            if partial:
+                notes.append(
+                    f"{partial:,} row{'s' if partial > 1 else ''} with NaN or inf {_label(y)} left out of the points"
+                )
         if notes:
             fig.text(0.01, 0.0, "\n".join(notes), fontsize=7, ha="left", va="top")
     return fig

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ import pyarrow as pa
 
 from mascot.graphs import FAMILIES as _FAMILIES
 from mascot.graphs import RANDOM_FAMILIES as _RANDOM_FAMILIES
+from mascot.log import get_logger
 
 __all__ = [
     "DeviceCache",
@@ -28,6 +30,7 @@ __all__ = [
     "X0_CACHE_BYTES",
 ]
 
+_log = get_logger(__name__)
 X0_CACHE_BYTES = 1 << 30  # default bound of a sweep's DeviceCache (0: nothing is kept; read at call time)
 # a consensus strategy -> the kernels' mode (mascot.Policy names complete and ring mode1 and mode2)
 _STRATEGY = {"adaptive": "adaptive", "complete": "mode1", "ring": "mode2"}
@@ -448,10 +451,19 @@ def noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype
             theory = np.full(len(members), np.nan)
         ceg = np.asarray(ceg, dtype=np.float64).reshape(len(members), trials)
         finite = np.isfinite(ceg)
-        with np.errstate(invalid="ignore"):
-            mean = np.nanmean(np.where(finite, ceg, np.nan), axis=1)
-            sd = np.nanstd(np.where(finite, ceg, np.nan), axis=1, ddof=1)
+        kept = np.where(finite, ceg, np.nan)
+        with warnings.catch_warnings():  # (all-NaN points: numpy's "Mean of empty slice" etc.; said once below)
+            warnings.simplefilter("ignore", RuntimeWarning)
+            mean, sd = np.nanmean(kept, axis=1), np.nanstd(kept, axis=1, ddof=1)
+            median, q05, q95 = np.nanmedian(kept, axis=1), *np.nanquantile(kept, [0.05, 0.95], axis=1)
         m = finite.sum(1)
+        if (m < trials).any():  # (an unstable L overflowed float32 with only numpy's warnings: an outside tester)
+            bad = ids[m < trials]
+            _log.warning(
+                f"point(s) {', '.join(map(str, bad[:8]))}{' ...' if bad.size > 8 else ''}: the cumulative error "
+                f"overflowed ({dtype or 'the working dtype'}) in {int((trials - m).sum()):,} trial(s), counted in "
+                "`diverged` and left out of ceg_* (NaN where every trial overflowed); float64 holds more"
+            )
         frames.append(
             pd.DataFrame(
                 {
@@ -470,9 +482,9 @@ def noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype
                     "ceg_mean": mean,
                     "ceg_sd": sd,
                     "ceg_se": sd / np.sqrt(np.maximum(m, 1)),
-                    "ceg_median": np.nanmedian(np.where(finite, ceg, np.nan), axis=1),
-                    "ceg_q05": np.nanquantile(np.where(finite, ceg, np.nan), 0.05, axis=1),
-                    "ceg_q95": np.nanquantile(np.where(finite, ceg, np.nan), 0.95, axis=1),
+                    "ceg_median": median,
+                    "ceg_q05": q05,
+                    "ceg_q95": q95,
                     "diverged": (trials - m).astype(np.int32),
                     "ceg_theory": theory,
                     "ratio_theory_k": ceg_ratio(k, rc),
