@@ -251,11 +251,24 @@ def test_two_runs_of_the_same_sweep_shard_are_refused(tmp_path, capsys):
         assert main(["run", str(cfg), "--out", str(out), "--quiet"]) == 1
         err = _err_line(capsys)
         assert str(out) in err and f"pid {os.getpid()}" in err
-        other = RunDir(out).acquire((1, 2))  # other shards run side by side
-        for lock in other:
-            lock.release()
+        # found by an outside tester: --shard 1/2 beside the whole run computed its chunks a second time
+        with pytest.raises(
+            DirectoryLocked, match=r"being run as the whole run .* run the same shard count \(--shard I/1\)"
+        ):
+            RunDir(out).acquire((1, 2))
     finally:
         for lock in locks:
+            lock.release()
+    held = RunDir(out).acquire((0, 2))
+    try:
+        for shard in ((1, 2), (1, 4), (3, 4)):  # shards whose chunks never meet chunk c = 0 mod 2 run side by side
+            for lock in RunDir(out).acquire(shard):
+                lock.release()
+        for shard in ((0, 1), (0, 4), (2, 6)):  # ... these would compute some of them again
+            with pytest.raises(DirectoryLocked, match="being run as shard 0/2"):
+                RunDir(out).acquire(shard)
+    finally:
+        for lock in held:
             lock.release()
 
 

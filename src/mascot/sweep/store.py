@@ -287,7 +287,36 @@ class RunDir:
             shared = self._shared_lock(deadline)  # other runners share it
         i, n = shard
         mine = lock_dir(self.path, f".mascot-shard-{i}-of-{n}.lock", what="sweep run directory")
+        try:
+            self._refuse_overlapping_shards(i, n)
+        except BaseException:
+            mine.release()
+            shared.release()
+            raise
         return [shared, mine]
+
+    def _refuse_overlapping_shards(self, i: int, n: int) -> None:
+        """A runner of another shard count whose chunks can meet ours (``c % n == i`` and ``c % m == j`` for some
+        ``c``: ``i = j`` modulo gcd(n, m)) is refused: both would compute those chunks (a whole run beside
+        ``--shard 1/2`` did; an outside tester). Checked after taking our own shard lock, so of two such runners
+        starting together at least one sees the other."""
+        import math
+
+        for p in sorted(self.path.glob(".mascot-shard-*-of-*.lock")):
+            got = re.fullmatch(r"\.mascot-shard-(\d+)-of-(\d+)\.lock", p.name)
+            if got is None:
+                continue
+            j, m = int(got[1]), int(got[2])
+            if m == n or (i - j) % math.gcd(n, m):
+                continue
+            try:
+                lock_dir(self.path, p.name, what="sweep run directory").release()  # free: a runner that has ended
+            except DirectoryLocked:
+                whole = "the whole run" if m == 1 else f"shard {j}/{m}"
+                raise DirectoryLocked(
+                    f"{self.path} is being run as {whole} by another mascot process ({p}); shards of another count "
+                    f"would compute some of its chunks again: wait for it, or run the same shard count (--shard I/{m})"
+                ) from None
 
     def _shared_lock(self, deadline: float) -> DirLock:
         """``.mascot.lock`` shared (a runner's brief exclusive clean-up of stale temporary files is waited out;
