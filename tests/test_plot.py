@@ -537,3 +537,17 @@ def test_values_left_out_for_nan_or_inf_are_said_on_the_figure(tmp_path):
         "2 points not drawn: no finite y (NaN or inf)\n1 row with NaN or inf y left out of the points"
     ]
     assert not plot(df[np.isfinite(df.y)], "x", "y").texts  # (every value finite: no note)
+
+
+def test_where_takes_a_value_as_figures_and_tables_show_it():
+    """Found by an outside tester: --where b0=1392.48 kept no row; the value was 1392.4766500838336 (a logspace)."""
+    b0 = np.logspace(np.log10(500), np.log10(50000), 7)
+    df = pd.DataFrame({"b0": np.repeat(b0, 2), "x": [1, 2] * 7, "y": np.arange(14.0)})
+    for typed, row in (("1077.22", 1), ("1077", 1), ("1.08e3", 1), ("23207.9", 5), (repr(float(b0[3])), 3)):
+        s = summarize(df, "x", "y", where={"b0": typed})
+        assert list(s.y) == [2.0 * row, 2.0 * row + 1], typed
+    with pytest.raises(InputError, match="keeps no row"):  # 1 significant digit is no rounding of 1077.2
+        summarize(df, "x", "y", where={"b0": "1e3"})
+    close = pd.DataFrame({"v": [1.0001, 1.0002], "x": [1, 1], "y": [0.0, 1.0]})
+    with pytest.raises(InputError, match=r"fits 2 values \(1.0001, 1.0002\); give more digits"):
+        summarize(close, "x", "y", where={"v": "1.00"})

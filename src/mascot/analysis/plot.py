@@ -143,14 +143,36 @@ def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray
         if col == "status" and want in _STATUS_CODES:
             want = float(_STATUS_CODES[want])  # a consensus status by its label
         else:
+            typed = want
             try:
                 want = float(want)
             except ValueError:
                 labels = f" (or a status label: {', '.join(STATUS_NAMES.values())})" if col == "status" else ""
                 raise InputError(f"{what} {col}={want!r}: {col} is numeric{labels}") from None
+            if vals.dtype.kind == "f":
+                return _typed_match(vals, col, typed, want, what)
     if vals.dtype.kind == "f" and isinstance(want, float):
         return np.isclose(vals.to_numpy(), want, rtol=1e-9, atol=0.0)
     return (vals.astype(str) == str(want)).to_numpy() if isinstance(want, str) else (vals == want).to_numpy()
+
+
+def _typed_match(vals: pd.Series, col: str, typed: str, want: float, what: str) -> np.ndarray:
+    """A number typed with fewer digits than the column holds matches the one value it rounds: ``b0=1392.48``
+    is 1392.4766500838336, as figures and tables show it (a logspace's values needed every digit typed: an
+    outside tester). Equal values to 1e-9 first; then, for 3 to 14 significant digits typed, the value that
+    rounds to them; a rounding that fits several values is refused."""
+    x = vals.to_numpy()
+    hit = np.isclose(x, want, rtol=1e-9, atol=0.0)
+    mantissa = typed.strip().lower().lstrip("+-").split("e")[0]
+    digits = len(mantissa.replace(".", "").lstrip("0")) or 1
+    if hit.any() or not np.isfinite(want) or not 3 <= digits < 15:  # (1e3 is no rounding of 1077.2)
+        return hit
+    cands = np.unique(x[np.isfinite(x)])
+    near = cands[[float(f"{v:.{digits}g}") == float(f"{want:.{digits}g}") for v in cands]]
+    if near.size > 1:
+        shown = ", ".join(repr(float(v)) for v in near[:6])
+        raise InputError(f"{what} {col}={typed!r} fits {near.size} values ({shown}); give more digits")
+    return x == near[0] if near.size else hit
 
 
 def _filter(df: pd.DataFrame, where: Mapping[str, object] | None) -> tuple[pd.DataFrame, list[str]]:
