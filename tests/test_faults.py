@@ -513,8 +513,14 @@ def test_corrupt_run_json_is_named_and_written_anew_by_the_same_run(run_dir, tmp
     assert main(["run", str(write(tmp_path, sweep_text(2))), "--out", str(run_dir), "--quiet"]) == 2
     assert not (run_dir / "run.json").exists()
     (run_dir / "chunks" / "notes.txt").write_text("mine")  # (a later tester: a stray file blocked the rebuild)
+    (run_dir / "fig.png").write_text("a figure")  # (and another: a figure plotted into the run directory)
     assert main(["run", str(write(tmp_path, sweep_text())), "--out", str(run_dir), "--quiet"]) == 0
     (run_dir / "chunks" / "notes.txt").unlink()
+    assert (run_dir / "fig.png").read_text() == "a figure"
+    (run_dir / "fig.png").unlink()
+    figure = run_dir / "chunks" / "fig.png"  # never into chunks/ (every run then named it a stray file)
+    assert main(["plot", str(tmp_path / "before.parquet"), "--x", "n", "--y", "rounds", "--out", str(figure)]) == 2
+    assert "inside a sweep's chunks/ folder" in _err_line(capsys) and not figure.exists()
     assert {p: p.stat().st_mtime_ns for p in (run_dir / "chunks").iterdir()} == mtimes  # no chunk recomputed
     pd.testing.assert_frame_equal(pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet")), before)
 

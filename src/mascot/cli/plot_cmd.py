@@ -23,6 +23,14 @@ def _cmd_plot(args) -> int:
         raise InputError(f"--out {out}: give a .png or .pdf file")
     if out.is_dir():
         raise InputError(f"--out {out} is a directory; give a .png or .pdf file")
+    parent = out.resolve().parent
+    if parent.name == "chunks" and (
+        (parent.parent / "run.json").is_file() or (parent.parent / ".mascot.lock").exists()
+    ):
+        # (a figure and its CSV in a sweep's chunks/ were then named as stray files by every run: an outside tester)
+        raise InputError(
+            f"--out {out} is inside a sweep's chunks/ folder, which holds only its chunks; give another path"
+        )
     numbers = out.with_suffix(".csv")  # the plotted numbers are written here: never over the data read
     where = {}
     for item in args.where or ():

@@ -346,7 +346,16 @@ class RunDir:
         if not pf.exists():  # a new run: never into a directory holding anything but our locks and chunks/
             # (another shard of this run may write run.json meanwhile: it is checked below like any plan)
             other = [p.name for p in self.path.iterdir() if p.name != RUN_JSON and not _ours_before_plan(p, cfg)]
-            if other and not pf.exists():  # (a runner started beside this one may have just published its plan
+            # chunks of this run prove the directory is its own: the user's files beside them (a figure plotted
+            # into it) do not stop the run.json being written again (they did: an outside tester)
+            proven = (
+                "chunks" not in other
+                and self.chunks.is_dir()
+                and any(_CHUNK_NAME.fullmatch(q.name) for q in self.chunks.iterdir())
+            )
+            if (
+                other and not proven and not pf.exists()
+            ):  # (a runner started beside this one may have just published its plan
                 # and config.toml: then its plan is checked below and this run refused as a different run)
                 raise RunDirError(
                     f"--out {self.path} is not empty and is not a mascot run directory (no run.json; "
