@@ -58,6 +58,8 @@ def test_parse_override_values():
     for bad in ("n", "=3", "a b=1", "~", "grid.n=", "x=a;b", "grid.s=[a;b]", 'grid.s=[a,"b]'):
         with pytest.raises(ConfigError):
             parse_override(bad)
+    with pytest.raises(ConfigError, match="n=5,,6: an empty element in the list"):  # (it said "empty value")
+        parse_override("n=5,,6")
 
 
 def test_overridden_config_equals_the_same_config_written_by_hand():

@@ -91,6 +91,8 @@ def parse_override(item: str) -> tuple[str, object, bool]:
         )
     parts = _split_top(text)
     if len(parts) > 1:
+        if any(not p.strip() for p in parts):  # (said "empty value" of n=5,,6: an outside tester)
+            raise ConfigError(f"override {key}={text}: an empty element in the list; write {key}=A,B,C")
         return key, [_value(p, key) for p in parts], False
     return key, _value(text, key), False
 
