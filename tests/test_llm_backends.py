@@ -600,7 +600,7 @@ def test_openai_identity_apart_from_provenance():
     assert be.describe()["base_url"] == "http://127.0.0.1:9/v1" and be.describe()["concurrency"] == 3
 
 
-def test_openai_request_errors_come_back_programming_errors_propagate(srv, monkeypatch):
+def test_openai_request_errors_come_back_programming_errors_propagate(srv, monkeypatch, capsys):
     be = client(srv)
     (r,) = be.generate([Request([{"role": "user", "content": object()}], GREEDY)])  # not JSON
     assert r.text == "" and "not JSON-serialisable" in r.error
@@ -618,6 +618,12 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
     assert be._reply(b'{"choices": [{"message": {"content": null}}], ' + usage + b"}").text == ""  # no token
     with pytest.raises(Exception, match="no .usage. object"):  # budgets are charged by these counts
         be._reply(b'{"choices": [{"message": {"content": "x"}}]}')
+    # a reply of another model is said once (an outside tester's server answered as another model without a word)
+    capsys.readouterr()
+    for served in (be.model + "-2024-08-06", "other-model", "other-model"):  # (a dated variant is the same model)
+        body = '{"model": "%s", "choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 3, ' % served
+        be._reply((body + '"completion_tokens": 1}}').encode())
+    assert capsys.readouterr().err.count("answers as model 'other-model', not the") == 1
     # a server that counts no prompt token ran a deliberation's rounds for free, then stopped at "c1 must be > 0"
     # (an outside tester)
     with pytest.raises(Exception, match="usage.prompt_tokens = 0 for a prompt that is not empty"):

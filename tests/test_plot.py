@@ -524,6 +524,18 @@ def test_readable_axes_and_labels(tmp_path):
     assert ax.get_ylabel() == "v, mean (95% CI)"
     one = plot(df.iloc[:4], x="n", y="v")
     assert one.axes[0].get_ylabel() == "v"  # one row a point: no interval, none named
+    # a later tester: a log axis from 5.2 to 25 labelled only 10 and 20, the smallest values below any label
+    from mascot.analysis.figures import plt, readable_log_axis
+
+    for lo, hi, want in ((5.2, 25.0, [6, 8, 10, 15, 20]), (3.0, 9.0, [3, 4, 6, 8]), (1.0, 50.0, [1, 2, 5, 10, 20, 50])):
+        f, a = plt.subplots()
+        a.set_yscale("log")
+        a.set_ylim(lo, hi)
+        readable_log_axis(a, "y")
+        f.canvas.draw()
+        shown = [float(t.get_text()) for t in a.get_yticklabels() if t.get_text() and lo <= t.get_position()[1] <= hi]
+        assert shown == want, (lo, hi, shown)
+        plt.close(f)
 
 
 def test_values_left_out_for_nan_or_inf_are_said_on_the_figure(tmp_path):

@@ -59,6 +59,14 @@ def readable_log_axis(ax, which: str = "y", values=None) -> None:
         lo, hi = min(lo, hi), max(lo, hi)
         if not (lo > 0 and math.isfinite(hi)) or math.log10(hi / lo) >= 2:
             return
-        axis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0) if math.log10(hi / lo) >= 1 else (1.0, 2.0, 3.0, 5.0)))
+        # the sparsest of these that labels at least 3 ticks (a range 5.2 .. 25 had only 10 and 20 labelled, its
+        # smallest values below any label: an outside tester)
+        for subs in ((1.0, 2.0, 5.0), (1.0, 2.0, 3.0, 5.0), (1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 8.0), tuple(range(1, 10))):
+            ticks = [
+                b * 10.0**e for e in range(math.floor(math.log10(lo)), math.ceil(math.log10(hi)) + 1) for b in subs
+            ]
+            if sum(lo <= t <= hi for t in ticks) >= 3:
+                break
+        axis.set_major_locator(LogLocator(subs=subs))
     axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     axis.set_minor_formatter(NullFormatter())

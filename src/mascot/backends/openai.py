@@ -68,6 +68,14 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 _MAX_BODY_IN_ERROR = 500
 
 
+def _same_model(served: str, asked: str) -> bool:
+    """Whether a reply's ``model`` names the model asked for: equal, one a prefix of the other (OpenAI answers
+    ``gpt-4o`` as ``gpt-4o-2024-08-06``), or the same last path part (``/models/Qwen2.5-7B-Instruct`` for
+    ``Qwen/Qwen2.5-7B-Instruct``), ignoring case."""
+    a, b = served.lower().rstrip("/"), asked.lower().rstrip("/")
+    return a.startswith(b) or b.startswith(a) or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+
+
 def _one_line(text: str) -> str:
     """A server's text inside an error message, on one line (an SSH banner's CR LF split the error in two)."""
     return text.strip().replace("\r", "\\r").replace("\n", "\\n")
@@ -305,7 +313,7 @@ class OpenAIBackend:
         self._gate = _Gate(self.concurrency, self.timeout_s, self.adaptive)
         self.probe_findings: dict | None = None
         self._down: str | None = None
-        self._said_cap = self._said_wait = False
+        self._said_cap = self._said_wait = self._said_tokens = self._said_model = False
         self._answered, self._silent_timeouts = False, 0  # timeouts in a row from a server that never answered
         if probe:
             from mascot.backends.probe import probe_server
@@ -559,6 +567,13 @@ class OpenAIBackend:
                         ),
                         latency_s=time.perf_counter() - t0,
                     )
+                if resp.prompt_tokens > len(body) + 512 and not self._said_tokens:  # more tokens than the request
+                    self._said_tokens = True  # has characters (an outside tester's server counted 10^9 for 1 kB)
+                    _log.warning(
+                        f"{endpoint(self)} counted {resp.prompt_tokens:,} prompt tokens for a request of "
+                        f"{len(body):,} bytes: more tokens than characters; budgets are charged by these counts "
+                        "(said once per run)"
+                    )
                 resp.latency_s = time.perf_counter() - t0
                 return resp
         msg = self._redact(f"failed after {attempts} attempt(s): {last}")
@@ -726,6 +741,13 @@ class OpenAIBackend:
         finish = choice.get("finish_reason")
         if not isinstance(finish, (str, type(None))):
             raise malformed("'finish_reason' is not a string")
+        served = data.get("model")
+        if isinstance(served, str) and served and not self._said_model and not _same_model(served, self.model):
+            self._said_model = True  # (a reply of another model was taken without a word: an outside tester)
+            _log.warning(
+                f"{endpoint(self)} answers as model {printable(_one_line(self._redact(served)))[:120]!r}, not the "
+                f"{self.model!r} asked for (said once per run; run.json records the model asked for)"
+            )
         if self._checks_replies and len(text or "") + len(finish or "") > MAX_CHECKED:  # (16 MB took 19 s and 2 GB)
             raise _FatalError(
                 f"the reply holds {len(text or '') + len(finish or ''):,} characters, more than mascot checks for the API "
