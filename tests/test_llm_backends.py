@@ -621,8 +621,9 @@ def test_openai_request_errors_come_back_programming_errors_propagate(srv, monke
     # a reply of another model is said once (an outside tester's server answered as another model without a word)
     capsys.readouterr()
     for served in (be.model + "-2024-08-06", "other-model", "other-model"):  # (a dated variant is the same model)
-        body = '{"model": "%s", "choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 3, ' % served
-        be._reply((body + '"completion_tokens": 1}}').encode())
+        body = {"model": served, "choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": 3}}
+        body["usage"]["completion_tokens"] = 1
+        be._reply(json.dumps(body).encode())
     assert capsys.readouterr().err.count("answers as model 'other-model', not the") == 1
     # a server that counts no prompt token ran a deliberation's rounds for free, then stopped at "c1 must be > 0"
     # (an outside tester)
