@@ -1376,6 +1376,9 @@ def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(m
         err = capsys.readouterr().err
         assert says in err and key[3:] not in err
     assert not any(tmp_path.iterdir())  # refused before anything is written
+    # a placeholder key is no secret: an --out or a model that holds it is an ordinary name
+    monkeypatch.setenv("OPENAI_API_KEY", "lm-studio")
+    assert OpenAIBackend("lm-studio-model", base_url="http://127.0.0.1:9/v1", probe=False).model == "lm-studio-model"
 
 
 def test_openai_a_server_nobody_runs_is_reported_at_once(monkeypatch, dead_port):

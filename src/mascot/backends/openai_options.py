@@ -82,7 +82,7 @@ def check_options(
                 f"base_url holds the value of ${api_key_env} (the API key; the URL is not shown): give the "
                 f"server's address only: the key is sent in the Authorization header from ${api_key_env}"
             )
-    if isinstance(model, str) and contains_key(model, key):
+    if isinstance(model, str) and is_secret(key) and contains_key(model, key):  # (placeholders are no secret)
         # (an outside tester: the key given as --model named the run directory, reached run.json twice and the
         # "does not serve model" error)
         raise InputError(

@@ -298,10 +298,10 @@ def build_backend(
 
         key = check_options(**options)
         env = options.get("api_key_env")
-        from mascot.backends.openai_options import contains_key
+        from mascot.backends.openai_options import contains_key, is_secret
 
-        for a in sys.argv[1:]:  # run records keep the command line: no key in it
-            if contains_key(a, key):
+        for a in sys.argv[1:] if is_secret(key) else ():  # run records keep the command line: no key in it
+            if contains_key(a, key):  # (a placeholder such as lm-studio is no secret: --out runs/lm-studio is fine)
                 raise InputError(
                     f"the command line holds the value of ${env or 'OPENAI_API_KEY'} (the API key; the argument "
                     "is not shown), and run records keep the command line: give the key only in the variable"
