@@ -284,6 +284,10 @@ def test_theory_and_drivers_under_jit_say_what_to_use_and_small_api_fixes():
         (lambda x: mascot.disagreement(x), "X is traced"),
         (lambda w: mascot.contraction_rate(w), "W is traced"),
         (lambda d: mascot.theorem1(d[0, 0], 0.1, 0.03, 0.25, 0.7, 600, 100), "d0 is traced"),
+        # (a later tester: these still raised JAX's TracerArrayConversionError)
+        (lambda d: mascot.theory.theorem1_batch(d[0], 0.1, 0.03, 0.25, 0.7, 600, 100)[2], "d0 is traced"),
+        (lambda d: mascot.theory.certificate_budget(d[0], 0.1, 0.03, 0.25, 0.7, 600, 100), "d is traced"),
+        (lambda g: mascot.theory.spectra.closed_form_diagnostics("ring", 5, g[0, 0] / 2).rho, "gamma is traced"),
     ):
         with pytest.raises(InputError, match=f"{said} .*mascot.theory's functions are float64 numpy references"):
             jax.jit(f)(jnp.eye(3))
@@ -296,6 +300,9 @@ def test_theory_and_drivers_under_jit_say_what_to_use_and_small_api_fixes():
     # one count for every step: the mean over steps does not depend on how many there are (eq. 6 by hand)
     assert bias_aware_gain(2.0, 4, 0.3) == bias_aware_gain(2.0, [4, 4, 4], 0.3) == 2.0 * np.sqrt(1.9 / 4)
     assert drift_corrected_gain(2.0, 4) == 1.0
+    for bad in (True, "4", [True, False]):  # (taken as counts: a later tester)
+        with pytest.raises(InputError, match="k_profile must be a non-empty 1-D sequence of integers"):
+            drift_corrected_gain(2.0, bad)
     for g in ("0.5", True):
         with pytest.raises(InputError, match="gamma must be a number"):
             mascot.sr_spectra(np.ones((3, 3)) - np.eye(3), g)

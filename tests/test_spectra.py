@@ -132,13 +132,16 @@ def test_bad_gamma(gamma):
     [
         # found by an outside tester: a = 2 gave rho = 6 > 1/(1 - gamma); bad sizes raised ZeroDivisionError,
         # IndexError or numpy's "negative dimensions"
-        (("complete", 4, 0.5, 2.0), r"a \(the complete graph's self-weight\) must be in \[0, 1\]; got 2.0"),
+        (("complete", 4, 0.5, 2.0), r"a \(the complete graph's self-weight\) must be a number in \[0, 1\]; got 2.0"),
         (("mesh", 1, 0.5), "n must be an integer >= 2; got 1"),
         (("star", 1, 0.5), "n must be an integer >= 2; got 1"),
         (("chain", 0, 0.5), "n must be an integer >= 1; got 0"),
         (("ring", 2, 0.5), "n must be an integer >= 3; got 2"),
         (("mesh", 2.5, 0.5), "n must be an integer >= 2; got 2.5"),
         (("torus", 4, 0.5), "no closed form for topology 'torus'; one of chain, star, mesh, ring, complete"),
+        (("mesh", float("nan"), 0.5), "n must be an integer >= 2; got nan"),  # (raw ValueError: a later tester)
+        (("complete", 4, 0.5, True), r"must be a number in \[0, 1\]; got True"),
+        (("ring", 5, 0.5, 0.3), "applies to topology 'complete' only, not 'ring'"),  # (ignored: a later tester)
     ],
 )
 def test_closed_forms_refuse_what_the_graph_builders_refuse(args, match):
@@ -611,6 +614,21 @@ def test_jit_with_explicit_method(rng):
         ok[0, 3] = True
         assert np.array_equal(np.isfinite(out).all(0), ok), (method, solver)
         np.testing.assert_allclose(out[:, 0, 3], _stack(sr_spectra(A[0], 0.9)), rtol=1e-9)
+    # a later tester: bfloat16 gave rho 19.75 for 20, dtype int32 rho = kappa = 1, a string gamma JAX's TypeError
+    for f in (
+        lambda a: sr_spectra(a.astype(jnp.bfloat16), 0.9, method="eigh").rho,
+        lambda a: sr_spectra(a, 0.9, method="eig", dtype=np.int32).rho,
+        lambda a: sr_spectra(a, "0.5", method="eig").rho,
+    ):
+        with pytest.raises(ValueError, match="float32 or float64|gamma must be a number"):
+            jax.jit(f)(jnp.asarray(A))
+    from mascot.kernels.precision import _context
+
+    with _context(False):  # float32 cannot tell such a gamma from 1: NaN, as the eager call refuses it
+        r = jax.jit(lambda a, g: sr_spectra(a, g, method="eigh").rho)(
+            jnp.asarray(A[0], jnp.float32), jnp.array([0.9999999, 0.9])
+        )
+        assert np.isnan(r[0]) and np.isfinite(r[1])
     # no derivatives, said in words on every route and in either order of grad and jit (JAX's own error named
     # pure callbacks, or differentiated the device path's eigh where eigenvalues may meet)
     for solver in ("host", "device"):

@@ -347,6 +347,10 @@ def test_errors_name_the_argument_as_the_function_names_it():
     np.testing.assert_array_equal(
         theorem1_batch(np.array([0.05, 0.5, 0.01]), 0.1, 0.03, 0.25, 0.7, np.inf, 100.0)[2], [200.0, np.inf, 0.0]
     )
+    # a third tester: a NaN rate of a needed mode gave B* = 400 (the other mode's cost alone); unneeded, it costs 0
+    np.testing.assert_array_equal(
+        theorem1_batch(np.array([1.0, 0.05]), 0.1, 0.03, np.nan, 0.72, 600.0, 100.0)[2], [np.nan, 200.0]
+    )
     with pytest.raises(InputError, match="^d must hold finite disagreements"):
         certificate_budget([np.nan], 0.1, 0.03, 0.25, 0.7, 600, 100)
     W = np.round(ring_weights(7, 0.3) + 1e-6 * np.eye(7), 6)

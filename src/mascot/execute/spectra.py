@@ -72,8 +72,9 @@ def sr_spectra(
       ``"closed:star"``, ..., ``"eigh"``, ``"eig"``) and ``solver``.
 
     Inside ``jax.jit`` (traced ``A`` or ``gamma``) pass ``method="eigh"`` or ``"eig"``: no errors for bad values
-    (a graph with a NaN or inf entry, or a gamma outside [0, 1) or NaN, gives NaN rho, Delta and kappa; other bad
-    values, such as negative weights, are not checked), no closed forms, kappa from singular values; the host
+    (a graph with a NaN or inf entry, or a gamma outside [0, 1), NaN, or in float32 within 2^-12 of 1, gives NaN
+    rho, Delta and kappa; other bad values, such as negative weights, are not checked; a dtype other than float32
+    and float64 is refused, as are string gammas), no closed forms, kappa from singular values; the host
     LAPACK calls become callbacks. ``"eigh"`` there is for
     symmetric ``A`` only: it reads one triangle, so on a directed graph it returns wrong numbers without an
     error (outside ``jit`` a non-symmetric ``A`` is refused); use ``"eig"`` for directed graphs.

@@ -465,14 +465,22 @@ def _no_derivatives_jvp(primals, tangents):
 
 def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
     """sr_spectra inside a trace: explicit method, no validation or closed-form detection, kappa from SVDs."""
-    A, gamma = _no_derivatives(jnp.asarray(A)), _no_derivatives(jnp.asarray(gamma))
     if method == "auto":
         raise InputError("inside jax.jit, sr_spectra needs method='eigh' (symmetric A) or method='eig'")
+    if not isinstance(gamma, jax.core.Tracer) and np.asarray(gamma).dtype.kind in "USO":
+        raise InputError(f"gamma must be a number (or an array of numbers) in [0, 1); got {gamma!r:.60}")
+    A, gamma = _no_derivatives(jnp.asarray(A)), _no_derivatives(jnp.asarray(gamma))
     dt = (
         jnp.dtype(dtype)
         if dtype is not None
         else (A.dtype if jnp.issubdtype(A.dtype, jnp.floating) else _default_dtype())
     )
+    if dt not in (jnp.dtype(jnp.float32), jnp.dtype(jnp.float64)):  # dtypes are known when traced: checked
+        # (bfloat16 gave rho 19.75 for 20, int32 rho = kappa = 1, float16 an error inside LAPACK: an outside tester)
+        raise InputError(
+            f"sr_spectra works in float32 or float64; got {'dtype=' + repr(dtype) if dtype is not None else 'A of dtype ' + str(A.dtype)}"
+            " (cast A, or pass dtype='float32' or 'float64')"
+        )
     A = A.astype(dt)
     g = jnp.asarray(gamma).astype(dt)
     batch, n = A.shape[:-2], A.shape[-1]
@@ -497,7 +505,9 @@ def _traced(A, gamma, method, normalize, dtype, solver, chunk_size):
         mu = lp.callback_eigvals(P)
     idx = np.broadcast_to(np.arange(flatA.shape[0]).reshape(batch), out_shape).ravel()
     gf = jnp.broadcast_to(g, out_shape).ravel()
-    bad_g = ~((gf >= 0) & (gf < 1))  # NaN and gamma outside [0, 1) give NaN too (0 in their place meanwhile)
+    bad_g = ~((gf >= 0) & (gf < 1))  # NaN and gamma outside [0, 1) give NaN too (0 in their place meanwhile),
+    if dt == jnp.float32:  # ... and, in float32, a gamma closer to 1 than it resolves (the eager call refuses it)
+        bad_g |= gf > F32_GAMMA_MAX
     gf = jnp.where(bad_g, 0, gf)
     if host:
         kappa = lp.callback_svd_kappa(P, jnp.asarray(idx), gf)

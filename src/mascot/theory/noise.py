@@ -61,6 +61,7 @@ def _finite(name, value):
 
 def _counts(name, value, minimum=1):
     """Integer-valued counts ``>= minimum`` (floats such as 4.0 are accepted), returned as int64."""
+    refuse_traced(name, value)
     try:
         kind = np.asarray(value).dtype.kind
         arr = np.asarray(value, dtype=np.float64)
@@ -232,7 +233,10 @@ def infer_rho_c(ratio, k):
 
 # ----------------------------------------------------------------------------- eq. 4 and eq. 6
 def _profile(k_profile):
+    refuse_traced("k_profile", k_profile)
     try:
+        if np.asarray(k_profile).dtype.kind not in "iuf":  # (True and "4" were taken as counts: an outside tester)
+            raise ValueError
         arr = np.asarray(k_profile, dtype=np.float64)
     except (TypeError, ValueError):
         raise InputError(f"k_profile must be a non-empty 1-D sequence of integers >= 1; got {k_profile!r}") from None
