@@ -83,6 +83,15 @@ def test_show_refuses_what_is_not_an_llm_run(tmp_path, capsys):
         assert cli_main(["show", str(tmp_path)]) == 2 and why in capsys.readouterr().err
 
 
+def test_show_never_writes_its_page_over_a_run_file(trials_run, capsys):
+    """Found by an outside tester: --html RUN/requests.jsonl (or run.json) replaced the run's log with the page."""
+    before = {p.name: p.read_bytes() for p in trials_run.iterdir() if p.is_file()}
+    for name in ("requests.jsonl", "run.json"):
+        assert cli_main(["show", str(trials_run), "--html", str(trials_run / name)]) == 2
+        assert "give a .html file name" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in trials_run.iterdir() if p.is_file()} == before
+
+
 def test_show_escapes_what_the_server_said_in_the_summary(trials_run, tmp_path, capsys):
     """A finish_reason of "\x1b[31mweird" reached the terminal raw in the summary (the page escaped it)."""
     run, _ = _edited_copy(trials_run, tmp_path, 1, finish_reason="\x1b[31mweird\x1b[0m")

@@ -52,10 +52,17 @@ def add_parsers(subparsers) -> None:
 def _cmd_show(args) -> int:
     from mascot.analysis.show import load_run, summarise, summary_text, write_html
 
-    if args.limit < 1:
-        from mascot.errors import InputError
+    from pathlib import Path
 
+    from mascot.errors import InputError
+
+    if args.limit < 1:
         raise InputError(f"--limit must be >= 1; got {args.limit}")
+    if args.html:
+        page = Path(args.html)
+        if page.suffix.lower() not in (".html", ".htm"):  # (--html RUN/requests.jsonl destroyed the run's log,
+            raise InputError(f"--html {page}: give a .html file name (the page is written there)")  # --html
+            # RUN/run.json its record: an outside tester)
     command, meta, records = load_run(args.run)
     max_tokens = None  # the run's limit, from its config (trials) or its identity (deliberate, debate)
     for cfg in (
