@@ -1369,13 +1369,34 @@ def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(m
     common = ["deliberate", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--runs", "1"]
     for argv, says in (
         ([*common, "--model", key, "--out", str(tmp_path / "a")], "model holds the value"),
-        ([*common, "--model", "m", "--out", str(tmp_path / f"b{key}")], "the command line holds the value"),
+        ([*common, "--model", "m", "--out", str(tmp_path / f"b{key}")], "an option (on the command line or in"),
     ):
         monkeypatch.setattr("sys.argv", ["mascot", *argv])  # (run records keep the console's command line)
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert says in err and key[3:] not in err
     assert not any(tmp_path.iterdir())  # refused before anything is written
+    # a later tester: argparse and config errors echoed the key; a config's out named a folder after it
+    cfg = tmp_path / "k.toml"
+    for argv, text in (
+        (["trials", "--backend", "openai", "--model", "m", "--seed", f"1{key}"], None),
+        (["trials", "--config", key], None),
+        (["trials", "--config", str(cfg)], f"[trials]\n{key} = 1\n"),
+        (
+            ["trials", "--config", str(cfg), "--no-probe"],
+            f"[trials]\nbackend = 'openai'\nmodel = 'm'\nout = '{tmp_path / key}'\n",
+        ),
+    ):
+        if text is not None:
+            cfg.write_text(text)
+        monkeypatch.setattr("sys.argv", ["mascot", *argv])
+        try:
+            rc = main(argv)
+        except SystemExit as e:  # (argparse's own error)
+            rc = e.code
+        err = capsys.readouterr().err
+        assert rc == 2 and key[3:] not in err and ("***" in err or "an option" in err), err
+    assert [p.name for p in tmp_path.iterdir()] == ["k.toml"]
     # a placeholder key is no secret: an --out or a model that holds it is an ordinary name
     monkeypatch.setenv("OPENAI_API_KEY", "lm-studio")
     assert OpenAIBackend("lm-studio-model", base_url="http://127.0.0.1:9/v1", probe=False).model == "lm-studio-model"

@@ -300,11 +300,13 @@ def build_backend(
         env = options.get("api_key_env")
         from mascot.backends.openai_options import contains_key, is_secret
 
-        for a in sys.argv[1:] if is_secret(key) else ():  # run records keep the command line: no key in it
+        given = [*sys.argv[1:], *(v for v in vars(args).values() if isinstance(v, str))]  # (+ a config's values:
+        for a in given if is_secret(key) else ():  # its out named a folder after the key) run records keep both
             if contains_key(a, key):  # (a placeholder such as lm-studio is no secret: --out runs/lm-studio is fine)
                 raise InputError(
-                    f"the command line holds the value of ${env or 'OPENAI_API_KEY'} (the API key; the argument "
-                    "is not shown), and run records keep the command line: give the key only in the variable"
+                    f"an option (on the command line or in its config file) holds the value of ${env or 'OPENAI_API_KEY'} "
+                    "(the API key; the option is not shown), and run records keep the options: give the key only in "
+                    "the variable"
                 )
         if env is not None and key is None:
             raise InputError(
@@ -369,3 +371,43 @@ def check_run_size(args, held: int, held_max: int, what: str, requests: int, low
             f"this run sends up to {requests:,} requests to a model at their first tries (more than "
             f"{MAX_LLM_REQUESTS:,}); see --dry-run for its size, lower {lower}, or pass --allow-large"
         )
+
+
+# ----------------------------------------------------------------------------- secrets in messages
+_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD", re.IGNORECASE)
+
+
+def secret_values(argv=None) -> list[str]:
+    """The values of the environment's secrets that an error message must never show: the variable that
+    ``--api-key-env`` names in ``argv`` (default ``sys.argv``), and every variable whose name holds KEY, TOKEN,
+    SECRET or PASSWORD, where the value looks like a secret (:func:`mascot.backends.openai_options.is_secret`)."""
+    import os
+
+    from mascot.backends.openai_options import is_secret
+
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names = {n for n in os.environ if _SECRET_NAME.search(n)}
+    for i, a in enumerate(argv):
+        if a == "--api-key-env" and i + 1 < len(argv):
+            names.add(argv[i + 1])
+        elif a.startswith("--api-key-env="):
+            names.add(a.split("=", 1)[1])
+    return [v for v in (os.environ.get(n) for n in sorted(names)) if v and is_secret(v)]
+
+
+def redact_secrets(text: str, argv=None) -> str:
+    """``text`` with every value of :func:`secret_values` masked (an error echoing an argument or a config value
+    that holds the API key: argparse's "invalid int value", "unknown key", "file not found")."""
+    from mascot.backends.openai_options import redact
+
+    for v in secret_values(argv):
+        text = redact(text, v)
+    return text
+
+
+class Parser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose errors never show a secret (argparse echoes the value it refused:
+    ``--seed <key>`` printed the key; an outside tester). Its sub-parsers are of the same class."""
+
+    def error(self, message):
+        super().error(redact_secrets(message))

@@ -24,6 +24,7 @@ import os
 import sys
 from pathlib import Path
 
+from mascot.cli.backend_args import Parser, redact_secrets  # (its errors, and these, never show a secret)
 from mascot.cli.graph_args import InOrder, k_profiles
 from mascot.errors import InputError, MascotError, exit_code
 from mascot.io import file_in_the_way
@@ -470,7 +471,7 @@ def _warn_carried(out: Path, limit: float = 0.5) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="mascot", description="mascot: Multi-Agent Spectral Consensus Toolkit.")
+    p = Parser(prog="mascot", description="mascot: Multi-Agent Spectral Consensus Toolkit.")
     from mascot import __version__
 
     p.add_argument("--version", action="version", version=f"mascot {__version__}")
@@ -697,7 +698,7 @@ def main(argv=None) -> int:
                 parser.error(f"unrecognized arguments: {' '.join(bad)}")
             args.overrides = [*args.overrides, *extra]
     except (ValueError, FileNotFoundError) as e:
-        print(f"mascot: error: {printable(str(e))}", file=sys.stderr)
+        print(f"mascot: error: {printable(redact_secrets(str(e)))}", file=sys.stderr)
         return 2
     impl = os.environ.get("JAX_DEFAULT_PRNG_IMPL", "")
     if impl not in ("", "threefry2x32"):  # (checked without loading JAX: every command's seeds are threefry draws)
@@ -756,7 +757,7 @@ def _run(args) -> int:
     except MascotError as e:  # what mascot raises on purpose: one line (a bug in mascot shows its traceback)
         from mascot.cli.trials_config import name_config_key  # (an option a config file set: its key named too)
 
-        print(f"mascot: error: {printable(name_config_key(str(e), args.config_keys))}", file=sys.stderr)
+        print(f"mascot: error: {printable(redact_secrets(name_config_key(str(e), args.config_keys)))}", file=sys.stderr)
         return exit_code(e)
     except KeyboardInterrupt as e:
         signum = 15 if isinstance(e, Terminated) else 2
@@ -789,7 +790,7 @@ def _run(args) -> int:
         where = f"{e.filename}: " if e.filename else ""
         file = file_in_the_way(e.filename) if e.errno in (errno.ENOTDIR, errno.EEXIST) else None
         why = f"{file} is a file, not a directory: give an --out path that does not go through it" if file else None
-        print(f"mascot: error: {where}{why or e.strerror or e}", file=sys.stderr)
+        print(f"mascot: error: {redact_secrets(f'{where}{why or e.strerror or e}')}", file=sys.stderr)
         return 2 if file else 1  # a file in the way of the path given is bad input, as `--out afile` is
 
 

@@ -50,10 +50,9 @@ def add_parsers(subparsers) -> None:
 
 
 def _cmd_show(args) -> int:
-    from mascot.analysis.show import load_run, summarise, summary_text, write_html
-
     from pathlib import Path
 
+    from mascot.analysis.show import load_run, summarise, summary_text, write_html
     from mascot.errors import InputError
 
     if args.limit < 1:
