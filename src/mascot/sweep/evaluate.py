@@ -458,11 +458,13 @@ def noise_evaluate(points: list[dict], indices: np.ndarray, key_seed: int, dtype
             median, q05, q95 = np.nanmedian(kept, axis=1), *np.nanquantile(kept, [0.05, 0.95], axis=1)
         m = finite.sum(1)
         if (m < trials).any():  # (an unstable L overflowed float32 with only numpy's warnings: an outside tester)
-            bad = ids[m < trials]
+            # each point once (a short last chunk repeats its last point to fill the batch: counted 6 times)
+            bad, first = np.unique(ids[m < trials], return_index=True)
+            lost = int((trials - m[m < trials][first]).sum())
             _log.warning(
                 f"point(s) {', '.join(map(str, bad[:8]))}{' ...' if bad.size > 8 else ''}: the cumulative error "
-                f"overflowed ({dtype or 'the working dtype'}) in {int((trials - m).sum()):,} trial(s), counted in "
-                "`diverged` and left out of ceg_* (NaN where every trial overflowed); float64 holds more"
+                f"overflowed ({dtype or 'the working dtype'}) in {lost:,} trial(s), counted in `diverged` and left "
+                "out of ceg_* (NaN where every trial overflowed); float64 holds more"
             )
         frames.append(
             pd.DataFrame(
