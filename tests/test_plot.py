@@ -549,6 +549,12 @@ def test_values_left_out_for_nan_or_inf_are_said_on_the_figure(tmp_path):
         "2 points not drawn: no finite y (NaN or inf)\n1 row with NaN or inf y left out of the points"
     ]
     assert not plot(df[np.isfinite(df.y)], "x", "y").texts  # (every value finite: no note)
+    # on a log axis the same (a later tester: NaN points were counted as <= 0 and their hue left the legend)
+    fig = plot(df, "x", "y", hue="g", logy=True)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["a", "b (no finite value)"]
+    assert [t.get_text() for t in fig.texts] == [
+        "2 points not drawn: no finite y (NaN or inf)\n1 row with NaN or inf y left out of the points"
+    ]
 
 
 def test_where_takes_a_value_as_figures_and_tables_show_it():

@@ -596,11 +596,11 @@ def draw(
         raise InputError("nothing to plot: no rows")
     if "rows" in s and not (s["rows"] > 0).any():
         raise InputError(f"nothing to plot: no finite {y} value in any row (all NaN or infinite)")
-    keep = np.ones(len(s), dtype=bool)  # points a log axis cannot show are left out (warnings_for says how many)
-    if logy:
-        keep &= (s[y] > 0).to_numpy()
+    keep = np.ones(len(s), dtype=bool)  # points a log axis cannot show are left out (warnings_for says how many);
+    if logy:  # NaN ones stay (not drawn, they break a line and keep their hue in the legend, as on linear axes;
+        keep &= ~(s[y] <= 0).to_numpy()  # they were counted as <= 0: an outside tester)
     if logx and s[x].dtype.kind in "biuf":
-        keep &= (s[x] > 0).to_numpy()
+        keep &= ~(s[x] <= 0).to_numpy()
     if not keep.any():
         raise InputError("nothing to plot on log axes: every plotted point is <= 0 there")
     dropped = int((~keep).sum())
