@@ -541,6 +541,9 @@ def test_readable_axes_and_labels(tmp_path):
 def test_values_left_out_for_nan_or_inf_are_said_on_the_figure(tmp_path):
     """Found by an outside tester: a hue whose every value was inf (a ring that never contracts: K* = inf) stood in
     the legend with no line, and an inf row was left out of a mean, both said on stderr only."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")  # (this module draws many figures)
     df = pd.DataFrame({"x": [2, 2, 3, 2, 3], "y": [np.inf, 3.0, 4.0, np.nan, np.inf], "g": ["a", "a", "a", "b", "b"]})
     fig = plot(df, "x", "y", hue="g")
     labels = fig.axes[0].get_legend().get_texts()
