@@ -564,7 +564,9 @@ def test_where_takes_a_value_as_figures_and_tables_show_it():
     """Found by an outside tester: --where b0=1392.48 kept no row; the value was 1392.4766500838336 (a logspace)."""
     b0 = np.logspace(np.log10(500), np.log10(50000), 7)
     df = pd.DataFrame({"b0": np.repeat(b0, 2), "x": [1, 2] * 7, "y": np.arange(14.0)})
-    for typed, row in (("1077.22", 1), ("1077", 1), ("1.08e3", 1), ("23207.9", 5), (repr(float(b0[3])), 3)):
+    cases = (("1077.22", 1), ("1077", 1), ("1.08e3", 1), ("23207.9", 5), (repr(float(b0[3])), 3))
+    # (and as a report's ticks write it, thousands separated, trailing zeros placeholders: "23,210")
+    for typed, row in (*cases, ("23,210", 5), ("1,077", 1), ("23,208", 5)):
         s = summarize(df, "x", "y", where={"b0": typed})
         assert list(s.y) == [2.0 * row, 2.0 * row + 1], typed
     with pytest.raises(InputError, match="keeps no row"):  # 1 significant digit is no rounding of 1077.2

@@ -29,6 +29,7 @@ consensus ``status`` itself is a code and is refused as ``y``.
 from __future__ import annotations
 
 import math
+import re
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
@@ -143,9 +144,9 @@ def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray
         if col == "status" and want in _STATUS_CODES:
             want = float(_STATUS_CODES[want])  # a consensus status by its label
         else:
-            typed = want
-            try:
-                want = float(want)
+            typed = want.replace(",", "") if re.fullmatch(r"\s*[+-]?\d{1,3}(,\d{3})+(\.\d*)?\s*", want) else want
+            try:  # (13,920 as a figure shows it: a later tester)
+                want = float(typed)
             except ValueError:
                 labels = f" (or a status label: {', '.join(STATUS_NAMES.values())})" if col == "status" else ""
                 raise InputError(f"{what} {col}={want!r}: {col} is numeric{labels}") from None
@@ -156,6 +157,12 @@ def _matches(vals: pd.Series, col: str, want, what: str = "where") -> np.ndarray
     return (vals.astype(str) == str(want)).to_numpy() if isinstance(want, str) else (vals == want).to_numpy()
 
 
+def _tick(v: float) -> str:
+    """A tick label of 4 significant digits, thousands separated (13924.77 -> 13,925; 646.331 -> 646.3): what
+    ``--where`` takes back (:func:`_typed_match`)."""
+    return f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}"
+
+
 def _typed_match(vals: pd.Series, col: str, typed: str, want: float, what: str) -> np.ndarray:
     """A number typed with fewer digits than the column holds matches the one value it rounds: ``b0=1392.48``
     is 1392.4766500838336, as figures and tables show it (a logspace's values needed every digit typed: an
@@ -164,7 +171,8 @@ def _typed_match(vals: pd.Series, col: str, typed: str, want: float, what: str) 
     x = vals.to_numpy()
     hit = np.isclose(x, want, rtol=1e-9, atol=0.0)
     mantissa = typed.strip().lower().lstrip("+-").split("e")[0]
-    digits = len(mantissa.replace(".", "").lstrip("0")) or 1
+    # significant digits typed; an integer's trailing zeros are placeholders (13,920 is 13924.77 to 4 digits)
+    digits = len((mantissa if "." in mantissa else mantissa.rstrip("0")).replace(".", "").lstrip("0")) or 1
     if hit.any() or not np.isfinite(want) or not 3 <= digits < 15:  # (1e3 is no rounding of 1077.2)
         return hit
     cands = np.unique(x[np.isfinite(x)])
@@ -671,9 +679,10 @@ def draw(
             if logx and numeric_x:
                 ax.set_xscale("log")
                 ticks = np.unique(s[x].to_numpy(dtype=float))
-                if ticks.size <= 12 and (ticks > 0).all():  # the data's own x values, written plainly
-                    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
-                    ax.xaxis.set_minor_formatter(mpl.ticker.NullFormatter())
+                ticks = ticks[np.isfinite(ticks) & (ticks > 0)]
+                if 0 < ticks.size <= 12:  # the data's own x values, written plainly, none within 25% of another
+                    readable_log_axis(ax, "x", values=ticks)  # and in 4 digits (646.331392.48 ran together:
+                    ax.xaxis.set_major_formatter(mpl.ticker.FuncFormatter(lambda v, _: _tick(v)))  # a tester)
             if logy:
                 ax.set_yscale("log")
             if numeric_x and not logx and pd.api.types.is_integer_dtype(s[x]):  # (n ticked 7.5, 12.5)
