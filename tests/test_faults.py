@@ -521,6 +521,9 @@ def test_corrupt_run_json_is_named_and_written_anew_by_the_same_run(run_dir, tmp
     figure = run_dir / "chunks" / "fig.png"  # never into chunks/ (every run then named it a stray file)
     assert main(["plot", str(tmp_path / "before.parquet"), "--x", "n", "--y", "rounds", "--out", str(figure)]) == 2
     assert "inside a sweep's chunks/ folder" in _err_line(capsys) and not figure.exists()
+    report = ["report", "consensus-sweep", str(tmp_path / "before.parquet"), "--out", str(run_dir / "chunks" / "r")]
+    assert main(report) == 2 and "inside a sweep's chunks/ folder" in _err_line(capsys)  # (a later tester)
+    assert not (run_dir / "chunks" / "r").exists()
     assert {p: p.stat().st_mtime_ns for p in (run_dir / "chunks").iterdir()} == mtimes  # no chunk recomputed
     pd.testing.assert_frame_equal(pd.read_parquet(RunDir(run_dir).merge(tmp_path / "after.parquet")), before)
 

@@ -226,12 +226,14 @@ def _cmd_report(args) -> int:
                 f"{p}: {'is a directory, not' if Path(p).is_dir() else 'no such file; give'} a merged "
                 "Parquet file (`mascot merge RUN` writes RUN/merged.parquet)"
             )
-    # beside the (first) data file, never the repository's committed results/ (an outside tester's first report
-    # replaced the papers' files there)
+    # beside the (first) data file, never the committed results/ (a tester's first report replaced the papers' files)
     out = args.out or str(Path(args.data[0]).parent / f"{Path(args.data[0]).stem}_report")
     bad = next((q for q in (Path(out), *Path(out).parents) if q.exists() and not q.is_dir()), None)
     if bad is not None:
         raise InputError(f"--out {out}: {bad} is a file; give a directory for the report's files")
+    from mascot.sweep.store import refuse_chunks_folder
+
+    refuse_chunks_folder(out)  # (a report written into a sweep's chunks/ was named stray files there: a tester)
     report(args.data if args.what == "noise-sweep" else args.data[0], out)
     if args.what != "consensus-sweep":  # (the consensus report names its files itself)
         files = {

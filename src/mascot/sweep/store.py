@@ -127,6 +127,17 @@ def write_table_atomic(table: pa.Table, path: Path, metadata: dict | None = None
 _CHUNK_NAME = re.compile(r"chunk-(\d{6})\.parquet")
 
 
+def refuse_chunks_folder(path, option: str = "--out") -> None:
+    """Refuse a path inside a sweep run directory's ``chunks/`` (it holds only chunks; a figure or a report written
+    there was named a stray file by every later command: outside testers). ``path`` a file or a directory."""
+    p = Path(path).resolve()
+    for d in (p, *p.parents):
+        if d.name == "chunks" and ((d.parent / RUN_JSON).is_file() or (d.parent / ".mascot.lock").exists()):
+            raise InputError(
+                f"{option} {path} is inside a sweep's chunks/ folder, which holds only its chunks; give another path"
+            )
+
+
 def _chunk_of(p: Path, cfg) -> bool:
     """Whether ``p`` (in a run directory's ``chunks/``) is a complete chunk of a run of ``cfg``, by the footer and
     metadata check a run makes of its chunks (:meth:`RunDir.check_chunk` without reading the data)."""
