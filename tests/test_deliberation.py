@@ -660,7 +660,7 @@ def test_cli_json_keys(tmp_path, capsys):
     assert _cli(["deliberate", "--runs", "1", "--dry-run", "--out", str(tmp_path / "dry")]) == 0
     plan = capsys.readouterr().out
     assert "at most 455 requests at their first tries (5 in round 0" in plan and not (tmp_path / "dry").exists()
-    assert "at most b0 = 100,000 per lane plus the round that crosses it, over 3 lanes" in plan
+    assert "at most b0 = 100,000 per lane plus the round that crosses it, over 3 lanes: 300,000 plus 3 such" in plan
     # (5 agents in round 0, then 3 strategies x 5 agents x 30 rounds at most: 5 + 450)
     with pytest.raises(ValueError, match="300,000,000 lanes .* pass --allow-large"):  # --runs 1e8 sat building lanes
         _cli(["deliberate", "--runs", "100000000", "--out", str(tmp_path / "big")])

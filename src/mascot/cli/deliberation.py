@@ -138,13 +138,13 @@ def cmd_deliberate(args) -> int:
     if args.dry_run:
         most = (first + later) * (cfg.retries + 1)
         print(
-            f"plan: {cfg.runs} run(s) x {len(cfg.strategies)} strategies ({', '.join(cfg.strategies)}) x {cfg.n} "
+            f"plan: {cfg.runs:,} run(s) x {len(cfg.strategies)} strategies ({', '.join(cfg.strategies)}) x {cfg.n} "
             f"agents: at most {first + later:,} requests at their first tries ({first:,} in round 0, then at most "
             f"{cfg.max_rounds} rounds per lane; a lane stops at consensus or when its budget b0 = {cfg.b0:,.0f} "
             f"is spent), up to {most:,} if every reply is re-asked --retries {cfg.retries} times; replies at most "
             f"{most * cfg.sampling.max_tokens:,} tokens (--max-tokens {cfg.sampling.max_tokens}); the budget "
             f"charges prompt tokens (x token_scale {cfg.token_scale:g}): at most b0 = {cfg.b0:,.0f} per lane plus "
-            f"the round that crosses it, over {lanes:,} lanes"
+            f"the round that crosses it, over {lanes:,} lanes: {lanes * cfg.b0:,.0f} plus {lanes:,} such rounds"
             + ("" if cfg.charge_initial else " (round 0's prompts are not charged)")
         )
         return 0
