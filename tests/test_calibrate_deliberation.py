@@ -184,6 +184,8 @@ def test_parameter_recovery_from_text_harness_runs(harness_dir, tmp_path):
     # same estimate from there as from 30 + 15 steps (the largest |estimate - truth| / sd: 1.65 here, 1.61 after 30)
     res = calibrate_deliberation(harness_dir, tmp_path / "fit", quick=True, steps=10, n_boot=100, seed=1, gn_iters=6)
     assert (tmp_path / "fit" / "params.toml").exists() and (tmp_path / "fit" / "report.md").exists()
+    report = (tmp_path / "fit" / "report.md").read_text()  # a quick fit says so (a tester read one as a result)
+    assert "A quick fit (`--quick`, a smoke test)" in report and "bootstrap replicates only" not in report
     truth = TRUE.to_dict()
     for k in res["fitted"]:
         lo, hi = res["ci95"][k]

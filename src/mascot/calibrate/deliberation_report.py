@@ -234,6 +234,19 @@ def write_report(result: dict, out, *, traces: dict, obs_traces: dict | None = N
         f"(final loss {result['loss']:.4g}); fit {result['fit_wall_s']:.0f} s, "
         f"bootstrap ({result['n_boot']} replicates) {result['boot_wall_s']:.0f} s.",
         f"Uncertainty: {result['uncertainty_method']}.",
+        *(
+            ["", "**A quick fit (`--quick`, a smoke test): fewer steps and simulated runs; not for results.**"]
+            if result.get("quick")
+            else []
+        ),
+        *(
+            [
+                f"**{result['n_boot']} bootstrap replicates only: the s.d.s and intervals below are rough (use --n-boot "
+                "200).**"
+            ]
+            if 0 < result["n_boot"] < 30
+            else []
+        ),  # (2 replicates gave "95 % intervals": a tester)
         "",
         "| parameter | estimate | bootstrap sd | 95 % interval (+-1.96 sd, within the parameter's range) | meaning |",
         "|---|---|---|---|---|",
