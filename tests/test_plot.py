@@ -574,3 +574,11 @@ def test_where_takes_a_value_as_figures_and_tables_show_it():
     close = pd.DataFrame({"v": [1.0001, 1.0002], "x": [1, 1], "y": [0.0, 1.0]})
     with pytest.raises(InputError, match=r"fits 2 values \(1.0001, 1.0002\); give more digits"):
         summarize(close, "x", "y", where={"v": "1.00"})
+
+
+def test_values_equal_to_12_digits_are_one_setting():
+    """Found by an outside tester: 0.3 and 0.30000000000000004 (a linspace's) were two hue lines both labelled 0.3,
+    which --where a=0.3 pooled."""
+    df = pd.DataFrame({"a": [0.3, 0.1 + 0.2, 0.5, 0.5], "x": [1, 1, 1, 1], "y": [1.0, 2.0, 3.0, 4.0]})
+    s = summarize(df, "x", "y", hue="a")
+    assert list(s.a) == [0.3, 0.5] and list(s.y) == [1.5, 3.5] and list(s.rows) == [2, 2]

@@ -331,6 +331,10 @@ def summarize(
             "e.g. --y status=consensus, or split the rows by it (--hue status)"
         )
     keys = [c for c in (facet, hue, x) if c is not None]
+    for c in keys:  # one setting per value to 12 digits: 0.3 and 0.30000000000000004 (a linspace) were two lines
+        if df[c].dtype.kind == "f":  # both labelled 0.3, which --where a=0.3 pooled (an outside tester)
+            u = df[c].dropna().unique()
+            df = df.assign(**{c: df[c].map(dict(zip(u, (float(f"{v:.12g}") for v in u))))})
     missing = df[keys].isna().any(axis=1).to_numpy() if keys else np.zeros(len(df), bool)
     if missing.any():  # a row without an x, hue or facet value has no place in the figure: left out, and said
         if missing.all():
