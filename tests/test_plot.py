@@ -513,6 +513,9 @@ def test_a_column_in_two_roles_is_refused_and_names_are_shown_as_written(tmp_pat
 def test_readable_axes_and_labels(tmp_path):
     """Found by an outside tester: log y ticks read 6x10^0, integer n was ticked 7.5, a long title widened the
     figure, and "mean (95% CI)" labelled points of one row each (no interval drawn)."""
+    import matplotlib.pyplot as plt
+
+    plt.close("all")  # (this module draws many figures)
     df = pd.DataFrame({"n": [6, 7, 12, 24] * 2, "v": [3.0, 4.5, 9.0, 20.0, 3.2, 4.4, 9.5, 21.0]})
     fig = plot(df, x="n", y="v", logy=True, title="a long title " * 20)
     ax = fig.axes[0]
