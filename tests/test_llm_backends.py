@@ -1353,7 +1353,7 @@ def test_a_base_url_holding_the_key_is_refused_without_showing_either(monkeypatc
     argv = ["trials", "--backend", "openai", "--model", "m", "--base-url", url, "--n-trials", "1", "--steps", "1"]
     assert main([*argv, "--out", str(out)]) == 2
     err = capsys.readouterr().err
-    assert "base_url holds the value" in err and "SECRET" not in err and not out.exists()
+    assert "holds the value of an environment variable" in err and "SECRET" not in err and not out.exists()
 
 
 def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(monkeypatch, tmp_path, capsys):
@@ -1368,8 +1368,8 @@ def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(m
     assert key[3:] not in str(e.value).lower()
     common = ["deliberate", "--backend", "openai", "--base-url", "http://127.0.0.1:9/v1", "--runs", "1"]
     for argv, says in (
-        ([*common, "--model", key, "--out", str(tmp_path / "a")], "model holds the value"),
-        ([*common, "--model", "m", "--out", str(tmp_path / f"b{key}")], "an option (on the command line or in"),
+        ([*common, "--model", key, "--out", str(tmp_path / "a")], "holds the value of an environment variable"),
+        ([*common, "--model", "m", "--out", str(tmp_path / f"b{key}")], "holds the value of an environment variable"),
     ):
         monkeypatch.setattr("sys.argv", ["mascot", *argv])  # (run records keep the console's command line)
         assert main(argv) == 2
@@ -1395,8 +1395,24 @@ def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(m
         except SystemExit as e:  # (argparse's own error)
             rc = e.code
         err = capsys.readouterr().err
-        assert rc == 2 and key[3:] not in err and ("***" in err or "an option" in err), err
+        assert rc == 2 and key[3:] not in err and ("***" in err or "holds the value of an environment" in err), err
     assert [p.name for p in tmp_path.iterdir()] == ["k.toml"]
+    # a third tester: with any backend, a key in --out, a debate config's name or a sweep override named run
+    # directories and entered run.json
+    root = Path(__file__).resolve().parents[1]
+    named = tmp_path / "d.toml"
+    named.write_text(
+        (root / "configs/debate/code_review.toml").read_text().replace('name = "code_review"', f'name = "{key}"')
+    )
+    for argv in (
+        ["trials", "--n-trials", "1", "--steps", "1", "--out", str(tmp_path / f"x{key}")],
+        ["debate", str(named)],
+        ["validate", str(root / "configs/examples/consensus_small.toml"), f"experiment.name={key}"],
+    ):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert "holds the value of an environment variable" in err and key[3:] not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.toml", "k.toml"]
     # a placeholder key is no secret: an --out or a model that holds it is an ordinary name
     monkeypatch.setenv("OPENAI_API_KEY", "lm-studio")
     assert OpenAIBackend("lm-studio-model", base_url="http://127.0.0.1:9/v1", probe=False).model == "lm-studio-model"

@@ -92,6 +92,24 @@ def test_show_never_writes_its_page_over_a_run_file(trials_run, capsys):
     assert {p.name: p.read_bytes() for p in trials_run.iterdir() if p.is_file()} == before
 
 
+def test_show_masks_the_key_in_records_that_hold_it(trials_run, tmp_path, capsys, monkeypatch):
+    """Found by an outside tester: a run whose records held the API key (an error, a finish reason) was shown with
+    the key, on screen and in the page."""
+    import shutil
+
+    key = "sk-proj9A8b7C6d5E4f3G2h1I0jK9l8M7n6O5p4Q3r2"
+    run = tmp_path / "r"
+    shutil.copytree(trials_run, run)
+    lines = (run / "requests.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec.update(finish_reason=key, error=f"401 invalid key {key}")
+    (run / "requests.jsonl").write_text("\n".join([json.dumps(rec), *lines[1:]]) + "\n")
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    assert cli_main(["show", str(run), "--html", str(tmp_path / "p.html")]) == 0
+    shown = capsys.readouterr().out + (tmp_path / "p.html").read_text()
+    assert "C6d5E4f3G2h1" not in shown and "***" in shown
+
+
 def test_show_escapes_what_the_server_said_in_the_summary(trials_run, tmp_path, capsys):
     """A finish_reason of "\x1b[31mweird" reached the terminal raw in the summary (the page escaped it)."""
     run, _ = _edited_copy(trials_run, tmp_path, 1, finish_reason="\x1b[31mweird\x1b[0m")

@@ -411,3 +411,49 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         super().error(redact_secrets(message))
+
+
+def refuse_secrets(argv) -> None:
+    """Refuse a command whose arguments, or a TOML config file among them, hold the value of a secret of the
+    environment (:func:`secret_values`): run directories are named from them and run records keep them (an
+    outside tester's key became a run directory's name and entered run.json, through --out, a config's name or
+    task, a sweep override; with any backend). The message names no value."""
+    from mascot.backends.openai_options import contains_key
+
+    secrets = secret_values(argv)
+    if not secrets:
+        return
+    texts = list(argv)
+    for a in argv:  # config files given by path (a sweep's, a trials, deliberation or debate config)
+        p = Path(a)
+        try:
+            if p.suffix.lower() == ".toml" and p.is_file() and p.stat().st_size <= 1 << 20:
+                texts.append(p.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    if any(contains_key(t, s) for t in texts for s in secrets):
+        raise InputError(
+            "an argument or a config file of this command holds the value of an environment variable that keeps an "
+            "API key (neither is shown): run directories are named from them and run records keep them; give the key "
+            "only in its variable"
+        )
+
+
+def scrub(obj, secrets=None):
+    """``obj`` (JSON-like: dicts, lists, strings) with every string's secrets masked (:func:`redact_secrets` for
+    records shown to a reader: a run's requests that hold the key, an outside tester's edited log, were shown
+    whole by ``mascot show``). ``secrets``: :func:`secret_values` unless given; none: ``obj`` itself."""
+    from mascot.backends.openai_options import redact
+
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        return obj
+    if isinstance(obj, str):
+        for s in secrets:
+            obj = redact(obj, s)
+        return obj
+    if isinstance(obj, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(scrub(v, secrets) for v in obj)
+    return obj

@@ -24,7 +24,7 @@ import os
 import sys
 from pathlib import Path
 
-from mascot.cli.backend_args import Parser, redact_secrets  # (its errors, and these, never show a secret)
+from mascot.cli.backend_args import Parser, redact_secrets, refuse_secrets  # (no secret shown or written)
 from mascot.cli.graph_args import InOrder, k_profiles
 from mascot.errors import InputError, MascotError, exit_code
 from mascot.io import file_in_the_way
@@ -296,8 +296,7 @@ def _trials_backend(args):
 
 
 def _cmd_trials(args) -> int:
-    # the report's imports (pandas, matplotlib: seconds) wait until the requests are answered (issue 29: an LLM
-    # command's first request came after about 20 s)
+    # the report's imports (pandas, matplotlib: seconds) wait for the requests (issue 29: the first came after 20 s)
     from mascot.backends.base import Sampling
     from mascot.cli.backend_args import check_sampling_args
     from mascot.protocols.state_tracking.harness import TOPOLOGIES, TrialConfig, run_trials
@@ -699,6 +698,7 @@ def main(argv=None) -> int:
             if bad:
                 parser.error(f"unrecognized arguments: {' '.join(bad)}")
             args.overrides = [*args.overrides, *extra]
+        refuse_secrets(argv)  # (a key in --out or a config's name named the run directory: outside testers)
     except (ValueError, FileNotFoundError) as e:
         print(f"mascot: error: {printable(redact_secrets(str(e)))}", file=sys.stderr)
         return 2

@@ -59,10 +59,14 @@ def _cmd_show(args) -> int:
         raise InputError(f"--limit must be >= 1; got {args.limit}")
     if args.html:
         page = Path(args.html)
+        if page.is_dir() or not page.name:  # (a directory named the page's temporary file)
+            raise InputError(f"--html {args.html!r}: give a .html file name, not a directory")
         if page.suffix.lower() not in (".html", ".htm"):  # (--html RUN/requests.jsonl destroyed the run's log,
             raise InputError(f"--html {page}: give a .html file name (the page is written there)")  # --html
             # RUN/run.json its record: an outside tester)
-    command, meta, records = load_run(args.run)
+    from mascot.cli.backend_args import scrub
+
+    command, meta, records = scrub(load_run(args.run))  # (records holding the key were shown whole: a tester)
     max_tokens = None  # the run's limit, from its config (trials) or its identity (deliberate, debate)
     for cfg in (
         meta.get("config"),
