@@ -89,16 +89,18 @@ class SlurmError(ServiceError):
     """sbatch or squeue failed, or is not installed."""
 
 
-def refuse_traced(name: str, value) -> None:
-    """Raise an :class:`InputError` where ``value`` is a JAX tracer: ``mascot.theory``'s float64 numpy references
-    take concrete values (inside ``jax.jit`` they said "must be a real number; got JitTracer", or raised JAX's
-    TracerArrayConversionError). Checked by class name, so this module does not import JAX."""
-    if any(c.__name__ == "Tracer" for c in type(value).__mro__):
-        raise InputError(
-            f"{name} is traced (inside jax.jit, vmap or grad): mascot.theory's functions are float64 numpy references "
-            "that take concrete values; call them outside the transformation, or use the traceable core "
-            "(mascot.rollout, mascot.sr_spectra, mascot.kernels)"
-        )
+def refuse_traced(**values) -> None:
+    """Raise an :class:`InputError` naming the first of ``values`` (name -> value) that is a JAX tracer:
+    ``mascot.theory``'s float64 numpy references take concrete values (inside ``jax.jit`` they said "must be a
+    real number; got JitTracer", or raised JAX's TracerArrayConversionError). Checked by class name, so this
+    module does not import JAX."""
+    for name, value in values.items():
+        if any(c.__name__ == "Tracer" for c in type(value).__mro__):
+            raise InputError(
+                f"{name} is traced (inside jax.jit, vmap or grad): mascot.theory's functions are float64 numpy "
+                "references that take concrete values; call them outside the transformation, or use the traceable "
+                "core (mascot.rollout, mascot.sr_spectra, mascot.kernels)"
+            )
 
 
 def exit_code(e: MascotError) -> int:

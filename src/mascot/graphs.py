@@ -150,7 +150,7 @@ def chain(n: int) -> np.ndarray:
 
     Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
     """
-    _check_n(n, 1, "n")
+    check_n(n, 1, "n")
     return np.eye(int(n), k=1)
 
 
@@ -161,7 +161,7 @@ def star(n: int) -> np.ndarray:
 
     Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
     """
-    _check_n(n, 2, "n")
+    check_n(n, 2, "n")
     n = int(n)
     A = np.zeros((n, n))
     A[0, 1:] = 1.0
@@ -189,7 +189,7 @@ def mesh(n: int) -> np.ndarray:
 
     Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
     """
-    _check_n(n, 2, "n")
+    check_n(n, 2, "n")
     return np.ones((int(n), int(n))) - np.eye(int(n))
 
 
@@ -200,7 +200,7 @@ def ring(n: int, directed: bool = False) -> np.ndarray:
 
     Returns: the ``(n, n)`` float64 adjacency (0/1 entries).
     """
-    _check_n(n, 3, "n")
+    check_n(n, 3, "n")
     n = int(n)
     A = np.roll(np.eye(n), 1, axis=1)
     return A if directed else A + A.T
@@ -214,9 +214,11 @@ def complete_self(n: int, a: float) -> np.ndarray:
     return complete_weights(n, a)
 
 
-def _check_n(n, lo, name):
-    if isinstance(n, bool) or int(n) != n or n < lo:
+def check_n(n, lo: int, name: str = "n") -> int:
+    """``n`` as an int, after checking it is a whole number ``>= lo`` (an error naming ``name`` otherwise)."""
+    if isinstance(n, bool) or not isinstance(n, (int, float, np.number)) or not np.isfinite(n) or int(n) != n or n < lo:
         raise InputError(f"{name} must be an integer >= {lo}; got {n!r}")
+    return int(n)
 
 
 def _rng(seed):
@@ -233,8 +235,8 @@ def erdos_renyi(n: int, p: float, count: int = 1, seed=None) -> np.ndarray:
 
     Returns: a float64 array ``(count, n, n)`` of 0/1 adjacencies.
     """
-    _check_n(n, 2, "n")
-    _check_n(count, 1, "count")
+    check_n(n, 2, "n")
+    check_n(count, 1, "count")
     if not 0.0 <= p <= 1.0:
         raise InputError(f"p must be in [0, 1]; got {p!r}")
     rng = _rng(seed)
@@ -255,8 +257,8 @@ def watts_strogatz(n: int, k: int, beta: float, count: int = 1, seed=None) -> np
 
     Returns: a float64 array ``(count, n, n)`` of 0/1 adjacencies.
     """
-    _check_n(n, 3, "n")
-    _check_n(count, 1, "count")
+    check_n(n, 3, "n")
+    check_n(count, 1, "count")
     if int(k) != k or k < 2 or k % 2 or k >= n:
         raise InputError(f"k must be an even integer with 2 <= k < n = {n}; got {k!r}")
     if not 0.0 <= beta <= 1.0:
@@ -296,8 +298,8 @@ def random_regular(n: int, d: int, count: int = 1, seed=None, max_tries: int = 1
 
     Returns: a float64 array ``(count, n, n)`` of 0/1 adjacencies.
     """
-    _check_n(n, 2, "n")
-    _check_n(count, 1, "count")
+    check_n(n, 2, "n")
+    check_n(count, 1, "count")
     if int(d) != d or not 0 <= d < n or (n * d) % 2:
         raise InputError(f"d must be an integer with 0 <= d < n and n*d even; got n={n}, d={d!r}")
     rng = _rng(seed)

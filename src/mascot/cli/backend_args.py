@@ -298,16 +298,10 @@ def build_backend(
 
         key = check_options(**options)
         env = options.get("api_key_env")
-        from mascot.backends.openai_options import contains_key, is_secret
+        from mascot.backends.openai_options import is_secret
 
-        given = [*sys.argv[1:], *(v for v in vars(args).values() if isinstance(v, str))]  # (+ a config's values:
-        for a in given if is_secret(key) else ():  # its out named a folder after the key) run records keep both
-            if contains_key(a, key):  # (a placeholder such as lm-studio is no secret: --out runs/lm-studio is fine)
-                raise InputError(
-                    f"an option (on the command line or in its config file) holds the value of ${env or 'OPENAI_API_KEY'} "
-                    "(the API key; the option is not shown), and run records keep the options: give the key only in "
-                    "the variable"
-                )
+        # the options' values (a config's too) against the key this backend read, whatever its variable's name
+        refuse_secrets([v for v in vars(args).values() if isinstance(v, str)], [key] if is_secret(key) else [])
         if env is not None and key is None:
             raise InputError(
                 "the environment variable named by --api-key-env is not set (or empty); export it, or "
@@ -398,11 +392,7 @@ def secret_values(argv=None) -> list[str]:
 def redact_secrets(text: str, argv=None) -> str:
     """``text`` with every value of :func:`secret_values` masked (an error echoing an argument or a config value
     that holds the API key: argparse's "invalid int value", "unknown key", "file not found")."""
-    from mascot.backends.openai_options import redact
-
-    for v in secret_values(argv):
-        text = redact(text, v)
-    return text
+    return scrub(text, secret_values(argv))
 
 
 class Parser(argparse.ArgumentParser):
@@ -413,14 +403,14 @@ class Parser(argparse.ArgumentParser):
         super().error(redact_secrets(message))
 
 
-def refuse_secrets(argv) -> None:
+def refuse_secrets(argv, secrets=None) -> None:
     """Refuse a command whose arguments, or a TOML config file among them, hold the value of a secret of the
-    environment (:func:`secret_values`): run directories are named from them and run records keep them (an
-    outside tester's key became a run directory's name and entered run.json, through --out, a config's name or
-    task, a sweep override; with any backend). The message names no value."""
+    environment (``secrets``, default :func:`secret_values`): run directories are named from them and run records
+    keep them (an outside tester's key became a run directory's name and entered run.json, through --out, a
+    config's name or task, a sweep override; with any backend). The message names no value."""
     from mascot.backends.openai_options import contains_key
 
-    secrets = secret_values(argv)
+    secrets = secret_values(argv) if secrets is None else secrets
     if not secrets:
         return
     texts = list(argv)

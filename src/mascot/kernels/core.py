@@ -169,12 +169,12 @@ def rollout(
         )
     if key is not None:
         check_key(key)  # one threefry key (an rbg key's draws are not independent under vmap)
+    from mascot.theory.consensus import validate_doubly_stochastic
+
     for name in ("W1", "W2"):  # checked where the weights are known (eager calls; not under jit or vmap over them)
         w = _concrete(getattr(modes, name))
         if w is not None and w.ndim == 2:
             # (a row-stochastic DeGroot W ran, and D, measured from the initial mean, never fell: an outside tester)
-            from mascot.theory.consensus import validate_doubly_stochastic
-
             validate_doubly_stochastic(w, f"modes.{name}")
     dt = getattr(x0, "dtype", None)
     dt = jnp.asarray(x0).dtype if dt is None else np.dtype(dt)

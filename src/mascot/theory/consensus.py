@@ -86,7 +86,7 @@ def disagreement(X) -> np.ndarray | float:
 
     Returns: a float for ``X`` of shape ``(N, d)``, an array ``(B,)`` for a stack ``(B, N, d)``.
     """
-    refuse_traced("X", X)
+    refuse_traced(X=X)
     X = np.asarray(X, dtype=np.float64)
     if X.ndim < 2:
         raise InputError(f"X must have shape (..., N, d); got shape {X.shape}")
@@ -105,7 +105,7 @@ def validate_doubly_stochastic(W, name: str = "W", atol: float = 1e-9) -> np.nda
     Raises ``ValueError`` naming the matrix (``name``) and the violated condition. A matrix given in a
     lower precision (e.g. float32) is held to that precision's rounding: ``atol`` grows to ``2 N eps``.
     """
-    refuse_traced(name, W)
+    refuse_traced(**{name: W})
     src = np.asarray(W)
     if np.iscomplexobj(src):  # (the imaginary part was dropped with only a warning)
         raise InputError(f"{name} must hold real numbers; got dtype {src.dtype}")
@@ -144,7 +144,7 @@ def is_circulant(W, atol: float = 1e-12) -> bool:
 
     Returns: True or False.
     """
-    refuse_traced("W", W)
+    refuse_traced(W=W)
     W = np.asarray(W, dtype=np.float64)
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
         return False
@@ -191,7 +191,7 @@ def circulant_contraction_rate(first_row, name: str = "W") -> float:
 
     Returns: the rate as a float.
     """
-    refuse_traced("first_row", first_row)
+    refuse_traced(first_row=first_row)
     w = np.asarray(first_row, dtype=np.float64)
     if w.ndim != 1 or w.size < 1:
         raise InputError(f"{name}: first row must be a 1-D vector; got shape {w.shape}")
@@ -211,7 +211,7 @@ def _circulant_rate(w: np.ndarray) -> float:
 
 # ----------------------------------------------------------------------------- Theorem 1
 def _check_scalar(name: str, value, *, positive=False, nonnegative=False, finite=False) -> float:
-    refuse_traced(name, value)
+    refuse_traced(**{name: value})
     try:
         v = float(value)
     except (TypeError, ValueError):
@@ -234,9 +234,7 @@ def rounds_to_reach(start: float, target: float, lam: float) -> float:
     ``math.inf`` when ``lam >= 1`` (the mode does not contract). A log-ratio within its own rounding error
     of an integer ``k`` counts ``k + 1`` rounds (:func:`ceil_rounds`: conservative).
     """
-    refuse_traced("start", start)
-    refuse_traced("target", target)
-    refuse_traced("lam", lam)
+    refuse_traced(start=start, target=target, lam=lam)
     if start <= target:
         return 0
     if lam <= 0.0:
@@ -334,7 +332,7 @@ def certificate_budget(d, eta, eps, lambda1, lambda2, c1, c2) -> np.ndarray | fl
     :func:`theorem1_batch` gives the same numbers vectorised (about 100x faster on 10^5 entries), unchecked, and
     takes arrays for every argument.
     """
-    refuse_traced("d", d)
+    refuse_traced(d=d)
     d_arr = np.asarray(d, dtype=np.float64)
     if np.isnan(d_arr).any() or (d_arr < 0).any() or np.isinf(d_arr).any():  # (named as this function names it)
         raise InputError(
@@ -499,13 +497,7 @@ def theorem1_batch(d0, eta, eps, lambda1, lambda2, c1, c2):
 
     Returns: ``(K1, K2, B_star)``, arrays of the broadcast shape.
     """
-    refuse_traced("d0", d0)
-    refuse_traced("eta", eta)
-    refuse_traced("eps", eps)
-    refuse_traced("lambda1", lambda1)
-    refuse_traced("lambda2", lambda2)
-    refuse_traced("c1", c1)
-    refuse_traced("c2", c2)
+    refuse_traced(d0=d0, eta=eta, eps=eps, lambda1=lambda1, lambda2=lambda2, c1=c1, c2=c2)
     d0, eta, eps, l1, l2, c1, c2 = (np.asarray(a, dtype=np.float64) for a in (d0, eta, eps, lambda1, lambda2, c1, c2))
     shape = np.broadcast_shapes(d0.shape, eta.shape, eps.shape, l1.shape, l2.shape, c1.shape, c2.shape)
     eta_eff = np.maximum(eta, eps)

@@ -49,7 +49,7 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
 # ----------------------------------------------------------------------------- validation
 def _finite(name, value):
-    refuse_traced(name, value)
+    refuse_traced(**{name: value})
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -61,7 +61,7 @@ def _finite(name, value):
 
 def _counts(name, value, minimum=1):
     """Integer-valued counts ``>= minimum`` (floats such as 4.0 are accepted), returned as int64."""
-    refuse_traced(name, value)
+    refuse_traced(**{name: value})
     try:
         kind = np.asarray(value).dtype.kind
         arr = np.asarray(value, dtype=np.float64)
@@ -233,7 +233,7 @@ def infer_rho_c(ratio, k):
 
 # ----------------------------------------------------------------------------- eq. 4 and eq. 6
 def _profile(k_profile):
-    refuse_traced("k_profile", k_profile)
+    refuse_traced(k_profile=k_profile)
     try:
         if np.asarray(k_profile).dtype.kind not in "iuf":  # (True and "4" were taken as counts: an outside tester)
             raise ValueError

@@ -46,7 +46,7 @@ class SRDiagnostics(NamedTuple):
 
 def check_gamma(gamma) -> np.ndarray:
     """gamma must be finite and in [0, 1) (eq. 1 converges only there); returns it as a float64 array."""
-    refuse_traced("gamma", gamma)
+    refuse_traced(gamma=gamma)
     if np.asarray(gamma).dtype.kind not in "iuf":  # ("0.5" was taken as 0.5, True as 1: an outside tester)
         raise InputError(f"gamma must be a number (or an array of numbers) in [0, 1); got {gamma!r:.60}")
     g = np.asarray(gamma, dtype=np.float64)
@@ -62,7 +62,7 @@ def check_stochastic(P, name: str = "P", tol: float = 1e-9) -> np.ndarray:
     Arguments: ``P`` the matrix to check; ``name`` how error messages call it; ``tol`` the absolute tolerance on
     the row sums. Returns ``P`` as a float64 array; raises ``InputError`` otherwise.
     """
-    refuse_traced("P", P)
+    refuse_traced(P=P)
     P = np.asarray(P, dtype=np.float64)
     if P.ndim < 2 or P.shape[-1] != P.shape[-2]:
         raise InputError(f"{name} must be square (..., n, n); got shape {P.shape}")
@@ -134,10 +134,9 @@ def closed_form_eigenvalues(topology: str, n: int, gamma: float, a: float | None
         raise InputError(f"no closed form for topology {topology!r}; one of {', '.join(_MIN_N)}")
     # the sizes and self-weights the graph builders take (mesh at n = 1 divided by zero; complete with a = 2 gave
     # rho = 6 > 1/(1 - gamma): an outside tester)
-    lo = _MIN_N[topology]
-    if isinstance(n, bool) or not isinstance(n, (int, float, np.number)) or not np.isfinite(n) or int(n) != n or n < lo:
-        raise InputError(f"n must be an integer >= {lo}; got {n!r}")
-    n = int(n)
+    from mascot.graphs import check_n
+
+    n = check_n(n, _MIN_N[topology])
     if a is not None:
         if topology != "complete":  # (silently ignored: a later tester)
             raise InputError(f"a (a self-weight) applies to topology 'complete' only, not {topology!r}")
@@ -188,8 +187,7 @@ def malicious_leaf_mu2(alpha, leaves):
 
     Arguments: ``alpha`` the malicious leaf's weight relative to the others; ``leaves`` the leaf count l.
     """
-    refuse_traced("alpha", alpha)
-    refuse_traced("leaves", leaves)
+    refuse_traced(alpha=alpha, leaves=leaves)
     alpha = np.asarray(alpha, dtype=np.float64)
     l = np.asarray(leaves, dtype=np.float64)
     return (alpha**2 + l - 1) / (alpha + l - 1) ** 2 - 1.0 / l
@@ -205,9 +203,7 @@ def malicious_leaf_bound(gamma, leaves, mu2=None):
 
     Returns: the bound (float, or an array for array input).
     """
-    refuse_traced("gamma", gamma)
-    refuse_traced("leaves", leaves)
-    refuse_traced("mu2", mu2)
+    refuse_traced(gamma=gamma, leaves=leaves, mu2=mu2)
     g = check_gamma(gamma)
     l = np.asarray(leaves, dtype=np.float64)
     if mu2 is None:
@@ -227,8 +223,7 @@ def cap_influence(P, max_share: float) -> np.ndarray:
     Arguments: ``P`` a row-stochastic (n, n) matrix; ``max_share`` the cap on any entry of a row, in (0, 1].
     Returns the capped matrix (a copy).
     """
-    refuse_traced("P", P)
-    refuse_traced("max_share", max_share)
+    refuse_traced(P=P, max_share=max_share)
     P = check_stochastic(P).copy()
     if not 0.0 < max_share <= 1.0:
         raise InputError(f"max_share must be in (0, 1]; got {max_share!r}")
@@ -256,8 +251,7 @@ def time_varying_sr(P_seq, gamma: float) -> np.ndarray:
     ``P_seq`` is (H, n, n); returns M(0..H-1) as (H, n, n). For a constant P, M(t) is the truncated series
     sum_{k=0}^{H-t} gamma^k P^k, which tends to (I - gamma P)^-1 as the horizon grows.
     """
-    refuse_traced("P_seq", P_seq)
-    refuse_traced("gamma", gamma)
+    refuse_traced(P_seq=P_seq, gamma=gamma)
     P_seq = check_stochastic(P_seq, "P_seq")
     g = float(check_gamma(gamma))
     H, n = P_seq.shape[0], P_seq.shape[-1]
