@@ -1404,15 +1404,17 @@ def test_the_key_given_as_the_model_or_anywhere_on_the_command_line_is_refused(m
     named.write_text(
         (root / "configs/debate/code_review.toml").read_text().replace('name = "code_review"', f'name = "{key}"')
     )
+    (tmp_path / "d.cfg").write_text(named.read_text())  # (a config not named .toml passed the check: a tester)
     for argv in (
         ["trials", "--n-trials", "1", "--steps", "1", "--out", str(tmp_path / f"x{key}")],
         ["debate", str(named)],
+        ["debate", str(tmp_path / "d.cfg")],
         ["validate", str(root / "configs/examples/consensus_small.toml"), f"experiment.name={key}"],
     ):
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert "holds the value of an environment variable" in err and key[3:] not in err
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.toml", "k.toml"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["d.cfg", "d.toml", "k.toml"]
     # a placeholder key is no secret: an --out or a model that holds it is an ordinary name
     monkeypatch.setenv("OPENAI_API_KEY", "lm-studio")
     assert OpenAIBackend("lm-studio-model", base_url="http://127.0.0.1:9/v1", probe=False).model == "lm-studio-model"

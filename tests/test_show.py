@@ -108,6 +108,14 @@ def test_show_masks_the_key_in_records_that_hold_it(trials_run, tmp_path, capsys
     assert cli_main(["show", str(run), "--html", str(tmp_path / "p.html")]) == 0
     shown = capsys.readouterr().out + (tmp_path / "p.html").read_text()
     assert "C6d5E4f3G2h1" not in shown and "***" in shown
+    # ... and in a variable of another name that the run's record names as its key's (a later tester)
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("MYCRED", key)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "backend_options": {"api_key_env": "MYCRED"}}))
+    assert cli_main(["show", str(run), "--html", str(tmp_path / "q.html")]) == 0
+    shown = capsys.readouterr().out + (tmp_path / "q.html").read_text()
+    assert "C6d5E4f3G2h1" not in shown and "***" in shown
 
 
 def test_show_escapes_what_the_server_said_in_the_summary(trials_run, tmp_path, capsys):

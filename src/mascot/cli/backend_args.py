@@ -404,7 +404,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def refuse_secrets(argv, secrets=None) -> None:
-    """Refuse a command whose arguments, or a TOML config file among them, hold the value of a secret of the
+    """Refuse a command whose arguments, or a file among them (a config), hold the value of a secret of the
     environment (``secrets``, default :func:`secret_values`): run directories are named from them and run records
     keep them (an outside tester's key became a run directory's name and entered run.json, through --out, a
     config's name or task, a sweep override; with any backend). The message names no value."""
@@ -414,10 +414,10 @@ def refuse_secrets(argv, secrets=None) -> None:
     if not secrets:
         return
     texts = list(argv)
-    for a in argv:  # config files given by path (a sweep's, a trials, deliberation or debate config)
+    for a in argv:  # files given by path, whatever their suffix (config files: a sweep.cfg passed the check)
         p = Path(a)
         try:
-            if p.suffix.lower() == ".toml" and p.is_file() and p.stat().st_size <= 1 << 20:
+            if p.is_file() and p.stat().st_size <= 1 << 20:
                 texts.append(p.read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue

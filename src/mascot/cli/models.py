@@ -3,6 +3,7 @@ the model did in an LLM run, :mod:`mascot.analysis.show`)."""
 
 from __future__ import annotations
 
+import re
 import time
 
 __all__ = ["add_parsers", "add_show_parser"]
@@ -64,9 +65,17 @@ def _cmd_show(args) -> int:
         if page.suffix.lower() not in (".html", ".htm"):  # (--html RUN/requests.jsonl destroyed the run's log,
             raise InputError(f"--html {page}: give a .html file name (the page is written there)")  # --html
             # RUN/run.json its record: an outside tester)
-    from mascot.cli.backend_args import scrub
+    import json
+    import os
 
-    command, meta, records = scrub(load_run(args.run))  # (records holding the key were shown whole: a tester)
+    from mascot.backends.openai_options import is_secret
+    from mascot.cli.backend_args import scrub, secret_values
+
+    command, meta, records = load_run(args.run)
+    # the run's own key variable too (its record names it: a key in MYCRED was shown whole by a tester)
+    named = set(re.findall(r'"api_key_env": "([A-Za-z_][A-Za-z0-9_]*)"', json.dumps(meta)))
+    secrets = secret_values() + [v for v in map(os.environ.get, sorted(named)) if v and is_secret(v)]
+    command, meta, records = scrub((command, meta, records), secrets)  # (records holding the key were shown whole)
     max_tokens = None  # the run's limit, from its config (trials) or its identity (deliberate, debate)
     for cfg in (
         meta.get("config"),
